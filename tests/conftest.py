@@ -1,0 +1,57 @@
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(__file__).resolve().parent.parent / ".cache" / "numba"))
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "thinkprobe" / "samples" / "traces.jsonl"
+
+
+def data_dir() -> Path | None:
+    path = Path(os.environ.get("THINKPROBE_DATA", REPO.parent / "shared" / "data"))
+    return path if path.is_dir() else None
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    path = data_dir()
+    if path is None:
+        pytest.skip("real third-party traces not found: set THINKPROBE_DATA or place them at ../shared/data")
+    return path
+
+
+@pytest.fixture(scope="session")
+def config():
+    from thinkprobe.config import Config
+
+    return Config.load()
+
+
+@pytest.fixture(scope="session")
+def encoder():
+    from thinkprobe.encoder import Encoder
+
+    return Encoder(device="cpu")
+
+
+class NetworkUsed(AssertionError):
+    pass
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Fail on any attempt to open a network connection (sockets of every family)."""
+
+    def guard(*args, **kwargs):
+        raise NetworkUsed(f"network access attempted: {args!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", guard)
+    monkeypatch.setattr(socket.socket, "connect_ex", guard)
+    monkeypatch.setattr(socket, "create_connection", guard)
+    monkeypatch.setattr(socket, "getaddrinfo", guard)
+    yield
