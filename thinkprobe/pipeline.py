@@ -1,0 +1,248 @@
+"""A profiling run: stream traces from the inputs in chunks, build Thought Graphs and indicators
+per chunk, commit each chunk atomically under OUT/parts/, then assemble the output files and the
+corpus-level profile. A killed run restarted with resume=True skips the committed chunks.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import itertools
+import json
+import os
+import platform
+import shutil
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+from . import __version__
+from .config import Config
+from .encoder import Encoder
+from .graph import build_graphs
+from .indicators import INDICATORS, compute_indicators
+from .link import CueLinker, Linker
+from .load import FieldMap, iter_traces
+from .profile import DIMENSION_NAMES, Normalizer, group_profiles, profile_row
+from .records import InputError, ThoughtGraph, Trace
+
+__all__ = ["RunOptions", "run_profile", "graph_record", "OUTPUT_FILES"]
+
+OUTPUT_FILES = ("graphs.jsonl", "indicators.csv", "profile.csv", "model_profiles.csv", "errors.jsonl", "norms.json", "run.json")
+
+
+@dataclass
+class RunOptions:
+    inputs: Sequence[str]
+    out_dir: str
+    fields: FieldMap = field(default_factory=FieldMap)
+    config_path: str | None = None
+    encoder_path: str | None = None
+    device: str = "auto"
+    batch_size: int | None = None
+    chunk_size: int = 64
+    norms: str | None = None
+    resume: bool = False
+    progress: bool = True
+
+
+def _fmt(x: float) -> str:
+    """Floats rounded to 6 significant digits: stable bytes across batch sizes and platforms."""
+    v = float(x)
+    return "0" if v == 0 else format(v, ".6g")
+
+
+def graph_record(g: ThoughtGraph, indicators: dict[str, float]) -> dict:
+    t = g.trace
+    fields_text = {}
+    for s in t.sections:
+        fields_text.setdefault(s.field, s.text)
+    return {
+        "trace_id": t.trace_id, "model": t.model, "domain": t.domain,
+        "source": t.source, "record": t.record,
+        "question": t.question, "gold_answer": t.gold_answer, "correct": t.correct,
+        "provenance": dict(t.provenance),
+        "sections": [{"name": s.name, "field": s.field, "start": s.start, "end": s.end} for s in t.sections],
+        "fields": fields_text,
+        "units": [{"id": u.index, "section": u.section, "start": u.start, "end": u.end, "text": u.text,
+                   "type": u.node_type, "segment": u.segment, "cues": list(u.cues),
+                   "tokens": int(g.tokens[u.index])} for u in g.units],
+        "edges": [{"src": e.src, "dst": e.dst, "type": e.edge_type, "polarity": e.polarity or None,
+                   "score": e.score} for e in g.edges],
+        "indicators": {k: float(_fmt(v)) for k, v in indicators.items()},
+    }
+
+
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for p in files:
+        h.update(str(p.relative_to(path) if path.is_dir() else p.name).encode())
+        with open(p, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()[:16]
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _chunks(items: Iterable, size: int) -> Iterator[list]:
+    it = iter(items)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
+
+
+def _manifest(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker) -> dict:
+    return {
+        "thinkprobe": __version__,
+        "config_digest": cfg.digest,
+        "inputs": {str(p): _file_digest(Path(p)) for p in opts.inputs},
+        "fields": asdict(opts.fields),
+        "chunk_size": opts.chunk_size,
+        "encoder": str(encoder.path),
+        "linker": linker.name,
+    }
+
+
+def _prepare_parts(out: Path, manifest: dict, resume: bool) -> Path:
+    parts = out / "parts"
+    mpath = parts / "manifest.json"
+    if resume and mpath.exists():
+        old = json.loads(mpath.read_text(encoding="utf-8"))
+        changed = [k for k in manifest if old.get(k) != manifest[k]]
+        if changed:
+            detail = "; ".join(f"{k}: {old.get(k)!r} -> {manifest[k]!r}" for k in changed)
+            raise SystemExit(f"cannot resume {out}: the run changed ({detail}). Start afresh without --resume.")
+        return parts
+    if parts.exists():
+        shutil.rmtree(parts)
+    parts.mkdir(parents=True)
+    _write_atomic(mpath, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return parts
+
+
+def _process_chunk(traces: list, cfg: Config, encoder: Encoder, linker: Linker) -> str:
+    good = [t for t in traces if isinstance(t, Trace)]
+    built = iter(build_graphs(good, cfg, encoder, linker))
+    lines = []
+    for item in traces:
+        result = next(built) if isinstance(item, Trace) else item
+        if isinstance(result, InputError):
+            lines.append({"error": result.as_dict() | {"trace_id": getattr(item, "trace_id", None)}})
+        else:
+            ind = compute_indicators(result.arrays(), cluster_distance=cfg["indicators"]["cluster_distance"])
+            lines.append({"graph": graph_record(result, ind)})
+    return "".join(json.dumps(x, ensure_ascii=False, sort_keys=False) + "\n" for x in lines)
+
+
+def _csv(rows: list[dict], columns: Sequence[str]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for r in rows:
+        w.writerow([_fmt(r[c]) if isinstance(r[c], float) else r[c] for c in columns])
+    return buf.getvalue()
+
+
+def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | None = None) -> dict:
+    """Profile every trace of the inputs into opts.out_dir; returns the run summary."""
+    from tqdm import tqdm
+
+    cfg = cfg or Config.load(opts.config_path)
+    enc_cfg = cfg["encoder"]
+    encoder = Encoder(opts.encoder_path or enc_cfg["path"] or None, device=opts.device,
+                      batch_size=opts.batch_size or enc_cfg["batch_size"], max_seq_length=enc_cfg["max_seq_length"])
+    linker = linker or CueLinker(cfg)
+    out = Path(opts.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = _manifest(opts, cfg, encoder, linker)
+    parts = _prepare_parts(out, manifest, opts.resume)
+
+    def stream():
+        for path in opts.inputs:
+            yield from iter_traces(path, opts.fields)
+
+    bar = tqdm(desc="profiling", unit="trace", disable=not opts.progress, file=sys.stderr)
+    resumed = 0
+    for k, chunk in enumerate(_chunks(stream(), opts.chunk_size)):
+        part = parts / f"{k:06d}.jsonl"
+        if part.exists():
+            resumed += len(chunk)
+        else:
+            _write_atomic(part, _process_chunk(chunk, cfg, encoder, linker))
+        bar.update(len(chunk))
+    bar.close()
+    return assemble(out, cfg, encoder, linker, opts, resumed)
+
+
+def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: RunOptions, resumed: int = 0) -> dict:
+    """Join the committed chunks into the output files and compute the corpus profile."""
+    parts = sorted((out / "parts").glob("[0-9]*.jsonl"))
+    rows, errors = [], []
+    with open(out / "graphs.jsonl.tmp", "w", encoding="utf-8", newline="") as graphs:
+        for part in parts:
+            with open(part, encoding="utf-8") as f:
+                for line in f:
+                    item = json.loads(line)
+                    if "error" in item:
+                        errors.append(item["error"])
+                        continue
+                    g = item["graph"]
+                    graphs.write(json.dumps(g, ensure_ascii=False) + "\n")
+                    rows.append({"trace_id": g["trace_id"], "model": g["model"], "domain": g["domain"],
+                                 "units": len(g["units"]), "edges": len(g["edges"]),
+                                 "tokens": sum(u["tokens"] for u in g["units"]), **g["indicators"]})
+    os.replace(out / "graphs.jsonl.tmp", out / "graphs.jsonl")
+
+    norms = Normalizer.load(opts.norms) if opts.norms else Normalizer().fit(rows)
+    prof = []
+    for r in rows:
+        p = profile_row(norms.z(r))
+        prof.append({"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"], **p})
+    by_model = [dict(r, domain="*") for r in group_profiles(prof, ("model",))]
+    by_model_domain = group_profiles(prof, ("model", "domain"))
+
+    head = ["trace_id", "model", "domain"]
+    _write_atomic(out / "indicators.csv", _csv(rows, [*head, "units", "edges", "tokens", *INDICATORS]))
+    _write_atomic(out / "profile.csv", _csv(prof, [*head, *DIMENSION_NAMES]))
+    _write_atomic(out / "model_profiles.csv", _csv(by_model + by_model_domain, ["model", "domain", "n", *DIMENSION_NAMES]))
+    _write_atomic(out / "errors.jsonl", "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors))
+    _write_atomic(out / "norms.json", json.dumps(norms.to_json(), indent=2) + "\n")
+
+    import numba
+    import torch
+
+    run = {
+        "thinkprobe": __version__,
+        "inputs": [str(p) for p in opts.inputs],
+        "norms": str(opts.norms) if opts.norms else "fit on this run",
+        "config": cfg.data,
+        "config_digest": cfg.digest,
+        "encoder": {"path": str(encoder.path), "name": encoder.name, "max_seq_length": encoder.max_seq_length},
+        "tokenizer": encoder.tokenizer_name,
+        "linker": linker.name,
+        "device": encoder.device,
+        "versions": {"python": platform.python_version(), "torch": torch.__version__, "numba": numba.__version__,
+                     "sentence_transformers": _version("sentence-transformers"), "transformers": _version("transformers")},
+        "counts": {"traces": len(rows), "errors": len(errors)},
+    }
+    _write_atomic(out / "run.json", json.dumps(run, indent=2, ensure_ascii=False) + "\n")
+    return {"out_dir": str(out), "traces": len(rows), "errors": len(errors), "resumed": resumed,
+            "model_profiles": by_model, "model_domain_profiles": by_model_domain}
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "not installed"
