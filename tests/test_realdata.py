@@ -1,0 +1,76 @@
+"""Real third-party traces (skipped when ../shared/data is absent): 30 ReasoningFlow v1 traces of
+DeepSeek-R1, QwQ-32B and gpt-oss-120b, profiled end to end."""
+import csv
+import gzip
+import json
+import math
+
+import pytest
+
+from thinkprobe.indicators import INDICATORS
+from thinkprobe.pipeline import RunOptions, run_profile
+from thinkprobe.records import BACKWARD_EDGES
+
+MODELS = ("DeepSeek-R1", "QwQ-32B", "gpt-oss-120b")
+
+
+@pytest.fixture(scope="module")
+def real_run(shared_data, tmp_path_factory):
+    path = shared_data / "reasoningflow" / "v1" / "v1_raw_data.jsonl.gz"
+    by_model = {m: [] for m in MODELS}
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            doc = json.loads(line)
+            model = doc["metadata"]["generator"]
+            if model in by_model:
+                by_model[model].append(doc)
+    # The 10 shortest traces per model keep the CPU run short; a mix of AIME, GPQA and ArgKP.
+    picked = [d for m in MODELS for d in sorted(by_model[m], key=lambda d: (len(d["raw_text"]["response"]), d["doc_id"]))[:10]]
+    tmp = tmp_path_factory.mktemp("real")
+    subset = tmp / "v1_30.jsonl"
+    subset.write_text("".join(json.dumps(d) + "\n" for d in picked), encoding="utf-8")
+    out = tmp / "out"
+    result = run_profile(RunOptions(inputs=[str(subset)], out_dir=str(out), progress=False, device="cpu"))
+    return picked, out, result
+
+
+def test_thirty_real_traces_profile(real_run):
+    picked, out, result = real_run
+    assert result["traces"] == 30 and result["errors"] == 0
+    graphs = [json.loads(line) for line in (out / "graphs.jsonl").read_text(encoding="utf-8").splitlines()]
+    for doc, g in zip(picked, graphs):
+        response = doc["raw_text"]["response"]
+        assert {s["field"] for s in g["sections"]} == {"raw_text.response"}
+        assert g["fields"]["raw_text.response"] == response
+        # units tile the non-whitespace characters of each section exactly once
+        for section in g["sections"]:
+            spans = [(u["start"], u["end"]) for u in g["units"] if u["section"] == section["name"]]
+            covered = [0] * len(response)
+            for s, e in spans:
+                assert response[s:e] == next(u["text"] for u in g["units"] if u["start"] == s and u["section"] == section["name"])
+                for i in range(s, e):
+                    covered[i] += 1
+            for i in range(section["start"], section["end"]):
+                assert covered[i] == (0 if response[i].isspace() else 1) or (response[i].isspace() and covered[i] == 1)
+
+
+def test_indicators_finite_and_informative(real_run):
+    _, out, _ = real_run
+    with open(out / "indicators.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 30
+    for name in INDICATORS:
+        values = [float(r[name]) for r in rows]
+        assert all(math.isfinite(v) for v in values), name
+        assert len(set(values)) > 1, f"{name} is constant across 30 real traces"
+
+
+def test_backward_edges_in_most_r1_and_qwq_traces(real_run):
+    _, out, _ = real_run
+    graphs = [json.loads(line) for line in (out / "graphs.jsonl").read_text(encoding="utf-8").splitlines()]
+    for model in ("DeepSeek-R1", "QwQ-32B"):
+        mine = [g for g in graphs if g["model"] == model]
+        with_back = [g for g in mine if any(e["type"] in BACKWARD_EDGES for e in g["edges"])]
+        assert len(with_back) > len(mine) / 2, model
+        far = [e for g in mine for e in g["edges"] if e["type"] in BACKWARD_EDGES and e["src"] - e["dst"] > 5]
+        assert far, f"no long-range backward edge in {model} traces"
