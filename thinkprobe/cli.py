@@ -51,17 +51,29 @@ def main() -> None:
 @click.option("--resume", is_flag=True, help="keep the chunks an interrupted run with the same input and config committed")
 @click.option("--summary/--no-summary", default=True, help="print the model profile table at the end")
 @click.option("--progress/--no-progress", default=None, help="progress bar (default: when stderr is a terminal)")
-def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, chunk_size, norms, resume, summary, progress, **kw):
+@click.option("--strict", is_flag=True, help="exit with status 3 when any record was skipped (for CI)")
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
+              help="embedding cache folder [default: $THINKPROBE_CACHE or ~/.cache/thinkprobe]")
+@click.option("--no-cache", is_flag=True, help="encode everything afresh and keep no cache")
+def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, chunk_size, norms, resume, summary, progress,
+            strict, cache_dir, no_cache, **kw):
     """Profile trace files (JSONL, JSON, Parquet, folders; gzipped or not) into OUT."""
     from .pipeline import RunOptions, run_profile
 
     opts = RunOptions(inputs=list(inputs), out_dir=out_dir, fields=_fields(kw), config_path=config_path,
                       encoder_path=encoder_path, device=device, batch_size=batch_size, chunk_size=chunk_size,
-                      norms=norms, resume=resume,
+                      norms=norms, resume=resume, cache_dir=None if no_cache else (cache_dir or default_cache_dir()),
                       progress=sys.stderr.isatty() if progress is None else progress)
     result = run_profile(opts)
     if summary:
         click.echo(format_summary(result))
+    if strict and result["errors"]:
+        click.echo(f"--strict: {result['errors']} records were skipped (see {out_dir}/errors.jsonl)", err=True)
+        sys.exit(3)
+
+
+def default_cache_dir() -> str:
+    return os.environ.get("THINKPROBE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "thinkprobe")
 
 
 def format_summary(result: dict) -> str:
@@ -70,6 +82,11 @@ def format_summary(result: dict) -> str:
     lines = [f"profiled {result['traces']} traces into {result['out_dir']}"
              + (f" ({result['resumed']} from committed chunks)" if result["resumed"] else "")
              + (f"; {result['errors']} records skipped, see errors.jsonl" if result["errors"] else "")]
+    if result.get("duplicates"):
+        lines.append(f"{result['duplicates']} duplicate trace ids were kept with suffixes #2, #3... (listed in run.json)")
+    for key, count in result.get("unknown", {}).items():
+        if count:
+            lines.append(f"{count} traces have no {key} field and are grouped as 'unknown'")
     rows = result["model_profiles"]
     if rows:
         width = max(12, *(len(r["model"]) for r in rows))
@@ -103,6 +120,25 @@ def export(run_dir, fmt, out):
     from .export import export as do_export
 
     click.echo(str(do_export(run_dir, fmt, out)))
+
+
+@main.command()
+@click.option("-n", "count", default=100, show_default=True, help="real traces to profile")
+@click.option("--device", default="auto", show_default=True)
+@click.option("--batch-size", type=int, default=None)
+@click.option("--scale", default=10, show_default=True, help="corpus multiple for the flat-memory check")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="write the numbers here")
+@click.option("--workdir", type=click.Path(file_okay=False), default=None, help="keep the runs here (default: a temp dir)")
+def bench(count, device, batch_size, scale, json_out, workdir):
+    """Throughput: raw encoder vs full pipeline vs naive per-trace baseline, cache, memory."""
+    from .bench import format_bench, run_bench
+
+    report = run_bench(count, device=device, batch_size=batch_size, scale=scale, workdir=workdir)
+    click.echo(format_bench(report))
+    if json_out:
+        with open(json_out, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=2)
+            f.write("\n")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,11 +14,12 @@ from .link import LinkInput, Linker
 from .nodetypes import concreteness, cue_categories, finalise_type, provisional_type
 from .records import InputError, ThoughtGraph, ThoughtUnit, Trace
 from .segment import HEADER, tile, unit_spans
+from .timing import StageTimes
 
 __all__ = ["build_graphs"]
 
 
-def _units_of(trace: Trace, cfg: Config) -> tuple[list[ThoughtUnit], list[int]]:
+def units_of(trace: Trace, cfg: Config) -> tuple[list[ThoughtUnit], list[int]]:
     """Units of every section in order, without segments yet; and indices that force a block start."""
     units: list[ThoughtUnit] = []
     forced: list[int] = []
@@ -33,14 +34,25 @@ def _units_of(trace: Trace, cfg: Config) -> tuple[list[ThoughtUnit], list[int]]:
     return units, forced
 
 
-def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker: Linker) -> list[ThoughtGraph | InputError]:
-    planned = []
-    for trace in traces:
-        units, forced = _units_of(trace, cfg)
-        planned.append((trace, units, forced))
+def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker: Linker,
+                 times: StageTimes | None = None) -> list[ThoughtGraph | InputError]:
+    times = times if times is not None else StageTimes()
+    with times("split"):
+        planned = [(trace, *units_of(trace, cfg)) for trace in traces]
     texts = [u.text for _, units, _ in planned for u in units]
-    embeddings, tokens = encoder.encode_and_count(texts)
+    with times("encode"):
+        embeddings, tokens = encoder.encode_and_count(texts)
+    with times("tile_type"):
+        results, link_inputs, link_owners = _tile_and_type(planned, embeddings, tokens, cfg)
+    with times("link"):
+        edge_lists = linker.link(link_inputs)
+        for owner, edges in zip(link_owners, edge_lists):
+            _attach_edges(results[owner], edges)
+    return results
 
+
+def _tile_and_type(planned, embeddings, tokens, cfg: Config):
+    """TextTiling blocks, cue types and unit features per trace; graphs still without edges."""
     tiling = cfg["segment"]["tiling"]
     unit_set = frozenset(cfg["concreteness"]["units"])
     lex = cfg.lexicon
@@ -71,16 +83,17 @@ def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker:
         link_inputs.append(LinkInput(typed, emb))
         link_owners.append(len(results))
         results.append(graph)
+    return results, link_inputs, link_owners
 
-    for owner, edges in zip(link_owners, linker.link(link_inputs)):
-        graph = results[owner]
-        outgoing: dict[int, list] = {}
-        for e in edges:
-            outgoing.setdefault(e.src, []).append(e)
-        graph.edges = sorted(edges, key=lambda e: (e.src, e.dst, e.edge_type))
-        graph.units = [
-            ThoughtUnit(u.index, u.section, u.start, u.end, u.text, u.segment,
-                        finalise_type(u.node_type, outgoing.get(u.index, ())), u.cues)
-            for u in graph.units
-        ]
-    return results
+
+def _attach_edges(graph: ThoughtGraph, edges) -> None:
+    """Store the edges and settle the structural node types from each unit's outgoing edges."""
+    outgoing: dict[int, list] = {}
+    for e in edges:
+        outgoing.setdefault(e.src, []).append(e)
+    graph.edges = sorted(edges, key=lambda e: (e.src, e.dst, e.edge_type))
+    graph.units = [
+        ThoughtUnit(u.index, u.section, u.start, u.end, u.text, u.segment,
+                    finalise_type(u.node_type, outgoing.get(u.index, ())), u.cues)
+        for u in graph.units
+    ]

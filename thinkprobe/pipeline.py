@@ -26,6 +26,7 @@ from .link import CueLinker, Linker
 from .load import FieldMap, iter_traces
 from .profile import DIMENSION_NAMES, Normalizer, group_profiles, profile_row
 from .records import InputError, ThoughtGraph, Trace
+from .timing import StageTimes
 
 __all__ = ["RunOptions", "run_profile", "graph_record", "OUTPUT_FILES"]
 
@@ -45,6 +46,7 @@ class RunOptions:
     norms: str | None = None
     resume: bool = False
     progress: bool = True
+    cache_dir: str | None = None  # embedding cache folder; None = no cache
 
 
 def _fmt(x: float) -> str:
@@ -129,18 +131,21 @@ def _prepare_parts(out: Path, manifest: dict, resume: bool) -> Path:
     return parts
 
 
-def _process_chunk(traces: list, cfg: Config, encoder: Encoder, linker: Linker) -> str:
+def _process_chunk(traces: list, cfg: Config, encoder: Encoder, linker: Linker, times: StageTimes) -> str:
     good = [t for t in traces if isinstance(t, Trace)]
-    built = iter(build_graphs(good, cfg, encoder, linker))
+    built = iter(build_graphs(good, cfg, encoder, linker, times))
     lines = []
     for item in traces:
         result = next(built) if isinstance(item, Trace) else item
         if isinstance(result, InputError):
             lines.append({"error": result.as_dict() | {"trace_id": getattr(item, "trace_id", None)}})
         else:
-            ind = compute_indicators(result.arrays(), cluster_distance=cfg["indicators"]["cluster_distance"])
-            lines.append({"graph": graph_record(result, ind)})
-    return "".join(json.dumps(x, ensure_ascii=False, sort_keys=False) + "\n" for x in lines)
+            with times("indicators"):
+                ind = compute_indicators(result.arrays(), cluster_distance=cfg["indicators"]["cluster_distance"])
+            with times("serialise"):
+                lines.append({"graph": graph_record(result, ind)})
+    with times("serialise"):
+        return "".join(json.dumps(x, ensure_ascii=False, sort_keys=False) + "\n" for x in lines)
 
 
 def _csv(rows: list[dict], columns: Sequence[str]) -> str:
@@ -152,14 +157,18 @@ def _csv(rows: list[dict], columns: Sequence[str]) -> str:
     return buf.getvalue()
 
 
-def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | None = None) -> dict:
-    """Profile every trace of the inputs into opts.out_dir; returns the run summary."""
+def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | None = None,
+                times: StageTimes | None = None) -> dict:
+    """Profile every trace of the inputs into opts.out_dir; returns the run summary.
+    `times`, when given, collects seconds per pipeline stage (for the benchmark)."""
     from tqdm import tqdm
 
+    times = times if times is not None else StageTimes()
     cfg = cfg or Config.load(opts.config_path)
     enc_cfg = cfg["encoder"]
     encoder = Encoder(opts.encoder_path or enc_cfg["path"] or None, device=opts.device,
-                      batch_size=opts.batch_size or enc_cfg["batch_size"], max_seq_length=enc_cfg["max_seq_length"])
+                      batch_size=opts.batch_size or enc_cfg["batch_size"], max_seq_length=enc_cfg["max_seq_length"],
+                      cache_dir=opts.cache_dir)
     linker = linker or CueLinker(cfg)
     out = Path(opts.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -172,21 +181,32 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
 
     bar = tqdm(desc="profiling", unit="trace", disable=not opts.progress, file=sys.stderr)
     resumed = 0
-    for k, chunk in enumerate(_chunks(stream(), opts.chunk_size)):
+    chunks = _chunks(stream(), opts.chunk_size)
+    for k in itertools.count():
+        with times("load"):
+            chunk = next(chunks, None)
+        if chunk is None:
+            break
         part = parts / f"{k:06d}.jsonl"
         if part.exists():
             resumed += len(chunk)
         else:
-            _write_atomic(part, _process_chunk(chunk, cfg, encoder, linker))
+            text = _process_chunk(chunk, cfg, encoder, linker, times)
+            with times("write"):
+                _write_atomic(part, text)
         bar.update(len(chunk))
     bar.close()
-    return assemble(out, cfg, encoder, linker, opts, resumed)
+    with times("assemble"):
+        result = assemble(out, cfg, encoder, linker, opts, resumed)
+    result["cache"] = encoder.cache_stats
+    return result
 
 
 def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: RunOptions, resumed: int = 0) -> dict:
     """Join the committed chunks into the output files and compute the corpus profile."""
     parts = sorted((out / "parts").glob("[0-9]*.jsonl"))
-    rows, errors = [], []
+    rows, errors, duplicates = [], [], []
+    unknown = {"model": 0, "domain": 0}
     with open(out / "graphs.jsonl.tmp", "w", encoding="utf-8", newline="") as graphs:
         for part in parts:
             with open(part, encoding="utf-8") as f:
@@ -196,6 +216,11 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
                         errors.append(item["error"])
                         continue
                     g = item["graph"]
+                    if "duplicate_of" in g["provenance"]:
+                        duplicates.append({"trace_id": g["trace_id"], "duplicate_of": g["provenance"]["duplicate_of"],
+                                           "file": g["source"], "record": g["record"]})
+                    for key in unknown:
+                        unknown[key] += g[key] == "unknown"
                     graphs.write(json.dumps(g, ensure_ascii=False) + "\n")
                     rows.append({"trace_id": g["trace_id"], "model": g["model"], "domain": g["domain"],
                                  "units": len(g["units"]), "edges": len(g["edges"]),
@@ -217,9 +242,6 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     _write_atomic(out / "errors.jsonl", "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors))
     _write_atomic(out / "norms.json", json.dumps(norms.to_json(), indent=2) + "\n")
 
-    import numba
-    import torch
-
     run = {
         "thinkprobe": __version__,
         "inputs": [str(p) for p in opts.inputs],
@@ -230,12 +252,15 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
         "tokenizer": encoder.tokenizer_name,
         "linker": linker.name,
         "device": encoder.device,
-        "versions": {"python": platform.python_version(), "torch": torch.__version__, "numba": numba.__version__,
+        "versions": {"python": platform.python_version(), "torch": _version("torch"), "numba": _version("numba"),
                      "sentence_transformers": _version("sentence-transformers"), "transformers": _version("transformers")},
-        "counts": {"traces": len(rows), "errors": len(errors)},
+        "counts": {"traces": len(rows), "errors": len(errors), "duplicate_ids": len(duplicates),
+                   "unknown_model": unknown["model"], "unknown_domain": unknown["domain"]},
+        "duplicate_ids": duplicates,
     }
     _write_atomic(out / "run.json", json.dumps(run, indent=2, ensure_ascii=False) + "\n")
     return {"out_dir": str(out), "traces": len(rows), "errors": len(errors), "resumed": resumed,
+            "duplicates": len(duplicates), "unknown": unknown,
             "model_profiles": by_model, "model_domain_profiles": by_model_domain}
 
 
