@@ -1,0 +1,209 @@
+"""The HTML / Markdown report and the per-trace view on a small hand-built run folder; the last
+tests open the pages in headless Chromium and skip when no Chromium is installed."""
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from thinkprobe.indicators import DIMENSIONS, INDICATORS
+from thinkprobe.report import MAX_TRACE_PAGES, safe_trace_id, write_report, write_trace_view
+
+from run_folder import make_graph, write_run
+
+TRACES = [("r1-math-0", "r1", "math", 12), ("r1-math-1", "r1", "math", 30), ("r1-logic-0", "r1", "logic", 8),
+          ("qwq-math-0", "qwq", "math", 40), ("qwq-logic-0", "qwq", "logic", 25), ("qwq-logic-1", "qwq", "logic", 18),
+          ("odd/id <1>", "solo", "math", 6)]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    run = tmp_path_factory.mktemp("run")
+    rows = []
+    for k, (trace_id, model, domain, n) in enumerate(TRACES):
+        row = {"trace_id": trace_id, "model": model, "domain": domain, "units": n + 1, "edges": n, "tokens": 9 * n}
+        row.update({name: ((k + 1) * (j + 2)) % 7 / 7 for j, name in enumerate(INDICATORS)})
+        row.update({dim: (k - 3) * 0.2 + j * 0.1 for j, dim in enumerate(DIMENSIONS)})
+        rows.append(row)
+    write_run(run, rows, [make_graph(*t) for t in TRACES])
+    with open(run / "redundancy.csv", "w", encoding="utf-8") as f:
+        f.write("trace_id,model,domain,Acc,Tokens,|V|,Iso,|E|,D,in_max,out_max,Self,Back,L_eff,R,Unc\n")
+        for trace_id, model, domain, n in TRACES:
+            f.write(f'"{trace_id}",{model},{domain},1,{9 * n},{n + 1},0,{n},1.0,2,3,0.1,0.2,{n // 2},0.5,0\n')
+    write_report(run)
+    return run
+
+
+def test_report_files(run_dir):
+    for name in ("report.html", "report.md", "figures/radar.png", "figures/boxplots.png", "figures/heatmap.png"):
+        assert (run_dir / name).stat().st_size > 0, name
+    for trace_id, *_ in TRACES:
+        assert (run_dir / "traces" / f"{safe_trace_id(trace_id)}.html").exists()
+    assert (run_dir / "figures" / "radar.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_report_html_is_self_contained(run_dir):
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert page.count('src="data:image/png;base64,') >= 4
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", page)
+    assert "<link" not in page and "@import" not in page and "<script src" not in page
+    for section in ("Model profiles", "Effect sizes", "Model × domain", "Indicators by model", "Redundancy", "Traces"):
+        assert section in page
+    # Every trace is listed and links to its page; odd ids get a safe file name.
+    assert 'href="traces/r1-math-0.html"' in page
+    assert f'href="traces/{safe_trace_id("odd/id &lt;1&gt;")}.html"' not in page  # escaped id is not re-hashed
+    assert f'href="traces/{safe_trace_id("odd/id <1>")}.html"' in page
+    assert "odd/id &lt;1&gt;" in page and "odd/id <1>" not in page
+    # The model with one trace is named, not silently dropped.
+    assert "fewer than 2 traces" in page and "solo" in page
+
+
+def test_report_markdown_twin(run_dir):
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    assert "![Radar chart of the model profiles](figures/radar.png)" in md
+    assert "](figures/boxplots.png)" in md and "](figures/heatmap.png)" in md
+    assert "| branching_factor |" in md and "## Redundancy" in md
+    assert "[r1-math-0](traces/r1-math-0.html)" in md
+
+
+def test_report_is_reproducible(run_dir, tmp_path):
+    copy = tmp_path / run_dir.name
+    shutil.copytree(run_dir, copy)
+    write_report(copy)
+    for name in ("report.html", "report.md", "figures/radar.png", "figures/boxplots.png", "figures/heatmap.png",
+                 "traces/r1-math-1.html"):
+        assert (copy / name).read_bytes() == (run_dir / name).read_bytes(), name
+
+
+def test_trace_view(run_dir, tmp_path):
+    path = write_trace_view(run_dir, "qwq-math-0", out=tmp_path)
+    assert path == tmp_path / "qwq-math-0.html"
+    page = path.read_text(encoding="utf-8")
+    assert (tmp_path / "qwq-math-0.png").read_bytes().startswith(b"\x89PNG")
+    svg = (tmp_path / "qwq-math-0.svg").read_text(encoding="utf-8")
+    assert "<svg" in svg and "<dc:date>" not in svg
+    assert 'src="data:image/png;base64,' in page
+    # Units are coloured spans over the original text, escaped; their edges are in the tooltip.
+    assert page.count('class="u"') == 41
+    assert "x = 3 * 2 &lt; 6 &amp; &quot;quoted&quot;." in page
+    assert "critique/negate" in page or "critique/affirm" in page
+    assert "../report.html" not in page  # written outside the run folder: no link back
+    again = write_trace_view(run_dir, "qwq-math-0", out=tmp_path / "again")
+    assert again.with_suffix(".svg").read_bytes() == (tmp_path / "qwq-math-0.svg").read_bytes()
+    assert again.with_suffix(".png").read_bytes() == (tmp_path / "qwq-math-0.png").read_bytes()
+
+
+def test_trace_view_of_a_long_trace(tmp_path):
+    run = write_run(tmp_path, [{"trace_id": "long", "model": "m", "domain": "d"}], [make_graph("long", "m", "d", 350)])
+    path = write_trace_view(run, "long")
+    assert path == run / "traces" / "long.html" and "../report.html" in path.read_text(encoding="utf-8")
+    from PIL import Image
+
+    width, height = Image.open(run / "traces" / "long.png").size
+    assert width > 2500 and height < 700  # widened with the trace, not squeezed
+
+
+def test_unknown_trace(run_dir):
+    with pytest.raises(ValueError, match="not found"):
+        write_trace_view(run_dir, "no-such-trace")
+
+
+def test_page_limit_is_stated(tmp_path, monkeypatch):
+    import thinkprobe.report as report
+
+    monkeypatch.setattr(report, "MAX_TRACE_PAGES", 2)
+    rows = [{"trace_id": t, "model": m, "domain": d} for t, m, d, _ in TRACES[:4]]
+    run = write_run(tmp_path, rows, [make_graph(*t) for t in TRACES[:4]])
+    write_report(run)
+    assert len(list((run / "traces").glob("*.html"))) == 2
+    assert "first 2 traces" in (run / "report.html").read_text(encoding="utf-8")
+    assert MAX_TRACE_PAGES == 500
+
+
+def test_workers_draw_the_same_pages(tmp_path):
+    from thinkprobe.report import _write_trace_pages
+
+    traces = [(f"t{k}", "m", "d", 3) for k in range(16)]
+    runs = [write_run(tmp_path / name, [], [make_graph(*t) for t in traces]) for name in ("serial", "parallel")]
+    for run, workers in zip(runs, (1, 2)):
+        (run / "traces").mkdir()
+        assert len(_write_trace_pages(run, workers)) == 16
+    for page in sorted((runs[0] / "traces").iterdir()):
+        assert (runs[1] / "traces" / page.name).read_bytes() == page.read_bytes(), page.name
+
+
+def test_empty_run_says_so(tmp_path):
+    run = write_run(tmp_path, [])
+    assert "No traces" in write_report(run).read_text(encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- headless Chromium
+
+
+def _chromium() -> str | None:
+    for name in ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+# Appended to a copy of the page: after load, record how many images decoded and whether the
+# sortable tables were set up, where --dump-dom can read it.
+PROBE = """<script>window.addEventListener("load", function () {
+  var images = Array.prototype.slice.call(document.images);
+  var broken = images.filter(function (im) { return !im.complete || im.naturalWidth === 0; }).length;
+  var th = document.querySelector("table.sortable th"), order = "";
+  if (th) { th.click(); var rows = th.closest("table").tBodies[0].rows;
+            order = rows[0].cells[0].textContent + "<=" + rows[rows.length - 1].cells[0].textContent; }
+  document.body.setAttribute("data-probe", "images=" + images.length + ";broken=" + broken +
+    ";sortable=" + document.querySelectorAll("th[aria-sort]").length);
+  document.body.setAttribute("data-order", order);
+});</script></body>"""
+
+
+def _render(browser: str, page: Path, profile: Path) -> tuple[str, list[str]]:
+    """The DOM after load and the console lines Chromium logged for `page`."""
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-component-update", "--no-first-run", "--enable-logging=stderr", "--v=0",
+           f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", page.resolve().as_uri()]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
+    return done.stdout, console
+
+
+def _probe(page: Path) -> Path:
+    probed = page.with_name(f"probe-{page.name}")
+    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE), encoding="utf-8")
+    return probed
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory) -> str:
+    found = _chromium()
+    if found is None:
+        pytest.skip("no Chromium installed (apt-get install chromium)")
+    # The console check must be able to fail: a page with an error has to show up in the log.
+    broken = tmp_path_factory.mktemp("broken") / "broken.html"
+    broken.write_text("<html><body><script>undefinedFunction();</script></body></html>", encoding="utf-8")
+    _, console = _render(found, broken, broken.parent / "profile")
+    assert any("undefinedFunction" in line for line in console), "Chromium did not log console errors"
+    return found
+
+
+def test_report_renders_in_chromium(run_dir, browser, tmp_path):
+    dom, console = _render(browser, _probe(run_dir / "report.html"), tmp_path / "profile")
+    assert console == []
+    probe = re.search(r'data-probe="images=(\d+);broken=(\d+);sortable=(\d+)"', dom)
+    assert probe, "the page's scripts did not run"
+    images, broken, sortable = map(int, probe.groups())
+    assert images >= 4 and broken == 0 and sortable > 0
+    first, last = re.search(r'data-order="([^"]*)"', dom).group(1).split("&lt;=")
+    assert first <= last
+
+
+def test_trace_page_renders_in_chromium(run_dir, browser, tmp_path):
+    dom, console = _render(browser, _probe(run_dir / "traces" / "qwq-logic-0.html"), tmp_path / "profile")
+    assert console == []
+    assert re.search(r'data-probe="images=1;broken=0;sortable=\d+"', dom)
