@@ -20,7 +20,7 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	touch $@
 
 demo: install
-	$(VENV)/bin/thinkprobe profile thinkprobe/samples/traces.jsonl -o demo_out --summary
+	$(VENV)/bin/thinkprobe profile thinkprobe/samples/traces.jsonl -o demo_out
 
 test: install
 	$(PY) -m pytest -q

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 
 import click
 
@@ -55,8 +56,9 @@ def main() -> None:
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="embedding cache folder [default: $THINKPROBE_CACHE or ~/.cache/thinkprobe]")
 @click.option("--no-cache", is_flag=True, help="encode everything afresh and keep no cache")
+@click.option("--report/--no-report", default=True, help="write report.html / report.md at the end")
 def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, chunk_size, norms, resume, summary, progress,
-            strict, cache_dir, no_cache, **kw):
+            strict, cache_dir, no_cache, report, **kw):
     """Profile trace files (JSONL, JSON, Parquet, folders; gzipped or not) into OUT."""
     from .pipeline import RunOptions, run_profile
 
@@ -65,6 +67,10 @@ def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, chun
                       norms=norms, resume=resume, cache_dir=None if no_cache else (cache_dir or default_cache_dir()),
                       progress=sys.stderr.isatty() if progress is None else progress)
     result = run_profile(opts)
+    if report:
+        from .report import write_report
+
+        result["report"] = str(write_report(out_dir))
     if summary:
         click.echo(format_summary(result))
     if strict and result["errors"]:
@@ -87,6 +93,8 @@ def format_summary(result: dict) -> str:
     for key, count in result.get("unknown", {}).items():
         if count:
             lines.append(f"{count} traces have no {key} field and are grouped as 'unknown'")
+    if result.get("report"):
+        lines.append(f"report: {result['report']}")
     rows = result["model_profiles"]
     if rows:
         width = max(12, *(len(r["model"]) for r in rows))
@@ -120,6 +128,40 @@ def export(run_dir, fmt, out):
     from .export import export as do_export
 
     click.echo(str(do_export(run_dir, fmt, out)))
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+def stats(run_dir):
+    """Kruskal-Wallis H, p, epsilon-squared by model and by domain; Holm; bootstrap CIs."""
+    from .stats import write_stats
+
+    write_stats(run_dir)
+    click.echo(f"wrote {Path(run_dir) / 'stats.json'} and {Path(run_dir) / 'stats.csv'}")
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--workers", type=int, default=None, help="processes drawing the per-trace pages")
+def report(run_dir, workers):
+    """Write the self-contained HTML report (and a Markdown twin) of a profile run."""
+    from .report import write_report
+
+    click.echo(str(write_report(run_dir, workers=workers)))
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("trace_id")
+@click.option("-o", "--out", default=None, help="folder for the HTML, PNG and SVG (default RUN_DIR/traces)")
+def graph(run_dir, trace_id, out):
+    """Draw one trace: its text coloured by node type next to its Thought Graph."""
+    from .report import write_trace_view
+
+    try:
+        click.echo(str(write_trace_view(run_dir, trace_id, out=out)))
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
 
 
 @main.command()

@@ -30,7 +30,8 @@ from .timing import StageTimes
 
 __all__ = ["RunOptions", "run_profile", "graph_record", "OUTPUT_FILES"]
 
-OUTPUT_FILES = ("graphs.jsonl", "indicators.csv", "profile.csv", "model_profiles.csv", "errors.jsonl", "norms.json", "run.json")
+OUTPUT_FILES = ("graphs.jsonl", "indicators.csv", "profile.csv", "model_profiles.csv", "errors.jsonl", "norms.json",
+                "run.json", "stats.json", "stats.csv")
 
 
 @dataclass
@@ -259,6 +260,9 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
         "duplicate_ids": duplicates,
     }
     _write_atomic(out / "run.json", json.dumps(run, indent=2, ensure_ascii=False) + "\n")
+    from .stats import write_stats
+
+    write_stats(out)
     return {"out_dir": str(out), "traces": len(rows), "errors": len(errors), "resumed": resumed,
             "duplicates": len(duplicates), "unknown": unknown,
             "model_profiles": by_model, "model_domain_profiles": by_model_domain}
