@@ -111,6 +111,13 @@ def test_same_bytes_across_runs_chunk_and_batch_sizes(sample_run, tmp_path):
         assert (tmp_path / name).read_bytes() == (out / name).read_bytes(), name
 
 
+def test_same_bytes_with_worker_processes(sample_run, tmp_path):
+    out, _ = sample_run
+    profile([SAMPLES], tmp_path, chunk_size=4, workers=2)
+    for name in ("graphs.jsonl", "indicators.csv", "profile.csv", "model_profiles.csv", "norms.json", "errors.jsonl"):
+        assert (tmp_path / name).read_bytes() == (out / name).read_bytes(), name
+
+
 def test_saved_norms_score_a_new_corpus(sample_run, tmp_path):
     out, _ = sample_run
     subset = tmp_path / "subset.jsonl"

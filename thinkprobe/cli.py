@@ -57,14 +57,16 @@ def main() -> None:
               help="embedding cache folder [default: $THINKPROBE_CACHE or ~/.cache/thinkprobe]")
 @click.option("--no-cache", is_flag=True, help="encode everything afresh and keep no cache")
 @click.option("--report/--no-report", default=True, help="write report.html / report.md at the end")
+@click.option("--workers", type=int, default=1, show_default=True,
+              help="processes for splitting, tiling, typing and indicators (same outputs for any number)")
 def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, chunk_size, norms, resume, summary, progress,
-            strict, cache_dir, no_cache, report, **kw):
+            strict, cache_dir, no_cache, report, workers, **kw):
     """Profile trace files (JSONL, JSON, Parquet, folders; gzipped or not) into OUT."""
     from .pipeline import RunOptions, run_profile
 
     opts = RunOptions(inputs=list(inputs), out_dir=out_dir, fields=_fields(kw), config_path=config_path,
                       encoder_path=encoder_path, device=device, batch_size=batch_size, chunk_size=chunk_size,
-                      norms=norms, resume=resume, cache_dir=None if no_cache else (cache_dir or default_cache_dir()),
+                      norms=norms, resume=resume, workers=workers, cache_dir=None if no_cache else (cache_dir or default_cache_dir()),
                       progress=sys.stderr.isatty() if progress is None else progress)
     result = run_profile(opts)
     if report:

@@ -4,6 +4,9 @@ typing, linking, and final types. Returns graphs, or an InputError for a trace w
 """
 from __future__ import annotations
 
+from concurrent.futures import Executor
+from functools import partial
+from itertools import repeat
 from typing import Sequence
 
 import numpy as np
@@ -35,55 +38,52 @@ def units_of(trace: Trace, cfg: Config) -> tuple[list[ThoughtUnit], list[int]]:
 
 
 def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker: Linker,
-                 times: StageTimes | None = None) -> list[ThoughtGraph | InputError]:
+                 times: StageTimes | None = None, pool: Executor | None = None) -> list[ThoughtGraph | InputError]:
+    """Thought Graphs of a batch of traces. The per-trace CPU stages (splitting; tiling and typing)
+    run in `pool` when one is given; the encoder and the linker see the whole batch at once."""
     times = times if times is not None else StageTimes()
+    mapper = partial(pool.map, chunksize=4) if pool is not None else map
     with times("split"):
-        planned = [(trace, *units_of(trace, cfg)) for trace in traces]
-    texts = [u.text for _, units, _ in planned for u in units]
+        planned = list(mapper(units_of, traces, repeat(cfg)))
+    texts = [u.text for units, _ in planned for u in units]
     with times("encode"):
         embeddings, tokens = encoder.encode_and_count(texts)
     with times("tile_type"):
-        results, link_inputs, link_owners = _tile_and_type(planned, embeddings, tokens, cfg)
+        bounds = np.cumsum([0] + [len(units) for units, _ in planned])
+        results = list(mapper(tile_and_type, traces, planned,
+                              (embeddings[a:b] for a, b in zip(bounds, bounds[1:])),
+                              (tokens[a:b] for a, b in zip(bounds, bounds[1:])), repeat(cfg)))
     with times("link"):
-        edge_lists = linker.link(link_inputs)
-        for owner, edges in zip(link_owners, edge_lists):
-            _attach_edges(results[owner], edges)
+        graphs = [g for g in results if isinstance(g, ThoughtGraph)]
+        edge_lists = linker.link([LinkInput(g.units, g.embeddings) for g in graphs])
+        for graph, edges in zip(graphs, edge_lists):
+            _attach_edges(graph, edges)
     return results
 
 
-def _tile_and_type(planned, embeddings, tokens, cfg: Config):
-    """TextTiling blocks, cue types and unit features per trace; graphs still without edges."""
+def tile_and_type(trace: Trace, planned: tuple[list[ThoughtUnit], list[int]], emb: np.ndarray, tok: np.ndarray,
+                  cfg: Config) -> ThoughtGraph | InputError:
+    """TextTiling blocks, cue types and unit features of one trace: its graph, still without edges."""
+    units, forced = planned
+    if not units:
+        field = trace.reasoning.field if trace.reasoning else "reasoning"
+        return InputError(trace.source, trace.record, field, "no text to segment (empty after tags and whitespace)")
     tiling = cfg["segment"]["tiling"]
-    unit_set = frozenset(cfg["concreteness"]["units"])
     lex = cfg.lexicon
-    results: list[ThoughtGraph | InputError] = []
-    link_inputs, link_owners = [], []
-    offset = 0
-    for trace, units, forced in planned:
-        n = len(units)
-        emb, tok = embeddings[offset : offset + n], tokens[offset : offset + n]
-        offset += n
-        if n == 0:
-            field = trace.reasoning.field if trace.reasoning else "reasoning"
-            results.append(InputError(trace.source, trace.record, field, "no text to segment (empty after tags and whitespace)"))
-            continue
-        seg = tile(emb, forced, window=tiling["window"], min_block_units=tiling["min_block_units"],
-                   cutoff_std=tiling["cutoff_std"], min_depth=tiling["min_depth"])
-        typed = []
-        for u in units:
-            cues = cue_categories(u.text, cfg)
-            typed.append(ThoughtUnit(u.index, u.section, u.start, u.end, u.text, int(seg[u.index]),
-                                     provisional_type(cues, cfg), cues))
-        graph = ThoughtGraph(
-            trace=trace, units=typed, edges=[], embeddings=emb, tokens=tok,
-            concreteness=np.array([concreteness(u.text, unit_set) for u in typed], dtype=np.float64),
-            hedge=np.array([bool(lex["hedge"].search(u.text)) for u in typed], dtype=bool),
-            perspective=np.array([bool(lex["perspective"].search(u.text)) for u in typed], dtype=bool),
-        )
-        link_inputs.append(LinkInput(typed, emb))
-        link_owners.append(len(results))
-        results.append(graph)
-    return results, link_inputs, link_owners
+    seg = tile(emb, forced, window=tiling["window"], min_block_units=tiling["min_block_units"],
+               cutoff_std=tiling["cutoff_std"], min_depth=tiling["min_depth"])
+    typed = []
+    for u in units:
+        cues = cue_categories(u.text, cfg)
+        typed.append(ThoughtUnit(u.index, u.section, u.start, u.end, u.text, int(seg[u.index]),
+                                 provisional_type(cues, cfg), cues))
+    unit_set = frozenset(cfg["concreteness"]["units"])
+    return ThoughtGraph(
+        trace=trace, units=typed, edges=[], embeddings=emb, tokens=tok,
+        concreteness=np.array([concreteness(u.text, unit_set) for u in typed], dtype=np.float64),
+        hedge=np.array([bool(lex["hedge"].search(u.text)) for u in typed], dtype=bool),
+        perspective=np.array([bool(lex["perspective"].search(u.text)) for u in typed], dtype=bool),
+    )
 
 
 def _attach_edges(graph: ThoughtGraph, edges) -> None:

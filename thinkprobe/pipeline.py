@@ -4,6 +4,7 @@ corpus-level profile. A killed run restarted with resume=True skips the committe
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -13,7 +14,10 @@ import os
 import platform
 import shutil
 import sys
+from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
+from functools import partial
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -48,6 +52,7 @@ class RunOptions:
     resume: bool = False
     progress: bool = True
     cache_dir: str | None = None  # embedding cache folder; None = no cache
+    workers: int = 1  # processes for the per-trace CPU stages; outputs are the same for any number
 
 
 def _fmt(x: float) -> str:
@@ -132,21 +137,24 @@ def _prepare_parts(out: Path, manifest: dict, resume: bool) -> Path:
     return parts
 
 
-def _process_chunk(traces: list, cfg: Config, encoder: Encoder, linker: Linker, times: StageTimes) -> str:
+def _finish(result: ThoughtGraph | InputError, trace_id: str | None, cluster_distance: float) -> str:
+    """One output line: the graph with its indicators, or the error."""
+    if isinstance(result, InputError):
+        item = {"error": result.as_dict() | {"trace_id": trace_id}}
+    else:
+        item = {"graph": graph_record(result, compute_indicators(result.arrays(), cluster_distance=cluster_distance))}
+    return json.dumps(item, ensure_ascii=False) + "\n"
+
+
+def _process_chunk(traces: list, cfg: Config, encoder: Encoder, linker: Linker, times: StageTimes,
+                   pool: Executor | None = None) -> str:
     good = [t for t in traces if isinstance(t, Trace)]
-    built = iter(build_graphs(good, cfg, encoder, linker, times))
-    lines = []
-    for item in traces:
-        result = next(built) if isinstance(item, Trace) else item
-        if isinstance(result, InputError):
-            lines.append({"error": result.as_dict() | {"trace_id": getattr(item, "trace_id", None)}})
-        else:
-            with times("indicators"):
-                ind = compute_indicators(result.arrays(), cluster_distance=cfg["indicators"]["cluster_distance"])
-            with times("serialise"):
-                lines.append({"graph": graph_record(result, ind)})
-    with times("serialise"):
-        return "".join(json.dumps(x, ensure_ascii=False, sort_keys=False) + "\n" for x in lines)
+    built = iter(build_graphs(good, cfg, encoder, linker, times, pool))
+    results = [next(built) if isinstance(item, Trace) else item for item in traces]
+    ids = [getattr(item, "trace_id", None) for item in traces]
+    mapper = partial(pool.map, chunksize=4) if pool is not None else map
+    with times("indicators_serialise"):
+        return "".join(mapper(_finish, results, ids, itertools.repeat(cfg["indicators"]["cluster_distance"])))
 
 
 def _csv(rows: list[dict], columns: Sequence[str]) -> str:
@@ -183,19 +191,22 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
     bar = tqdm(desc="profiling", unit="trace", disable=not opts.progress, file=sys.stderr)
     resumed = 0
     chunks = _chunks(stream(), opts.chunk_size)
-    for k in itertools.count():
-        with times("load"):
-            chunk = next(chunks, None)
-        if chunk is None:
-            break
-        part = parts / f"{k:06d}.jsonl"
-        if part.exists():
-            resumed += len(chunk)
-        else:
-            text = _process_chunk(chunk, cfg, encoder, linker, times)
-            with times("write"):
-                _write_atomic(part, text)
-        bar.update(len(chunk))
+    # forkserver, not fork: the parent may hold torch's thread pools, which do not survive a fork.
+    pool = ProcessPoolExecutor(opts.workers, mp_context=get_context("forkserver")) if opts.workers > 1 else None
+    with pool or contextlib.nullcontext():
+        for k in itertools.count():
+            with times("load"):
+                chunk = next(chunks, None)
+            if chunk is None:
+                break
+            part = parts / f"{k:06d}.jsonl"
+            if part.exists():
+                resumed += len(chunk)
+            else:
+                text = _process_chunk(chunk, cfg, encoder, linker, times, pool)
+                with times("write"):
+                    _write_atomic(part, text)
+            bar.update(len(chunk))
     bar.close()
     with times("assemble"):
         result = assemble(out, cfg, encoder, linker, opts, resumed)
