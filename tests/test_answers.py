@@ -1,0 +1,279 @@
+"""Candidate answers: extraction from several answer formats, normalisation and matching against a
+gold answer, and the code sandbox (a runaway program is cut off and reported, never fatal)."""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from thinkprobe.answers import (Candidate, answers_match, boxed_values, final_candidate, find_candidates, normalise,
+                                run_code_tests, to_number)
+
+
+def record(*texts: str, types: str | None = None, answer_from: int | None = None, **extra) -> dict:
+    """A graph record whose units are `texts`; units from index `answer_from` on are the answer section."""
+    kinds = types.split() if types else ["RSN"] * len(texts)
+    return {"units": [{"id": k, "text": t, "type": kinds[k],
+                       "section": "answer" if answer_from is not None and k >= answer_from else "reasoning"}
+                      for k, t in enumerate(texts)], **extra}
+
+
+def only(rec: dict) -> tuple[str, str]:
+    cands = find_candidates(rec)
+    assert len(cands) == 1, cands
+    return cands[0].value, cands[0].kind
+
+
+# ----------------------------------------------------------------------------- extraction
+
+
+@pytest.mark.parametrize("text, value, kind", [
+    (r"Thus the answer is $\boxed{\frac{\sqrt{3}}{2}}$.", r"\frac{\sqrt{3}}{2}", "boxed"),
+    (r"\[ \boxed{\{1, 2\}} \]", r"\{1, 2\}", "boxed"),
+    (r"so \boxed 7.", "7", "boxed"),
+    (r"Both: \boxed{3} and \boxed{5}", "3, 5", "boxed"),
+    ("So the answer is 42.", "42", "phrase"),
+    ("Therefore, the final answer is probably 3.5 km, since it fits.", "3.5 km", "phrase"),
+    ("**Final Answer:** 1,250 dollars", "1,250 dollars", "phrase"),
+    ("Answer: St. John the Baptist", "St. John the Baptist", "phrase"),
+    ("The answer is (B).", "B", "option"),
+    ("Answer: C", "C", "option"),
+    ("So I'd go with option D here", "D", "option"),
+    ("The answer is not obvious yet, so let's compute more.", None, None),
+    ("Let me think about what the answer is.", None, None),
+])
+def test_unit_rules(text, value, kind):
+    cands = find_candidates(record(text))
+    if value is None:
+        assert cands == []
+    else:
+        assert [(c.value, c.kind) for c in cands] == [(value, kind)]
+
+
+def test_boxed_keeps_nested_braces():
+    assert boxed_values(r"\boxed{\frac{a^{2}}{b_{1}}} then \fbox{x}") == [r"\frac{a^{2}}{b_{1}}", "x"]
+    assert boxed_values(r"\boxed{unbalanced") == []
+
+
+def test_numbers_only_in_conclusions_and_the_closing_unit():
+    rec = record("We have 3 apples and 4 pears.", "So the total is $3 + 4 = 7$.", "That is 7 fruit.",
+                 types="RSN CON RSN", answer_from=2)
+    assert [(c.unit, c.value, c.kind) for c in find_candidates(rec)] == [(1, "7", "number"), (2, "7", "number")]
+
+
+def test_answer_label_on_its_own_line_takes_the_next_unit():
+    rec = record("Some thinking.", "Answer:", "France", answer_from=1)
+    assert [(c.unit, c.value, c.kind) for c in find_candidates(rec)] == [(2, "France", "phrase")]
+
+
+def test_bold_only_in_the_answer_section():
+    assert find_candidates(record("**Key idea**: speeds differ.")) == []
+    assert only(record("**160/3 km/h**", answer_from=0)) == ("160/3 km/h", "bold")
+
+
+def test_final_code_block_is_one_candidate():
+    rec = record("Try:\n```python\ndef f(x):\n    return x\n```", "Better:", "```python\ndef f(x):\n    return 2 * x\n```",
+                 answer_from=2)
+    cands = find_candidates(rec)
+    assert [(c.unit, c.kind) for c in cands] == [(2, "code")]
+    assert "return 2 * x" in cands[0].value
+
+
+def test_code_block_split_across_units_is_found_whole():
+    rec = record("```python", "def f():", "    return 1", "```")
+    assert [(c.unit, c.value, c.kind) for c in find_candidates(rec)] == [(0, "def f():\n    return 1\n", "code")]
+
+
+def test_final_candidate_prefers_the_answer_section_and_the_strongest_rule():
+    rec = record(r"So \boxed{5}.", "So x = 9.", r"The answer is $\boxed{6}$.", "Therefore 6 it is.",
+                 types="CON CON CON CON", answer_from=2)
+    cands = find_candidates(rec)
+    assert [c.value for c in cands] == ["5", "6", "6"]  # 9 is never put forward as the answer
+    assert final_candidate(cands, rec) == Candidate(2, "6", "boxed")
+    assert final_candidate([], rec) is None
+
+
+def test_records_with_tests_take_their_code():
+    rec = record("```python\nx = 1\n```", "The answer is 3.", answer_from=1, tests=["assert x == 1"])
+    assert final_candidate(find_candidates(rec), rec).kind == "code"
+
+
+# ----------------------------------------------------------------------------- normalisation and matching
+
+
+@pytest.mark.parametrize("raw, expected", [
+    (r"$\$20{,}000$", "20000"),
+    (r"\text{(B)}", "(b)"),
+    (r"90^\circ", "90"),
+    (r"90^{\circ}", "90"),
+    (r"\left( 3, \dfrac{1}{2} \right)", r"( 3, \frac{1}{2} )"),
+    (r"**\textbf{East}**.", "east"),
+    ("1,234,567", "1234567"),
+    ("50\\%", "50"),
+    ("#### 18", "18"),
+    (None, ""),
+])
+def test_normalise(raw, expected):
+    assert normalise(raw) == expected
+
+
+@pytest.mark.parametrize("pred, gold", [
+    ("160/3", r"\frac{160}{3}"),
+    (r"\dfrac{3}{4}", r"\frac 34"),
+    (r"\tfrac12", "0.5"),
+    (r"2\frac{1}{2}", "5/2"),
+    (r"10\sqrt{2}", r"\sqrt{200}"),
+    (r"\frac{20000}{\pi}", r"\frac{20000}{\pi}"),
+    ("3.0000001", "3"),  # relative tolerance 1e-6
+    ("20,000", "20000"),
+    (r"\$1{,}250.00", "1250"),
+    ("53 km/h", "53"),
+    ("10 dollars", r"\$10"),
+    ("34.54 m²", "34.54"),
+    ("x = 5", "5"),
+    ("n = 4", "4"),
+    ("240/4.5", "160/3 km/h"),
+    ("160/3 km/h ≈ 53.33 km/h", "160/3"),
+    ("10%", "10"),
+    ("B", r"\text{(B)}"),
+    ("(c)", "C"),
+    ("  East ", r"\text{east}"),
+    ("Pope Innocent X", "Innocent X"),
+    ("Mesut Özil", "Mesut Ozil"),
+    ("Two", "2"),
+    (r"\{-2, 1 - \sqrt{5}, 1 + \sqrt{5}\}", r"\{1\pm\sqrt{5},-2\}"),
+    ("(1, 2)", "(1,2)"),
+    ("6 - 5i", "6-5i"),
+])
+def test_answers_match(pred, gold):
+    assert answers_match(pred, gold)
+
+
+@pytest.mark.parametrize("pred, gold", [
+    ("3.001", "3"),
+    ("53.33", "160/3"),
+    ("6 - 5i", "6"),
+    ("(2, 1)", "(1, 2)"),  # tuples keep their order
+    ("B", "C"),
+    ("The answer is (B)", r"\text{(C)}"),
+    ("A knave", "A knave; B and C knights"),  # part of a compound answer
+    ("Victoria", "Victoria and Tasmania"),
+    ("not Paris at all", "Paris city"),
+    ("", "3"),
+    (None, "3"),
+    ("3", None),
+])
+def test_answers_differ(pred, gold):
+    assert not answers_match(pred, gold)
+
+
+@pytest.mark.parametrize("text, value", [
+    (r"\frac{160}{3}", 160 / 3),
+    ("2^{10}", 1024.0),
+    (r"3 \times 10^{2}", 300.0),
+    (r"\sqrt[3]{27}", 3.0),
+    ("-.5", -0.5),
+    ("1e-3", 0.001),
+    (r"2\pi", 2 * 3.141592653589793),
+])
+def test_to_number(text, value):
+    assert to_number(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["x + 1", "__import__('os').system('true')", "1/0", "10^{10^{10}}", r"\infty", "(1, 2)", ""])
+def test_to_number_refuses_what_is_not_a_number(text):
+    assert to_number(text) is None
+
+
+# ----------------------------------------------------------------------------- sandbox
+
+
+def test_passing_and_failing_asserts():
+    assert run_code_tests("def add(a, b):\n    return a + b", ["assert add(1, 2) == 3", "assert add(2, 2) == 4"]) \
+        == (True, "all 2 tests passed")
+    passed, reason = run_code_tests("def add(a, b):\n    return a - b", "assert add(1, 2) == 3")
+    assert passed is False and "test 0 failed" in reason
+
+
+def test_stdin_stdout_cases():
+    code = "n = int(input())\nprint(n * 2)"
+    assert run_code_tests(code, [{"input": "3", "output": "6"}, {"input": "5\n", "output": "10\n"}])[0] is True
+    assert run_code_tests(code, {"inputs": ["3"], "outputs": ["7"]})[0] is False
+
+
+def test_infinite_loop_is_cut_off():
+    start = time.monotonic()
+    passed, reason = run_code_tests("while True:\n    pass", "assert True", timeout_s=1)
+    assert passed is False and "timeout" in reason
+    assert time.monotonic() - start < 10
+
+
+def test_sleeping_loop_is_cut_off_by_the_wall_clock():
+    passed, reason = run_code_tests("import time\nwhile True:\n    time.sleep(0.05)", "assert True", timeout_s=1)
+    assert passed is False and "timeout" in reason
+
+
+def test_huge_allocation_is_cut_off():
+    passed, reason = run_code_tests("x = bytearray(8 * 1024 ** 3)", "assert True", memory_mb=256)
+    assert passed is False and "memory" in reason
+
+
+def test_no_network_and_no_processes():
+    passed, reason = run_code_tests("import socket\nsocket.create_connection(('example.com', 80))", "assert True")
+    assert passed is False and "network" in reason
+    passed, reason = run_code_tests("import subprocess\nsubprocess.run(['true'])", "assert True")
+    assert passed is False and "processes" in reason
+
+
+def test_runs_in_a_temporary_folder_and_another_process():
+    code = f"import os\nHERE = os.getcwd()\nPID = os.getpid()"
+    assert run_code_tests(code, [f"assert HERE != {os.getcwd()!r}", f"assert PID != {os.getpid()}",
+                                 "assert 'thinkprobe-sandbox' in HERE"])[0] is True
+
+
+def test_errors_are_reported_not_raised():
+    assert run_code_tests("raise SystemExit(3)", "assert True")[0] is True  # exiting is not failing
+    passed, reason = run_code_tests("def f(n):\n    return f(n + 1)", "f(0)")
+    assert passed is False and "recursion" in reason
+    passed, reason = run_code_tests("syntax error here", "assert True")
+    assert passed is False and "SyntaxError" in reason
+
+
+def test_nothing_to_run():
+    assert run_code_tests("", "assert True") == (None, "no code")
+    assert run_code_tests("x = 1", 42) == (None, "no usable tests")
+
+
+@pytest.mark.parametrize("pred", ["3, 5", "3 or 5", "3; 5"])
+def test_several_answers_are_not_the_first_one(pred):
+    assert not answers_match(pred, "3")
+
+
+def test_intermediate_numbers_are_not_candidates():
+    rec = record("So the time is 4.5 hours.", "So the distance is 240 km.", "So the speed is 160/3.",
+                 r"The answer is $\frac{160}{3}$.", types="CON CON CON CON")
+    assert [(c.unit, c.kind) for c in find_candidates(rec)] == [(2, "number"), (3, "phrase")]
+    rec = record("So the time is 4.5 hours.", "So the distance is 240 km.", types="CON CON", gold_answer="4.5")
+    assert [c.unit for c in find_candidates(rec)] == [0, 1]  # no stated answer: the last number is final
+    assert [c.unit for c in find_candidates({**rec, "gold_answer": None})] == [1]
+
+
+@pytest.mark.parametrize("pred, gold", [
+    ("26 years", "6 months and 26 days."),  # a number is not found inside text
+    ("2019", "August 2019"),
+    ("Season 1, Episode 2", "Season 1 episode 3"),  # a cut-off head is compared strictly
+    ("Stella Rimington; Sir Walter McDonald", "Stella Rimington"),  # alternatives are not the answer
+])
+def test_containment_is_not_too_lenient(pred, gold):
+    assert not answers_match(pred, gold)
+
+
+@pytest.mark.parametrize("text, value", [
+    ("The answer is B. Then we stop.", "B"),
+    ("Answer: John B. Mortimer", "John B. Mortimer"),
+    ("Answer: A. J. Hinch", "A. J. Hinch"),
+    ("The answer is 3.5. Done.", "3.5"),
+])
+def test_value_ends_at_the_sentence_not_at_initials(text, value):
+    assert find_candidates(record(text))[0].value == value

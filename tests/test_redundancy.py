@@ -1,0 +1,319 @@
+"""Redundancy suite: SEPs on hand-built graphs whose answer is known (straight chain, refuted detour,
+affirmed check, repetition, branch, premise closure), the per-trace row, the CSV files, and a
+real-data check that the final-answer verdict agrees with the datasets' own correctness labels."""
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from thinkprobe.redundancy import (COLUMNS, METRICS, MODEL_COLUMNS, annotate_record, isolated_units, redundancy_row,
+                                   shortest_effective_path, write_redundancy)
+
+
+def chain(n: int, kind: str = "inference") -> list[tuple[int, int, str]]:
+    return [(i, i + 1, kind) for i in range(n - 1)]
+
+
+def graph_record(texts: list[str], edges: list, types: str | None = None, **meta) -> dict:
+    kinds = types.split() if types else ["RSN"] * len(texts)
+    return {
+        "trace_id": meta.pop("trace_id", "t"), "model": meta.pop("model", "m"), "domain": meta.pop("domain", "d"),
+        "question": meta.pop("question", None), "gold_answer": meta.pop("gold_answer", None),
+        "correct": meta.pop("correct", None),
+        "units": [{"id": k, "section": "reasoning", "start": 0, "end": len(t), "text": t, "type": kinds[k],
+                   "segment": 0, "cues": [], "tokens": len(t.split())} for k, t in enumerate(texts)],
+        "edges": [{"src": e[0], "dst": e[1], "type": e[2], "polarity": e[3] if len(e) > 3 else None, "score": 1.0}
+                  for e in edges],
+        **meta,
+    }
+
+
+# ----------------------------------------------------------------------------- SEP on known graphs
+
+
+def test_straight_chain_has_no_redundancy():
+    rec = graph_record(["Let the count be n.", "Each box holds 3.", "There are 4 boxes.", "So n = 3 * 4.",
+                        "So the answer is 12."], chain(5), types="FAC FAC FAC RSN CON", gold_answer="12")
+    row, extra = redundancy_row(rec)
+    assert extra["sep"] == [0, 1, 2, 3, 4] and extra["sep_path"] == [0, 1, 2, 3, 4]
+    assert row["L_eff"] == 5 and row["R"] == 0.0 and extra["off_path_positions"] == []
+    assert row["Acc"] == 1
+
+
+def test_refuted_detour_is_jumped():
+    # 1 is refuted by 2; the path goes from 1's premise 0 straight to the correction 3.
+    edges = chain(5) + [(2, 1, "critique", "negate")]
+    sep = shortest_effective_path(5, edges, target=4)
+    assert sep.path == (0, 3, 4) and sep.units == (0, 3, 4)
+
+
+def test_refuted_detour_in_a_trace():
+    rec = graph_record(["Let n be the number of apples.", "So the answer is 5, by adding.", "Wait, that's wrong: we must multiply.",
+                        "Multiplying gives 6.", "So the answer is 6."], chain(5) + [(2, 1, "critique", "negate")],
+                       types="FAC CON CRT RSN CON", gold_answer="6")
+    row, extra = redundancy_row(rec)
+    assert extra["sep"] == [0, 3, 4]
+    assert extra["off_path_positions"] == [0.25, 0.5]
+    assert row["R"] == pytest.approx(2 / 5)
+    assert [c["correct"] for c in extra["candidates"]] == [False, True]
+    assert (row["DR"], row["SV"], row["EE"], row["EB"]) == (0, 0, 0, 1)
+
+
+def test_first_unit_refuted_jumps_from_the_root():
+    sep = shortest_effective_path(4, chain(4) + [(1, 0, "critique", "negate")], target=3)
+    assert sep.path == (2, 3) and sep.units == (2, 3)
+
+
+def test_affirmed_verification_is_skipped():
+    # 2 checks 1 and confirms it; 3 builds on the check, and so on what was checked.
+    edges = chain(4) + [(2, 1, "critique", "affirm")]
+    sep = shortest_effective_path(4, edges, target=3)
+    assert sep.path == (0, 1, 3) and sep.units == (0, 1, 3)
+
+
+def test_uncertain_critique_changes_nothing():
+    sep = shortest_effective_path(4, chain(4) + [(2, 1, "critique", "uncertain")], target=3)
+    assert sep.units == (0, 1, 2, 3)
+
+
+def test_repetitions_collapse_onto_their_source():
+    edges = chain(5) + [(3, 1, "repetition")]
+    sep = shortest_effective_path(5, edges, target=4)
+    assert sep.path == (0, 1, 4) and sep.units == (0, 1, 4)
+
+
+def test_repeated_answer_keeps_the_target():
+    sep = shortest_effective_path(4, chain(4) + [(3, 1, "repetition")], target=3)
+    assert sep.target == 3 and sep.units[-1] == 3
+
+
+def test_branch_jumps_to_the_alternative():
+    # 1-2 is the first approach; 3 opens an alternative to 1 and leads to the answer 4.
+    edges = [(0, 1, "inference"), (1, 2, "inference"), (1, 3, "branch"), (3, 4, "inference")]
+    assert shortest_effective_path(5, edges, target=4).units == (0, 3, 4)
+    without_rule = [(0, 1, "inference"), (1, 2, "inference"), (1, 3, "elaboration"), (3, 4, "inference")]
+    assert shortest_effective_path(5, without_rule, target=4).units == (0, 1, 3, 4)
+
+
+def test_path_is_closed_under_inference_premises():
+    edges = [(0, 1, "inference"), (0, 2, "inference"), (1, 3, "inference"), (3, 4, "inference"),
+             (2, 4, "inference"), (2, 3, "elaboration")]
+    sep = shortest_effective_path(5, edges, target=4)
+    assert sep.path == (0, 2, 4)
+    assert sep.units == (0, 1, 2, 3, 4)  # 4 also rests on 3, which rests on 1
+
+
+def test_elaboration_is_not_a_premise():
+    edges = [(0, 1, "inference"), (1, 2, "elaboration"), (0, 2, "inference"), (2, 3, "inference")]
+    assert shortest_effective_path(4, edges, target=3).units == (0, 2, 3)
+
+
+def test_graph_without_edges():
+    assert shortest_effective_path(3, [], target=2).units == (2,)
+    assert shortest_effective_path(0, [], target=0).units == ()
+
+
+def test_sep_ends_at_first_correct_candidate():
+    rec = graph_record(["Setup.", "So the answer is 6.", "Let me double-check by another route.", "Yes, so the answer is 6."],
+                       chain(4), types="FAC CON RSN CON", gold_answer="6")
+    row, extra = redundancy_row(rec)
+    assert extra["sep"] == [0, 1] and row["R"] == 0.5
+    assert (row["SV"], row["DR"]) == (1, 0)
+
+
+# ----------------------------------------------------------------------------- the row
+
+
+def test_row_columns_and_graph_counts():
+    edges = chain(4) + [(3, 1, "repetition"), (2, 0, "critique", "uncertain"), (0, 2, "elaboration")]
+    rec = graph_record(["a b c", "d e", "f", "g h"], edges)
+    row, _ = redundancy_row(rec)
+    assert tuple(row) == COLUMNS
+    assert row["Tokens"] == 8 and row["|V|"] == 4 and row["|E|"] == 6
+    assert row["D"] == pytest.approx(6 / 3)
+    assert row["Self"] == pytest.approx(1 / 6) and row["Back"] == pytest.approx(1 / 6)
+    assert (row["in_max"], row["out_max"]) == (2, 2)
+
+
+def test_unknown_correctness_leaves_cells_empty():
+    rec = graph_record(["Setup.", "So x = 6.", "So the answer is 9."], chain(3), types="FAC CON CON")
+    row, extra = redundancy_row(rec)
+    for column in ("Acc", "DR", "SV", "EE", "EB"):
+        assert row[column] == ""
+    assert extra["final_correct"] is None
+    assert extra["sep"] == [0, 1, 2]  # to the final conclusion
+
+
+def test_correctness_label_without_gold():
+    rec = graph_record(["So the answer is 5.", "No: so the answer is 6.", "Final answer: 6"], chain(3),
+                       types="CON CON CON", correct=True)
+    row, extra = redundancy_row(rec)
+    assert [c["correct"] for c in extra["candidates"]] == [False, True, True]
+    assert row["Acc"] == 1 and (row["EB"], row["SV"]) == (1, 1)
+    assert extra["sep"] == [0, 1]
+    row, extra = redundancy_row({**rec, "correct": False})
+    assert [c["correct"] for c in extra["candidates"]] == [None, False, False]
+    assert row["Acc"] == 0 and row["EE"] == 1
+
+
+def test_gold_without_any_candidate_is_incorrect():
+    row, extra = redundancy_row(graph_record(["Just musing.", "More musing."], chain(2), gold_answer="4"))
+    assert row["Acc"] == 0 and extra["final_answer"] is None
+
+
+def test_unc_counts_candidate_units():
+    rec = graph_record(["The answer is 1.", "The answer is 2.", "The answer is 3."], chain(3), gold_answer="3")
+    assert redundancy_row(rec)[0]["Unc"] == 1
+    assert redundancy_row({**rec, "units": rec["units"][:2], "edges": rec["edges"][:1]})[0]["Unc"] == 0
+
+
+def test_code_candidate_runs_its_tests():
+    code = "```python\ndef double(x):\n    return 2 * x\n```"
+    rec = graph_record(["I will write it.", code], chain(2), tests=["assert double(4) == 8"])
+    row, extra = redundancy_row(rec)
+    assert row["Acc"] == 1 and extra["candidates"][0]["kind"] == "code"
+    row, extra = redundancy_row({**rec, "tests": ["assert double(4) == 9"]})
+    assert row["Acc"] == 0 and "failed" in extra["candidates"][0]["reason"]
+
+
+def test_isolated_units_need_both_conditions():
+    units = [{"id": 0, "text": "The train travels 150 km at 60 km/h."},
+             {"id": 1, "text": "Bananas are botanically berries, curiously enough."},
+             {"id": 2, "text": "The train time is 150 / 60 hours."}]
+    q = "How long does the train take?"
+    assert isolated_units(units, chain(3), q) == [1]
+    assert isolated_units(units, chain(3) + [(2, 1, "critique", "negate")], q) == []  # linked beyond the backbone
+    assert isolated_units(units, [], None) == [1]
+
+
+def test_unit_ids_are_renumbered():
+    rec = graph_record(["a.", "So the answer is 2."], [], types="RSN CON", gold_answer="2")
+    rec["units"][0]["id"], rec["units"][1]["id"] = 10, 20
+    rec["edges"] = [{"src": 10, "dst": 20, "type": "inference", "polarity": None}]
+    row, extra = redundancy_row(rec)
+    assert extra["sep"] == [0, 1] and row["Acc"] == 1
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def test_write_redundancy(tmp_path: Path):
+    records = [
+        graph_record(["Setup.", "So the answer is 6."], chain(2), types="FAC CON", trace_id="a", model="m1", gold_answer="6"),
+        graph_record(["Setup.", "So the answer is 5."], chain(2), types="FAC CON", trace_id="b", model="m1", gold_answer="6"),
+        graph_record(["Setup.", "So the answer is 5."], chain(2), types="FAC CON", trace_id="c", model="m1"),
+        graph_record(["Only words here."], [], trace_id="d", model="m0"),
+    ]
+    records[0] = annotate_record(records[0])
+    with open(tmp_path / "graphs.jsonl", "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r) + "\n" for r in records)
+    result = write_redundancy(tmp_path)
+    assert result["traces"] == 4
+    with open(tmp_path / "redundancy.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    assert tuple(rows[0]) == COLUMNS
+    by_id = {r[0]: dict(zip(COLUMNS, r)) for r in rows[1:]}
+    assert (by_id["a"]["Acc"], by_id["b"]["Acc"], by_id["c"]["Acc"]) == ("1", "0", "")
+    assert by_id["c"]["DR"] == "" and by_id["a"]["R"] == "0"
+    with open(tmp_path / "model_redundancy.csv", newline="") as f:
+        models = list(csv.reader(f))
+    assert tuple(models[0]) == MODEL_COLUMNS
+    m = {r[0]: dict(zip(MODEL_COLUMNS, r)) for r in models[1:]}
+    assert m["m1"]["n"] == "3" and m["m1"]["Acc"] == "0.5"  # the trace without gold is left out
+    assert m["m0"]["Acc"] == "" and m["m0"]["|V|"] == "1"
+
+
+def test_write_redundancy_on_an_empty_run(tmp_path: Path):
+    (tmp_path / "graphs.jsonl").write_text("")
+    write_redundancy(tmp_path)
+    assert (tmp_path / "redundancy.csv").read_text().strip().split(",") == list(COLUMNS)
+    assert (tmp_path / "model_redundancy.csv").read_text().strip().split(",") == list(MODEL_COLUMNS)
+
+
+def test_annotate_keeps_the_path():
+    rec = graph_record(["Let n be it.", "So n = 5.", "Wait, that's wrong.", "So the answer is 6."],
+                       chain(4) + [(2, 1, "critique", "negate")], types="FAC CON CRT CON", gold_answer="6")
+    out = annotate_record(rec)
+    assert "redundancy" not in rec
+    red = out["redundancy"]
+    assert red["sep"] == [0, 3] and red["sep_path"] == [0, 3] and red["final_correct"] is True
+    assert set(red["metrics"]) == set(METRICS)
+    json.dumps(out)  # serialisable as a graphs.jsonl line
+
+
+# ----------------------------------------------------------------------------- real data
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\\$*])|\n+")
+_CONCLUSION = re.compile(r"^\W*(?:therefore|thus|hence|so|in conclusion|final answer)\b|\\boxed|answer", re.IGNORECASE)
+MIP_MODELS = {"deepseekR1": "DeepSeek-R1", "DSQ": "R1-Distill-Qwen-32B", "QwQ": "QwQ-32B", "s1.1": "s1.1-32B"}
+
+
+def cheap_graph(trace_id: str, model: str, answer_text: str, gold: str) -> dict:
+    """A graph record without the encoder: the answer text split into sentences and lines, a chain
+    of inference edges, CON for sentences with a conclusion cue. The verdict depends only on
+    answer extraction, so linking does not matter here."""
+    pieces = [p.strip() for p in _SENTENCE.split(answer_text) if p and p.strip()]
+    types = " ".join("CON" if _CONCLUSION.search(p) else "RSN" for p in pieces)
+    rec = graph_record(pieces or [""], chain(len(pieces)), types=types or "RSN", trace_id=trace_id, model=model,
+                       gold_answer=gold)
+    for u in rec["units"]:
+        u["section"] = "answer"
+    return rec
+
+
+def _mip_answer(model_dir: str, condition: str, item: dict) -> str:
+    if model_dir == "deepseekR1":
+        text = item["deepseek-reasoner (question)" if condition == "normal" else "deepseek-reasoner (insufficient_question)"]
+    else:
+        text = item["model_answer"]
+    if "</think>" in text:
+        return text.rsplit("</think>", 1)[1]
+    marks = list(re.finditer(r"\nanswer\n", text))  # s1.1: "think ... answer ..."
+    return text[marks[-1].end():] if marks else text[-3000:]
+
+
+@pytest.mark.realdata
+def test_final_answer_verdict_agrees_with_dataset_labels(shared_data: Path):
+    root = shared_data / "mip_overthinking" / "response" / "math"
+    if not root.is_dir():
+        pytest.skip(f"MiP-Overthinking responses not found under {root}")
+    rng = random.Random(7)
+    records, labels = [], []
+    for condition in ("normal", "MiP"):
+        for model_dir, model in MIP_MODELS.items():
+            path = root / condition / model_dir / "response.json.gz"
+            if not path.exists():
+                continue
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                items = [x for x in json.load(f) if x.get("eval_result") in (1, 2)]
+            for k, item in enumerate(rng.sample(items, min(7, len(items)))):
+                records.append(cheap_graph(f"{condition}/{model_dir}/{k}", model, _mip_answer(model_dir, condition, item),
+                                           str(item["answer"])))
+                labels.append(item["eval_result"] == 1)
+    if len(records) < 20:
+        pytest.skip("too few labelled MiP-Overthinking records")
+    assert len(records) <= 60
+    verdicts = []
+    for rec in records:
+        row, extra = redundancy_row(rec)
+        assert row["Acc"] in (0, 1) and 0 <= row["R"] <= 1
+        verdicts.append(extra["final_correct"])
+    agreement = sum(v == lab for v, lab in zip(verdicts, labels)) / len(labels)
+    assert any(labels) and not all(labels), "the sample should hold both correct and incorrect answers"
+    assert agreement >= 0.85, f"final-answer verdict agrees with the dataset label on only {agreement:.0%}"
+
+
+def test_repetition_chains_merge_onto_the_earliest_unit():
+    # 4 restates 2, which restates 1; 3 restates 4 as well: all collapse onto 1.
+    edges = chain(6) + [(2, 1, "repetition"), (4, 2, "repetition"), (4, 3, "repetition")]
+    sep = shortest_effective_path(6, edges, target=5)
+    assert sep.path == (0, 1, 5) and sep.units == (0, 1, 5)
+    # the target is never merged into an earlier unit
+    sep = shortest_effective_path(4, chain(4) + [(3, 2, "repetition"), (3, 1, "repetition")], target=2)
+    assert sep.target == 2 and sep.units == (0, 1, 2)
