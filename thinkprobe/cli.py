@@ -17,6 +17,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 def _field_options(f):
     for name, help_ in [
+        ("--gold-field", "field holding the gold answer (default: answer, correct_answer, gold, ...)"),
         ("--id-field", "field holding the trace id"),
         ("--domain-field", "field holding the domain / task"),
         ("--model-field", "field holding the model name"),
@@ -30,7 +31,7 @@ def _fields(kw):
     from .load import FieldMap
 
     return FieldMap(reasoning_field=kw.pop("reasoning_field"), model_field=kw.pop("model_field"),
-                    domain_field=kw.pop("domain_field"), id_field=kw.pop("id_field"))
+                    domain_field=kw.pop("domain_field"), id_field=kw.pop("id_field"), gold_field=kw.pop("gold_field"))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -300,6 +300,10 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
 # ----------------------------------------------------------------------------- detection
 
 
+# Programming records: the tests their extracted code is run against (never in this process).
+CODE_TEST_FIELDS = ("tests", "test_cases", "test")
+
+
 def detect(
     record: dict, fields: FieldMap, source: str, record_index: int | str, *, id_stem: str | None = None
 ) -> Trace:
@@ -356,6 +360,7 @@ def detect(
         },
         source=source,
         record=position,
+        code_tests=next((record[k] for k in CODE_TEST_FIELDS if record.get(k)), None),
     )
 
 

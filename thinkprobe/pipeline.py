@@ -30,12 +30,13 @@ from .link import CueLinker, Linker
 from .load import FieldMap, iter_traces
 from .profile import DIMENSION_NAMES, Normalizer, group_profiles, profile_row
 from .records import InputError, ThoughtGraph, Trace
+from .redundancy import annotate_record, write_redundancy
 from .timing import StageTimes
 
 __all__ = ["RunOptions", "run_profile", "graph_record", "OUTPUT_FILES"]
 
 OUTPUT_FILES = ("graphs.jsonl", "indicators.csv", "profile.csv", "model_profiles.csv", "errors.jsonl", "norms.json",
-                "run.json", "stats.json", "stats.csv")
+                "run.json", "stats.json", "stats.csv", "redundancy.csv", "model_redundancy.csv")
 
 
 @dataclass
@@ -70,6 +71,7 @@ def graph_record(g: ThoughtGraph, indicators: dict[str, float]) -> dict:
         "trace_id": t.trace_id, "model": t.model, "domain": t.domain,
         "source": t.source, "record": t.record,
         "question": t.question, "gold_answer": t.gold_answer, "correct": t.correct,
+        **({"tests": t.code_tests} if t.code_tests is not None else {}),
         "provenance": dict(t.provenance),
         "sections": [{"name": s.name, "field": s.field, "start": s.start, "end": s.end} for s in t.sections],
         "fields": fields_text,
@@ -142,7 +144,8 @@ def _finish(result: ThoughtGraph | InputError, trace_id: str | None, cluster_dis
     if isinstance(result, InputError):
         item = {"error": result.as_dict() | {"trace_id": trace_id}}
     else:
-        item = {"graph": graph_record(result, compute_indicators(result.arrays(), cluster_distance=cluster_distance))}
+        ind = compute_indicators(result.arrays(), cluster_distance=cluster_distance)
+        item = {"graph": annotate_record(graph_record(result, ind))}
     return json.dumps(item, ensure_ascii=False) + "\n"
 
 
@@ -238,6 +241,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
                                  "units": len(g["units"]), "edges": len(g["edges"]),
                                  "tokens": sum(u["tokens"] for u in g["units"]), **g["indicators"]})
     os.replace(out / "graphs.jsonl.tmp", out / "graphs.jsonl")
+    write_redundancy(out)
 
     norms = Normalizer.load(opts.norms) if opts.norms else Normalizer().fit(rows)
     prof = []

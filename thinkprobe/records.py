@@ -49,6 +49,7 @@ class Trace:
     provenance: Mapping[str, Any] = field(default_factory=dict)
     source: str = ""  # file the record came from
     record: int = 0  # record index (0-based line / list position) inside that file
+    code_tests: Any = None  # tests a programming record carries (run by the redundancy suite's sandbox)
 
     @property
     def reasoning(self) -> Section | None:
