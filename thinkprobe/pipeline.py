@@ -23,7 +23,7 @@ from typing import Iterable, Iterator, Sequence
 
 from . import __version__
 from .config import Config
-from .encoder import Encoder
+from .encoder import Encoder, model_fingerprint
 from .graph import build_graphs
 from .indicators import INDICATORS, compute_indicators
 from .link import CueLinker, Linker
@@ -35,7 +35,8 @@ from .timing import StageTimes
 
 __all__ = ["RunOptions", "run_profile", "graph_record", "OUTPUT_FILES"]
 
-OUTPUT_FILES = ("graphs.jsonl", "indicators.csv", "profile.csv", "model_profiles.csv", "errors.jsonl", "norms.json",
+OUTPUT_FILES = ("graphs.jsonl", "indicators.csv", "profile.csv", "model_profiles.csv", "model_domain_profiles.csv",
+                "errors.jsonl", "norms.json",
                 "run.json", "stats.json", "stats.csv", "redundancy.csv", "model_redundancy.csv")
 
 
@@ -118,6 +119,9 @@ def _manifest(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker) -
         "fields": asdict(opts.fields),
         "chunk_size": opts.chunk_size,
         "encoder": str(encoder.path),
+        # a resumed run must not mix embeddings of other weights or of another device (fp16 on CUDA)
+        "encoder_fingerprint": model_fingerprint(str(encoder.path), encoder.max_seq_length),
+        "device": encoder.device,
         "linker": linker.name,
     }
 
@@ -248,13 +252,14 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     for r in rows:
         p = profile_row(norms.z(r))
         prof.append({"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"], **p})
-    by_model = [dict(r, domain="*") for r in group_profiles(prof, ("model",))]
+    by_model = group_profiles(prof, ("model",))
     by_model_domain = group_profiles(prof, ("model", "domain"))
 
     head = ["trace_id", "model", "domain"]
     _write_atomic(out / "indicators.csv", _csv(rows, [*head, "units", "edges", "tokens", *INDICATORS]))
     _write_atomic(out / "profile.csv", _csv(prof, [*head, *DIMENSION_NAMES]))
-    _write_atomic(out / "model_profiles.csv", _csv(by_model + by_model_domain, ["model", "domain", "n", *DIMENSION_NAMES]))
+    _write_atomic(out / "model_profiles.csv", _csv(by_model, ["model", "n", *DIMENSION_NAMES]))
+    _write_atomic(out / "model_domain_profiles.csv", _csv(by_model_domain, ["model", "domain", "n", *DIMENSION_NAMES]))
     _write_atomic(out / "errors.jsonl", "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors))
     _write_atomic(out / "norms.json", json.dumps(norms.to_json(), indent=2) + "\n")
 
