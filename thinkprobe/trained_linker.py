@@ -1,0 +1,513 @@
+"""The trained linker and type head (spec section 1, steps 4-5): small torch models over MiniLM
+unit embeddings and pair features, trained by scripts/train_linker.py on ReasoningFlow graphs and
+shipped in models/linker-<name>/. `load_linker` picks the linker a run uses: the shipped model
+(the default), the rule-based CueLinker ("cue"), or a local cross-encoder ("cross-encoder").
+
+Candidate pairs (i < j) come from a window of neighbours, the top-k most similar earlier units,
+and a cue-driven look-back (earlier planning / conclusion units and block starts); a pair
+classifier gives each candidate no-edge or an edge type (critique with its polarity).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .config import Config
+from .link import CueLinker, LinkInput, Linker
+from .records import Edge, ThoughtUnit
+
+__all__ = [
+    "PAIR_CLASSES", "TYPE_CLASSES", "MODELS_DIR", "DEFAULT_LINKER", "CandidateParams", "candidates",
+    "UnitFeaturizer", "pair_features", "TrainedLinker", "TypeHead", "load_linker", "load_type_head", "unit_typer",
+]
+
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+DEFAULT_LINKER = "linker-minilm-mlp"
+
+# No edge, then the 6 edge types; critique split by polarity.
+PAIR_CLASSES: tuple[str, ...] = (
+    "none", "inference", "elaboration", "branch", "critique:affirm", "critique:negate", "critique:uncertain",
+    "synthesis", "repetition",
+)
+FORWARD_CLASSES = (1, 2, 3)
+CRITIQUE_CLASSES = (4, 5, 6)
+REPETITION_CLASS = 8
+TYPE_CLASSES: tuple[str, ...] = ("FAC", "RSN", "EXP", "CRT", "MET", "CON", "RPT")
+
+_WORDS = re.compile(r"\w+", re.UNICODE)
+# Candidate origins (bit flags, also pair features).
+FROM_WINDOW, FROM_SIMILARITY, FROM_LOOKBACK = 1, 2, 4
+
+
+# ----------------------------------------------------------------------------- candidates
+
+
+@dataclass(frozen=True)
+class CandidateParams:
+    window: int = 3  # preceding units always considered
+    top_k: int = 5  # most similar earlier units beyond the window
+    plan_lookback: int = 2  # earlier planning (MET-cue) units beyond the window
+    conclusion_lookback: int = 3  # earlier conclusion-cue units, for conclusion and critique units
+    block_lookback: int = 2  # starts of the unit's topical block and of the blocks before it
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "CandidateParams":
+        return cls(**{k: int(v) for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+def candidates(units: Sequence[ThoughtUnit], sim: np.ndarray, p: CandidateParams) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Earlier-unit candidates for each unit j with their origin flags: the `window` preceding
+    units, the `top_k` most similar earlier units beyond them, and a look-back driven by cues:
+    the last planning units (a plan governs the steps that carry it out), the last conclusion
+    units for units that conclude or critique (answers confirm or revise earlier answers), and
+    the starts of the current and previous topical blocks.
+
+    >>> from thinkprobe.records import ThoughtUnit as U
+    >>> us = [U(k, "reasoning", 0, 1, "x", segment=0, cues=("MET",) if k == 0 else ()) for k in range(6)]
+    >>> [c.tolist() for c, _ in candidates(us, np.eye(6), CandidateParams(window=2, top_k=0, block_lookback=0))]
+    [[], [0], [0, 1], [0, 1, 2], [0, 2, 3], [0, 3, 4]]
+    """
+    n = len(units)
+    met = [k for k, u in enumerate(units) if "MET" in u.cues]
+    con = [k for k, u in enumerate(units) if "CON" in u.cues]
+    block_start: dict[int, int] = {}
+    for k, u in enumerate(units):
+        block_start.setdefault(u.segment, k)
+    starts = sorted(block_start.values())
+    out = []
+    for j in range(n):
+        origin: dict[int, int] = {}
+        lo = max(0, j - p.window)
+        for i in range(lo, j):
+            origin[i] = origin.get(i, 0) | FROM_WINDOW
+        if lo and p.top_k:
+            for i in np.argsort(-sim[j, :lo], kind="stable")[: p.top_k]:
+                origin[int(i)] = origin.get(int(i), 0) | FROM_SIMILARITY
+        look = [k for k in met if k < lo][-p.plan_lookback:] if p.plan_lookback else []
+        cues = units[j].cues
+        if p.conclusion_lookback and ("CON" in cues or "CRT" in cues):
+            look += [k for k in con if k < lo][-p.conclusion_lookback:]
+        if p.block_lookback:
+            look += [s for s in starts if s < lo][-p.block_lookback:]
+        for i in look:
+            origin[i] = origin.get(i, 0) | FROM_LOOKBACK
+        idx = np.array(sorted(origin), dtype=np.int64)
+        out.append((idx, np.array([origin[i] for i in idx], dtype=np.int64)))
+    return out
+
+
+# ----------------------------------------------------------------------------- features
+
+
+class UnitFeaturizer:
+    """Per-unit features besides the embedding: lexicon cue flags (the run's config), text-shape
+    flags (patterns stored with the model, not in code), position, length and similarity to
+    earlier units (restatements look like something said before)."""
+
+    def __init__(self, cue_names: Sequence[str], shape_patterns: Mapping[str, str]):
+        self.cue_names = list(cue_names)
+        self.shape_names = list(shape_patterns)
+        self.shapes = [re.compile(p, re.IGNORECASE) for p in shape_patterns.values()]
+
+    @property
+    def size(self) -> int:
+        return len(self.cue_names) + len(self.shape_names) + 12
+
+    def __call__(self, units: Sequence[ThoughtUnit], sim: np.ndarray) -> np.ndarray:
+        n = len(units)
+        out = np.zeros((n, self.size), dtype=np.float32)
+        words = [set(_WORDS.findall(u.text.lower())) for u in units]
+        c, s = len(self.cue_names), len(self.shape_names)
+        for k, u in enumerate(units):
+            row = out[k]
+            cues = set(u.cues)
+            row[:c] = [name in cues for name in self.cue_names]
+            row[c:c + s] = [bool(p.search(u.text)) for p in self.shapes]
+            best, jac = 0.0, 0.0
+            if k:
+                b = int(np.argmax(sim[k, :k]))
+                best = float(sim[k, b])
+                jac = len(words[k] & words[b]) / max(1, len(words[k] | words[b]))
+            starts_block = k == 0 or units[k - 1].segment != u.segment
+            row[c + s:] = [
+                k / max(1, n - 1), k == 0, k == n - 1, u.section == "answer", starts_block,
+                np.log1p(len(u.text)) / 8.0, best, jac, float(sim[k, k - 1]) if k else 0.0,
+                float(sim[k, k + 1]) if k + 1 < n else 0.0,
+                sum(ch.isdigit() for ch in u.text) / max(1, len(u.text)),
+                sum(ch in "=+-*/^<>" for ch in u.text) / max(1, len(u.text)),
+            ]
+        return out
+
+
+PAIR_FEATURES = 19
+
+
+def pair_features(units: Sequence[ThoughtUnit], sim: np.ndarray, i: np.ndarray, j: np.ndarray,
+                  origin: np.ndarray) -> np.ndarray:
+    """Features of candidate pairs (i < j): similarity and its rank among j's earlier units,
+    distance, topical blocks, sections, word overlap and where the candidate came from."""
+    m = len(i)
+    out = np.zeros((m, PAIR_FEATURES), dtype=np.float32)
+    if not m:
+        return out
+    n = len(units)
+    seg = np.array([u.segment for u in units])
+    answer = np.array([u.section == "answer" for u in units])
+    words = [set(_WORDS.findall(u.text.lower())) for u in units]
+    s = sim[i, j]
+    # rank of i among all earlier units of j by similarity (0 = most similar)
+    rank = np.array([int((sim[b, :b] > sim[b, a]).sum()) for a, b in zip(i, j)])
+    best = np.array([sim[b, :b].max() for b in j])
+    d = (j - i).astype(np.float32)
+    jac = np.array([len(words[a] & words[b]) / max(1, len(words[a] | words[b])) for a, b in zip(i, j)])
+    out[:, 0] = s
+    out[:, 1] = 1.0 / (1.0 + rank)
+    out[:, 2] = s - best
+    out[:, 3] = 1.0 / d
+    out[:, 4] = np.log1p(d) / np.log1p(max(n, 2))
+    out[:, 5] = d == 1
+    out[:, 6] = d == 2
+    out[:, 7] = seg[i] == seg[j]
+    out[:, 8] = np.minimum(seg[j] - seg[i], 5) / 5.0
+    out[:, 9] = answer[i]
+    out[:, 10] = answer[j]
+    out[:, 11] = jac
+    out[:, 12] = (origin & FROM_WINDOW) > 0
+    out[:, 13] = (origin & FROM_SIMILARITY) > 0
+    out[:, 14] = (origin & FROM_LOOKBACK) > 0
+    out[:, 15] = np.log1p(d) / 5.0
+    # i is the plan in force at j (the last planning unit before it), or opens j's block or the one before
+    last_plan = np.full(n, -1)
+    block_start = np.zeros(n, dtype=np.int64)
+    prev_start = np.full(n, -1)
+    plan, start, before = -1, 0, -1
+    for k, u in enumerate(units):
+        if k and u.segment != units[k - 1].segment:
+            before, start = start, k
+        last_plan[k], block_start[k], prev_start[k] = plan, start, before
+        if "MET" in u.cues:
+            plan = k
+    out[:, 16] = last_plan[j] == i
+    out[:, 17] = block_start[j] == i
+    out[:, 18] = prev_start[j] == i
+    return out
+
+
+# ----------------------------------------------------------------------------- models
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def build_pair_model(dim: int, unit_size: int, proj: int = 64, hidden: int = 128, dropout: float = 0.3):
+    """Pair classifier: a shared projection of both embeddings, their product and difference,
+    both units' features and the pair features, then a two-layer MLP over PAIR_CLASSES."""
+    torch = _torch()
+    nn = torch.nn
+
+    class PairModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(dim, proj)
+            self.mlp = nn.Sequential(
+                nn.Linear(4 * proj + 2 * unit_size + PAIR_FEATURES, hidden), nn.ReLU(), nn.Dropout(dropout),
+                nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, len(PAIR_CLASSES)),
+            )
+
+        def forward(self, ei, ej, ui, uj, pf):
+            a, b = self.proj(ei), self.proj(ej)
+            return self.mlp(torch.cat([a, b, a * b, (a - b).abs(), ui, uj, pf], dim=1))
+
+    return PairModel()
+
+
+def build_type_model(dim: int, unit_size: int, hidden: int = 128, dropout: float = 0.3):
+    """Type head: the unit's embedding, its neighbours' (context), and its features -> TYPE_CLASSES."""
+    torch = _torch()
+    nn = torch.nn
+
+    class TypeModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mlp = nn.Sequential(
+                nn.Linear(3 * dim + unit_size, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, len(TYPE_CLASSES)),
+            )
+
+        def forward(self, e, prev, nxt, u):
+            return self.mlp(torch.cat([e, prev, nxt, u], dim=1))
+
+    return TypeModel()
+
+
+def neighbours(emb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Embeddings of the previous and next unit (zeros at the ends)."""
+    prev = np.zeros_like(emb)
+    nxt = np.zeros_like(emb)
+    if len(emb) > 1:
+        prev[1:] = emb[:-1]
+        nxt[:-1] = emb[1:]
+    return prev, nxt
+
+
+def _load_state(model, path: Path):
+    from safetensors.torch import load_file
+
+    model.load_state_dict(load_file(str(path)))
+    model.eval()
+    return model
+
+
+@lru_cache(maxsize=4)
+def _read_model_dir(path: str) -> dict:
+    folder = Path(path)
+    cfg_path = folder / "config.json"
+    if not cfg_path.exists():
+        raise FileNotFoundError(f"{folder} has no config.json: not a ThinkProbe linker folder")
+    return json.loads(cfg_path.read_text(encoding="utf-8"))
+
+
+# ----------------------------------------------------------------------------- the linker
+
+
+class TrainedLinker:
+    """Pair classifier over candidate pairs, scored for every trace of the batch at once.
+
+    Decoding: a candidate becomes an edge when its no-edge probability is below the threshold
+    fitted on held-out silver traces (one for the window, one beyond it), typed by its most
+    probable edge class. Then the invariants: a unit with no incoming forward edge gets the
+    best-scoring forward parent in its window, and a unit whose provisional type is CRT or RPT
+    gets its most probable critique or repetition target, so that typing and edges agree.
+    """
+
+    def __init__(self, model_dir: str | Path, cfg: Config):
+        self.model_dir = Path(model_dir)
+        meta = _read_model_dir(str(self.model_dir))
+        self.meta = meta
+        self.name = meta.get("name", self.model_dir.name)
+        self.params = CandidateParams.from_dict(meta["candidates"])
+        self.featurizer = UnitFeaturizer(meta["cue_names"], meta["shape_patterns"])
+        self.decode = meta["decode"]
+        self._model = None
+
+    @property
+    def models(self):
+        """The ensemble's pair models (their probabilities are averaged)."""
+        if self._model is None:
+            from safetensors.torch import load_file
+
+            m = self.meta["pair_model"]
+            state = load_file(str(self.model_dir / "pair_model.safetensors"))
+            self._model = []
+            for k in range(m.get("members", 1)):
+                model = build_pair_model(m["dim"], self.featurizer.size, m["proj"], m["hidden"])
+                model.load_state_dict({name[len(f"{k}."):]: v for name, v in state.items() if name.startswith(f"{k}.")})
+                self._model.append(model.eval())
+        return self._model
+
+    def candidates(self, item: LinkInput) -> list[np.ndarray]:
+        sim = item.embeddings @ item.embeddings.T
+        return [c for c, _ in candidates(item.units, sim, self.params)]
+
+    def link(self, batch: Sequence[LinkInput]) -> list[list[Edge]]:
+        probs, layout = self.score_pairs(batch)
+        out = []
+        for item, (lo, hi, i, j, origin) in zip(batch, layout):
+            out.append(decode_edges(item.units, probs[lo:hi], i, j, origin, self.decode))
+        return out
+
+    def score_pairs(self, batch: Sequence[LinkInput]):
+        """Class probabilities of every candidate pair of the batch, and where each trace's lie."""
+        torch = _torch()
+        feats, layout, total = [], [], 0
+        for item in batch:
+            units, emb = item.units, np.asarray(item.embeddings, dtype=np.float32)
+            sim = emb @ emb.T
+            cands = candidates(units, sim, self.params)
+            i = np.concatenate([c for c, _ in cands]) if cands else np.zeros(0, np.int64)
+            j = np.concatenate([np.full(len(c), k) for k, (c, _) in enumerate(cands)]) if cands else np.zeros(0, np.int64)
+            origin = np.concatenate([o for _, o in cands]) if cands else np.zeros(0, np.int64)
+            uf = self.featurizer(units, sim)
+            pf = pair_features(units, sim, i, j, origin)
+            feats.append((emb[i], emb[j], uf[i], uf[j], pf))
+            layout.append((total, total + len(i), i, j, origin))
+            total += len(i)
+        if total == 0:
+            return np.zeros((0, len(PAIR_CLASSES)), np.float32), layout
+        cols = [torch.from_numpy(np.concatenate([f[k] for f in feats]).astype(np.float32)) for k in range(5)]
+        with torch.inference_mode():
+            chunks = [torch.stack([torch.softmax(m(*(c[s:s + 65536] for c in cols)), dim=1) for m in self.models]).mean(0)
+                      for s in range(0, total, 65536)]
+        return torch.cat(chunks).numpy(), layout
+
+
+def decode_edges(units: Sequence[ThoughtUnit], probs: np.ndarray, i: np.ndarray, j: np.ndarray, origin: np.ndarray,
+                 decode: Mapping[str, float]) -> list[Edge]:
+    """Edges of one trace from the class probabilities of its candidate pairs (see TrainedLinker)."""
+    near = (origin & FROM_WINDOW) > 0
+    edge_p = 1.0 - probs[:, 0]
+    label = 1 + np.argmax(probs[:, 1:], axis=1)
+    if decode.get("plans_elaborate"):
+        # A planning unit ("let me double-check") announces a check rather than making it: the
+        # pair stays, as an elaboration, and the unit stays MET; the check's verdict critiques.
+        plan = np.array([units[b].node_type == "MET" for b in j], dtype=bool)
+        label[plan & np.isin(label, CRITIQUE_CLASSES)] = FORWARD_CLASSES[1]
+    keep = edge_p >= np.where(near, decode["threshold_near"], decode["threshold_far"])
+    picked = {(int(k), int(label[k])) for k in np.flatnonzero(keep)}
+    have: dict[int, set[int]] = {}
+    for k, c in picked:
+        have.setdefault(int(j[k]), set()).add(c)
+    order = np.argsort(j, kind="stable")
+    bounds = np.searchsorted(j[order], np.arange(len(units) + 1))
+    for b in range(1, len(units)):
+        ks = order[bounds[b]:bounds[b + 1]]
+        if not len(ks):
+            continue
+        got = have.get(b, set())
+        if not got & set(FORWARD_CLASSES):
+            window = ks[near[ks]]
+            fwd = probs[np.ix_(window, FORWARD_CLASSES)]
+            k = int(np.argmax(fwd.max(axis=1)))
+            picked.add((int(window[k]), FORWARD_CLASSES[int(np.argmax(fwd[k]))]))
+        wanted = {"CRT": CRITIQUE_CLASSES, "RPT": (REPETITION_CLASS,)}.get(units[b].node_type)
+        if wanted and decode.get("force_structural", True) and not got & set(wanted):
+            if decode.get("force_in_window"):
+                ks = ks[near[ks]]  # a forced target stays local: far ones were mostly wrong
+            part = probs[np.ix_(ks, wanted)]
+            k = int(np.argmax(part.sum(axis=1)))
+            picked.add((int(ks[k]), wanted[int(np.argmax(part[k]))]))
+    edges = set()
+    for k, cls in picked:
+        a, b, kind, score = int(i[k]), int(j[k]), PAIR_CLASSES[cls], round(float(edge_p[k]), 4)
+        if cls in FORWARD_CLASSES:
+            edges.add(Edge(a, b, kind, score=score))
+        elif cls in CRITIQUE_CLASSES:
+            edges.add(Edge(b, a, "critique", kind.split(":")[1], score))
+        else:
+            edges.add(Edge(b, a, kind, score=score))
+    return sorted(edges, key=lambda e: (e.src, e.dst, e.edge_type))
+
+
+# ----------------------------------------------------------------------------- the type head
+
+
+class TypeHead:
+    """Provisional node types from the unit embedding, its neighbours and its features. Structural
+    types are still settled by the edges (`nodetypes.finalise_type`)."""
+
+    def __init__(self, model_dir: str | Path):
+        self.model_dir = Path(model_dir)
+        meta = _read_model_dir(str(self.model_dir))
+        self.meta = meta
+        self.featurizer = UnitFeaturizer(meta["cue_names"], meta["shape_patterns"])
+        self._model = None
+
+    @property
+    def model(self):
+        if self._model is None:
+            m = self.meta["type_model"]
+            model = build_type_model(m["dim"], self.featurizer.size, m["hidden"])
+            self._model = _load_state(model, self.model_dir / "type_model.safetensors")
+        return self._model
+
+    def probabilities(self, units: Sequence[ThoughtUnit], emb: np.ndarray) -> np.ndarray:
+        torch = _torch()
+        if not len(units):
+            return np.zeros((0, len(TYPE_CLASSES)), np.float32)
+        emb = np.asarray(emb, dtype=np.float32)
+        sim = emb @ emb.T
+        prev, nxt = neighbours(emb)
+        cols = [torch.from_numpy(x) for x in (emb, prev, nxt, self.featurizer(units, sim))]
+        with torch.inference_mode():
+            return torch.softmax(self.model(*cols), dim=1).numpy()
+
+    def predict(self, units: Sequence[ThoughtUnit], emb: np.ndarray, structural: bool = True) -> list[str]:
+        """Provisional types. CRT and RPT need an earlier unit to act on, so the first unit gets the
+        next best type; with structural=False no unit gets them (for linkers that do not guarantee
+        the edge those types need, like the CueLinker)."""
+        probs = self.probabilities(units, emb).copy()
+        structural_cols = [TYPE_CLASSES.index("CRT"), TYPE_CLASSES.index("RPT")]
+        probs[0 if structural else slice(None), structural_cols] = -1.0
+        return [TYPE_CLASSES[k] for k in np.argmax(probs, axis=1)]
+
+
+def unit_typer(linker: Linker, types: str = "head", head: "TypeHead | None" = None):
+    """How units get their provisional types for `linker`: None for the cue lexicon (types="cue"),
+    else a function (units, embeddings) -> units retyped by the type head. CRT and RPT come from
+    the head only with the trained linker, which gives such units the edge their type needs."""
+    if types == "cue":
+        return None
+    if types != "head":
+        raise ValueError(f"unknown typing {types!r}: use head or cue")
+    head = head or load_type_head()
+    structural = isinstance(linker, TrainedLinker)
+
+    def retype(units: Sequence[ThoughtUnit], emb: np.ndarray) -> list[ThoughtUnit]:
+        return [replace(u, node_type=t) for u, t in zip(units, head.predict(units, emb, structural))]
+
+    return retype
+
+
+class HeadTypedLinker:
+    """`linker` fed the units retyped by `typer`: the type head for a graph.py that does not take a
+    typer itself. `finalised(graph)` then settles the structural types from the edges, as graph.py
+    does after linking."""
+
+    def __init__(self, linker: Linker, typer):
+        self.linker, self.typer = linker, typer
+        self.name = linker.name
+
+    def link(self, batch: Sequence[LinkInput]) -> list[list[Edge]]:
+        return self.linker.link([LinkInput(self.typer(item.units, item.embeddings), item.embeddings) for item in batch])
+
+    def finalised(self, graph) -> list[ThoughtUnit]:
+        from .nodetypes import finalise_type
+
+        outgoing: dict[int, list[Edge]] = {}
+        for e in graph.edges:
+            outgoing.setdefault(e.src, []).append(e)
+        return [replace(u, node_type=finalise_type(u.node_type, outgoing.get(u.index, ())))
+                for u in self.typer(graph.units, graph.embeddings)]
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def _model_dir(name: str) -> Path:
+    path = Path(name)
+    if path.is_dir():
+        return path
+    for candidate in (MODELS_DIR / name, MODELS_DIR / f"linker-{name}"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"no linker model {name!r}: not a folder, and not in {MODELS_DIR}")
+
+
+def load_linker(name_or_dir: str | None, cfg: Config, *, model_dir: str | None = None, device: str = "cpu") -> Linker:
+    """The linker a run uses: None / "default" / "trained" -> the shipped model in models/;
+    "cue" -> the rule-based CueLinker; "cross-encoder" -> a local Hugging Face
+    sequence-classification model in `model_dir`; a folder or model name -> that trained model."""
+    if name_or_dir in (None, "", "default", "trained"):
+        return TrainedLinker(_model_dir(DEFAULT_LINKER), cfg)
+    if name_or_dir == "cue":
+        return CueLinker(cfg)
+    if name_or_dir == "cross-encoder":
+        if not model_dir:
+            raise ValueError("--linker cross-encoder needs --linker-model DIR (a local sequence-classification model)")
+        from .crossencoder_linker import CrossEncoderLinker
+
+        return CrossEncoderLinker(model_dir, cfg, device=device)
+    return TrainedLinker(_model_dir(name_or_dir), cfg)
+
+
+def load_type_head(name_or_dir: str | None = None) -> TypeHead:
+    """The type head shipped with a trained linker (default: the default linker's)."""
+    return TypeHead(_model_dir(name_or_dir or DEFAULT_LINKER))
