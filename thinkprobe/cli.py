@@ -60,14 +60,21 @@ def main() -> None:
 @click.option("--report/--no-report", default=True, help="write report.html / report.md at the end")
 @click.option("--workers", type=int, default=1, show_default=True,
               help="processes for splitting, tiling, typing and indicators (same outputs for any number)")
+@click.option("--linker", default=None,
+              help="default (the trained model in models/), cue (rule-based), cross-encoder, or a trained model folder")
+@click.option("--linker-model", type=click.Path(exists=True, file_okay=False), default=None,
+              help="with --linker cross-encoder: a local Hugging Face sequence-classification folder")
+@click.option("--types", type=click.Choice(["head", "cue"]), default="head", show_default=True,
+              help="node types from the trained type head or from the cue lexicon")
 def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, chunk_size, norms, resume, summary, progress,
-            strict, cache_dir, no_cache, report, workers, **kw):
+            strict, cache_dir, no_cache, report, workers, linker, linker_model, types, **kw):
     """Profile trace files (JSONL, JSON, Parquet, folders; gzipped or not) into OUT."""
     from .pipeline import RunOptions, run_profile
 
     opts = RunOptions(inputs=list(inputs), out_dir=out_dir, fields=_fields(kw), config_path=config_path,
                       encoder_path=encoder_path, device=device, batch_size=batch_size, chunk_size=chunk_size,
-                      norms=norms, resume=resume, workers=workers, cache_dir=None if no_cache else (cache_dir or default_cache_dir()),
+                      norms=norms, resume=resume, workers=workers, linker=linker, linker_model=linker_model,
+                      types=types, cache_dir=None if no_cache else (cache_dir or default_cache_dir()),
                       progress=sys.stderr.isatty() if progress is None else progress)
     result = run_profile(opts)
     if report:
@@ -184,6 +191,34 @@ def bench(count, device, batch_size, scale, json_out, workdir):
         with open(json_out, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=2)
             f.write("\n")
+
+
+@main.command("eval-gold")
+@click.argument("gold", type=click.Path(exists=True))
+@click.option("--pred", type=click.Path(exists=True), default=None,
+              help="ReasoningFlow graphs to score (folder or JSON/JSONL); default: run the profiler on the gold texts")
+@click.option("--baseline", is_flag=True, help="score the trivial baseline instead (sentences, chained, all reasoning)")
+@click.option("--linker", default=None, help="default (the shipped trained model), cue, cross-encoder, or a model folder")
+@click.option("--linker-model", type=click.Path(exists=True, file_okay=False), default=None,
+              help="with --linker cross-encoder: a local Hugging Face sequence-classification folder")
+@click.option("--types", type=click.Choice(["head", "cue"]), default="head", show_default=True,
+              help="provisional node types from the trained type head or from the cue lexicon")
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML merged over configs/default.yaml")
+@click.option("--encoder", "encoder_path", type=click.Path(exists=True, file_okay=False), help="local sentence-transformers folder")
+@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N")
+@click.option("--json", "json_out", default="eval_gold.json", show_default=True, help="write every score (and per-document scores) here")
+@click.option("--pred-out", default=None, help="also write the scored ReasoningFlow documents here (JSONL)")
+def eval_gold(gold, pred, baseline, linker, linker_model, types, config_path, encoder_path, device, json_out, pred_out):
+    """Score Thought Graphs against ReasoningFlow annotations (spec section 7): boundaries, WindowDiff,
+    node types, edges, far edges and the candidates' reach."""
+    from .evalgold import evaluate, format_scores
+
+    result = evaluate(gold, pred, baseline=baseline, linker=linker, linker_model=linker_model, types=types,
+                      config_path=config_path, encoder_path=encoder_path, device=device, pred_out=pred_out)
+    click.echo(format_scores(result, result["system"]))
+    with open(json_out, "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=2)
+    click.echo(f"scores written to {json_out}")
 
 
 @main.command("doctor")

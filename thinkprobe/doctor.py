@@ -175,13 +175,17 @@ def _check_numba(report: dict, importable: dict[str, bool]) -> None:
 def _check_config(report: dict, problems: list[str], config_path: str | None):
     try:
         from .config import DEFAULT_CONFIG, Config
-        from .link import CueLinker
+        from .trained_linker import load_linker
 
         cfg = Config.load(config_path)
         report["config"] = {"path": str(Path(config_path).resolve()) if config_path else str(DEFAULT_CONFIG),
                             "default": str(DEFAULT_CONFIG), "digest": cfg.digest}
-        report["linker"] = {"name": CueLinker(cfg).name, "kind": "rule-based (cue lexicons + embedding similarity)",
-                            "weights": None}
+        linker = load_linker(None, cfg)  # the default a profile run uses
+        folder = Path(linker.model_dir)
+        weights = sorted(folder.glob("*.safetensors"))
+        report["linker"] = {"name": linker.name, "kind": "trained pair classifier + type head (MiniLM features)",
+                            "path": str(folder),
+                            "weights": {w.name: hashlib.sha256(w.read_bytes()).hexdigest()[:16] for w in weights}}
         return cfg
     except Exception as exc:  # noqa: BLE001
         report["config"] = {"path": config_path, "error": str(exc)}
@@ -354,7 +358,8 @@ def format_doctor(report: dict) -> str:
         lines.append(f"  fix      {enc['install']}")
     link = report.get("linker", {})
     cfg = report.get("config", {})
-    lines += ["", f"linker   {link.get('name')}: {link.get('kind', link.get('error', ''))}, no weights",
+    weights = ", ".join(f"{k} sha256 {v}" for k, v in (link.get("weights") or {}).items()) or "no weights"
+    lines += ["", f"linker   {link.get('name')}: {link.get('kind', link.get('error', ''))}; {link.get('path', '')} {weights}",
               f"config   {cfg.get('path')} digest {cfg.get('digest', cfg.get('error'))}"]
     dev = report.get("device", {})
     cuda = ", ".join(dev.get("cuda_devices", [])) or "none"

@@ -38,9 +38,11 @@ def units_of(trace: Trace, cfg: Config) -> tuple[list[ThoughtUnit], list[int]]:
 
 
 def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker: Linker,
-                 times: StageTimes | None = None, pool: Executor | None = None) -> list[ThoughtGraph | InputError]:
+                 times: StageTimes | None = None, pool: Executor | None = None,
+                 typer=None) -> list[ThoughtGraph | InputError]:
     """Thought Graphs of a batch of traces. The per-trace CPU stages (splitting; tiling and typing)
-    run in `pool` when one is given; the encoder and the linker see the whole batch at once."""
+    run in `pool` when one is given; the encoder and the linker see the whole batch at once.
+    `typer(units, embeddings) -> units`, when given, replaces the cue types (the trained type head)."""
     times = times if times is not None else StageTimes()
     mapper = partial(pool.map, chunksize=4) if pool is not None else map
     with times("split"):
@@ -55,6 +57,9 @@ def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker:
                               (tokens[a:b] for a, b in zip(bounds, bounds[1:])), repeat(cfg)))
     with times("link"):
         graphs = [g for g in results if isinstance(g, ThoughtGraph)]
+        if typer is not None:
+            for g in graphs:
+                g.units = typer(g.units, g.embeddings)
         edge_lists = linker.link([LinkInput(g.units, g.embeddings) for g in graphs])
         for graph, edges in zip(graphs, edge_lists):
             _attach_edges(graph, edges)

@@ -26,7 +26,8 @@ from .config import Config
 from .encoder import Encoder, model_fingerprint
 from .graph import build_graphs
 from .indicators import INDICATORS, compute_indicators
-from .link import CueLinker, Linker
+from .link import Linker
+from .trained_linker import load_linker, unit_typer
 from .load import FieldMap, iter_traces
 from .profile import DIMENSION_NAMES, Normalizer, group_profiles, profile_row
 from .records import InputError, ThoughtGraph, Trace
@@ -55,6 +56,9 @@ class RunOptions:
     progress: bool = True
     cache_dir: str | None = None  # embedding cache folder; None = no cache
     workers: int = 1  # processes for the per-trace CPU stages; outputs are the same for any number
+    linker: str | None = None  # None = the trained default in models/; "cue"; "cross-encoder"; a folder
+    linker_model: str | None = None  # the Hugging Face folder for --linker cross-encoder
+    types: str = "head"  # provisional node types: trained type head or cue lexicon
 
 
 def _fmt(x: float) -> str:
@@ -123,6 +127,7 @@ def _manifest(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker) -
         "encoder_fingerprint": model_fingerprint(str(encoder.path), encoder.max_seq_length),
         "device": encoder.device,
         "linker": linker.name,
+        "types": opts.types,
     }
 
 
@@ -154,9 +159,9 @@ def _finish(result: ThoughtGraph | InputError, trace_id: str | None, cluster_dis
 
 
 def _process_chunk(traces: list, cfg: Config, encoder: Encoder, linker: Linker, times: StageTimes,
-                   pool: Executor | None = None) -> str:
+                   pool: Executor | None = None, typer=None) -> str:
     good = [t for t in traces if isinstance(t, Trace)]
-    built = iter(build_graphs(good, cfg, encoder, linker, times, pool))
+    built = iter(build_graphs(good, cfg, encoder, linker, times, pool, typer=typer))
     results = [next(built) if isinstance(item, Trace) else item for item in traces]
     ids = [getattr(item, "trace_id", None) for item in traces]
     mapper = partial(pool.map, chunksize=4) if pool is not None else map
@@ -185,7 +190,8 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
     encoder = Encoder(opts.encoder_path or enc_cfg["path"] or None, device=opts.device,
                       batch_size=opts.batch_size or enc_cfg["batch_size"], max_seq_length=enc_cfg["max_seq_length"],
                       cache_dir=opts.cache_dir)
-    linker = linker or CueLinker(cfg)
+    linker = linker or load_linker(opts.linker, cfg, model_dir=opts.linker_model, device=encoder.device)
+    typer = unit_typer(linker, opts.types)
     out = Path(opts.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     manifest = _manifest(opts, cfg, encoder, linker)
@@ -210,7 +216,7 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
             if part.exists():
                 resumed += len(chunk)
             else:
-                text = _process_chunk(chunk, cfg, encoder, linker, times, pool)
+                text = _process_chunk(chunk, cfg, encoder, linker, times, pool, typer)
                 with times("write"):
                     _write_atomic(part, text)
             bar.update(len(chunk))

@@ -33,6 +33,10 @@ _CJK_END = re.compile(r"(?<=[。！？])")
 _MARKER = re.compile(r"^\s*\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)]\s*$")
 _ENUM_TAIL = re.compile(r"(?<=\s)(?:\d{1,2}|[a-z])[.)]$")
 _WORD = re.compile(r"\w", re.UNICODE)
+# spaCy's English exceptions read "B.", "Q.", "Pa." as abbreviations; before a capital (or an
+# opening bracket / LaTeX command) they end a sentence unless they are a real abbreviation.
+_MISSED_END = re.compile(r"[.!?]\s+(?=[A-Z(\[\\])")
+_ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|Dr|Mr|Mrs|Ms|Prof|Fig|Eq|Eqs|No|St|approx|resp)\.$", re.IGNORECASE)
 # Sentence-final punctuation beyond spaCy's defaults: ellipses end sentences in reasoning traces.
 _EXTRA_PUNCT = ["...", "…", "?!", "!?", "??", "!!"]
 
@@ -121,6 +125,7 @@ def fragment_spans(text: str, start: int, end: int, max_line_chars: int = 20000)
         doc = next(sentences)
         protected = [(m.start(), m.end()) for m in _INLINE.finditer(doc.text)]
         cuts = {sent.start_char for sent in doc.sents} | {m.start() for m in _CJK_END.finditer(doc.text)}
+        cuts |= {m.end() for m in _MISSED_END.finditer(doc.text) if not _ABBREVIATION.search(doc.text, 0, m.start() + 1)}
         cuts = sorted(c for c in cuts if 0 < c < len(doc.text) and not any(a < c < b for a, b in protected))
         bounds = [0]
         for c in (_before_enum_marker(doc.text, c) for c in cuts):
