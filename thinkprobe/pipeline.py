@@ -5,9 +5,7 @@ corpus-level profile. A killed run restarted with resume=True skips the committe
 from __future__ import annotations
 
 import contextlib
-import csv
 import hashlib
-import io
 import itertools
 import json
 import os
@@ -31,7 +29,8 @@ from .trained_linker import load_linker, unit_typer
 from .load import FieldMap, iter_traces
 from .profile import DIMENSION_NAMES, Normalizer, group_profiles, profile_row
 from .records import InputError, ThoughtGraph, Trace
-from .redundancy import annotate_record, write_redundancy
+from .redundancy import annotate_record, table_row, write_redundancy_tables
+from .tables import csv_text, fmt_float, write_atomic
 from .timing import StageTimes
 
 __all__ = ["RunOptions", "run_profile", "graph_record", "OUTPUT_FILES"]
@@ -61,12 +60,6 @@ class RunOptions:
     types: str = "head"  # provisional node types: trained type head or cue lexicon
 
 
-def _fmt(x: float) -> str:
-    """Floats rounded to 6 significant digits: stable bytes across batch sizes and platforms."""
-    v = float(x)
-    return "0" if v == 0 else format(v, ".6g")
-
-
 def graph_record(g: ThoughtGraph, indicators: dict[str, float]) -> dict:
     t = g.trace
     fields_text = {}
@@ -85,7 +78,7 @@ def graph_record(g: ThoughtGraph, indicators: dict[str, float]) -> dict:
                    "tokens": int(g.tokens[u.index])} for u in g.units],
         "edges": [{"src": e.src, "dst": e.dst, "type": e.edge_type, "polarity": e.polarity or None,
                    "score": e.score} for e in g.edges],
-        "indicators": {k: float(_fmt(v)) for k, v in indicators.items()},
+        "indicators": {k: float(fmt_float(v)) for k, v in indicators.items()},
     }
 
 
@@ -98,15 +91,6 @@ def _file_digest(path: Path) -> str:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
     return h.hexdigest()[:16]
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def _chunks(items: Iterable, size: int) -> Iterator[list]:
@@ -144,7 +128,7 @@ def _prepare_parts(out: Path, manifest: dict, resume: bool) -> Path:
     if parts.exists():
         shutil.rmtree(parts)
     parts.mkdir(parents=True)
-    _write_atomic(mpath, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    write_atomic(mpath, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return parts
 
 
@@ -167,15 +151,6 @@ def _process_chunk(traces: list, cfg: Config, encoder: Encoder, linker: Linker, 
     mapper = partial(pool.map, chunksize=4) if pool is not None else map
     with times("indicators_serialise"):
         return "".join(mapper(_finish, results, ids, itertools.repeat(cfg["indicators"]["cluster_distance"])))
-
-
-def _csv(rows: list[dict], columns: Sequence[str]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(columns)
-    for r in rows:
-        w.writerow([_fmt(r[c]) if isinstance(r[c], float) else r[c] for c in columns])
-    return buf.getvalue()
 
 
 def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | None = None,
@@ -218,7 +193,7 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
             else:
                 text = _process_chunk(chunk, cfg, encoder, linker, times, pool, typer)
                 with times("write"):
-                    _write_atomic(part, text)
+                    write_atomic(part, text)
             bar.update(len(chunk))
     bar.close()
     with times("assemble"):
@@ -230,7 +205,7 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
 def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: RunOptions, resumed: int = 0) -> dict:
     """Join the committed chunks into the output files and compute the corpus profile."""
     parts = sorted((out / "parts").glob("[0-9]*.jsonl"))
-    rows, errors, duplicates = [], [], []
+    rows, errors, duplicates, redundancy_rows = [], [], [], []
     unknown = {"model": 0, "domain": 0}
     with open(out / "graphs.jsonl.tmp", "w", encoding="utf-8", newline="") as graphs:
         for part in parts:
@@ -247,11 +222,12 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
                     for key in unknown:
                         unknown[key] += g[key] == "unknown"
                     graphs.write(json.dumps(g, ensure_ascii=False) + "\n")
+                    redundancy_rows.append(table_row(g))
                     rows.append({"trace_id": g["trace_id"], "model": g["model"], "domain": g["domain"],
                                  "units": len(g["units"]), "edges": len(g["edges"]),
                                  "tokens": sum(u["tokens"] for u in g["units"]), **g["indicators"]})
     os.replace(out / "graphs.jsonl.tmp", out / "graphs.jsonl")
-    write_redundancy(out)
+    write_redundancy_tables(out, redundancy_rows)
 
     norms = Normalizer.load(opts.norms) if opts.norms else Normalizer().fit(rows)
     prof = []
@@ -262,12 +238,12 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     by_model_domain = group_profiles(prof, ("model", "domain"))
 
     head = ["trace_id", "model", "domain"]
-    _write_atomic(out / "indicators.csv", _csv(rows, [*head, "units", "edges", "tokens", *INDICATORS]))
-    _write_atomic(out / "profile.csv", _csv(prof, [*head, *DIMENSION_NAMES]))
-    _write_atomic(out / "model_profiles.csv", _csv(by_model, ["model", "n", *DIMENSION_NAMES]))
-    _write_atomic(out / "model_domain_profiles.csv", _csv(by_model_domain, ["model", "domain", "n", *DIMENSION_NAMES]))
-    _write_atomic(out / "errors.jsonl", "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors))
-    _write_atomic(out / "norms.json", json.dumps(norms.to_json(), indent=2) + "\n")
+    write_atomic(out / "indicators.csv", csv_text(rows, [*head, "units", "edges", "tokens", *INDICATORS]))
+    write_atomic(out / "profile.csv", csv_text(prof, [*head, *DIMENSION_NAMES]))
+    write_atomic(out / "model_profiles.csv", csv_text(by_model, ["model", "n", *DIMENSION_NAMES]))
+    write_atomic(out / "model_domain_profiles.csv", csv_text(by_model_domain, ["model", "domain", "n", *DIMENSION_NAMES]))
+    write_atomic(out / "errors.jsonl", "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors))
+    write_atomic(out / "norms.json", json.dumps(norms.to_json(), indent=2) + "\n")
 
     run = {
         "thinkprobe": __version__,
@@ -285,7 +261,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
                    "unknown_model": unknown["model"], "unknown_domain": unknown["domain"]},
         "duplicate_ids": duplicates,
     }
-    _write_atomic(out / "run.json", json.dumps(run, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(out / "run.json", json.dumps(run, indent=2, ensure_ascii=False) + "\n")
     from .stats import write_stats
 
     write_stats(out)

@@ -35,20 +35,19 @@ conclusion: the final candidate, else the last CON unit, else the last unit.
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
-import os
 import re
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from .tables import csv_text, write_atomic
 from .answers import Candidate, answers_match, final_candidate, find_candidates, run_code_tests, code_tests_of
 
 __all__ = ["COLUMNS", "METRICS", "MODEL_COLUMNS", "RedundancyParams", "SEP", "shortest_effective_path",
-           "isolated_units", "redundancy_row", "annotate_record", "write_redundancy", "model_means",
+           "isolated_units", "redundancy_row", "annotate_record", "table_row", "write_redundancy",
+           "write_redundancy_tables", "model_means",
            "format_model_table"]
 
 COLUMNS: tuple[str, ...] = ("trace_id", "model", "domain", "Acc", "Tokens", "|V|", "Iso", "|E|", "D", "in_max",
@@ -420,22 +419,6 @@ def annotate_record(record: dict, params: RedundancyParams = RedundancyParams())
 # ----------------------------------------------------------------------------- files
 
 
-def _fmt(value: Any) -> Any:
-    """Floats rounded to 6 significant digits (as in indicators.csv); empty cells stay empty."""
-    if isinstance(value, float):
-        return "0" if value == 0 else format(value, ".6g")
-    return "" if value is None else value
-
-
-def _csv_text(rows: Sequence[dict], columns: Sequence[str]) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(columns)
-    for r in rows:
-        writer.writerow([_fmt(r.get(c)) for c in columns])
-    return buf.getvalue()
-
-
 def model_means(rows: Sequence[dict]) -> list[dict]:
     """Per-model means of every metric (MODEL_COLUMNS); empty cells are left out of the means,
     and a column with no value for a model stays empty."""
@@ -453,13 +436,6 @@ def model_means(rows: Sequence[dict]) -> list[dict]:
     return out
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
 def write_redundancy(run_dir: str | Path, params: RedundancyParams = RedundancyParams()) -> dict:
     """Read RUN_DIR/graphs.jsonl and write redundancy.csv (one row per trace) and
     model_redundancy.csv (means per model). Records annotated by annotate_record are not
@@ -472,17 +448,24 @@ def write_redundancy(run_dir: str | Path, params: RedundancyParams = RedundancyP
             for line in f:
                 if not line.strip():
                     continue
-                record = json.loads(line)
-                stored = record.get("redundancy")
-                if isinstance(stored, dict) and isinstance(stored.get("metrics"), dict):
-                    row = {"trace_id": record.get("trace_id"), "model": record.get("model"),
-                           "domain": record.get("domain"), **stored["metrics"]}
-                else:
-                    row, _ = redundancy_row(record, params)
-                rows.append(row)
+                rows.append(table_row(json.loads(line), params))
+    return write_redundancy_tables(run, rows)
+
+
+def table_row(record: dict, params: RedundancyParams = RedundancyParams()) -> dict:
+    """The redundancy.csv row of a graph record: its stored metrics, else computed afresh."""
+    stored = record.get("redundancy")
+    if isinstance(stored, dict) and isinstance(stored.get("metrics"), dict):
+        return {"trace_id": record.get("trace_id"), "model": record.get("model"),
+                "domain": record.get("domain"), **stored["metrics"]}
+    return redundancy_row(record, params)[0]
+
+
+def write_redundancy_tables(run: Path, rows: Sequence[dict]) -> dict:
+    """redundancy.csv and model_redundancy.csv from the per-trace rows."""
     models = model_means(rows)
-    _write_atomic(run / "redundancy.csv", _csv_text(rows, COLUMNS))
-    _write_atomic(run / "model_redundancy.csv", _csv_text(models, MODEL_COLUMNS))
+    write_atomic(run / "redundancy.csv", csv_text(rows, COLUMNS))
+    write_atomic(run / "model_redundancy.csv", csv_text(models, MODEL_COLUMNS))
     return {"redundancy_csv": str(run / "redundancy.csv"), "model_redundancy_csv": str(run / "model_redundancy.csv"),
             "traces": len(rows), "models": models}
 

@@ -1,0 +1,39 @@
+"""Writing the run's tables: floats at 6 significant digits, empty cells for missing values, and
+atomic replacement, so every output file has stable bytes and is never seen half-written."""
+from __future__ import annotations
+
+import csv
+import io
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+
+def fmt_float(x: float) -> str:
+    """6 significant digits: stable bytes across batch sizes and platforms."""
+    v = float(x)
+    return "0" if v == 0 else format(v, ".6g")
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, float):
+        return fmt_float(value)
+    return "" if value is None else value
+
+
+def csv_text(rows: Sequence[dict], columns: Sequence[str]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    for r in rows:
+        writer.writerow([_cell(r.get(c)) for c in columns])
+    return buf.getvalue()
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
