@@ -8,13 +8,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(__file__).resolve().parent.parent / ".cache" / "numba"))
 
+from thinkprobe.bench import data_dir  # noqa: E402  (after the environment above is set)
+
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "thinkprobe" / "samples" / "traces.jsonl"
-
-
-def data_dir() -> Path | None:
-    path = Path(os.environ.get("THINKPROBE_DATA", REPO.parent / "shared" / "data"))
-    return path if path.is_dir() else None
 
 
 @pytest.fixture(scope="session")
