@@ -121,6 +121,20 @@ def test_same_bytes_with_worker_processes(sample_run, tmp_path):
         assert (tmp_path / name).read_bytes() == (out / name).read_bytes(), name
 
 
+def test_cache_second_run_encodes_and_scores_nothing_and_gives_same_bytes(sample_run, tmp_path):
+    out, _ = sample_run
+    cache = tmp_path / "cache"
+    first = profile([SAMPLES], tmp_path / "a", chunk_size=64, cache_dir=str(cache))
+    second = profile([SAMPLES], tmp_path / "b", chunk_size=4, cache_dir=str(cache))
+    units = sum(len(g["units"]) for g in graphs(out))
+    assert first["cache"]["embeddings"]["misses"] > 0 and first["cache"]["pair_scores"] == {"hits": 0, "misses": 15}
+    assert second["cache"] == {"embeddings": {"hits": units, "misses": 0}, "pair_scores": {"hits": 15, "misses": 0},
+                               "type_scores": {"hits": 15, "misses": 0}}
+    for name in OUTPUT_FILES:
+        assert (tmp_path / "a" / name).read_bytes() == (out / name).read_bytes(), name
+        assert (tmp_path / "b" / name).read_bytes() == (out / name).read_bytes(), name
+
+
 def test_saved_norms_score_a_new_corpus(sample_run, tmp_path):
     out, _ = sample_run
     subset = tmp_path / "subset.jsonl"

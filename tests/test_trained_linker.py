@@ -10,7 +10,7 @@ from thinkprobe.link import CueLinker, LinkInput
 from thinkprobe.load import FieldMap, detect
 from thinkprobe.records import BACKWARD_EDGES, FORWARD_EDGES, NODE_TYPES, ThoughtUnit
 from thinkprobe.trained_linker import (
-    DEFAULT_LINKER, MODELS_DIR, TYPE_CLASSES, CandidateParams, HeadTypedLinker, TrainedLinker, candidates,
+    DEFAULT_LINKER, MODELS_DIR, TYPE_CLASSES, CandidateParams, HeadTypedLinker, TrainedLinker, candidates, pair_features,
     load_linker, load_type_head, unit_typer,
 )
 
@@ -84,6 +84,103 @@ def test_trained_linker_keeps_invariants(config, encoder, shipped, no_network):
     # the same edges whatever else is in the batch
     alone = build_graphs(traces()[:1], config, encoder, shipped)[0]
     assert alone.edges == graphs[0].edges
+
+
+# Plain per-pair versions of the features, as first written: the vectorised ones must equal them.
+def reference_unit_features(featurizer, units, sim):
+    import re
+
+    words = [set(re.findall(r"\w+", u.text.lower())) for u in units]
+    n, c, s = len(units), len(featurizer.cue_names), len(featurizer.shape_names)
+    out = np.zeros((n, featurizer.size), dtype=np.float32)
+    for k, u in enumerate(units):
+        best, jac = 0.0, 0.0
+        if k:
+            b = int(np.argmax(sim[k, :k]))
+            best = float(sim[k, b])
+            jac = len(words[k] & words[b]) / max(1, len(words[k] | words[b]))
+        out[k, :c] = [name in u.cues for name in featurizer.cue_names]
+        out[k, c:c + s] = [bool(p.search(u.text)) for p in featurizer.shapes]
+        out[k, c + s:] = [
+            k / max(1, n - 1), k == 0, k == n - 1, u.section == "answer",
+            k == 0 or units[k - 1].segment != u.segment, np.log1p(len(u.text)) / 8.0, best, jac,
+            float(sim[k, k - 1]) if k else 0.0, float(sim[k, k + 1]) if k + 1 < n else 0.0,
+            sum(ch.isdigit() for ch in u.text) / max(1, len(u.text)),
+            sum(ch in "=+-*/^<>" for ch in u.text) / max(1, len(u.text)),
+        ]
+    return out
+
+
+def reference_rank_best_jaccard(units, sim, i, j):
+    import re
+
+    words = [set(re.findall(r"\w+", u.text.lower())) for u in units]
+    rank = [int((sim[b, :b] > sim[b, a]).sum()) for a, b in zip(i, j)]
+    best = [sim[b, :b].max() for b in j]
+    jac = [len(words[a] & words[b]) / max(1, len(words[a] | words[b])) for a, b in zip(i, j)]
+    return np.array(rank), np.array(best, dtype=np.float32), np.array(jac)
+
+
+@pytest.fixture(scope="module")
+def sample_items(config, encoder):
+    from conftest import SAMPLES
+    from thinkprobe.load import iter_traces
+
+    graphs = build_graphs(list(iter_traces(SAMPLES))[:6], config, encoder, load_linker("cue", config))
+    return [(g.units, g.embeddings) for g in graphs]
+
+
+def test_features_equal_the_plain_reference(shipped, sample_items):
+    for units, emb in sample_items:
+        sim = emb @ emb.T
+        cands = candidates(units, sim, shipped.params)
+        i = np.concatenate([c for c, _ in cands])
+        j = np.concatenate([np.full(len(c), k) for k, (c, _) in enumerate(cands)])
+        origin = np.concatenate([o for _, o in cands])
+        assert np.array_equal(shipped.featurizer(units, sim), reference_unit_features(shipped.featurizer, units, sim))
+        pf = pair_features(units, sim, i, j, origin)
+        rank, best, jac = reference_rank_best_jaccard(units, sim, i, j)
+        assert np.array_equal(pf[:, 1], (1.0 / (1.0 + rank)).astype(np.float32))
+        assert np.array_equal(pf[:, 2], sim[i, j] - best)
+        assert np.array_equal(pf[:, 11], jac.astype(np.float32))
+        assert len(i) > 5 * len(units)  # window, similarity and look-back candidates
+
+
+def test_split_scoring_computes_the_models_forward(shipped, sample_items):
+    import torch
+
+    units, emb = sample_items[0]
+    sim = emb @ emb.T
+    cands = candidates(units, sim, shipped.params)
+    i = torch.from_numpy(np.concatenate([c for c, _ in cands]))
+    j = torch.from_numpy(np.concatenate([np.full(len(c), k) for k, (c, _) in enumerate(cands)]))
+    origin = np.concatenate([o for _, o in cands])
+    uf = torch.from_numpy(shipped.featurizer(units, sim))
+    pf = torch.from_numpy(pair_features(units, sim, i.numpy(), j.numpy(), origin))
+    e = torch.from_numpy(emb)
+    with torch.inference_mode():
+        for model in shipped.models:
+            whole = model(e[i], e[j], uf[i], uf[j], pf)
+            split = model.pair_logits(model.unit_terms(e, uf), i, j, pf)
+            assert torch.allclose(whole, split, atol=1e-5)
+
+
+def test_pair_scores_cache_per_trace(config, sample_items, tmp_path):
+    plain = load_linker(None, config)
+    cached = load_linker(None, config, cache_dir=tmp_path)
+    batch = [LinkInput(u, e) for u, e in sample_items]
+    want = plain.score_pairs(batch)
+    for _ in range(2):
+        got = cached.score_pairs(batch)
+        for a, b in zip(want, got):
+            assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    assert cached.cache_stats == {"hits": len(batch), "misses": len(batch)}
+    # other embeddings are another trace to the cache
+    units, emb = sample_items[0]
+    cached.score_pairs([LinkInput(units, emb[::-1].copy())])
+    assert cached.cache_stats["misses"] == len(batch) + 1
+    # the edges of a batch do not depend on which traces were cached
+    assert cached.link(batch[::2] + [batch[1]]) == plain.link(batch[::2] + [batch[1]])
 
 
 def test_type_head_types_every_unit_and_the_linker_honours_them(config, encoder, shipped):

@@ -53,7 +53,7 @@ class RunOptions:
     norms: str | None = None
     resume: bool = False
     progress: bool = True
-    cache_dir: str | None = None  # embedding cache folder; None = no cache
+    cache_dir: str | None = None  # cache of embeddings and model scores; None = no cache
     workers: int = 1  # processes for the per-trace CPU stages; outputs are the same for any number
     linker: str | None = None  # None = the trained default in models/; "cue"; "cross-encoder"; a folder
     linker_model: str | None = None  # the Hugging Face folder for --linker cross-encoder
@@ -165,8 +165,9 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
     encoder = Encoder(opts.encoder_path or enc_cfg["path"] or None, device=opts.device,
                       batch_size=opts.batch_size or enc_cfg["batch_size"], max_seq_length=enc_cfg["max_seq_length"],
                       cache_dir=opts.cache_dir)
-    linker = linker or load_linker(opts.linker, cfg, model_dir=opts.linker_model, device=encoder.device)
-    typer = unit_typer(linker, opts.types)
+    linker = linker or load_linker(opts.linker, cfg, model_dir=opts.linker_model, device=encoder.device,
+                                   cache_dir=opts.cache_dir)
+    typer = unit_typer(linker, opts.types, cache_dir=opts.cache_dir)
     out = Path(opts.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     manifest = _manifest(opts, cfg, encoder, linker)
@@ -198,7 +199,9 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
     bar.close()
     with times("assemble"):
         result = assemble(out, cfg, encoder, linker, opts, resumed)
-    result["cache"] = encoder.cache_stats
+    if opts.cache_dir:
+        result["cache"] = {"embeddings": encoder.cache_stats, "pair_scores": getattr(linker, "cache_stats", {}),
+                           "type_scores": typer.cache_stats if typer is not None else {}}
     return result
 
 

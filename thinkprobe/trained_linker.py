@@ -9,6 +9,7 @@ classifier gives each candidate no-edge or an edge type (critique with its polar
 """
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass, replace
@@ -16,15 +17,18 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Mapping, Sequence
 
+import numba
 import numpy as np
 
 from .config import Config
 from .link import CueLinker, LinkInput, Linker
 from .records import Edge, ThoughtUnit
+from .scorecache import ScoreCache, files_fingerprint, trace_digest
 
 __all__ = [
     "PAIR_CLASSES", "TYPE_CLASSES", "MODELS_DIR", "DEFAULT_LINKER", "CandidateParams", "candidates",
-    "UnitFeaturizer", "pair_features", "TrainedLinker", "TypeHead", "load_linker", "load_type_head", "unit_typer",
+    "UnitFeaturizer", "pair_features", "word_index", "TrainedLinker", "TypeHead", "Retyper", "load_linker", "load_type_head",
+    "unit_typer",
 ]
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
@@ -105,6 +109,58 @@ def candidates(units: Sequence[ThoughtUnit], sim: np.ndarray, p: CandidateParams
 # ----------------------------------------------------------------------------- features
 
 
+def word_index(units: Sequence[ThoughtUnit]) -> tuple[np.ndarray, np.ndarray]:
+    """Each unit's distinct lower-cased words as sorted ids (CSR: indptr, ids), for word overlap."""
+    vocab: dict[str, int] = {}
+    rows = [sorted({vocab.setdefault(w, len(vocab)) for w in _WORDS.findall(u.text.lower())}) for u in units]
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum([len(r) for r in rows])
+    return indptr, np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=int(indptr[-1]))
+
+
+@numba.njit(cache=True)
+def _jaccard(indptr, ids, a, b):  # pragma: no cover - compiled
+    """Word-set Jaccard of units a[k] and b[k] (sorted id lists intersected by merging)."""
+    out = np.zeros(len(a), dtype=np.float64)
+    for k in range(len(a)):
+        p, pe, q, qe = indptr[a[k]], indptr[a[k] + 1], indptr[b[k]], indptr[b[k] + 1]
+        inter = 0
+        while p < pe and q < qe:
+            if ids[p] == ids[q]:
+                inter += 1
+                p += 1
+                q += 1
+            elif ids[p] < ids[q]:
+                p += 1
+            else:
+                q += 1
+        union = (indptr[a[k] + 1] - indptr[a[k]]) + (indptr[b[k] + 1] - indptr[b[k]]) - inter
+        out[k] = inter / max(1, union)
+    return out
+
+
+@numba.njit(cache=True)
+def _rank_and_best(sim, i, j):  # pragma: no cover - compiled
+    """For pairs (i < j): how many earlier units of j are more similar to j than i is (0 = i is
+    the most similar), and j's best similarity to any earlier unit."""
+    rank = np.zeros(len(i), dtype=np.int64)
+    best = np.zeros(len(i), dtype=np.float32)
+    for k in range(len(i)):
+        a, b = i[k], j[k]
+        v = sim[b, a]
+        r = 0
+        m = sim[b, 0]
+        for t in range(b):
+            x = sim[b, t]
+            if x > v:
+                r += 1
+            if x > m:
+                m = x
+        rank[k] = r
+        best[k] = m
+    return rank, best
+
+
 class UnitFeaturizer:
     """Per-unit features besides the embedding: lexicon cue flags (the run's config), text-shape
     flags (patterns stored with the model, not in code), position, length and similarity to
@@ -119,29 +175,40 @@ class UnitFeaturizer:
     def size(self) -> int:
         return len(self.cue_names) + len(self.shape_names) + 12
 
-    def __call__(self, units: Sequence[ThoughtUnit], sim: np.ndarray) -> np.ndarray:
+    def __call__(self, units: Sequence[ThoughtUnit], sim: np.ndarray,
+                 words: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         n = len(units)
         out = np.zeros((n, self.size), dtype=np.float32)
-        words = [set(_WORDS.findall(u.text.lower())) for u in units]
+        if not n:
+            return out
+        texts = [u.text for u in units]
         c, s = len(self.cue_names), len(self.shape_names)
         for k, u in enumerate(units):
-            row = out[k]
             cues = set(u.cues)
-            row[:c] = [name in cues for name in self.cue_names]
-            row[c:c + s] = [bool(p.search(u.text)) for p in self.shapes]
-            best, jac = 0.0, 0.0
-            if k:
-                b = int(np.argmax(sim[k, :k]))
-                best = float(sim[k, b])
-                jac = len(words[k] & words[b]) / max(1, len(words[k] | words[b]))
-            starts_block = k == 0 or units[k - 1].segment != u.segment
-            row[c + s:] = [
-                k / max(1, n - 1), k == 0, k == n - 1, u.section == "answer", starts_block,
-                np.log1p(len(u.text)) / 8.0, best, jac, float(sim[k, k - 1]) if k else 0.0,
-                float(sim[k, k + 1]) if k + 1 < n else 0.0,
-                sum(ch.isdigit() for ch in u.text) / max(1, len(u.text)),
-                sum(ch in "=+-*/^<>" for ch in u.text) / max(1, len(u.text)),
-            ]
+            out[k, :c] = [name in cues for name in self.cue_names]
+        for col, pattern in enumerate(self.shapes, start=c):
+            out[:, col] = [pattern.search(t) is not None for t in texts]
+        f = c + s
+        k = np.arange(n)
+        length = np.array([len(t) for t in texts], dtype=np.float64)
+        # each unit's most similar earlier unit: similarity and word overlap
+        nearest = np.array([int(np.argmax(sim[q, :q])) if q else 0 for q in range(n)], dtype=np.int64)
+        best = sim[k, nearest].astype(np.float64)
+        words = words if words is not None else word_index(units)
+        jac = _jaccard(words[0], words[1], k, nearest)
+        best[0] = jac[0] = 0.0
+        out[:, f] = k / max(1, n - 1)
+        out[0, f + 1] = 1.0
+        out[n - 1, f + 2] = 1.0
+        out[:, f + 3] = [u.section == "answer" for u in units]
+        out[:, f + 4] = [q == 0 or units[q - 1].segment != units[q].segment for q in range(n)]
+        out[:, f + 5] = np.log1p(length) / 8.0
+        out[:, f + 6] = best
+        out[:, f + 7] = jac
+        out[1:, f + 8] = sim[k[1:], k[1:] - 1]
+        out[:-1, f + 9] = sim[k[:-1], k[:-1] + 1]
+        out[:, f + 10] = [sum(map(str.isdigit, t)) for t in texts] / np.maximum(1.0, length)
+        out[:, f + 11] = [sum(map(t.count, "=+-*/^<>")) for t in texts] / np.maximum(1.0, length)
         return out
 
 
@@ -149,7 +216,7 @@ PAIR_FEATURES = 19
 
 
 def pair_features(units: Sequence[ThoughtUnit], sim: np.ndarray, i: np.ndarray, j: np.ndarray,
-                  origin: np.ndarray) -> np.ndarray:
+                  origin: np.ndarray, words: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """Features of candidate pairs (i < j): similarity and its rank among j's earlier units,
     distance, topical blocks, sections, word overlap and where the candidate came from."""
     m = len(i)
@@ -159,13 +226,11 @@ def pair_features(units: Sequence[ThoughtUnit], sim: np.ndarray, i: np.ndarray, 
     n = len(units)
     seg = np.array([u.segment for u in units])
     answer = np.array([u.section == "answer" for u in units])
-    words = [set(_WORDS.findall(u.text.lower())) for u in units]
+    words = words if words is not None else word_index(units)
     s = sim[i, j]
-    # rank of i among all earlier units of j by similarity (0 = most similar)
-    rank = np.array([int((sim[b, :b] > sim[b, a]).sum()) for a, b in zip(i, j)])
-    best = np.array([sim[b, :b].max() for b in j])
+    rank, best = _rank_and_best(np.ascontiguousarray(sim), i, j)
     d = (j - i).astype(np.float32)
-    jac = np.array([len(words[a] & words[b]) / max(1, len(words[a] | words[b])) for a, b in zip(i, j)])
+    jac = _jaccard(words[0], words[1], i, j)
     out[:, 0] = s
     out[:, 1] = 1.0 / (1.0 + rank)
     out[:, 2] = s - best
@@ -227,6 +292,30 @@ def build_pair_model(dim: int, unit_size: int, proj: int = 64, hidden: int = 128
             a, b = self.proj(ei), self.proj(ej)
             return self.mlp(torch.cat([a, b, a * b, (a - b).abs(), ui, uj, pf], dim=1))
 
+        # Inference computes the same function in two steps, so that the work proportional to the
+        # number of pairs stays small: the first layer is split into the terms of unit i alone,
+        # of unit j alone (computed once per unit) and of the pair (product, difference, features).
+
+        def unit_terms(self, e, u):
+            """Per unit: its projection, and its first-layer terms in the role of i and of j."""
+            w = self.mlp[0].weight
+            a = self.proj(e)
+            p, s = a.shape[1], u.shape[1]
+            as_i = a @ w[:, :p].T + u @ w[:, 4 * p : 4 * p + s].T
+            as_j = a @ w[:, p : 2 * p].T + u @ w[:, 4 * p + s : 4 * p + 2 * s].T
+            return a, as_i, as_j
+
+        def pair_logits(self, terms, i, j, pf):
+            """Logits of pairs (i[k], j[k]) from `unit_terms` of their units and their features."""
+            a, as_i, as_j = terms
+            w, first = self.mlp[0].weight, self.mlp[0]
+            p, s = a.shape[1], (w.shape[1] - 4 * a.shape[1] - pf.shape[1]) // 2
+            ai, aj = a[i], a[j]
+            pair_w = torch.cat([w[:, 2 * p : 4 * p], w[:, 4 * p + 2 * s :]], dim=1)
+            h = torch.addmm(first.bias, torch.cat([ai * aj, (ai - aj).abs(), pf], dim=1), pair_w.T)
+            h = torch.relu(h + as_i[i] + as_j[j])
+            return self.mlp[5](torch.relu(self.mlp[3](h)))
+
     return PairModel()
 
 
@@ -286,9 +375,14 @@ class TrainedLinker:
     probable edge class. Then the invariants: a unit with no incoming forward edge gets the
     best-scoring forward parent in its window, and a unit whose provisional type is CRT or RPT
     gets its most probable critique or repetition target, so that typing and edges agree.
+
+    Scores depend on the units and embeddings only (not on node types), so with `cache_dir` they
+    are kept on disk per trace and a second run of the same traces scores nothing.
     """
 
-    def __init__(self, model_dir: str | Path, cfg: Config):
+    block = 16384  # pairs per forward pass: bounds memory whatever the batch
+
+    def __init__(self, model_dir: str | Path, cfg: Config, cache_dir: str | Path | None = None):
         self.model_dir = Path(model_dir)
         meta = _read_model_dir(str(self.model_dir))
         self.meta = meta
@@ -297,6 +391,10 @@ class TrainedLinker:
         self.featurizer = UnitFeaturizer(meta["cue_names"], meta["shape_patterns"])
         self.decode = meta["decode"]
         self._model = None
+        self.cache = None
+        if cache_dir:
+            fingerprint = files_fingerprint(self.model_dir, ["config.json", "pair_model.safetensors"])
+            self.cache = ScoreCache(cache_dir, "pairs", fingerprint)
 
     @property
     def models(self):
@@ -313,21 +411,38 @@ class TrainedLinker:
                 self._model.append(model.eval())
         return self._model
 
+    @property
+    def cache_stats(self) -> dict[str, int]:
+        return self.cache.stats if self.cache else {}
+
     def candidates(self, item: LinkInput) -> list[np.ndarray]:
         sim = item.embeddings @ item.embeddings.T
         return [c for c, _ in candidates(item.units, sim, self.params)]
 
     def link(self, batch: Sequence[LinkInput]) -> list[list[Edge]]:
-        probs, layout = self.score_pairs(batch)
-        out = []
-        for item, (lo, hi, i, j, origin) in zip(batch, layout):
-            out.append(decode_edges(item.units, probs[lo:hi], i, j, origin, self.decode))
-        return out
+        return [decode_edges(item.units, s["probs"], s["i"], s["j"], s["origin"], self.decode)
+                for item, s in zip(batch, self.score_pairs(batch))]
 
-    def score_pairs(self, batch: Sequence[LinkInput]):
-        """Class probabilities of every candidate pair of the batch, and where each trace's lie."""
+    def score_pairs(self, batch: Sequence[LinkInput]) -> list[dict[str, np.ndarray]]:
+        """Per trace: its candidate pairs (i, j, origin) and their class probabilities (probs),
+        from the cache where present."""
+        if self.cache is None:
+            return self._score(batch)
+        keys = [self.cache.key(trace_digest(item.units, item.embeddings)) for item in batch]
+        found = self.cache.get(keys)
+        todo = {k: n for n, k in enumerate(keys) if k not in found}
+        if todo:
+            fresh = dict(zip(todo, self._score([batch[n] for n in todo.values()])))
+            self.cache.put(fresh)
+            found.update(fresh)
+        return [found[k] for k in keys]
+
+    def _score(self, batch: Sequence[LinkInput]) -> list[dict[str, np.ndarray]]:
+        """Candidates and features per trace; then the models over the pairs of all traces at
+        once, in blocks of `block` pairs."""
         torch = _torch()
-        feats, layout, total = [], [], 0
+        out, units_f, embs, pairs = [], [], [], []
+        offset = 0
         for item in batch:
             units, emb = item.units, np.asarray(item.embeddings, dtype=np.float32)
             sim = emb @ emb.T
@@ -335,18 +450,28 @@ class TrainedLinker:
             i = np.concatenate([c for c, _ in cands]) if cands else np.zeros(0, np.int64)
             j = np.concatenate([np.full(len(c), k) for k, (c, _) in enumerate(cands)]) if cands else np.zeros(0, np.int64)
             origin = np.concatenate([o for _, o in cands]) if cands else np.zeros(0, np.int64)
-            uf = self.featurizer(units, sim)
-            pf = pair_features(units, sim, i, j, origin)
-            feats.append((emb[i], emb[j], uf[i], uf[j], pf))
-            layout.append((total, total + len(i), i, j, origin))
-            total += len(i)
-        if total == 0:
-            return np.zeros((0, len(PAIR_CLASSES)), np.float32), layout
-        cols = [torch.from_numpy(np.concatenate([f[k] for f in feats]).astype(np.float32)) for k in range(5)]
-        with torch.inference_mode():
-            chunks = [torch.stack([torch.softmax(m(*(c[s:s + 65536] for c in cols)), dim=1) for m in self.models]).mean(0)
-                      for s in range(0, total, 65536)]
-        return torch.cat(chunks).numpy(), layout
+            words = word_index(units)
+            out.append({"i": i, "j": j, "origin": origin})
+            embs.append(emb)
+            units_f.append(self.featurizer(units, sim, words))
+            pairs.append((i + offset, j + offset, pair_features(units, sim, i, j, origin, words)))
+            offset += len(units)
+        total = sum(len(i) for i, _, _ in pairs)
+        probs = np.zeros((total, len(PAIR_CLASSES)), np.float32)
+        if total:
+            gi, gj, pf = (torch.from_numpy(np.concatenate([p[k] for p in pairs])) for k in range(3))
+            with torch.inference_mode():
+                e, u = torch.from_numpy(np.concatenate(embs)), torch.from_numpy(np.concatenate(units_f))
+                terms = [m.unit_terms(e, u) for m in self.models]
+                for s in range(0, total, self.block):
+                    part = slice(s, s + self.block)
+                    probs[part] = torch.stack([torch.softmax(m.pair_logits(t, gi[part], gj[part], pf[part]), dim=1)
+                                               for m, t in zip(self.models, terms)]).mean(0).numpy()
+        start = 0
+        for item in out:
+            item["probs"] = probs[start : start + len(item["i"])]
+            start += len(item["i"])
+        return out
 
 
 def decode_edges(units: Sequence[ThoughtUnit], probs: np.ndarray, i: np.ndarray, j: np.ndarray, origin: np.ndarray,
@@ -403,12 +528,16 @@ class TypeHead:
     """Provisional node types from the unit embedding, its neighbours and its features. Structural
     types are still settled by the edges (`nodetypes.finalise_type`)."""
 
-    def __init__(self, model_dir: str | Path):
+    def __init__(self, model_dir: str | Path, cache_dir: str | Path | None = None):
         self.model_dir = Path(model_dir)
         meta = _read_model_dir(str(self.model_dir))
         self.meta = meta
         self.featurizer = UnitFeaturizer(meta["cue_names"], meta["shape_patterns"])
         self._model = None
+        self.cache = None
+        if cache_dir:
+            fingerprint = files_fingerprint(self.model_dir, ["config.json", "type_model.safetensors"])
+            self.cache = ScoreCache(cache_dir, "types", fingerprint)
 
     @property
     def model(self):
@@ -419,9 +548,20 @@ class TypeHead:
         return self._model
 
     def probabilities(self, units: Sequence[ThoughtUnit], emb: np.ndarray) -> np.ndarray:
-        torch = _torch()
+        """Type probabilities of each unit, from the cache where present."""
         if not len(units):
             return np.zeros((0, len(TYPE_CLASSES)), np.float32)
+        if self.cache is None:
+            return self._probabilities(units, emb)
+        key = self.cache.key(trace_digest(units, emb))
+        found = self.cache.get([key]).get(key)
+        if found is None:
+            found = {"probs": self._probabilities(units, emb)}
+            self.cache.put({key: found})
+        return found["probs"]
+
+    def _probabilities(self, units: Sequence[ThoughtUnit], emb: np.ndarray) -> np.ndarray:
+        torch = _torch()
         emb = np.asarray(emb, dtype=np.float32)
         sim = emb @ emb.T
         prev, nxt = neighbours(emb)
@@ -439,21 +579,31 @@ class TypeHead:
         return [TYPE_CLASSES[k] for k in np.argmax(probs, axis=1)]
 
 
-def unit_typer(linker: Linker, types: str = "head", head: "TypeHead | None" = None):
+class Retyper:
+    """(units, embeddings) -> the units with the type head's provisional types."""
+
+    def __init__(self, head: TypeHead, structural: bool):
+        self.head, self.structural = head, structural
+
+    def __call__(self, units: Sequence[ThoughtUnit], emb: np.ndarray) -> list[ThoughtUnit]:
+        return [replace(u, node_type=t) for u, t in zip(units, self.head.predict(units, emb, self.structural))]
+
+    @property
+    def cache_stats(self) -> dict[str, int]:
+        return self.head.cache.stats if self.head.cache else {}
+
+
+def unit_typer(linker: Linker, types: str = "head", head: "TypeHead | None" = None,
+               cache_dir: str | Path | None = None) -> Retyper | None:
     """How units get their provisional types for `linker`: None for the cue lexicon (types="cue"),
-    else a function (units, embeddings) -> units retyped by the type head. CRT and RPT come from
-    the head only with the trained linker, which gives such units the edge their type needs."""
+    else a `Retyper` that applies the type head (loaded with `cache_dir` unless `head` is given).
+    CRT and RPT come from the head only with the trained linker, which gives such units the edge
+    their type needs."""
     if types == "cue":
         return None
     if types != "head":
         raise ValueError(f"unknown typing {types!r}: use head or cue")
-    head = head or load_type_head()
-    structural = isinstance(linker, TrainedLinker)
-
-    def retype(units: Sequence[ThoughtUnit], emb: np.ndarray) -> list[ThoughtUnit]:
-        return [replace(u, node_type=t) for u, t in zip(units, head.predict(units, emb, structural))]
-
-    return retype
+    return Retyper(head or load_type_head(cache_dir=cache_dir), structural=isinstance(linker, TrainedLinker))
 
 
 class HeadTypedLinker:
@@ -491,12 +641,14 @@ def _model_dir(name: str) -> Path:
     raise FileNotFoundError(f"no linker model {name!r}: not a folder, and not in {MODELS_DIR}")
 
 
-def load_linker(name_or_dir: str | None, cfg: Config, *, model_dir: str | None = None, device: str = "cpu") -> Linker:
+def load_linker(name_or_dir: str | None, cfg: Config, *, model_dir: str | None = None, device: str = "cpu",
+                cache_dir: str | Path | None = None) -> Linker:
     """The linker a run uses: None / "default" / "trained" -> the shipped model in models/;
     "cue" -> the rule-based CueLinker; "cross-encoder" -> a local Hugging Face
-    sequence-classification model in `model_dir`; a folder or model name -> that trained model."""
+    sequence-classification model in `model_dir`; a folder or model name -> that trained model.
+    With `cache_dir`, a trained linker keeps its pair scores on disk per trace."""
     if name_or_dir in (None, "", "default", "trained"):
-        return TrainedLinker(_model_dir(DEFAULT_LINKER), cfg)
+        return TrainedLinker(_model_dir(DEFAULT_LINKER), cfg, cache_dir)
     if name_or_dir == "cue":
         return CueLinker(cfg)
     if name_or_dir == "cross-encoder":
@@ -505,9 +657,10 @@ def load_linker(name_or_dir: str | None, cfg: Config, *, model_dir: str | None =
         from .crossencoder_linker import CrossEncoderLinker
 
         return CrossEncoderLinker(model_dir, cfg, device=device)
-    return TrainedLinker(_model_dir(name_or_dir), cfg)
+    return TrainedLinker(_model_dir(name_or_dir), cfg, cache_dir)
 
 
-def load_type_head(name_or_dir: str | None = None) -> TypeHead:
-    """The type head shipped with a trained linker (default: the default linker's)."""
-    return TypeHead(_model_dir(name_or_dir or DEFAULT_LINKER))
+def load_type_head(name_or_dir: str | None = None, cache_dir: str | Path | None = None) -> TypeHead:
+    """The type head shipped with a trained linker (default: the default linker's); with
+    `cache_dir`, its probabilities are kept on disk per trace."""
+    return TypeHead(_model_dir(name_or_dir or DEFAULT_LINKER), cache_dir)
