@@ -664,6 +664,13 @@ def model_card(meta: dict, out: Path) -> str:
     he, ht = t["heldout_edges"], t["heldout_types"]
     n = t["train_traces"] + t["heldout_traces"]
     chosen = f"the first {t['docs']}" if t["docs"] else f"all of them ({n} with at least two units)"
+    fit = t.get("threshold_fit")
+    refit = "" if not fit else (
+        "\nThe two thresholds were then refitted by `scripts/fit_thresholds.py` on the same held-out traces,\n"
+        "scored as `thinkprobe eval-gold` scores (node pairs after projection onto the silver nodes, where\n"
+        f"one silver edge counts once however many of our units share its nodes): edge F1 {fit['best']['edge_f1']:.3f}, "
+        f"far-edge F1\n{fit['best']['far_edge_f1']:.3f} there. ")
+    fit_cmd = "; then `python scripts/fit_thresholds.py`" if fit else ""
     return f"""# {meta['name']}: ThinkProbe's trained linker and type head
 
 Two small torch models over all-MiniLM-L6-v2 unit embeddings (the pipeline's own encoder; nothing
@@ -687,7 +694,7 @@ recent topical block starts). Decoding: an edge where the no-edge probability is
 planning (MET) unit's critique pairs become elaborations (it announces a check; the verdict
 critiques); then every unit gets a forward parent in its window, and units typed CRT or RPT get
 their most probable critique / repetition target in the window. Thresholds, epochs and these
-rules were chosen on held-out silver traces only.
+rules were chosen on held-out silver traces only.{refit}
 
 ## Training data
 
@@ -697,7 +704,7 @@ most {t['max_chars']:,} characters (encoding cost on CPU), shuffled with seed {t
 {t['train_units']:,} training units, {t['train_pairs']:,} candidate pairs. The human-annotated v0 traces
 (v0_human_D, the dev set) were not used for training, epochs or thresholds.
 
-Reproduce: `python scripts/train_linker.py --docs {t['docs']} --max-chars {t['max_chars']} --seed {t['seed']}` (one torch
+Reproduce: `python scripts/train_linker.py --docs {t['docs']} --max-chars {t['max_chars']} --seed {t['seed']}`{fit_cmd} (one torch
 thread; the same weights run after run on the same machine; `--cache FILE` keeps the embeddings).
 
 ## Label mapping (spec section 7; `thinkprobe/evalgold.py`)

@@ -299,3 +299,25 @@ def test_cross_encoder_rejects_other_labels(config, tmp_path):
     folder = tiny_classifier(tmp_path / "sentiment", {0: "NEGATIVE", 1: "POSITIVE"})
     with pytest.raises(ValueError, match="neither NLI"):
         load_linker("cross-encoder", config, model_dir=str(folder))
+
+
+def test_threshold_fit_reads_only_the_held_out_silver_split(shared_data):
+    import importlib.util
+    import random
+
+    spec = importlib.util.spec_from_file_location("fit_thresholds", MODELS_DIR.parent / "scripts" / "fit_thresholds.py")
+    fit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fit)
+    folder = MODELS_DIR / DEFAULT_LINKER
+    meta = json.loads((folder / "config.json").read_text())
+    ids = (folder / "traces.txt").read_text().split()
+    held = fit.heldout_ids(folder)
+    assert len(held) == meta["training"]["heldout_traces"]
+    # the training script's split: its first val_frac of a seeded shuffle
+    order = list(range(len(ids)))
+    random.Random(meta["training"]["seed"]).shuffle(order)
+    trained_on = {ids[k] for k in order[len(held):]}
+    assert len(trained_on) == meta["training"]["train_traces"] and not held & trained_on
+    assert not any("QwQ-32B-Preview" in d for d in held)  # the dev set's generator is not in silver
+    best = meta["training"]["threshold_fit"]["best"]
+    assert (meta["decode"]["threshold_near"], meta["decode"]["threshold_far"]) == (best["threshold_near"], best["threshold_far"])
