@@ -295,6 +295,27 @@ def test_cross_encoder_seven_way_and_through_the_pipeline(config, encoder, tmp_p
         check_invariants(g.units, g.edges)
 
 
+def test_cross_encoder_scores_are_cached_per_trace(config, tmp_path, no_network):
+    from thinkprobe.crossencoder_linker import SEVEN_WAY_LABELS
+
+    folder = tiny_classifier(tmp_path / "seven", dict(enumerate(SEVEN_WAY_LABELS)), seed=2)
+    one = LinkInput([ThoughtUnit(0, "reasoning", 0, 4, "Yes.", segment=0)], np.ones((1, 16), np.float32) / 4)
+    batch = link_inputs() + [one]
+    plain = load_linker("cross-encoder", config, model_dir=str(folder))
+    cached = load_linker("cross-encoder", config, model_dir=str(folder), cache_dir=str(tmp_path / "cache"))
+    want = plain.link(batch)
+    assert cached.link(batch) == want
+    calls = []
+    cached.pair_probabilities = lambda pairs: calls.append(pairs) or plain.pair_probabilities(pairs)
+    assert cached.link(batch[::-1]) == want[::-1] and not calls  # every trace from the cache
+    assert cached.cache_stats == {"hits": len(batch), "misses": len(batch)}
+    # another device or truncation is another model to the cache
+    other = load_linker("cross-encoder", config, model_dir=str(folder), cache_dir=str(tmp_path / "cache"))
+    assert other.cache.prefix == cached.cache.prefix
+    longer = type(other)(folder, config, max_length=64, cache_dir=str(tmp_path / "cache"))
+    assert longer.cache.prefix != cached.cache.prefix
+
+
 def test_cross_encoder_rejects_other_labels(config, tmp_path):
     folder = tiny_classifier(tmp_path / "sentiment", {0: "NEGATIVE", 1: "POSITIVE"})
     with pytest.raises(ValueError, match="neither NLI"):

@@ -21,6 +21,7 @@ import numpy as np
 from .config import Config
 from .link import CueLinker, LinkInput
 from .records import EDGE_TYPES, Edge, ThoughtUnit
+from .scorecache import ScoreCache, files_fingerprint, trace_digest
 from .trained_linker import (
     FROM_WINDOW, PAIR_CLASSES, CandidateParams, candidates, decode_edges,
 )
@@ -52,7 +53,7 @@ class CrossEncoderLinker:
     """Linker backed by a local sequence-classification model (see the module docstring)."""
 
     def __init__(self, model_dir: str | Path, cfg: Config, *, device: str = "cpu", batch_size: int = 32,
-                 max_length: int = 256):
+                 max_length: int = 256, cache_dir: str | Path | None = None):
         from transformers import AutoConfig
 
         self.model_dir = Path(model_dir)
@@ -65,6 +66,7 @@ class CrossEncoderLinker:
         hf_config = AutoConfig.from_pretrained(str(self.model_dir), local_files_only=True)
         id2label = {int(k): v for k, v in hf_config.id2label.items()}
         self.nli = nli_columns(id2label)
+        self.num_labels = len(id2label)
         names = [str(id2label[k]).lower() for k in sorted(id2label)]
         if self.nli is None and names != list(SEVEN_WAY_LABELS):
             raise ValueError(f"{self.model_dir}: labels {names} are neither NLI labels (entailment, neutral, "
@@ -78,6 +80,13 @@ class CrossEncoderLinker:
         self.name = f"cross-encoder:{self.model_dir.name}"
         self._cue = CueLinker(cfg)
         self._model = self._tokenizer = None
+        self.cache = None
+        if cache_dir:
+            # what decides the probabilities: the model's files, the candidates, truncation and the device
+            files = sorted(p.name for p in self.model_dir.iterdir() if p.is_file() and p.suffix in (".json", ".safetensors", ".bin", ".txt", ".model"))
+            setting = json.dumps({"candidates": self.params.__dict__, "max_length": max_length,
+                                  "device": device.split(":")[0]}, sort_keys=True)
+            self.cache = ScoreCache(cache_dir, "cross-encoder", f"{files_fingerprint(self.model_dir, files)}:{setting}")
 
     def _load(self):
         if self._model is None:
@@ -109,20 +118,40 @@ class CrossEncoderLinker:
                 out[idx] = torch.softmax(logits.float(), dim=1).cpu().numpy()
         return out
 
-    def link(self, batch: Sequence[LinkInput]) -> list[list[Edge]]:
-        plans, texts = [], []
-        for item in batch:
+    @property
+    def cache_stats(self) -> dict[str, int]:
+        return self.cache.stats if self.cache else {}
+
+    def score_pairs(self, batch: Sequence[LinkInput]) -> list[dict[str, np.ndarray]]:
+        """Per trace: its candidate pairs (i, j, origin) and the model's probabilities (probs), the
+        pairs of every trace not in the cache scored together, sorted by length."""
+        keys = [self.cache.key(trace_digest(item.units, item.embeddings)) for item in batch] if self.cache else []
+        found = self.cache.get(keys) if self.cache else {}
+        plans, texts = {}, []
+        for n, item in enumerate(batch):
+            if keys and keys[n] in found:
+                continue
             sim = item.embeddings @ item.embeddings.T
             cands = candidates(item.units, sim, self.params)
             i = np.concatenate([c for c, _ in cands]) if cands else np.zeros(0, np.int64)
             j = np.concatenate([np.full(len(c), k) for k, (c, _) in enumerate(cands)]) if cands else np.zeros(0, np.int64)
             origin = np.concatenate([o for _, o in cands]) if cands else np.zeros(0, np.int64)
-            plans.append((len(texts), i, j, origin, sim))
+            plans[n] = (len(texts), i, j, origin)
             texts += [(item.units[a].text, item.units[b].text) for a, b in zip(i, j)]
-        probs = self.pair_probabilities(texts) if texts else np.zeros((0, 3), np.float32)
+        probs = self.pair_probabilities(texts) if texts else None
+        fresh = {}
+        for n, (start, i, j, origin) in plans.items():
+            p = probs[start:start + len(i)] if probs is not None else np.zeros((0, self.num_labels), np.float32)
+            fresh[n] = {"i": i, "j": j, "origin": origin, "probs": p}
+        if self.cache and fresh:
+            self.cache.put({keys[n]: s for n, s in fresh.items()})
+        return [fresh[n] if n in fresh else found[keys[n]] for n in range(len(batch))]
+
+    def link(self, batch: Sequence[LinkInput]) -> list[list[Edge]]:
         out = []
-        for item, (start, i, j, origin, sim) in zip(batch, plans):
-            p = probs[start:start + len(i)]
+        for item, s in zip(batch, self.score_pairs(batch)):
+            p, i, j, origin = s["probs"], s["i"], s["j"], s["origin"]
+            sim = item.embeddings @ item.embeddings.T
             if self.nli is not None:
                 out.append(self._decode_nli(item.units, sim, p, i, j, origin))
             else:

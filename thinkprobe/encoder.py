@@ -33,7 +33,9 @@ def load_model(path: str, device: str, max_seq_length: int):
     model = SentenceTransformer(path, device=device, local_files_only=True)
     model.max_seq_length = max_seq_length
     if device.startswith("cuda"):
-        model.half()  # fp16 on CUDA (issue 6); CPU stays fp32
+        model.half()  # fp16 on CUDA (issue 6)
+    else:
+        model.float()  # fp32 on CPU, also for a folder saved in fp16
     model.eval()
     return model
 
@@ -53,6 +55,16 @@ def model_fingerprint(path: str, max_seq_length: int) -> str:
             for block in iter(lambda: f.read(1 << 22), b""):
                 h.update(block)
     return h.hexdigest()[:24]
+
+
+def cache_fingerprint(model: str, device: str) -> str:
+    """The embedding cache's model key: CUDA runs encode in fp16, so their embeddings are kept
+    apart from the fp32 ones of CPU runs (a cache shared by both never mixes them).
+
+    >>> cache_fingerprint("abc", "cpu"), cache_fingerprint("abc", "cuda:1")
+    ('abc', 'abc:fp16')
+    """
+    return f"{model}:fp16" if device.startswith("cuda") else model
 
 
 class EmbeddingCache:
@@ -126,7 +138,8 @@ class Encoder:
             raise ModelNotFound(f"encoder folder {self.path} has no config.json or modules.json (not a local model folder)")
         self.device = resolve_device(self.device)
         if self.cache_dir:
-            self._cache = EmbeddingCache(self.cache_dir, model_fingerprint(str(self.path), self.max_seq_length))
+            self._cache = EmbeddingCache(self.cache_dir, cache_fingerprint(model_fingerprint(str(self.path), self.max_seq_length),
+                                                                           self.device))
 
     @property
     def model(self):
