@@ -222,3 +222,15 @@ def test_reasoningflow_export_joins_separate_fields(tmp_path):
     assert "First, add 2 and 2." in response and response.rstrip().endswith("It is 4.")
     for node in doc["nodes"]:
         assert response[node["start"]:node["end"]] == node["text"]
+
+
+def test_bench_runs_every_measure_and_finds_identical_cached_outputs(tmp_path):
+    from thinkprobe.bench import format_bench, run_bench
+
+    r = run_bench(2, device="cpu", scale=0, workdir=str(tmp_path))
+    assert r["traces"] == 2 and r["units"] > 0 and r["memory_peak_rss_mb"] == {}
+    assert r["cache"]["identical_outputs"] is True
+    assert r["cache"]["hits"]["embeddings"] == {"hits": r["units"], "misses": 0}
+    assert r["cache"]["hits"]["pair_scores"] == {"hits": 2, "misses": 0}
+    assert {"encode", "link", "split"} <= set(r["full_pipeline"]["stages_s"])
+    assert "not measured" in format_bench(r)

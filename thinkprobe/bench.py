@@ -22,7 +22,7 @@ from .config import Config
 from .encoder import Encoder
 from .graph import units_of
 from .load import iter_traces
-from .pipeline import RunOptions, run_profile
+from .pipeline import OUTPUT_FILES, RunOptions, run_profile
 from .records import Trace
 from .timing import StageTimes
 
@@ -71,14 +71,14 @@ def _hwm_mb() -> str:
     return ("[int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0] / 1024")
 
 
-def _profile_subprocess(inputs: Path, out: Path, cache: Path, device: str) -> dict:
+def _profile_subprocess(inputs: Path, out: Path, cache: Path, device: str, encoder: str | None = None) -> dict:
     """A profile run in a fresh process: its wall time and peak resident memory."""
     code = (
         "import json, resource, sys, time\n"
         "from thinkprobe.pipeline import RunOptions, run_profile\n"
         "t = time.perf_counter()\n"
         f"r = run_profile(RunOptions(inputs=[{str(inputs)!r}], out_dir={str(out)!r}, cache_dir={str(cache)!r}, "
-        f"device={device!r}, progress=False))\n"
+        f"device={device!r}, encoder_path={encoder!r}, progress=False))\n"
         "print(json.dumps({'seconds': time.perf_counter() - t, 'traces': r['traces'], "
         f"'peak_rss_mb': {_hwm_mb()}}}))\n"
     )
@@ -87,7 +87,9 @@ def _profile_subprocess(inputs: Path, out: Path, cache: Path, device: str) -> di
 
 
 def run_bench(n: int = 100, device: str = "auto", batch_size: int | None = None, scale: int = 10,
-              workdir: str | None = None) -> dict:
+              workdir: str | None = None, encoder_path: str | None = None, workers: int = 1) -> dict:
+    """The benchmark (module docstring). `scale` 0 skips the memory check; `workers` is passed to
+    the full pipeline and the cache runs (the naive baseline stays one process, one trace at a time)."""
     cfg = Config.load()
     lines, corpus = real_corpus(n)
     tmp = Path(workdir or tempfile.mkdtemp(prefix="thinkprobe-bench-"))
@@ -95,7 +97,8 @@ def run_bench(n: int = 100, device: str = "auto", batch_size: int | None = None,
     corpus_path = tmp / "corpus.jsonl"
     corpus_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
-    encoder = Encoder(device=device, batch_size=batch_size or cfg["encoder"]["batch_size"],
+    encoder = Encoder(encoder_path or cfg["encoder"]["path"] or None, device=device,
+                      batch_size=batch_size or cfg["encoder"]["batch_size"],
                       max_seq_length=cfg["encoder"]["max_seq_length"])
     traces = [t for t in iter_traces(corpus_path) if isinstance(t, Trace)]
     texts = [u.text for t in traces for u in units_of(t, cfg)[0]]
@@ -111,19 +114,19 @@ def run_bench(n: int = 100, device: str = "auto", batch_size: int | None = None,
         times = StageTimes()
         t = time.perf_counter()
         result = run_profile(RunOptions(inputs=[str(corpus_path)], out_dir=str(tmp / name), device=encoder.device,
-                                        batch_size=encoder.batch_size, progress=False, **kw), times=times)
+                                        encoder_path=str(encoder.path), batch_size=encoder.batch_size,
+                                        progress=False, **kw), times=times)
         sync()
         return time.perf_counter() - t, times, result
 
-    full, full_times, _ = timed_run("full")
+    full, full_times, _ = timed_run("full", workers=workers)
     naive, _, _ = timed_run("naive", chunk_size=1)
     cache = tmp / "cache"
-    first, _, _ = timed_run("cache1", cache_dir=str(cache))
-    second, second_times, cached = timed_run("cache2", cache_dir=str(cache))
-    identical = all((tmp / "cache1" / f).read_bytes() == (tmp / "cache2" / f).read_bytes()
-                    for f in ("graphs.jsonl", "indicators.csv", "profile.csv", "model_profiles.csv"))
+    first, _, _ = timed_run("cache1", cache_dir=str(cache), workers=workers)
+    second, second_times, cached = timed_run("cache2", cache_dir=str(cache), workers=workers)
+    identical = all((tmp / "cache1" / f).read_bytes() == (tmp / "cache2" / f).read_bytes() for f in OUTPUT_FILES)
 
-    memory = memory_check(lines, scale, cache, encoder.device, tmp)
+    memory = memory_check(lines, scale, cache, encoder.device, tmp, str(encoder.path)) if scale else {}
 
     units = len(texts)
     report = {
@@ -133,6 +136,7 @@ def run_bench(n: int = 100, device: str = "auto", batch_size: int | None = None,
         "traces": len(traces),
         "units": units,
         "batch_size": encoder.batch_size,
+        "workers": workers,
         "raw_encoder": {"seconds": raw, "units_per_s": units / raw},
         "full_pipeline": {"seconds": full, "units_per_s": units / full, "traces_per_s": len(traces) / full,
                           "stages_s": dict(sorted(full_times.items()))},
@@ -149,15 +153,17 @@ def run_bench(n: int = 100, device: str = "auto", batch_size: int | None = None,
     return report
 
 
-def memory_check(lines: list[str], scale: int, cache: Path, device: str, tmp: Path) -> dict:
-    """Peak memory of a fresh profile process at 1x and `scale`x corpus size. The cache (filled by
-    the caller, or here on the 1x run) spares re-encoding the resampled traces, so the larger run
-    measures what streaming keeps flat: everything but the encoder's work."""
+def memory_check(lines: list[str], scale: int, cache: Path, device: str, tmp: Path, encoder: str | None = None) -> dict:
+    """Peak memory of a fresh profile process at 1x, `scale`x and 2 * `scale`x corpus size. The
+    cache (filled by the caller, or here on the 1x run) spares re-encoding the resampled traces, so
+    the larger runs measure what streaming keeps flat: everything but the encoder's work. The 1x
+    corpus is one full chunk and a partial one; the larger ones mix traces into more chunks, so
+    the two larger sizes are the cleaner test of flatness."""
     memory = {}
-    for factor in (1, scale):
+    for factor in (1, scale, 2 * scale):
         path = tmp / f"corpus_x{factor}.jsonl"
         path.write_text("\n".join(resample(lines, factor)) + "\n", encoding="utf-8")
-        memory[f"x{factor}"] = _profile_subprocess(path, tmp / f"mem_x{factor}", cache, device)
+        memory[f"x{factor}"] = _profile_subprocess(path, tmp / f"mem_x{factor}", cache, device, encoder)
     return memory
 
 
@@ -191,7 +197,7 @@ def format_bench(r: dict) -> str:
         "stages (s): " + ", ".join(f"{k} {v:.2f}" for k, v in r["full_pipeline"]["stages_s"].items()),
         f"cache: first run {r['cache']['first_s']:.1f} s, second {r['cache']['second_s']:.1f} s = "
         f"{r['cache']['speedup']:.1f}x, identical outputs: {r['cache']['identical_outputs']}",
-        "peak memory (fresh process each): " + ", ".join(
-            f"{k} {v['traces']} traces {v['peak_rss_mb']:.0f} MB" for k, v in r["memory_peak_rss_mb"].items()),
+        "peak memory (fresh process each): " + (", ".join(
+            f"{k} {v['traces']} traces {v['peak_rss_mb']:.0f} MB" for k, v in r["memory_peak_rss_mb"].items()) or "not measured"),
     ]
     return "\n".join(lines)

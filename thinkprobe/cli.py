@@ -178,14 +178,18 @@ def graph(run_dir, trace_id, out):
 @click.option("-n", "count", default=100, show_default=True, help="real traces to profile")
 @click.option("--device", default="auto", show_default=True)
 @click.option("--batch-size", type=int, default=None)
-@click.option("--scale", default=10, show_default=True, help="corpus multiple for the flat-memory check")
+@click.option("--scale", default=10, show_default=True, help="corpus multiple for the flat-memory check (0: skip it)")
+@click.option("--encoder", "encoder_path", type=click.Path(file_okay=False), default=None,
+              help="local sentence-transformers folder [default: the config's, else the installed MiniLM]")
+@click.option("--workers", default=1, show_default=True, help="worker processes for the full pipeline and the cache runs")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="write the numbers here")
 @click.option("--workdir", type=click.Path(file_okay=False), default=None, help="keep the runs here (default: a temp dir)")
-def bench(count, device, batch_size, scale, json_out, workdir):
+def bench(count, device, batch_size, scale, encoder_path, workers, json_out, workdir):
     """Throughput: raw encoder vs full pipeline vs naive per-trace baseline, cache, memory."""
     from .bench import format_bench, run_bench
 
-    report = run_bench(count, device=device, batch_size=batch_size, scale=scale, workdir=workdir)
+    report = run_bench(count, device=device, batch_size=batch_size, scale=scale, workdir=workdir,
+                       encoder_path=encoder_path, workers=workers)
     click.echo(format_bench(report))
     if json_out:
         with open(json_out, "w", encoding="utf-8") as f:

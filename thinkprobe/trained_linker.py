@@ -377,15 +377,17 @@ class TrainedLinker:
     gets its most probable critique or repetition target, so that typing and edges agree.
 
     Scores depend on the units and embeddings only (not on node types), so with `cache_dir` they
-    are kept on disk per trace and a second run of the same traces scores nothing.
+    are kept on disk per trace and a second run of the same traces scores nothing. The pair
+    models run on `device` (the run's: CUDA when present); features are built on the CPU.
     """
 
     block = 16384  # pairs per forward pass: bounds memory whatever the batch
 
-    def __init__(self, model_dir: str | Path, cfg: Config, cache_dir: str | Path | None = None):
+    def __init__(self, model_dir: str | Path, cfg: Config, cache_dir: str | Path | None = None, device: str = "cpu"):
         self.model_dir = Path(model_dir)
         meta = _read_model_dir(str(self.model_dir))
         self.meta = meta
+        self.device = device
         self.name = meta.get("name", self.model_dir.name)
         self.params = CandidateParams.from_dict(meta["candidates"])
         self.featurizer = UnitFeaturizer(meta["cue_names"], meta["shape_patterns"])
@@ -394,7 +396,7 @@ class TrainedLinker:
         self.cache = None
         if cache_dir:
             fingerprint = files_fingerprint(self.model_dir, ["config.json", "pair_model.safetensors"])
-            self.cache = ScoreCache(cache_dir, "pairs", fingerprint)
+            self.cache = ScoreCache(cache_dir, "pairs", f"{fingerprint}:{device.split(':')[0]}")
 
     @property
     def models(self):
@@ -408,7 +410,7 @@ class TrainedLinker:
             for k in range(m.get("members", 1)):
                 model = build_pair_model(m["dim"], self.featurizer.size, m["proj"], m["hidden"])
                 model.load_state_dict({name[len(f"{k}."):]: v for name, v in state.items() if name.startswith(f"{k}.")})
-                self._model.append(model.eval())
+                self._model.append(model.to(self.device).eval())
         return self._model
 
     @property
@@ -459,14 +461,15 @@ class TrainedLinker:
         total = sum(len(i) for i, _, _ in pairs)
         probs = np.zeros((total, len(PAIR_CLASSES)), np.float32)
         if total:
-            gi, gj, pf = (torch.from_numpy(np.concatenate([p[k] for p in pairs])) for k in range(3))
+            dev = self.device
+            gi, gj, pf = (torch.from_numpy(np.concatenate([p[k] for p in pairs])).to(dev) for k in range(3))
             with torch.inference_mode():
-                e, u = torch.from_numpy(np.concatenate(embs)), torch.from_numpy(np.concatenate(units_f))
+                e, u = (torch.from_numpy(np.concatenate(x)).to(dev) for x in (embs, units_f))
                 terms = [m.unit_terms(e, u) for m in self.models]
                 for s in range(0, total, self.block):
                     part = slice(s, s + self.block)
                     probs[part] = torch.stack([torch.softmax(m.pair_logits(t, gi[part], gj[part], pf[part]), dim=1)
-                                               for m, t in zip(self.models, terms)]).mean(0).numpy()
+                                               for m, t in zip(self.models, terms)]).mean(0).cpu().numpy()
         start = 0
         for item in out:
             item["probs"] = probs[start : start + len(item["i"])]
@@ -646,9 +649,9 @@ def load_linker(name_or_dir: str | None, cfg: Config, *, model_dir: str | None =
     """The linker a run uses: None / "default" / "trained" -> the shipped model in models/;
     "cue" -> the rule-based CueLinker; "cross-encoder" -> a local Hugging Face
     sequence-classification model in `model_dir`; a folder or model name -> that trained model.
-    With `cache_dir`, a trained linker keeps its pair scores on disk per trace."""
+    With `cache_dir`, a trained or cross-encoder linker keeps its pair scores on disk per trace."""
     if name_or_dir in (None, "", "default", "trained"):
-        return TrainedLinker(_model_dir(DEFAULT_LINKER), cfg, cache_dir)
+        return TrainedLinker(_model_dir(DEFAULT_LINKER), cfg, cache_dir, device)
     if name_or_dir == "cue":
         return CueLinker(cfg)
     if name_or_dir == "cross-encoder":
@@ -656,8 +659,8 @@ def load_linker(name_or_dir: str | None, cfg: Config, *, model_dir: str | None =
             raise ValueError("--linker cross-encoder needs --linker-model DIR (a local sequence-classification model)")
         from .crossencoder_linker import CrossEncoderLinker
 
-        return CrossEncoderLinker(model_dir, cfg, device=device)
-    return TrainedLinker(_model_dir(name_or_dir), cfg, cache_dir)
+        return CrossEncoderLinker(model_dir, cfg, device=device, cache_dir=cache_dir)
+    return TrainedLinker(_model_dir(name_or_dir), cfg, cache_dir, device)
 
 
 def load_type_head(name_or_dir: str | None = None, cache_dir: str | Path | None = None) -> TypeHead:
