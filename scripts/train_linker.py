@@ -42,7 +42,7 @@ from thinkprobe.load import FieldMap, detect  # noqa: E402
 from thinkprobe.records import InputError, ThoughtUnit  # noqa: E402
 from thinkprobe.trained_linker import (  # noqa: E402
     PAIR_CLASSES, TYPE_CLASSES, CandidateParams, UnitFeaturizer, build_pair_model, build_type_model,
-    candidates, neighbours, pair_features,
+    candidate_arrays, neighbours, pair_features,
 )
 
 SILVER = REPO.parent / "shared" / "data" / "reasoningflow" / "v1" / "v1_llm_gemini-3.1-pro-preview.jsonl.gz"
@@ -205,10 +205,7 @@ def pair_dataset(examples: list[Example], params: CandidateParams, featurizer: U
     missed = {"pos": 0, "covered": 0, "far_pos": 0, "far_covered": 0}
     for d, ex in enumerate(examples):
         sim = ex.emb @ ex.emb.T
-        cands = candidates(ex.units, sim, params)
-        i = np.concatenate([c for c, _ in cands])
-        j = np.concatenate([np.full(len(c), k) for k, (c, _) in enumerate(cands)])
-        origin = np.concatenate([o for _, o in cands])
+        i, j, origin = candidate_arrays(ex.units, sim, params)
         y = np.array([ex.pair_labels.get((int(a), int(b)), 0) for a, b in zip(i, j)], dtype=np.int64)
         cand_set = set(zip(i.tolist(), j.tolist()))
         for (a, b) in ex.pair_labels:

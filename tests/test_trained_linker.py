@@ -10,8 +10,8 @@ from thinkprobe.link import CueLinker, LinkInput
 from thinkprobe.load import FieldMap, detect
 from thinkprobe.records import BACKWARD_EDGES, FORWARD_EDGES, NODE_TYPES, ThoughtUnit
 from thinkprobe.trained_linker import (
-    DEFAULT_LINKER, MODELS_DIR, TYPE_CLASSES, CandidateParams, HeadTypedLinker, TrainedLinker, candidates, pair_features,
-    load_linker, load_type_head, unit_typer,
+    DEFAULT_LINKER, MODELS_DIR, TYPE_CLASSES, CandidateParams, HeadTypedLinker, TrainedLinker, candidate_arrays, candidates,
+    load_linker, load_type_head, pair_features, unit_typer,
 )
 
 TRACES = [
@@ -133,10 +133,7 @@ def sample_items(config, encoder):
 def test_features_equal_the_plain_reference(shipped, sample_items):
     for units, emb in sample_items:
         sim = emb @ emb.T
-        cands = candidates(units, sim, shipped.params)
-        i = np.concatenate([c for c, _ in cands])
-        j = np.concatenate([np.full(len(c), k) for k, (c, _) in enumerate(cands)])
-        origin = np.concatenate([o for _, o in cands])
+        i, j, origin = candidate_arrays(units, sim, shipped.params)
         assert np.array_equal(shipped.featurizer(units, sim), reference_unit_features(shipped.featurizer, units, sim))
         pf = pair_features(units, sim, i, j, origin)
         rank, best, jac = reference_rank_best_jaccard(units, sim, i, j)
@@ -151,12 +148,9 @@ def test_split_scoring_computes_the_models_forward(shipped, sample_items):
 
     units, emb = sample_items[0]
     sim = emb @ emb.T
-    cands = candidates(units, sim, shipped.params)
-    i = torch.from_numpy(np.concatenate([c for c, _ in cands]))
-    j = torch.from_numpy(np.concatenate([np.full(len(c), k) for k, (c, _) in enumerate(cands)]))
-    origin = np.concatenate([o for _, o in cands])
+    i, j, origin = (torch.from_numpy(a) for a in candidate_arrays(units, sim, shipped.params))
     uf = torch.from_numpy(shipped.featurizer(units, sim))
-    pf = torch.from_numpy(pair_features(units, sim, i.numpy(), j.numpy(), origin))
+    pf = torch.from_numpy(pair_features(units, sim, i.numpy(), j.numpy(), origin.numpy()))
     e = torch.from_numpy(emb)
     with torch.inference_mode():
         for model in shipped.models:

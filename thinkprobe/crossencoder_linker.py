@@ -23,7 +23,7 @@ from .link import CueLinker, LinkInput
 from .records import EDGE_TYPES, Edge, ThoughtUnit
 from .scorecache import ScoreCache, files_fingerprint, trace_digest
 from .trained_linker import (
-    FROM_WINDOW, PAIR_CLASSES, CandidateParams, candidates, decode_edges,
+    FROM_WINDOW, PAIR_CLASSES, CandidateParams, candidate_arrays, candidates, decode_edges,
 )
 
 __all__ = ["CrossEncoderLinker", "SEVEN_WAY_LABELS", "nli_columns"]
@@ -132,10 +132,7 @@ class CrossEncoderLinker:
             if keys and keys[n] in found:
                 continue
             sim = item.embeddings @ item.embeddings.T
-            cands = candidates(item.units, sim, self.params)
-            i = np.concatenate([c for c, _ in cands]) if cands else np.zeros(0, np.int64)
-            j = np.concatenate([np.full(len(c), k) for k, (c, _) in enumerate(cands)]) if cands else np.zeros(0, np.int64)
-            origin = np.concatenate([o for _, o in cands]) if cands else np.zeros(0, np.int64)
+            i, j, origin = candidate_arrays(item.units, sim, self.params)
             plans[n] = (len(texts), i, j, origin)
             texts += [(item.units[a].text, item.units[b].text) for a, b in zip(i, j)]
         probs = self.pair_probabilities(texts) if texts else None

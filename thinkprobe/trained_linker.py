@@ -26,7 +26,7 @@ from .records import Edge, ThoughtUnit
 from .scorecache import ScoreCache, files_fingerprint, trace_digest
 
 __all__ = [
-    "PAIR_CLASSES", "TYPE_CLASSES", "MODELS_DIR", "DEFAULT_LINKER", "CandidateParams", "candidates",
+    "PAIR_CLASSES", "TYPE_CLASSES", "MODELS_DIR", "DEFAULT_LINKER", "CandidateParams", "candidates", "candidate_arrays",
     "UnitFeaturizer", "pair_features", "word_index", "TrainedLinker", "TypeHead", "Retyper", "load_linker", "load_type_head",
     "unit_typer",
 ]
@@ -104,6 +104,21 @@ def candidates(units: Sequence[ThoughtUnit], sim: np.ndarray, p: CandidateParams
         idx = np.array(sorted(origin), dtype=np.int64)
         out.append((idx, np.array([origin[i] for i in idx], dtype=np.int64)))
     return out
+
+
+def candidate_arrays(units: Sequence[ThoughtUnit], sim: np.ndarray, p: CandidateParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`candidates` as flat arrays over all pairs: i, j (i < j) and the origin flags, ordered by j.
+
+    >>> from thinkprobe.records import ThoughtUnit as U
+    >>> us = [U(k, "reasoning", 0, 1, "x", segment=0) for k in range(3)]
+    >>> [a.tolist() for a in candidate_arrays(us, np.eye(3), CandidateParams(window=2, top_k=0, block_lookback=0))]
+    [[0, 0, 1], [1, 2, 2], [1, 1, 1]]
+    """
+    cands = candidates(units, sim, p)
+    if not cands:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return (np.concatenate([c for c, _ in cands]), np.repeat(np.arange(len(cands)), [len(c) for c, _ in cands]),
+            np.concatenate([o for _, o in cands]))
 
 
 # ----------------------------------------------------------------------------- features
@@ -448,10 +463,7 @@ class TrainedLinker:
         for item in batch:
             units, emb = item.units, np.asarray(item.embeddings, dtype=np.float32)
             sim = emb @ emb.T
-            cands = candidates(units, sim, self.params)
-            i = np.concatenate([c for c, _ in cands]) if cands else np.zeros(0, np.int64)
-            j = np.concatenate([np.full(len(c), k) for k, (c, _) in enumerate(cands)]) if cands else np.zeros(0, np.int64)
-            origin = np.concatenate([o for _, o in cands]) if cands else np.zeros(0, np.int64)
+            i, j, origin = candidate_arrays(units, sim, self.params)
             words = word_index(units)
             out.append({"i": i, "j": j, "origin": origin})
             embs.append(emb)
