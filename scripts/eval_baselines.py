@@ -20,10 +20,11 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from thinkprobe.bench import data_dir  # noqa: E402
 from thinkprobe.config import Config  # noqa: E402
 from thinkprobe.evalgold import COLUMNS, baseline_docs, load_docs, profile_docs, score, table_row  # noqa: E402
 
-V0 = REPO.parent / "shared" / "data" / "reasoningflow" / "v0"
+V0 = (data_dir() or REPO.parent / "shared" / "data") / "reasoningflow" / "v0"
 
 
 def main(argv=None) -> None:

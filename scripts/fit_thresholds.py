@@ -26,12 +26,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from thinkprobe.bench import data_dir  # noqa: E402
 from thinkprobe.config import Config  # noqa: E402
 from thinkprobe.encoder import Encoder  # noqa: E402
 from thinkprobe.evalgold import profile_docs, score  # noqa: E402
 from thinkprobe.trained_linker import DEFAULT_LINKER, MODELS_DIR, TrainedLinker, unit_typer  # noqa: E402
 
-SILVER_DIR = REPO.parent / "shared" / "data" / "reasoningflow" / "v1"
+SILVER_DIR = (data_dir() or REPO.parent / "shared" / "data") / "reasoningflow" / "v1"
 GRID = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
 
 

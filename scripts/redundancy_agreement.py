@@ -27,7 +27,6 @@ import argparse
 import csv
 import gzip
 import json
-import os
 import random
 import re
 import sys
@@ -53,9 +52,11 @@ _SPECIAL = re.compile(r"<\|[^|]{1,40}\|>|<｜[^｜]{1,40}｜>|</?think>")
 
 
 def data_root(arg: str | None) -> Path:
-    root = Path(arg or os.environ.get("THINKPROBE_DATA") or REPO.parent / "shared" / "data")
-    if not root.is_dir():
-        sys.exit(f"data folder not found: {root} (set THINKPROBE_DATA or pass --data)")
+    from thinkprobe.bench import data_dir
+
+    root = Path(arg) if arg else data_dir()
+    if root is None or not root.is_dir():
+        sys.exit(f"data folder not found: {arg or '../shared/data'} (set THINKPROBE_DATA or pass --data)")
     return root
 
 

@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from thinkprobe.bench import data_dir  # noqa: E402
 from thinkprobe.config import Config  # noqa: E402
 from thinkprobe.evalgold import _projection, edge_types, node_types, response_nodes  # noqa: E402
 from thinkprobe.graph import build_graphs  # noqa: E402
@@ -45,7 +46,7 @@ from thinkprobe.trained_linker import (  # noqa: E402
     candidate_arrays, neighbours, pair_features,
 )
 
-SILVER = REPO.parent / "shared" / "data" / "reasoningflow" / "v1" / "v1_llm_gemini-3.1-pro-preview.jsonl.gz"
+SILVER = (data_dir() or REPO.parent / "shared" / "data") / "reasoningflow" / "v1" / "v1_llm_gemini-3.1-pro-preview.jsonl.gz"
 
 # Text-shape flags for the models: stored in the model's config.json (the lexicon stays in configs/).
 SHAPE_PATTERNS = {

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterator
 
 import networkx as nx
+
+from .tables import iter_graph_records
 
 __all__ = ["iter_graph_records", "to_reasoningflow", "to_networkx", "export"]
 
@@ -19,15 +20,6 @@ _RF_EDGE = {
 _RF_CRITIQUE = {"affirm": "reflect:positive", "negate": "reflect:negative", "uncertain": "reflect:uncertain"}
 _RF_NODE = {"FAC": "fact", "RSN": "reasoning", "EXP": "assumption", "SYN": "reasoning", "CRT": "reflection",
             "MET": "planning", "CON": "conclusion", "RPT": "restatement"}
-
-
-def iter_graph_records(run_dir: str | Path) -> Iterator[dict]:
-    path = Path(run_dir) / "graphs.jsonl"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found: pass the -o folder of a `thinkprobe profile` run")
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            yield json.loads(line)
 
 
 def _response_layout(rec: dict) -> tuple[str, dict[str, int]]:

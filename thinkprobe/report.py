@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import csv
 import hashlib
 import html
 import io
@@ -22,7 +21,7 @@ import sys
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -30,6 +29,7 @@ from .indicators import DIMENSIONS, INDICATORS
 from .profile import group_profiles
 from .records import BACKWARD_EDGES, EDGE_TYPES, NODE_TYPES
 from .stats import ALPHA, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MIN_GROUP, TESTED, compute_stats, load_table
+from .tables import iter_graph_records, read_csv
 
 __all__ = ["write_report", "write_trace_view", "graph_figure", "safe_trace_id", "MAX_TRACE_PAGES"]
 
@@ -52,20 +52,6 @@ MODEL_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b
 
 
 # --------------------------------------------------------------------------- reading a run
-
-
-def _read_csv(path: Path) -> list[dict[str, str]]:
-    with open(path, encoding="utf-8", newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def _iter_graphs(run_dir: Path) -> Iterator[dict]:
-    path = run_dir / "graphs.jsonl"
-    if path.exists():
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if line.strip():
-                    yield json.loads(line)
 
 
 def _find_graph(run_dir: Path, trace_id: str) -> dict:
@@ -555,7 +541,7 @@ def _redundancy_table(path: Path) -> tuple[list[str], list[list[str]], str] | No
     (CoTJudger's) when it has one row per trace, the file as it is otherwise."""
     if not path.exists():
         return None
-    rows = _read_csv(path)
+    rows = read_csv(path)
     if not rows:
         return None
     columns = list(rows[0])
@@ -598,7 +584,7 @@ def _write_trace_pages(run_dir: Path, workers: int) -> dict[str, str]:
     caller holds do not matter to them, and unlike "spawn" no `__main__` guard is asked of scripts.
     """
     jobs, pages = [], {}
-    for k, rec in enumerate(_iter_graphs(run_dir)):
+    for k, rec in enumerate(iter_graph_records(run_dir, missing_ok=True)):
         if k == MAX_TRACE_PAGES:
             break
         name = safe_trace_id(rec["trace_id"])
@@ -754,7 +740,7 @@ def _report_html(run_dir, stats, rows, by_model, cells, figures, pages, redundan
 
 def _read_counts(run_dir: Path) -> dict[str, tuple[str, str, str]]:
     path = run_dir / "indicators.csv"
-    return {r["trace_id"]: (r.get("units", ""), r.get("edges", ""), r.get("tokens", "")) for r in _read_csv(path)}
+    return {r["trace_id"]: (r.get("units", ""), r.get("edges", ""), r.get("tokens", "")) for r in read_csv(path)}
 
 
 def _report_md(run_dir, stats, rows, cells, pages, redundancy) -> str:

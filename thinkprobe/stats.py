@@ -18,6 +18,7 @@ import numpy as np
 from scipy.stats import kruskal
 
 from .indicators import DIMENSIONS, INDICATORS
+from .tables import read_csv
 
 __all__ = ["MIN_GROUP", "ALPHA", "BOOTSTRAP_RESAMPLES", "GROUPINGS", "compute_stats", "write_stats", "holm"]
 
@@ -42,13 +43,6 @@ def _round(x: float | None) -> float | None:
     return float(f"{x:.6g}")
 
 
-def _read_csv(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found: pass the -o folder of a `thinkprobe profile` run")
-    with open(path, encoding="utf-8", newline="") as f:
-        return list(csv.DictReader(f))
-
-
 def _as_float(text: str | None) -> float:
     try:
         return float(text)
@@ -59,9 +53,9 @@ def _as_float(text: str | None) -> float:
 def load_table(run_dir: str | Path) -> list[dict]:
     """One row per trace: trace_id, model, domain, the 19 indicators and the 5 dimensions as floats."""
     run_dir = Path(run_dir)
-    profile = {r["trace_id"]: r for r in _read_csv(run_dir / "profile.csv")}
+    profile = {r["trace_id"]: r for r in read_csv(run_dir / "profile.csv")}
     rows = []
-    for r in _read_csv(run_dir / "indicators.csv"):
+    for r in read_csv(run_dir / "indicators.csv"):
         p = profile.get(r["trace_id"], {})
         row = {"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"]}
         row.update({name: _as_float(r.get(name)) for name in INDICATORS})

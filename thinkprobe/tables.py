@@ -1,12 +1,14 @@
 """Writing the run's tables: floats at 6 significant digits, empty cells for missing values, and
-atomic replacement, so every output file has stable bytes and is never seen half-written."""
+atomic replacement, so every output file has stable bytes and is never seen half-written; and
+reading a run's tables and graphs back (stats, report, export)."""
 from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 
 def fmt_float(x: float) -> str:
@@ -37,3 +39,26 @@ def write_atomic(path: Path, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def _run_file(path: Path) -> Path:
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: pass the -o folder of a `thinkprobe profile` run")
+    return path
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    """A table of a run, as dicts of strings."""
+    with open(_run_file(Path(path)), encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def iter_graph_records(run_dir: str | Path, missing_ok: bool = False) -> Iterator[dict]:
+    """The graph records of a run's graphs.jsonl, in order (none when missing_ok and it is absent)."""
+    path = Path(run_dir) / "graphs.jsonl"
+    if missing_ok and not path.exists():
+        return
+    with open(_run_file(path), encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                yield json.loads(line)
