@@ -192,6 +192,24 @@ def test_isolated_units_need_both_conditions():
     assert isolated_units(units, [], None) == [1]
 
 
+def test_thresholds_come_from_the_config(tmp_path):
+    from thinkprobe.config import Config
+    from thinkprobe.redundancy import RedundancyParams
+
+    assert RedundancyParams.from_config(Config.load()) == RedundancyParams()  # the defaults are the file's
+    strict = RedundancyParams.from_config(Config.load(overrides={"redundancy": {"iso_overlap": 0.9}}))
+    assert strict.iso_overlap == 0.9 and strict.code_timeout_s == RedundancyParams().code_timeout_s
+    units = ["The train travels 150 km at 60 km/h.", "The train time is 150 / 60 hours, about 2.5 hours."]
+    rec = graph_record(units, chain(2), question="How long does the train take?")
+    assert redundancy_row(rec)[0]["Iso"] == 0 and redundancy_row(rec, strict)[0]["Iso"] > 0
+    # write_redundancy takes the run's own thresholds from its run.json
+    (tmp_path / "graphs.jsonl").write_text(json.dumps(rec) + "\n")
+    (tmp_path / "run.json").write_text(json.dumps({"config": {"redundancy": {"iso_overlap": 0.9}}}))
+    write_redundancy(tmp_path)
+    with open(tmp_path / "redundancy.csv", newline="") as f:
+        assert int(next(csv.DictReader(f))["Iso"]) > 0
+
+
 def test_unit_ids_are_renumbered():
     rec = graph_record(["a.", "So the answer is 2."], [], types="RSN CON", gold_answer="2")
     rec["units"][0]["id"], rec["units"][1]["id"] = 10, 20

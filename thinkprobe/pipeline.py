@@ -31,7 +31,7 @@ from .trained_linker import load_linker, unit_typer
 from .load import FieldMap, iter_traces
 from .profile import DIMENSION_NAMES, Normalizer, group_profiles, profile_row
 from .records import InputError, ThoughtGraph, Trace
-from .redundancy import annotate_record, table_row, write_redundancy_tables
+from .redundancy import RedundancyParams, annotate_record, table_row, write_redundancy_tables
 from .tables import csv_text, fmt_float, write_atomic
 from .timing import StageTimes
 
@@ -150,13 +150,14 @@ def _prepare_parts(out: Path, manifest: dict, resume: bool) -> Path:
     return parts
 
 
-def _finish(result: ThoughtGraph | InputError, trace_id: str | None, cluster_distance: float) -> str:
+def _finish(result: ThoughtGraph | InputError, trace_id: str | None, cluster_distance: float,
+            redundancy: RedundancyParams) -> str:
     """One output line: the graph with its indicators, or the error."""
     if isinstance(result, InputError):
         item = {"error": result.as_dict() | {"trace_id": trace_id}}
     else:
         ind = compute_indicators(result.arrays(), cluster_distance=cluster_distance)
-        item = {"graph": annotate_record(graph_record(result, ind))}
+        item = {"graph": annotate_record(graph_record(result, ind), redundancy)}
     return json.dumps(item, ensure_ascii=False) + "\n"
 
 
@@ -168,7 +169,8 @@ def _process_chunk(traces: list, cfg: Config, encoder: Encoder, linker: Linker, 
     ids = [getattr(item, "trace_id", None) for item in traces]
     mapper = partial(pool.map, chunksize=4) if pool is not None else map
     with times("indicators_serialise"):
-        return "".join(mapper(_finish, results, ids, itertools.repeat(cfg["indicators"]["cluster_distance"])))
+        return "".join(mapper(_finish, results, ids, itertools.repeat(cfg["indicators"]["cluster_distance"]),
+                              itertools.repeat(RedundancyParams.from_config(cfg))))
 
 
 def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | None = None,
@@ -245,7 +247,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
                     for key in unknown:
                         unknown[key] += g[key] == "unknown"
                     graphs.write(json.dumps(g, ensure_ascii=False) + "\n")
-                    redundancy_rows.append(table_row(g))
+                    redundancy_rows.append(table_row(g, RedundancyParams.from_config(cfg)))
                     rows.append({"trace_id": g["trace_id"], "model": g["model"], "domain": g["domain"],
                                  "units": len(g["units"]), "edges": len(g["edges"]),
                                  "tokens": sum(u["tokens"] for u in g["units"]), **g["indicators"]})

@@ -40,7 +40,7 @@ import re
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from .tables import csv_text, write_atomic
 from .answers import Candidate, answers_match, final_candidate, find_candidates, run_code_tests, code_tests_of
@@ -61,9 +61,18 @@ ROOT = -1  # the virtual root: the question
 
 @dataclass(frozen=True)
 class RedundancyParams:
+    """The suite's thresholds; a run takes them from its config's `redundancy` section
+    (configs/default.yaml), and these defaults equal that file's."""
+
     iso_overlap: float = 0.2  # a unit sharing less than this share of its content words is off-topic
     code_timeout_s: float = 5.0
     code_memory_mb: int = 512
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any] | None) -> "RedundancyParams":
+        """From a config (a Config, or run.json's "config"): its `redundancy` section over the defaults."""
+        section = (getattr(cfg, "data", cfg) or {}).get("redundancy") or {}
+        return cls(**{k: type(getattr(cls, k))(v) for k, v in section.items() if k in cls.__dataclass_fields__})
 
 
 # ----------------------------------------------------------------------------- SEP
@@ -436,11 +445,16 @@ def model_means(rows: Sequence[dict]) -> list[dict]:
     return out
 
 
-def write_redundancy(run_dir: str | Path, params: RedundancyParams = RedundancyParams()) -> dict:
+def write_redundancy(run_dir: str | Path, params: RedundancyParams | None = None) -> dict:
     """Read RUN_DIR/graphs.jsonl and write redundancy.csv (one row per trace) and
     model_redundancy.csv (means per model). Records annotated by annotate_record are not
-    recomputed. Returns the paths, the trace count and the model rows."""
+    recomputed; the others use `params`, by default the run's own (its run.json config).
+    Returns the paths, the trace count and the model rows."""
     run = Path(run_dir)
+    if params is None:
+        run_json = run / "run.json"
+        config = json.loads(run_json.read_text(encoding="utf-8")).get("config") if run_json.exists() else None
+        params = RedundancyParams.from_config(config)
     rows = []
     graphs = run / "graphs.jsonl"
     if graphs.exists():
