@@ -121,6 +121,17 @@ def test_page_limit_is_stated(tmp_path, monkeypatch):
     assert MAX_TRACE_PAGES == 500
 
 
+def test_rewritten_report_drops_pages_of_traces_no_longer_in_the_run(tmp_path):
+    rows = [{"trace_id": t, "model": m, "domain": d} for t, m, d, _ in TRACES[:3]]
+    run = write_run(tmp_path, rows, [make_graph(*t) for t in TRACES[:3]])
+    write_report(run)
+    stale = run / "traces" / "gone-trace.html"
+    stale.write_text("<p>an old graph</p>", encoding="utf-8")
+    write_report(run)
+    assert not stale.exists()
+    assert sorted(p.name for p in (run / "traces").glob("*.html")) == sorted(f"{safe_trace_id(t)}.html" for t, *_ in TRACES[:3])
+
+
 def test_workers_draw_the_same_pages(tmp_path):
     from thinkprobe.report import _write_trace_pages
 

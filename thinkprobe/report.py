@@ -604,7 +604,8 @@ def _write_trace_pages(run_dir: Path, workers: int) -> dict[str, str]:
 
 def write_report(run_dir: str | Path, workers: int | None = None) -> Path:
     """report.html, report.md, figures/*.png and traces/*.html in `run_dir`; returns report.html's path.
-    `workers` processes draw the per-trace pages (default: up to 8, one per CPU)."""
+    `workers` processes draw the per-trace pages (default: up to 8, one per CPU). Trace pages left
+    in traces/ by an earlier report or `thinkprobe graph` are removed: they may show other graphs."""
     run_dir = Path(run_dir)
     stats = compute_stats(run_dir)
     rows = load_table(run_dir)
@@ -631,6 +632,11 @@ def write_report(run_dir: str | Path, workers: int | None = None) -> Path:
             figures[name] = _png(make(), FIGURE_DPI)
             (fig_dir / f"{name}.png").write_bytes(figures[name])
     pages = _write_trace_pages(run_dir, workers if workers is not None else min(8, os.cpu_count() or 1))
+    # pages of an earlier report (traces since re-profiled, renamed or gone) would read as this run's
+    current = {Path(link).name for link in pages.values()}
+    for old in (run_dir / "traces").glob("*.html"):
+        if old.name not in current:
+            old.unlink()
 
     redundancy = _redundancy_table(run_dir / "redundancy.csv")
     html_doc = _report_html(run_dir, stats, rows, by_model, cells, figures, pages, redundancy)
