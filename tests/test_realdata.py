@@ -74,3 +74,26 @@ def test_backward_edges_in_most_r1_and_qwq_traces(real_run):
         assert len(with_back) > len(mine) / 2, model
         far = [e for g in mine for e in g["edges"] if e["type"] in BACKWARD_EDGES and e["src"] - e["dst"] > 5]
         assert far, f"no long-range backward edge in {model} traces"
+
+
+def test_default_pipeline_beats_the_chain_baseline_on_the_human_dev_set(shared_data, tmp_path, no_network):
+    """Issue 3's bar on v0_human_D: above the trivial baseline on every score, far-edge F1 at
+    least 0.30, type macro-F1 at least 0.50 (the dev set is only scored, never fitted to)."""
+    from thinkprobe.evalgold import evaluate
+
+    gold = shared_data / "reasoningflow" / "v0" / "v0_human_D"
+    ours = evaluate(gold, device="cpu", pred_out=tmp_path / "pred.jsonl")
+    base = evaluate(gold, baseline=True)
+    assert ours["docs"] == base["docs"] == 20
+    higher = {"boundary": ours["boundary"]["f1"] - base["boundary"]["f1"],
+              "boundary precision": ours["boundary"]["precision"] - base["boundary"]["precision"],
+              "boundary recall": ours["boundary"]["recall"] - base["boundary"]["recall"],
+              "type accuracy": ours["types"]["accuracy"] - base["types"]["accuracy"],
+              "type macro-F1": ours["types"]["macro_f1"] - base["types"]["macro_f1"],
+              "edge F1": ours["edges"]["f1"] - base["edges"]["f1"],
+              "labelled edge F1": ours["edges_labelled"]["f1"] - base["edges_labelled"]["f1"],
+              "far-edge F1": ours["far_edges"]["f1"] - base["far_edges"]["f1"],
+              "WindowDiff (lower)": base["window_diff"] - ours["window_diff"]}
+    assert all(v > 0 for v in higher.values()), higher
+    assert ours["far_edges"]["f1"] >= 0.30 and ours["types"]["macro_f1"] >= 0.50
+    assert ours["far_candidate_recall"] > 0.7
