@@ -34,6 +34,7 @@ from thinkprobe.trained_linker import DEFAULT_LINKER, MODELS_DIR, TrainedLinker,
 
 SILVER_DIR = (data_dir() or REPO.parent / "shared" / "data") / "reasoningflow" / "v1"
 GRID = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
+DEV_SECTION = "\n## Scores on the human dev set"
 
 
 def heldout_ids(model_dir: Path) -> set[str]:
@@ -92,15 +93,22 @@ def main(argv=None) -> None:
         return
     cfg_path = model_dir / "config.json"
     meta = json.loads(cfg_path.read_text(encoding="utf-8"))
+    earlier = meta["training"].get("threshold_fit", {}).get("unit_space_thresholds") or {
+        k: meta["decode"][k] for k in ("threshold_near", "threshold_far")}
     meta["decode"].update(threshold_near=best["threshold_near"], threshold_far=best["threshold_far"])
     meta["training"]["threshold_fit"] = {
         "space": "eval-gold (node pairs after projection onto the silver nodes), held-out silver traces",
         "objective": "edge F1 + far-edge F1", "grid": list(GRID), "best": best,
+        "unit_space_thresholds": earlier,  # what train_linker.py chose; its held-out scores are at these
     }
     cfg_path.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     from train_linker import model_card
 
-    (model_dir / "README.md").write_text(model_card(meta, model_dir), encoding="utf-8")
+    card = model_dir / "README.md"
+    old = card.read_text(encoding="utf-8") if card.exists() else ""
+    # dev-set scores are added to the card by hand (docs/accuracy.md); keep them
+    kept = old[old.index(DEV_SECTION):] if DEV_SECTION in old else ""
+    card.write_text(model_card(meta, model_dir) + kept, encoding="utf-8")
     print(f"wrote the thresholds into {cfg_path} and the model card")
 
 

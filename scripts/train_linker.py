@@ -667,8 +667,11 @@ def model_card(meta: dict, out: Path) -> str:
         "\nThe two thresholds were then refitted by `scripts/fit_thresholds.py` on the same held-out traces,\n"
         "scored as `thinkprobe eval-gold` scores (node pairs after projection onto the silver nodes, where\n"
         f"one silver edge counts once however many of our units share its nodes): edge F1 {fit['best']['edge_f1']:.3f}, "
-        f"far-edge F1\n{fit['best']['far_edge_f1']:.3f} there. ")
+        f"far-edge F1\n{fit['best']['far_edge_f1']:.3f} there.")
     fit_cmd = "; then `python scripts/fit_thresholds.py`" if fit else ""
+    unit_thresholds = "" if not fit else (
+        f" with the thresholds fitted there ({fit['unit_space_thresholds']['threshold_near']:.2f} / "
+        f"{fit['unit_space_thresholds']['threshold_far']:.2f})")
     return f"""# {meta['name']}: ThinkProbe's trained linker and type head
 
 Two small torch models over all-MiniLM-L6-v2 unit embeddings (the pipeline's own encoder; nothing
@@ -729,7 +732,7 @@ nodes are dropped.
 
 ## Scores
 
-Held-out silver traces, in unit space: edge precision {he['precision']:.3f}, recall {he['recall']:.3f}, F1 {he['f1']:.3f},
+Held-out silver traces, in unit space{unit_thresholds}: edge precision {he['precision']:.3f}, recall {he['recall']:.3f}, F1 {he['f1']:.3f},
 labelled F1 {he['labelled_f1']:.3f}, far-edge F1 {he['far_f1']:.3f}; type accuracy {ht['accuracy']:.3f}, macro-F1 {ht['macro_f1']:.3f}
 (provisional types).
 Candidates cover {t['candidate_coverage']['silver_pairs']:.1%} of the silver pairs and {t['candidate_coverage']['silver_far_pairs']:.1%} of those more than one unit apart.
