@@ -336,3 +336,18 @@ def test_threshold_fit_reads_only_the_held_out_silver_split(shared_data):
     assert not any("QwQ-32B-Preview" in d for d in held)  # the dev set's generator is not in silver
     best = meta["training"]["threshold_fit"]["best"]
     assert (meta["decode"]["threshold_near"], meta["decode"]["threshold_far"]) == (best["threshold_near"], best["threshold_far"])
+
+
+def test_configs_and_models_are_found_beside_the_package_or_in_the_installed_share_folder():
+    import sys
+    from pathlib import Path
+
+    from thinkprobe.config import DEFAULT_CONFIG, resource_dir
+
+    assert MODELS_DIR == resource_dir("models") and (MODELS_DIR / DEFAULT_LINKER / "config.json").is_file()
+    assert DEFAULT_CONFIG.is_file()
+    # what a wheel install reads: setup.cfg's data_files put them under <prefix>/share/thinkprobe
+    assert resource_dir("no-such-folder") == Path(sys.prefix) / "share" / "thinkprobe" / "no-such-folder"
+    setup = (MODELS_DIR.parent / "setup.cfg").read_text()
+    assert "share/thinkprobe/configs = configs/default.yaml" in setup
+    assert "share/thinkprobe/models/linker-minilm-mlp = " in setup

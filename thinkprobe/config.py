@@ -7,6 +7,7 @@ import copy
 import hashlib
 import json
 import re
+import sys
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -14,7 +15,17 @@ from typing import Any, Mapping
 
 import yaml
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+def resource_dir(name: str) -> Path:
+    """configs/ or models/: beside the package in a checkout (and an editable install), else where
+    a wheel installs them, <prefix>/share/thinkprobe/<name>."""
+    beside = Path(__file__).resolve().parent.parent / name
+    if beside.is_dir():
+        return beside
+    return Path(sys.prefix) / "share" / "thinkprobe" / name
+
+
+CONFIG_DIR = resource_dir("configs")
 DEFAULT_CONFIG = CONFIG_DIR / "default.yaml"
 
 

@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 import numba
 import numpy as np
 
-from .config import Config
+from .config import Config, resource_dir
 from .link import CueLinker, LinkInput, Linker
 from .records import Edge, ThoughtUnit
 from .scorecache import ScoreCache, files_fingerprint, trace_digest
@@ -31,7 +31,7 @@ __all__ = [
     "unit_typer",
 ]
 
-MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+MODELS_DIR = resource_dir("models")
 DEFAULT_LINKER = "linker-minilm-mlp"
 
 # No edge, then the 6 edge types; critique split by polarity.

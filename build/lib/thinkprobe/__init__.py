@@ -1,0 +1,2 @@
+"""ThinkProbe: non-generative profiler of LLM reasoning traces."""
+__version__ = "0.1.0"

@@ -1,0 +1,203 @@
+"""Throughput benchmark (issue 6): in one process and one run, (a) the raw encoder on exactly the
+units the pipeline embeds, (b) the full pipeline end to end, (c) a naive baseline that profiles
+one trace at a time; then the cache's second run and peak memory at 1x and 10x corpus size, each
+size in its own subprocess. Ratios come from the same run, never from timed tests.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import platform
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .config import Config
+from .encoder import Encoder
+from .graph import units_of
+from .load import iter_traces
+from .pipeline import OUTPUT_FILES, RunOptions, run_profile
+from .records import Trace
+from .timing import StageTimes
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "thinkprobe" / "samples" / "traces.jsonl"
+
+
+def data_dir() -> Path | None:
+    path = Path(os.environ.get("THINKPROBE_DATA", REPO.parent / "shared" / "data"))
+    return path if path.is_dir() else None
+
+
+def real_corpus(n: int, seed: int = 0) -> tuple[list[str], str]:
+    """N ReasoningFlow v1 traces (a seeded sample over all five models and four task families),
+    or the bundled samples when the data folder is absent. Returns JSONL lines and a description."""
+    root = data_dir()
+    if root is None:
+        lines = SAMPLES.read_text(encoding="utf-8").splitlines()
+        return [lines[i % len(lines)] for i in range(n)], "bundled samples (../shared/data not found)"
+    path = root / "reasoningflow" / "v1" / "v1_raw_data.jsonl.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    random.Random(seed).shuffle(lines)
+    return lines[:n], f"{n} traces sampled (seed {seed}) from {path.relative_to(root.parent)}"
+
+
+def resample(lines: list[str], factor: int) -> list[str]:
+    """A corpus `factor` times larger made of the same traces under new ids."""
+    out = []
+    for k in range(factor):
+        for line in lines:
+            rec = json.loads(line)
+            rec["doc_id"] = rec["id"] = f"{rec.get('doc_id') or rec.get('id')}~{k}"
+            out.append(json.dumps(rec))
+    return out
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _hwm_mb() -> str:
+    """Python source for a child's peak resident memory: VmHWM resets at exec, whereas Linux
+    carries ru_maxrss over from the parent across fork + exec (which made every child read the
+    parent's peak)."""
+    return ("[int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0] / 1024")
+
+
+def _profile_subprocess(inputs: Path, out: Path, cache: Path, device: str, encoder: str | None = None) -> dict:
+    """A profile run in a fresh process: its wall time and peak resident memory."""
+    code = (
+        "import json, resource, sys, time\n"
+        "from thinkprobe.pipeline import RunOptions, run_profile\n"
+        "t = time.perf_counter()\n"
+        f"r = run_profile(RunOptions(inputs=[{str(inputs)!r}], out_dir={str(out)!r}, cache_dir={str(cache)!r}, "
+        f"device={device!r}, encoder_path={encoder!r}, progress=False))\n"
+        "print(json.dumps({'seconds': time.perf_counter() - t, 'traces': r['traces'], "
+        f"'peak_rss_mb': {_hwm_mb()}}}))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def run_bench(n: int = 100, device: str = "auto", batch_size: int | None = None, scale: int = 10,
+              workdir: str | None = None, encoder_path: str | None = None, workers: int = 1) -> dict:
+    """The benchmark (module docstring). `scale` 0 skips the memory check; `workers` is passed to
+    the full pipeline and the cache runs (the naive baseline stays one process, one trace at a time)."""
+    cfg = Config.load()
+    lines, corpus = real_corpus(n)
+    tmp = Path(workdir or tempfile.mkdtemp(prefix="thinkprobe-bench-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    corpus_path = tmp / "corpus.jsonl"
+    corpus_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    encoder = Encoder(encoder_path or cfg["encoder"]["path"] or None, device=device,
+                      batch_size=batch_size or cfg["encoder"]["batch_size"],
+                      max_seq_length=cfg["encoder"]["max_seq_length"])
+    traces = [t for t in iter_traces(corpus_path) if isinstance(t, Trace)]
+    texts = [u.text for t in traces for u in units_of(t, cfg)[0]]
+    encoder.encode_and_count(texts[:64])  # load the model and warm the kernels before any timing
+    sync = _cuda_sync(encoder.device)
+
+    t0 = time.perf_counter()
+    encoder.encode_and_count(texts)
+    sync()
+    raw = time.perf_counter() - t0
+
+    def timed_run(name: str, **kw) -> tuple[float, StageTimes, dict]:
+        times = StageTimes()
+        t = time.perf_counter()
+        result = run_profile(RunOptions(inputs=[str(corpus_path)], out_dir=str(tmp / name), device=encoder.device,
+                                        encoder_path=str(encoder.path), batch_size=encoder.batch_size,
+                                        progress=False, **kw), times=times)
+        sync()
+        return time.perf_counter() - t, times, result
+
+    full, full_times, _ = timed_run("full", workers=workers)
+    naive, _, _ = timed_run("naive", chunk_size=1)
+    cache = tmp / "cache"
+    first, _, _ = timed_run("cache1", cache_dir=str(cache), workers=workers)
+    second, second_times, cached = timed_run("cache2", cache_dir=str(cache), workers=workers)
+    identical = all((tmp / "cache1" / f).read_bytes() == (tmp / "cache2" / f).read_bytes() for f in OUTPUT_FILES)
+
+    memory = memory_check(lines, scale, cache, encoder.device, tmp, str(encoder.path)) if scale else {}
+
+    units = len(texts)
+    report = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": _machine(encoder.device),
+        "corpus": corpus,
+        "traces": len(traces),
+        "units": units,
+        "batch_size": encoder.batch_size,
+        "workers": workers,
+        "raw_encoder": {"seconds": raw, "units_per_s": units / raw},
+        "full_pipeline": {"seconds": full, "units_per_s": units / full, "traces_per_s": len(traces) / full,
+                          "stages_s": dict(sorted(full_times.items()))},
+        "naive_per_trace": {"seconds": naive, "units_per_s": units / naive, "traces_per_s": len(traces) / naive},
+        "full_over_raw_encoder": raw / full,
+        "speedup_over_naive": naive / full,
+        "cache": {"first_s": first, "second_s": second, "speedup": first / second, "identical_outputs": identical,
+                  "second_stages_s": dict(sorted(second_times.items())), "hits": cached["cache"]},
+        "memory_peak_rss_mb": memory,
+        "this_process_peak_rss_mb": _peak_rss_mb(),
+    }
+    if not workdir:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return report
+
+
+def memory_check(lines: list[str], scale: int, cache: Path, device: str, tmp: Path, encoder: str | None = None) -> dict:
+    """Peak memory of a fresh profile process at 1x, `scale`x and 2 * `scale`x corpus size. The
+    cache (filled by the caller, or here on the 1x run) spares re-encoding the resampled traces, so
+    the larger runs measure what streaming keeps flat: everything but the encoder's work. The 1x
+    corpus is one full chunk and a partial one; the larger ones mix traces into more chunks, so
+    the two larger sizes are the cleaner test of flatness."""
+    memory = {}
+    for factor in (1, scale, 2 * scale):
+        path = tmp / f"corpus_x{factor}.jsonl"
+        path.write_text("\n".join(resample(lines, factor)) + "\n", encoding="utf-8")
+        memory[f"x{factor}"] = _profile_subprocess(path, tmp / f"mem_x{factor}", cache, device, encoder)
+    return memory
+
+
+def _cuda_sync(device: str):
+    if device.startswith("cuda"):
+        import torch
+
+        return torch.cuda.synchronize
+    return lambda: None
+
+
+def _machine(device: str) -> str:
+    desc = f"{platform.machine()}, {os.cpu_count()} CPU cores, Python {platform.python_version()}"
+    if device.startswith("cuda"):
+        import torch
+
+        desc += f", {torch.cuda.get_device_name(0)}"
+    import torch
+
+    return desc + f", torch {torch.__version__} ({torch.get_num_threads()} threads), device {device}"
+
+
+def format_bench(r: dict) -> str:
+    lines = [
+        f"corpus: {r['corpus']}  ({r['traces']} traces, {r['units']} units; {r['machine']})",
+        f"raw encoder      {r['raw_encoder']['units_per_s']:9.1f} units/s  ({r['raw_encoder']['seconds']:.1f} s)",
+        f"full pipeline    {r['full_pipeline']['units_per_s']:9.1f} units/s  {r['full_pipeline']['traces_per_s']:7.2f} traces/s"
+        f"  ({r['full_pipeline']['seconds']:.1f} s) = {100 * r['full_over_raw_encoder']:.0f}% of the raw encoder",
+        f"naive per-trace  {r['naive_per_trace']['units_per_s']:9.1f} units/s  {r['naive_per_trace']['traces_per_s']:7.2f} traces/s"
+        f"  ({r['naive_per_trace']['seconds']:.1f} s); full pipeline is {r['speedup_over_naive']:.2f}x faster",
+        "stages (s): " + ", ".join(f"{k} {v:.2f}" for k, v in r["full_pipeline"]["stages_s"].items()),
+        f"cache: first run {r['cache']['first_s']:.1f} s, second {r['cache']['second_s']:.1f} s = "
+        f"{r['cache']['speedup']:.1f}x, identical outputs: {r['cache']['identical_outputs']}",
+        "peak memory (fresh process each): " + (", ".join(
+            f"{k} {v['traces']} traces {v['peak_rss_mb']:.0f} MB" for k, v in r["memory_peak_rss_mb"].items()) or "not measured"),
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,197 @@
+"""Cross-encoder linking (spec section 1, step 5): any local Hugging Face sequence-classification
+model scores the candidate pairs (unit_i, unit_j), i < j, of every trace of a batch together,
+batched by length. Two kinds of model are understood, told apart by their config's id2label:
+
+- an NLI model (labels entailment / neutral / contradiction, in any order and case: the columns
+  are read from the config, never by a fixed index). Entailment makes inference edges (or a
+  repetition when the two units are near-identical), contradiction makes negating critiques,
+  and units with a critique cue critique their best-scoring candidate.
+- a 7-way model fine-tuned by `scripts/train_linker.py --cross-encoder` (labels none + the 6 edge
+  types). Critique polarity then comes from the lexicon. Its thinkprobe.json holds the candidate
+  settings and thresholds fitted on held-out silver traces.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .config import Config
+from .link import CueLinker, LinkInput
+from .records import EDGE_TYPES, Edge, ThoughtUnit
+from .scorecache import ScoreCache, files_fingerprint, trace_digest
+from .trained_linker import (
+    FROM_WINDOW, PAIR_CLASSES, CandidateParams, candidate_arrays, candidates, decode_edges,
+)
+
+__all__ = ["CrossEncoderLinker", "SEVEN_WAY_LABELS", "nli_columns"]
+
+SEVEN_WAY_LABELS: tuple[str, ...] = ("none", *EDGE_TYPES)
+_NLI_NAMES = {"entailment": ("entail",), "contradiction": ("contradict",), "neutral": ("neutral",)}
+
+
+def nli_columns(id2label: dict) -> dict[str, int] | None:
+    """Column of entailment, contradiction and neutral in a classifier's output, read from its
+    id2label (any order or case; "ENTAILMENT", "entails" and "contradiction" all work); None when
+    the labels are not NLI labels.
+
+    >>> nli_columns({0: "CONTRADICTION", 1: "neutral", 2: "Entailment"}) == {"entailment": 2, "contradiction": 0, "neutral": 1}
+    True
+    """
+    found = {}
+    for index, label in id2label.items():
+        name = str(label).strip().lower()
+        for key, prefixes in _NLI_NAMES.items():
+            if name.startswith(prefixes):
+                found[key] = int(index)
+    return found if len(found) == 3 else None
+
+
+class CrossEncoderLinker:
+    """Linker backed by a local sequence-classification model (see the module docstring)."""
+
+    def __init__(self, model_dir: str | Path, cfg: Config, *, device: str = "cpu", batch_size: int = 32,
+                 max_length: int = 256, cache_dir: str | Path | None = None):
+        from transformers import AutoConfig
+
+        self.model_dir = Path(model_dir)
+        if not (self.model_dir / "config.json").exists():
+            raise FileNotFoundError(f"{self.model_dir} has no config.json: pass a local Hugging Face model folder")
+        self.cfg = cfg
+        self.device = device
+        self.batch_size = batch_size
+        self.max_length = max_length
+        hf_config = AutoConfig.from_pretrained(str(self.model_dir), local_files_only=True)
+        id2label = {int(k): v for k, v in hf_config.id2label.items()}
+        self.nli = nli_columns(id2label)
+        self.num_labels = len(id2label)
+        names = [str(id2label[k]).lower() for k in sorted(id2label)]
+        if self.nli is None and names != list(SEVEN_WAY_LABELS):
+            raise ValueError(f"{self.model_dir}: labels {names} are neither NLI labels (entailment, neutral, "
+                             f"contradiction) nor ThinkProbe's 7 pair classes {list(SEVEN_WAY_LABELS)}")
+        extra_path = self.model_dir / "thinkprobe.json"
+        extra = json.loads(extra_path.read_text(encoding="utf-8")) if extra_path.exists() else {}
+        link = cfg["link"]
+        self.params = CandidateParams.from_dict(extra.get("candidates", {"window": link["window"], "top_k": link["top_k"]}))
+        self.decode = extra.get("decode", {"threshold_near": 0.5, "threshold_far": 0.5})
+        self.nli_threshold = float(extra.get("nli_threshold", 0.9))
+        self.name = f"cross-encoder:{self.model_dir.name}"
+        self._cue = CueLinker(cfg)
+        self._model = self._tokenizer = None
+        self.cache = None
+        if cache_dir:
+            # what decides the probabilities: the model's files, the candidates, truncation and the device
+            files = sorted(p.name for p in self.model_dir.iterdir() if p.is_file() and p.suffix in (".json", ".safetensors", ".bin", ".txt", ".model"))
+            setting = json.dumps({"candidates": self.params.__dict__, "max_length": max_length,
+                                  "device": device.split(":")[0]}, sort_keys=True)
+            self.cache = ScoreCache(cache_dir, "cross-encoder", f"{files_fingerprint(self.model_dir, files)}:{setting}")
+
+    def _load(self):
+        if self._model is None:
+            import torch
+            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+            self._tokenizer = AutoTokenizer.from_pretrained(str(self.model_dir), local_files_only=True)
+            model = AutoModelForSequenceClassification.from_pretrained(str(self.model_dir), local_files_only=True)
+            self._model = model.to(self.device).eval()
+            self._torch = torch
+        return self._model, self._tokenizer
+
+    def candidates(self, item: LinkInput) -> list[np.ndarray]:
+        sim = item.embeddings @ item.embeddings.T
+        return [c for c, _ in candidates(item.units, sim, self.params)]
+
+    def pair_probabilities(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """Softmax outputs for text pairs (first, second), batched by length, in input order."""
+        model, tok = self._load()
+        torch = self._torch
+        out = np.zeros((len(pairs), model.config.num_labels), dtype=np.float32)
+        order = sorted(range(len(pairs)), key=lambda k: (len(pairs[k][0]) + len(pairs[k][1]), k))
+        with torch.inference_mode():
+            for s in range(0, len(order), self.batch_size):
+                idx = order[s:s + self.batch_size]
+                enc = tok([pairs[k][0] for k in idx], [pairs[k][1] for k in idx], truncation=True,
+                          max_length=self.max_length, padding=True, return_tensors="pt")
+                logits = model(**{k: v.to(self.device) for k, v in enc.items()}).logits
+                out[idx] = torch.softmax(logits.float(), dim=1).cpu().numpy()
+        return out
+
+    @property
+    def cache_stats(self) -> dict[str, int]:
+        return self.cache.stats if self.cache else {}
+
+    def score_pairs(self, batch: Sequence[LinkInput]) -> list[dict[str, np.ndarray]]:
+        """Per trace: its candidate pairs (i, j, origin) and the model's probabilities (probs), the
+        pairs of every trace not in the cache scored together, sorted by length."""
+        keys = [self.cache.key(trace_digest(item.units, item.embeddings)) for item in batch] if self.cache else []
+        found = self.cache.get(keys) if self.cache else {}
+        plans, texts = {}, []
+        for n, item in enumerate(batch):
+            if keys and keys[n] in found:
+                continue
+            sim = item.embeddings @ item.embeddings.T
+            i, j, origin = candidate_arrays(item.units, sim, self.params)
+            plans[n] = (len(texts), i, j, origin)
+            texts += [(item.units[a].text, item.units[b].text) for a, b in zip(i, j)]
+        probs = self.pair_probabilities(texts) if texts else None
+        fresh = {}
+        for n, (start, i, j, origin) in plans.items():
+            p = probs[start:start + len(i)] if probs is not None else np.zeros((0, self.num_labels), np.float32)
+            fresh[n] = {"i": i, "j": j, "origin": origin, "probs": p}
+        if self.cache and fresh:
+            self.cache.put({keys[n]: s for n, s in fresh.items()})
+        return [fresh[n] if n in fresh else found[keys[n]] for n in range(len(batch))]
+
+    def link(self, batch: Sequence[LinkInput]) -> list[list[Edge]]:
+        out = []
+        for item, s in zip(batch, self.score_pairs(batch)):
+            p, i, j, origin = s["probs"], s["i"], s["j"], s["origin"]
+            sim = item.embeddings @ item.embeddings.T
+            if self.nli is not None:
+                out.append(self._decode_nli(item.units, sim, p, i, j, origin))
+            else:
+                out.append(decode_edges(item.units, self._nine_way(item.units, p, j), i, j, origin, self.decode))
+        return out
+
+    def _nine_way(self, units: Sequence[ThoughtUnit], p: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """7-way probabilities in PAIR_CLASSES' layout: critique goes to the lexicon's polarity of unit j."""
+        nine = np.zeros((len(p), len(PAIR_CLASSES)), dtype=np.float32)
+        for col, name in enumerate(SEVEN_WAY_LABELS):
+            if name != "critique":
+                nine[:, PAIR_CLASSES.index(name)] = p[:, col]
+        crit = SEVEN_WAY_LABELS.index("critique")
+        polarity = np.array([PAIR_CLASSES.index(f"critique:{self._cue._polarity(units[b].text)}") for b in j], dtype=np.int64)
+        nine[np.arange(len(p)), polarity] = p[:, crit]
+        return nine
+
+    def _decode_nli(self, units: Sequence[ThoughtUnit], sim: np.ndarray, p: np.ndarray, i: np.ndarray, j: np.ndarray,
+                    origin: np.ndarray) -> list[Edge]:
+        ent, con = p[:, self.nli["entailment"]], p[:, self.nli["contradiction"]]
+        near = (origin & FROM_WINDOW) > 0
+        link = self.cfg["link"]
+        edges: set[Edge] = set()
+        for b in range(1, len(units)):
+            ks = np.flatnonzero(j == b)
+            u = units[b]
+            # forward parent: the most entailing neighbour, with the CueLinker's preference for j-1
+            window = ks[near[ks]]
+            bonus = link["adjacent_bonus"] * (i[window] == b - 1)
+            parent = int(window[int(np.argmax(ent[window] + bonus))])
+            kind = "branch" if u.node_type == "EXP" else "elaboration" if u.node_type in ("FAC", "MET") else "inference"
+            edges.add(Edge(int(i[parent]), b, kind, score=round(float(ent[parent]), 4)))
+            for k in ks:
+                a = int(i[k])
+                if con[k] >= self.nli_threshold:
+                    edges.add(Edge(b, a, "critique", "negate", round(float(con[k]), 4)))
+                elif ent[k] >= self.nli_threshold and k != parent:
+                    if sim[b, a] >= link["repetition_similarity"]:
+                        edges.add(Edge(b, a, "repetition", score=round(float(ent[k]), 4)))
+                    else:
+                        edges.add(Edge(a, b, "inference", score=round(float(ent[k]), 4)))
+            if "CRT" in u.cues or u.node_type == "CRT":
+                k = ks[int(np.argmax(ent[ks] + con[ks]))]
+                polarity = "negate" if con[k] > ent[k] else "affirm" if ent[k] >= 0.5 else "uncertain"
+                edges.add(Edge(b, int(i[k]), "critique", polarity, round(float(max(ent[k], con[k])), 4)))
+        return sorted(edges, key=lambda e: (e.src, e.dst, e.edge_type))

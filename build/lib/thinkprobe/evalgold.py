@@ -1,0 +1,500 @@
+"""Gold evaluation (spec section 7): score Thought Graphs, written as ReasoningFlow documents,
+against human-annotated ReasoningFlow graphs of the same texts. Pure functions over documents:
+`score(gold_docs, pred_docs)` returns a dict and `format_scores` prints it; `profile_docs` and
+`baseline_docs` make the predictions (our pipeline on the gold texts; sentences chained).
+
+Conventions (docs/accuracy.md says why):
+- Only response nodes count. Context nodes (source "question") and every gold edge with a
+  question-node endpoint are left out: our graphs have no question units.
+- Boundaries are character offsets, moved forward over whitespace and think tags, so a boundary
+  before or after the whitespace between two spans is the same boundary.
+- A predicted unit is projected onto the gold node it overlaps most; edges between two units of
+  the same gold node vanish, and pairs are matched undirected. Far pairs are > 1 node apart.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+__all__ = [
+    "GOLD_TYPES", "SCORE_EDGE_TYPES", "load_docs", "node_types", "edge_types", "map_edge_label", "score",
+    "format_scores", "profile_docs", "baseline_docs", "evaluate",
+]
+
+# Node labels -> our types (spec section 7). Reflection is decided per node, see `node_types`.
+NODE_LABEL_MAP = {
+    "fact": "FAC", "reasoning": "RSN", "example": "RSN", "assumption": "EXP", "planning": "MET",
+    "restatement": "RPT", "conclusion": "CON",
+}
+# Our SYN has no ReasoningFlow label: a unit drawing earlier parts together is reasoning there.
+GOLD_TYPES: tuple[str, ...] = ("FAC", "RSN", "EXP", "CRT", "MET", "CON", "RPT")
+_TYPE_FOR_SCORING = {"SYN": "RSN"}
+
+# Edge labels -> (our type, critique polarity) (spec section 7). plan:proceed and plan:decompose
+# are not in the spec: both connect a plan to the step that carries it out or details it, which is
+# our elaboration; into an assumption node they open a case or option, which is our branch.
+EDGE_LABEL_MAP: dict[str, tuple[str, str]] = {
+    "reason:infer": ("inference", ""), "reason:execute": ("inference", ""), "validate:support": ("inference", ""),
+    "reason:elaborate-fact": ("elaboration", ""), "reason:exemplify": ("elaboration", ""),
+    "plan:verify": ("critique", "uncertain"), "plan:backtrack": ("critique", "negate"),
+    "reflect:positive": ("critique", "affirm"), "reflect:negative": ("critique", "negate"),
+    "reflect:uncertain": ("critique", "uncertain"), "validate:attack": ("critique", "negate"),
+    "reason:restate": ("repetition", ""),
+    "plan:proceed": ("elaboration", ""), "plan:decompose": ("elaboration", ""),
+}
+_BRANCHING_LABELS = frozenset({"plan:proceed", "plan:decompose"})
+# Misspellings found in the LLM-annotated files.
+_LABEL_ALIASES = {"reasoning:infer": "reason:infer", "reasoning:execute": "reason:execute",
+                  "validate:refute": "validate:attack"}
+# A synthesis edge j -> i is what ReasoningFlow writes as i -reason:infer-> j; gold has no synthesis.
+_EDGE_FOR_SCORING = {"synthesis": "inference"}
+SCORE_EDGE_TYPES: tuple[str, ...] = ("inference", "elaboration", "branch", "critique", "repetition")
+
+_THINK_TAG = re.compile(r"</?think>|<\|(?:begin|end)_of_(?:thought|solution)\|>")
+
+
+# ----------------------------------------------------------------------------- documents
+
+
+def load_docs(path: str | Path) -> list[dict]:
+    """ReasoningFlow documents from a folder of JSON files or a JSON / JSONL file (gzipped or not)."""
+    from .load import iter_records
+
+    docs = []
+    for _, _, record in iter_records(path):
+        if isinstance(record, dict) and "raw_text" in record and "nodes" in record:
+            docs.append(record)
+    if not docs:
+        raise ValueError(f"{path}: no ReasoningFlow documents (records with raw_text and nodes)")
+    return docs
+
+
+def response_nodes(doc: Mapping) -> list[dict]:
+    """The response nodes of a document in text order (context nodes left out)."""
+    return sorted((n for n in doc["nodes"] if n.get("source", "response") == "response"),
+                  key=lambda n: (n["start"], n["end"]))
+
+
+def map_edge_label(label: str, dest_label: str | None = None) -> tuple[str, str] | None:
+    """(our edge type, polarity) of a ReasoningFlow edge label, or None when it has no mapping.
+
+    >>> map_edge_label("reflect:negative")
+    ('critique', 'negate')
+    >>> map_edge_label("plan:proceed", "assumption")
+    ('branch', '')
+    """
+    label = _LABEL_ALIASES.get(label, label)
+    if label in _BRANCHING_LABELS and dest_label == "assumption":
+        return "branch", ""
+    return EDGE_LABEL_MAP.get(label)
+
+
+def node_types(doc: Mapping) -> list[str]:
+    """Our type for each response node, for scoring (SYN counts as RSN).
+
+    Nodes written by ThinkProbe carry `thinkprobe_type`. Otherwise the label is mapped; a
+    reflection node is CRT when it evaluates an earlier node (an incoming reflect:* or
+    validate:attack edge: node_labels.yaml's "meta-evaluation of a step" and "applicability of a
+    fact"), and MET otherwise (emotions, rhetorical phrases, filler about the thinking itself).
+    """
+    nodes = response_nodes(doc)
+    evaluated = {e["dest_node_id"] for e in doc.get("edges", ())
+                 if (map_edge_label(e["label"]) or ("", ""))[0] == "critique"
+                 and _LABEL_ALIASES.get(e["label"], e["label"]).startswith(("reflect:", "validate:"))}
+    out = []
+    for n in nodes:
+        if n.get("thinkprobe_type"):
+            t = n["thinkprobe_type"]
+        elif n.get("label") == "reflection":
+            t = "CRT" if n["id"] in evaluated else "MET"
+        else:
+            t = NODE_LABEL_MAP.get(n.get("label"), "RSN")
+        out.append(_TYPE_FOR_SCORING.get(t, t))
+    return out
+
+
+def edge_types(doc: Mapping) -> list[tuple[int, int, str, str]]:
+    """(i, j, type, polarity) per edge between two response nodes, i and j node positions in text
+    order; edges touching a context node, self-loops and unmapped labels are left out."""
+    nodes = response_nodes(doc)
+    index = {n["id"]: k for k, n in enumerate(nodes)}
+    labels = {n["id"]: n.get("label") for n in nodes}
+    out = []
+    for e in doc.get("edges", ()):
+        a, b = index.get(e["source_node_id"]), index.get(e["dest_node_id"])
+        if a is None or b is None or a == b:
+            continue
+        if e.get("thinkprobe_type"):
+            kind, pol = e["thinkprobe_type"], e.get("polarity") or ""
+        else:
+            mapped = map_edge_label(e["label"], labels[e["dest_node_id"]])
+            if mapped is None:
+                continue
+            kind, pol = mapped
+        out.append((a, b, _EDGE_FOR_SCORING.get(kind, kind), pol))
+    return out
+
+
+# ----------------------------------------------------------------------------- scoring pieces
+
+
+def _content_position(text: str, pos: int) -> int:
+    """`pos` moved forward over whitespace and think tags: where the next content starts."""
+    n = len(text)
+    while pos < n:
+        if text[pos].isspace():
+            pos += 1
+            continue
+        m = _THINK_TAG.match(text, pos)
+        if not m:
+            break
+        pos = m.end()
+    return pos
+
+
+def boundaries(doc: Mapping) -> set[int]:
+    """Normalised internal boundaries: starts and ends of response nodes, whitespace skipped,
+    without the start of the first content and the end of the text."""
+    text = doc["raw_text"]["response"]
+    first, last = _content_position(text, 0), len(text)
+    out = set()
+    for n in response_nodes(doc):
+        for p in (n["start"], n["end"]):
+            q = _content_position(text, p)
+            if first < q < last:
+                out.add(q)
+    return out
+
+
+def window_diff(text: str, gold: set[int], pred: set[int], n_gold_segments: int) -> float:
+    """WindowDiff (Pevzner & Hearst 2002) over the non-whitespace characters of `text`, window k =
+    half the mean gold segment length. 0 is perfect, 1 is wrong everywhere.
+
+    >>> window_diff("aaaa bbbb", {5}, {5}, 2)
+    0.0
+    """
+    content = np.array([not c.isspace() for c in text], dtype=bool)
+    rank = np.concatenate([[0], np.cumsum(content)])  # rank[p] = content characters before p
+    n = int(rank[-1])
+    if n < 2:
+        return 0.0
+    k = max(1, int(round(n / max(1, n_gold_segments) / 2)))
+    if n <= k:
+        return 0.0
+
+    def counts(bounds: set[int]) -> np.ndarray:
+        marks = np.zeros(n + 1, dtype=np.int64)
+        for p in bounds:
+            r = int(rank[p])
+            if 0 < r < n:
+                marks[r] += 1
+        return np.cumsum(marks)
+
+    g, h = counts(gold), counts(pred)
+    i = np.arange(n - k)
+    return float(np.mean((g[i + k] - g[i]) != (h[i + k] - h[i])))
+
+
+def _projection(gold_nodes: Sequence[Mapping], pred_nodes: Sequence[Mapping]) -> list[int | None]:
+    """For each predicted node, the gold node it overlaps most (the earlier on ties), or None."""
+    starts = np.array([n["start"] for n in gold_nodes])
+    ends = np.array([n["end"] for n in gold_nodes])
+    out: list[int | None] = []
+    for p in pred_nodes:
+        overlap = np.minimum(ends, p["end"]) - np.maximum(starts, p["start"])
+        k = int(np.argmax(overlap)) if len(overlap) else 0
+        out.append(k if len(overlap) and overlap[k] > 0 else None)
+    return out
+
+
+def _cover(gold_nodes: Sequence[Mapping], pred_nodes: Sequence[Mapping]) -> list[int | None]:
+    """For each gold node, the predicted node that overlaps it most, or None."""
+    return _projection(pred_nodes, gold_nodes)
+
+
+def _prf(tp: int, n_pred: int, n_gold: int) -> dict[str, float]:
+    p = tp / n_pred if n_pred else 0.0
+    r = tp / n_gold if n_gold else 0.0
+    return {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0, "tp": tp, "pred": n_pred, "gold": n_gold}
+
+
+def _type_scores(gold: list[str], pred: list[str]) -> dict[str, Any]:
+    labels = sorted(set(gold) | set(pred), key=lambda t: GOLD_TYPES.index(t) if t in GOLD_TYPES else 99)
+    per_class = {}
+    for t in labels:
+        tp = sum(1 for g, p in zip(gold, pred) if g == t and p == t)
+        per_class[t] = _prf(tp, pred.count(t), gold.count(t))
+    acc = sum(g == p for g, p in zip(gold, pred)) / len(gold) if gold else 0.0
+    macro = float(np.mean([per_class[t]["f1"] for t in labels])) if labels else 0.0
+    confusion = {g: dict(Counter(p for gg, p in zip(gold, pred) if gg == g)) for g in labels}
+    return {"accuracy": acc, "macro_f1": macro, "per_class": per_class, "confusion": confusion, "nodes": len(gold)}
+
+
+# ----------------------------------------------------------------------------- the score
+
+
+def score(gold_docs: Sequence[Mapping], pred_docs: Sequence[Mapping]) -> dict[str, Any]:
+    """Scores of `pred_docs` against `gold_docs`, matched by doc_id, over the documents in both.
+
+    Returns boundary precision/recall/F1 (micro over boundaries) and WindowDiff (mean over
+    documents); node-type accuracy and macro-F1 (each gold node takes the type of the predicted
+    unit covering most of it); unlabelled and labelled edge F1 over gold-node pairs, and far-edge
+    F1 (pairs more than one node apart); the recall of the candidate pairs on far gold edges when
+    the predictions carry `thinkprobe_candidates`; and per-document details.
+    """
+    preds = {d["doc_id"]: d for d in pred_docs}
+    shared = [g for g in gold_docs if g["doc_id"] in preds]
+    missing = [g["doc_id"] for g in gold_docs if g["doc_id"] not in preds]
+    b_tp = b_pred = b_gold = 0
+    wds = []
+    gold_t: list[str] = []
+    pred_t: list[str] = []
+    counts = {k: [0, 0, 0] for k in ("edges", "labelled", "far", "far_labelled")}
+    pol = [0, 0]  # critique edges matched with their type, of which same polarity
+    cand_far = [0, 0, 0]  # gold far pairs among candidates, gold far pairs, docs with candidates
+    reach = [0, 0]  # gold pairs whose two nodes are the image of some predicted unit, gold pairs
+    per_doc = []
+    for gold in shared:
+        pred = preds[gold["doc_id"]]
+        text = gold["raw_text"]["response"]
+        if pred["raw_text"]["response"] != text:
+            raise ValueError(f"{gold['doc_id']}: predicted response text differs from the gold one")
+        g_nodes, p_nodes = response_nodes(gold), response_nodes(pred)
+
+        gb, pb = boundaries(gold), boundaries(pred)
+        tp = len(gb & pb)
+        b_tp, b_pred, b_gold = b_tp + tp, b_pred + len(pb), b_gold + len(gb)
+        wd = window_diff(text, gb, pb, len(g_nodes))
+        wds.append(wd)
+
+        g_types, p_types = node_types(gold), node_types(pred)
+        cover = _cover(g_nodes, p_nodes)
+        gold_t += g_types
+        pred_t += [p_types[c] if c is not None else "RSN" for c in cover]
+
+        g_edges = {}
+        for a, b, kind, polarity in edge_types(gold):
+            g_edges.setdefault((min(a, b), max(a, b)), {})[kind] = polarity
+        proj = _projection(g_nodes, p_nodes)
+        p_edges: dict[tuple[int, int], dict[str, str]] = {}
+        for a, b, kind, polarity in edge_types(pred):
+            ga, gb_ = proj[a], proj[b]
+            if ga is None or gb_ is None or ga == gb_:
+                continue
+            p_edges.setdefault((min(ga, gb_), max(ga, gb_)), {}).setdefault(kind, polarity)
+        doc_counts = _edge_counts(g_edges, p_edges)
+        for key, (tp_, np_, ng_) in doc_counts.items():
+            c = counts[key]
+            c[0], c[1], c[2] = c[0] + tp_, c[1] + np_, c[2] + ng_
+        for pair, kinds in p_edges.items():
+            if "critique" in kinds and "critique" in g_edges.get(pair, {}):
+                pol[0] += 1
+                pol[1] += kinds["critique"] == g_edges[pair]["critique"]
+
+        images = {k for k in proj if k is not None}
+        reach[0] += sum(1 for a, b in g_edges if a in images and b in images)
+        reach[1] += len(g_edges)
+        far_gold = {pair for pair in g_edges if pair[1] - pair[0] > 1}
+        doc_cand = None
+        if "thinkprobe_candidates" in pred:
+            index = {n["id"]: k for k, n in enumerate(p_nodes)}
+            cands = set()
+            for a, b in pred["thinkprobe_candidates"]:
+                ga, gb_ = proj[index[f"resp{a}"]], proj[index[f"resp{b}"]]
+                if ga is not None and gb_ is not None and ga != gb_:
+                    cands.add((min(ga, gb_), max(ga, gb_)))
+            hit = len(far_gold & cands)
+            cand_far[0], cand_far[1], cand_far[2] = cand_far[0] + hit, cand_far[1] + len(far_gold), cand_far[2] + 1
+            doc_cand = hit / len(far_gold) if far_gold else None
+        per_doc.append({
+            "doc_id": gold["doc_id"], "gold_nodes": len(g_nodes), "pred_nodes": len(p_nodes),
+            "boundary_f1": _prf(tp, len(pb), len(gb))["f1"], "window_diff": wd,
+            "type_accuracy": float(np.mean([g == (p_types[c] if c is not None else "RSN") for g, c in zip(g_types, cover)])) if g_types else 0.0,
+            "edge_f1": _prf(*doc_counts["edges"])["f1"], "far_edge_f1": _prf(*doc_counts["far"])["f1"],
+            "far_candidate_recall": doc_cand,
+        })
+
+    return {
+        "docs": len(shared),
+        "missing_predictions": missing,
+        "boundary": _prf(b_tp, b_pred, b_gold),
+        "window_diff": float(np.mean(wds)) if wds else 0.0,
+        "types": _type_scores(gold_t, pred_t),
+        "edges": _prf(*counts["edges"]),
+        "edges_labelled": _prf(*counts["labelled"]),
+        "far_edges": _prf(*counts["far"]),
+        "far_edges_labelled": _prf(*counts["far_labelled"]),
+        "critique_polarity_accuracy": pol[1] / pol[0] if pol[0] else None,
+        "far_candidate_recall": cand_far[0] / cand_far[1] if cand_far[2] and cand_far[1] else None,
+        "edge_projection_ceiling": reach[0] / reach[1] if reach[1] else 0.0,
+        "per_doc": per_doc,
+    }
+
+
+def _edge_counts(gold: Mapping[tuple[int, int], Mapping[str, str]],
+                 pred: Mapping[tuple[int, int], Mapping[str, str]]) -> dict[str, tuple[int, int, int]]:
+    """(true positives, predicted, gold) for pairs, typed pairs, far pairs and typed far pairs."""
+    def typed(edges):
+        return {(pair, kind) for pair, kinds in edges.items() for kind in kinds}
+
+    def far(items, key=lambda x: x):
+        return {x for x in items if key(x)[1] - key(x)[0] > 1}
+
+    gp, pp = set(gold), set(pred)
+    gl, pl = typed(gold), typed(pred)
+    return {
+        "edges": (len(gp & pp), len(pp), len(gp)),
+        "labelled": (len(gl & pl), len(pl), len(gl)),
+        "far": (len(far(gp) & far(pp)), len(far(pp)), len(far(gp))),
+        "far_labelled": (len(far(gl, lambda x: x[0]) & far(pl, lambda x: x[0])),
+                         len(far(pl, lambda x: x[0])), len(far(gl, lambda x: x[0]))),
+    }
+
+
+COLUMNS = (
+    ("boundary P", lambda s: s["boundary"]["precision"]),
+    ("boundary R", lambda s: s["boundary"]["recall"]),
+    ("boundary F1", lambda s: s["boundary"]["f1"]),
+    ("WindowDiff", lambda s: s["window_diff"]),
+    ("type acc", lambda s: s["types"]["accuracy"]),
+    ("type macro-F1", lambda s: s["types"]["macro_f1"]),
+    ("edge F1", lambda s: s["edges"]["f1"]),
+    ("labelled edge F1", lambda s: s["edges_labelled"]["f1"]),
+    ("far-edge F1", lambda s: s["far_edges"]["f1"]),
+    ("far cand. recall", lambda s: s["far_candidate_recall"]),
+)
+
+
+def format_scores(scores: Mapping[str, Any], title: str = "") -> str:
+    """The scores as a plain-text table: one line per score, then per-type F1."""
+    lines = [f"{title or 'gold evaluation'}: {scores['docs']} documents"
+             + (f" ({len(scores['missing_predictions'])} gold documents without a prediction)" if scores["missing_predictions"] else "")]
+    width = max(len(name) for name, _ in COLUMNS)
+    for name, get in COLUMNS:
+        value = get(scores)
+        lines.append(f"  {name:<{width}}  {'-' if value is None else f'{value:.3f}'}")
+    b, e, f = scores["boundary"], scores["edges"], scores["far_edges"]
+    lines.append(f"  ({b['gold']} gold boundaries, {b['pred']} predicted; {e['gold']} gold edge pairs, {e['pred']} predicted, "
+                 f"{f['gold']} of them far; {scores['types']['nodes']} gold nodes)")
+    per = scores["types"]["per_class"]
+    lines.append("  type F1: " + "  ".join(f"{t} {per[t]['f1']:.2f}" for t in per))
+    return "\n".join(lines)
+
+
+def table_row(scores: Mapping[str, Any]) -> list[str]:
+    """The table's cells for one system (for docs/accuracy.md)."""
+    return ["-" if (v := get(scores)) is None else f"{v:.3f}" for _, get in COLUMNS]
+
+
+# ----------------------------------------------------------------------------- predictions
+
+
+def baseline_docs(gold_docs: Iterable[Mapping]) -> list[dict]:
+    """The trivial baseline: the response cut at sentence ends (., !, ? then whitespace) and line
+    breaks, every unit reasoning, each unit inferred from the one before."""
+    out = []
+    for gold in gold_docs:
+        text = gold["raw_text"]["response"]
+        spans, pos = [], 0
+        for m in re.finditer(r"(?<=[.!?])\s+|\n+", text):
+            spans.append((pos, m.start()))
+            pos = m.end()
+        spans.append((pos, len(text)))
+        nodes = []
+        for s, e in spans:
+            piece = text[s:e]
+            s, e = s + len(piece) - len(piece.lstrip()), e - (len(piece) - len(piece.rstrip()))
+            if s < e:
+                nodes.append({"id": f"resp{len(nodes)}", "label": "reasoning", "text": text[s:e], "source": "response",
+                              "start": s, "end": e, "thinkprobe_type": "RSN"})
+        edges = [{"id": f"e{k}", "source_node_id": f"resp{k}", "dest_node_id": f"resp{k + 1}", "label": "reason:infer",
+                  "thinkprobe_type": "inference", "polarity": None} for k in range(len(nodes) - 1)]
+        out.append({"doc_id": gold["doc_id"], "raw_text": dict(gold["raw_text"]), "metadata": {"annotator": "baseline"},
+                    "nodes": nodes, "edges": edges})
+    return out
+
+
+def profile_docs(gold_path: str | Path, cfg, encoder, linker, candidates=None, typer=None) -> list[dict]:
+    """Our pipeline on the texts of the gold documents (reasoning read from raw_text.response, as
+    for any ReasoningFlow file), as ReasoningFlow documents with offsets into raw_text.response.
+    Each document also lists `thinkprobe_candidates`: the unit pairs (i, j) the linker considered,
+    from `candidates(LinkInput) -> list[array of i per j]` (default: the linker's own `candidates`
+    method, else `link.candidate_pairs` over the configured window and top-k).
+    `typer` ((units, embeddings) -> retyped units, see `trained_linker.unit_typer`) replaces the
+    cue types before linking; structural types are then settled from the edges as in the pipeline."""
+    from .export import to_reasoningflow
+    from .graph import build_graphs
+    from .link import LinkInput, candidate_pairs
+    from .load import iter_traces
+    from .pipeline import graph_record
+    from .records import InputError
+    from .trained_linker import HeadTypedLinker
+
+    traces = []
+    for item in iter_traces(gold_path):
+        if isinstance(item, InputError):
+            raise ValueError(str(item))
+        traces.append(item)
+    if candidates is None:
+        candidates = getattr(linker, "candidates", None)
+    if candidates is None:
+        p = cfg["link"]
+
+        def candidates(item):
+            return candidate_pairs(item.embeddings @ item.embeddings.T, p["window"], p["top_k"])
+
+    docs = []
+    native = "typer" in inspect.signature(build_graphs).parameters
+    if typer is None or native:
+        graphs = build_graphs(traces, cfg, encoder, linker, **({"typer": typer} if native else {}))
+    else:  # a graph.py without typer support: retype around the linker, settle types afterwards
+        wrapped = HeadTypedLinker(linker, typer)
+        graphs = build_graphs(traces, cfg, encoder, wrapped)
+        for graph in graphs:
+            if not isinstance(graph, InputError):
+                graph.units = wrapped.finalised(graph)
+    for graph in graphs:
+        if isinstance(graph, InputError):
+            raise ValueError(str(graph))
+        doc = to_reasoningflow(graph_record(graph, {}))
+        doc["thinkprobe_candidates"] = [[int(i), j] for j, row in enumerate(candidates(LinkInput(graph.units, graph.embeddings)))
+                                        for i in row]
+        docs.append(doc)
+    return docs
+
+
+def evaluate(gold: str | Path, pred: str | Path | None = None, *, baseline: bool = False, linker: str | None = None,
+             linker_model: str | None = None, types: str = "head", config_path: str | None = None,
+             encoder_path: str | None = None, device: str = "auto", pred_out: str | Path | None = None) -> dict[str, Any]:
+    """What `thinkprobe eval-gold` computes: scores of `pred` (ReasoningFlow files), of the trivial
+    baseline, or of our pipeline run on the gold texts (the default; `linker` and `types` as for
+    `profile`), against `gold`."""
+    gold_docs = load_docs(gold)
+    if pred is not None:
+        pred_docs, system = load_docs(pred), f"predictions {pred}"
+    elif baseline:
+        pred_docs, system = baseline_docs(gold_docs), "trivial baseline (sentences, chained)"
+    else:
+        from .config import Config
+        from .encoder import Encoder
+        from .trained_linker import load_linker, unit_typer
+
+        cfg = Config.load(config_path)
+        enc = cfg["encoder"]
+        encoder = Encoder(encoder_path or enc["path"] or None, device=device, batch_size=enc["batch_size"],
+                          max_seq_length=enc["max_seq_length"])
+        chosen = load_linker(linker, cfg, model_dir=linker_model, device=encoder.device)
+        pred_docs = profile_docs(gold, cfg, encoder, chosen, typer=unit_typer(chosen, types))
+        system = f"thinkprobe (linker {chosen.name}, {types} types)"
+    if pred_out:
+        Path(pred_out).write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in pred_docs), encoding="utf-8")
+    result = score(gold_docs, pred_docs)
+    result["system"] = system
+    result["gold"] = str(gold)
+    return result

@@ -1,0 +1,104 @@
+"""Thought Graph construction (pipeline steps 2-6) for a batch of traces: unit spans by rule,
+one encoder call for every unit of the batch (sorted by length across traces), TextTiling, cue
+typing, linking, and final types. Returns graphs, or an InputError for a trace with no content.
+"""
+from __future__ import annotations
+
+from concurrent.futures import Executor
+from functools import partial
+from itertools import repeat
+from typing import Sequence
+
+import numpy as np
+
+from .config import Config
+from .encoder import Encoder
+from .link import LinkInput, Linker
+from .nodetypes import concreteness, cue_categories, finalise_type, provisional_type
+from .records import InputError, ThoughtGraph, ThoughtUnit, Trace
+from .segment import HEADER, tile, unit_spans
+from .timing import StageTimes
+
+__all__ = ["build_graphs"]
+
+
+def units_of(trace: Trace, cfg: Config) -> tuple[list[ThoughtUnit], list[int]]:
+    """Units of every section in order, without segments yet; and indices that force a block start."""
+    units: list[ThoughtUnit] = []
+    forced: list[int] = []
+    for section in trace.sections:
+        if units:
+            forced.append(len(units))
+        for start, end in unit_spans(section.text, section, cfg):
+            text = section.text[start:end]
+            if HEADER.match(text):
+                forced.append(len(units))
+            units.append(ThoughtUnit(len(units), section.name, start, end, text, segment=0))
+    return units, forced
+
+
+def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker: Linker,
+                 times: StageTimes | None = None, pool: Executor | None = None,
+                 typer=None) -> list[ThoughtGraph | InputError]:
+    """Thought Graphs of a batch of traces. The per-trace CPU stages (splitting; tiling and typing)
+    run in `pool` when one is given; the encoder and the linker see the whole batch at once.
+    `typer(units, embeddings) -> units`, when given, replaces the cue types (the trained type head)."""
+    times = times if times is not None else StageTimes()
+    mapper = partial(pool.map, chunksize=4) if pool is not None else map
+    with times("split"):
+        planned = list(mapper(units_of, traces, repeat(cfg)))
+    texts = [u.text for units, _ in planned for u in units]
+    with times("encode"):
+        embeddings, tokens = encoder.encode_and_count(texts)
+    with times("tile_type"):
+        bounds = np.cumsum([0] + [len(units) for units, _ in planned])
+        results = list(mapper(tile_and_type, traces, planned,
+                              (embeddings[a:b] for a, b in zip(bounds, bounds[1:])),
+                              (tokens[a:b] for a, b in zip(bounds, bounds[1:])), repeat(cfg)))
+    with times("link"):
+        graphs = [g for g in results if isinstance(g, ThoughtGraph)]
+        if typer is not None:
+            for g in graphs:
+                g.units = typer(g.units, g.embeddings)
+        edge_lists = linker.link([LinkInput(g.units, g.embeddings) for g in graphs])
+        for graph, edges in zip(graphs, edge_lists):
+            _attach_edges(graph, edges)
+    return results
+
+
+def tile_and_type(trace: Trace, planned: tuple[list[ThoughtUnit], list[int]], emb: np.ndarray, tok: np.ndarray,
+                  cfg: Config) -> ThoughtGraph | InputError:
+    """TextTiling blocks, cue types and unit features of one trace: its graph, still without edges."""
+    units, forced = planned
+    if not units:
+        field = trace.reasoning.field if trace.reasoning else "reasoning"
+        return InputError(trace.source, trace.record, field, "no text to segment (empty after tags and whitespace)")
+    tiling = cfg["segment"]["tiling"]
+    lex = cfg.lexicon
+    seg = tile(emb, forced, window=tiling["window"], min_block_units=tiling["min_block_units"],
+               cutoff_std=tiling["cutoff_std"], min_depth=tiling["min_depth"])
+    typed = []
+    for u in units:
+        cues = cue_categories(u.text, cfg)
+        typed.append(ThoughtUnit(u.index, u.section, u.start, u.end, u.text, int(seg[u.index]),
+                                 provisional_type(cues, cfg), cues))
+    unit_set = frozenset(cfg["concreteness"]["units"])
+    return ThoughtGraph(
+        trace=trace, units=typed, edges=[], embeddings=emb, tokens=tok,
+        concreteness=np.array([concreteness(u.text, unit_set) for u in typed], dtype=np.float64),
+        hedge=np.array([bool(lex["hedge"].search(u.text)) for u in typed], dtype=bool),
+        perspective=np.array([bool(lex["perspective"].search(u.text)) for u in typed], dtype=bool),
+    )
+
+
+def _attach_edges(graph: ThoughtGraph, edges) -> None:
+    """Store the edges and settle the structural node types from each unit's outgoing edges."""
+    outgoing: dict[int, list] = {}
+    for e in edges:
+        outgoing.setdefault(e.src, []).append(e)
+    graph.edges = sorted(edges, key=lambda e: (e.src, e.dst, e.edge_type))
+    graph.units = [
+        ThoughtUnit(u.index, u.section, u.start, u.end, u.text, u.segment,
+                    finalise_type(u.node_type, outgoing.get(u.index, ())), u.cues)
+        for u in graph.units
+    ]

@@ -1,0 +1,75 @@
+"""Node typing (spec section 2, pipeline step 4). Lexical cues from the lexicon in configs/ give
+each Thought Unit a provisional type; the structural types (SYN, RPT, CRT) are settled after
+linking by `finalise_types`. Also the per-unit features the indicators read: hedge and
+perspective markers and concreteness.
+"""
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from .config import Config
+from .records import Edge
+
+__all__ = ["cue_categories", "provisional_type", "finalise_type", "concreteness"]
+
+_TOKEN = re.compile(r"\\[A-Za-z]+|\d+(?:[.,]\d+)*|\w+|[^\w\s]", re.UNICODE)
+_MATH = set("=+-−*/^<>≤≥≠≈∑∏∫√π∞±×÷·%∂∇∈∉⊂⊆∪∩→⇒⇔≡∝θλμσΔΩαβγ|")
+_PUNCT = set(".,;:!?'\"()[]{}…—–-`")
+_SENTENCE_END = set(".!?:")
+
+
+def cue_categories(text: str, cfg: Config) -> tuple[str, ...]:
+    """Lexicon categories whose patterns match the unit text, in lexicon order."""
+    return tuple(cat for cat, pattern in cfg.lexicon.items() if pattern.search(text))
+
+
+def provisional_type(cues: Sequence[str], cfg: Config) -> str:
+    for node_type in cfg["type_priority"]:
+        if node_type in cues:
+            return node_type
+    return "RSN"
+
+
+def finalise_type(provisional: str, outgoing: Sequence[Edge]) -> str:
+    """Structural types come from the unit's outgoing backward edges: a repetition edge makes
+    RPT, a critique edge CRT, two or more synthesis edges SYN. A critique cue without a
+    critique edge falls back to reasoning."""
+    kinds = [e.edge_type for e in outgoing]
+    if "repetition" in kinds:
+        return "RPT"
+    if "critique" in kinds:
+        return "CRT"
+    if kinds.count("synthesis") >= 2:
+        return "SYN"
+    return "RSN" if provisional == "CRT" else provisional
+
+
+def concreteness(text: str, units: frozenset[str]) -> float:
+    """Share of tokens that are numbers, math symbols or LaTeX commands, measurement units after
+    a number, or named entities (capitalised words not opening a sentence).
+
+    >>> round(concreteness("So Paris has 2 km of roads = 5 m each.", frozenset({"km", "m"})), 3)
+    0.545
+    """
+    tokens = _TOKEN.findall(text)
+    words = [t for t in tokens if t not in _PUNCT]
+    if not words:
+        return 0.0
+    concrete = 0
+    prev = ""
+    sentence_start = True
+    for tok in tokens:
+        if tok in _PUNCT:
+            sentence_start = sentence_start or tok in _SENTENCE_END
+            prev = tok
+            continue
+        if tok[0].isdigit() or tok in _MATH or tok.startswith("\\"):
+            concrete += 1
+        elif tok.lower() in units and prev[:1].isdigit():
+            concrete += 1
+        elif tok[0].isupper() and not sentence_start and tok != "I":
+            concrete += 1
+        sentence_start = False
+        prev = tok
+    return concrete / len(words)

@@ -1,0 +1,87 @@
+"""Model outputs per trace on disk (issue 6): the trained linker's pair scores and the type head's
+probabilities, keyed by sha256(model fingerprint + what the model reads of the trace: unit texts,
+sections, topical blocks, cues and the embeddings' bytes). A second run of the same input with
+other indicator or report settings then neither re-encodes nor re-scores. Lives beside the
+embedding cache (`--cache-dir`); only the main process, which runs the models, reads and writes it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .records import ThoughtUnit
+
+__all__ = ["ScoreCache", "trace_digest", "files_fingerprint", "pack", "unpack"]
+
+
+def trace_digest(units: Sequence[ThoughtUnit], emb: np.ndarray) -> bytes:
+    """What a trained model reads of one trace. Node types are left out: scores do not use them."""
+    h = hashlib.sha256(np.ascontiguousarray(emb, dtype=np.float32).tobytes())
+    h.update(json.dumps([[u.text, u.section, u.segment, list(u.cues)] for u in units],
+                        ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    return h.digest()
+
+
+def files_fingerprint(folder: Path, names: Sequence[str]) -> str:
+    """A hash of a model folder's files that decide its outputs."""
+    h = hashlib.sha256()
+    for name in names:
+        h.update(name.encode())
+        h.update((folder / name).read_bytes())
+    return h.hexdigest()[:24]
+
+
+def pack(arrays: Mapping[str, np.ndarray]) -> bytes:
+    """Named arrays as one blob: a JSON header line (name, dtype, shape), then the raw bytes."""
+    head = [[name, a.dtype.str, list(a.shape)] for name, a in arrays.items()]
+    return json.dumps(head).encode() + b"\n" + b"".join(np.ascontiguousarray(a).tobytes() for a in arrays.values())
+
+
+def unpack(blob: bytes) -> dict[str, np.ndarray]:
+    cut = blob.index(b"\n")
+    out, pos = {}, cut + 1
+    for name, dtype, shape in json.loads(blob[:cut]):
+        dt = np.dtype(dtype)
+        size = int(np.prod(shape)) * dt.itemsize
+        out[name] = np.frombuffer(blob, dtype=dt, count=int(np.prod(shape)), offset=pos).reshape(shape)
+        pos += size
+    return out
+
+
+class ScoreCache:
+    """Arrays per (kind, model fingerprint, trace digest) in one SQLite file, `scores.sqlite3`."""
+
+    def __init__(self, folder: str | Path, kind: str, fingerprint: str):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.prefix = f"{kind}\0{fingerprint}\0".encode()
+        self.db = sqlite3.connect(self.folder / "scores.sqlite3")
+        self.db.execute("CREATE TABLE IF NOT EXISTS scores (key BLOB PRIMARY KEY, value BLOB)")
+        self.hits = self.misses = 0
+
+    def key(self, digest: bytes) -> bytes:
+        return hashlib.sha256(self.prefix + digest).digest()
+
+    def get(self, keys: Sequence[bytes]) -> dict[bytes, dict[str, np.ndarray]]:
+        found: dict[bytes, dict[str, np.ndarray]] = {}
+        unique = list(dict.fromkeys(keys))
+        for s in range(0, len(unique), 500):  # SQLite caps the number of bound parameters
+            part = unique[s : s + 500]
+            q = f"SELECT key, value FROM scores WHERE key IN ({','.join('?' * len(part))})"
+            found.update((k, unpack(v)) for k, v in self.db.execute(q, part))
+        self.hits += sum(k in found for k in keys)
+        self.misses += sum(k not in found for k in keys)
+        return found
+
+    def put(self, items: Mapping[bytes, Mapping[str, np.ndarray]]) -> None:
+        with self.db:
+            self.db.executemany("INSERT OR REPLACE INTO scores VALUES (?, ?)", [(k, pack(v)) for k, v in items.items()])
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return {"hits": self.hits, "misses": self.misses}

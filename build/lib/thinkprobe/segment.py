@@ -1,0 +1,223 @@
+"""Segmentation (spec section 1, steps 2-3). Rules split a section into fragments (code fences
+and display math kept whole, then lines, then spaCy's rule-based sentencizer with inline math and
+code protected); filler fragments merge into the next one to make Thought Units; TextTiling over
+the units' MiniLM embeddings groups them into topical blocks. Every unit keeps character offsets
+into the original field text, and the units of a section tile its non-whitespace characters once.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Iterable
+
+import numba
+import numpy as np
+
+from .config import Config
+from .records import Section
+
+__all__ = ["fragment_spans", "unit_spans", "tile", "word_chars"]
+
+# Blocks kept whole: fenced code, display math, LaTeX environments.
+_BLOCK = re.compile(
+    r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|\\\[.*?(?:\\\]|\Z)|\$\$.*?(?:\$\$|\Z)|\\begin\{(\w+\*?)\}.*?(?:\\end\{\1\}|\Z)",
+    re.DOTALL,
+)
+# Inline spans a sentence boundary may not fall inside.
+_INLINE = re.compile(r"\$[^$\n]+\$|\\\(.*?\\\)|`[^`\n]+`")
+HEADER = re.compile(r"^\s{0,3}#{1,6}\s")
+# Full-width sentence enders (CJK) end a sentence wherever they stand; spaCy's English
+# tokenizer does not split unspaced CJK text into tokens.
+_CJK_END = re.compile(r"(?<=[。！？])")
+# An inline enumeration marker ("... so 1. first") belongs to the sentence after it.
+_MARKER = re.compile(r"^\s*\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)]\s*$")
+_ENUM_TAIL = re.compile(r"(?<=\s)(?:\d{1,2}|[a-z])[.)]$")
+_WORD = re.compile(r"\w", re.UNICODE)
+# spaCy's English exceptions read "B.", "Q.", "Pa." as abbreviations; before a capital (or an
+# opening bracket / LaTeX command) they end a sentence unless they are a real abbreviation.
+_MISSED_END = re.compile(r"[.!?]\s+(?=[A-Z(\[\\])")
+_ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|Dr|Mr|Mrs|Ms|Prof|Fig|Eq|Eqs|No|St|approx|resp)\.$", re.IGNORECASE)
+# Sentence-final punctuation beyond spaCy's defaults: ellipses end sentences in reasoning traces.
+_EXTRA_PUNCT = ["...", "…", "?!", "!?", "??", "!!"]
+
+
+@lru_cache(maxsize=1)
+def _nlp():
+    import spacy  # imported here: it costs a second or more, and only segmentation needs it
+
+    nlp = spacy.blank("en")  # English tokenizer exceptions keep "e.g.", "Dr.", "3.14" whole
+    sentencizer = nlp.add_pipe("sentencizer")
+    sentencizer.punct_chars = set(sentencizer.punct_chars) | set(_EXTRA_PUNCT)
+    nlp.max_length = 10**8
+    return nlp
+
+
+def word_chars(text: str) -> int:
+    return len(_WORD.findall(text))
+
+
+def _strip(text: str, start: int, end: int) -> tuple[int, int] | None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return (start, end) if start < end else None
+
+
+def _cut_long(text: str, start: int, end: int, limit: int) -> Iterable[tuple[int, int]]:
+    """Cut a span longer than `limit` at whitespace, so no unit swallows a whole huge line."""
+    while end - start > limit:
+        cut = text.rfind(" ", start + limit // 2, start + limit)
+        cut = cut if cut > start else start + limit
+        yield start, cut
+        start = cut
+    yield start, end
+
+
+def _line_spans(text: str, start: int, end: int) -> Iterable[tuple[int, int, bool]]:
+    """Yield (start, end, whole) pieces of [start, end): blocks kept whole, else single lines."""
+    pos = start
+    for m in _BLOCK.finditer(text, start, end):
+        yield from _lines(text, pos, m.start())
+        yield m.start(), m.end(), True
+        pos = m.end()
+    yield from _lines(text, pos, end)
+
+
+def _lines(text: str, start: int, end: int) -> Iterable[tuple[int, int, bool]]:
+    pos = start
+    while pos < end:
+        nl = text.find("\n", pos, end)
+        stop = end if nl < 0 else nl
+        yield pos, stop, bool(HEADER.match(text, pos, stop))
+        pos = stop + 1
+
+
+def _before_enum_marker(text: str, cut: int) -> int:
+    # Only when the next sentence starts in lower case: "is 2. Then" is a sentence end.
+    if not text[cut:cut + 1].islower():
+        return cut
+    head = text[:cut].rstrip()
+    m = _ENUM_TAIL.search(head)
+    return m.start() if m else cut
+
+
+def fragment_spans(text: str, start: int, end: int, max_line_chars: int = 20000) -> list[tuple[int, int]]:
+    """Rule-based fragments of text[start:end]: stripped (start, end) pairs in order.
+
+    >>> t = "Okay. Let x = 3.14, e.g. pi.\\n\\n```py\\nprint(1)\\n```\\nSo $a. b$ holds."
+    >>> [t[s:e] for s, e in fragment_spans(t, 0, len(t))]
+    ['Okay.', 'Let x = 3.14, e.g. pi.', '```py\\nprint(1)\\n```', 'So $a. b$ holds.']
+    """
+    pieces: list[tuple[int, int, bool]] = []
+    for s, e, whole in _line_spans(text, start, end):
+        span = _strip(text, s, e)
+        if span:
+            for a, b in _cut_long(text, span[0], span[1], max_line_chars) if not whole else [span]:
+                pieces.append((a, b, whole))
+    prose = [(s, e) for s, e, whole in pieces if not whole]
+    sentences = iter(_nlp().pipe(text[s:e] for s, e in prose))
+    out: list[tuple[int, int]] = []
+    for s, e, whole in pieces:
+        if whole:
+            out.append((s, e))
+            continue
+        doc = next(sentences)
+        protected = [(m.start(), m.end()) for m in _INLINE.finditer(doc.text)]
+        cuts = {sent.start_char for sent in doc.sents} | {m.start() for m in _CJK_END.finditer(doc.text)}
+        cuts |= {m.end() for m in _MISSED_END.finditer(doc.text) if not _ABBREVIATION.search(doc.text, 0, m.start() + 1)}
+        cuts = sorted(c for c in cuts if 0 < c < len(doc.text) and not any(a < c < b for a, b in protected))
+        bounds = [0]
+        for c in (_before_enum_marker(doc.text, c) for c in cuts):
+            # An enumeration marker ("1.", "(b)") opening the line stays with its item.
+            if c > bounds[-1] and not _MARKER.match(doc.text[bounds[-1]:c]):
+                bounds.append(c)
+        bounds.append(len(doc.text))
+        for a, b in zip(bounds, bounds[1:]):
+            span = _strip(text, s + a, s + b)
+            if span:
+                out.append(span)
+    return out
+
+
+def unit_spans(text: str, section: Section, cfg: Config) -> list[tuple[int, int]]:
+    """Thought Unit spans of a section: fragments with filler and enumeration markers merged into
+    the following fragment (into the previous one at the end of the section)."""
+    seg = cfg["segment"]
+    frags = fragment_spans(text, section.start, section.end, seg["max_line_chars"])
+    filler, min_chars = cfg.filler, seg["min_unit_chars"]
+    units: list[tuple[int, int]] = []
+    pending: int | None = None  # start of filler waiting for the next content fragment
+    for s, e in frags:
+        frag = text[s:e]
+        if filler.match(frag) or word_chars(frag) < min_chars:
+            pending = s if pending is None else pending
+            continue
+        units.append((pending if pending is not None else s, e))
+        pending = None
+    if pending is not None:
+        last_end = frags[-1][1]
+        if units:
+            units[-1] = (units[-1][0], last_end)
+        else:
+            units.append((pending, last_end))
+    return units
+
+
+@numba.njit(cache=True)
+def _depth_scores(emb: np.ndarray, window: int) -> np.ndarray:
+    """Hearst depth score at each gap between unit g and g+1 (cosine of block means)."""
+    n = emb.shape[0]
+    gaps = n - 1
+    sims = np.zeros(gaps)
+    for g in range(gaps):
+        lo, hi = max(0, g - window + 1), min(n, g + 1 + window)
+        left = emb[lo : g + 1].sum(axis=0)
+        right = emb[g + 1 : hi].sum(axis=0)
+        denom = np.sqrt((left * left).sum() * (right * right).sum())
+        sims[g] = (left * right).sum() / denom if denom > 0 else 0.0
+    depth = np.zeros(gaps)
+    for g in range(gaps):
+        lp = sims[g]
+        k = g
+        while k > 0 and sims[k - 1] >= lp:
+            lp = sims[k - 1]
+            k -= 1
+        rp = sims[g]
+        k = g
+        while k < gaps - 1 and sims[k + 1] >= rp:
+            rp = sims[k + 1]
+            k += 1
+        depth[g] = (lp - sims[g]) + (rp - sims[g])
+    return depth
+
+
+def tile(emb: np.ndarray, forced: Iterable[int] = (), *, window: int = 3, min_block_units: int = 3,
+         cutoff_std: float = 0.5, min_depth: float = 0.05) -> np.ndarray:
+    """TextTiling: segment id per unit. A boundary before unit g+1 where the depth score of gap g
+    exceeds mean + cutoff_std * std (and min_depth), deepest first, min_block_units apart.
+    `forced` holds unit indices that always start a block (section changes, headers).
+
+    >>> e = np.array([[1, 0], [1, 0], [1, 0], [0, 1], [0, 1], [0, 1]], dtype=np.float32)
+    >>> tile(e).tolist()
+    [0, 0, 0, 1, 1, 1]
+    """
+    n = emb.shape[0]
+    starts = {i for i in forced if 0 < i < n}
+    if n >= 2 * min_block_units:
+        depth = _depth_scores(np.ascontiguousarray(emb, dtype=np.float64), window)
+        cutoff = max(min_depth, depth.mean() + cutoff_std * depth.std())
+        taken = sorted(starts)
+        for g in np.argsort(-depth, kind="stable"):
+            if depth[g] <= cutoff:
+                break
+            b = int(g) + 1
+            if b < min_block_units or n - b < min_block_units:
+                continue
+            if all(abs(b - t) >= min_block_units for t in taken):
+                taken.append(b)
+        starts.update(taken)
+    seg = np.zeros(n, dtype=np.int32)
+    for b in sorted(starts):
+        seg[b:] += 1
+    return seg

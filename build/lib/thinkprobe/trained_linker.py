@@ -1,0 +1,681 @@
+"""The trained linker and type head (spec section 1, steps 4-5): small torch models over MiniLM
+unit embeddings and pair features, trained by scripts/train_linker.py on ReasoningFlow graphs and
+shipped in models/linker-<name>/. `load_linker` picks the linker a run uses: the shipped model
+(the default), the rule-based CueLinker ("cue"), or a local cross-encoder ("cross-encoder").
+
+Candidate pairs (i < j) come from a window of neighbours, the top-k most similar earlier units,
+and a cue-driven look-back (earlier planning / conclusion units and block starts); a pair
+classifier gives each candidate no-edge or an edge type (critique with its polarity).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numba
+import numpy as np
+
+from .config import Config, resource_dir
+from .link import CueLinker, LinkInput, Linker
+from .records import Edge, ThoughtUnit
+from .scorecache import ScoreCache, files_fingerprint, trace_digest
+
+__all__ = [
+    "PAIR_CLASSES", "TYPE_CLASSES", "MODELS_DIR", "DEFAULT_LINKER", "CandidateParams", "candidates", "candidate_arrays",
+    "UnitFeaturizer", "pair_features", "word_index", "TrainedLinker", "TypeHead", "Retyper", "load_linker", "load_type_head",
+    "unit_typer",
+]
+
+MODELS_DIR = resource_dir("models")
+DEFAULT_LINKER = "linker-minilm-mlp"
+
+# No edge, then the 6 edge types; critique split by polarity.
+PAIR_CLASSES: tuple[str, ...] = (
+    "none", "inference", "elaboration", "branch", "critique:affirm", "critique:negate", "critique:uncertain",
+    "synthesis", "repetition",
+)
+FORWARD_CLASSES = (1, 2, 3)
+CRITIQUE_CLASSES = (4, 5, 6)
+REPETITION_CLASS = 8
+TYPE_CLASSES: tuple[str, ...] = ("FAC", "RSN", "EXP", "CRT", "MET", "CON", "RPT")
+
+_WORDS = re.compile(r"\w+", re.UNICODE)
+# Candidate origins (bit flags, also pair features).
+FROM_WINDOW, FROM_SIMILARITY, FROM_LOOKBACK = 1, 2, 4
+
+
+# ----------------------------------------------------------------------------- candidates
+
+
+@dataclass(frozen=True)
+class CandidateParams:
+    window: int = 3  # preceding units always considered
+    top_k: int = 5  # most similar earlier units beyond the window
+    plan_lookback: int = 2  # earlier planning (MET-cue) units beyond the window
+    conclusion_lookback: int = 3  # earlier conclusion-cue units, for conclusion and critique units
+    block_lookback: int = 2  # starts of the unit's topical block and of the blocks before it
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "CandidateParams":
+        return cls(**{k: int(v) for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+def candidates(units: Sequence[ThoughtUnit], sim: np.ndarray, p: CandidateParams) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Earlier-unit candidates for each unit j with their origin flags: the `window` preceding
+    units, the `top_k` most similar earlier units beyond them, and a look-back driven by cues:
+    the last planning units (a plan governs the steps that carry it out), the last conclusion
+    units for units that conclude or critique (answers confirm or revise earlier answers), and
+    the starts of the current and previous topical blocks.
+
+    >>> from thinkprobe.records import ThoughtUnit as U
+    >>> us = [U(k, "reasoning", 0, 1, "x", segment=0, cues=("MET",) if k == 0 else ()) for k in range(6)]
+    >>> [c.tolist() for c, _ in candidates(us, np.eye(6), CandidateParams(window=2, top_k=0, block_lookback=0))]
+    [[], [0], [0, 1], [0, 1, 2], [0, 2, 3], [0, 3, 4]]
+    """
+    n = len(units)
+    met = [k for k, u in enumerate(units) if "MET" in u.cues]
+    con = [k for k, u in enumerate(units) if "CON" in u.cues]
+    block_start: dict[int, int] = {}
+    for k, u in enumerate(units):
+        block_start.setdefault(u.segment, k)
+    starts = sorted(block_start.values())
+    out = []
+    for j in range(n):
+        origin: dict[int, int] = {}
+        lo = max(0, j - p.window)
+        for i in range(lo, j):
+            origin[i] = origin.get(i, 0) | FROM_WINDOW
+        if lo and p.top_k:
+            for i in np.argsort(-sim[j, :lo], kind="stable")[: p.top_k]:
+                origin[int(i)] = origin.get(int(i), 0) | FROM_SIMILARITY
+        look = [k for k in met if k < lo][-p.plan_lookback:] if p.plan_lookback else []
+        cues = units[j].cues
+        if p.conclusion_lookback and ("CON" in cues or "CRT" in cues):
+            look += [k for k in con if k < lo][-p.conclusion_lookback:]
+        if p.block_lookback:
+            look += [s for s in starts if s < lo][-p.block_lookback:]
+        for i in look:
+            origin[i] = origin.get(i, 0) | FROM_LOOKBACK
+        idx = np.array(sorted(origin), dtype=np.int64)
+        out.append((idx, np.array([origin[i] for i in idx], dtype=np.int64)))
+    return out
+
+
+def candidate_arrays(units: Sequence[ThoughtUnit], sim: np.ndarray, p: CandidateParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`candidates` as flat arrays over all pairs: i, j (i < j) and the origin flags, ordered by j.
+
+    >>> from thinkprobe.records import ThoughtUnit as U
+    >>> us = [U(k, "reasoning", 0, 1, "x", segment=0) for k in range(3)]
+    >>> [a.tolist() for a in candidate_arrays(us, np.eye(3), CandidateParams(window=2, top_k=0, block_lookback=0))]
+    [[0, 0, 1], [1, 2, 2], [1, 1, 1]]
+    """
+    cands = candidates(units, sim, p)
+    if not cands:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return (np.concatenate([c for c, _ in cands]), np.repeat(np.arange(len(cands)), [len(c) for c, _ in cands]),
+            np.concatenate([o for _, o in cands]))
+
+
+# ----------------------------------------------------------------------------- features
+
+
+def word_index(units: Sequence[ThoughtUnit]) -> tuple[np.ndarray, np.ndarray]:
+    """Each unit's distinct lower-cased words as sorted ids (CSR: indptr, ids), for word overlap."""
+    vocab: dict[str, int] = {}
+    rows = [sorted({vocab.setdefault(w, len(vocab)) for w in _WORDS.findall(u.text.lower())}) for u in units]
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum([len(r) for r in rows])
+    return indptr, np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=int(indptr[-1]))
+
+
+@numba.njit(cache=True)
+def _jaccard(indptr, ids, a, b):  # pragma: no cover - compiled
+    """Word-set Jaccard of units a[k] and b[k] (sorted id lists intersected by merging)."""
+    out = np.zeros(len(a), dtype=np.float64)
+    for k in range(len(a)):
+        p, pe, q, qe = indptr[a[k]], indptr[a[k] + 1], indptr[b[k]], indptr[b[k] + 1]
+        inter = 0
+        while p < pe and q < qe:
+            if ids[p] == ids[q]:
+                inter += 1
+                p += 1
+                q += 1
+            elif ids[p] < ids[q]:
+                p += 1
+            else:
+                q += 1
+        union = (indptr[a[k] + 1] - indptr[a[k]]) + (indptr[b[k] + 1] - indptr[b[k]]) - inter
+        out[k] = inter / max(1, union)
+    return out
+
+
+@numba.njit(cache=True)
+def _rank_and_best(sim, i, j):  # pragma: no cover - compiled
+    """For pairs (i < j): how many earlier units of j are more similar to j than i is (0 = i is
+    the most similar), and j's best similarity to any earlier unit."""
+    rank = np.zeros(len(i), dtype=np.int64)
+    best = np.zeros(len(i), dtype=np.float32)
+    for k in range(len(i)):
+        a, b = i[k], j[k]
+        v = sim[b, a]
+        r = 0
+        m = sim[b, 0]
+        for t in range(b):
+            x = sim[b, t]
+            if x > v:
+                r += 1
+            if x > m:
+                m = x
+        rank[k] = r
+        best[k] = m
+    return rank, best
+
+
+class UnitFeaturizer:
+    """Per-unit features besides the embedding: lexicon cue flags (the run's config), text-shape
+    flags (patterns stored with the model, not in code), position, length and similarity to
+    earlier units (restatements look like something said before)."""
+
+    def __init__(self, cue_names: Sequence[str], shape_patterns: Mapping[str, str]):
+        self.cue_names = list(cue_names)
+        self.shape_names = list(shape_patterns)
+        self.shapes = [re.compile(p, re.IGNORECASE) for p in shape_patterns.values()]
+
+    @property
+    def size(self) -> int:
+        return len(self.cue_names) + len(self.shape_names) + 12
+
+    def __call__(self, units: Sequence[ThoughtUnit], sim: np.ndarray,
+                 words: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        n = len(units)
+        out = np.zeros((n, self.size), dtype=np.float32)
+        if not n:
+            return out
+        texts = [u.text for u in units]
+        c, s = len(self.cue_names), len(self.shape_names)
+        for k, u in enumerate(units):
+            cues = set(u.cues)
+            out[k, :c] = [name in cues for name in self.cue_names]
+        for col, pattern in enumerate(self.shapes, start=c):
+            out[:, col] = [pattern.search(t) is not None for t in texts]
+        f = c + s
+        k = np.arange(n)
+        length = np.array([len(t) for t in texts], dtype=np.float64)
+        # each unit's most similar earlier unit: similarity and word overlap
+        nearest = np.array([int(np.argmax(sim[q, :q])) if q else 0 for q in range(n)], dtype=np.int64)
+        best = sim[k, nearest].astype(np.float64)
+        words = words if words is not None else word_index(units)
+        jac = _jaccard(words[0], words[1], k, nearest)
+        best[0] = jac[0] = 0.0
+        out[:, f] = k / max(1, n - 1)
+        out[0, f + 1] = 1.0
+        out[n - 1, f + 2] = 1.0
+        out[:, f + 3] = [u.section == "answer" for u in units]
+        out[:, f + 4] = [q == 0 or units[q - 1].segment != units[q].segment for q in range(n)]
+        out[:, f + 5] = np.log1p(length) / 8.0
+        out[:, f + 6] = best
+        out[:, f + 7] = jac
+        out[1:, f + 8] = sim[k[1:], k[1:] - 1]
+        out[:-1, f + 9] = sim[k[:-1], k[:-1] + 1]
+        out[:, f + 10] = [sum(map(str.isdigit, t)) for t in texts] / np.maximum(1.0, length)
+        out[:, f + 11] = [sum(map(t.count, "=+-*/^<>")) for t in texts] / np.maximum(1.0, length)
+        return out
+
+
+PAIR_FEATURES = 19
+
+
+def pair_features(units: Sequence[ThoughtUnit], sim: np.ndarray, i: np.ndarray, j: np.ndarray,
+                  origin: np.ndarray, words: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """Features of candidate pairs (i < j): similarity and its rank among j's earlier units,
+    distance, topical blocks, sections, word overlap and where the candidate came from."""
+    m = len(i)
+    out = np.zeros((m, PAIR_FEATURES), dtype=np.float32)
+    if not m:
+        return out
+    n = len(units)
+    seg = np.array([u.segment for u in units])
+    answer = np.array([u.section == "answer" for u in units])
+    words = words if words is not None else word_index(units)
+    s = sim[i, j]
+    rank, best = _rank_and_best(np.ascontiguousarray(sim), i, j)
+    d = (j - i).astype(np.float32)
+    jac = _jaccard(words[0], words[1], i, j)
+    out[:, 0] = s
+    out[:, 1] = 1.0 / (1.0 + rank)
+    out[:, 2] = s - best
+    out[:, 3] = 1.0 / d
+    out[:, 4] = np.log1p(d) / np.log1p(max(n, 2))
+    out[:, 5] = d == 1
+    out[:, 6] = d == 2
+    out[:, 7] = seg[i] == seg[j]
+    out[:, 8] = np.minimum(seg[j] - seg[i], 5) / 5.0
+    out[:, 9] = answer[i]
+    out[:, 10] = answer[j]
+    out[:, 11] = jac
+    out[:, 12] = (origin & FROM_WINDOW) > 0
+    out[:, 13] = (origin & FROM_SIMILARITY) > 0
+    out[:, 14] = (origin & FROM_LOOKBACK) > 0
+    out[:, 15] = np.log1p(d) / 5.0
+    # i is the plan in force at j (the last planning unit before it), or opens j's block or the one before
+    last_plan = np.full(n, -1)
+    block_start = np.zeros(n, dtype=np.int64)
+    prev_start = np.full(n, -1)
+    plan, start, before = -1, 0, -1
+    for k, u in enumerate(units):
+        if k and u.segment != units[k - 1].segment:
+            before, start = start, k
+        last_plan[k], block_start[k], prev_start[k] = plan, start, before
+        if "MET" in u.cues:
+            plan = k
+    out[:, 16] = last_plan[j] == i
+    out[:, 17] = block_start[j] == i
+    out[:, 18] = prev_start[j] == i
+    return out
+
+
+# ----------------------------------------------------------------------------- models
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def build_pair_model(dim: int, unit_size: int, proj: int = 64, hidden: int = 128, dropout: float = 0.3):
+    """Pair classifier: a shared projection of both embeddings, their product and difference,
+    both units' features and the pair features, then a two-layer MLP over PAIR_CLASSES."""
+    torch = _torch()
+    nn = torch.nn
+
+    class PairModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(dim, proj)
+            self.mlp = nn.Sequential(
+                nn.Linear(4 * proj + 2 * unit_size + PAIR_FEATURES, hidden), nn.ReLU(), nn.Dropout(dropout),
+                nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, len(PAIR_CLASSES)),
+            )
+
+        def forward(self, ei, ej, ui, uj, pf):
+            a, b = self.proj(ei), self.proj(ej)
+            return self.mlp(torch.cat([a, b, a * b, (a - b).abs(), ui, uj, pf], dim=1))
+
+        # Inference computes the same function in two steps, so that the work proportional to the
+        # number of pairs stays small: the first layer is split into the terms of unit i alone,
+        # of unit j alone (computed once per unit) and of the pair (product, difference, features).
+
+        def unit_terms(self, e, u):
+            """Per unit: its projection, and its first-layer terms in the role of i and of j."""
+            w = self.mlp[0].weight
+            a = self.proj(e)
+            p, s = a.shape[1], u.shape[1]
+            as_i = a @ w[:, :p].T + u @ w[:, 4 * p : 4 * p + s].T
+            as_j = a @ w[:, p : 2 * p].T + u @ w[:, 4 * p + s : 4 * p + 2 * s].T
+            return a, as_i, as_j
+
+        def pair_logits(self, terms, i, j, pf):
+            """Logits of pairs (i[k], j[k]) from `unit_terms` of their units and their features."""
+            a, as_i, as_j = terms
+            w, first = self.mlp[0].weight, self.mlp[0]
+            p, s = a.shape[1], (w.shape[1] - 4 * a.shape[1] - pf.shape[1]) // 2
+            ai, aj = a[i], a[j]
+            pair_w = torch.cat([w[:, 2 * p : 4 * p], w[:, 4 * p + 2 * s :]], dim=1)
+            h = torch.addmm(first.bias, torch.cat([ai * aj, (ai - aj).abs(), pf], dim=1), pair_w.T)
+            h = torch.relu(h + as_i[i] + as_j[j])
+            return self.mlp[5](torch.relu(self.mlp[3](h)))
+
+    return PairModel()
+
+
+def build_type_model(dim: int, unit_size: int, hidden: int = 128, dropout: float = 0.3):
+    """Type head: the unit's embedding, its neighbours' (context), and its features -> TYPE_CLASSES."""
+    torch = _torch()
+    nn = torch.nn
+
+    class TypeModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mlp = nn.Sequential(
+                nn.Linear(3 * dim + unit_size, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, len(TYPE_CLASSES)),
+            )
+
+        def forward(self, e, prev, nxt, u):
+            return self.mlp(torch.cat([e, prev, nxt, u], dim=1))
+
+    return TypeModel()
+
+
+def neighbours(emb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Embeddings of the previous and next unit (zeros at the ends)."""
+    prev = np.zeros_like(emb)
+    nxt = np.zeros_like(emb)
+    if len(emb) > 1:
+        prev[1:] = emb[:-1]
+        nxt[:-1] = emb[1:]
+    return prev, nxt
+
+
+def _load_state(model, path: Path):
+    from safetensors.torch import load_file
+
+    model.load_state_dict(load_file(str(path)))
+    model.eval()
+    return model
+
+
+@lru_cache(maxsize=4)
+def _read_model_dir(path: str) -> dict:
+    folder = Path(path)
+    cfg_path = folder / "config.json"
+    if not cfg_path.exists():
+        raise FileNotFoundError(f"{folder} has no config.json: not a ThinkProbe linker folder")
+    return json.loads(cfg_path.read_text(encoding="utf-8"))
+
+
+# ----------------------------------------------------------------------------- the linker
+
+
+class TrainedLinker:
+    """Pair classifier over candidate pairs, scored for every trace of the batch at once.
+
+    Decoding: a candidate becomes an edge when its no-edge probability is below the threshold
+    fitted on held-out silver traces (one for the window, one beyond it), typed by its most
+    probable edge class. Then the invariants: a unit with no incoming forward edge gets the
+    best-scoring forward parent in its window, and a unit whose provisional type is CRT or RPT
+    gets its most probable critique or repetition target, so that typing and edges agree.
+
+    Scores depend on the units and embeddings only (not on node types), so with `cache_dir` they
+    are kept on disk per trace and a second run of the same traces scores nothing. The pair
+    models run on `device` (the run's: CUDA when present); features are built on the CPU.
+    """
+
+    block = 16384  # pairs per forward pass: bounds memory whatever the batch
+
+    def __init__(self, model_dir: str | Path, cfg: Config, cache_dir: str | Path | None = None, device: str = "cpu"):
+        self.model_dir = Path(model_dir)
+        meta = _read_model_dir(str(self.model_dir))
+        self.meta = meta
+        self.device = device
+        self.name = meta.get("name", self.model_dir.name)
+        self.params = CandidateParams.from_dict(meta["candidates"])
+        self.featurizer = UnitFeaturizer(meta["cue_names"], meta["shape_patterns"])
+        self.decode = meta["decode"]
+        self._model = None
+        self.cache = None
+        if cache_dir:
+            fingerprint = files_fingerprint(self.model_dir, ["config.json", "pair_model.safetensors"])
+            self.cache = ScoreCache(cache_dir, "pairs", f"{fingerprint}:{device.split(':')[0]}")
+
+    @property
+    def models(self):
+        """The ensemble's pair models (their probabilities are averaged)."""
+        if self._model is None:
+            from safetensors.torch import load_file
+
+            m = self.meta["pair_model"]
+            state = load_file(str(self.model_dir / "pair_model.safetensors"))
+            self._model = []
+            for k in range(m.get("members", 1)):
+                model = build_pair_model(m["dim"], self.featurizer.size, m["proj"], m["hidden"])
+                model.load_state_dict({name[len(f"{k}."):]: v for name, v in state.items() if name.startswith(f"{k}.")})
+                self._model.append(model.to(self.device).eval())
+        return self._model
+
+    @property
+    def cache_stats(self) -> dict[str, int]:
+        return self.cache.stats if self.cache else {}
+
+    def candidates(self, item: LinkInput) -> list[np.ndarray]:
+        sim = item.embeddings @ item.embeddings.T
+        return [c for c, _ in candidates(item.units, sim, self.params)]
+
+    def link(self, batch: Sequence[LinkInput]) -> list[list[Edge]]:
+        return [decode_edges(item.units, s["probs"], s["i"], s["j"], s["origin"], self.decode)
+                for item, s in zip(batch, self.score_pairs(batch))]
+
+    def score_pairs(self, batch: Sequence[LinkInput]) -> list[dict[str, np.ndarray]]:
+        """Per trace: its candidate pairs (i, j, origin) and their class probabilities (probs),
+        from the cache where present."""
+        if self.cache is None:
+            return self._score(batch)
+        keys = [self.cache.key(trace_digest(item.units, item.embeddings)) for item in batch]
+        found = self.cache.get(keys)
+        todo = {k: n for n, k in enumerate(keys) if k not in found}
+        if todo:
+            fresh = dict(zip(todo, self._score([batch[n] for n in todo.values()])))
+            self.cache.put(fresh)
+            found.update(fresh)
+        return [found[k] for k in keys]
+
+    def _score(self, batch: Sequence[LinkInput]) -> list[dict[str, np.ndarray]]:
+        """Candidates and features per trace; then the models over the pairs of all traces at
+        once, in blocks of `block` pairs."""
+        torch = _torch()
+        out, units_f, embs, pairs = [], [], [], []
+        offset = 0
+        for item in batch:
+            units, emb = item.units, np.asarray(item.embeddings, dtype=np.float32)
+            sim = emb @ emb.T
+            i, j, origin = candidate_arrays(units, sim, self.params)
+            words = word_index(units)
+            out.append({"i": i, "j": j, "origin": origin})
+            embs.append(emb)
+            units_f.append(self.featurizer(units, sim, words))
+            pairs.append((i + offset, j + offset, pair_features(units, sim, i, j, origin, words)))
+            offset += len(units)
+        total = sum(len(i) for i, _, _ in pairs)
+        probs = np.zeros((total, len(PAIR_CLASSES)), np.float32)
+        if total:
+            dev = self.device
+            gi, gj, pf = (torch.from_numpy(np.concatenate([p[k] for p in pairs])).to(dev) for k in range(3))
+            with torch.inference_mode():
+                e, u = (torch.from_numpy(np.concatenate(x)).to(dev) for x in (embs, units_f))
+                terms = [m.unit_terms(e, u) for m in self.models]
+                for s in range(0, total, self.block):
+                    part = slice(s, s + self.block)
+                    probs[part] = torch.stack([torch.softmax(m.pair_logits(t, gi[part], gj[part], pf[part]), dim=1)
+                                               for m, t in zip(self.models, terms)]).mean(0).cpu().numpy()
+        start = 0
+        for item in out:
+            item["probs"] = probs[start : start + len(item["i"])]
+            start += len(item["i"])
+        return out
+
+
+def decode_edges(units: Sequence[ThoughtUnit], probs: np.ndarray, i: np.ndarray, j: np.ndarray, origin: np.ndarray,
+                 decode: Mapping[str, float]) -> list[Edge]:
+    """Edges of one trace from the class probabilities of its candidate pairs (see TrainedLinker)."""
+    near = (origin & FROM_WINDOW) > 0
+    edge_p = 1.0 - probs[:, 0]
+    label = 1 + np.argmax(probs[:, 1:], axis=1)
+    if decode.get("plans_elaborate"):
+        # A planning unit ("let me double-check") announces a check rather than making it: the
+        # pair stays, as an elaboration, and the unit stays MET; the check's verdict critiques.
+        plan = np.array([units[b].node_type == "MET" for b in j], dtype=bool)
+        label[plan & np.isin(label, CRITIQUE_CLASSES)] = FORWARD_CLASSES[1]
+    keep = edge_p >= np.where(near, decode["threshold_near"], decode["threshold_far"])
+    picked = {(int(k), int(label[k])) for k in np.flatnonzero(keep)}
+    have: dict[int, set[int]] = {}
+    for k, c in picked:
+        have.setdefault(int(j[k]), set()).add(c)
+    order = np.argsort(j, kind="stable")
+    bounds = np.searchsorted(j[order], np.arange(len(units) + 1))
+    for b in range(1, len(units)):
+        ks = order[bounds[b]:bounds[b + 1]]
+        if not len(ks):
+            continue
+        got = have.get(b, set())
+        if not got & set(FORWARD_CLASSES):
+            window = ks[near[ks]]
+            fwd = probs[np.ix_(window, FORWARD_CLASSES)]
+            k = int(np.argmax(fwd.max(axis=1)))
+            picked.add((int(window[k]), FORWARD_CLASSES[int(np.argmax(fwd[k]))]))
+        wanted = {"CRT": CRITIQUE_CLASSES, "RPT": (REPETITION_CLASS,)}.get(units[b].node_type)
+        if wanted and decode.get("force_structural", True) and not got & set(wanted):
+            if decode.get("force_in_window"):
+                ks = ks[near[ks]]  # a forced target stays local: far ones were mostly wrong
+            part = probs[np.ix_(ks, wanted)]
+            k = int(np.argmax(part.sum(axis=1)))
+            picked.add((int(ks[k]), wanted[int(np.argmax(part[k]))]))
+    edges = set()
+    for k, cls in picked:
+        a, b, kind, score = int(i[k]), int(j[k]), PAIR_CLASSES[cls], round(float(edge_p[k]), 4)
+        if cls in FORWARD_CLASSES:
+            edges.add(Edge(a, b, kind, score=score))
+        elif cls in CRITIQUE_CLASSES:
+            edges.add(Edge(b, a, "critique", kind.split(":")[1], score))
+        else:
+            edges.add(Edge(b, a, kind, score=score))
+    return sorted(edges, key=lambda e: (e.src, e.dst, e.edge_type))
+
+
+# ----------------------------------------------------------------------------- the type head
+
+
+class TypeHead:
+    """Provisional node types from the unit embedding, its neighbours and its features. Structural
+    types are still settled by the edges (`nodetypes.finalise_type`)."""
+
+    def __init__(self, model_dir: str | Path, cache_dir: str | Path | None = None):
+        self.model_dir = Path(model_dir)
+        meta = _read_model_dir(str(self.model_dir))
+        self.meta = meta
+        self.featurizer = UnitFeaturizer(meta["cue_names"], meta["shape_patterns"])
+        self._model = None
+        self.cache = None
+        if cache_dir:
+            fingerprint = files_fingerprint(self.model_dir, ["config.json", "type_model.safetensors"])
+            self.cache = ScoreCache(cache_dir, "types", fingerprint)
+
+    @property
+    def model(self):
+        if self._model is None:
+            m = self.meta["type_model"]
+            model = build_type_model(m["dim"], self.featurizer.size, m["hidden"])
+            self._model = _load_state(model, self.model_dir / "type_model.safetensors")
+        return self._model
+
+    def probabilities(self, units: Sequence[ThoughtUnit], emb: np.ndarray) -> np.ndarray:
+        """Type probabilities of each unit, from the cache where present."""
+        if not len(units):
+            return np.zeros((0, len(TYPE_CLASSES)), np.float32)
+        if self.cache is None:
+            return self._probabilities(units, emb)
+        key = self.cache.key(trace_digest(units, emb))
+        found = self.cache.get([key]).get(key)
+        if found is None:
+            found = {"probs": self._probabilities(units, emb)}
+            self.cache.put({key: found})
+        return found["probs"]
+
+    def _probabilities(self, units: Sequence[ThoughtUnit], emb: np.ndarray) -> np.ndarray:
+        torch = _torch()
+        emb = np.asarray(emb, dtype=np.float32)
+        sim = emb @ emb.T
+        prev, nxt = neighbours(emb)
+        cols = [torch.from_numpy(x) for x in (emb, prev, nxt, self.featurizer(units, sim))]
+        with torch.inference_mode():
+            return torch.softmax(self.model(*cols), dim=1).numpy()
+
+    def predict(self, units: Sequence[ThoughtUnit], emb: np.ndarray, structural: bool = True) -> list[str]:
+        """Provisional types. CRT and RPT need an earlier unit to act on, so the first unit gets the
+        next best type; with structural=False no unit gets them (for linkers that do not guarantee
+        the edge those types need, like the CueLinker)."""
+        probs = self.probabilities(units, emb).copy()
+        structural_cols = [TYPE_CLASSES.index("CRT"), TYPE_CLASSES.index("RPT")]
+        probs[0 if structural else slice(None), structural_cols] = -1.0
+        return [TYPE_CLASSES[k] for k in np.argmax(probs, axis=1)]
+
+
+class Retyper:
+    """(units, embeddings) -> the units with the type head's provisional types."""
+
+    def __init__(self, head: TypeHead, structural: bool):
+        self.head, self.structural = head, structural
+
+    def __call__(self, units: Sequence[ThoughtUnit], emb: np.ndarray) -> list[ThoughtUnit]:
+        return [replace(u, node_type=t) for u, t in zip(units, self.head.predict(units, emb, self.structural))]
+
+    @property
+    def cache_stats(self) -> dict[str, int]:
+        return self.head.cache.stats if self.head.cache else {}
+
+
+def unit_typer(linker: Linker, types: str = "head", head: "TypeHead | None" = None,
+               cache_dir: str | Path | None = None) -> Retyper | None:
+    """How units get their provisional types for `linker`: None for the cue lexicon (types="cue"),
+    else a `Retyper` that applies the type head (loaded with `cache_dir` unless `head` is given).
+    CRT and RPT come from the head only with the trained linker, which gives such units the edge
+    their type needs."""
+    if types == "cue":
+        return None
+    if types != "head":
+        raise ValueError(f"unknown typing {types!r}: use head or cue")
+    return Retyper(head or load_type_head(cache_dir=cache_dir), structural=isinstance(linker, TrainedLinker))
+
+
+class HeadTypedLinker:
+    """`linker` fed the units retyped by `typer`: the type head for a graph.py that does not take a
+    typer itself. `finalised(graph)` then settles the structural types from the edges, as graph.py
+    does after linking."""
+
+    def __init__(self, linker: Linker, typer):
+        self.linker, self.typer = linker, typer
+        self.name = linker.name
+
+    def link(self, batch: Sequence[LinkInput]) -> list[list[Edge]]:
+        return self.linker.link([LinkInput(self.typer(item.units, item.embeddings), item.embeddings) for item in batch])
+
+    def finalised(self, graph) -> list[ThoughtUnit]:
+        from .nodetypes import finalise_type
+
+        outgoing: dict[int, list[Edge]] = {}
+        for e in graph.edges:
+            outgoing.setdefault(e.src, []).append(e)
+        return [replace(u, node_type=finalise_type(u.node_type, outgoing.get(u.index, ())))
+                for u in self.typer(graph.units, graph.embeddings)]
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def _model_dir(name: str) -> Path:
+    path = Path(name)
+    if path.is_dir():
+        return path
+    for candidate in (MODELS_DIR / name, MODELS_DIR / f"linker-{name}"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"no linker model {name!r}: not a folder, and not in {MODELS_DIR}")
+
+
+def load_linker(name_or_dir: str | None, cfg: Config, *, model_dir: str | None = None, device: str = "cpu",
+                cache_dir: str | Path | None = None) -> Linker:
+    """The linker a run uses: None / "default" / "trained" -> the shipped model in models/;
+    "cue" -> the rule-based CueLinker; "cross-encoder" -> a local Hugging Face
+    sequence-classification model in `model_dir`; a folder or model name -> that trained model.
+    With `cache_dir`, a trained or cross-encoder linker keeps its pair scores on disk per trace."""
+    if name_or_dir in (None, "", "default", "trained"):
+        return TrainedLinker(_model_dir(DEFAULT_LINKER), cfg, cache_dir, device)
+    if name_or_dir == "cue":
+        return CueLinker(cfg)
+    if name_or_dir == "cross-encoder":
+        if not model_dir:
+            raise ValueError("--linker cross-encoder needs --linker-model DIR (a local sequence-classification model)")
+        from .crossencoder_linker import CrossEncoderLinker
+
+        return CrossEncoderLinker(model_dir, cfg, device=device, cache_dir=cache_dir)
+    return TrainedLinker(_model_dir(name_or_dir), cfg, cache_dir, device)
+
+
+def load_type_head(name_or_dir: str | None = None, cache_dir: str | Path | None = None) -> TypeHead:
+    """The type head shipped with a trained linker (default: the default linker's); with
+    `cache_dir`, its probabilities are kept on disk per trace."""
+    return TypeHead(_model_dir(name_or_dir or DEFAULT_LINKER), cache_dir)
