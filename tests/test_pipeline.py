@@ -234,3 +234,30 @@ def test_bench_runs_every_measure_and_finds_identical_cached_outputs(tmp_path):
     assert r["cache"]["hits"]["pair_scores"] == {"hits": 2, "misses": 0}
     assert {"encode", "link", "split"} <= set(r["full_pipeline"]["stages_s"])
     assert "not measured" in format_bench(r)
+
+
+def _fill_cache(args):
+    from thinkprobe.scorecache import ScoreCache
+    import numpy as np
+
+    folder, worker = args
+    cache = ScoreCache(folder, "test", "fp")
+    for k in range(60):
+        cache.put({cache.key(f"{worker}-{k}".encode()): {"probs": np.full((3, 2), k, np.float32)}})
+        cache.get([cache.key(f"{1 - worker}-{k}".encode())])
+    return worker
+
+
+def test_runs_sharing_one_cache_folder_do_not_lock_each_other_out(tmp_path):
+    import numpy as np
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from thinkprobe.scorecache import ScoreCache
+
+    with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
+        assert sorted(pool.map(_fill_cache, [(str(tmp_path), 0), (str(tmp_path), 1)])) == [0, 1]
+    cache = ScoreCache(tmp_path, "test", "fp")
+    keys = [cache.key(f"{w}-{k}".encode()) for w in (0, 1) for k in range(60)]
+    found = cache.get(keys)
+    assert len(found) == 120 and np.array_equal(found[keys[61]]["probs"], np.full((3, 2), 1, np.float32))

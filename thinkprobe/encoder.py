@@ -8,13 +8,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+
+from .scorecache import connect
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -76,7 +77,7 @@ class EmbeddingCache:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.fingerprint = fingerprint
-        self.db = sqlite3.connect(self.folder / "embeddings.sqlite3")
+        self.db = connect(self.folder / "embeddings.sqlite3")
         self.db.execute("CREATE TABLE IF NOT EXISTS emb (key BLOB PRIMARY KEY, tokens INTEGER, vec BLOB)")
         self.hits = self.misses = 0
 

@@ -16,7 +16,16 @@ import numpy as np
 
 from .records import ThoughtUnit
 
-__all__ = ["ScoreCache", "trace_digest", "files_fingerprint", "pack", "unpack"]
+__all__ = ["ScoreCache", "connect", "trace_digest", "files_fingerprint", "pack", "unpack"]
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A cache database that several runs may share at once (the default folder is per user, not
+    per run): write-ahead logging lets readers go on while one run writes, and a writer waits for
+    another's transaction instead of failing."""
+    db = sqlite3.connect(path, timeout=120)
+    db.execute("PRAGMA journal_mode=WAL")
+    return db
 
 
 def trace_digest(units: Sequence[ThoughtUnit], emb: np.ndarray) -> bytes:
@@ -60,7 +69,7 @@ class ScoreCache:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.prefix = f"{kind}\0{fingerprint}\0".encode()
-        self.db = sqlite3.connect(self.folder / "scores.sqlite3")
+        self.db = connect(self.folder / "scores.sqlite3")
         self.db.execute("CREATE TABLE IF NOT EXISTS scores (key BLOB PRIMARY KEY, value BLOB)")
         self.hits = self.misses = 0
 
