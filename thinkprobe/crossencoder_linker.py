@@ -1,5 +1,5 @@
 """Cross-encoder linking (spec section 1, step 5): any local Hugging Face sequence-classification
-model scores the candidate pairs (unit_i, unit_j), i < j, of every trace of a batch together,
+model scores the candidate pairs (unit_i, unit_j), i < j, of every trace of a batch together (in fp16 on CUDA),
 batched by length. Two kinds of model are understood, told apart by their config's id2label:
 
 - an NLI model (labels entailment / neutral / contradiction, in any order and case: the columns
@@ -95,7 +95,10 @@ class CrossEncoderLinker:
 
             self._tokenizer = AutoTokenizer.from_pretrained(str(self.model_dir), local_files_only=True)
             model = AutoModelForSequenceClassification.from_pretrained(str(self.model_dir), local_files_only=True)
-            self._model = model.to(self.device).eval()
+            model = model.to(self.device)
+            if self.device.startswith("cuda"):
+                model = model.half()  # fp16 on CUDA, like the encoder; softmax is taken in fp32
+            self._model = model.eval()
             self._torch = torch
         return self._model, self._tokenizer
 
