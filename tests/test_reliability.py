@@ -581,12 +581,16 @@ def test_doctor_reports_what_a_run_uses():
     assert report["config"]["digest"] == Config.load().digest
     assert report["device"]["resolved"] == resolve_device("auto")
     assert report["numba"]["version"] and report["numba"]["cache_dir"]
+    from thinkprobe.scorecache import default_cache_dir
+
+    assert report["run_cache"]["path"] == default_cache_dir() and isinstance(report["run_cache"]["files"], dict)
     net = report["network"]
     assert all(net["env"][k] is not None for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))  # set on import
     assert net["attempts"] == [] and net["load_check"].startswith("ok")
     assert net["probe"]["dimension"] == 384
     text = format_doctor(report)
     assert str(folder) in text and enc["sha256"] in text and "linker-minilm-mlp" in text and report["config"]["digest"] in text
+    assert f"cache    {default_cache_dir()}" in text
 
 
 def test_doctor_names_what_is_missing(tmp_path, monkeypatch):

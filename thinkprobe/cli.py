@@ -70,6 +70,7 @@ def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, chun
             strict, cache_dir, no_cache, report, workers, linker, linker_model, types, **kw):
     """Profile trace files (JSONL, JSON, Parquet, folders; gzipped or not) into OUT."""
     from .pipeline import RunOptions, run_profile
+    from .scorecache import default_cache_dir
 
     opts = RunOptions(inputs=list(inputs), out_dir=out_dir, fields=_fields(kw), config_path=config_path,
                       encoder_path=encoder_path, device=device, batch_size=batch_size, chunk_size=chunk_size,
@@ -86,10 +87,6 @@ def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, chun
     if strict and result["errors"]:
         click.echo(f"--strict: {result['errors']} records were skipped (see {out_dir}/errors.jsonl)", err=True)
         sys.exit(3)
-
-
-def default_cache_dir() -> str:
-    return os.environ.get("THINKPROBE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "thinkprobe")
 
 
 def format_summary(result: dict) -> str:

@@ -142,7 +142,7 @@ class CrossEncoderLinker:
         fresh = {}
         for n, (start, i, j, origin) in plans.items():
             p = probs[start:start + len(i)] if probs is not None else np.zeros((0, self.num_labels), np.float32)
-            fresh[n] = {"i": i, "j": j, "origin": origin, "probs": p}
+            fresh[n] = {"i": i.astype(np.int32), "j": j.astype(np.int32), "origin": origin.astype(np.uint8), "probs": p}
         if self.cache and fresh:
             self.cache.put({keys[n]: s for n, s in fresh.items()})
         return [fresh[n] if n in fresh else found[keys[n]] for n in range(len(batch))]

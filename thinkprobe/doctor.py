@@ -172,6 +172,18 @@ def _check_numba(report: dict, importable: dict[str, bool]) -> None:
     report["numba"] = entry
 
 
+def _check_run_cache(report: dict) -> None:
+    """The folder `profile` caches embeddings and model scores in, and what it holds."""
+    from .scorecache import CACHE_FILES, default_cache_dir
+
+    folder = Path(default_cache_dir())
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    report["run_cache"] = {"path": str(folder), "writable": os.access(probe, os.W_OK),
+                           "files": {name: (folder / name).stat().st_size for name in CACHE_FILES if (folder / name).is_file()}}
+
+
 def _check_config(report: dict, problems: list[str], config_path: str | None):
     try:
         from .config import DEFAULT_CONFIG, Config
@@ -320,6 +332,7 @@ def doctor(encoder_path: str | None = None, device: str = "auto", *, config_path
     importable = _check_packages(report, problems)
     _check_spacy(report, problems, importable)
     _check_numba(report, importable)
+    _check_run_cache(report)
     cfg = _check_config(report, problems, config_path)
     _check_device(report, problems, device, importable)
     encoder = _check_encoder(report, problems, encoder_path, cfg) if importable.get("torch") else None
@@ -373,6 +386,10 @@ def format_doctor(report: dict) -> str:
     nb = report.get("numba", {})
     lines.append(f"numba    {nb.get('version') or 'not installed'}, cache {nb.get('cache_dir')}"
                  + ("" if nb.get("cache_writable", True) else " (NOT writable: kernels recompile every run)"))
+    rc = report.get("run_cache", {})
+    held = ", ".join(f"{name} {size / 1e6:.1f} MB" for name, size in rc.get("files", {}).items()) or "empty"
+    lines.append(f"cache    {rc.get('path')} ({held}; --cache-dir or $THINKPROBE_CACHE to move it, --no-cache to skip)"
+                 + ("" if rc.get("writable", True) else " NOT writable: runs will fail unless --no-cache"))
     net = report.get("network", {})
     env = ", ".join(f"{k}={val if val is not None else '(unset)'}" for k, val in net.get("env", {}).items())
     lines += ["", f"network  {env}; huggingface_hub offline: {net.get('huggingface_hub_offline')}",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -16,7 +17,15 @@ import numpy as np
 
 from .records import ThoughtUnit
 
-__all__ = ["ScoreCache", "connect", "trace_digest", "files_fingerprint", "pack", "unpack"]
+__all__ = ["ScoreCache", "CACHE_FILES", "default_cache_dir", "connect", "trace_digest", "files_fingerprint", "pack", "unpack"]
+
+
+CACHE_FILES = ("embeddings.sqlite3", "scores.sqlite3")
+
+
+def default_cache_dir() -> str:
+    """Where `profile` keeps its cache unless told otherwise: $THINKPROBE_CACHE, else ~/.cache/thinkprobe."""
+    return os.environ.get("THINKPROBE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "thinkprobe")
 
 
 def connect(path: Path) -> sqlite3.Connection:

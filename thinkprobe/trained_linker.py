@@ -465,7 +465,8 @@ class TrainedLinker:
             sim = emb @ emb.T
             i, j, origin = candidate_arrays(units, sim, self.params)
             words = word_index(units)
-            out.append({"i": i, "j": j, "origin": origin})
+            # compact on disk: int32 indices, uint8 origin flags (probabilities stay float32: decoding compares them)
+            out.append({"i": i.astype(np.int32), "j": j.astype(np.int32), "origin": origin.astype(np.uint8)})
             embs.append(emb)
             units_f.append(self.featurizer(units, sim, words))
             pairs.append((i + offset, j + offset, pair_features(units, sim, i, j, origin, words)))
