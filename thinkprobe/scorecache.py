@@ -1,5 +1,5 @@
-"""Model outputs per trace on disk (issue 6): the trained linker's pair scores and the type head's
-probabilities, keyed by sha256(model fingerprint + what the model reads of the trace: unit texts,
+"""Model outputs per trace on disk (issue 6): the trained linker's and the cross-encoder's pair
+scores and the type head's probabilities, keyed by sha256(model fingerprint + what the model reads of the trace: unit texts,
 sections, topical blocks, cues and the embeddings' bytes). A second run of the same input with
 other indicator or report settings then neither re-encodes nor re-scores. Lives beside the
 embedding cache (`--cache-dir`); only the main process, which runs the models, reads and writes it.
