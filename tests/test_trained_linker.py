@@ -351,3 +351,19 @@ def test_configs_and_models_are_found_beside_the_package_or_in_the_installed_sha
     setup = (MODELS_DIR.parent / "setup.cfg").read_text()
     assert "share/thinkprobe/configs = configs/default.yaml" in setup
     assert "share/thinkprobe/models/linker-minilm-mlp = " in setup
+
+
+def test_batched_typing_and_linking_through_a_process_pool_equal_the_plain_calls(config, sample_items, tmp_path):
+    from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
+    from multiprocessing import get_context
+
+    linker = load_linker(None, config)
+    typer = unit_typer(linker, "head", cache_dir=tmp_path)
+    items = list(sample_items)
+    with ProcessPoolExecutor(2, mp_context=get_context("forkserver")) as pool:
+        mapper = partial(pool.map, chunksize=2)
+        typed = typer.batch(items, mapper)
+        assert typed == [typer(u, e) for u, e in items]
+        inputs = [LinkInput(u, e) for u, e in zip(typed, (e for _, e in items))]
+        assert linker.link(inputs, mapper=mapper) == linker.link(inputs)

@@ -4,6 +4,7 @@ typing, linking, and final types. Returns graphs, or an InputError for a trace w
 """
 from __future__ import annotations
 
+import inspect
 from concurrent.futures import Executor
 from functools import partial
 from itertools import repeat
@@ -40,8 +41,9 @@ def units_of(trace: Trace, cfg: Config) -> tuple[list[ThoughtUnit], list[int]]:
 def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker: Linker,
                  times: StageTimes | None = None, pool: Executor | None = None,
                  typer=None) -> list[ThoughtGraph | InputError]:
-    """Thought Graphs of a batch of traces. The per-trace CPU stages (splitting; tiling and typing)
-    run in `pool` when one is given; the encoder and the linker see the whole batch at once.
+    """Thought Graphs of a batch of traces. The per-trace CPU stages (splitting; tiling and typing;
+    a trained linker's and type head's features) run in `pool` when one is given; the encoder and
+    the models see the whole batch at once.
     `typer(units, embeddings) -> units`, when given, replaces the cue types (the trained type head)."""
     times = times if times is not None else StageTimes()
     mapper = partial(pool.map, chunksize=4) if pool is not None else map
@@ -56,11 +58,17 @@ def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker:
                               (embeddings[a:b] for a, b in zip(bounds, bounds[1:])),
                               (tokens[a:b] for a, b in zip(bounds, bounds[1:])), repeat(cfg)))
     with times("link"):
+        # typing and linking of trained models: per-trace features in the pool, the models here
         graphs = [g for g in results if isinstance(g, ThoughtGraph)]
         if typer is not None:
-            for g in graphs:
-                g.units = typer(g.units, g.embeddings)
-        edge_lists = linker.link([LinkInput(g.units, g.embeddings) for g in graphs])
+            batch = getattr(typer, "batch", None)
+            retyped = (batch([(g.units, g.embeddings) for g in graphs], mapper) if batch is not None
+                       else [typer(g.units, g.embeddings) for g in graphs])
+            for g, units in zip(graphs, retyped):
+                g.units = units
+        inputs = [LinkInput(g.units, g.embeddings) for g in graphs]
+        takes_mapper = "mapper" in inspect.signature(linker.link).parameters
+        edge_lists = linker.link(inputs, mapper=mapper) if takes_mapper else linker.link(inputs)
         for graph, edges in zip(graphs, edge_lists):
             _attach_edges(graph, edges)
     return results

@@ -27,8 +27,8 @@ from .scorecache import ScoreCache, files_fingerprint, trace_digest
 
 __all__ = [
     "PAIR_CLASSES", "TYPE_CLASSES", "MODELS_DIR", "DEFAULT_LINKER", "CandidateParams", "candidates", "candidate_arrays",
-    "UnitFeaturizer", "pair_features", "word_index", "TrainedLinker", "TypeHead", "Retyper", "load_linker", "load_type_head",
-    "unit_typer",
+    "UnitFeaturizer", "pair_features", "word_index", "link_features", "unit_features", "TrainedLinker", "TypeHead",
+    "Retyper", "load_linker", "load_type_head", "unit_typer",
 ]
 
 MODELS_DIR = resource_dir("models")
@@ -279,6 +279,24 @@ def pair_features(units: Sequence[ThoughtUnit], sim: np.ndarray, i: np.ndarray, 
     return out
 
 
+def link_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: CandidateParams,
+                  featurizer: UnitFeaturizer) -> dict[str, np.ndarray]:
+    """What the pair models read of one trace: candidate pairs (i, j, origin), unit features (uf)
+    and pair features (pf). NumPy and numba only, so worker processes can build it."""
+    emb = np.asarray(emb, dtype=np.float32)
+    sim = emb @ emb.T
+    i, j, origin = candidate_arrays(units, sim, params)
+    words = word_index(units)
+    return {"i": i, "j": j, "origin": origin, "uf": featurizer(units, sim, words),
+            "pf": pair_features(units, sim, i, j, origin, words)}
+
+
+def unit_features(units: Sequence[ThoughtUnit], emb: np.ndarray, featurizer: UnitFeaturizer) -> np.ndarray:
+    """The type head's unit features of one trace (NumPy and numba only, for worker processes)."""
+    emb = np.asarray(emb, dtype=np.float32)
+    return featurizer(units, emb @ emb.T)
+
+
 # ----------------------------------------------------------------------------- models
 
 
@@ -436,57 +454,58 @@ class TrainedLinker:
         sim = item.embeddings @ item.embeddings.T
         return [c for c, _ in candidates(item.units, sim, self.params)]
 
-    def link(self, batch: Sequence[LinkInput]) -> list[list[Edge]]:
+    def link(self, batch: Sequence[LinkInput], mapper=map) -> list[list[Edge]]:
+        """Edges of every trace of the batch. `mapper` builds the per-trace features (a worker
+        pool's map spreads them over processes); the models then score all pairs at once."""
         return [decode_edges(item.units, s["probs"], s["i"], s["j"], s["origin"], self.decode)
-                for item, s in zip(batch, self.score_pairs(batch))]
+                for item, s in zip(batch, self.score_pairs(batch, mapper))]
 
-    def score_pairs(self, batch: Sequence[LinkInput]) -> list[dict[str, np.ndarray]]:
+    def score_pairs(self, batch: Sequence[LinkInput], mapper=map) -> list[dict[str, np.ndarray]]:
         """Per trace: its candidate pairs (i, j, origin) and their class probabilities (probs),
         from the cache where present."""
         if self.cache is None:
-            return self._score(batch)
+            return self._score(batch, mapper)
         keys = [self.cache.key(trace_digest(item.units, item.embeddings)) for item in batch]
         found = self.cache.get(keys)
         todo = {k: n for n, k in enumerate(keys) if k not in found}
         if todo:
-            fresh = dict(zip(todo, self._score([batch[n] for n in todo.values()])))
+            fresh = dict(zip(todo, self._score([batch[n] for n in todo.values()], mapper)))
             self.cache.put(fresh)
             found.update(fresh)
         return [found[k] for k in keys]
 
-    def _score(self, batch: Sequence[LinkInput]) -> list[dict[str, np.ndarray]]:
-        """Candidates and features per trace; then the models over the pairs of all traces at
-        once, in blocks of `block` pairs."""
+    def _score(self, batch: Sequence[LinkInput], mapper=map) -> list[dict[str, np.ndarray]]:
+        """Candidates and features per trace (through `mapper`); then the models over the pairs
+        of all traces at once, in blocks of `block` pairs."""
         torch = _torch()
-        out, units_f, embs, pairs = [], [], [], []
-        offset = 0
-        for item in batch:
-            units, emb = item.units, np.asarray(item.embeddings, dtype=np.float32)
-            sim = emb @ emb.T
-            i, j, origin = candidate_arrays(units, sim, self.params)
-            words = word_index(units)
-            # compact on disk: int32 indices, uint8 origin flags (probabilities stay float32: decoding compares them)
-            out.append({"i": i.astype(np.int32), "j": j.astype(np.int32), "origin": origin.astype(np.uint8)})
-            embs.append(emb)
-            units_f.append(self.featurizer(units, sim, words))
-            pairs.append((i + offset, j + offset, pair_features(units, sim, i, j, origin, words)))
-            offset += len(units)
-        total = sum(len(i) for i, _, _ in pairs)
+        feats = list(mapper(link_features, [item.units for item in batch], [item.embeddings for item in batch],
+                            itertools.repeat(self.params), itertools.repeat(self.featurizer)))
+        offsets = np.cumsum([0] + [len(item.units) for item in batch])
+        total = sum(len(f["i"]) for f in feats)
         probs = np.zeros((total, len(PAIR_CLASSES)), np.float32)
         if total:
             dev = self.device
-            gi, gj, pf = (torch.from_numpy(np.concatenate([p[k] for p in pairs])).to(dev) for k in range(3))
+
+            def stacked(key, shift=False):
+                parts = [f[key] + offsets[k] if shift else f[key] for k, f in enumerate(feats)]
+                return torch.from_numpy(np.concatenate(parts)).to(dev)
+
+            gi, gj, pf = stacked("i", True), stacked("j", True), stacked("pf")
             with torch.inference_mode():
-                e, u = (torch.from_numpy(np.concatenate(x)).to(dev) for x in (embs, units_f))
+                e = torch.from_numpy(np.concatenate([np.asarray(item.embeddings, np.float32) for item in batch])).to(dev)
+                u = stacked("uf")
                 terms = [m.unit_terms(e, u) for m in self.models]
                 for s in range(0, total, self.block):
                     part = slice(s, s + self.block)
                     probs[part] = torch.stack([torch.softmax(m.pair_logits(t, gi[part], gj[part], pf[part]), dim=1)
                                                for m, t in zip(self.models, terms)]).mean(0).cpu().numpy()
-        start = 0
-        for item in out:
-            item["probs"] = probs[start : start + len(item["i"])]
-            start += len(item["i"])
+        out, start = [], 0
+        for f in feats:
+            m = len(f["i"])
+            # compact on disk: int32 indices, uint8 origin flags (probabilities stay float32: decoding compares them)
+            out.append({"i": f["i"].astype(np.int32), "j": f["j"].astype(np.int32), "origin": f["origin"].astype(np.uint8),
+                        "probs": probs[start : start + m]})
+            start += m
         return out
 
 
@@ -576,20 +595,37 @@ class TypeHead:
             self.cache.put({key: found})
         return found["probs"]
 
-    def _probabilities(self, units: Sequence[ThoughtUnit], emb: np.ndarray) -> np.ndarray:
+    def _probabilities(self, units: Sequence[ThoughtUnit], emb: np.ndarray, feats: np.ndarray | None = None) -> np.ndarray:
         torch = _torch()
         emb = np.asarray(emb, dtype=np.float32)
-        sim = emb @ emb.T
+        feats = unit_features(units, emb, self.featurizer) if feats is None else feats
         prev, nxt = neighbours(emb)
-        cols = [torch.from_numpy(x) for x in (emb, prev, nxt, self.featurizer(units, sim))]
+        cols = [torch.from_numpy(x) for x in (emb, prev, nxt, feats)]
         with torch.inference_mode():
             return torch.softmax(self.model(*cols), dim=1).numpy()
 
-    def predict(self, units: Sequence[ThoughtUnit], emb: np.ndarray, structural: bool = True) -> list[str]:
+    def probabilities_batch(self, items: Sequence[tuple[Sequence[ThoughtUnit], np.ndarray]], mapper=map) -> list[np.ndarray]:
+        """`probabilities` of several traces: the unit features of those not cached are built
+        through `mapper` (a worker pool's map spreads them over processes)."""
+        keys = [self.cache.key(trace_digest(u, e)) for u, e in items] if self.cache else []
+        found = self.cache.get(keys) if self.cache else {}
+        todo = [n for n, (u, _) in enumerate(items) if len(u) and not (keys and keys[n] in found)]
+        feats = mapper(unit_features, [items[n][0] for n in todo], [items[n][1] for n in todo], itertools.repeat(self.featurizer))
+        fresh = {n: self._probabilities(*items[n], f) for n, f in zip(todo, feats)}
+        if self.cache and fresh:
+            self.cache.put({keys[n]: {"probs": p} for n, p in fresh.items()})
+        empty = np.zeros((0, len(TYPE_CLASSES)), np.float32)
+        return [fresh[n] if n in fresh else found[keys[n]]["probs"] if len(u) else empty for n, (u, _) in enumerate(items)]
+
+    def predict(self, units: Sequence[ThoughtUnit], emb: np.ndarray, structural: bool = True,
+                probs: np.ndarray | None = None) -> list[str]:
         """Provisional types. CRT and RPT need an earlier unit to act on, so the first unit gets the
         next best type; with structural=False no unit gets them (for linkers that do not guarantee
-        the edge those types need, like the CueLinker)."""
-        probs = self.probabilities(units, emb).copy()
+        the edge those types need, like the CueLinker). `probs`: this trace's `probabilities`,
+        when already at hand."""
+        probs = (self.probabilities(units, emb) if probs is None else probs).copy()
+        if not len(probs):
+            return []
         structural_cols = [TYPE_CLASSES.index("CRT"), TYPE_CLASSES.index("RPT")]
         probs[0 if structural else slice(None), structural_cols] = -1.0
         return [TYPE_CLASSES[k] for k in np.argmax(probs, axis=1)]
@@ -603,6 +639,11 @@ class Retyper:
 
     def __call__(self, units: Sequence[ThoughtUnit], emb: np.ndarray) -> list[ThoughtUnit]:
         return [replace(u, node_type=t) for u, t in zip(units, self.head.predict(units, emb, self.structural))]
+
+    def batch(self, items: Sequence[tuple[Sequence[ThoughtUnit], np.ndarray]], mapper=map) -> list[list[ThoughtUnit]]:
+        """Several traces at once, their features built through `mapper`."""
+        return [[replace(u, node_type=t) for u, t in zip(units, self.head.predict(units, emb, self.structural, probs))]
+                for (units, emb), probs in zip(items, self.head.probabilities_batch(items, mapper))]
 
     @property
     def cache_stats(self) -> dict[str, int]:
