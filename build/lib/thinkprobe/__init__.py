@@ -1,2 +1,0 @@
-"""ThinkProbe: non-generative profiler of LLM reasoning traces."""
-__version__ = "0.1.0"
