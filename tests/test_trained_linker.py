@@ -10,7 +10,7 @@ from thinkprobe.link import CueLinker, LinkInput
 from thinkprobe.load import FieldMap, detect
 from thinkprobe.records import BACKWARD_EDGES, FORWARD_EDGES, NODE_TYPES, ThoughtUnit
 from thinkprobe.trained_linker import (
-    DEFAULT_LINKER, MODELS_DIR, TYPE_CLASSES, CandidateParams, HeadTypedLinker, TrainedLinker, candidate_arrays, candidates,
+    DEFAULT_LINKER, MODELS_DIR, TYPE_CLASSES, CandidateParams, TrainedLinker, candidate_arrays, candidates,
     load_linker, load_type_head, pair_features, unit_typer,
 )
 
@@ -179,12 +179,11 @@ def test_pair_scores_cache_per_trace(config, sample_items, tmp_path):
 
 def test_type_head_types_every_unit_and_the_linker_honours_them(config, encoder, shipped):
     head = load_type_head()
-    typed = HeadTypedLinker(shipped, unit_typer(shipped, "head", head))
-    for g in build_graphs(traces(), config, encoder, typed):
+    for g in build_graphs(traces(), config, encoder, shipped, typer=unit_typer(shipped, "head", head)):
         types = head.predict(g.units, g.embeddings)
         assert len(types) == len(g.units) and set(types) <= set(TYPE_CLASSES)
         check_invariants(g.units, g.edges)
-        final = typed.finalised(g)
+        final = g.units  # provisional types settled by the edges
         out = {}
         for e in g.edges:
             out.setdefault(e.src, []).append(e.edge_type)

@@ -21,7 +21,7 @@ import numpy as np
 from .config import Config
 from .link import CueLinker, LinkInput
 from .records import EDGE_TYPES, Edge, ThoughtUnit
-from .scorecache import ScoreCache, files_fingerprint, trace_digest
+from .scorecache import ScoreCache, files_fingerprint, through_cache
 from .trained_linker import (
     FROM_WINDOW, PAIR_CLASSES, CandidateParams, candidate_arrays, candidates, decode_edges,
 )
@@ -128,24 +128,19 @@ class CrossEncoderLinker:
     def score_pairs(self, batch: Sequence[LinkInput]) -> list[dict[str, np.ndarray]]:
         """Per trace: its candidate pairs (i, j, origin) and the model's probabilities (probs), the
         pairs of every trace not in the cache scored together, sorted by length."""
-        keys = [self.cache.key(trace_digest(item.units, item.embeddings)) for item in batch] if self.cache else []
-        found = self.cache.get(keys) if self.cache else {}
-        plans, texts = {}, []
-        for n, item in enumerate(batch):
-            if keys and keys[n] in found:
-                continue
+        return through_cache(self.cache, [(item.units, item.embeddings) for item in batch],
+                             lambda todo: self._score([batch[n] for n in todo]))
+
+    def _score(self, batch: Sequence[LinkInput]) -> list[dict[str, np.ndarray]]:
+        plans, texts = [], []
+        for item in batch:
             sim = item.embeddings @ item.embeddings.T
             i, j, origin = candidate_arrays(item.units, sim, self.params)
-            plans[n] = (len(texts), i, j, origin)
+            plans.append((len(texts), i, j, origin))
             texts += [(item.units[a].text, item.units[b].text) for a, b in zip(i, j)]
-        probs = self.pair_probabilities(texts) if texts else None
-        fresh = {}
-        for n, (start, i, j, origin) in plans.items():
-            p = probs[start:start + len(i)] if probs is not None else np.zeros((0, self.num_labels), np.float32)
-            fresh[n] = {"i": i.astype(np.int32), "j": j.astype(np.int32), "origin": origin.astype(np.uint8), "probs": p}
-        if self.cache and fresh:
-            self.cache.put({keys[n]: s for n, s in fresh.items()})
-        return [fresh[n] if n in fresh else found[keys[n]] for n in range(len(batch))]
+        probs = self.pair_probabilities(texts) if texts else np.zeros((0, self.num_labels), np.float32)
+        return [{"i": i.astype(np.int32), "j": j.astype(np.int32), "origin": origin.astype(np.uint8),
+                 "probs": probs[start:start + len(i)]} for start, i, j, origin in plans]
 
     def link(self, batch: Sequence[LinkInput]) -> list[list[Edge]]:
         out = []

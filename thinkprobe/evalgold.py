@@ -13,7 +13,6 @@ Conventions (docs/accuracy.md says why):
 """
 from __future__ import annotations
 
-import inspect
 import json
 import re
 from collections import Counter
@@ -434,7 +433,6 @@ def profile_docs(gold_path: str | Path, cfg, encoder, linker, candidates=None, t
     from .load import iter_traces
     from .pipeline import graph_record
     from .records import InputError
-    from .trained_linker import HeadTypedLinker
 
     traces = []
     for item in iter_traces(gold_path):
@@ -450,16 +448,7 @@ def profile_docs(gold_path: str | Path, cfg, encoder, linker, candidates=None, t
             return candidate_pairs(item.embeddings @ item.embeddings.T, p["window"], p["top_k"])
 
     docs = []
-    native = "typer" in inspect.signature(build_graphs).parameters
-    if typer is None or native:
-        graphs = build_graphs(traces, cfg, encoder, linker, **({"typer": typer} if native else {}))
-    else:  # a graph.py without typer support: retype around the linker, settle types afterwards
-        wrapped = HeadTypedLinker(linker, typer)
-        graphs = build_graphs(traces, cfg, encoder, wrapped)
-        for graph in graphs:
-            if not isinstance(graph, InputError):
-                graph.units = wrapped.finalised(graph)
-    for graph in graphs:
+    for graph in build_graphs(traces, cfg, encoder, linker, typer=typer):
         if isinstance(graph, InputError):
             raise ValueError(str(graph))
         doc = to_reasoningflow(graph_record(graph, {}))

@@ -29,7 +29,9 @@ class LinkInput:
 
 class Linker(Protocol):
     """Typed edges for a batch of traces. A batch spans many traces so that a model-based linker
-    can score all candidate pairs of the batch together, sorted by length."""
+    can score all candidate pairs of the batch together, sorted by length. A linker whose `link`
+    also takes `mapper` gets the run's worker-pool map for its per-trace CPU work (the trained
+    linker does); one that does not is called with the batch alone."""
 
     name: str
 

@@ -11,13 +11,14 @@ import json
 import os
 import sqlite3
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from .records import ThoughtUnit
 
-__all__ = ["ScoreCache", "CACHE_FILES", "default_cache_dir", "connect", "trace_digest", "files_fingerprint", "pack", "unpack"]
+__all__ = ["ScoreCache", "CACHE_FILES", "default_cache_dir", "connect", "through_cache", "trace_digest", "files_fingerprint",
+           "pack", "unpack"]
 
 
 CACHE_FILES = ("embeddings.sqlite3", "scores.sqlite3")
@@ -103,3 +104,23 @@ class ScoreCache:
     @property
     def stats(self) -> dict[str, int]:
         return {"hits": self.hits, "misses": self.misses}
+
+
+def through_cache(cache: ScoreCache | None, traces: Sequence[tuple[Sequence[ThoughtUnit], np.ndarray]],
+                  compute: Callable[[list[int]], list[dict[str, np.ndarray]]]) -> list[dict[str, np.ndarray]]:
+    """Per-trace model outputs for `traces` ((units, embeddings) each): from `cache` where present;
+    `compute(indices)` gives the others' in the order asked (a trace repeated in the batch once),
+    and they are stored. Without a cache every trace is computed."""
+    if cache is None:
+        return compute(list(range(len(traces))))
+    keys = [cache.key(trace_digest(units, emb)) for units, emb in traces]
+    found = cache.get(keys)
+    todo = {}
+    for n, k in enumerate(keys):
+        if k not in found:
+            todo.setdefault(k, n)
+    if todo:
+        fresh = dict(zip(todo, compute(list(todo.values()))))
+        cache.put(fresh)
+        found.update(fresh)
+    return [found[k] for k in keys]

@@ -23,7 +23,7 @@ import numpy as np
 from .config import Config, resource_dir
 from .link import CueLinker, LinkInput, Linker
 from .records import Edge, ThoughtUnit
-from .scorecache import ScoreCache, files_fingerprint, trace_digest
+from .scorecache import ScoreCache, files_fingerprint, through_cache
 
 __all__ = [
     "PAIR_CLASSES", "TYPE_CLASSES", "MODELS_DIR", "DEFAULT_LINKER", "CandidateParams", "candidates", "candidate_arrays",
@@ -463,16 +463,8 @@ class TrainedLinker:
     def score_pairs(self, batch: Sequence[LinkInput], mapper=map) -> list[dict[str, np.ndarray]]:
         """Per trace: its candidate pairs (i, j, origin) and their class probabilities (probs),
         from the cache where present."""
-        if self.cache is None:
-            return self._score(batch, mapper)
-        keys = [self.cache.key(trace_digest(item.units, item.embeddings)) for item in batch]
-        found = self.cache.get(keys)
-        todo = {k: n for n, k in enumerate(keys) if k not in found}
-        if todo:
-            fresh = dict(zip(todo, self._score([batch[n] for n in todo.values()], mapper)))
-            self.cache.put(fresh)
-            found.update(fresh)
-        return [found[k] for k in keys]
+        return through_cache(self.cache, [(item.units, item.embeddings) for item in batch],
+                             lambda todo: self._score([batch[n] for n in todo], mapper))
 
     def _score(self, batch: Sequence[LinkInput], mapper=map) -> list[dict[str, np.ndarray]]:
         """Candidates and features per trace (through `mapper`); then the models over the pairs
@@ -584,16 +576,7 @@ class TypeHead:
 
     def probabilities(self, units: Sequence[ThoughtUnit], emb: np.ndarray) -> np.ndarray:
         """Type probabilities of each unit, from the cache where present."""
-        if not len(units):
-            return np.zeros((0, len(TYPE_CLASSES)), np.float32)
-        if self.cache is None:
-            return self._probabilities(units, emb)
-        key = self.cache.key(trace_digest(units, emb))
-        found = self.cache.get([key]).get(key)
-        if found is None:
-            found = {"probs": self._probabilities(units, emb)}
-            self.cache.put({key: found})
-        return found["probs"]
+        return self.probabilities_batch([(units, emb)])[0]
 
     def _probabilities(self, units: Sequence[ThoughtUnit], emb: np.ndarray, feats: np.ndarray | None = None) -> np.ndarray:
         torch = _torch()
@@ -607,15 +590,16 @@ class TypeHead:
     def probabilities_batch(self, items: Sequence[tuple[Sequence[ThoughtUnit], np.ndarray]], mapper=map) -> list[np.ndarray]:
         """`probabilities` of several traces: the unit features of those not cached are built
         through `mapper` (a worker pool's map spreads them over processes)."""
-        keys = [self.cache.key(trace_digest(u, e)) for u, e in items] if self.cache else []
-        found = self.cache.get(keys) if self.cache else {}
-        todo = [n for n, (u, _) in enumerate(items) if len(u) and not (keys and keys[n] in found)]
-        feats = mapper(unit_features, [items[n][0] for n in todo], [items[n][1] for n in todo], itertools.repeat(self.featurizer))
-        fresh = {n: self._probabilities(*items[n], f) for n, f in zip(todo, feats)}
-        if self.cache and fresh:
-            self.cache.put({keys[n]: {"probs": p} for n, p in fresh.items()})
+        typed = [item for item in items if len(item[0])]
+
+        def compute(todo: list[int]) -> list[dict[str, np.ndarray]]:
+            feats = mapper(unit_features, [typed[n][0] for n in todo], [typed[n][1] for n in todo],
+                           itertools.repeat(self.featurizer))
+            return [{"probs": self._probabilities(*typed[n], f)} for n, f in zip(todo, feats)]
+
+        probs = iter(through_cache(self.cache, typed, compute))
         empty = np.zeros((0, len(TYPE_CLASSES)), np.float32)
-        return [fresh[n] if n in fresh else found[keys[n]]["probs"] if len(u) else empty for n, (u, _) in enumerate(items)]
+        return [next(probs)["probs"] if len(units) else empty for units, _ in items]
 
     def predict(self, units: Sequence[ThoughtUnit], emb: np.ndarray, structural: bool = True,
                 probs: np.ndarray | None = None) -> list[str]:
@@ -661,28 +645,6 @@ def unit_typer(linker: Linker, types: str = "head", head: "TypeHead | None" = No
     if types != "head":
         raise ValueError(f"unknown typing {types!r}: use head or cue")
     return Retyper(head or load_type_head(cache_dir=cache_dir), structural=isinstance(linker, TrainedLinker))
-
-
-class HeadTypedLinker:
-    """`linker` fed the units retyped by `typer`: the type head for a graph.py that does not take a
-    typer itself. `finalised(graph)` then settles the structural types from the edges, as graph.py
-    does after linking."""
-
-    def __init__(self, linker: Linker, typer):
-        self.linker, self.typer = linker, typer
-        self.name = linker.name
-
-    def link(self, batch: Sequence[LinkInput]) -> list[list[Edge]]:
-        return self.linker.link([LinkInput(self.typer(item.units, item.embeddings), item.embeddings) for item in batch])
-
-    def finalised(self, graph) -> list[ThoughtUnit]:
-        from .nodetypes import finalise_type
-
-        outgoing: dict[int, list[Edge]] = {}
-        for e in graph.edges:
-            outgoing.setdefault(e.src, []).append(e)
-        return [replace(u, node_type=finalise_type(u.node_type, outgoing.get(u.index, ())))
-                for u in self.typer(graph.units, graph.embeddings)]
 
 
 # ----------------------------------------------------------------------------- loading
