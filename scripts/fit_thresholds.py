@@ -17,13 +17,13 @@ import argparse
 import gzip
 import json
 import os
-import random
 import sys
 import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from thinkprobe.bench import data_dir  # noqa: E402
@@ -31,6 +31,7 @@ from thinkprobe.config import Config  # noqa: E402
 from thinkprobe.encoder import Encoder  # noqa: E402
 from thinkprobe.evalgold import profile_docs, score  # noqa: E402
 from thinkprobe.trained_linker import DEFAULT_LINKER, MODELS_DIR, TrainedLinker, unit_typer  # noqa: E402
+from train_linker import model_card, split  # noqa: E402  (this folder)
 
 SILVER_DIR = (data_dir() or REPO.parent / "shared" / "data") / "reasoningflow" / "v1"
 GRID = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
@@ -41,10 +42,8 @@ def heldout_ids(model_dir: Path) -> set[str]:
     """The traces `train_linker.py` held out: the same seeded shuffle over the same list."""
     meta = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))["training"]
     ids = (model_dir / "traces.txt").read_text(encoding="utf-8").split()
-    order = list(range(len(ids)))
-    random.Random(meta["seed"]).shuffle(order)
-    n_val = max(1, int(round(meta["val_frac"] * len(order))))
-    return {ids[k] for k in order[:n_val]}
+    held, _ = split(len(ids), meta["seed"], meta["val_frac"])
+    return {ids[k] for k in held}
 
 
 def brief(s: dict) -> dict:
@@ -102,8 +101,6 @@ def main(argv=None) -> None:
         "unit_space_thresholds": earlier,  # what train_linker.py chose; its held-out scores are at these
     }
     cfg_path.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    from train_linker import model_card
-
     card = model_dir / "README.md"
     old = card.read_text(encoding="utf-8") if card.exists() else ""
     # dev-set scores are added to the card by hand (docs/accuracy.md); keep them

@@ -168,6 +168,15 @@ def silver_labels(doc: dict, units: list[ThoughtUnit]) -> tuple[list[str | None]
     return unit_types, {pair: PAIR_CLASSES.index(name) for pair, name in labels.items()}
 
 
+def split(n: int, seed: int, val_frac: float) -> tuple[list[int], list[int]]:
+    """Indices of the held-out and of the training traces: a seeded shuffle, the first `val_frac`
+    held out (scripts/fit_thresholds.py finds the same held-out traces through this)."""
+    order = list(range(n))
+    random.Random(seed).shuffle(order)
+    n_val = max(1, int(round(val_frac * n)))
+    return sorted(order[:n_val]), sorted(order[n_val:])
+
+
 def prepare(docs: list[dict], cfg: Config, encoder, batch: int = 16, log=print) -> list[Example]:
     out = []
     t0 = time.time()
@@ -499,11 +508,9 @@ def main(argv=None) -> None:
         if args.examples:
             with open(args.examples, "wb") as f:
                 pickle.dump(examples, f)
-    order = list(range(len(examples)))
-    random.Random(args.seed).shuffle(order)
-    n_val = max(1, int(round(args.val_frac * len(order))))
-    val_ex = [examples[k] for k in sorted(order[:n_val])]
-    train_ex = [examples[k] for k in sorted(order[n_val:])]
+    held, trained = split(len(examples), args.seed, args.val_frac)
+    val_ex = [examples[k] for k in held]
+    train_ex = [examples[k] for k in trained]
     log(f"{len(train_ex)} training traces ({sum(len(e.units) for e in train_ex)} units), "
         f"{len(val_ex)} held out ({sum(len(e.units) for e in val_ex)} units)")
 
