@@ -42,6 +42,7 @@ from thinkprobe.records import Section  # noqa: E402
 from thinkprobe.redundancy import (format_model_table, redundancy_row,  # noqa: E402
                                    write_redundancy)
 from thinkprobe.segment import unit_spans  # noqa: E402
+from thinkprobe.tables import iter_graph_records  # noqa: E402
 
 MIP_MODELS = {"deepseekR1": "DeepSeek-R1", "DSQ": "R1-Distill-Qwen-32B", "QwQ": "QwQ-32B", "s1.1": "s1.1-32B"}
 TTS_MODELS = ("r1-distill-qwen-7b", "r1-distill-qwen-14b", "r1-distill-llama-8b", "qwen3-8b", "qwen3-14b",
@@ -198,14 +199,12 @@ def profile_sample(sample: Path, run_dir: Path, labels: dict[str, dict], device:
         run_profile(RunOptions(inputs=[str(sample)], out_dir=str(run_dir), device=device, progress=False))
     summary = write_redundancy(run_dir)
     results = []
-    with open(run_dir / "graphs.jsonl", encoding="utf-8") as f:
-        for line in f:
-            g = json.loads(line)
-            _, extra = redundancy_row(g)
-            rec = labels[g["trace_id"]]
-            results.append({"trace_id": g["trace_id"], "model": g["model"], "dataset": rec["dataset"],
-                            "label": rec["label"], "ours": extra["final_correct"],
-                            "agree": extra["final_correct"] == rec["label"]})
+    for g in iter_graph_records(run_dir):
+        _, extra = redundancy_row(g)
+        rec = labels[g["trace_id"]]
+        results.append({"trace_id": g["trace_id"], "model": g["model"], "dataset": rec["dataset"],
+                        "label": rec["label"], "ours": extra["final_correct"],
+                        "agree": extra["final_correct"] == rec["label"]})
     return results, summary
 
 

@@ -231,6 +231,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     """Join the committed chunks into the output files and compute the corpus profile."""
     parts = sorted((out / "parts").glob("[0-9]*.jsonl"))
     rows, errors, duplicates, redundancy_rows = [], [], [], []
+    redundancy = RedundancyParams.from_config(cfg)
     unknown = {"model": 0, "domain": 0}
     with open(out / "graphs.jsonl.tmp", "w", encoding="utf-8", newline="") as graphs:
         for part in parts:
@@ -247,7 +248,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
                     for key in unknown:
                         unknown[key] += g[key] == "unknown"
                     graphs.write(json.dumps(g, ensure_ascii=False) + "\n")
-                    redundancy_rows.append(table_row(g, RedundancyParams.from_config(cfg)))
+                    redundancy_rows.append(table_row(g, redundancy))
                     rows.append({"trace_id": g["trace_id"], "model": g["model"], "domain": g["domain"],
                                  "units": len(g["units"]), "edges": len(g["edges"]),
                                  "tokens": sum(u["tokens"] for u in g["units"]), **g["indicators"]})

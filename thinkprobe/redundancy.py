@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .tables import csv_text, write_atomic
+from .tables import csv_text, iter_graph_records, write_atomic
 from .answers import Candidate, answers_match, final_candidate, find_candidates, run_code_tests, code_tests_of
 
 __all__ = ["COLUMNS", "METRICS", "MODEL_COLUMNS", "RedundancyParams", "SEP", "shortest_effective_path",
@@ -455,14 +455,7 @@ def write_redundancy(run_dir: str | Path, params: RedundancyParams | None = None
         run_json = run / "run.json"
         config = json.loads(run_json.read_text(encoding="utf-8")).get("config") if run_json.exists() else None
         params = RedundancyParams.from_config(config)
-    rows = []
-    graphs = run / "graphs.jsonl"
-    if graphs.exists():
-        with open(graphs, encoding="utf-8") as f:
-            for line in f:
-                if not line.strip():
-                    continue
-                rows.append(table_row(json.loads(line), params))
+    rows = [table_row(record, params) for record in iter_graph_records(run, missing_ok=True)]
     return write_redundancy_tables(run, rows)
 
 
