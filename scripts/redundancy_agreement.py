@@ -3,7 +3,7 @@
 Draws labelled reasoning traces with gold answers from ../shared/data (MiP-Overthinking math:
 GPT-4o judge `eval_result` 1 = correct / 2 = incorrect; tts-knowledge SimpleQA and FRAMES:
 SimpleQA grader `grading` A = correct / B = incorrect; abstentions and "not attempted" are left
-out), runs answer extraction + verification (thinkprobe.answers via thinkprobe.redundancy) on each
+out), runs answer extraction + verification (thinkprobe.redundancy) on each
 trace and reports how often our verdict equals the label: overall, per dataset and per model.
 
 Two ways to build the graph records:
