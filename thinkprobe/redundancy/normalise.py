@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from functools import lru_cache
 from typing import Any, Iterable
 
 __all__ = ["normalise", "to_number", "answers_match"]
@@ -36,9 +37,12 @@ def normalise(value: Any) -> str:
     >>> normalise(r"\boxed{\dfrac{3}{4}}\,\text{ cm}.")
     '\\frac{3}{4} cm'
     """
-    if value is None:
-        return ""
-    s = str(value).strip()
+    return "" if value is None else _normalise_text(str(value))
+
+
+@lru_cache(maxsize=1 << 16)
+def _normalise_text(s: str) -> str:
+    s = s.strip()
     if "####" in s:  # GSM8K: the gold solution ends "#### 18"
         s = s.rsplit("####", 1)[1]
     s = _SPECIAL_TOKEN.sub("", s)
@@ -453,6 +457,12 @@ def answers_match(pred: Any, gold: Any) -> bool:
     """
     if pred is None or gold is None:
         return False
+    return _texts_match(str(pred), str(gold))
+
+
+@lru_cache(maxsize=1 << 16)
+def _texts_match(pred: str, gold: str) -> bool:
+    """answers_match on the texts; memoised, since a long trace restates the same values often."""
     p, g = normalise(pred), normalise(gold)
     if not p or not g:
         return False
