@@ -199,9 +199,10 @@ def _check_device(report: dict, problems: list[str], device: str, importable: di
         return "cpu"
     import torch
 
-    from .encoder import resolve_device
+    from .encoder import cpu_has_native_bf16, resolve_device
 
     entry["torch_cuda"] = torch.version.cuda
+    entry["cpu_native_bf16"] = cpu_has_native_bf16()  # what --precision auto uses on CPU
     entry["cuda_available"] = bool(torch.cuda.is_available())
     if entry["cuda_available"]:
         entry["cuda_devices"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
