@@ -394,6 +394,59 @@ def train(args) -> None:
         log(f"saved {args.out}")
 
 
+def compare(args) -> None:
+    """The parser and the old default (pair MLP + type head) on the silver traces that neither saw
+    in training (held out by both splits), scored as eval-gold scores, from the cached units."""
+    from dataclasses import replace
+
+    from thinkprobe.evalgold import score
+    from thinkprobe.link import LinkInput, TrainedLinker, TypeHead, unit_typer
+    from thinkprobe.link.parser import ParserLinker
+    from thinkprobe.nodetypes import finalise_type
+
+    cfg = Config.load()
+    docs = load_silver(Path(args.silver))
+    old_dir = Path(args.old)
+    old_meta = json.loads((old_dir / "config.json").read_text(encoding="utf-8"))["training"]
+    old_ids = (old_dir / "traces.txt").read_text(encoding="utf-8").split()
+    import random
+
+    order = list(range(len(old_ids)))
+    random.Random(old_meta["seed"]).shuffle(order)
+    old_held = {old_ids[k] for k in order[: max(1, int(round(old_meta["val_frac"] * len(old_ids))))]}
+    new_ids = dict(line.split("\t") for line in (Path(args.parser) / "traces.txt").read_text(encoding="utf-8").splitlines())
+    rows = [r for r in load_prepared(args.cache) if new_ids.get(r["doc_id"]) == "heldout" and len(r["units"]) > 1]
+    both = [r for r in rows if r["doc_id"] in old_held]
+    print(f"{len(rows)} traces held out by the parser, {len(both)} of them also by the old default", flush=True)
+    old = TrainedLinker(old_dir, cfg)
+    typer_old = unit_typer(old, "head", TypeHead(old_dir))
+    parser = ParserLinker(args.parser, cfg)
+    systems = {"old default (pair MLP + type head)": (old, typer_old), "parser": (parser, parser.typer)}
+
+    def as_docs(linker, typer, subset):
+        items = [(r["units"], r["emb"]) for r in subset]
+        typed = typer.batch(items)
+        out = []
+        for r, units, edges in zip(subset, typed, linker.link([LinkInput(u, r["emb"]) for u, r in zip(typed, subset)])):
+            outgoing: dict[int, list] = {}
+            for e in edges:
+                outgoing.setdefault(e.src, []).append(e)
+            nodes = [{"id": f"resp{u.index}", "source": "response", "start": u.start, "end": u.end,
+                      "thinkprobe_type": finalise_type(u.node_type, outgoing.get(u.index, ()))} for u in units]
+            es = [{"id": f"e{k}", "source_node_id": f"resp{e.src}", "dest_node_id": f"resp{e.dst}", "label": e.edge_type,
+                   "thinkprobe_type": e.edge_type, "polarity": e.polarity or None} for k, e in enumerate(edges)]
+            gold = docs[r["doc_index"]]
+            out.append({"doc_id": gold["doc_id"], "raw_text": gold["raw_text"], "nodes": nodes, "edges": es})
+        return out
+
+    for subset_name, subset in (("held out by both", both), ("held out by the parser", rows)):
+        gold = [docs[r["doc_index"]] for r in subset]
+        for name, (linker, typer) in systems.items():
+            s = score(gold, as_docs(linker, typer, subset))
+            print(f"{subset_name} ({len(subset)} traces), {name}: {json.dumps({**brief(s), 'far10_recall': round(s['by_distance']['>10']['recall'], 4)})}",
+                  flush=True)
+
+
 def save(out: Path, args, cfg, params, featurizer, decode, model, dim, stats, doc_ids, held_ids) -> None:
     from dataclasses import asdict
 
@@ -419,6 +472,94 @@ def save(out: Path, args, cfg, params, featurizer, decode, model, dim, stats, do
     (out / "config.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     (out / "traces.txt").write_text("".join(f"{d}\t{'heldout' if d in set(held_ids) else 'train'}\n" for d in doc_ids),
                                     encoding="utf-8")
+    (out / "README.md").write_text(model_card(meta, out), encoding="utf-8")
+
+
+def model_card(meta: dict, out: Path) -> str:
+    """The model card: what the model is, its data and splits, its held-out silver scores, how to
+    retrain it, and the licence caveat of its training data. Dev-set scores: docs/accuracy.md."""
+    from thinkprobe.evalgold import EDGE_LABEL_MAP, NODE_LABEL_MAP
+
+    t, m, h = meta["training"], meta["model"], meta["training"]["heldout_silver"]
+    size = sum(p.stat().st_size for p in out.glob("*.safetensors"))
+    gens = ", ".join(f"{g} {n}" for g, n in t["generators"].items())
+    edge_rows = "\n".join(f"| {label} | {kind}{' (' + pol + ')' if pol else ''} |" for label, (kind, pol) in EDGE_LABEL_MAP.items())
+    node_rows = "\n".join(f"| {label} | {kind} |" for label, kind in NODE_LABEL_MAP.items())
+    d = meta["decode"]
+    return f"""# {meta['name']}: ThinkProbe's trace-level parser (linker and typer)
+
+One small torch network ({size / 1e6:.2f} MB of safetensors weights) over the frozen all-MiniLM-L6-v2
+unit embeddings of the pipeline (nothing else is loaded; no network), `thinkprobe/link/parser.py`:
+
+- unit inputs: the embedding and {len(meta['cue_names'])} lexicon cue flags (from `configs/`), {len(meta['shape_patterns'])}
+  text-shape flags (patterns in `config.json`) and 10 numeric features (position, length, section, block
+  start, similarity to the neighbours and to the most similar earlier unit), projected to {m['proj']};
+- contextualizer: {"a " + str(m['layers']) + "-layer BiLSTM with " + str(m['hidden']) + " units per direction over the whole trace (cost linear in its length)" if m['context'] == 'bilstm' else 'none (ablation)'};
+- arc scorer per candidate pair (i < j): head and dependent projections of the two states ({m['arc_hidden']}),
+  their product, a distance-bucket embedding{" and 16 pair features (cosine, its rank among j's candidates, its gap to j's best earlier similarity, distance, blocks, sections, word overlap, candidate origin, plan / block-start relations)" if m['pair_feats'] else ''};
+  outputs one arc logit (a sigmoid per arc: several parents allowed) and 8 edge-label logits (the
+  6 edge types, critique split by polarity);
+- node-type head on the states: FAC RSN EXP CRT MET CON RPT (provisional; SYN and the final CRT /
+  RPT follow from the edges, `nodetypes.finalise_type`).
+
+Trained jointly: arc BCE + {t['label_weight']} x label CE (positives only, class weights) + {t['type_weight']} x type CE.
+
+Candidates per unit j: {json.dumps(meta['candidates'])}: the window of preceding units, the top-k
+most similar earlier units beyond the window (found block by block, never an n x n matrix), earlier
+planning units, earlier conclusion units for concluding or critiquing units, recent block starts.
+Decoding (`link.base.decode_edges`): an edge where the arc probability is at least {d['threshold_near']:.2f}
+(window) / {d['threshold_far']:.2f} (beyond), labelled by the most probable label; a planning unit's
+critique pairs become elaborations; every unit but the first gets a forward parent in its window; a
+unit typed CRT or RPT gets its most probable critique / repetition target in its window.
+
+## Data and splits
+
+`{t['data']}` (ReasoningFlow v1 silver graphs annotated by Gemini-3.1-pro), all traces, long ones
+included ({t['train_traces'] + t['heldout_traces']} with two or more units; generators: {gens}). Each trace was split, encoded
+(bf16 on CPU for training only: cosine >= 0.9999 to the fp32 embeddings the pipeline uses) and
+tiled by our own pipeline; silver nodes were projected onto our units (most overlap) and labels
+mapped as below. Held out: the traces whose sha1(doc_id) falls in the lowest {t['val_frac']:.0%}
+({t['heldout_traces']} traces); the epoch ({t['best_epoch']} of {t['epochs']}, lowest held-out loss) and the thresholds (grid
+0.1-0.7, maximising edge F1 + far-edge F1 scored as eval-gold scores) were chosen on them.
+`traces.txt` lists every trace with its split. {t['train_units']:,} training units, {t['train_pairs']:,} candidate pairs.
+The human-annotated v0 traces (v0_human_D, the dev set) were not used for training, epochs,
+thresholds or architecture.
+
+Retrain (one command, after the one-off data preparation it runs first when the cache is empty):
+
+    python scripts/train_parser.py prepare && python scripts/train_parser.py train --out models/{meta['name']}
+
+(seeded; one torch thread; the same weights run after run on the same machine.)
+
+## Scores
+
+Held-out silver traces, scored as eval-gold scores (node pairs after projection onto the silver
+nodes): edge F1 {h['edge_f1']:.3f} (P {h['edge_p']:.3f}, R {h['edge_r']:.3f}), labelled edge F1 {h['labelled_edge_f1']:.3f},
+far-edge F1 {h['far_edge_f1']:.3f}, node type macro-F1 {h['type_macro_f1']:.3f}.
+Dev set (human annotator D) and the comparison with the old default: docs/accuracy.md.
+
+## Label mapping (spec section 7; `thinkprobe/evalgold.py`)
+
+| ReasoningFlow node | ours |
+|---|---|
+{node_rows}
+| reflection | CRT when an incoming reflect:* / validate:attack edge shows it evaluates an earlier node, else MET |
+
+| ReasoningFlow edge | ours |
+|---|---|
+{edge_rows}
+
+Synthesis has no ReasoningFlow label: a unit with inference edges from units of two or more other
+topical blocks gets synthesis edges instead when it is a conclusion or has a synthesis cue, or
+when the sources span three or more blocks. Edges from question (context) nodes are dropped.
+
+## Licence caveat
+
+The weights are derived from ReasoningFlow data (GitHub jinulee-v/reasoningflow), whose
+repository states no licence, with silver labels produced by Gemini-3.1-pro (Google's terms for
+model outputs may apply). Research use only; do not redistribute outside the project. The encoder
+it builds on, all-MiniLM-L6-v2, is Apache-2.0.
+"""
 
 
 # Text-shape flags for the model: stored in the model's config.json (the lexicon stays in configs/).
@@ -483,6 +624,11 @@ def parse_args(argv=None):
     t.add_argument("--type-weight", type=float, default=0.5)
     for name, default in (("window", 6), ("top_k", 10), ("plan_lookback", 3), ("conclusion_lookback", 4), ("block_lookback", 3)):
         t.add_argument(f"--{name.replace('_', '-')}", type=int, default=default, help=f"candidates: {name}")
+    c = sub.add_parser("compare", help="parser vs the old default on silver traces neither trained on")
+    c.add_argument("--silver", default=str(SILVER))
+    c.add_argument("--cache", default=str(REPO.parent / "cache" / "silver"))
+    c.add_argument("--parser", default=str(REPO / "models" / "parser-minilm-bilstm"))
+    c.add_argument("--old", default=str(REPO / "models" / "linker-minilm-mlp"))
     return ap.parse_args(argv)
 
 
@@ -492,6 +638,8 @@ def main(argv=None) -> None:
         prepare(args)
     elif args.cmd == "train":
         train(args)
+    elif args.cmd == "compare":
+        compare(args)
 
 
 if __name__ == "__main__":
