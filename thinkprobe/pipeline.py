@@ -25,8 +25,7 @@ from .config import Config
 from .encoder import Encoder, make_encoder, model_fingerprint
 from .graph import build_graphs
 from .indicators import INDICATORS, compute_indicators
-from .link import Linker
-from .trained_linker import load_linker, unit_typer
+from .link import Linker, load_linker, unit_typer
 from .load import FieldMap, iter_traces
 from .provenance import file_digest, package_version
 from .profile import DIMENSION_NAMES, Normalizer, group_profiles, profile_row
