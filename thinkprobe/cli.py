@@ -90,7 +90,7 @@ def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, chun
 
 
 def format_summary(result: dict) -> str:
-    from .profile import DIMENSION_NAMES
+    from .cognitive_profile import DIMENSION_NAMES
 
     lines = [f"profiled {result['traces']} traces into {result['out_dir']}"
              + (f" ({result['resumed']} from committed chunks)" if result["resumed"] else "")

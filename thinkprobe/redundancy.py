@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .tables import csv_text, iter_graph_records, write_atomic
+from .outputs import MODEL_REDUNDANCY_TABLE, REDUNDANCY_COLUMNS, REDUNDANCY_METRICS, REDUNDANCY_TABLE, RUN_JSON, write_table
+from .records import iter_graph_records
 from .answers import Candidate, answers_match, final_candidate, find_candidates, run_code_tests, code_tests_of
 
 __all__ = ["COLUMNS", "METRICS", "MODEL_COLUMNS", "RedundancyParams", "SEP", "shortest_effective_path",
@@ -50,10 +51,9 @@ __all__ = ["COLUMNS", "METRICS", "MODEL_COLUMNS", "RedundancyParams", "SEP", "sh
            "write_redundancy_tables", "model_means",
            "format_model_table"]
 
-COLUMNS: tuple[str, ...] = ("trace_id", "model", "domain", "Acc", "Tokens", "|V|", "Iso", "|E|", "D", "in_max",
-                            "out_max", "Self", "Back", "L_eff", "R", "Unc", "DR", "SV", "EE", "EB")
-METRICS: tuple[str, ...] = COLUMNS[3:]
-MODEL_COLUMNS: tuple[str, ...] = ("model", "n", *METRICS)
+COLUMNS: tuple[str, ...] = REDUNDANCY_COLUMNS  # declared with the run's other tables (thinkprobe.outputs)
+METRICS: tuple[str, ...] = REDUNDANCY_METRICS
+MODEL_COLUMNS: tuple[str, ...] = MODEL_REDUNDANCY_TABLE.columns
 
 FORWARD = frozenset({"inference", "elaboration", "branch"})
 ROOT = -1  # the virtual root: the question
@@ -387,10 +387,10 @@ def redundancy_row(record: dict, params: RedundancyParams = RedundancyParams()) 
             in_deg[d] += 1
     m = len(edges)
     l_eff = len(sep.units)
-    transitions = _transitions(verdicts) if known else dict.fromkeys(("DR", "SV", "EE", "EB"), "")
+    transitions = _transitions(verdicts) if known else dict.fromkeys(("DR", "SV", "EE", "EB"))
     row = {
         "trace_id": record.get("trace_id"), "model": record.get("model"), "domain": record.get("domain"),
-        "Acc": int(final_correct) if known else "",
+        "Acc": int(final_correct) if known else None,
         "Tokens": sum(_tokens(u) for u in units),
         "|V|": n,
         "Iso": len(isolated_units(units, edges, record.get("question"), params.iso_overlap)),
@@ -452,7 +452,7 @@ def write_redundancy(run_dir: str | Path, params: RedundancyParams | None = None
     Returns the paths, the trace count and the model rows."""
     run = Path(run_dir)
     if params is None:
-        run_json = run / "run.json"
+        run_json = run / RUN_JSON
         config = json.loads(run_json.read_text(encoding="utf-8")).get("config") if run_json.exists() else None
         params = RedundancyParams.from_config(config)
     rows = [table_row(record, params) for record in iter_graph_records(run, missing_ok=True)]
@@ -469,11 +469,11 @@ def table_row(record: dict, params: RedundancyParams = RedundancyParams()) -> di
 
 
 def write_redundancy_tables(run: Path, rows: Sequence[dict]) -> dict:
-    """redundancy.csv and model_redundancy.csv from the per-trace rows."""
+    """redundancy.csv (with its Parquet twin) and model_redundancy.csv from the per-trace rows."""
     models = model_means(rows)
-    write_atomic(run / "redundancy.csv", csv_text(rows, COLUMNS))
-    write_atomic(run / "model_redundancy.csv", csv_text(models, MODEL_COLUMNS))
-    return {"redundancy_csv": str(run / "redundancy.csv"), "model_redundancy_csv": str(run / "model_redundancy.csv"),
+    write_table(run, REDUNDANCY_TABLE, rows)
+    write_table(run, MODEL_REDUNDANCY_TABLE, models)
+    return {"redundancy_csv": str(run / REDUNDANCY_TABLE.name), "model_redundancy_csv": str(run / MODEL_REDUNDANCY_TABLE.name),
             "traces": len(rows), "models": models}
 
 
