@@ -39,7 +39,7 @@ from .redundancy import RedundancyParams, annotate_record, table_row, write_redu
 from .tables import write_atomic
 from .timing import StageTimes
 
-__all__ = ["RunOptions", "run_profile", "iter_inputs", "assemble", "OUTPUT_FILES", "MEMORY_SOURCE"]
+__all__ = ["RunOptions", "run_profile", "run_traces", "assemble", "OUTPUT_FILES", "MEMORY_SOURCE"]
 
 MEMORY_SOURCE = "<memory>"  # the source named in graph records and errors of records given in memory
 
@@ -174,7 +174,7 @@ def _process_chunk(traces: list, cfg: Config, encoder: Encoder, linker: Linker, 
     return "".join(lines)
 
 
-def iter_inputs(opts: RunOptions) -> Iterator[Trace | InputError]:
+def run_traces(opts: RunOptions) -> Iterator[Trace | InputError]:
     """Every trace of the run in input order: the in-memory records (through the same detection
     as a file's, under the source "<memory>" and their index), then each input file's; a bad
     record yields its InputError."""
@@ -216,7 +216,7 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
     encoder.on_encoded = progress.units
     try:
         resumed = _profile_chunks(opts, cfg, encoder, linker, typer, parts, ProgressTimes(times, progress), progress,
-                                  select(iter_inputs(opts), total, opts.limit, opts.sample, opts.seed))
+                                  select(run_traces(opts), total, opts.limit, opts.sample, opts.seed))
         with times("assemble"):
             result = assemble(out, cfg, encoder, linker, opts, resumed, progress)
     finally:
