@@ -68,23 +68,21 @@ def main() -> None:
               help="with --linker cross-encoder: a local Hugging Face sequence-classification folder")
 @click.option("--types", type=click.Choice(["head", "cue"]), default="head", show_default=True,
               help="node types from the trained type head or from the cue lexicon")
-def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, precision, chunk_size, norms, resume, summary, progress,
-            strict, cache_dir, no_cache, report, workers, linker, linker_model, types, **kw):
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="profile only the first N records")
+@click.option("--sample", type=click.IntRange(min=1), default=None,
+              help="profile N records drawn at random (see --seed), kept in input order")
+@click.option("--seed", type=int, default=0, show_default=True, help="random seed of --sample")
+def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, precision, chunk_size, norms, resume, summary,
+            progress, strict, cache_dir, no_cache, report, workers, linker, linker_model, types, limit, sample, seed, **kw):
     """Profile trace files (JSONL, JSON, Parquet, folders; gzipped or not) into OUT."""
-    from .pipeline import RunOptions, run_profile
-    from .cache import default_cache_dir
+    from .api import profile as profile_run
 
-    opts = RunOptions(inputs=list(inputs), out_dir=out_dir, fields=_fields(kw), config_path=config_path,
-                      encoder_path=encoder_path, device=device, batch_size=batch_size, precision=precision,
-                      chunk_size=chunk_size,
-                      norms=norms, resume=resume, workers=workers, linker=linker, linker_model=linker_model,
-                      types=types, cache_dir=None if no_cache else (cache_dir or default_cache_dir()),
-                      progress=sys.stderr.isatty() if progress is None else progress)
-    result = run_profile(opts)
-    if report:
-        from .report import write_report
-
-        result["report"] = str(write_report(out_dir))
+    run = profile_run(list(inputs), out_dir, fields=_fields(kw), config=config_path, encoder=encoder_path, device=device,
+                      batch_size=batch_size, precision=precision,
+                      chunk_size=chunk_size, norms=norms, resume=resume, progress=progress,
+                      cache=not no_cache, cache_dir=cache_dir, report=report, workers=workers, linker=linker,
+                      linker_model=linker_model, types=types, limit=limit, sample=sample, seed=seed)
+    result = run.summary
     if summary:
         click.echo(format_summary(result))
     if strict and result["errors"]:
@@ -93,7 +91,7 @@ def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, prec
 
 
 def format_summary(result: dict) -> str:
-    from .profile import DIMENSION_NAMES
+    from .cognitive_profile import DIMENSION_NAMES
 
     lines = [f"profiled {result['traces']} traces into {result['out_dir']}"
              + (f" ({result['resumed']} from committed chunks)" if result["resumed"] else "")

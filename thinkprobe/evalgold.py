@@ -500,8 +500,7 @@ def profile_docs(gold_path: str | Path, cfg, encoder, linker, candidates=None, t
     from .graph import build_graphs
     from .link import LinkInput, candidate_pairs
     from .load import iter_traces
-    from .pipeline import graph_record
-    from .records import InputError
+    from .records import InputError, graph_record
 
     traces = []
     for item in iter_traces(gold_path):
