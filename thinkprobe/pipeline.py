@@ -28,7 +28,7 @@ from .graph import build_graphs
 from .indicators import INDICATORS, compute_indicators
 from .link import Linker
 from .trained_linker import load_linker, unit_typer
-from .load import FieldMap, iter_traces
+from .load import FieldMap, iter_inputs, source_path, unknown_fix
 from .profile import DIMENSION_NAMES, Normalizer, group_profiles, profile_row
 from .records import InputError, ThoughtGraph, Trace
 from .redundancy import RedundancyParams, annotate_record, table_row, write_redundancy_tables
@@ -105,7 +105,7 @@ def _manifest(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker) -
     return {
         "thinkprobe": __version__,
         "config_digest": cfg.digest,
-        "inputs": {str(p): _file_digest(Path(p)) for p in opts.inputs},
+        "inputs": {str(p): _file_digest(Path(source_path(p))) for p in opts.inputs},
         "fields": asdict(opts.fields),
         "chunk_size": opts.chunk_size,
         "encoder": str(encoder.path),
@@ -193,9 +193,8 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
     manifest = _manifest(opts, cfg, encoder, linker)
     parts = _prepare_parts(out, manifest, opts.resume)
 
-    def stream():
-        for path in opts.inputs:
-            yield from iter_traces(path, opts.fields)
+    def stream():  # ids unique across all inputs of the run
+        return iter_inputs(opts.inputs, opts.fields)
 
     bar = tqdm(desc="profiling", unit="trace", disable=not opts.progress, file=sys.stderr)
     resumed = 0
@@ -286,6 +285,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
         "counts": {"traces": len(rows), "errors": len(errors), "duplicate_ids": len(duplicates),
                    "unknown_model": unknown["model"], "unknown_domain": unknown["domain"]},
         "duplicate_ids": duplicates,
+        "unknown_fix": {key: unknown_fix(key) for key, count in unknown.items() if count},
     }
     write_atomic(out / "run.json", json.dumps(run, indent=2, ensure_ascii=False) + "\n")
     from .stats import write_stats
