@@ -675,11 +675,13 @@ def test_columnar_json_with_unequal_lists_is_one_clear_error(tmp_path):
 def test_grouped_json_reads_every_object_of_every_list():
     fields = FieldMap(reasoning_field="Model_Solution_Steps", model_field="Sampled_Model", domain_field="Subject")
     traces = list(iter_traces(FORMATS_DIR / "mrben_grouped.json", fields))
-    assert [(t.trace_id, t.model, t.domain) for t in traces] == [
-        ("mrben_grouped:0", "Claude2", "high_school_biology"),
-        ("mrben_grouped:1", "GPT3.5", "high_school_biology"),
-        ("mrben_grouped:2", "mistral-medium", "high_school_biology"),
+    assert [(t.trace_id, t.model, t.domain, t.correct) for t in traces] == [
+        ("mrben_grouped:0", "Claude2", "high_school_biology", True),
+        ("mrben_grouped:1", "GPT3.5", "high_school_biology", False),
+        ("mrben_grouped:2", "mistral-medium", "high_school_biology", True),
     ]
+    assert traces[1].question == "Which organelle makes ATP?"
+    assert traces[1].reasoning.text == "Step 1: Plants make energy in chloroplasts.\nSolution: Chloroplast"
 
 
 @pytest.mark.parametrize("value", [
@@ -871,3 +873,12 @@ def test_tts_knowledge_grouped_by_model_from_the_file_name(shared_data):
                 by_model[t.model] = by_model.get(t.model, 0) + 1
     assert sorted(by_model) == sorted(f.name.split("_")[0] for f in files)
     assert "unknown" not in by_model
+
+
+def test_in_memory_records_share_the_run_wide_ids(tmp_path):
+    path = write_jsonl(tmp_path / "disk.jsonl", [{"id": "a", "reasoning": "from disk"}])
+    records = [{"id": "a", "reasoning": "from memory"}, {"reasoning": "no id"}, {"id": "b", "reasoning": 3}]
+    items = list(iter_inputs([path, Source("frame", FieldMap(model="M"), records=records)]))
+    assert [(getattr(i, "trace_id", None), getattr(i, "model", None)) for i in items[:3]] == [
+        ("a", "unknown"), ("frame:a", "M"), ("frame:1", "M")]
+    assert (items[3].source, items[3].record, items[3].field) == ("frame", 2, "reasoning")

@@ -137,9 +137,12 @@ MODEL_FIELDS = ("model", "model_name", "generator", "metadata.generator", "respo
 DOMAIN_FIELDS = ("domain", "task", "subject", "source", "problem_type", "category", "metadata.domain")
 ID_FIELDS = ("trace_id", "id", "doc_id", "uid", "_id", "uuid")  # uuid: OpenR1
 # doc.*, target, exact_match: lm-eval samples files
-QUESTION_FIELDS = ("question", "problem", "prompt", "raw_text.question", "doc.question", "doc.problem")
-GOLD_FIELDS = ("answer", "correct_answer", "gold", "gold_answer", "metadata.correct_answer", "target")
-CORRECT_FIELDS = ("correct", "is_correct", "correctness", "grading", "metadata.correctness", "exact_match")
+QUESTION_FIELDS = ("question", "problem", "prompt", "raw_text.question", "doc.question", "doc.problem", "Question")
+GOLD_FIELDS = ("answer", "correct_answer", "gold", "gold_answer", "metadata.correct_answer", "target",
+               "Ground_Truth_Answer")
+# final_answer_correct: ProcessBench; Model_Solution_Correctness ("correct"/"incorrect"): MR-BEN
+CORRECT_FIELDS = ("correct", "is_correct", "correctness", "grading", "metadata.correctness", "exact_match",
+                  "final_answer_correct", "Model_Solution_Correctness")
 # OpenR1: one verdict per generation
 GENERATION_CORRECT_FIELDS = ("correctness_math_verify", "correctness_llama", "correctness")
 TURN_LISTS = ("messages", "conversations")
