@@ -882,3 +882,9 @@ def test_in_memory_records_share_the_run_wide_ids(tmp_path):
     assert [(getattr(i, "trace_id", None), getattr(i, "model", None)) for i in items[:3]] == [
         ("a", "unknown"), ("frame:a", "M"), ("frame:1", "M")]
     assert (items[3].source, items[3].record, items[3].field) == ("frame", 2, "reasoning")
+
+
+def test_lm_eval_task_from_the_samples_file_name():
+    fields = FieldMap(path_pattern=r"samples_(?P<domain>.+)_\d{4}-\d\d-\d\dT", model="Qwen3-8B")
+    traces = list(iter_traces(FORMATS_DIR / "samples_gsm8k_cot_2025-03-14T10-22-05.123456.jsonl", fields))
+    assert [(t.model, t.domain, t.provenance["domain_from"]) for t in traces] == [("Qwen3-8B", "gsm8k_cot", "path")] * 2
