@@ -888,3 +888,24 @@ def test_lm_eval_task_from_the_samples_file_name():
     fields = FieldMap(path_pattern=r"samples_(?P<domain>.+)_\d{4}-\d\d-\d\dT", model="Qwen3-8B")
     traces = list(iter_traces(FORMATS_DIR / "samples_gsm8k_cot_2025-03-14T10-22-05.123456.jsonl", fields))
     assert [(t.model, t.domain, t.provenance["domain_from"]) for t in traces] == [("Qwen3-8B", "gsm8k_cot", "path")] * 2
+
+
+def test_a_run_over_two_files_with_the_same_ids_lists_the_renamed_ones(tmp_path):
+    """End to end: run.json and the summary name the duplicates and the option that fixes `unknown`."""
+    from thinkprobe.cli import format_summary
+    from thinkprobe.pipeline import RunOptions, run_profile
+
+    text = "First I add the numbers. Then I check the result. Wait, that is wrong. Let me redo it."
+    a = write_jsonl(tmp_path / "a.jsonl", [{"id": i, "reasoning": f"{text} ({i})"} for i in (10, 21)])
+    b = write_jsonl(tmp_path / "b.jsonl", [{"id": i, "reasoning": f"{text} [{i}]"} for i in (10, 84)])
+    out = tmp_path / "out"
+    result = run_profile(RunOptions(inputs=[str(a), f"{b}::model=B"], out_dir=str(out), progress=False,
+                                    linker="cue", types="cue"))
+    run = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert run["duplicate_ids"] == [{"trace_id": "b:10", "duplicate_of": "10", "file": str(b), "record": 0}]
+    assert run["counts"]["unknown_model"] == 2 and set(run["unknown_fix"]) == {"model", "domain"}
+    assert "--model NAME" in run["unknown_fix"]["model"] and "--path-pattern" in run["unknown_fix"]["model"]
+    ids = [json.loads(line)["trace_id"] for line in (out / "graphs.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert ids == ["10", "21", "b:10", "84"]
+    summary = format_summary(result)
+    assert "1 duplicate trace ids were renamed" in summary and "--model-field FIELD" in summary
