@@ -909,3 +909,10 @@ def test_a_run_over_two_files_with_the_same_ids_lists_the_renamed_ones(tmp_path)
     assert ids == ["10", "21", "b:10", "84"]
     summary = format_summary(result)
     assert "1 duplicate trace ids were renamed" in summary and "--model-field FIELD" in summary
+
+
+def test_an_untagged_generation_is_not_replaced_by_the_tagged_chat_copy():
+    record = {"uuid": "u", "generations": ["<think>a</think>1", "plain b"],
+              "messages": [{"role": "assistant", "content": "<think>a</think>1"}]}
+    assert [(t.trace_id, t.reasoning.field, span(t.reasoning)) for t in record_traces(record)] == [
+        ("u:g0", "generations[0]", "a"), ("u:g1", "generations[1]", "plain b")]

@@ -734,7 +734,8 @@ def _inline_candidates(record: dict, generation: int | None = None) -> Iterator[
     generations = record.get("generations")
     if isinstance(generations, list) and generations:
         g = generation if generation is not None and 0 <= generation < len(generations) else 0
-        yield _Found(f"generations[{g}]", generations[g], ()), False
+        # a generation asked for by number is taken even without tags (OpenR1 rows repeat one in messages)
+        yield _Found(f"generations[{g}]", generations[g], ()), generation is not None
     elif generations is not None and not isinstance(generations, list):
         yield _Found("generations", generations, ()), False
     for list_name in TURN_LISTS:
