@@ -150,7 +150,8 @@ def format_summary(result: dict) -> str:
 @_field_options
 def peek(paths, count, as_json, **kw):
     """Show where the reasoning text and metadata of the first records of each input come from.
-    Exits 1 when none of the records shown gives a trace."""
+    A PATH may carry its own overrides: PATH::reasoning-field=steps,model=NAME. Exits 1 when none of
+    the records shown gives a trace."""
     from .load import format_peek, peek as peek_rows, usable
 
     fields = _fields(kw)
