@@ -30,21 +30,18 @@ V0 = (data_dir() or REPO.parent / "shared" / "data") / "reasoningflow" / "v0"
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gold", default=str(V0 / "v0_human_D"))
-    ap.add_argument("--cache", default=None, help="pickle caching the gold texts' embeddings")
+    ap.add_argument("--cache", default=None, help="embedding cache folder (thinkprobe's, as --cache-dir of profile)")
     ap.add_argument("--linker", default=None, help="trained linker folder or name (default: the shipped one)")
     ap.add_argument("--json", default=None, help="write every score here")
     ap.add_argument("--only", default=None, help="comma-separated row keys to compute")
     args = ap.parse_args(argv)
 
-    from thinkprobe.encoder import Encoder
+    from thinkprobe.encoder import make_encoder
     from thinkprobe.trained_linker import load_linker, load_type_head, unit_typer
-    from train_linker import CachedEncoder
 
     cfg = Config.load()
     gold = load_docs(args.gold)
-    enc = cfg["encoder"]
-    encoder = CachedEncoder(Encoder(enc["path"] or None, device="cpu", batch_size=enc["batch_size"],
-                                    max_seq_length=enc["max_seq_length"]), args.cache)
+    encoder = make_encoder(cfg, {"device": "cpu", "cache_dir": args.cache})
     trained = load_linker(args.linker, cfg)
     head = load_type_head(args.linker)
     rows = {

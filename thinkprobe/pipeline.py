@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
-import hashlib
 import itertools
 import json
 import os
@@ -23,12 +22,13 @@ from typing import Iterable, Iterator, Sequence
 
 from . import __version__
 from .config import Config
-from .encoder import Encoder, model_fingerprint
+from .encoder import Encoder, make_encoder, model_fingerprint
 from .graph import build_graphs
 from .indicators import INDICATORS, compute_indicators
 from .link import Linker
 from .trained_linker import load_linker, unit_typer
 from .load import FieldMap, iter_inputs, source_path, unknown_fix
+from .provenance import file_digest, package_version
 from .profile import DIMENSION_NAMES, Normalizer, group_profiles, profile_row
 from .records import InputError, ThoughtGraph, Trace
 from .redundancy import RedundancyParams, annotate_record, table_row, write_redundancy_tables
@@ -60,6 +60,7 @@ class RunOptions:
     linker: str | None = None  # None = the trained default in models/; "cue"; "cross-encoder"; a folder
     linker_model: str | None = None  # the Hugging Face folder for --linker cross-encoder
     types: str = "head"  # provisional node types: trained type head or cue lexicon
+    precision: str | None = None  # encoder dtype: auto | fp32 | bf16 | fp16; None = the config's
 
 
 def graph_record(g: ThoughtGraph, indicators: dict[str, float]) -> dict:
@@ -84,17 +85,6 @@ def graph_record(g: ThoughtGraph, indicators: dict[str, float]) -> dict:
     }
 
 
-def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    for p in files:
-        h.update(str(p.relative_to(path) if path.is_dir() else p.name).encode())
-        with open(p, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()[:16]
-
-
 def _chunks(items: Iterable, size: int) -> Iterator[list]:
     it = iter(items)
     while chunk := list(itertools.islice(it, size)):
@@ -105,13 +95,14 @@ def _manifest(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker) -
     return {
         "thinkprobe": __version__,
         "config_digest": cfg.digest,
-        "inputs": {str(p): _file_digest(Path(source_path(p))) for p in opts.inputs},
+        "inputs": {str(p): file_digest(source_path(p)) for p in opts.inputs},
         "fields": asdict(opts.fields),
         "chunk_size": opts.chunk_size,
         "encoder": str(encoder.path),
         # a resumed run must not mix embeddings of other weights or of another device (fp16 on CUDA)
         "encoder_fingerprint": model_fingerprint(str(encoder.path), encoder.max_seq_length),
         "device": encoder.device,
+        "precision": encoder.precision,
         "linker": linker.name,
         "types": opts.types,
     }
@@ -181,10 +172,8 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
 
     times = times if times is not None else StageTimes()
     cfg = cfg or Config.load(opts.config_path)
-    enc_cfg = cfg["encoder"]
-    encoder = Encoder(opts.encoder_path or enc_cfg["path"] or None, device=opts.device,
-                      batch_size=opts.batch_size or enc_cfg["batch_size"], max_seq_length=enc_cfg["max_seq_length"],
-                      cache_dir=opts.cache_dir)
+    encoder = make_encoder(cfg, {"path": opts.encoder_path, "device": opts.device, "batch_size": opts.batch_size,
+                                 "precision": opts.precision, "cache_dir": opts.cache_dir})
     linker = linker or load_linker(opts.linker, cfg, model_dir=opts.linker_model, device=encoder.device,
                                    cache_dir=opts.cache_dir)
     typer = unit_typer(linker, opts.types, cache_dir=opts.cache_dir)
@@ -276,12 +265,15 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
         "norms": str(opts.norms) if opts.norms else "fit on this run",
         "config": cfg.data,
         "config_digest": cfg.digest,
-        "encoder": {"path": str(encoder.path), "name": encoder.name, "max_seq_length": encoder.max_seq_length},
+        "encoder": {"path": str(encoder.path), "name": encoder.name, "max_seq_length": encoder.max_seq_length,
+                    "precision": encoder.precision},
         "tokenizer": encoder.tokenizer_name,
         "linker": linker.name,
         "device": encoder.device,
-        "versions": {"python": platform.python_version(), "torch": _version("torch"), "numba": _version("numba"),
-                     "sentence_transformers": _version("sentence-transformers"), "transformers": _version("transformers")},
+        "versions": {"python": platform.python_version(),
+                     **{key: package_version(dist) or "not installed" for key, dist in (
+                         ("torch", "torch"), ("numba", "numba"), ("sentence_transformers", "sentence-transformers"),
+                         ("transformers", "transformers"))}},
         "counts": {"traces": len(rows), "errors": len(errors), "duplicate_ids": len(duplicates),
                    "unknown_model": unknown["model"], "unknown_domain": unknown["domain"]},
         "duplicate_ids": duplicates,
@@ -295,11 +287,3 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
             "duplicates": len(duplicates), "unknown": unknown,
             "model_profiles": by_model, "model_domain_profiles": by_model_domain}
 
-
-def _version(dist: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return "not installed"

@@ -23,7 +23,8 @@ import numpy as np
 from .config import Config, resource_dir
 from .link import CueLinker, LinkInput, Linker
 from .records import Edge, ThoughtUnit
-from .scorecache import ScoreCache, files_fingerprint, through_cache
+from .cache import ScoreCache, through_cache
+from .provenance import files_digest
 
 __all__ = [
     "PAIR_CLASSES", "TYPE_CLASSES", "MODELS_DIR", "DEFAULT_LINKER", "CandidateParams", "candidates", "candidate_arrays",
@@ -428,7 +429,7 @@ class TrainedLinker:
         self._model = None
         self.cache = None
         if cache_dir:
-            fingerprint = files_fingerprint(self.model_dir, ["config.json", "pair_model.safetensors"])
+            fingerprint = files_digest((n, Path(self.model_dir) / n) for n in ("config.json", "pair_model.safetensors"))
             self.cache = ScoreCache(cache_dir, "pairs", f"{fingerprint}:{device.split(':')[0]}")
 
     @property
@@ -563,7 +564,7 @@ class TypeHead:
         self._model = None
         self.cache = None
         if cache_dir:
-            fingerprint = files_fingerprint(self.model_dir, ["config.json", "type_model.safetensors"])
+            fingerprint = files_digest((n, Path(self.model_dir) / n) for n in ("config.json", "type_model.safetensors"))
             self.cache = ScoreCache(cache_dir, "types", fingerprint)
 
     @property
