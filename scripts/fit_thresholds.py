@@ -30,7 +30,7 @@ from thinkprobe.bench import data_dir  # noqa: E402
 from thinkprobe.config import Config  # noqa: E402
 from thinkprobe.encoder import make_encoder  # noqa: E402
 from thinkprobe.evalgold import profile_docs, score  # noqa: E402
-from thinkprobe.trained_linker import DEFAULT_LINKER, MODELS_DIR, TrainedLinker, unit_typer  # noqa: E402
+from thinkprobe.link import DEFAULT_LINKER, MODELS_DIR, TrainedLinker, unit_typer  # noqa: E402
 from train_linker import model_card, split  # noqa: E402  (this folder)
 
 SILVER_DIR = (data_dir() or REPO.parent / "shared" / "data") / "reasoningflow" / "v1"

@@ -39,11 +39,10 @@ sys.path.insert(0, str(REPO))
 
 from thinkprobe.config import Config  # noqa: E402
 from thinkprobe.nodetypes import cue_categories, provisional_type  # noqa: E402
-from thinkprobe.records import Section  # noqa: E402
+from thinkprobe.records import Section, iter_graph_records  # noqa: E402
 from thinkprobe.redundancy import (answers_match, format_model_table, redundancy_row,  # noqa: E402
                                    write_redundancy)
 from thinkprobe.segment import unit_spans  # noqa: E402
-from thinkprobe.tables import iter_graph_records  # noqa: E402
 
 MIP_MODELS = {"deepseekR1": "DeepSeek-R1", "DSQ": "R1-Distill-Qwen-32B", "QwQ": "QwQ-32B", "s1.1": "s1.1-32B"}
 TTS_MODELS = ("r1-distill-qwen-7b", "r1-distill-qwen-14b", "r1-distill-llama-8b", "qwen3-8b", "qwen3-14b",

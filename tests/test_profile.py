@@ -8,7 +8,7 @@ import random
 import pytest
 
 from thinkprobe.indicators import DIMENSIONS, INDICATORS, SIGNS
-from thinkprobe.profile import DIMENSION_NAMES, Normalizer, group_profiles, profile_row
+from thinkprobe.cognitive_profile import DIMENSION_NAMES, Normalizer, group_profiles, profile_row
 
 
 def corpus(n: int = 12, seed: int = 0) -> list[dict]:

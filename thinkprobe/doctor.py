@@ -172,7 +172,7 @@ def _check_run_cache(report: dict) -> None:
 def _check_config(report: dict, problems: list[str], config_path: str | None):
     try:
         from .config import DEFAULT_CONFIG, Config
-        from .trained_linker import load_linker
+        from .link import load_linker
 
         cfg = Config.load(config_path)
         report["config"] = {"path": str(Path(config_path).resolve()) if config_path else str(DEFAULT_CONFIG),

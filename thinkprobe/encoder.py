@@ -10,7 +10,7 @@ import os
 from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -127,6 +127,7 @@ class Encoder:
     min_rows: int = 4
     cache_dir: str | Path | None = None
     precision: str = "auto"  # auto | fp32 | fp16 (CUDA) | bf16; resolved in __post_init__
+    on_encoded: Callable[[int], None] | None = field(default=None, repr=False, compare=False)  # progress: texts done
     _model: object = field(default=None, init=False, repr=False)
     _cache: EmbeddingCache | None = field(default=None, init=False, repr=False)
 
@@ -173,6 +174,8 @@ class Encoder:
         found = cache.get(list(dict.fromkeys(keys)))
         missing = list(dict.fromkeys(k for k in keys if k not in found))
         cache.hits += len(texts) - sum(k not in found for k in keys)
+        if self.on_encoded is not None:  # served by the cache; the encoded ones report per batch
+            self.on_encoded(len(texts) - len(missing))
         cache.misses += len(missing)
         if missing:
             index = {k: i for i, k in enumerate(keys)}
@@ -215,6 +218,8 @@ class Encoder:
                             for k, v in self._preprocess(batch).items()}
                 emb = model(features)["sentence_embedding"][: len(idx)].float()
                 out[idx] = torch.nn.functional.normalize(emb, dim=1).cpu().numpy()
+                if self.on_encoded is not None:
+                    self.on_encoded(len(idx))
         return out, tokens
 
     @property

@@ -12,12 +12,12 @@ from .extraction import Candidate, code_tests_of, final_candidate, find_candidat
 from .normalise import answers_match
 from .sandbox import run_code_tests
 from .sep import SEP, edge_tuple, shortest_effective_path
+from ..outputs import REDUNDANCY_COLUMNS, REDUNDANCY_METRICS
 
 __all__ = ["COLUMNS", "METRICS", "RedundancyParams", "isolated_units", "redundancy_row", "annotate_record"]
 
-COLUMNS: tuple[str, ...] = ("trace_id", "model", "domain", "Acc", "Tokens", "|V|", "Iso", "|E|", "D", "in_max",
-                            "out_max", "Self", "Back", "L_eff", "R", "Unc", "DR", "SV", "EE", "EB")
-METRICS: tuple[str, ...] = COLUMNS[3:]
+COLUMNS: tuple[str, ...] = REDUNDANCY_COLUMNS  # declared with the run's other tables (thinkprobe.outputs)
+METRICS: tuple[str, ...] = REDUNDANCY_METRICS
 
 
 @dataclass(frozen=True)
@@ -229,10 +229,10 @@ def redundancy_row(record: dict, params: RedundancyParams = RedundancyParams()) 
             in_deg[d] += 1
     m = len(edges)
     l_eff = len(sep.units)
-    transitions = _transitions(verdicts) if known else dict.fromkeys(("DR", "SV", "EE", "EB"), "")
+    transitions = _transitions(verdicts) if known else dict.fromkeys(("DR", "SV", "EE", "EB"))
     row = {
         "trace_id": record.get("trace_id"), "model": record.get("model"), "domain": record.get("domain"),
-        "Acc": int(final_correct) if known else "",
+        "Acc": int(final_correct) if known else None,
         "Tokens": sum(_tokens(u) for u in units),
         "|V|": n,
         "Iso": len(isolated_units(units, edges, record.get("question"), params.iso_overlap)),

@@ -5,13 +5,14 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from ..tables import csv_text, iter_graph_records, write_atomic
+from ..outputs import MODEL_REDUNDANCY_TABLE, REDUNDANCY_TABLE, RUN_JSON, write_table
+from ..records import iter_graph_records
 from .annotate import COLUMNS, METRICS, RedundancyParams, redundancy_row
 
 __all__ = ["MODEL_COLUMNS", "model_means", "write_redundancy", "table_row", "write_redundancy_tables",
            "format_model_table"]
 
-MODEL_COLUMNS: tuple[str, ...] = ("model", "n", *METRICS)
+MODEL_COLUMNS: tuple[str, ...] = MODEL_REDUNDANCY_TABLE.columns
 
 
 def model_means(rows: Sequence[dict]) -> list[dict]:
@@ -38,7 +39,7 @@ def write_redundancy(run_dir: str | Path, params: RedundancyParams | None = None
     Returns the paths, the trace count and the model rows."""
     run = Path(run_dir)
     if params is None:
-        run_json = run / "run.json"
+        run_json = run / RUN_JSON
         config = json.loads(run_json.read_text(encoding="utf-8")).get("config") if run_json.exists() else None
         params = RedundancyParams.from_config(config)
     rows = [table_row(record, params) for record in iter_graph_records(run, missing_ok=True)]
@@ -57,8 +58,8 @@ def table_row(record: dict, params: RedundancyParams = RedundancyParams()) -> di
 def write_redundancy_tables(run: Path, rows: Sequence[dict]) -> dict:
     """redundancy.csv and model_redundancy.csv from the per-trace rows."""
     models = model_means(rows)
-    write_atomic(run / "redundancy.csv", csv_text(rows, COLUMNS))
-    write_atomic(run / "model_redundancy.csv", csv_text(models, MODEL_COLUMNS))
+    write_table(run, REDUNDANCY_TABLE, rows)
+    write_table(run, MODEL_REDUNDANCY_TABLE, models)
     return {"redundancy_csv": str(run / "redundancy.csv"), "model_redundancy_csv": str(run / "model_redundancy.csv"),
             "traces": len(rows), "models": models}
 
