@@ -202,7 +202,7 @@ def _check_device(report: dict, problems: list[str], device: str, importable: di
     from .encoder import cpu_has_native_bf16, resolve_device
 
     entry["torch_cuda"] = torch.version.cuda
-    entry["cpu_native_bf16"] = cpu_has_native_bf16()  # what --precision auto uses on CPU
+    entry["cpu_native_bf16"] = cpu_has_native_bf16()  # whether --precision bf16 pays off here
     entry["cuda_available"] = bool(torch.cuda.is_available())
     if entry["cuda_available"]:
         entry["cuda_devices"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
