@@ -90,6 +90,9 @@ def profile(
     domain_field: str | None = None,
     id_field: str | None = None,
     gold_field: str | None = None,
+    model: str | None = None,
+    domain: str | None = None,
+    path_pattern: str | None = None,
     fields: FieldMap | None = None,
     config: str | os.PathLike | None = None,
     encoder: str | os.PathLike | None = None,
@@ -124,11 +127,17 @@ def profile(
     from .pipeline import RunOptions, run_profile
     from .cache import default_cache_dir
 
+    from .load import source_path
+
     paths, records = as_records(data)
+    for spec in paths:  # before any work, as the command checks its INPUTs
+        if not Path(source_path(spec)).exists():
+            raise FileNotFoundError(f"no such file or directory: {spec}")
     temporary = out_dir is None
     out = Path(tempfile.mkdtemp(prefix="thinkprobe-run-")) if temporary else Path(out_dir)
     field_map = fields or FieldMap(reasoning_field=reasoning_field, model_field=model_field, domain_field=domain_field,
-                                   id_field=id_field, gold_field=gold_field)
+                                   id_field=id_field, gold_field=gold_field, model=model, domain=domain,
+                                   path_pattern=path_pattern)
     opts = RunOptions(
         inputs=paths, records=records, out_dir=str(out), fields=field_map,
         config_path=_str(config), encoder_path=_str(encoder), device=device, batch_size=batch_size,

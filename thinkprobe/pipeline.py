@@ -194,13 +194,14 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
     manifest = _manifest(opts, cfg, encoder, linker)
     parts = _prepare_parts(out, manifest, opts.resume)
 
-    # Counting is cheap (lines, Parquet metadata) but only needed for the bar and for sampling.
-    total = _count(opts) if opts.progress or opts.sample is not None else None
+    # Records counted cheaply (lines, Parquet metadata), only for the bar; a record giving several
+    # traces (one per generation) makes the bar run past its total rather than cost a detection pass.
+    total = _count(opts) if opts.progress else None
     progress = Progress(selected_total(total, opts.limit, opts.sample), enabled=opts.progress)
     encoder.on_encoded = progress.units
     try:
         resumed = _profile_chunks(opts, cfg, encoder, linker, typer, parts, ProgressTimes(times, progress), progress,
-                                  select(run_traces(opts), total, opts.limit, opts.sample, opts.seed))
+                                  select(run_traces(opts), opts.limit, opts.sample, opts.seed))
         with times("assemble"):
             result = assemble(out, cfg, encoder, linker, opts, resumed, progress)
     finally:
