@@ -66,8 +66,12 @@ def main() -> None:
               help="with --linker cross-encoder: a local Hugging Face sequence-classification folder")
 @click.option("--types", type=click.Choice(["head", "cue"]), default="head", show_default=True,
               help="node types from the trained type head or from the cue lexicon")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="local (this machine) or ray (a Ray cluster; pip install thinkprobe[ray]); same outputs")
+@click.option("--ray-address", default=None,
+              help="with --engine ray: auto or ADDR of a running cluster [default: start a local Ray]")
 def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, chunk_size, norms, resume, summary, progress,
-            strict, cache_dir, no_cache, report, workers, linker, linker_model, types, **kw):
+            strict, cache_dir, no_cache, report, workers, linker, linker_model, types, engine, ray_address, **kw):
     """Profile trace files (JSONL, JSON, Parquet, folders; gzipped or not) into OUT."""
     from .pipeline import RunOptions, run_profile
     from .scorecache import default_cache_dir
@@ -75,7 +79,7 @@ def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, chun
     opts = RunOptions(inputs=list(inputs), out_dir=out_dir, fields=_fields(kw), config_path=config_path,
                       encoder_path=encoder_path, device=device, batch_size=batch_size, chunk_size=chunk_size,
                       norms=norms, resume=resume, workers=workers, linker=linker, linker_model=linker_model,
-                      types=types, cache_dir=None if no_cache else (cache_dir or default_cache_dir()),
+                      types=types, engine=engine, ray_address=ray_address, cache_dir=None if no_cache else (cache_dir or default_cache_dir()),
                       progress=sys.stderr.isatty() if progress is None else progress)
     result = run_profile(opts)
     if report:

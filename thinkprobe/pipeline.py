@@ -60,6 +60,8 @@ class RunOptions:
     linker: str | None = None  # None = the trained default in models/; "cue"; "cross-encoder"; a folder
     linker_model: str | None = None  # the Hugging Face folder for --linker cross-encoder
     types: str = "head"  # provisional node types: trained type head or cue lexicon
+    engine: str = "local"  # "local" (this process and its --workers) or "ray" (thinkprobe.ray_engine)
+    ray_address: str | None = None  # with engine "ray": "auto" or an address; None starts a local Ray
 
 
 def graph_record(g: ThoughtGraph, indicators: dict[str, float]) -> dict:
@@ -179,6 +181,12 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
     `times`, when given, collects seconds per pipeline stage (for the benchmark)."""
     from tqdm import tqdm
 
+    if opts.engine == "ray":
+        from .ray_engine import run_profile_ray
+
+        return run_profile_ray(opts, cfg, times)
+    if opts.engine != "local":
+        raise ValueError(f"unknown engine {opts.engine!r}: use local or ray")
     times = times if times is not None else StageTimes()
     cfg = cfg or Config.load(opts.config_path)
     enc_cfg = cfg["encoder"]
