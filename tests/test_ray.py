@@ -89,12 +89,18 @@ def test_resumed_ray_run_skips_committed_chunks(both_runs):
 
 @pytest.mark.realdata
 def test_thirty_real_traces_byte_identical(local_ray, shared_data, tmp_path):
-    """30 ReasoningFlow v1 traces (every fifth of the first 150): indicators.csv and profile.csv
-    from the Ray engine equal the local engine's."""
+    """30 ReasoningFlow v1 traces (the 10 shortest of DeepSeek-R1, QwQ-32B and gpt-oss-120b, as in
+    test_realdata): every output the issue names is byte-identical between the engines."""
+    by_model = {m: [] for m in ("DeepSeek-R1", "QwQ-32B", "gpt-oss-120b")}
     with gzip.open(shared_data / "reasoningflow" / "v1" / "v1_raw_data.jsonl.gz", "rt", encoding="utf-8") as f:
-        picked = [line for i, line in zip(range(150), f) if i % 5 == 0]
+        for line in f:
+            doc = json.loads(line)
+            if doc["metadata"]["generator"] in by_model:
+                by_model[doc["metadata"]["generator"]].append(doc)
+    picked = [d for docs in by_model.values()
+              for d in sorted(docs, key=lambda d: (len(d["raw_text"]["response"]), d["doc_id"]))[:10]]
     subset = tmp_path / "v1_30.jsonl"
-    subset.write_text("".join(picked), encoding="utf-8")
+    subset.write_text("".join(json.dumps(d) + "\n" for d in picked), encoding="utf-8")
     local = profile([subset], tmp_path / "local", chunk_size=8)
     remote = profile([subset], tmp_path / "ray", chunk_size=8, engine="ray", cache_dir=str(tmp_path / "cache"))
     assert local["traces"] == remote["traces"] == 30

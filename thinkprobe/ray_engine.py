@@ -21,6 +21,7 @@ Ray is an optional dependency (`pip install thinkprobe[ray]`), imported only her
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import pickle
 import sys
@@ -220,7 +221,8 @@ def run_profile_ray(opts: RunOptions, cfg: Config | None = None, times: StageTim
     started = _connect(opts.ray_address)
     try:
         ctx = ray.data.DataContext.get_current()
-        ctx.enable_progress_bars = False
+        ctx.enable_progress_bars = False  # one bar, ours, counts committed traces
+        logging.getLogger("ray.data").setLevel(logging.WARNING)  # no per-execution plan on stderr
         ctx.execution_options.preserve_order = False  # the driver puts lines back in input order
         plan = plan_resources(ray.cluster_resources(), opts.device, rcfg)
         encoder_kwargs = dict(path=opts.encoder_path or enc_cfg["path"] or None, device=plan.device,
