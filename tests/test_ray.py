@@ -25,7 +25,16 @@ BAD = [
 
 @pytest.fixture(scope="module")
 def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    """A local Ray on two CPUs. Ray gives its processes 30 s to register, which a machine busy
+    with other jobs can miss: one more try then."""
+    for attempt in (1, 2):
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+            break
+        except Exception:
+            ray.shutdown()
+            if attempt == 2:
+                raise
     yield
     ray.shutdown()
 

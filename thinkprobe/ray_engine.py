@@ -24,7 +24,6 @@ import itertools
 import logging
 import os
 import pickle
-import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,15 +32,16 @@ from typing import Any, Iterator
 import numpy as np
 
 from .config import Config
-from .encoder import Encoder
+from .encoder import Encoder, make_encoder, resolve_precision
 from .graph import link_graphs, tile_and_type, units_of
-from .load import iter_traces
-from .pipeline import RunOptions, _chunks, _finish, _manifest, _prepare_parts, _release_memory, assemble
-from .records import InputError, ThoughtGraph, Trace
+from .link import load_linker, unit_typer
+from .pipeline import (RunOptions, _chunks, _count, _finish, _manifest, _prepare_parts, _release_memory, assemble,
+                       run_traces)
+from .progress import Progress, select, selected_total
+from .records import InputError, Trace
 from .redundancy import RedundancyParams
 from .tables import write_atomic
 from .timing import StageTimes
-from .trained_linker import load_linker, unit_typer
 
 __all__ = ["run_profile_ray", "RayPlan", "plan_resources"]
 
@@ -82,13 +82,13 @@ class EncodeStage:
     """Actor holding the encoder: embeddings and token counts of every unit of the batch in one
     call (grouped by length across traces, as in a local chunk)."""
 
-    def __init__(self, encoder_kwargs: dict):
-        self.kwargs = encoder_kwargs
+    def __init__(self, cfg: Config, overrides: dict):
+        self.cfg, self.overrides = cfg, overrides
         self.local = threading.local()  # the caches' SQLite connections belong to the thread that opened them
 
     def __call__(self, batch: dict) -> dict:
         if not hasattr(self.local, "encoder"):  # the weights themselves are loaded once per process
-            self.local.encoder = Encoder(**self.kwargs)
+            self.local.encoder = make_encoder(self.cfg, self.overrides)
         rows = list(_rows(batch))
         todo = [s for _, s in rows if "line" not in s]
         texts = [u.text for s in todo for u in s["planned"][0]]
@@ -169,6 +169,8 @@ def plan_resources(resources: dict[str, float], device: str, rcfg: dict) -> RayP
     on_gpu = device.startswith("cuda")
     if on_gpu and not gpus:
         raise SystemExit(f"--device {device} asked for, but the Ray cluster has no GPU")
+    if on_gpu:
+        device = "cuda"  # Ray gives each actor its GPU; cuda:N would name a GPU the actor cannot see
     actors = rcfg["model_actors"] or (gpus if on_gpu else max(1, int(resources.get("CPU", 1)) // 4))
     encoder = {"num_cpus": rcfg["encoder_cpus"]}
     linker = {"num_cpus": rcfg["linker_cpus"]}
@@ -210,47 +212,49 @@ def _windows(chunks: Iterator[tuple[int, list]], size: int) -> Iterator[list[tup
         yield window
 
 
+def _driver_encoder(cfg: Config, opts: RunOptions, device: str) -> tuple[Encoder, dict]:
+    """The encoder that names the run (manifest, run.json) on the driver, which loads no model and
+    may have no GPU when the workers do; and the options every encoder actor is built with: the
+    precision is resolved once here, so all actors run the same dtype."""
+    precision = resolve_precision(opts.precision or cfg["encoder"].get("precision"), device)
+    overrides = {"path": opts.encoder_path, "device": device, "batch_size": opts.batch_size, "precision": precision,
+                 "cache_dir": opts.cache_dir}
+    encoder = make_encoder(cfg, overrides | {"device": "cpu", "precision": "fp32", "cache_dir": None})
+    encoder.device, encoder.precision = device, precision
+    return encoder, overrides | {"path": str(encoder.path)}
+
+
 def run_profile_ray(opts: RunOptions, cfg: Config | None = None, times: StageTimes | None = None) -> dict:
     """`run_profile` on Ray: same outputs, same resume, same errors.jsonl (see the module doc)."""
     import ray
-    from tqdm import tqdm
 
     times = times if times is not None else StageTimes()
     cfg = cfg or Config.load(opts.config_path)
-    rcfg, enc_cfg = cfg["ray"], cfg["encoder"]
+    rcfg = cfg["ray"]
     started = _connect(opts.ray_address)
+    progress = None
     try:
         ctx = ray.data.DataContext.get_current()
-        ctx.enable_progress_bars = False  # one bar, ours, counts committed traces
-        logging.getLogger("ray.data").setLevel(logging.WARNING)  # no per-execution plan on stderr
+        ctx.enable_progress_bars = False  # one display, ours, counts committed traces
         ctx.execution_options.preserve_order = False  # the driver puts lines back in input order
+        logging.getLogger("ray.data").setLevel(logging.WARNING)  # no per-execution plan on stderr
         plan = plan_resources(ray.cluster_resources(), opts.device, rcfg)
-        encoder_kwargs = dict(path=opts.encoder_path or enc_cfg["path"] or None, device=plan.device,
-                              batch_size=opts.batch_size or enc_cfg["batch_size"],
-                              max_seq_length=enc_cfg["max_seq_length"], cache_dir=opts.cache_dir)
-        # The driver's encoder and linker only name the run (manifest, run.json): they load no
-        # model, and the driver may have no GPU when the workers do.
-        encoder = Encoder(**(encoder_kwargs | {"device": "cpu", "cache_dir": None}))
-        encoder.device = plan.device
-        linker = load_linker(opts.linker, cfg, model_dir=opts.linker_model, device="cpu")
-        encoder_kwargs["path"] = str(encoder.path)
+        encoder, encoder_overrides = _driver_encoder(cfg, opts, plan.device)
+        linker = load_linker(opts.linker, cfg, model_dir=opts.linker_model, device="cpu")  # names the run
         out = Path(opts.out_dir)
         out.mkdir(parents=True, exist_ok=True)
         parts = _prepare_parts(out, _manifest(opts, cfg, encoder, linker), opts.resume)
-
-        def stream():
-            for path in opts.inputs:
-                yield from iter_traces(path, opts.fields)
-
-        bar = tqdm(desc="profiling (ray)", unit="trace", disable=not opts.progress, file=sys.stderr)
+        total = _count(opts) if opts.progress or opts.sample is not None else None
+        progress = Progress(selected_total(total, opts.limit, opts.sample), enabled=opts.progress)
+        traces = select(run_traces(opts), total, opts.limit, opts.sample, opts.seed)
         resumed = 0
 
         def pending():
             nonlocal resumed
-            for k, chunk in enumerate(_chunks(stream(), opts.chunk_size)):
+            for k, chunk in enumerate(_chunks(traces, opts.chunk_size)):
                 if (parts / f"{k:06d}.jsonl").exists():
                     resumed += len(chunk)
-                    bar.update(len(chunk))
+                    progress.traces(len(chunk))
                 else:
                     yield k, chunk
 
@@ -260,20 +264,27 @@ def run_profile_ray(opts: RunOptions, cfg: Config | None = None, times: StageTim
                 window = next(windows, None)
             if window is None:
                 break
+            progress.stage(f"ray: {sum(len(c) for _, c in window)} traces on {plan.actors} encoder actors ({plan.device})")
             with times("ray"):
-                _run_window(window, parts, cfg, opts, plan, encoder_kwargs, bar)
-        bar.close()
+                _run_window(window, parts, cfg, opts, plan, encoder_overrides, progress)
+    except BaseException:
+        if progress is not None:
+            progress.close()
+        raise
     finally:
         if started:
             ray.shutdown()
-    with times("assemble"):
-        result = assemble(out, cfg, encoder, linker, opts, resumed)
+    try:
+        with times("assemble"):
+            result = assemble(out, cfg, encoder, linker, opts, resumed, progress)
+    finally:
+        progress.close()
     result["engine"] = "ray"
     return result
 
 
 def _run_window(window: list[tuple[int, list]], parts: Path, cfg: Config, opts: RunOptions, plan: RayPlan,
-                encoder_kwargs: dict, bar) -> None:
+                encoder_overrides: dict, progress: Progress) -> None:
     """One Ray Data execution over the traces of `window`; commits each chunk when it is complete."""
     import ray
 
@@ -298,7 +309,7 @@ def _run_window(window: list[tuple[int, list]], parts: Path, cfg: Config, opts: 
     def commit(k: int) -> None:
         text = "".join(lines[k][i] for i in sorted(lines[k]))
         write_atomic(parts / f"{k:06d}.jsonl", text)
-        bar.update(size[k])
+        progress.traces(size[k])
         del lines[k]
 
     for k in [k for k in lines if len(lines[k]) == size[k]]:
@@ -308,7 +319,7 @@ def _run_window(window: list[tuple[int, list]], parts: Path, cfg: Config, opts: 
         ds = ray.data.from_items(items, override_num_blocks=n_blocks)
         task = dict(batch_size=rcfg["batch_traces"], batch_format="numpy", **plan.task)
         ds = ds.map_batches(split_stage, fn_kwargs={"cfg": cfg}, **task)
-        ds = ds.map_batches(EncodeStage, fn_constructor_kwargs={"encoder_kwargs": encoder_kwargs},
+        ds = ds.map_batches(EncodeStage, fn_constructor_kwargs={"cfg": cfg, "overrides": encoder_overrides},
                             batch_size=rcfg["encode_batch_traces"], batch_format="numpy",
                             compute=ray.data.ActorPoolStrategy(size=plan.actors), **plan.encoder)
         ds = ds.map_batches(tile_stage, fn_kwargs={"cfg": cfg}, **task)
