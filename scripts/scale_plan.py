@@ -7,8 +7,10 @@ hours 1,000,000 traces take on N GPUs and which stage limits.
         (so the figures hold on a busy machine too), then with the Ray engine on a local Ray,
         timing the driver's own CPU (reading, handing traces to Ray, committing chunks). Both runs
         start with an empty cache. Checks that the two engines wrote the same bytes.
-    python scripts/scale_plan.py table --measured docs/scale-cpu.json [--gpu-units-per-s R] [--cpus-per-gpu 16]
-        the capacity table from those measurements. Without R (the encoder's units per second on
+    python scripts/scale_plan.py table [--bench docs/bench-cpu.json] [--measured docs/scale-cpu.json]
+                                       [--gpu-units-per-s R] [--cpus-per-gpu 16]
+        the capacity table from scripts/bench.py's per-stage figures (and the driver's cost from
+        `measure`, when given). Without R (the encoder's units per second on
         one GPU, `raw_encoder.units_per_s` of scripts/gpu_bench.sh's bench-gpu.json), the table
         uses a stated assumption and says so.
 """
@@ -103,39 +105,48 @@ def measure(n: int, workdir: Path) -> dict:
     }
 
 
-def table(m: dict, gpu_units_per_s: float | None, cpus_per_gpu: int, traces: int = 1_000_000,
-          gpus: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)) -> str:
-    le, re_ = m["local_engine"], m["ray_engine"]
-    u = m["units_per_trace"]
+def table(bench: dict, measured: dict | None, gpu_units_per_s: float | None, cpus_per_gpu: int,
+          traces: int = 1_000_000, gpus: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)) -> str:
+    """The capacity table. `bench`: scripts/bench.py's JSON (units per trace, wall seconds per stage
+    of a one-process run, raw encoder units/s); `measured`: this script's `measure` JSON (the Ray
+    driver's CPU per trace), or None (that row is then left to measure)."""
+    u = bench["units"] / bench["traces"]
+    stages = bench["full_pipeline"]["stages_s"]
+    c = sum(stages.get(s, 0.0) for s in CPU_STAGES) / bench["units"]  # one process: wall = one core
+    a = stages["assemble"] / bench["traces"]
+    threads = 2  # torch's threads in that run (bench JSON "machine")
+    enc_core = bench["raw_encoder"]["units_per_s"] / threads
+    d = measured["ray_engine"]["driver_cpu_s_per_trace_without_assemble"] if measured else None
     r = gpu_units_per_s or ASSUMED_GPU_UNITS_PER_S
-    c = le["cpu_stages_cpu_s_per_unit"]
-    d = re_["driver_cpu_s_per_trace_without_assemble"]
-    a = le["assemble_cpu_s_per_trace"]
     free = cpus_per_gpu - 1.5  # an encoder actor holds 1 CPU, a linker actor 0.5 (configs/default.yaml, ray:)
     units = traces * u
     rows = [
-        f"Inputs (measured, {m['date']}, `{m['command']}`): {u:.1f} units/trace; CPU stages "
-        f"{c * 1e6:.0f} CPU-us/unit; driver {d * 1e3:.2f} CPU-ms/trace while streaming; assemble "
-        f"{a * 1e3:.2f} CPU-ms/trace after it; encoder on CPU {le['encoder_units_per_cpu_s']:.0f} units per CPU-second.",
-        f"GPU encoder: {r:,.0f} units/s per GPU "
-        + ("(measured)." if gpu_units_per_s else "(ASSUMPTION: sbert.net's V100 figure for all-MiniLM-L6-v2; not measured here)."),
-        f"{cpus_per_gpu} CPU cores per GPU, {free:g} of them free for the CPU stages.",
-        "",
         "| GPUs | encoder h | CPU stages h | driver h | assemble h | total h | limited by |",
         "|---:|---:|---:|---:|---:|---:|---|",
     ]
     for n in gpus:
         t_gpu = units / (n * r) / 3600
         t_cpu = units * c / (n * free) / 3600
-        t_drv = traces * d / 3600
+        t_drv = traces * d / 3600 if d is not None else 0.0
         t_asm = traces * a / 3600
-        limit = max((t_gpu, "encoder (GPU)"), (t_cpu, "CPU stages"), (t_drv, "driver"))
-        rows.append(f"| {n} | {t_gpu:.2f} | {t_cpu:.2f} | {t_drv:.2f} | {t_asm:.2f} | {limit[0] + t_asm:.2f} | {limit[1]} |")
+        # the streaming stages overlap (the slowest sets their pace); assembling follows them
+        stream = max((t_gpu, "encoder (GPU)"), (t_cpu, "CPU stages"), (t_drv, "driver"))
+        limit = stream[1] if stream[0] >= t_asm else f"assemble (serial, on the driver); then {stream[1]}"
+        rows.append(f"| {n} | {t_gpu:.2f} | {t_cpu:.2f} | {f'{t_drv:.2f}' if d is not None else 'to measure'} "
+                    f"| {t_asm:.2f} | {stream[0] + t_asm:.2f} | {limit} |")
+    head = [
+        f"Inputs: {u:.1f} units/trace; CPU stages (split, tile_type, link, indicators_serialise) {c * 1e6:.0f} "
+        f"core-us/unit; assemble {a * 1e3:.2f} ms/trace; CPU encoder {enc_core:.0f} units per core-second "
+        f"(from {bench['corpus']}, {bench['date']}).",
+        f"GPU encoder: {r:,.0f} units/s per GPU "
+        + ("(measured)." if gpu_units_per_s else "(ASSUMPTION: sbert.net's V100 figure for all-MiniLM-L6-v2; not measured here)."),
+        f"{cpus_per_gpu} CPU cores per GPU, {free:g} of them free for the CPU stages.",
+        "",
+    ]
     cores = 64
-    t_cpu_only = units * (1 / le["encoder_units_per_cpu_s"] + c) / cores / 3600
-    rows += ["", f"Without GPUs, {cores} CPU cores: {t_cpu_only:.1f} h for the streaming stages "
-             f"(encoder {1 / le['encoder_units_per_cpu_s'] * 1e3:.2f} CPU-ms/unit), plus {traces * a / 3600:.2f} h assemble."]
-    return "\n".join(rows)
+    t_cpu_only = units * (1 / enc_core + c) / cores / 3600
+    tail = ["", f"Without GPUs, {cores} CPU cores: {t_cpu_only:.1f} h for the streaming stages, plus {traces * a / 3600:.2f} h assemble."]
+    return "\n".join(head + rows + tail)
 
 
 def main(argv=None) -> None:
@@ -146,7 +157,8 @@ def main(argv=None) -> None:
     m.add_argument("--json", default=None)
     m.add_argument("--workdir", default=None)
     t = sub.add_parser("table")
-    t.add_argument("--measured", required=True)
+    t.add_argument("--bench", default="docs/bench-cpu.json", help="scripts/bench.py's JSON")
+    t.add_argument("--measured", default=None, help="this script's measure JSON (the Ray driver's cost)")
     t.add_argument("--gpu-units-per-s", type=float, default=None)
     t.add_argument("--cpus-per-gpu", type=int, default=16)
     args = ap.parse_args(argv)
@@ -159,7 +171,9 @@ def main(argv=None) -> None:
             Path(args.json).write_text(text, encoding="utf-8")
         sys.stdout.write(text)
     else:
-        print(table(json.loads(Path(args.measured).read_text(encoding="utf-8")), args.gpu_units_per_s, args.cpus_per_gpu))
+        bench = json.loads(Path(args.bench).read_text(encoding="utf-8"))
+        measured = json.loads(Path(args.measured).read_text(encoding="utf-8")) if args.measured else None
+        print(table(bench, measured, args.gpu_units_per_s, args.cpus_per_gpu))
 
 
 if __name__ == "__main__":
