@@ -113,6 +113,8 @@ def profile(
     limit: int | None = None,
     sample: int | None = None,
     seed: int = 0,
+    engine: str = "local",
+    ray_address: str | None = None,
 ) -> "Run":
     """Profile reasoning traces; returns the finished `Run`.
 
@@ -143,6 +145,7 @@ def profile(
         config_path=_str(config), encoder_path=_str(encoder), device=device, batch_size=batch_size,
         precision=precision, chunk_size=chunk_size, norms=_str(norms), resume=resume, workers=workers, linker=linker,
         linker_model=_str(linker_model), types=types, limit=limit, sample=sample, seed=seed,
+        engine=engine, ray_address=ray_address,
         cache_dir=(_str(cache_dir) or default_cache_dir()) if cache else None,
         progress=sys.stderr.isatty() if progress is None else progress,
     )

@@ -97,8 +97,13 @@ def main() -> None:
 @click.option("--sample", type=click.IntRange(min=1), default=None,
               help="profile N records drawn at random (see --seed), kept in input order")
 @click.option("--seed", type=int, default=0, show_default=True, help="random seed of --sample")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="local (this machine) or ray (a Ray cluster; pip install thinkprobe[ray]); same outputs")
+@click.option("--ray-address", default=None,
+              help="with --engine ray: auto or ADDR of a running cluster [default: start a local Ray]")
 def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, precision, chunk_size, norms, resume, summary,
-            progress, strict, cache_dir, no_cache, report, workers, linker, linker_model, types, limit, sample, seed, **kw):
+            progress, strict, cache_dir, no_cache, report, workers, linker, linker_model, types, limit, sample, seed,
+            engine, ray_address, **kw):
     """Profile trace files (JSONL, JSON, Parquet, Arrow, Hugging Face dataset folders, folders; gzipped
     or not) into OUT. An INPUT may carry its own overrides: PATH::model=NAME,reasoning-field=steps."""
     from .api import profile as profile_run
@@ -108,7 +113,8 @@ def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, prec
                       batch_size=batch_size, precision=precision,
                       chunk_size=chunk_size, norms=norms, resume=resume, progress=progress,
                       cache=not no_cache, cache_dir=cache_dir, report=report, workers=workers, linker=linker,
-                      linker_model=linker_model, types=types, limit=limit, sample=sample, seed=seed)
+                      linker_model=linker_model, types=types, limit=limit, sample=sample, seed=seed,
+                      engine=engine, ray_address=ray_address)
     result = run.summary
     if summary:
         click.echo(format_summary(result))

@@ -67,6 +67,8 @@ class RunOptions:
     limit: int | None = None  # profile only the first N records
     sample: int | None = None  # profile N records drawn at random (seeded), in input order
     seed: int = 0
+    engine: str = "local"  # "local" (this process and its --workers) or "ray" (thinkprobe.ray_engine)
+    ray_address: str | None = None  # with engine "ray": "auto" or an address; None starts a local Ray
 
 
 def _chunks(items: Iterable, size: int) -> Iterator[list]:
@@ -182,6 +184,12 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
                 times: StageTimes | None = None) -> dict:
     """Profile every trace of the inputs into opts.out_dir; returns the run summary.
     `times`, when given, collects seconds per pipeline stage (for the benchmark)."""
+    if opts.engine == "ray":
+        from .ray_engine import run_profile_ray
+
+        return run_profile_ray(opts, cfg, times)
+    if opts.engine != "local":
+        raise ValueError(f"unknown engine {opts.engine!r}: use local or ray")
     times = times if times is not None else StageTimes()
     cfg = cfg or Config.load(opts.config_path)
     encoder = make_encoder(cfg, {"path": opts.encoder_path, "device": opts.device, "batch_size": opts.batch_size,
