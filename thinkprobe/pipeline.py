@@ -25,7 +25,7 @@ from . import __version__
 from .config import Config
 from .encoder import Encoder, model_fingerprint
 from .graph import build_graphs
-from .indicators import INDICATORS, compute_indicators
+from .indicators import CONTENT_TYPES, INDICATORS, compute_indicators
 from .link import Linker
 from .trained_linker import load_linker, unit_typer
 from .load import FieldMap, iter_traces
@@ -150,13 +150,14 @@ def _prepare_parts(out: Path, manifest: dict, resume: bool) -> Path:
     return parts
 
 
-def _finish(result: ThoughtGraph | InputError, trace_id: str | None, cluster_distance: float,
+def _finish(result: ThoughtGraph | InputError, trace_id: str | None, indicator_cfg: dict,
             redundancy: RedundancyParams) -> str:
     """One output line: the graph with its indicators, or the error."""
     if isinstance(result, InputError):
         item = {"error": result.as_dict() | {"trace_id": trace_id}}
     else:
-        ind = compute_indicators(result.arrays(), cluster_distance=cluster_distance)
+        ind = compute_indicators(result.arrays(), cluster_distance=indicator_cfg["cluster_distance"],
+                                 cluster_exact_max=indicator_cfg["cluster_exact_max"])
         item = {"graph": annotate_record(graph_record(result, ind), redundancy)}
     return json.dumps(item, ensure_ascii=False) + "\n"
 
@@ -169,7 +170,7 @@ def _process_chunk(traces: list, cfg: Config, encoder: Encoder, linker: Linker, 
     ids = [getattr(item, "trace_id", None) for item in traces]
     mapper = partial(pool.map, chunksize=4) if pool is not None else map
     with times("indicators_serialise"):
-        return "".join(mapper(_finish, results, ids, itertools.repeat(cfg["indicators"]["cluster_distance"]),
+        return "".join(mapper(_finish, results, ids, itertools.repeat(cfg["indicators"]),
                               itertools.repeat(RedundancyParams.from_config(cfg))))
 
 
@@ -233,6 +234,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     rows, errors, duplicates, redundancy_rows = [], [], [], []
     redundancy = RedundancyParams.from_config(cfg)
     unknown = {"model": 0, "domain": 0}
+    sampled = []  # traces whose semantic_spread was clustered on samples (indicators._sampled_clusters)
     with open(out / "graphs.jsonl.tmp", "w", encoding="utf-8", newline="") as graphs:
         for part in parts:
             with open(part, encoding="utf-8") as f:
@@ -247,6 +249,8 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
                                            "file": g["source"], "record": g["record"]})
                     for key in unknown:
                         unknown[key] += g[key] == "unknown"
+                    if sum(u["type"] in CONTENT_TYPES for u in g["units"]) > cfg["indicators"]["cluster_exact_max"]:
+                        sampled.append(g["trace_id"])
                     graphs.write(json.dumps(g, ensure_ascii=False) + "\n")
                     redundancy_rows.append(table_row(g, redundancy))
                     rows.append({"trace_id": g["trace_id"], "model": g["model"], "domain": g["domain"],
@@ -286,6 +290,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
         "counts": {"traces": len(rows), "errors": len(errors), "duplicate_ids": len(duplicates),
                    "unknown_model": unknown["model"], "unknown_domain": unknown["domain"]},
         "duplicate_ids": duplicates,
+        "semantic_spread_sampled": sampled,
     }
     write_atomic(out / "run.json", json.dumps(run, indent=2, ensure_ascii=False) + "\n")
     from .stats import write_stats
