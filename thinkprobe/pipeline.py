@@ -25,6 +25,7 @@ from . import __version__
 from .config import Config
 from .encoder import Encoder, model_fingerprint
 from .graph import build_graphs
+from .isolation import TraceLimits, marker_path, profile_chunk_isolated
 from .indicators import CONTENT_TYPES, INDICATORS, compute_indicators
 from .link import Linker
 from .trained_linker import load_linker, unit_typer
@@ -60,6 +61,8 @@ class RunOptions:
     linker: str | None = None  # None = the trained default in models/; "cue"; "cross-encoder"; a folder
     linker_model: str | None = None  # the Hugging Face folder for --linker cross-encoder
     types: str = "head"  # provisional node types: trained type head or cue lexicon
+    max_units: int | None = None  # per-trace limits over the config's `limits` (None: the config's)
+    trace_timeout: float | None = None
 
 
 def graph_record(g: ThoughtGraph, indicators: dict[str, float]) -> dict:
@@ -182,6 +185,10 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
 
     times = times if times is not None else StageTimes()
     cfg = cfg or Config.load(opts.config_path)
+    limit_options = {"max_units": opts.max_units, "trace_timeout_s": opts.trace_timeout}
+    limit_overrides = {k: v for k, v in limit_options.items() if v is not None}
+    cfg = cfg.with_overrides({"limits": limit_overrides} if limit_overrides else {})
+    limits = TraceLimits.from_config(cfg)
     enc_cfg = cfg["encoder"]
     encoder = Encoder(opts.encoder_path or enc_cfg["path"] or None, device=opts.device,
                       batch_size=opts.batch_size or enc_cfg["batch_size"], max_seq_length=enc_cfg["max_seq_length"],
@@ -213,11 +220,14 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
             if part.exists():
                 resumed += len(chunk)
             else:
-                text = _process_chunk(chunk, cfg, encoder, linker, times, pool, typer)
+                text = profile_chunk_isolated(
+                    chunk, lambda items: _process_chunk(items, cfg, encoder, linker, times, pool, typer),
+                    lambda items: _process_chunk(items, cfg, encoder, linker, times, None, typer), part, limits)
                 with times("write"):
                     write_atomic(part, text)
                 del text
                 _release_memory()
+            marker_path(part).unlink(missing_ok=True)  # committed: what was running is done
             bar.update(len(chunk))
     bar.close()
     with times("assemble"):
