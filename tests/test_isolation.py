@@ -202,3 +202,39 @@ def test_commands_on_a_folder_that_is_not_a_run_exit_2_in_one_line(tmp_path, com
     assert res.stderr == (f"{folder} is not a thinkprobe run folder (no {missing}); "
                           f"make one with: thinkprobe profile INPUT -o {folder}\n")
     assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]  # nothing written into it
+
+
+# --------------------------------------------------------------------------- acceptance: a mixed file
+
+
+def test_good_traces_a_2mb_trace_over_the_unit_limit_and_bad_records_in_one_file(tmp_path):
+    """Issue 16's acceptance: the run completes; the good traces' indicators equal a run over them
+    alone; the 2 MB one-line trace (profiled whole in test_reliability's mixed run) is listed in
+    errors.jsonl with the limit a user can raise, because this run lowers --max-units below it."""
+    from test_reliability import BAD, GOOD_IDS, _odd_records, sample_lines
+
+    by_id = {json.loads(line)["id"]: line for line in sample_lines()}
+    good = [by_id[i] for i in GOOD_IDS]
+    alone = write_lines(tmp_path / "good.jsonl", good)
+    profile([alone], tmp_path / "alone", max_units=0)
+    alone_units = {g["trace_id"]: len(g["units"]) for g in read_jsonl(tmp_path / "alone" / "graphs.jsonl")}
+    limit = max(alone_units.values())  # every good trace fits; the 2 MB trace (over 100 units) does not
+    two_mb = next(record for name, record in _odd_records() if name == "2 MB single line")
+    raw = [line.encode() for line in good[:5]] + [raw for _, raw, _, _ in BAD] + [json.dumps(two_mb).encode()]
+    raw += [line.encode() for line in good[5:]]
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_bytes(b"\n".join(raw) + b"\n")
+
+    res = CliRunner().invoke(main, ["profile", str(mixed), "-o", str(tmp_path / "mixed"), "--device", "cpu",
+                                    "--max-units", str(limit), "--no-progress", "--no-cache", "--no-report"])
+    assert res.exit_code == 0, res.output
+    errors = read_jsonl(tmp_path / "mixed" / "errors.jsonl")
+    assert len(errors) == len(BAD) + 1
+    [over] = [e for e in errors if e.get("trace_id") == "odd-2mb"]
+    n_units = int(over["reason"].split()[0])
+    assert n_units > limit >= 10
+    assert over == {"file": str(mixed), "record": 5 + len(BAD), "field": "response", "trace_id": "odd-2mb",
+                    "reason": f"{n_units} Thought Units, over the limit of {limit} (raise it with --max-units)"}
+    assert indicators_by_id(tmp_path / "mixed") == indicators_by_id(tmp_path / "alone")
+    run = json.loads((tmp_path / "mixed" / "run.json").read_text())
+    assert run["config"]["limits"]["max_units"] == limit

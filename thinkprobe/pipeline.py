@@ -25,8 +25,8 @@ from . import __version__
 from .config import Config
 from .encoder import Encoder, model_fingerprint
 from .graph import build_graphs
-from .isolation import TraceLimits, marker_path, profile_chunk_isolated
 from .indicators import CONTENT_TYPES, INDICATORS, compute_indicators
+from .isolation import TraceLimits, marker_path, profile_chunk_isolated
 from .link import Linker
 from .trained_linker import load_linker, unit_typer
 from .load import FieldMap, iter_traces
