@@ -115,6 +115,8 @@ def profile(
     seed: int = 0,
     engine: str = "local",
     ray_address: str | None = None,
+    max_units: int | None = None,
+    trace_timeout: float | None = None,
 ) -> "Run":
     """Profile reasoning traces; returns the finished `Run`.
 
@@ -124,7 +126,8 @@ def profile(
     object unless `Run.save` keeps it). The other options are those of `thinkprobe profile`
     with the same defaults: `progress` None shows the bar when stderr is a terminal; `cache`
     keeps embeddings and model scores in `cache_dir` (default $THINKPROBE_CACHE or
-    ~/.cache/thinkprobe); `report` writes report.html and report.md.
+    ~/.cache/thinkprobe); `report` writes report.html and report.md; `max_units` and
+    `trace_timeout` (seconds) list a trace over them in errors.jsonl (None: the config's `limits`).
     """
     from .pipeline import RunOptions, run_profile
     from .cache import default_cache_dir
@@ -146,6 +149,7 @@ def profile(
         precision=precision, chunk_size=chunk_size, norms=_str(norms), resume=resume, workers=workers, linker=linker,
         linker_model=_str(linker_model), types=types, limit=limit, sample=sample, seed=seed,
         engine=engine, ray_address=ray_address,
+        max_units=max_units, trace_timeout=trace_timeout,
         cache_dir=(_str(cache_dir) or default_cache_dir()) if cache else None,
         progress=sys.stderr.isatty() if progress is None else progress,
     )

@@ -15,6 +15,21 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+# Exit statuses (README, "Exit status"): 1 a failure, 2 a usage error (click's, and a folder that
+# is not a run), 3 --strict with skipped records, 4 no trace profiled.
+EXIT_NOT_A_RUN = 2
+EXIT_NOTHING_PROFILED = 4
+
+
+def _require_run(run_dir: str, *needs: str) -> None:
+    """Exit 2 with one line when `run_dir` lacks a run file the command reads (never a traceback)."""
+    missing = [name for name in needs if not (Path(run_dir) / name).is_file()]
+    if missing:
+        click.echo(f"{run_dir} is not a thinkprobe run folder (no {' or '.join(missing)}); "
+                   f"make one with: thinkprobe profile INPUT -o {run_dir}", err=True)
+        sys.exit(EXIT_NOT_A_RUN)
+
+
 def _field_options(f):
     for name, help_ in [
         ("--path-pattern", "take model/domain from the file path: a regex with named groups, e.g. "
@@ -101,9 +116,13 @@ def main() -> None:
               help="local (this machine) or ray (a Ray cluster; pip install thinkprobe[ray]); same outputs")
 @click.option("--ray-address", default=None,
               help="with --engine ray: auto or ADDR of a running cluster [default: start a local Ray]")
+@click.option("--max-units", type=click.IntRange(min=0), default=None,
+              help="skip (list in errors.jsonl) a trace with more Thought Units [default: the config's limits.max_units; 0: none]")
+@click.option("--trace-timeout", type=click.FloatRange(min=0), default=None,
+              help="skip (list in errors.jsonl) a trace that takes longer, in seconds [default: the config's limits.trace_timeout_s; 0: none]")
 def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, precision, chunk_size, norms, resume, summary,
             progress, strict, cache_dir, no_cache, report, workers, linker, linker_model, types, limit, sample, seed,
-            engine, ray_address, **kw):
+            engine, ray_address, max_units, trace_timeout, **kw):
     """Profile trace files (JSONL, JSON, Parquet, Arrow, Hugging Face dataset folders, folders; gzipped
     or not) into OUT. An INPUT may carry its own overrides: PATH::model=NAME,reasoning-field=steps."""
     from .api import profile as profile_run
@@ -114,10 +133,14 @@ def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, prec
                       chunk_size=chunk_size, norms=norms, resume=resume, progress=progress,
                       cache=not no_cache, cache_dir=cache_dir, report=report, workers=workers, linker=linker,
                       linker_model=linker_model, types=types, limit=limit, sample=sample, seed=seed,
-                      engine=engine, ray_address=ray_address)
+                      engine=engine, ray_address=ray_address, max_units=max_units, trace_timeout=trace_timeout)
     result = run.summary
     if summary:
         click.echo(format_summary(result))
+    if not result["traces"]:
+        click.echo(f"no trace was profiled: all {result['errors']} records were skipped (see {out_dir}/errors.jsonl)",
+                   err=True)
+        sys.exit(EXIT_NOTHING_PROFILED)
     if strict and result["errors"]:
         click.echo(f"--strict: {result['errors']} records were skipped (see {out_dir}/errors.jsonl)", err=True)
         sys.exit(3)
@@ -175,6 +198,7 @@ def peek(paths, count, as_json, **kw):
 @click.option("-o", "--out", default=None, help="target file (folder for graphml); default inside RUN_DIR")
 def export(run_dir, fmt, out):
     """Write the Thought Graphs of a profile run as ReasoningFlow JSONL, GraphML files or node-link JSON."""
+    _require_run(run_dir, "graphs.jsonl")
     from .export import export as do_export
 
     click.echo(str(do_export(run_dir, fmt, out)))
@@ -184,6 +208,7 @@ def export(run_dir, fmt, out):
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 def stats(run_dir):
     """Kruskal-Wallis H, p, epsilon-squared by model and by domain; Holm; bootstrap CIs."""
+    _require_run(run_dir, "indicators.csv", "profile.csv")
     from .stats import write_stats
 
     write_stats(run_dir)
@@ -195,6 +220,7 @@ def stats(run_dir):
 @click.option("--workers", type=int, default=None, help="processes drawing the per-trace pages")
 def report(run_dir, workers):
     """Write the self-contained HTML report (and a Markdown twin) of a profile run."""
+    _require_run(run_dir, "indicators.csv", "profile.csv")
     from .report import write_report
 
     click.echo(str(write_report(run_dir, workers=workers)))
@@ -206,6 +232,7 @@ def report(run_dir, workers):
 @click.option("-o", "--out", default=None, help="folder for the HTML, PNG and SVG (default RUN_DIR/traces)")
 def graph(run_dir, trace_id, out):
     """Draw one trace: its text coloured by node type next to its Thought Graph."""
+    _require_run(run_dir, "graphs.jsonl")
     from .report import write_trace_view
 
     try:
@@ -224,10 +251,24 @@ def graph(run_dir, trace_id, out):
 @click.option("--workers", default=1, show_default=True, help="worker processes for the full pipeline and the cache runs")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="write the numbers here")
 @click.option("--workdir", type=click.Path(file_okay=False), default=None, help="keep the runs here (default: a temp dir)")
-def bench(count, device, batch_size, scale, encoder_path, workers, json_out, workdir):
+@click.option("--long", "long_sizes", default=None,
+              help="long-trace mode: comma-separated unit counts (e.g. 1000,4000,16000,40000), one trace each, "
+                   "each profiled in a fresh process; seconds, peak MB and the growth exponent")
+@click.option("--linker", default=None, help="with --long: the linker to measure (default: the trained one)")
+@click.option("--timeout", type=float, default=0, help="with --long: give up on a size after this many seconds (0: never)")
+def bench(count, device, batch_size, scale, encoder_path, workers, json_out, workdir, long_sizes, linker, timeout):
     """Throughput: raw encoder vs full pipeline vs naive per-trace baseline, cache, memory."""
-    from .bench import format_bench, run_bench
+    from .bench import format_bench, format_long_bench, run_bench, run_long_bench
 
+    if long_sizes:
+        sizes = tuple(int(s) for s in long_sizes.split(","))
+        report = run_long_bench(sizes, device=device, linker=linker, workdir=workdir, timeout=timeout)
+        click.echo(format_long_bench(report))
+        if json_out:
+            with open(json_out, "w", encoding="utf-8") as f:
+                json.dump(report, f, indent=2)
+                f.write("\n")
+        return
     report = run_bench(count, device=device, batch_size=batch_size, scale=scale, workdir=workdir,
                        encoder_path=encoder_path, workers=workers)
     click.echo(format_bench(report))

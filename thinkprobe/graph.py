@@ -48,6 +48,10 @@ def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker:
     mapper = partial(pool.map, chunksize=4) if pool is not None else map
     with times("split"):
         planned = list(mapper(units_of, traces, repeat(cfg)))
+    # A trace over the unit limit is not encoded: it becomes an error, the others go on.
+    max_units = cfg["limits"]["max_units"]
+    too_long = {k: len(units) for k, (units, _) in enumerate(planned) if max_units and len(units) > max_units}
+    planned = [([], []) if k in too_long else p for k, p in enumerate(planned)]
     texts = [u.text for units, _ in planned for u in units]
     with times("encode"):
         embeddings, tokens = encoder.encode_and_count(texts)
@@ -58,6 +62,10 @@ def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker:
                               (tokens[a:b] for a, b in zip(bounds, bounds[1:])), repeat(cfg)))
     with times("link"):
         link_graphs([g for g in results if isinstance(g, ThoughtGraph)], linker, typer, mapper)
+    for k, n_units in too_long.items():
+        field = traces[k].reasoning.field if traces[k].reasoning else "reasoning"
+        results[k] = InputError(traces[k].source, traces[k].record, field,
+                                f"{n_units} Thought Units, over the limit of {max_units} (raise it with --max-units)")
     return results
 
 

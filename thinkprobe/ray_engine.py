@@ -65,7 +65,7 @@ def _batch(rows: list[tuple[int, dict]]) -> dict:
 def _error_line(err: InputError, trace_id: str | None) -> str:
     # InputError does not survive a pickle round trip (its constructor takes four fields), so an
     # error leaves the stage it happened in as its finished output line.
-    return _finish(err, trace_id, 0.0, None)
+    return _finish(err, trace_id, {}, None)
 
 
 def split_stage(batch: dict, cfg: Config) -> dict:
@@ -130,12 +130,12 @@ class LinkStage:
         return _batch(rows)
 
 
-def finish_stage(batch: dict, cluster_distance: float, redundancy: RedundancyParams) -> dict:
+def finish_stage(batch: dict, indicator_cfg: dict, redundancy: RedundancyParams) -> dict:
     """CPU: indicators and the graph record: the output line a local run writes for the trace."""
     idx, lines = [], []
     for i, s in _rows(batch):
         idx.append(i)
-        lines.append(s["line"] if "line" in s else _finish(s["graph"], s["graph"].trace.trace_id, cluster_distance, redundancy))
+        lines.append(s["line"] if "line" in s else _finish(s["graph"], s["graph"].trace.trace_id, indicator_cfg, redundancy))
     return {"idx": np.array(idx, dtype=np.int64), "line": np.array(lines + [None], dtype=object)[:-1]}
 
 
@@ -288,7 +288,7 @@ def _run_window(window: list[tuple[int, list]], parts: Path, cfg: Config, opts: 
     """One Ray Data execution over the traces of `window`; commits each chunk when it is complete."""
     import ray
 
-    cluster_distance = cfg["indicators"]["cluster_distance"]
+    indicator_cfg = dict(cfg["indicators"])
     redundancy = RedundancyParams.from_config(cfg)
     rcfg = cfg["ray"]
     lines: dict[int, dict[int, str]] = {}  # chunk -> idx -> line
@@ -326,7 +326,7 @@ def _run_window(window: list[tuple[int, list]], parts: Path, cfg: Config, opts: 
         ds = ds.map_batches(LinkStage, fn_constructor_kwargs={"opts": opts, "cfg": cfg, "device": plan.device},
                             batch_size=rcfg["encode_batch_traces"], batch_format="numpy",
                             compute=ray.data.ActorPoolStrategy(size=plan.actors), **plan.linker)
-        ds = ds.map_batches(finish_stage, fn_kwargs={"cluster_distance": cluster_distance, "redundancy": redundancy},
+        ds = ds.map_batches(finish_stage, fn_kwargs={"indicator_cfg": indicator_cfg, "redundancy": redundancy},
                             **task)
         for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
             done = set()
