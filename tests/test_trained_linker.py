@@ -348,7 +348,9 @@ def test_configs_and_models_are_found_beside_the_package_or_in_the_installed_sha
     assert resource_dir("no-such-folder") == Path(sys.prefix) / "share" / "thinkprobe" / "no-such-folder"
     setup = (MODELS_DIR.parent / "setup.cfg").read_text()
     assert "share/thinkprobe/configs = configs/default.yaml" in setup
-    assert "share/thinkprobe/models/linker-minilm-mlp = " in setup
+    for folder in MODELS_DIR.iterdir():  # every shipped model (pair MLP, parser) goes into a wheel
+        if (folder / "config.json").is_file():
+            assert f"share/thinkprobe/models/{folder.name} = " in setup
 
 
 def test_batched_typing_and_linking_through_a_process_pool_equal_the_plain_calls(config, sample_items, tmp_path):

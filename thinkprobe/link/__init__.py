@@ -29,7 +29,10 @@ __all__ = [
 ]
 
 MODELS_DIR = resource_dir("models")
-DEFAULT_LINKER = "linker-minilm-mlp"
+PAIR_MLP = "linker-minilm-mlp"  # the pair MLP + type head shipped in models/
+PARSER = "parser-minilm-bilstm"  # the trace-level parser shipped in models/
+DEFAULT_LINKER = PAIR_MLP  # what a run uses unless told otherwise (`thinkprobe doctor` names it)
+NAMES = {"pair-mlp": PAIR_MLP, "trained": PAIR_MLP, "parser": PARSER}
 
 
 def find_model_dir(name: str) -> Path:
@@ -41,11 +44,6 @@ def find_model_dir(name: str) -> Path:
         if candidate.is_dir():
             return candidate
     raise FileNotFoundError(f"no linker model {name!r}: not a folder, and not in {MODELS_DIR}")
-
-
-PARSER = "parser-minilm-bilstm"  # the trace-level parser shipped in models/
-PAIR_MLP = DEFAULT_LINKER  # the pair MLP + type head shipped in models/
-NAMES = {"pair-mlp": PAIR_MLP, "trained": PAIR_MLP, "parser": PARSER}
 
 
 def load_linker(name_or_dir: str | None, cfg: Config, *, model_dir: str | None = None, device: str = "cpu",
@@ -74,9 +72,10 @@ def load_linker(name_or_dir: str | None, cfg: Config, *, model_dir: str | None =
 
 
 def load_type_head(name_or_dir: str | None = None, cache_dir: str | Path | None = None) -> TypeHead:
-    """The type head shipped with a trained linker (default: the default linker's); with
-    `cache_dir`, its probabilities are kept on disk per trace."""
-    return TypeHead(find_model_dir(name_or_dir or DEFAULT_LINKER), cache_dir)
+    """The type head shipped with a pair-MLP model (default: the shipped pair MLP's), for
+    linkers that do not type units themselves; with `cache_dir`, its probabilities are kept on
+    disk per trace."""
+    return TypeHead(find_model_dir(name_or_dir or PAIR_MLP), cache_dir)
 
 
 def unit_typer(linker: Linker, types: str = "head", head: TypeHead | None = None,
