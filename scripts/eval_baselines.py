@@ -59,15 +59,13 @@ def main(argv=None) -> None:
     ap.add_argument("--samples", type=int, default=2000, help="bootstrap resamples")
     args = ap.parse_args(argv)
 
-    from thinkprobe.encoder import Encoder
+    from thinkprobe.encoder import make_encoder
     from thinkprobe.link import CueLinker, TrainedLinker, TypeHead, unit_typer
     from thinkprobe.link.parser import ParserLinker
 
     cfg = Config.load()
     gold = load_docs(args.gold)
-    enc = cfg["encoder"]
-    encoder = Encoder(enc["path"] or None, device="cpu", batch_size=enc["batch_size"], max_seq_length=enc["max_seq_length"],
-                      cache_dir=args.cache_dir)
+    encoder = make_encoder(cfg, {"device": "cpu", "cache_dir": args.cache_dir})
     old = TrainedLinker(args.old, cfg)
     def parser_docs():
         p = ParserLinker(args.parser, cfg)

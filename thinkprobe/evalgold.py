@@ -500,8 +500,7 @@ def profile_docs(gold_path: str | Path, cfg, encoder, linker, candidates=None, t
     from .graph import build_graphs
     from .link import LinkInput, candidate_pairs
     from .load import iter_traces
-    from .pipeline import graph_record
-    from .records import InputError
+    from .records import InputError, graph_record
 
     traces = []
     for item in iter_traces(gold_path):
@@ -529,7 +528,8 @@ def profile_docs(gold_path: str | Path, cfg, encoder, linker, candidates=None, t
 
 def evaluate(gold: str | Path, pred: str | Path | None = None, *, baseline: bool = False, linker: str | None = None,
              linker_model: str | None = None, types: str = "head", config_path: str | None = None,
-             encoder_path: str | None = None, device: str = "auto", pred_out: str | Path | None = None) -> dict[str, Any]:
+             encoder_path: str | None = None, device: str = "auto", pred_out: str | Path | None = None,
+             precision: str | None = None) -> dict[str, Any]:
     """What `thinkprobe eval-gold` computes: scores of `pred` (ReasoningFlow files), of the trivial
     baseline, or of our pipeline run on the gold texts (the default; `linker` and `types` as for
     `profile`), against `gold`."""
@@ -540,13 +540,11 @@ def evaluate(gold: str | Path, pred: str | Path | None = None, *, baseline: bool
         pred_docs, system = baseline_docs(gold_docs), "trivial baseline (sentences, chained)"
     else:
         from .config import Config
-        from .encoder import Encoder
+        from .encoder import make_encoder
         from .link import load_linker, unit_typer
 
         cfg = Config.load(config_path)
-        enc = cfg["encoder"]
-        encoder = Encoder(encoder_path or enc["path"] or None, device=device, batch_size=enc["batch_size"],
-                          max_seq_length=enc["max_seq_length"])
+        encoder = make_encoder(cfg, {"path": encoder_path, "device": device, "precision": precision})
         chosen = load_linker(linker, cfg, model_dir=linker_model, device=encoder.device)
         pred_docs = profile_docs(gold, cfg, encoder, chosen, typer=unit_typer(chosen, types))
         system = f"thinkprobe (linker {chosen.name}, {types} types)"

@@ -18,7 +18,7 @@ import numpy as np
 from scipy.stats import kruskal
 
 from .indicators import DIMENSIONS, INDICATORS
-from .tables import read_csv
+from .outputs import INDICATORS_TABLE, PROFILE_TABLE, STATS_CSV, STATS_JSON, read_table
 
 __all__ = ["MIN_GROUP", "ALPHA", "BOOTSTRAP_RESAMPLES", "GROUPINGS", "compute_stats", "write_stats", "holm"]
 
@@ -53,9 +53,9 @@ def _as_float(text: str | None) -> float:
 def load_table(run_dir: str | Path) -> list[dict]:
     """One row per trace: trace_id, model, domain, the 19 indicators and the 5 dimensions as floats."""
     run_dir = Path(run_dir)
-    profile = {r["trace_id"]: r for r in read_csv(run_dir / "profile.csv")}
+    profile = {r["trace_id"]: r for r in read_table(run_dir, PROFILE_TABLE)}
     rows = []
-    for r in read_csv(run_dir / "indicators.csv"):
+    for r in read_table(run_dir, INDICATORS_TABLE):
         p = profile.get(r["trace_id"], {})
         row = {"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"]}
         row.update({name: _as_float(r.get(name)) for name in INDICATORS})
@@ -224,6 +224,6 @@ def write_stats(run_dir: str | Path) -> dict:
     """compute_stats, then stats.json and stats.csv in the run folder; returns the statistics."""
     run_dir = Path(run_dir)
     stats = compute_stats(run_dir)
-    (run_dir / "stats.json").write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    (run_dir / "stats.csv").write_text(stats_csv(stats), encoding="utf-8")
+    (run_dir / STATS_JSON).write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    (run_dir / STATS_CSV).write_text(stats_csv(stats), encoding="utf-8")
     return stats

@@ -20,7 +20,8 @@ import numpy as np
 
 from ..config import Config
 from ..records import EDGE_TYPES, Edge, ThoughtUnit
-from ..scorecache import ScoreCache, files_fingerprint, through_cache
+from ..cache import ScoreCache, through_cache
+from ..provenance import files_digest
 from .base import (
     FROM_WINDOW, PAIR_CLASSES, CandidateParams, LinkInput, Similarity, candidate_arrays, candidates, decode_edges,
 )
@@ -89,7 +90,7 @@ class CrossEncoderLinker:
             files = sorted(p.name for p in self.model_dir.iterdir() if p.is_file() and p.suffix in (".json", ".safetensors", ".bin", ".txt", ".model"))
             setting = json.dumps({"candidates": self.params.__dict__, "max_length": max_length,
                                   "device": device.split(":")[0]}, sort_keys=True)
-            self.cache = ScoreCache(cache_dir, "cross-encoder", f"{files_fingerprint(self.model_dir, files)}:{setting}")
+            self.cache = ScoreCache(cache_dir, "cross-encoder", f"{files_digest((n, Path(self.model_dir) / n) for n in files)}:{setting}")
 
     def _load(self):
         if self._model is None:

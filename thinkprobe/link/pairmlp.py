@@ -21,7 +21,8 @@ import numpy as np
 
 from ..config import Config
 from ..records import Edge, ThoughtUnit
-from ..scorecache import ScoreCache, files_fingerprint, through_cache
+from ..cache import ScoreCache, through_cache
+from ..provenance import files_digest
 from .base import (
     FROM_LOOKBACK, FROM_SIMILARITY, FROM_WINDOW, PAIR_CLASSES, TYPE_CLASSES, CandidateParams, LinkInput, Similarity,
     as_similarity, candidate_arrays, candidates, decode_edges, jaccard, word_index,
@@ -292,7 +293,7 @@ class TrainedLinker:
         self._model = None
         self.cache = None
         if cache_dir:
-            fingerprint = files_fingerprint(self.model_dir, ["config.json", "pair_model.safetensors"])
+            fingerprint = files_digest((n, Path(self.model_dir) / n) for n in ["config.json", "pair_model.safetensors"])
             self.cache = ScoreCache(cache_dir, "pairs", f"{fingerprint}:{device.split(':')[0]}")
 
     @property
@@ -379,7 +380,7 @@ class TypeHead:
         self._model = None
         self.cache = None
         if cache_dir:
-            fingerprint = files_fingerprint(self.model_dir, ["config.json", "type_model.safetensors"])
+            fingerprint = files_digest((n, Path(self.model_dir) / n) for n in ["config.json", "type_model.safetensors"])
             self.cache = ScoreCache(cache_dir, "types", fingerprint)
 
     @property
