@@ -21,6 +21,7 @@ pair-class probabilities the other trained backends give.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import replace
@@ -30,7 +31,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..cache import ScoreCache, through_cache
 from ..config import Config
+from ..provenance import files_digest
 from ..records import Edge, ThoughtUnit
 from .base import (
     FROM_LOOKBACK, FROM_SIMILARITY, FROM_WINDOW, PAIR_CLASSES, TYPE_CLASSES, CandidateParams, LinkInput,
@@ -56,10 +59,11 @@ def distance_bucket(d: np.ndarray) -> np.ndarray:
     return np.searchsorted(np.array(DISTANCE_BUCKETS), d, side="left").astype(np.int64)
 
 
-def earlier_topk(emb: np.ndarray, k: int, skip: int = 0, block: int = 512) -> tuple[np.ndarray, np.ndarray]:
+def earlier_topk(emb: np.ndarray, k: int, skip: int = 0, block_values: int = 1 << 20) -> tuple[np.ndarray, np.ndarray]:
     """For each unit j, the `k` most similar units among 0 .. j-1-skip (indices, -1 where fewer
     exist, most similar first, ties to the earlier unit) and j's best similarity to any earlier
-    unit (0 for the first). Computed block by block: memory O(block x n), never n x n.
+    unit (0 for the first). Computed in strips of rows of at most `block_values` similarities:
+    memory stays bounded whatever the length, never an n x n matrix.
 
     >>> e = np.eye(4, dtype=np.float32); e[3] = e[0]
     >>> idx, best = earlier_topk(e, 1)
@@ -70,30 +74,32 @@ def earlier_topk(emb: np.ndarray, k: int, skip: int = 0, block: int = 512) -> tu
     n = len(emb)
     idx = np.full((n, max(k, 0)), -1, dtype=np.int64)
     best = np.zeros(n, dtype=np.float32)
+    block = max(1, min(512, block_values // max(n, 1)))
     for s in range(0, n, block):
         e = min(n, s + block)
         if e <= 1:
             continue
-        sim = emb[s:e] @ emb[:e].T  # (rows, e): only the columns earlier rows can see
         rows = np.arange(s, e)
-        cols = np.arange(e)
-        sim_all = np.where(cols[None, :] < rows[:, None], sim, -np.inf)
-        best[s:e] = np.where(rows > 0, sim_all.max(axis=1), 0.0)
-        if k:
-            lim = np.where(cols[None, :] < (rows - skip)[:, None], sim, -np.inf)
-            kk = min(k, e)
-            part = np.argpartition(-lim, kk - 1, axis=1)[:, :kk] if kk < e else np.tile(cols, (len(rows), 1))
-            vals = np.take_along_axis(lim, part, axis=1)
-            # ties at the k-th value: argpartition picks any of them; such rows are redone stably
-            kth = vals.min(axis=1)
-            tied = np.flatnonzero((lim >= kth[:, None]).sum(axis=1) > kk)
-            for r in tied:
-                part[r] = np.argsort(-lim[r], kind="stable")[:kk]
-                vals[r] = lim[r, part[r]]
-            order = np.lexsort((part, -vals), axis=1)
-            part, vals = np.take_along_axis(part, order, axis=1), np.take_along_axis(vals, order, axis=1)
-            part[~np.isfinite(vals)] = -1
-            idx[s:e, :kk] = part[:, :k]
+        sim = emb[s:e] @ emb[:e].T  # (rows, e): only the columns these rows can see
+        later = np.arange(e)[None, :] >= rows[:, None]
+        sim[later] = -np.inf
+        best[s:e] = np.where(rows > 0, sim.max(axis=1), 0.0)
+        if not k:
+            continue
+        if skip:
+            sim[np.arange(e)[None, :] >= (rows - skip)[:, None]] = -np.inf
+        kk = min(k, e)
+        part = np.argpartition(-sim, kk - 1, axis=1)[:, :kk] if kk < e else np.tile(np.arange(e), (len(rows), 1))
+        vals = np.take_along_axis(sim, part, axis=1)
+        # ties at the k-th value: argpartition picks any of them; such rows are redone stably
+        kth = vals.min(axis=1)
+        for r in np.flatnonzero((sim >= kth[:, None]).sum(axis=1) > kk):
+            part[r] = np.argsort(-sim[r], kind="stable")[:kk]
+            vals[r] = sim[r, part[r]]
+        order = np.lexsort((part, -vals), axis=1)
+        part, vals = np.take_along_axis(part, order, axis=1), np.take_along_axis(vals, order, axis=1)
+        part[~np.isfinite(vals)] = -1
+        idx[s:e, :kk] = part[:, :k]
     return idx, best
 
 
@@ -192,7 +198,9 @@ def pair_features(units: Sequence[ThoughtUnit], emb: np.ndarray, best: np.ndarra
     n = len(units)
     seg = np.array([u.segment for u in units])
     answer = np.array([u.section == "answer" for u in units])
-    s = np.einsum("ij,ij->i", emb[i], emb[j])
+    s = np.zeros(m, dtype=np.float32)
+    for c in range(0, m, 8192):  # in chunks: two (pairs x dim) gathers would dominate memory on long traces
+        s[c:c + 8192] = np.einsum("ij,ij->i", emb[i[c:c + 8192]], emb[j[c:c + 8192]])
     # rank of each pair's cosine among its unit's candidates (0 = the most similar candidate)
     order = np.lexsort((-s, j))
     rank = np.empty(m, dtype=np.int64)
@@ -377,6 +385,7 @@ class ParserLinker:
     the batch's unit spans)."""
 
     structural_types = True
+    kind = "trace-level parser (BiLSTM over MiniLM unit embeddings): edges and node types jointly"
 
     def __init__(self, model_dir: str | Path, cfg: Config | None = None, cache_dir: str | Path | None = None,
                  device: str = "cpu"):
@@ -389,6 +398,10 @@ class ParserLinker:
         self.device = device
         self._model = None
         self._memo: dict = {}
+        self.cache = None
+        if cache_dir:  # per-trace outputs on disk, keyed by the model's files and what it reads of a trace
+            fingerprint = files_digest((n, self.model_dir / n) for n in ["config.json", "parser.safetensors"])
+            self.cache = ScoreCache(cache_dir, "parser", f"{fingerprint}:{device.split(':')[0]}")
 
     @property
     def model(self):
@@ -399,7 +412,7 @@ class ParserLinker:
 
     @property
     def cache_stats(self) -> dict[str, int]:
-        return {}
+        return self.cache.stats if self.cache else {}
 
     def candidates(self, item: LinkInput) -> list[np.ndarray]:
         emb = np.asarray(item.embeddings, np.float32)
@@ -414,22 +427,27 @@ class ParserLinker:
                 np.asarray(emb, np.float32).tobytes())
 
     def score(self, items: Sequence[tuple[Sequence[ThoughtUnit], np.ndarray]], mapper=map) -> list[dict]:
-        """Per trace: features, candidate pairs, type probabilities and pair-class probabilities."""
-        import itertools
-
+        """Per trace: candidate pairs (i, j, origin), type probabilities (types) and pair-class
+        probabilities (probs); from the score cache where present."""
         keys = [self._key(u, e) for u, e in items]
         todo = [n for n, k in enumerate(keys) if k not in self._memo]
         if todo:
-            feats = list(mapper(trace_features, [items[n][0] for n in todo], [items[n][1] for n in todo],
-                                itertools.repeat(self.params), itertools.repeat(self.featurizer)))
-            res = run_parser(self.model, feats, [np.asarray(items[n][1], np.float32).reshape(len(items[n][0]), self.meta["model"]["dim"])
-                                                 for n in todo], self.device)
+            def compute(idx: list[int]) -> list[dict[str, np.ndarray]]:
+                sub = [items[todo[n]] for n in idx]
+                feats = list(mapper(trace_features, [u for u, _ in sub], [e for _, e in sub],
+                                    itertools.repeat(self.params), itertools.repeat(self.featurizer)))
+                res = run_parser(self.model, feats, [np.asarray(e, np.float32).reshape(len(u), self.meta["model"]["dim"])
+                                                     for u, e in sub], self.device)
+                # what decoding and typing read, compact (as stored in the cache)
+                return [{"i": f["i"].astype(np.int32), "j": f["j"].astype(np.int32), "origin": f["origin"].astype(np.uint8),
+                         "probs": r["probs"], "types": r["types"]} for f, r in zip(feats, res)]
+
+            got = through_cache(self.cache, [items[n] for n in todo], compute)
             memo = {k: self._memo[k] for k in keys if k in self._memo}  # only this batch: typing then linking it
-            for n, f, r in zip(todo, feats, res):
-                memo[keys[n]] = {**f, **r}
+            for n, r in zip(todo, got):
+                memo[keys[n]] = r
             self._memo = memo
-        out = [self._memo[k] for k in keys]
-        return out
+        return [self._memo[k] for k in keys]
 
     def link(self, batch: Sequence[LinkInput], mapper=map) -> list[list[Edge]]:
         scored = self.score([(item.units, item.embeddings) for item in batch], mapper)
@@ -465,7 +483,7 @@ class ParserTyper:
 
     @property
     def cache_stats(self) -> dict[str, int]:
-        return {}
+        return self.parser.cache_stats
 
 
 def write_model_dir(folder: str | Path, model, featurizer: ParserFeaturizer, arch: Mapping, params: CandidateParams,
