@@ -68,7 +68,7 @@ def earlier_topk(emb: np.ndarray, k: int, skip: int = 0, block_values: int = 1 <
     >>> e = np.eye(4, dtype=np.float32); e[3] = e[0]
     >>> idx, best = earlier_topk(e, 1)
     >>> idx[:, 0].tolist(), best.tolist()
-    [[-1, 0, 0, 0], [0.0, 0.0, 0.0, 1.0]]
+    ([-1, 0, 0, 0], [0.0, 0.0, 0.0, 1.0])
     """
     emb = np.asarray(emb, dtype=np.float32)
     n = len(emb)
