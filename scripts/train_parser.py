@@ -114,11 +114,11 @@ def silver_labels(doc: dict, units) -> tuple[list, dict]:
     """Project silver nodes onto units (most overlap); map node and edge labels (spec section 7);
     synthesis as scripts/train_linker.py defines it. Returns per-unit types (None where no node)
     and {(i, j): PAIR_CLASSES index} for i < j."""
-    from thinkprobe.evalgold import _projection, edge_types, node_types, response_nodes
+    from thinkprobe.evalgold import edge_types, node_types, projection, response_nodes
     from thinkprobe.link import PAIR_CLASSES
 
     nodes = response_nodes(doc)
-    proj = _projection(nodes, [{"start": u.start, "end": u.end} for u in units])
+    proj = projection(nodes, [{"start": u.start, "end": u.end} for u in units])
     types = node_types(doc)
     unit_types = [types[k] if k is not None else None for k in proj]
     units_of: dict[int, list[int]] = {}
@@ -309,7 +309,7 @@ def predicted_docs(model, exs: list[dict], docs: list[dict], decode: dict, probs
         res = [probs_cache[k] for k in range(len(exs))]
     out = []
     for x, r in zip(exs, res):
-        types = ParserLinker.predict_types(None, r["types"])
+        types = ParserLinker.predict_types(r["types"])
         units = [replace(u, node_type=t) for u, t in zip(x["units"], types)]
         edges = decode_edges(units, r["probs"], x["i"], x["j"], x["origin"], decode)
         outgoing: dict[int, list] = {}

@@ -454,7 +454,8 @@ class ParserLinker:
         return [decode_edges(item.units, s["probs"], s["i"], s["j"], s["origin"], self.decode) if len(item.units) > 1 else []
                 for item, s in zip(batch, scored)]
 
-    def predict_types(self, probs: np.ndarray) -> list[str]:
+    @staticmethod
+    def predict_types(probs: np.ndarray) -> list[str]:
         """Provisional types from type probabilities: the first unit cannot be CRT or RPT."""
         if not len(probs):
             return []
