@@ -19,11 +19,12 @@ import pytest
 from thinkprobe.link import LinkInput, Similarity, load_linker
 from thinkprobe.link import base as link_base
 from thinkprobe.nodetypes import cue_categories, provisional_type
-from thinkprobe.records import BACKWARD_EDGES, EDGE_TYPES, FORWARD_EDGES, POLARITIES, ThoughtUnit
+from thinkprobe.records import BACKWARD_EDGES, EDGE_TYPES, FORWARD_EDGES, ThoughtUnit
 
 from conftest import SAMPLES
 
 DIM = 384  # the pair MLP reads MiniLM-sized embeddings
+POLARITIES = ("affirm", "negate", "uncertain")  # spec: a critique edge carries one
 BACKENDS = ["cue", "pair-mlp", "parser", "cross-encoder-nli", "cross-encoder-7"]
 
 
@@ -212,3 +213,19 @@ def test_similarity_strips_equal_the_whole_matrix(n, block):
 def test_short_traces_keep_the_whole_matrix():
     emb = exact_embeddings(50, 8, seed=1)
     assert np.array_equal(Similarity(emb).dense, emb @ emb.T)
+
+
+def test_parser_scores_and_types_are_cached_per_trace(config, batch, tmp_path):
+    from thinkprobe.link.parser import ParserLinker, init_model_dir
+
+    folder = init_model_dir(tmp_path / "p", config, seed=1)
+    plain = ParserLinker(folder, config)
+    want_edges = plain.link(batch)
+    want_types = [[u.node_type for u in units] for units in plain.typer.batch([(b.units, b.embeddings) for b in batch])]
+    first = ParserLinker(folder, config, cache_dir=tmp_path / "cache")
+    assert first.link(batch) == want_edges and first.cache_stats == {"hits": 0, "misses": len(batch)}
+    again = ParserLinker(folder, config, cache_dir=tmp_path / "cache")  # a new run: everything from disk
+    typed = again.typer.batch([(b.units, b.embeddings) for b in batch[::-1]])
+    assert [[u.node_type for u in units] for units in typed] == want_types[::-1]
+    assert again.link(batch) == want_edges
+    assert again.cache_stats["misses"] == 0 and again.cache_stats["hits"] == len(batch)

@@ -319,22 +319,32 @@ def read_model_dir(path: str) -> dict:
 
 
 def load_parser_model(model_dir: str | Path):
+    """(members, featurizer, meta) of a parser folder: one network, or an ensemble whose members'
+    probabilities are averaged (config.json "members": their architectures; weights prefixed "k.")."""
     from safetensors.torch import load_file
 
     meta = read_model_dir(str(model_dir))
-    m = meta["model"]
     featurizer = ParserFeaturizer(meta["cue_names"], meta["shape_patterns"])
-    model = build_parser_model(m["dim"], featurizer.size, m["proj"], m["hidden"], m["layers"], m["arc_hidden"],
-                               m["context"], m["pair_feats"], 0.0)
-    model.load_state_dict(load_file(str(Path(model_dir) / "parser.safetensors")))
-    return model.eval(), featurizer, meta
+    state = load_file(str(Path(model_dir) / "parser.safetensors"))
+    archs = meta.get("members") or [meta["model"]]
+    models = []
+    for k, m in enumerate(archs):
+        model = build_parser_model(m["dim"], featurizer.size, m["proj"], m["hidden"], m["layers"], m["arc_hidden"],
+                                   m["context"], m["pair_feats"], 0.0)
+        prefix = f"{k}." if "members" in meta else ""
+        model.load_state_dict({name[len(prefix):]: v for name, v in state.items() if name.startswith(prefix)})
+        models.append(model.eval())
+    return (models if "members" in meta else models[0]), featurizer, meta
 
 
 def run_parser(model, feats: Sequence[dict], embs: Sequence[np.ndarray], device: str = "cpu",
                max_units: int = 4096, block: int = 65536) -> list[dict[str, np.ndarray]]:
     """Type and pair-class probabilities of several traces: traces are padded into batches of at
-    most `max_units` padded units (a longer trace goes alone) and their pairs scored in blocks."""
+    most `max_units` padded units (a longer trace goes alone) and their pairs scored in blocks.
+    `model`: one network or a list of them (an ensemble: probabilities averaged)."""
     import torch
+
+    members = list(model) if isinstance(model, (list, tuple)) else [model]
 
     out: list[dict | None] = [None] * len(feats)
     order = sorted(range(len(feats)), key=lambda k: -len(embs[k]))
@@ -359,9 +369,10 @@ def run_parser(model, feats: Sequence[dict], embs: Sequence[np.ndarray], device:
                 e[r, : lengths[r]] = embs[k]
                 u[r, : lengths[r]] = feats[k]["uf"]
             lens = torch.tensor([max(x, 1) for x in lengths])
-            h = model.states(torch.from_numpy(e).to(device), torch.from_numpy(u).to(device), lens)
-            types = torch.softmax(model.type_logits(h), dim=-1).cpu().numpy()
-            flat = h.reshape(-1, h.shape[-1])
+            et, ut = torch.from_numpy(e).to(device), torch.from_numpy(u).to(device)
+            states = [m.states(et, ut, lens) for m in members]
+            types = np.mean([torch.softmax(m.type_logits(h), dim=-1).cpu().numpy() for m, h in zip(members, states)], axis=0)
+            flats = [h.reshape(-1, h.shape[-1]) for h in states]
             for r, k in enumerate(group):
                 f = feats[k]
                 gi = torch.from_numpy(f["i"] + r * T).to(device)
@@ -370,7 +381,8 @@ def run_parser(model, feats: Sequence[dict], embs: Sequence[np.ndarray], device:
                 probs = np.zeros((len(f["i"]), len(PAIR_CLASSES)), np.float32)
                 for s in range(0, len(f["i"]), block):
                     sl = slice(s, s + block)
-                    probs[sl] = pair_class_probs(model.pair_logits(flat, gi[sl], gj[sl], bk[sl], pf[sl])).cpu().numpy()
+                    probs[sl] = np.mean([pair_class_probs(m.pair_logits(flat, gi[sl], gj[sl], bk[sl], pf[sl])).cpu().numpy()
+                                         for m, flat in zip(members, flats)], axis=0)
                 out[k] = {"types": types[r, : lengths[r]], "probs": probs}
     return out  # type: ignore[return-value]
 
