@@ -448,6 +448,46 @@ def compare(args) -> None:
                   flush=True)
 
 
+def ensemble(args) -> None:
+    """An ensemble of trained parser folders (same candidates and features): weights stacked with
+    prefixes, thresholds refitted on their common held-out silver traces, scores written."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from thinkprobe.link import CandidateParams
+    from thinkprobe.link.parser import load_parser_model
+
+    log = lambda msg: print(msg, flush=True)  # noqa: E731
+    torch.set_num_threads(1)
+    metas = [json.loads((Path(m) / "config.json").read_text(encoding="utf-8")) for m in args.members]
+    if any(m["candidates"] != metas[0]["candidates"] or m["shape_patterns"] != metas[0]["shape_patterns"] for m in metas):
+        raise SystemExit("ensemble members must share candidates and features")
+    held = [{line.split("\t")[0] for line in (Path(m) / "traces.txt").read_text(encoding="utf-8").splitlines()
+             if line.endswith("heldout")} for m in args.members]
+    common = set.intersection(*held)
+    models = [load_parser_model(m)[0] for m in args.members]
+    _, featurizer, meta = load_parser_model(args.members[0])
+    docs = load_silver(Path(args.silver))
+    rows = [r for r in load_prepared(args.cache) if r["doc_id"] in common]
+    val = examples(rows, docs, CandidateParams.from_dict(meta["candidates"]), featurizer, log)
+    decode, held_scores = fit_thresholds(models, val, docs, DECODE_FLAGS, log)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    state = {}
+    for k, m in enumerate(args.members):
+        state.update({f"{k}.{name}": v for name, v in load_file(str(Path(m) / "parser.safetensors")).items()})
+    save_file(state, str(out / "parser.safetensors"))
+    new = dict(metas[0])
+    new.update(name=out.name, members=[m["model"] for m in metas], decode=decode)
+    new["training"] = {**metas[0]["training"], "heldout_silver": held_scores,
+                       "members": [{"folder": Path(m).name, "epochs": mm["training"]["epochs"], "best_epoch": mm["training"]["best_epoch"],
+                                    "heldout_silver": mm["training"]["heldout_silver"]} for m, mm in zip(args.members, metas)]}
+    (out / "config.json").write_text(json.dumps(new, indent=2) + "\n", encoding="utf-8")
+    (out / "traces.txt").write_text((Path(args.members[0]) / "traces.txt").read_text(encoding="utf-8"), encoding="utf-8")
+    log("RESULT " + json.dumps({"variant": "ensemble " + " + ".join(Path(m).name for m in args.members),
+                                **{k: decode[k] for k in ("threshold_near", "threshold_far")}, **held_scores}))
+
+
 def save(out: Path, args, cfg, params, featurizer, decode, model, dim, stats, doc_ids, held_ids) -> None:
     from dataclasses import asdict
 
@@ -487,9 +527,23 @@ def model_card(meta: dict, out: Path) -> str:
     edge_rows = "\n".join(f"| {label} | {kind}{' (' + pol + ')' if pol else ''} |" for label, (kind, pol) in EDGE_LABEL_MAP.items())
     node_rows = "\n".join(f"| {label} | {kind} |" for label, kind in NODE_LABEL_MAP.items())
     d = meta["decode"]
+    ens = ""
+    if meta.get("members"):
+        ens = ("\n\n**An ensemble** of " + str(len(meta["members"])) + " such networks trained alike (" + "; ".join(
+            f"{x['folder']}: {a['layers']}-layer BiLSTM {a['hidden']}, best epoch {x['best_epoch']} of {x['epochs']}, held-out silver "
+            f"edge F1 {x['heldout_silver']['edge_f1']:.3f} / far {x['heldout_silver']['far_edge_f1']:.3f}"
+            for x, a in zip(t["members"], meta["members"])) + "); their probabilities are averaged and the thresholds "
+            "were refitted for the average (`python scripts/train_parser.py ensemble A B --out DIR`). The description "
+            "below is of the first member.")
+    retrain = (f"    python scripts/train_parser.py prepare && python scripts/train_parser.py train --out models/{meta['name']}"
+               if not meta.get("members") else
+               "    python scripts/train_parser.py prepare\n"
+               "    python scripts/train_parser.py train --out /tmp/A\n"
+               "    python scripts/train_parser.py train --layers 2 --hidden 128 --epochs 14 --out /tmp/B\n"
+               f"    python scripts/train_parser.py ensemble /tmp/A /tmp/B --out models/{meta['name']}")
     return f"""# {meta['name']}: ThinkProbe's trace-level parser (linker and typer)
 
-One small torch network ({size / 1e6:.2f} MB of safetensors weights) over the frozen all-MiniLM-L6-v2
+{"Small torch networks" if meta.get("members") else "One small torch network"} ({size / 1e6:.2f} MB of safetensors weights) over the frozen all-MiniLM-L6-v2
 unit embeddings of the pipeline (nothing else is loaded; no network), `thinkprobe/link/parser.py`:
 
 - unit inputs: the embedding and {len(meta['cue_names'])} lexicon cue flags (from `configs/`), {len(meta['shape_patterns'])}
@@ -501,7 +555,7 @@ unit embeddings of the pipeline (nothing else is loaded; no network), `thinkprob
   outputs one arc logit (a sigmoid per arc: several parents allowed) and 8 edge-label logits (the
   6 edge types, critique split by polarity);
 - node-type head on the states: FAC RSN EXP CRT MET CON RPT (provisional; SYN and the final CRT /
-  RPT follow from the edges, `nodetypes.finalise_type`).
+  RPT follow from the edges, `nodetypes.finalise_type`).{ens}
 
 Trained jointly: arc BCE + {t['label_weight']} x label CE (positives only, class weights) + {t['type_weight']} x type CE.
 
@@ -526,9 +580,9 @@ mapped as below. Held out: the traces whose sha1(doc_id) falls in the lowest {t[
 The human-annotated v0 traces (v0_human_D, the dev set) were not used for training, epochs,
 thresholds or architecture.
 
-Retrain (one command, after the one-off data preparation it runs first when the cache is empty):
+Retrain (after the one-off data preparation):
 
-    python scripts/train_parser.py prepare && python scripts/train_parser.py train --out models/{meta['name']}
+{retrain}
 
 (seeded; one torch thread and deterministic algorithms, so a rerun on the same machine should give
 the same weights; not rerun to check. On 2 shared CPU cores: about 25 minutes of encoding once,
@@ -632,6 +686,11 @@ def parse_args(argv=None):
     c.add_argument("--cache", default=str(REPO.parent / "cache" / "silver"))
     c.add_argument("--parser", default=str(REPO / "models" / "parser-minilm-bilstm"))
     c.add_argument("--old", default=str(REPO / "models" / "linker-minilm-mlp"))
+    en = sub.add_parser("ensemble", help="stack trained parser folders into one ensemble, thresholds refitted")
+    en.add_argument("members", nargs="+")
+    en.add_argument("--out", required=True)
+    en.add_argument("--silver", default=str(SILVER))
+    en.add_argument("--cache", default=str(REPO.parent / "cache" / "silver"))
     return ap.parse_args(argv)
 
 
@@ -641,6 +700,8 @@ def main(argv=None) -> None:
         prepare(args)
     elif args.cmd == "train":
         train(args)
+    elif args.cmd == "ensemble":
+        ensemble(args)
     elif args.cmd == "compare":
         compare(args)
 

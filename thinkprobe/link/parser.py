@@ -419,7 +419,8 @@ class ParserLinker:
     def model(self):
         if self._model is None:
             self._model, _, _ = load_parser_model(self.model_dir)
-            self._model.to(self.device)
+            for m in (self._model if isinstance(self._model, list) else [self._model]):
+                m.to(self.device)
         return self._model
 
     @property
