@@ -1,6 +1,6 @@
 """The parser's cost against the raw encoder's, in one process on the same units: the first N
 prepared silver traces (scripts/train_parser.py prepare), typed and linked in chunks of 16 traces,
-and (up to 3,000 of) their unit texts encoded by the pipeline's fp32 encoder (docs/accuracy.md):
+and (up to 3,000 of) their unit texts encoded by the pipeline's encoder (its default precision) (docs/accuracy.md):
 
     python scripts/parser_speed.py [--traces 100]
 """
@@ -41,10 +41,10 @@ def main(argv=None) -> None:
         parser.link([LinkInput(u, e) for u, (_, e) in zip(typed, chunk)])
     tp = time.time() - t
     enc = Encoder(device="cpu")
-    enc.encode(["warm up"] * 8)
+    enc.encode_and_count(["warm up"] * 8)
     texts = [u.text for r in rows for u in r["units"]][:3000]
     t = time.time()
-    enc.encode(texts)
+    enc.encode_and_count(texts)
     te = (time.time() - t) * n / len(texts)
     print(f"{len(rows)} traces, {n} units: parser (type + link) {tp:.1f} s = {n / tp:.0f} units/s; raw encoder "
           f"{n / te:.0f} units/s (timed on {len(texts)} units); parser time / encoder time {tp / te:.1%}")
