@@ -57,9 +57,8 @@ def prepare(args) -> None:
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
     enc = cfg["encoder"]
-    encoder = Encoder(enc["path"] or None, device="cpu", batch_size=enc["batch_size"], max_seq_length=enc["max_seq_length"])
-    if args.bf16:
-        encoder.model.to(torch.bfloat16)
+    encoder = Encoder(enc["path"] or None, device="cpu", batch_size=enc["batch_size"], max_seq_length=enc["max_seq_length"],
+                      precision="bf16" if args.bf16 else "fp32")
     chunks = [order[s:s + args.chunk] for s in range(0, len(order), args.chunk)]
     total_chars = sum(len(docs[k]["raw_text"]["response"]) for k in order)
     done_chars, t0, enc_chars = 0, time.time(), 0
