@@ -17,6 +17,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 def _field_options(f):
     for name, help_ in [
+        ("--path-pattern", "take model/domain from the file path: a regex with named groups, e.g. "
+                           "'(?P<model>[^/]+)/[^/]+\\.jsonl', or a template like '{model}_{domain}_{}.jsonl'"),
+        ("--domain", "domain of every trace of the inputs (a constant)"),
+        ("--model", "model of every trace of the inputs (a constant)"),
         ("--gold-field", "field holding the gold answer (default: answer, correct_answer, gold, ...)"),
         ("--id-field", "field holding the trace id"),
         ("--domain-field", "field holding the domain / task"),
@@ -30,8 +34,29 @@ def _field_options(f):
 def _fields(kw):
     from .load import FieldMap
 
-    return FieldMap(reasoning_field=kw.pop("reasoning_field"), model_field=kw.pop("model_field"),
-                    domain_field=kw.pop("domain_field"), id_field=kw.pop("id_field"), gold_field=kw.pop("gold_field"))
+    try:
+        return FieldMap(reasoning_field=kw.pop("reasoning_field"), model_field=kw.pop("model_field"),
+                        domain_field=kw.pop("domain_field"), id_field=kw.pop("id_field"),
+                        gold_field=kw.pop("gold_field"), model=kw.pop("model"), domain=kw.pop("domain"),
+                        path_pattern=kw.pop("path_pattern"))
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+def _sources(inputs, fields) -> list:
+    """Check each INPUT (a path, or PATH::key=value,... with per-input overrides) before the run starts."""
+    from .load import parse_source
+
+    sources = []
+    for spec in inputs:
+        try:
+            source = parse_source(spec, fields)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="INPUTS") from exc
+        if not Path(source.path).exists():
+            raise click.BadParameter(f"no such file or directory: {source.path}", param_hint="INPUTS")
+        sources.append(spec)
+    return sources
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -41,7 +66,7 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("inputs", nargs=-1, required=True)
 @click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False), help="output folder")
 @_field_options
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML merged over configs/default.yaml")
@@ -75,10 +100,12 @@ def main() -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="random seed of --sample")
 def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, precision, chunk_size, norms, resume, summary,
             progress, strict, cache_dir, no_cache, report, workers, linker, linker_model, types, limit, sample, seed, **kw):
-    """Profile trace files (JSONL, JSON, Parquet, folders; gzipped or not) into OUT."""
+    """Profile trace files (JSONL, JSON, Parquet, Arrow, Hugging Face dataset folders, folders; gzipped
+    or not) into OUT. An INPUT may carry its own overrides: PATH::model=NAME,reasoning-field=steps."""
     from .api import profile as profile_run
 
-    run = profile_run(list(inputs), out_dir, fields=_fields(kw), config=config_path, encoder=encoder_path, device=device,
+    fields = _fields(kw)
+    run = profile_run(_sources(inputs, fields), out_dir, fields=fields, config=config_path, encoder=encoder_path, device=device,
                       batch_size=batch_size, precision=precision,
                       chunk_size=chunk_size, norms=norms, resume=resume, progress=progress,
                       cache=not no_cache, cache_dir=cache_dir, report=report, workers=workers, linker=linker,
@@ -98,10 +125,13 @@ def format_summary(result: dict) -> str:
              + (f" ({result['resumed']} from committed chunks)" if result["resumed"] else "")
              + (f"; {result['errors']} records skipped, see errors.jsonl" if result["errors"] else "")]
     if result.get("duplicates"):
-        lines.append(f"{result['duplicates']} duplicate trace ids were kept with suffixes #2, #3... (listed in run.json)")
+        lines.append(f"{result['duplicates']} duplicate trace ids were renamed (<file>:<id>, or #2, #3... within "
+                     "a file; listed in run.json duplicate_ids)")
     for key, count in result.get("unknown", {}).items():
         if count:
-            lines.append(f"{count} traces have no {key} field and are grouped as 'unknown'")
+            from .load import unknown_fix
+
+            lines.append(f"{count} traces have no {key} and are grouped as 'unknown': {unknown_fix(key)}")
     if result.get("report"):
         lines.append(f"report: {result['report']}")
     rows = result["model_profiles"]
@@ -116,16 +146,22 @@ def format_summary(result: dict) -> str:
 
 
 @main.command()
-@click.argument("path", type=click.Path(exists=True))
-@click.option("-n", "count", default=5, show_default=True, help="records to show")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("-n", "count", default=5, show_default=True, help="records to show per input")
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
 @_field_options
-def peek(path, count, as_json, **kw):
-    """Show where the reasoning text and metadata of the first records come from."""
-    from .load import format_peek, peek as peek_rows
+def peek(paths, count, as_json, **kw):
+    """Show where the reasoning text and metadata of the first records of each input come from.
+    A PATH may carry its own overrides: PATH::reasoning-field=steps,model=NAME. Exits 1 when none of
+    the records shown gives a trace."""
+    from .load import format_peek, peek as peek_rows, usable
 
-    rows = peek_rows(path, count, _fields(kw))
+    fields = _fields(kw)
+    rows = peek_rows(_sources(paths, fields), count, fields)
     click.echo(json.dumps(rows, indent=2, ensure_ascii=False) if as_json else format_peek(rows))
+    if not usable(rows):
+        click.echo("peek: no usable record among those shown (see the errors above)", err=True)
+        sys.exit(1)
 
 
 @main.command()

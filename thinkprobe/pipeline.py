@@ -27,7 +27,7 @@ from .encoder import Encoder, make_encoder, model_fingerprint
 from .graph import build_graphs
 from .indicators import compute_indicators
 from .link import Linker, load_linker, unit_typer
-from .load import FieldMap, detect, iter_traces
+from .load import FieldMap, Source, iter_inputs, source_path, unknown_fix
 from .outputs import (ERRORS_FILE, GRAPHS_FILE, GRAPHS_PARQUET, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
                       MODEL_PROFILES_TABLE, NORMS_FILE, OUTPUT_FILES, PROFILE_TABLE, RUN_JSON, GraphsParquetWriter,
                       write_table)
@@ -84,7 +84,7 @@ def _records_digest(records: Sequence[dict]) -> str:
 
 
 def _manifest(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker) -> dict:
-    inputs = {str(p): file_digest(p) for p in opts.inputs}
+    inputs = {str(p): file_digest(source_path(p)) for p in opts.inputs}
     if opts.records is not None:
         inputs = {MEMORY_SOURCE: _records_digest(opts.records), **inputs}
     return {
@@ -166,21 +166,16 @@ def _process_chunk(traces: list, cfg: Config, encoder: Encoder, linker: Linker, 
 
 
 def run_traces(opts: RunOptions) -> Iterator[Trace | InputError]:
-    """Every trace of the run in input order: the in-memory records (through the same detection
-    as a file's, under the source "<memory>" and their index), then each input file's; a bad
-    record yields its InputError."""
-    for k, record in enumerate(opts.records or ()):
-        try:
-            yield detect(record, opts.fields, MEMORY_SOURCE, k)
-        except InputError as exc:
-            yield exc
-    for path in opts.inputs:
-        yield from iter_traces(path, opts.fields)
+    """Every trace of the run in input order, with ids unique across the run: the in-memory
+    records (through the same detection as a file's, under the source "<memory>" and their
+    index), then each input's; a bad record yields its InputError."""
+    sources = ([Source(MEMORY_SOURCE, opts.fields, opts.records)] if opts.records is not None else []) + list(opts.inputs)
+    return iter_inputs(sources, opts.fields)
 
 
 def _count(opts: RunOptions) -> int:
     """Records in the run's inputs, before --limit / --sample."""
-    return len(opts.records or ()) + count_inputs(opts.inputs)
+    return len(opts.records or ()) + count_inputs([source_path(p) for p in opts.inputs])
 
 
 def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | None = None,
@@ -325,6 +320,7 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
         "counts": {"traces": len(joined.rows), "errors": len(joined.errors), "duplicate_ids": len(joined.duplicates),
                    "unknown_model": joined.unknown["model"], "unknown_domain": joined.unknown["domain"]},
         "duplicate_ids": joined.duplicates,
+        "unknown_fix": {key: unknown_fix(key) for key, count in joined.unknown.items() if count},
     }
 
 
