@@ -103,7 +103,8 @@ def main() -> None:
 @click.option("--workers", type=int, default=1, show_default=True,
               help="processes for splitting, tiling, typing and indicators (same outputs for any number)")
 @click.option("--linker", default=None,
-              help="default (the trained model in models/), cue (rule-based), cross-encoder, or a trained model folder")
+              help="default (the trained model in models/; `thinkprobe doctor` names it), parser, pair-mlp, cue "
+                   "(rule-based), cross-encoder, or a trained model folder")
 @click.option("--linker-model", type=click.Path(exists=True, file_okay=False), default=None,
               help="with --linker cross-encoder: a local Hugging Face sequence-classification folder")
 @click.option("--types", type=click.Choice(["head", "cue"]), default="head", show_default=True,
@@ -283,7 +284,8 @@ def bench(count, device, batch_size, scale, encoder_path, workers, json_out, wor
 @click.option("--pred", type=click.Path(exists=True), default=None,
               help="ReasoningFlow graphs to score (folder or JSON/JSONL); default: run the profiler on the gold texts")
 @click.option("--baseline", is_flag=True, help="score the trivial baseline instead (sentences, chained, all reasoning)")
-@click.option("--linker", default=None, help="default (the shipped trained model), cue, cross-encoder, or a model folder")
+@click.option("--linker", default=None,
+              help="default (the shipped trained model), parser, pair-mlp, cue, cross-encoder, or a model folder")
 @click.option("--linker-model", type=click.Path(exists=True, file_okay=False), default=None,
               help="with --linker cross-encoder: a local Hugging Face sequence-classification folder")
 @click.option("--types", type=click.Choice(["head", "cue"]), default="head", show_default=True,

@@ -180,7 +180,7 @@ def _check_config(report: dict, problems: list[str], config_path: str | None):
         linker = load_linker(None, cfg)  # the default a profile run uses
         folder = Path(linker.model_dir)
         weights = sorted(folder.glob("*.safetensors"))
-        report["linker"] = {"name": linker.name, "kind": "trained pair classifier + type head (MiniLM features)",
+        report["linker"] = {"name": linker.name, "kind": getattr(linker, "kind", type(linker).__name__),
                             "path": str(folder),
                             "weights": {w.name: files_digest([("", w)], length=16) for w in weights}}
         return cfg
