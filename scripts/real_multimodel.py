@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 from thinkprobe.bench import data_dir, real_corpus
+from thinkprobe.indicators import DIMENSIONS
 
 RF_REASONING = ("DeepSeek-R1", "QwQ-32B", "gpt-oss-120b")
 TTS_MODELS = {  # model name -> output file (natural-length level)
@@ -83,6 +84,53 @@ def balanced_tts(root: Path, n_questions: int, seed: int) -> tuple[list[str], st
     return lines, desc
 
 
+def _f(x, digits=3) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def findings_tables(run_dir: Path) -> str:
+    """The effect-size and reliability tables of docs/findings.md, in Markdown, from stats.json."""
+    stats = json.loads((run_dir / "stats.json").read_text(encoding="utf-8"))
+    out = ["| variable | ε² model | ε² domain | raw ratio | chance ε² model / domain | corrected model | "
+           "corrected domain | corrected ratio | length R² | length-controlled corrected model | "
+           "length-controlled corrected domain | length-controlled ratio | split-half reliability (raw / length-controlled) |",
+           "|" + "---|" * 13]
+    for e in stats["variables"]:
+        lc = e["length_controlled"]
+        ratio = e["ratio_corrected"]
+        lratio = e["ratio_length_corrected"]
+
+        def r(x):
+            return "–" if x["value"] is None else {"domain": "≥", "model": "≤", None: ""}[x["floored"]] + _f(x["value"], 1)
+
+        name = e["variable"] if e["kind"] == "indicator" else f"**{e['variable']}**"
+        sig = {by: " *" if e[by].get("significant") else "" for by in ("model", "domain")}
+        lsig = {by: " *" if lc[by].get("significant") else "" for by in ("model", "domain")}
+        rel = e["reliability"]
+        out.append(f"| {name} | {_f(e['model']['eps2'])}{sig['model']} | {_f(e['domain']['eps2'])}{sig['domain']} | "
+                   f"{_f(e['ratio'], 1)} | {_f(e['model'].get('eps2_expected'))} / {_f(e['domain'].get('eps2_expected'))} | "
+                   f"{_f(e['model'].get('eps2_corrected'))} | {_f(e['domain'].get('eps2_corrected'))} | {r(ratio)} | "
+                   f"{_f(lc['fit']['r2'], 2)} | {_f(lc['model'].get('eps2_corrected'))}{lsig['model']} | "
+                   f"{_f(lc['domain'].get('eps2_corrected'))}{lsig['domain']} | {r(lratio)} | "
+                   f"{_f(rel['split_half']['spearman_brown'], 2)} / "
+                   f"{_f(rel['split_half_length_controlled']['spearman_brown'], 2)} |")
+    o = stats["outcome"]
+    if o["graded"]:
+        cv = o["cross_validated"]
+        out += ["", f"Outcome ({o['graded']} graded, {o['wrong']} wrong, labels from {o['labels_from']}): "
+                    f"cross-validated AUROC model + log tokens {_f(cv.get('auroc_model_length'))}, "
+                    f"+ indicators {_f(cv.get('auroc_model_length_indicators'))}.", "",
+                "| variable | AUROC wrong, pooled | AUROC wrong, within model |", "|---|---|---|"]
+        out += [f"| {e['variable']} | {_f(e['outcome']['auroc_wrong'], 2)} | "
+                f"{_f(e['outcome']['auroc_wrong_within_model'], 2)} |" for e in stats["variables"] if e["outcome"]]
+    profiles = [mp for mp in stats["model_profiles"]]
+    out += ["", "| model | n | " + " | ".join(DIMENSIONS) + " |", "|" + "---|" * (2 + len(DIMENSIONS))]
+    out += [f"| {mp['model']} | {mp['n']} | " + " | ".join(
+        f"{mp['dimensions'][d]['mean']:+.2f} [{mp['dimensions'][d]['ci_low']:+.2f}, {mp['dimensions'][d]['ci_high']:+.2f}]"
+        for d in DIMENSIONS) + " |" for mp in profiles]
+    return "\n".join(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--design", choices=("balanced", "tts", "sample"), default="balanced")
@@ -91,7 +139,11 @@ def main() -> int:
     ap.add_argument("--questions", type=int, default=40, help="questions per benchmark (design tts)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("-o", "--out", default="runs/v1_balanced")
+    ap.add_argument("--tables-only", action="store_true", help="print the findings tables of an existing OUT/run")
     args, extra = ap.parse_known_args()
+    if args.tables_only:
+        print(findings_tables(Path(args.out) / "run"))
+        return 0
     root = data_dir()
     if root is None:
         sys.exit("../shared/data not found: set THINKPROBE_DATA to the folder holding reasoningflow/")
@@ -107,7 +159,10 @@ def main() -> int:
     sample.write_text("\n".join(lines) + "\n", encoding="utf-8")
     cmd = [sys.executable, "-m", "thinkprobe.cli", "profile", str(sample), "-o", str(out / "run"), *extra]
     print(corpus, "\n" + " ".join(cmd), flush=True)
-    return subprocess.call(cmd)
+    status = subprocess.call(cmd)
+    if status == 0:
+        print(findings_tables(out / "run"))
+    return status
 
 
 if __name__ == "__main__":
