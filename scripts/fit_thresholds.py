@@ -28,9 +28,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from thinkprobe.bench import data_dir  # noqa: E402
 from thinkprobe.config import Config  # noqa: E402
-from thinkprobe.encoder import Encoder  # noqa: E402
+from thinkprobe.encoder import make_encoder  # noqa: E402
 from thinkprobe.evalgold import profile_docs, score  # noqa: E402
-from thinkprobe.trained_linker import DEFAULT_LINKER, MODELS_DIR, TrainedLinker, unit_typer  # noqa: E402
+from thinkprobe.link import DEFAULT_LINKER, MODELS_DIR, TrainedLinker, unit_typer  # noqa: E402
 from train_linker import model_card, split  # noqa: E402  (this folder)
 
 SILVER_DIR = (data_dir() or REPO.parent / "shared" / "data") / "reasoningflow" / "v1"
@@ -59,7 +59,7 @@ def fit(model_dir: Path, cache_dir: str, log=print) -> tuple[dict, list[dict]]:
         docs = [d for d in map(json.loads, f) if d["doc_id"] in held]
     log(f"{len(docs)} held-out silver traces of {silver.name}")
     cfg = Config.load()
-    encoder = Encoder(device="cpu", cache_dir=cache_dir)
+    encoder = make_encoder(cfg, {"device": "cpu", "cache_dir": cache_dir})
     linker = TrainedLinker(model_dir, cfg, cache_dir=cache_dir)
     typer = unit_typer(linker, cache_dir=cache_dir)
     base = dict(linker.decode)

@@ -3,7 +3,7 @@
 Draws labelled reasoning traces with gold answers from ../shared/data (MiP-Overthinking math:
 GPT-4o judge `eval_result` 1 = correct / 2 = incorrect; tts-knowledge SimpleQA and FRAMES:
 SimpleQA grader `grading` A = correct / B = incorrect; abstentions and "not attempted" are left
-out), runs answer extraction + verification (thinkprobe.answers via thinkprobe.redundancy) on each
+out), runs answer extraction + verification (thinkprobe.redundancy) on each
 trace and reports how often our verdict equals the label: overall, per dataset and per model.
 
 Two ways to build the graph records:
@@ -16,6 +16,7 @@ Two ways to build the graph records:
     python scripts/redundancy_agreement.py --out redundancy_eval            # rule-only, 200 records
     python scripts/redundancy_agreement.py --out redundancy_eval --profile  # + full pipeline table
     python scripts/redundancy_agreement.py --out redundancy_eval --profile --reuse-run  # redo the tables only
+    python scripts/redundancy_agreement.py --matchers   # + math-verify against our normalisation (pip install math-verify)
 
 The rules were written while reading MiP-Overthinking math records (all of them are eligible
 here, so that part is not held out) and the first 40 labelled records of one SimpleQA and one
@@ -38,11 +39,10 @@ sys.path.insert(0, str(REPO))
 
 from thinkprobe.config import Config  # noqa: E402
 from thinkprobe.nodetypes import cue_categories, provisional_type  # noqa: E402
-from thinkprobe.records import Section  # noqa: E402
-from thinkprobe.redundancy import (format_model_table, redundancy_row,  # noqa: E402
+from thinkprobe.records import Section, iter_graph_records  # noqa: E402
+from thinkprobe.redundancy import (answers_match, format_model_table, redundancy_row,  # noqa: E402
                                    write_redundancy)
 from thinkprobe.segment import unit_spans  # noqa: E402
-from thinkprobe.tables import iter_graph_records  # noqa: E402
 
 MIP_MODELS = {"deepseekR1": "DeepSeek-R1", "DSQ": "R1-Distill-Qwen-32B", "QwQ": "QwQ-32B", "s1.1": "s1.1-32B"}
 TTS_MODELS = ("r1-distill-qwen-7b", "r1-distill-qwen-14b", "r1-distill-llama-8b", "qwen3-8b", "qwen3-14b",
@@ -181,6 +181,34 @@ def report(results: list[dict], title: str) -> dict:
     return {"overall": overall, "by_dataset": by_dataset, "by_model": by_model}
 
 
+def math_verify_match(pred: str, gold: str) -> bool:
+    """math-verify's verdict (Hugging Face's LaTeX / number equivalence through sympy): each side
+    parsed as written and, when that finds nothing, inside $...$ (a bare LaTeX value)."""
+    from math_verify import parse, verify
+
+    def parsed(text: str):
+        return parse(text) or parse(f"${text}$")
+
+    try:
+        return bool(verify(parsed(gold), parsed(pred)))
+    except Exception:  # noqa: BLE001 - a value it cannot read is not a match
+        return False
+
+
+def compare_matchers(results: list[dict]) -> dict:
+    """Agreement with the labels when the final answer is compared with the gold answer by our
+    normalisation (answers_match), by math-verify, or by either. Extraction is ours throughout."""
+    matchers = {"ours (answers_match)": answers_match, "math-verify": math_verify_match,
+                "math-verify or ours": lambda p, g: math_verify_match(p, g) or answers_match(p, g)}
+    out = {}
+    for name, match in matchers.items():
+        scored = [{**r, "ours": bool(r["final_answer"]) and match(r["final_answer"], r["gold"])} for r in results]
+        for r in scored:
+            r["agree"] = r["ours"] == r["label"]
+        out[name] = report(scored, f"Rule-only graphs, final answer compared by {name}")
+    return out
+
+
 def write_sample(records: list[dict], path: Path) -> None:
     """The sample in a form `thinkprobe profile` reads without flags: reasoning inside <think> tags
     of `response`, the gold answer in `answer`, the dataset's label in `correct`."""
@@ -218,6 +246,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="folder for sample.jsonl, per-record verdicts and agreement.json")
     ap.add_argument("--profile", action="store_true", help="also run the full pipeline on the sample (needs --out)")
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--matchers", action="store_true",
+                    help="also compare the final answers with math-verify instead of our normalisation")
     ap.add_argument("--reuse-run", action="store_true",
                     help="with --profile: keep OUT/run/graphs.jsonl from an earlier run, recompute only the redundancy files")
     args = ap.parse_args()
@@ -240,6 +270,8 @@ def main() -> None:
         rows.append(row)
     print(f"{len(records)} labelled records from {root}")
     summary = {"records": len(records), "seed": args.seed, "rule_only": report(results, "Rule-only graphs")}
+    if args.matchers:
+        summary["matchers"] = compare_matchers(results)
 
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -41,9 +41,9 @@ from thinkprobe.evalgold import _projection, edge_types, node_types, response_no
 from thinkprobe.graph import build_graphs  # noqa: E402
 from thinkprobe.load import FieldMap, detect  # noqa: E402
 from thinkprobe.records import InputError, ThoughtUnit  # noqa: E402
-from thinkprobe.trained_linker import (  # noqa: E402
-    PAIR_CLASSES, TYPE_CLASSES, CandidateParams, UnitFeaturizer, build_pair_model, build_type_model,
-    candidate_arrays, neighbours, pair_features,
+from thinkprobe.link import PAIR_CLASSES, TYPE_CLASSES, CandidateParams, Similarity, candidate_arrays  # noqa: E402
+from thinkprobe.link.pairmlp import (  # noqa: E402
+    UnitFeaturizer, build_pair_model, build_type_model, neighbours, pair_features,
 )
 
 SILVER = (data_dir() or REPO.parent / "shared" / "data") / "reasoningflow" / "v1" / "v1_llm_gemini-3.1-pro-preview.jsonl.gz"
@@ -214,7 +214,7 @@ def pair_dataset(examples: list[Example], params: CandidateParams, featurizer: U
     offset = 0
     missed = {"pos": 0, "covered": 0, "far_pos": 0, "far_covered": 0}
     for d, ex in enumerate(examples):
-        sim = ex.emb @ ex.emb.T
+        sim = Similarity(ex.emb)  # strips of rows: no n x n matrix for a long trace
         i, j, origin = candidate_arrays(ex.units, sim, params)
         y = np.array([ex.pair_labels.get((int(a), int(b)), 0) for a, b in zip(i, j)], dtype=np.int64)
         cand_set = set(zip(i.tolist(), j.tolist()))
@@ -319,7 +319,7 @@ def unit_space_scores(examples: list[Example], d: PairData, probs: np.ndarray, d
     """Edge F1, labelled F1 and far-edge F1 (pairs more than one unit apart) of the decoded edges
     against the silver pairs, in unit space. `unit_types`: provisional types per example (the type
     head's), else every unit RSN."""
-    from thinkprobe.trained_linker import decode_edges
+    from thinkprobe.link import decode_edges
 
     c = dict.fromkeys(("tp", "pred", "gold", "ltp", "ftp", "fpred", "fgold"), 0)
     starts = np.concatenate([[0], np.cumsum([len(e.units) for e in examples])])
@@ -377,7 +377,7 @@ def type_dataset(examples: list[Example], featurizer: UnitFeaturizer) -> TypeDat
     ys = []
     for ex in examples:
         keep = np.array([t is not None for t in ex.unit_types])
-        sim = ex.emb @ ex.emb.T
+        sim = Similarity(ex.emb)
         prev, nxt = neighbours(ex.emb)
         for c, arr in zip(cols, (ex.emb, prev, nxt, featurizer(ex.units, sim))):
             c.append(arr[keep])
@@ -395,7 +395,7 @@ def provisional_types(type_model, featurizer: UnitFeaturizer, ex: Example) -> li
     """The type head's provisional types for one trace, as `TypeHead.predict` gives them."""
     import torch
 
-    sim = ex.emb @ ex.emb.T
+    sim = Similarity(ex.emb)
     prev, nxt = neighbours(ex.emb)
     with torch.no_grad():
         probs = torch.softmax(type_model(*(torch.from_numpy(a) for a in (ex.emb, prev, nxt, featurizer(ex.units, sim)))),
@@ -564,7 +564,7 @@ def train_cross_encoder(train_ex, val_ex, train_d: PairData, val_d: PairData, pa
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from thinkprobe.crossencoder_linker import SEVEN_WAY_LABELS, CrossEncoderLinker
+    from thinkprobe.link.crossencoder import SEVEN_WAY_LABELS, CrossEncoderLinker
     from thinkprobe.encoder import default_encoder_path
 
     torch.manual_seed(args.seed)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from thinkprobe.indicators import DIMENSIONS, INDICATORS
-from thinkprobe.profile import group_profiles
+from thinkprobe.cognitive_profile import group_profiles
 
 
 def _write_csv(path: Path, rows: Sequence[Mapping], columns: Sequence[str]) -> None:

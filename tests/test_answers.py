@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from thinkprobe.answers import (Candidate, answers_match, boxed_values, final_candidate, find_candidates, normalise,
+from thinkprobe.redundancy import (Candidate, answers_match, boxed_values, final_candidate, find_candidates, normalise,
                                 run_code_tests, to_number)
 
 

@@ -157,3 +157,27 @@ def test_format_scores_lists_every_score():
     for name in ("boundary P", "boundary R", "boundary F1", "WindowDiff", "type acc", "type macro-F1", "edge F1",
                  "labelled edge F1", "far-edge F1", "far cand. recall"):
         assert name in text
+
+
+def test_recall_and_precision_by_gold_distance():
+    # gold pairs: (0,1) (1,2) (3,4) at distance 1, (1,3) at 2; predict (0,4) at 4 instead of (1,3)
+    pred = doc(edges=[e for e in GOLD_EDGES if e[:2] != (1, 3)] + [(0, 4, "reason:infer")])
+    b = score([doc()], [pred])["by_distance"]
+    assert (b["1"]["tp"], b["1"]["pred"], b["1"]["gold"]) == (3, 3, 3)
+    assert (b["2-3"]["tp"], b["2-3"]["gold"], b["2-3"]["pred"]) == (0, 1, 0)
+    assert (b["4-10"]["tp"], b["4-10"]["pred"], b["4-10"]["gold"]) == (0, 1, 0)
+    assert b[">10"]["gold"] == 0
+
+
+def test_paired_bootstrap_over_documents():
+    from thinkprobe.evalgold import paired_bootstrap
+
+    gold = [doc(doc_id=f"d{k}") for k in range(6)]
+    perfect = score(gold, [doc(doc_id=f"d{k}") for k in range(6)])
+    worse = score(gold, [doc(doc_id=f"d{k}", edges=GOLD_EDGES[:2] if k % 2 else GOLD_EDGES) for k in range(6)])
+    boot = paired_bootstrap(perfect, worse, samples=200, seed=1)
+    e = boot["edge F1"]
+    assert e["a"] == 1.0 and e["diff"] == pytest.approx(1.0 - worse["edges"]["f1"])
+    assert 0 <= e["low"] <= e["diff"] <= e["high"] and e["p_not_better"] < 0.05
+    same = paired_bootstrap(perfect, perfect, samples=50)
+    assert all(r["diff"] == 0 and r["low"] == r["high"] == 0 for r in same.values())

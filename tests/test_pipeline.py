@@ -237,7 +237,7 @@ def test_bench_runs_every_measure_and_finds_identical_cached_outputs(tmp_path):
 
 
 def _fill_cache(args):
-    from thinkprobe.scorecache import ScoreCache
+    from thinkprobe.cache import ScoreCache
     import numpy as np
 
     folder, worker = args
@@ -253,7 +253,7 @@ def test_runs_sharing_one_cache_folder_do_not_lock_each_other_out(tmp_path):
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
-    from thinkprobe.scorecache import ScoreCache
+    from thinkprobe.cache import ScoreCache
 
     with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
         assert sorted(pool.map(_fill_cache, [(str(tmp_path), 0), (str(tmp_path), 1)])) == [0, 1]

@@ -97,3 +97,20 @@ def test_default_pipeline_beats_the_chain_baseline_on_the_human_dev_set(shared_d
     assert all(v > 0 for v in higher.values()), higher
     assert ours["far_edges"]["f1"] >= 0.30 and ours["types"]["macro_f1"] >= 0.50
     assert ours["far_candidate_recall"] > 0.7
+
+
+def test_redundancy_equals_the_quadratic_reference(real_run):
+    """The linear SEP and Iso (issue 16) give what the reference gave on the 30 real graphs."""
+    import redundancy_reference as reference
+
+    from thinkprobe.redundancy import isolated_units, shortest_effective_path
+
+    _, out, _ = real_run
+    for line in (out / "graphs.jsonl").read_text(encoding="utf-8").splitlines():
+        g = json.loads(line)
+        n = len(g["units"])
+        for target in {0, n // 2, n - 1}:
+            assert shortest_effective_path(n, g["edges"], target) == reference.shortest_effective_path(n, g["edges"], target)
+        assert isolated_units(g["units"], g["edges"], g["question"]) == \
+            reference.isolated_units(g["units"], g["edges"], g["question"])
+        assert g["redundancy"]["sep"] == list(reference.shortest_effective_path(n, g["edges"], g["redundancy"]["sep_target"]).units)

@@ -581,7 +581,7 @@ def test_doctor_reports_what_a_run_uses():
     assert report["config"]["digest"] == Config.load().digest
     assert report["device"]["resolved"] == resolve_device("auto")
     assert report["numba"]["version"] and report["numba"]["cache_dir"]
-    from thinkprobe.scorecache import default_cache_dir
+    from thinkprobe.cache import default_cache_dir
 
     assert report["run_cache"]["path"] == default_cache_dir() and isinstance(report["run_cache"]["files"], dict)
     net = report["network"]

@@ -310,7 +310,7 @@ def test_figures_keep_every_text_inside_the_canvas(run_dir):
     from matplotlib.figure import Figure
 
     import thinkprobe.report as report
-    from thinkprobe.profile import group_profiles
+    from thinkprobe.cognitive_profile import group_profiles
     from thinkprobe.stats import compute_stats, load_table
 
     stats, rows = compute_stats(run_dir), load_table(run_dir)

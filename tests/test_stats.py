@@ -300,7 +300,8 @@ def test_icc_over_repeated_answers_to_one_question(tmp_path):
         for k, v in enumerate(values):
             tid = f"{model}-{q}-{k}"
             rows.append({"trace_id": tid, "model": model, "domain": "x", "tokens": 10, "idea_count": v})
-            graphs.append({"trace_id": tid, "question": f"question {q}?", "correct": None})
+            graphs.append({"trace_id": tid, "model": model, "domain": "x", "units": [], "edges": [],
+                           "question": f"question {q}?", "correct": None})
     stats = compute_stats(write_run(tmp_path, rows, graphs))
     icc = variable(stats, "idea_count")["reliability"]["icc"]
     cells = np.array(list(table.values()))
@@ -335,7 +336,8 @@ def test_outcome_validity_pooled_within_model_and_cross_validated(tmp_path):
         rows.append({"trace_id": f"t{k}", "model": model, "domain": "xy"[k % 4 // 2], "tokens": tokens,
                      "idea_count": math.log(tokens) + rng.normal(0, 0.1),
                      "hedging_density": float(wrong) + rng.normal(0, 0.6)})
-        graphs.append({"trace_id": f"t{k}", "question": f"q{k}", "correct": not wrong})
+        graphs.append({"trace_id": f"t{k}", "model": model, "domain": rows[-1]["domain"], "units": [], "edges": [],
+                       "question": f"q{k}", "correct": not wrong})
     stats = compute_stats(write_run(tmp_path, rows, graphs))
     assert stats["outcome"]["graded"] == 160 and stats["outcome"]["labels_from"] == "graphs.jsonl correct"
     wrong = np.array([not g["correct"] for g in graphs])

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 from thinkprobe.graph import build_graphs
-from thinkprobe.link import CueLinker, LinkInput
+from thinkprobe.link import (
+    DEFAULT_LINKER, MODELS_DIR, TYPE_CLASSES, CandidateParams, CueLinker, LinkInput, TrainedLinker, candidate_arrays,
+    candidates, load_linker, load_type_head, unit_typer,
+)
+from thinkprobe.link.pairmlp import pair_features
 from thinkprobe.load import FieldMap, detect
 from thinkprobe.records import BACKWARD_EDGES, FORWARD_EDGES, NODE_TYPES, ThoughtUnit
-from thinkprobe.trained_linker import (
-    DEFAULT_LINKER, MODELS_DIR, TYPE_CLASSES, CandidateParams, TrainedLinker, candidate_arrays, candidates,
-    load_linker, load_type_head, pair_features, unit_typer,
-)
 
 TRACES = [
     "Let me find the area of the circle first. The radius is 3, so the area is pi r^2 = 9 pi. "
@@ -133,9 +133,9 @@ def sample_items(config, encoder):
 def test_features_equal_the_plain_reference(shipped, sample_items):
     for units, emb in sample_items:
         sim = emb @ emb.T
-        i, j, origin = candidate_arrays(units, sim, shipped.params)
-        assert np.array_equal(shipped.featurizer(units, sim), reference_unit_features(shipped.featurizer, units, sim))
-        pf = pair_features(units, sim, i, j, origin)
+        i, j, origin = candidate_arrays(units, emb, shipped.params)
+        assert np.array_equal(shipped.featurizer(units, emb), reference_unit_features(shipped.featurizer, units, sim))
+        pf = pair_features(units, emb, i, j, origin)
         rank, best, jac = reference_rank_best_jaccard(units, sim, i, j)
         assert np.array_equal(pf[:, 1], (1.0 / (1.0 + rank)).astype(np.float32))
         assert np.array_equal(pf[:, 2], sim[i, j] - best)
@@ -147,10 +147,9 @@ def test_split_scoring_computes_the_models_forward(shipped, sample_items):
     import torch
 
     units, emb = sample_items[0]
-    sim = emb @ emb.T
-    i, j, origin = (torch.from_numpy(a) for a in candidate_arrays(units, sim, shipped.params))
-    uf = torch.from_numpy(shipped.featurizer(units, sim))
-    pf = torch.from_numpy(pair_features(units, sim, i.numpy(), j.numpy(), origin.numpy()))
+    i, j, origin = (torch.from_numpy(a) for a in candidate_arrays(units, emb, shipped.params))
+    uf = torch.from_numpy(shipped.featurizer(units, emb))
+    pf = torch.from_numpy(pair_features(units, emb, i.numpy(), j.numpy(), origin.numpy()))
     e = torch.from_numpy(emb)
     with torch.inference_mode():
         for model in shipped.models:
@@ -279,7 +278,7 @@ def test_cross_encoder_nli_reads_label_columns_from_config(config, tmp_path, no_
 
 
 def test_cross_encoder_seven_way_and_through_the_pipeline(config, encoder, tmp_path, no_network):
-    from thinkprobe.crossencoder_linker import SEVEN_WAY_LABELS
+    from thinkprobe.link.crossencoder import SEVEN_WAY_LABELS
 
     folder = tiny_classifier(tmp_path / "seven", dict(enumerate(SEVEN_WAY_LABELS)), seed=1)
     linker = load_linker("cross-encoder", config, model_dir=str(folder))
@@ -289,7 +288,7 @@ def test_cross_encoder_seven_way_and_through_the_pipeline(config, encoder, tmp_p
 
 
 def test_cross_encoder_scores_are_cached_per_trace(config, tmp_path, no_network):
-    from thinkprobe.crossencoder_linker import SEVEN_WAY_LABELS
+    from thinkprobe.link.crossencoder import SEVEN_WAY_LABELS
 
     folder = tiny_classifier(tmp_path / "seven", dict(enumerate(SEVEN_WAY_LABELS)), seed=2)
     one = LinkInput([ThoughtUnit(0, "reasoning", 0, 4, "Yes.", segment=0)], np.ones((1, 16), np.float32) / 4)

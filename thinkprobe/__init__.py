@@ -1,2 +1,24 @@
-"""ThinkProbe: non-generative profiler of LLM reasoning traces."""
+"""ThinkProbe: non-generative profiler of LLM reasoning traces.
+
+    >>> import thinkprobe
+    >>> run = thinkprobe.profile("traces.jsonl", "out/")      # doctest: +SKIP
+    >>> run.profiles.groupby("model").mean(numeric_only=True)  # doctest: +SKIP
+
+The API (thinkprobe.api) is imported on first use, so `import thinkprobe` stays cheap.
+"""
 __version__ = "0.1.0"
+__all__ = ["profile", "load_run", "Run", "__version__"]
+
+_API = frozenset({"profile", "load_run", "Run"})
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'thinkprobe' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *_API})

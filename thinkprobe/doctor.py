@@ -13,14 +13,14 @@ torch) is missing or the check touched the network.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import platform
 import socket
 import sys
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Iterator
+
+from .provenance import files_digest, package_version
 
 __all__ = ["doctor", "format_doctor", "network_guard", "NetworkAttempt"]
 
@@ -91,21 +91,6 @@ def network_guard() -> Iterator[list[str]]:
         socket.socket.connect, socket.socket.connect_ex, socket.create_connection, socket.getaddrinfo = saved
 
 
-def _dist_version(dist: str) -> str | None:
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return None
-
-
-def _sha256_16(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()[:16]
-
-
 def _weights_file(folder: Path) -> Path | None:
     """model.safetensors or pytorch_model.bin, at the top of the folder or in a module subfolder."""
     for name in WEIGHT_FILES:
@@ -123,7 +108,7 @@ def _check_packages(report: dict, problems: list[str]) -> dict[str, bool]:
     versions: dict[str, Any] = {"python": platform.python_version()}
     importable: dict[str, bool] = {}
     for key, dist in PACKAGES.items():
-        versions[key] = _dist_version(dist)
+        versions[key] = package_version(dist)
     for key, module in (("torch", "torch"), ("numba", "numba"), ("spacy", "spacy"),
                         ("transformers", "transformers"), ("sentence-transformers", "sentence_transformers")):
         try:
@@ -174,7 +159,7 @@ def _check_numba(report: dict, importable: dict[str, bool]) -> None:
 
 def _check_run_cache(report: dict) -> None:
     """The folder `profile` caches embeddings and model scores in, and what it holds."""
-    from .scorecache import CACHE_FILES, default_cache_dir
+    from .cache import CACHE_FILES, default_cache_dir
 
     folder = Path(default_cache_dir())
     probe = folder
@@ -187,7 +172,7 @@ def _check_run_cache(report: dict) -> None:
 def _check_config(report: dict, problems: list[str], config_path: str | None):
     try:
         from .config import DEFAULT_CONFIG, Config
-        from .trained_linker import load_linker
+        from .link import load_linker
 
         cfg = Config.load(config_path)
         report["config"] = {"path": str(Path(config_path).resolve()) if config_path else str(DEFAULT_CONFIG),
@@ -197,7 +182,7 @@ def _check_config(report: dict, problems: list[str], config_path: str | None):
         weights = sorted(folder.glob("*.safetensors"))
         report["linker"] = {"name": linker.name, "kind": "trained pair classifier + type head (MiniLM features)",
                             "path": str(folder),
-                            "weights": {w.name: hashlib.sha256(w.read_bytes()).hexdigest()[:16] for w in weights}}
+                            "weights": {w.name: files_digest([("", w)], length=16) for w in weights}}
         return cfg
     except Exception as exc:  # noqa: BLE001
         report["config"] = {"path": config_path, "error": str(exc)}
@@ -214,9 +199,10 @@ def _check_device(report: dict, problems: list[str], device: str, importable: di
         return "cpu"
     import torch
 
-    from .encoder import resolve_device
+    from .encoder import cpu_has_native_bf16, resolve_device
 
     entry["torch_cuda"] = torch.version.cuda
+    entry["cpu_native_bf16"] = cpu_has_native_bf16()  # what --precision auto uses on CPU
     entry["cuda_available"] = bool(torch.cuda.is_available())
     if entry["cuda_available"]:
         entry["cuda_devices"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
@@ -262,7 +248,7 @@ def _check_encoder(report: dict, problems: list[str], encoder_path: str | None, 
     else:
         entry["weights"] = str(weights.relative_to(path))
         entry["weights_bytes"] = weights.stat().st_size
-        entry["sha256"] = _sha256_16(weights)
+        entry["sha256"] = files_digest([("", weights)], length=16)
     if missing:
         entry["missing"] = missing
         entry["error"] = f"encoder folder {path} lacks {' and '.join(missing)}"

@@ -5,17 +5,17 @@ cache keyed by model and text means a text is encoded once, across runs too.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .scorecache import connect
+from .cache import EmbeddingCache
+from .provenance import files_digest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -25,20 +25,53 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 @lru_cache(maxsize=4)
-def load_model(path: str, device: str, max_seq_length: int):
-    """The one accessor for encoder weights: loaded lazily, once per (folder, device) per process."""
+def load_model(path: str, device: str, max_seq_length: int, precision: str = "fp32"):
+    """The one accessor for encoder weights: loaded lazily, once per (folder, device, precision) per process."""
+    import torch
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     model = SentenceTransformer(path, device=device, local_files_only=True)
     model.max_seq_length = max_seq_length
-    if device.startswith("cuda"):
-        model.half()  # fp16 on CUDA (issue 6)
-    else:
-        model.float()  # fp32 on CPU, also for a folder saved in fp16
+    # fp32 also for a folder saved in fp16; fp16 on CUDA (issue 6); bf16 on CPUs with native bf16 (issue 16)
+    model.to({"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision])
     model.eval()
     return model
+
+
+PRECISIONS = ("auto", "fp32", "fp16", "bf16")
+_BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bfloat16 natively (x86 flags avx512_bf16 or amx_bf16 in
+    /proc/cpuinfo); elsewhere (no such file, other architectures) bf16 is emulated, so: no."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            flags = next((line for line in f if line.startswith("flags")), "").split()
+    except OSError:
+        return False
+    return any(flag in flags for flag in _BF16_CPU_FLAGS)
+
+
+def resolve_precision(precision: str | None, device: str) -> str:
+    """The dtype the encoder runs in. auto: fp16 on CUDA; on CPU bf16 where the CPU has native
+    bf16 (1.7x faster with MiniLM, eval-gold scores unmoved: docs/benchmarks.md), else fp32.
+
+    >>> resolve_precision("auto", "cuda:0"), resolve_precision("fp32", "cpu")
+    ('fp16', 'fp32')
+    """
+    precision = precision or "auto"
+    if precision not in PRECISIONS:
+        raise ValueError(f"--precision {precision}: expected one of {', '.join(PRECISIONS)}")
+    if precision == "auto":
+        if device.startswith("cuda"):
+            return "fp16"
+        return "bf16" if cpu_has_native_bf16() else "fp32"
+    if precision == "fp16" and not device.startswith("cuda"):
+        raise ValueError("--precision fp16 needs a CUDA device; on CPU use fp32 or bf16")
+    return precision
 
 
 class ModelNotFound(RuntimeError):
@@ -48,53 +81,19 @@ class ModelNotFound(RuntimeError):
 @lru_cache(maxsize=8)
 def model_fingerprint(path: str, max_seq_length: int) -> str:
     """Identity of the encoder for cache keys: a hash of its config and weights files."""
-    h = hashlib.sha256(f"max_seq_length={max_seq_length}".encode())
     folder = Path(path)
-    for name in sorted(p.name for p in folder.iterdir() if p.suffix in (".json", ".safetensors", ".bin", ".txt")):
-        h.update(name.encode())
-        with open(folder / name, "rb") as f:
-            for block in iter(lambda: f.read(1 << 22), b""):
-                h.update(block)
-    return h.hexdigest()[:24]
+    names = sorted(p.name for p in folder.iterdir() if p.suffix in (".json", ".safetensors", ".bin", ".txt"))
+    return files_digest([(name, folder / name) for name in names], seed=f"max_seq_length={max_seq_length}")
 
 
-def cache_fingerprint(model: str, device: str) -> str:
-    """The embedding cache's model key: CUDA runs encode in fp16, so their embeddings are kept
-    apart from the fp32 ones of CPU runs (a cache shared by both never mixes them).
+def cache_fingerprint(model: str, precision: str) -> str:
+    """The embedding cache's model key: embeddings computed in fp16 (CUDA) or bf16 are kept apart
+    from the fp32 ones (a cache shared by several runs never mixes them).
 
-    >>> cache_fingerprint("abc", "cpu"), cache_fingerprint("abc", "cuda:1")
-    ('abc', 'abc:fp16')
+    >>> cache_fingerprint("abc", "fp32"), cache_fingerprint("abc", "fp16"), cache_fingerprint("abc", "bf16")
+    ('abc', 'abc:fp16', 'abc:bf16')
     """
-    return f"{model}:fp16" if device.startswith("cuda") else model
-
-
-class EmbeddingCache:
-    """Embeddings and token counts on disk, keyed by sha256(model fingerprint + text): re-running
-    with other indicator, linker or report settings re-encodes nothing. One SQLite file per folder;
-    only the process that encodes writes to it."""
-
-    def __init__(self, folder: str | Path, fingerprint: str):
-        self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.fingerprint = fingerprint
-        self.db = connect(self.folder / "embeddings.sqlite3")
-        self.db.execute("CREATE TABLE IF NOT EXISTS emb (key BLOB PRIMARY KEY, tokens INTEGER, vec BLOB)")
-        self.hits = self.misses = 0
-
-    def key(self, text: str) -> bytes:
-        return hashlib.sha256(f"{self.fingerprint}\0{text}".encode("utf-8", "surrogatepass")).digest()
-
-    def get(self, keys: Sequence[bytes]) -> dict[bytes, tuple[int, bytes]]:
-        found: dict[bytes, tuple[int, bytes]] = {}
-        for i in range(0, len(keys), 500):  # SQLite caps the number of bound parameters
-            part = keys[i : i + 500]
-            q = f"SELECT key, tokens, vec FROM emb WHERE key IN ({','.join('?' * len(part))})"
-            found.update((k, (t, v)) for k, t, v in self.db.execute(q, part))
-        return found
-
-    def put(self, rows: Sequence[tuple[bytes, int, bytes]]) -> None:
-        with self.db:
-            self.db.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?, ?)", rows)
+    return model if precision == "fp32" else f"{model}:{precision}"
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -127,6 +126,8 @@ class Encoder:
     max_seq_length: int = 256
     min_rows: int = 4
     cache_dir: str | Path | None = None
+    precision: str = "auto"  # auto | fp32 | fp16 (CUDA) | bf16; resolved in __post_init__
+    on_encoded: Callable[[int], None] | None = field(default=None, repr=False, compare=False)  # progress: texts done
     _model: object = field(default=None, init=False, repr=False)
     _cache: EmbeddingCache | None = field(default=None, init=False, repr=False)
 
@@ -138,14 +139,15 @@ class Encoder:
         if not (self.path / "config.json").exists() and not (self.path / "modules.json").exists():
             raise ModelNotFound(f"encoder folder {self.path} has no config.json or modules.json (not a local model folder)")
         self.device = resolve_device(self.device)
+        self.precision = resolve_precision(self.precision, self.device)
         if self.cache_dir:
             self._cache = EmbeddingCache(self.cache_dir, cache_fingerprint(model_fingerprint(str(self.path), self.max_seq_length),
-                                                                           self.device))
+                                                                           self.precision))
 
     @property
     def model(self):
         if self._model is None:
-            self._model = load_model(str(self.path), self.device, self.max_seq_length)
+            self._model = load_model(str(self.path), self.device, self.max_seq_length, self.precision)
         return self._model
 
     @property
@@ -161,11 +163,7 @@ class Encoder:
 
     @property
     def cache_stats(self) -> dict[str, int]:
-        return {"hits": self._cache.hits, "misses": self._cache.misses} if self._cache else {}
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-normalised float32 embeddings (see `encode_and_count`)."""
-        return self.encode_and_count(texts)[0]
+        return self._cache.stats if self._cache else {}
 
     def encode_and_count(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Embeddings and token counts of `texts`, in their order, from the cache where present."""
@@ -176,6 +174,8 @@ class Encoder:
         found = cache.get(list(dict.fromkeys(keys)))
         missing = list(dict.fromkeys(k for k in keys if k not in found))
         cache.hits += len(texts) - sum(k not in found for k in keys)
+        if self.on_encoded is not None:  # served by the cache; the encoded ones report per batch
+            self.on_encoded(len(texts) - len(missing))
         cache.misses += len(missing)
         if missing:
             index = {k: i for i, k in enumerate(keys)}
@@ -218,6 +218,8 @@ class Encoder:
                             for k, v in self._preprocess(batch).items()}
                 emb = model(features)["sentence_embedding"][: len(idx)].float()
                 out[idx] = torch.nn.functional.normalize(emb, dim=1).cpu().numpy()
+                if self.on_encoded is not None:
+                    self.on_encoded(len(idx))
         return out, tokens
 
     @property
@@ -237,3 +239,28 @@ class Encoder:
             return np.zeros(0, dtype=np.int32)
         ids = self.model.tokenizer(list(texts), add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
         return np.array([len(x) for x in ids], dtype=np.int32)
+
+
+ENCODER_OPTIONS = ("path", "device", "batch_size", "max_seq_length", "precision", "cache_dir")
+
+
+def make_encoder(config: Mapping[str, Any] | None = None, overrides: Mapping[str, Any] | None = None) -> Encoder:
+    """The run's encoder: the config's `encoder` section (configs/default.yaml when `config` is None),
+    with `overrides` (keys of ENCODER_OPTIONS; None values are ignored) on top. The one place
+    pipeline, eval-gold, bench and the scripts build an encoder.
+
+    >>> make_encoder(overrides={"device": "cpu", "precision": "fp32", "batch_size": 8}).batch_size
+    8
+    """
+    if config is None:
+        from .config import Config
+
+        config = Config.load()
+    unknown = set(overrides or {}) - set(ENCODER_OPTIONS)
+    if unknown:
+        raise TypeError(f"make_encoder: unknown options {sorted(unknown)}; expected {ENCODER_OPTIONS}")
+    section = dict(config["encoder"])
+    chosen = {**{k: section.get(k) for k in ENCODER_OPTIONS}, **{k: v for k, v in (overrides or {}).items() if v is not None}}
+    return Encoder(chosen["path"] or None, device=chosen["device"] or "auto",
+                   batch_size=int(chosen["batch_size"] or 64), max_seq_length=int(chosen["max_seq_length"] or 256),
+                   cache_dir=chosen["cache_dir"] or None, precision=chosen["precision"] or "auto")

@@ -23,7 +23,8 @@ import numpy as np
 
 __all__ = [
     "GOLD_TYPES", "SCORE_EDGE_TYPES", "load_docs", "node_types", "edge_types", "map_edge_label", "score",
-    "format_scores", "profile_docs", "baseline_docs", "evaluate",
+    "format_scores", "profile_docs", "baseline_docs", "evaluate", "DISTANCE_BINS", "paired_bootstrap",
+    "BOOTSTRAP_METRICS",
 ]
 
 # Node labels -> our types (spec section 7). Reflection is decided per node, see `node_types`.
@@ -54,6 +55,9 @@ _LABEL_ALIASES = {"reasoning:infer": "reason:infer", "reasoning:execute": "reaso
 # A synthesis edge j -> i is what ReasoningFlow writes as i -reason:infer-> j; gold has no synthesis.
 _EDGE_FOR_SCORING = {"synthesis": "inference"}
 SCORE_EDGE_TYPES: tuple[str, ...] = ("inference", "elaboration", "branch", "critique", "repetition")
+
+# Gold-node distance bins for recall / precision by distance: (name, lowest, highest).
+DISTANCE_BINS: tuple[tuple[str, int, int], ...] = (("1", 1, 1), ("2-3", 2, 3), ("4-10", 4, 10), (">10", 11, 1 << 62))
 
 _THINK_TAG = re.compile(r"</?think>|<\|(?:begin|end)_of_(?:thought|solution)\|>")
 
@@ -258,6 +262,7 @@ def score(gold_docs: Sequence[Mapping], pred_docs: Sequence[Mapping]) -> dict[st
     pol = [0, 0]  # critique edges matched with their type, of which same polarity
     cand_far = [0, 0, 0]  # gold far pairs among candidates, gold far pairs, docs with candidates
     reach = [0, 0]  # gold pairs whose two nodes are the image of some predicted unit, gold pairs
+    by_distance = {name: [0, 0, 0] for name, _, _ in DISTANCE_BINS}
     per_doc = []
     for gold in shared:
         pred = preds[gold["doc_id"]]
@@ -291,6 +296,10 @@ def score(gold_docs: Sequence[Mapping], pred_docs: Sequence[Mapping]) -> dict[st
         for key, (tp_, np_, ng_) in doc_counts.items():
             c = counts[key]
             c[0], c[1], c[2] = c[0] + tp_, c[1] + np_, c[2] + ng_
+        doc_bins = _distance_counts(g_edges, p_edges)
+        for name, (tp_, np_, ng_) in doc_bins.items():
+            c = by_distance[name]
+            c[0], c[1], c[2] = c[0] + tp_, c[1] + np_, c[2] + ng_
         for pair, kinds in p_edges.items():
             if "critique" in kinds and "critique" in g_edges.get(pair, {}):
                 pol[0] += 1
@@ -317,6 +326,9 @@ def score(gold_docs: Sequence[Mapping], pred_docs: Sequence[Mapping]) -> dict[st
             "type_accuracy": float(np.mean([g == (p_types[c] if c is not None else "RSN") for g, c in zip(g_types, cover)])) if g_types else 0.0,
             "edge_f1": _prf(*doc_counts["edges"])["f1"], "far_edge_f1": _prf(*doc_counts["far"])["f1"],
             "far_candidate_recall": doc_cand,
+            # counts for a paired bootstrap over documents (paired_bootstrap)
+            "counts": {**{k: list(v) for k, v in doc_counts.items()}, **{f"dist {k}": list(v) for k, v in doc_bins.items()}},
+            "gold_types": g_types, "pred_types": [p_types[c] if c is not None else "RSN" for c in cover],
         })
 
     return {
@@ -332,6 +344,7 @@ def score(gold_docs: Sequence[Mapping], pred_docs: Sequence[Mapping]) -> dict[st
         "critique_polarity_accuracy": pol[1] / pol[0] if pol[0] else None,
         "far_candidate_recall": cand_far[0] / cand_far[1] if cand_far[2] and cand_far[1] else None,
         "edge_projection_ceiling": reach[0] / reach[1] if reach[1] else 0.0,
+        "by_distance": {name: _prf(*c) for name, c in by_distance.items()},
         "per_doc": per_doc,
     }
 
@@ -354,6 +367,59 @@ def _edge_counts(gold: Mapping[tuple[int, int], Mapping[str, str]],
         "far_labelled": (len(far(gl, lambda x: x[0]) & far(pl, lambda x: x[0])),
                          len(far(pl, lambda x: x[0])), len(far(gl, lambda x: x[0]))),
     }
+
+
+def _distance_counts(gold: Mapping[tuple[int, int], object], pred: Mapping[tuple[int, int], object]
+                     ) -> dict[str, tuple[int, int, int]]:
+    """(true positives, predicted, gold) pairs per DISTANCE_BINS bin, distances in gold nodes (a
+    predicted pair's distance is that of the gold nodes it is projected onto)."""
+    out = {}
+    for name, lo, hi in DISTANCE_BINS:
+        g = {p for p in gold if lo <= p[1] - p[0] <= hi}
+        q = {p for p in pred if lo <= p[1] - p[0] <= hi}
+        out[name] = (len(g & q), len(q), len(g))
+    return out
+
+
+def _f1_of(docs: Sequence[Mapping], key: str, part: str = "f1") -> float:
+    tp = sum(d["counts"][key][0] for d in docs)
+    n_pred = sum(d["counts"][key][1] for d in docs)
+    n_gold = sum(d["counts"][key][2] for d in docs)
+    return _prf(tp, n_pred, n_gold)[part]
+
+
+BOOTSTRAP_METRICS = {
+    "edge F1": lambda docs: _f1_of(docs, "edges"),
+    "labelled edge F1": lambda docs: _f1_of(docs, "labelled"),
+    "far-edge F1": lambda docs: _f1_of(docs, "far"),
+    "recall > 10 apart": lambda docs: _f1_of(docs, "dist >10", "recall"),
+    "type macro-F1": lambda docs: _type_scores([t for d in docs for t in d["gold_types"]],
+                                               [t for d in docs for t in d["pred_types"]])["macro_f1"],
+}
+
+
+def paired_bootstrap(a: Mapping[str, Any], b: Mapping[str, Any], samples: int = 2000, seed: int = 0,
+                     level: float = 0.95) -> dict[str, dict[str, float]]:
+    """Paired bootstrap over documents of the difference a - b of each BOOTSTRAP_METRICS score, for
+    two `score` results on the same gold documents: documents are resampled with replacement (the
+    same resample for both systems), the metric recomputed (micro over the resampled documents)
+    and the central `level` interval of the differences reported, with the share of resamples
+    where a does not beat b (a one-sided p-value)."""
+    da = {d["doc_id"]: d for d in a["per_doc"]}
+    db = {d["doc_id"]: d for d in b["per_doc"]}
+    ids = sorted(set(da) & set(db))
+    if not ids:
+        raise ValueError("paired bootstrap: the two score results share no document")
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(ids), size=(samples, len(ids)))
+    out = {}
+    for name, metric in BOOTSTRAP_METRICS.items():
+        pa, pb = [da[k] for k in ids], [db[k] for k in ids]
+        diffs = np.array([metric([pa[k] for k in row]) - metric([pb[k] for k in row]) for row in draws])
+        lo, hi = np.quantile(diffs, [(1 - level) / 2, 1 - (1 - level) / 2])
+        out[name] = {"a": metric(pa), "b": metric(pb), "diff": metric(pa) - metric(pb), "low": float(lo),
+                     "high": float(hi), "p_not_better": float(np.mean(diffs <= 0))}
+    return out
 
 
 COLUMNS = (
@@ -383,6 +449,9 @@ def format_scores(scores: Mapping[str, Any], title: str = "") -> str:
                  f"{f['gold']} of them far; {scores['types']['nodes']} gold nodes)")
     per = scores["types"]["per_class"]
     lines.append("  type F1: " + "  ".join(f"{t} {per[t]['f1']:.2f}" for t in per))
+    if "by_distance" in scores:
+        lines.append("  by gold distance (recall / precision): " + "  ".join(
+            f"{name}: {v['recall']:.2f} / {v['precision']:.2f}" for name, v in scores["by_distance"].items()))
     return "\n".join(lines)
 
 
@@ -425,14 +494,13 @@ def profile_docs(gold_path: str | Path, cfg, encoder, linker, candidates=None, t
     Each document also lists `thinkprobe_candidates`: the unit pairs (i, j) the linker considered,
     from `candidates(LinkInput) -> list[array of i per j]` (default: the linker's own `candidates`
     method, else `link.candidate_pairs` over the configured window and top-k).
-    `typer` ((units, embeddings) -> retyped units, see `trained_linker.unit_typer`) replaces the
+    `typer` ((units, embeddings) -> retyped units, see `link.unit_typer`) replaces the
     cue types before linking; structural types are then settled from the edges as in the pipeline."""
     from .export import to_reasoningflow
     from .graph import build_graphs
     from .link import LinkInput, candidate_pairs
     from .load import iter_traces
-    from .pipeline import graph_record
-    from .records import InputError
+    from .records import InputError, graph_record
 
     traces = []
     for item in iter_traces(gold_path):
@@ -445,7 +513,7 @@ def profile_docs(gold_path: str | Path, cfg, encoder, linker, candidates=None, t
         p = cfg["link"]
 
         def candidates(item):
-            return candidate_pairs(item.embeddings @ item.embeddings.T, p["window"], p["top_k"])
+            return candidate_pairs(item.embeddings, p["window"], p["top_k"])
 
     docs = []
     for graph in build_graphs(traces, cfg, encoder, linker, typer=typer):
@@ -460,7 +528,8 @@ def profile_docs(gold_path: str | Path, cfg, encoder, linker, candidates=None, t
 
 def evaluate(gold: str | Path, pred: str | Path | None = None, *, baseline: bool = False, linker: str | None = None,
              linker_model: str | None = None, types: str = "head", config_path: str | None = None,
-             encoder_path: str | None = None, device: str = "auto", pred_out: str | Path | None = None) -> dict[str, Any]:
+             encoder_path: str | None = None, device: str = "auto", pred_out: str | Path | None = None,
+             precision: str | None = None) -> dict[str, Any]:
     """What `thinkprobe eval-gold` computes: scores of `pred` (ReasoningFlow files), of the trivial
     baseline, or of our pipeline run on the gold texts (the default; `linker` and `types` as for
     `profile`), against `gold`."""
@@ -471,13 +540,11 @@ def evaluate(gold: str | Path, pred: str | Path | None = None, *, baseline: bool
         pred_docs, system = baseline_docs(gold_docs), "trivial baseline (sentences, chained)"
     else:
         from .config import Config
-        from .encoder import Encoder
-        from .trained_linker import load_linker, unit_typer
+        from .encoder import make_encoder
+        from .link import load_linker, unit_typer
 
         cfg = Config.load(config_path)
-        enc = cfg["encoder"]
-        encoder = Encoder(encoder_path or enc["path"] or None, device=device, batch_size=enc["batch_size"],
-                          max_seq_length=enc["max_seq_length"])
+        encoder = make_encoder(cfg, {"path": encoder_path, "device": device, "precision": precision})
         chosen = load_linker(linker, cfg, model_dir=linker_model, device=encoder.device)
         pred_docs = profile_docs(gold, cfg, encoder, chosen, typer=unit_typer(chosen, types))
         system = f"thinkprobe (linker {chosen.name}, {types} types)"

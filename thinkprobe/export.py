@@ -8,7 +8,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from .tables import iter_graph_records
+from .records import iter_graph_records
 
 __all__ = ["iter_graph_records", "to_reasoningflow", "to_networkx", "export"]
 

@@ -4,7 +4,6 @@ typing, linking, and final types. Returns graphs, or an InputError for a trace w
 """
 from __future__ import annotations
 
-import inspect
 from concurrent.futures import Executor
 from functools import partial
 from itertools import repeat
@@ -67,8 +66,7 @@ def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker:
             for g, units in zip(graphs, retyped):
                 g.units = units
         inputs = [LinkInput(g.units, g.embeddings) for g in graphs]
-        takes_mapper = "mapper" in inspect.signature(linker.link).parameters
-        edge_lists = linker.link(inputs, mapper=mapper) if takes_mapper else linker.link(inputs)
+        edge_lists = linker.link(inputs, mapper=mapper)
         for graph, edges in zip(graphs, edge_lists):
             _attach_edges(graph, edges)
     return results

@@ -1,6 +1,7 @@
-"""A profiling run: stream traces from the inputs in chunks, build Thought Graphs and indicators
-per chunk, commit each chunk atomically under OUT/parts/, then assemble the output files and the
-corpus-level profile. A killed run restarted with resume=True skips the committed chunks.
+"""A profiling run: stream traces from the inputs (files, or records in memory) in chunks, build
+Thought Graphs and indicators per chunk, commit each chunk atomically under OUT/parts/, then
+assemble the output files and the corpus-level profile. A killed run restarted with resume=True
+skips the committed chunks. The files a run writes are declared in thinkprobe.outputs.
 """
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import json
 import os
 import platform
 import shutil
-import sys
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from functools import partial
@@ -23,23 +23,25 @@ from typing import Iterable, Iterator, Sequence
 
 from . import __version__
 from .config import Config
-from .encoder import Encoder, model_fingerprint
+from .encoder import Encoder, make_encoder, model_fingerprint
 from .graph import build_graphs
-from .indicators import INDICATORS, compute_indicators
-from .link import Linker
-from .trained_linker import load_linker, unit_typer
-from .load import FieldMap, iter_traces
-from .profile import DIMENSION_NAMES, Normalizer, group_profiles, profile_row
-from .records import InputError, ThoughtGraph, Trace
+from .indicators import compute_indicators
+from .link import Linker, load_linker, unit_typer
+from .load import FieldMap, detect, iter_traces
+from .outputs import (ERRORS_FILE, GRAPHS_FILE, GRAPHS_PARQUET, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
+                      MODEL_PROFILES_TABLE, NORMS_FILE, OUTPUT_FILES, PROFILE_TABLE, RUN_JSON, GraphsParquetWriter,
+                      write_table)
+from .cognitive_profile import Normalizer, group_profiles, profile_row
+from .progress import Progress, ProgressTimes, count_inputs, select, selected_total
+from .records import GraphRecord, InputError, ThoughtGraph, Trace, dump_graph_record, graph_record
+from .provenance import file_digest, package_version
 from .redundancy import RedundancyParams, annotate_record, table_row, write_redundancy_tables
-from .tables import csv_text, fmt_float, write_atomic
+from .tables import write_atomic
 from .timing import StageTimes
 
-__all__ = ["RunOptions", "run_profile", "graph_record", "OUTPUT_FILES"]
+__all__ = ["RunOptions", "run_profile", "run_traces", "assemble", "OUTPUT_FILES", "MEMORY_SOURCE"]
 
-OUTPUT_FILES = ("graphs.jsonl", "indicators.csv", "profile.csv", "model_profiles.csv", "model_domain_profiles.csv",
-                "errors.jsonl", "norms.json",
-                "run.json", "stats.json", "stats.csv", "redundancy.csv", "model_redundancy.csv")
+MEMORY_SOURCE = "<memory>"  # the source named in graph records and errors of records given in memory
 
 
 @dataclass
@@ -60,39 +62,11 @@ class RunOptions:
     linker: str | None = None  # None = the trained default in models/; "cue"; "cross-encoder"; a folder
     linker_model: str | None = None  # the Hugging Face folder for --linker cross-encoder
     types: str = "head"  # provisional node types: trained type head or cue lexicon
-
-
-def graph_record(g: ThoughtGraph, indicators: dict[str, float]) -> dict:
-    t = g.trace
-    fields_text = {}
-    for s in t.sections:
-        fields_text.setdefault(s.field, s.text)
-    return {
-        "trace_id": t.trace_id, "model": t.model, "domain": t.domain,
-        "source": t.source, "record": t.record,
-        "question": t.question, "gold_answer": t.gold_answer, "correct": t.correct,
-        **({"tests": t.code_tests} if t.code_tests is not None else {}),
-        "provenance": dict(t.provenance),
-        "sections": [{"name": s.name, "field": s.field, "start": s.start, "end": s.end} for s in t.sections],
-        "fields": fields_text,
-        "units": [{"id": u.index, "section": u.section, "start": u.start, "end": u.end, "text": u.text,
-                   "type": u.node_type, "segment": u.segment, "cues": list(u.cues),
-                   "tokens": int(g.tokens[u.index])} for u in g.units],
-        "edges": [{"src": e.src, "dst": e.dst, "type": e.edge_type, "polarity": e.polarity or None,
-                   "score": e.score} for e in g.edges],
-        "indicators": {k: float(fmt_float(v)) for k, v in indicators.items()},
-    }
-
-
-def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    for p in files:
-        h.update(str(p.relative_to(path) if path.is_dir() else p.name).encode())
-        with open(p, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()[:16]
+    precision: str | None = None  # encoder dtype: auto | fp32 | bf16 | fp16; None = the config's
+    records: Sequence[dict] | None = None  # records in memory, profiled before the input files
+    limit: int | None = None  # profile only the first N records
+    sample: int | None = None  # profile N records drawn at random (seeded), in input order
+    seed: int = 0
 
 
 def _chunks(items: Iterable, size: int) -> Iterator[list]:
@@ -101,17 +75,30 @@ def _chunks(items: Iterable, size: int) -> Iterator[list]:
         yield chunk
 
 
+def _records_digest(records: Sequence[dict]) -> str:
+    h = hashlib.sha256()
+    for rec in records:
+        h.update(json.dumps(rec, sort_keys=True, ensure_ascii=False, default=str).encode())
+        h.update(b"\n")
+    return h.hexdigest()[:16]
+
+
 def _manifest(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker) -> dict:
+    inputs = {str(p): file_digest(p) for p in opts.inputs}
+    if opts.records is not None:
+        inputs = {MEMORY_SOURCE: _records_digest(opts.records), **inputs}
     return {
         "thinkprobe": __version__,
         "config_digest": cfg.digest,
-        "inputs": {str(p): _file_digest(Path(p)) for p in opts.inputs},
+        "inputs": inputs,
+        "selection": {"limit": opts.limit, "sample": opts.sample, "seed": opts.seed if opts.sample is not None else None},
         "fields": asdict(opts.fields),
         "chunk_size": opts.chunk_size,
         "encoder": str(encoder.path),
         # a resumed run must not mix embeddings of other weights or of another device (fp16 on CUDA)
         "encoder_fingerprint": model_fingerprint(str(encoder.path), encoder.max_seq_length),
         "device": encoder.device,
+        "precision": encoder.precision,
         "linker": linker.name,
         "types": opts.types,
     }
@@ -162,29 +149,48 @@ def _finish(result: ThoughtGraph | InputError, trace_id: str | None, cluster_dis
 
 
 def _process_chunk(traces: list, cfg: Config, encoder: Encoder, linker: Linker, times: StageTimes,
-                   pool: Executor | None = None, typer=None) -> str:
+                   pool: Executor | None = None, typer=None, progress: Progress | None = None) -> str:
     good = [t for t in traces if isinstance(t, Trace)]
     built = iter(build_graphs(good, cfg, encoder, linker, times, pool, typer=typer))
     results = [next(built) if isinstance(item, Trace) else item for item in traces]
     ids = [getattr(item, "trace_id", None) for item in traces]
     mapper = partial(pool.map, chunksize=4) if pool is not None else map
+    lines = []
     with times("indicators_serialise"):
-        return "".join(mapper(_finish, results, ids, itertools.repeat(cfg["indicators"]["cluster_distance"]),
-                              itertools.repeat(RedundancyParams.from_config(cfg))))
+        for line in mapper(_finish, results, ids, itertools.repeat(cfg["indicators"]["cluster_distance"]),
+                           itertools.repeat(RedundancyParams.from_config(cfg))):
+            lines.append(line)
+            if progress is not None:
+                progress.traces(1)
+    return "".join(lines)
+
+
+def run_traces(opts: RunOptions) -> Iterator[Trace | InputError]:
+    """Every trace of the run in input order: the in-memory records (through the same detection
+    as a file's, under the source "<memory>" and their index), then each input file's; a bad
+    record yields its InputError."""
+    for k, record in enumerate(opts.records or ()):
+        try:
+            yield detect(record, opts.fields, MEMORY_SOURCE, k)
+        except InputError as exc:
+            yield exc
+    for path in opts.inputs:
+        yield from iter_traces(path, opts.fields)
+
+
+def _count(opts: RunOptions) -> int:
+    """Records in the run's inputs, before --limit / --sample."""
+    return len(opts.records or ()) + count_inputs(opts.inputs)
 
 
 def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | None = None,
                 times: StageTimes | None = None) -> dict:
     """Profile every trace of the inputs into opts.out_dir; returns the run summary.
     `times`, when given, collects seconds per pipeline stage (for the benchmark)."""
-    from tqdm import tqdm
-
     times = times if times is not None else StageTimes()
     cfg = cfg or Config.load(opts.config_path)
-    enc_cfg = cfg["encoder"]
-    encoder = Encoder(opts.encoder_path or enc_cfg["path"] or None, device=opts.device,
-                      batch_size=opts.batch_size or enc_cfg["batch_size"], max_seq_length=enc_cfg["max_seq_length"],
-                      cache_dir=opts.cache_dir)
+    encoder = make_encoder(cfg, {"path": opts.encoder_path, "device": opts.device, "batch_size": opts.batch_size,
+                                 "precision": opts.precision, "cache_dir": opts.cache_dir})
     linker = linker or load_linker(opts.linker, cfg, model_dir=opts.linker_model, device=encoder.device,
                                    cache_dir=opts.cache_dir)
     typer = unit_typer(linker, opts.types, cache_dir=opts.cache_dir)
@@ -193,13 +199,29 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
     manifest = _manifest(opts, cfg, encoder, linker)
     parts = _prepare_parts(out, manifest, opts.resume)
 
-    def stream():
-        for path in opts.inputs:
-            yield from iter_traces(path, opts.fields)
+    # Counting is cheap (lines, Parquet metadata) but only needed for the bar and for sampling.
+    total = _count(opts) if opts.progress or opts.sample is not None else None
+    progress = Progress(selected_total(total, opts.limit, opts.sample), enabled=opts.progress)
+    encoder.on_encoded = progress.units
+    try:
+        resumed = _profile_chunks(opts, cfg, encoder, linker, typer, parts, ProgressTimes(times, progress), progress,
+                                  select(run_traces(opts), total, opts.limit, opts.sample, opts.seed))
+        with times("assemble"):
+            result = assemble(out, cfg, encoder, linker, opts, resumed, progress)
+    finally:
+        encoder.on_encoded = None
+        progress.close()
+    if opts.cache_dir:
+        result["cache"] = {"embeddings": encoder.cache_stats, "pair_scores": getattr(linker, "cache_stats", {}),
+                           "type_scores": typer.cache_stats if typer is not None else {}}
+    return result
 
-    bar = tqdm(desc="profiling", unit="trace", disable=not opts.progress, file=sys.stderr)
+
+def _profile_chunks(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, typer, parts: Path,
+                    times, progress: Progress, traces: Iterable[Trace | InputError]) -> int:
+    """Build and commit every chunk not committed yet; returns how many traces came from committed chunks."""
     resumed = 0
-    chunks = _chunks(stream(), opts.chunk_size)
+    chunks = _chunks(traces, opts.chunk_size)
     # forkserver, not fork: the parent may hold torch's thread pools, which do not survive a fork.
     pool = ProcessPoolExecutor(opts.workers, mp_context=get_context("forkserver")) if opts.workers > 1 else None
     with pool or contextlib.nullcontext():
@@ -211,95 +233,133 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
             part = parts / f"{k:06d}.jsonl"
             if part.exists():
                 resumed += len(chunk)
+                progress.traces(len(chunk))
             else:
-                text = _process_chunk(chunk, cfg, encoder, linker, times, pool, typer)
+                text = _process_chunk(chunk, cfg, encoder, linker, times, pool, typer, progress)
                 with times("write"):
                     write_atomic(part, text)
                 del text
                 _release_memory()
-            bar.update(len(chunk))
-    bar.close()
-    with times("assemble"):
-        result = assemble(out, cfg, encoder, linker, opts, resumed)
-    if opts.cache_dir:
-        result["cache"] = {"embeddings": encoder.cache_stats, "pair_scores": getattr(linker, "cache_stats", {}),
-                           "type_scores": typer.cache_stats if typer is not None else {}}
-    return result
+    return resumed
 
 
-def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: RunOptions, resumed: int = 0) -> dict:
-    """Join the committed chunks into the output files and compute the corpus profile."""
-    parts = sorted((out / "parts").glob("[0-9]*.jsonl"))
-    rows, errors, duplicates, redundancy_rows = [], [], [], []
-    redundancy = RedundancyParams.from_config(cfg)
-    unknown = {"model": 0, "domain": 0}
-    with open(out / "graphs.jsonl.tmp", "w", encoding="utf-8", newline="") as graphs:
-        for part in parts:
+# ----------------------------------------------------------------------------- assembling the outputs
+
+
+@dataclass
+class Joined:
+    """What joining the committed chunks gathers besides graphs.jsonl / graphs.parquet."""
+
+    rows: list[dict] = field(default_factory=list)  # indicators.csv rows
+    redundancy_rows: list[dict] = field(default_factory=list)
+    errors: list[dict] = field(default_factory=list)
+    duplicates: list[dict] = field(default_factory=list)
+    unknown: dict[str, int] = field(default_factory=lambda: {"model": 0, "domain": 0})
+
+
+def indicator_row(g: GraphRecord) -> dict:
+    """The indicators.csv row of a graph record."""
+    return {"trace_id": g["trace_id"], "model": g["model"], "domain": g["domain"], "units": len(g["units"]),
+            "edges": len(g["edges"]), "tokens": sum(u["tokens"] for u in g["units"]), **g["indicators"]}
+
+
+def join_parts(out: Path, redundancy: RedundancyParams) -> Joined:
+    """Join the committed chunks, in order, into graphs.jsonl and graphs.parquet; collect the
+    indicator and redundancy rows, the skipped records and the duplicate ids on the way."""
+    joined = Joined()
+    parquet = GraphsParquetWriter(out / GRAPHS_PARQUET)
+    with open(out / (GRAPHS_FILE + ".tmp"), "w", encoding="utf-8", newline="") as graphs:
+        for part in sorted((out / "parts").glob("[0-9]*.jsonl")):
             with open(part, encoding="utf-8") as f:
                 for line in f:
                     item = json.loads(line)
                     if "error" in item:
-                        errors.append(item["error"])
+                        joined.errors.append(item["error"])
                         continue
-                    g = item["graph"]
+                    g: GraphRecord = item["graph"]
                     if "duplicate_of" in g["provenance"]:
-                        duplicates.append({"trace_id": g["trace_id"], "duplicate_of": g["provenance"]["duplicate_of"],
-                                           "file": g["source"], "record": g["record"]})
-                    for key in unknown:
-                        unknown[key] += g[key] == "unknown"
-                    graphs.write(json.dumps(g, ensure_ascii=False) + "\n")
-                    redundancy_rows.append(table_row(g, redundancy))
-                    rows.append({"trace_id": g["trace_id"], "model": g["model"], "domain": g["domain"],
-                                 "units": len(g["units"]), "edges": len(g["edges"]),
-                                 "tokens": sum(u["tokens"] for u in g["units"]), **g["indicators"]})
-    os.replace(out / "graphs.jsonl.tmp", out / "graphs.jsonl")
-    write_redundancy_tables(out, redundancy_rows)
+                        joined.duplicates.append({"trace_id": g["trace_id"], "duplicate_of": g["provenance"]["duplicate_of"],
+                                                  "file": g["source"], "record": g["record"]})
+                    for key in joined.unknown:
+                        joined.unknown[key] += g[key] == "unknown"
+                    graphs.write(dump_graph_record(g))
+                    parquet.write(g)
+                    joined.redundancy_rows.append(table_row(g, redundancy))
+                    joined.rows.append(indicator_row(g))
+    parquet.close()
+    os.replace(out / (GRAPHS_FILE + ".tmp"), out / GRAPHS_FILE)
+    return joined
 
-    norms = Normalizer.load(opts.norms) if opts.norms else Normalizer().fit(rows)
-    prof = []
-    for r in rows:
-        p = profile_row(norms.z(r))
-        prof.append({"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"], **p})
-    by_model = group_profiles(prof, ("model",))
-    by_model_domain = group_profiles(prof, ("model", "domain"))
 
-    head = ["trace_id", "model", "domain"]
-    write_atomic(out / "indicators.csv", csv_text(rows, [*head, "units", "edges", "tokens", *INDICATORS]))
-    write_atomic(out / "profile.csv", csv_text(prof, [*head, *DIMENSION_NAMES]))
-    write_atomic(out / "model_profiles.csv", csv_text(by_model, ["model", "n", *DIMENSION_NAMES]))
-    write_atomic(out / "model_domain_profiles.csv", csv_text(by_model_domain, ["model", "domain", "n", *DIMENSION_NAMES]))
-    write_atomic(out / "errors.jsonl", "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors))
-    write_atomic(out / "norms.json", json.dumps(norms.to_json(), indent=2) + "\n")
+def fit_norms(rows: Sequence[dict], norms_path: str | None) -> Normalizer:
+    """The z-score reference: a saved norms.json, else this run's own indicators."""
+    return Normalizer.load(norms_path) if norms_path else Normalizer().fit(rows)
 
-    run = {
+
+def profile_rows(rows: Sequence[dict], norms: Normalizer) -> list[dict]:
+    """profile.csv rows: the 5D profile of every trace."""
+    return [{"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"], **profile_row(norms.z(r))}
+            for r in rows]
+
+
+def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, joined: Joined) -> dict:
+    """run.json: what produced the outputs, and the counts."""
+    inputs = ([MEMORY_SOURCE] if opts.records is not None else []) + [str(p) for p in opts.inputs]
+    return {
         "thinkprobe": __version__,
-        "inputs": [str(p) for p in opts.inputs],
+        "inputs": inputs,
+        **({"selection": {"limit": opts.limit, "sample": opts.sample, "seed": opts.seed}}
+           if opts.limit is not None or opts.sample is not None else {}),
         "norms": str(opts.norms) if opts.norms else "fit on this run",
         "config": cfg.data,
         "config_digest": cfg.digest,
-        "encoder": {"path": str(encoder.path), "name": encoder.name, "max_seq_length": encoder.max_seq_length},
+        "encoder": {"path": str(encoder.path), "name": encoder.name, "max_seq_length": encoder.max_seq_length,
+                    "precision": encoder.precision},
         "tokenizer": encoder.tokenizer_name,
         "linker": linker.name,
         "device": encoder.device,
-        "versions": {"python": platform.python_version(), "torch": _version("torch"), "numba": _version("numba"),
-                     "sentence_transformers": _version("sentence-transformers"), "transformers": _version("transformers")},
-        "counts": {"traces": len(rows), "errors": len(errors), "duplicate_ids": len(duplicates),
-                   "unknown_model": unknown["model"], "unknown_domain": unknown["domain"]},
-        "duplicate_ids": duplicates,
+        "versions": {"python": platform.python_version(),
+                     **{key: package_version(dist) or "not installed" for key, dist in (
+                         ("torch", "torch"), ("numba", "numba"), ("sentence_transformers", "sentence-transformers"),
+                         ("transformers", "transformers"))}},
+        "counts": {"traces": len(joined.rows), "errors": len(joined.errors), "duplicate_ids": len(joined.duplicates),
+                   "unknown_model": joined.unknown["model"], "unknown_domain": joined.unknown["domain"]},
+        "duplicate_ids": joined.duplicates,
     }
-    write_atomic(out / "run.json", json.dumps(run, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_outputs(out: Path, joined: Joined, prof: list[dict], by_model: list[dict], by_model_domain: list[dict],
+                  norms: Normalizer, run: dict) -> None:
+    """The per-trace and per-model tables (with their Parquet twins), errors, norms and run.json."""
+    write_table(out, INDICATORS_TABLE, joined.rows)
+    write_table(out, PROFILE_TABLE, prof)
+    write_table(out, MODEL_PROFILES_TABLE, by_model)
+    write_table(out, MODEL_DOMAIN_PROFILES_TABLE, by_model_domain)
+    write_atomic(out / ERRORS_FILE, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in joined.errors))
+    write_atomic(out / NORMS_FILE, json.dumps(norms.to_json(), indent=2) + "\n")
+    write_atomic(out / RUN_JSON, json.dumps(run, indent=2, ensure_ascii=False) + "\n")
+
+
+def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: RunOptions, resumed: int = 0,
+             progress: Progress | None = None) -> dict:
+    """Join the committed chunks into the output files, compute the corpus profile and the statistics."""
     from .stats import write_stats
 
+    stage = progress.stage if progress is not None else (lambda name: None)
+    stage("assemble: joining chunks")
+    joined = join_parts(out, RedundancyParams.from_config(cfg))
+    stage("assemble: redundancy tables")
+    write_redundancy_tables(out, joined.redundancy_rows)
+    stage("assemble: norms and profiles")
+    norms = fit_norms(joined.rows, opts.norms)
+    prof = profile_rows(joined.rows, norms)
+    by_model = group_profiles(prof, ("model",))
+    by_model_domain = group_profiles(prof, ("model", "domain"))
+    stage("assemble: writing tables")
+    write_outputs(out, joined, prof, by_model, by_model_domain, norms, run_info(opts, cfg, encoder, linker, joined))
+    stage("stats")
     write_stats(out)
-    return {"out_dir": str(out), "traces": len(rows), "errors": len(errors), "resumed": resumed,
-            "duplicates": len(duplicates), "unknown": unknown,
+    return {"out_dir": str(out), "traces": len(joined.rows), "errors": len(joined.errors), "resumed": resumed,
+            "duplicates": len(joined.duplicates), "unknown": joined.unknown,
             "model_profiles": by_model, "model_domain_profiles": by_model_domain}
 
-
-def _version(dist: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return "not installed"

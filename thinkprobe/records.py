@@ -1,20 +1,25 @@
 """Plain records that cross module borders: a loaded trace, its Thought Units and typed edges,
-and the compact array form of a Thought Graph that the indicator kernels read.
+the compact array form of a Thought Graph that the indicator kernels read, and the graph record:
+one line of graphs.jsonl, with its typed writer (`graph_record`, `dump_graph_record`) and reader
+(`iter_graph_records`), which every module and script that reads a run's graphs goes through.
 
 Offsets are always character offsets into the *original* field string a section came from.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from pathlib import Path
+from typing import Any, Iterator, Mapping, TypedDict
 
 import numpy as np
+
+from .tables import fmt_float
 
 NODE_TYPES: tuple[str, ...] = ("FAC", "RSN", "EXP", "SYN", "CRT", "MET", "CON", "RPT")
 EDGE_TYPES: tuple[str, ...] = ("inference", "elaboration", "branch", "critique", "synthesis", "repetition")
 FORWARD_EDGES = frozenset({"inference", "elaboration", "branch"})
 BACKWARD_EDGES = frozenset({"critique", "synthesis", "repetition"})
-POLARITIES: tuple[str, ...] = ("affirm", "negate", "uncertain")
 
 NODE_INDEX = {t: i for i, t in enumerate(NODE_TYPES)}
 EDGE_INDEX = {t: i for i, t in enumerate(EDGE_TYPES)}
@@ -138,3 +143,146 @@ class InputError(ValueError):
 
     def as_dict(self) -> dict[str, Any]:
         return {"file": self.source, "record": self.record, "field": self.field, "reason": self.reason}
+
+
+# ----------------------------------------------------------------------------- the graph record
+# One line of graphs.jsonl. TypedDicts rather than dataclasses: the record is JSON on disk, and
+# its readers (redundancy, answers, export, report, evalgold, the tests' hand-built records) index
+# it as a dict; the types document and check the shape without a conversion on every read.
+# Missing values are null (None), never "", so dataframe readers infer one type per column.
+
+
+class SectionRecord(TypedDict):
+    name: str  # "reasoning" | "answer"
+    field: str  # key into GraphRecord["fields"]
+    start: int
+    end: int
+
+
+class UnitRecord(TypedDict):
+    id: int  # 0..n-1 in text order
+    section: str
+    start: int  # into fields[section's field]
+    end: int
+    text: str
+    type: str  # one of NODE_TYPES
+    segment: int
+    cues: list[str]
+    tokens: int
+
+
+class EdgeRecord(TypedDict):
+    src: int
+    dst: int
+    type: str  # one of EDGE_TYPES
+    polarity: str | None  # critique edges: affirm | negate | uncertain; else None
+    score: float
+
+
+class CandidateRecord(TypedDict):
+    unit: int
+    value: str
+    kind: str
+    correct: bool | None
+    reason: str
+
+
+class FinalAnswerRecord(TypedDict):
+    unit: int
+    value: str
+    kind: str
+
+
+class RedundancyRecord(TypedDict):
+    metrics: dict[str, int | float | None]  # redundancy.csv's metric columns; None = unknown
+    sep: list[int]
+    sep_path: list[int]
+    sep_target: int | None
+    candidates: list[CandidateRecord]
+    final_answer: FinalAnswerRecord | None
+    final_correct: bool | None
+    off_path_positions: list[float]
+
+
+class _GraphRecordBase(TypedDict):
+    trace_id: str
+    model: str
+    domain: str
+    source: str  # the input file ("<memory>" for records given in memory)
+    record: int  # 0-based record position in that input
+    question: str | None
+    gold_answer: str | None
+    correct: bool | None
+    provenance: dict[str, Any]
+    sections: list[SectionRecord]
+    fields: dict[str, str]  # original field text by field name
+    units: list[UnitRecord]
+    edges: list[EdgeRecord]
+    indicators: dict[str, float]  # the 19 indicators, 6 significant digits
+
+
+class GraphRecord(_GraphRecordBase, total=False):
+    tests: Any  # the tests a programming record carries, as the input gave them
+    redundancy: RedundancyRecord  # added by the redundancy suite
+
+
+GRAPH_RECORD_KEYS: tuple[str, ...] = tuple(_GraphRecordBase.__annotations__)
+# What the reader insists on: the graph itself. Hand-built records (tests, other tools) may omit
+# the provenance, the field texts and the indicators; a reader that needs them says so itself.
+REQUIRED_KEYS: tuple[str, ...] = ("trace_id", "model", "domain", "units", "edges")
+GRAPHS_FILE = "graphs.jsonl"
+
+
+def graph_record(g: ThoughtGraph, indicators: Mapping[str, float]) -> GraphRecord:
+    """The graph record of a built Thought Graph and its indicators (before the redundancy suite)."""
+    t = g.trace
+    fields_text: dict[str, str] = {}
+    for s in t.sections:
+        fields_text.setdefault(s.field, s.text)
+    return {
+        "trace_id": t.trace_id, "model": t.model, "domain": t.domain,
+        "source": t.source, "record": t.record,
+        "question": t.question, "gold_answer": t.gold_answer, "correct": t.correct,
+        **({"tests": t.code_tests} if t.code_tests is not None else {}),
+        "provenance": dict(t.provenance),
+        "sections": [{"name": s.name, "field": s.field, "start": s.start, "end": s.end} for s in t.sections],
+        "fields": fields_text,
+        "units": [{"id": u.index, "section": u.section, "start": u.start, "end": u.end, "text": u.text,
+                   "type": u.node_type, "segment": u.segment, "cues": list(u.cues),
+                   "tokens": int(g.tokens[u.index])} for u in g.units],
+        "edges": [{"src": e.src, "dst": e.dst, "type": e.edge_type, "polarity": e.polarity or None,
+                   "score": e.score} for e in g.edges],
+        "indicators": {k: float(fmt_float(v)) for k, v in indicators.items()},
+    }
+
+
+def dump_graph_record(record: GraphRecord) -> str:
+    """One graphs.jsonl line (newline included)."""
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def load_graph_record(line: str, source: str = GRAPHS_FILE, line_no: int = 0) -> GraphRecord:
+    """A graph record from its JSON line; a malformed one raises InputError naming file, line and field."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(source, f"line {line_no}", "", f"not JSON: {exc}") from None
+    if not isinstance(record, dict):
+        raise InputError(source, f"line {line_no}", "", "not a graph record (a JSON object)")
+    missing = [k for k in REQUIRED_KEYS if k not in record]
+    if missing:
+        raise InputError(source, f"line {line_no}", missing[0], "missing: not a thinkprobe graph record")
+    return record  # type: ignore[return-value]
+
+
+def iter_graph_records(run_dir: str | Path, missing_ok: bool = False) -> Iterator[GraphRecord]:
+    """The graph records of a run's graphs.jsonl, in order (none when missing_ok and it is absent)."""
+    path = Path(run_dir) / GRAPHS_FILE
+    if not path.exists():
+        if missing_ok:
+            return
+        raise FileNotFoundError(f"{path} not found: pass the -o folder of a `thinkprobe profile` run")
+    with open(path, encoding="utf-8") as f:
+        for k, line in enumerate(f, start=1):
+            if line.strip():
+                yield load_graph_record(line, str(path), k)

@@ -26,10 +26,11 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from .indicators import DIMENSIONS, INDICATORS
-from .profile import group_profiles
-from .records import BACKWARD_EDGES, EDGE_TYPES, NODE_TYPES
+from .cognitive_profile import group_profiles
+from .records import BACKWARD_EDGES, EDGE_TYPES, NODE_TYPES, iter_graph_records
 from .stats import TESTED, compute_stats, load_table
-from .tables import iter_graph_records, read_csv
+from .outputs import GRAPHS_FILE, INDICATORS_TABLE, REDUNDANCY_TABLE, read_table
+from .tables import read_csv
 
 __all__ = ["write_report", "write_trace_view", "graph_figure", "safe_trace_id", "MAX_TRACE_PAGES"]
 
@@ -114,7 +115,7 @@ GLOSSARY: dict[str, str] = {**DIMENSION_GLOSSARY, **INDICATOR_GLOSSARY, **REDUND
 def _find_graph(run_dir: Path, trace_id: str) -> dict:
     # Only parse lines that can hold the id, however the writer escaped non-ASCII characters.
     needles = {json.dumps(trace_id), json.dumps(trace_id, ensure_ascii=False)}
-    path = run_dir / "graphs.jsonl"
+    path = run_dir / GRAPHS_FILE
     if path.exists():
         with open(path, encoding="utf-8") as f:
             for line in f:
@@ -791,7 +792,7 @@ def write_report(run_dir: str | Path, workers: int | None = None) -> Path:
         if old.name not in current:
             old.unlink()
 
-    redundancy = _redundancy_table(run_dir / "redundancy.csv")
+    redundancy = _redundancy_table(run_dir / REDUNDANCY_TABLE.name)
     html_doc = _report_html(run_dir, stats, rows, cells, figures, pages, redundancy)
     (run_dir / "report.html").write_text(html_doc, encoding="utf-8")
     (run_dir / "report.md").write_text(_report_md(run_dir, stats, rows, cells, figures, pages, redundancy),
@@ -1097,8 +1098,8 @@ def _report_html(run_dir, stats, rows, cells, figures, pages, redundancy) -> str
 
 
 def _read_counts(run_dir: Path) -> dict[str, tuple[str, str, str]]:
-    path = run_dir / "indicators.csv"
-    return {r["trace_id"]: (r.get("units", ""), r.get("edges", ""), r.get("tokens", "")) for r in read_csv(path)}
+    return {r["trace_id"]: (r.get("units", ""), r.get("edges", ""), r.get("tokens", ""))
+            for r in read_table(run_dir, INDICATORS_TABLE)}
 
 
 def _report_md(run_dir, stats, rows, cells, figures, pages, redundancy) -> str:

@@ -22,7 +22,8 @@ import numpy as np
 from scipy.stats import kruskal, mannwhitneyu, rankdata, tiecorrect
 
 from .indicators import DIMENSIONS, INDICATORS
-from .tables import iter_graph_records, read_csv
+from .outputs import INDICATORS_TABLE, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, STATS_JSON, read_table
+from .records import iter_graph_records
 
 __all__ = ["GROUPINGS", "stats_settings", "compute_stats", "write_stats", "holm", "kruskal_test",
            "chance_eps2", "length_residuals", "split_half_reliability", "icc1", "auroc", "outcome_validity",
@@ -40,7 +41,7 @@ def stats_settings(run_dir: str | Path | None = None) -> dict:
     from .config import Config
 
     settings = dict(Config.load()["stats"])
-    run_json = Path(run_dir) / "run.json" if run_dir is not None else None
+    run_json = Path(run_dir) / RUN_JSON if run_dir is not None else None
     if run_json is not None and run_json.exists():
         recorded = (json.loads(run_json.read_text(encoding="utf-8")).get("config") or {}).get("stats") or {}
         settings.update(recorded)
@@ -78,9 +79,8 @@ def _correctness(run_dir: Path) -> tuple[dict[str, dict], str | None]:
     for rec in iter_graph_records(run_dir, missing_ok=True):
         meta[rec["trace_id"]] = {"question": rec.get("question"), "correct": rec.get("correct")}
     sources = {"graphs.jsonl correct"} if any(m["correct"] is not None for m in meta.values()) else set()
-    path = run_dir / "redundancy.csv"
-    if path.exists():
-        for r in read_csv(path):
+    if (run_dir / REDUNDANCY_TABLE.name).exists():
+        for r in read_table(run_dir, REDUNDANCY_TABLE):
             acc = r.get("Acc", "")
             entry = meta.setdefault(r["trace_id"], {"question": None, "correct": None})
             if entry["correct"] is None and acc in ("0", "1"):
@@ -94,11 +94,11 @@ def load_table(run_dir: str | Path, meta: Mapping[str, dict] | None = None) -> l
     and the 5 dimensions as floats (question and correct are None when unknown; `meta` is
     _correctness's answer when the caller has it already)."""
     run_dir = Path(run_dir)
-    profile = {r["trace_id"]: r for r in read_csv(run_dir / "profile.csv")}
+    profile = {r["trace_id"]: r for r in read_table(run_dir, PROFILE_TABLE)}
     if meta is None:
         meta, _ = _correctness(run_dir)
     rows = []
-    for r in read_csv(run_dir / "indicators.csv"):
+    for r in read_table(run_dir, INDICATORS_TABLE):
         p = profile.get(r["trace_id"], {})
         m = meta.get(r["trace_id"], {})
         row = {"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"],
@@ -543,6 +543,6 @@ def write_stats(run_dir: str | Path) -> dict:
     """compute_stats, then stats.json and stats.csv in the run folder; returns the statistics."""
     run_dir = Path(run_dir)
     stats = compute_stats(run_dir)
-    (run_dir / "stats.json").write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    (run_dir / "stats.csv").write_text(stats_csv(stats), encoding="utf-8")
+    (run_dir / STATS_JSON).write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    (run_dir / STATS_CSV).write_text(stats_csv(stats), encoding="utf-8")
     return stats

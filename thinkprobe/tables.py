@@ -1,14 +1,14 @@
 """Writing the run's tables: floats at 6 significant digits, empty cells for missing values, and
 atomic replacement, so every output file has stable bytes and is never seen half-written; and
-reading a run's tables and graphs back (stats, report, export)."""
+reading a run's CSV tables back. Which files a run has, and their columns, is declared in
+thinkprobe.outputs; the graph records are read and written by thinkprobe.records."""
 from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 
 def fmt_float(x: float) -> str:
@@ -51,14 +51,3 @@ def read_csv(path: Path) -> list[dict[str, str]]:
     """A table of a run, as dicts of strings."""
     with open(_run_file(Path(path)), encoding="utf-8", newline="") as f:
         return list(csv.DictReader(f))
-
-
-def iter_graph_records(run_dir: str | Path, missing_ok: bool = False) -> Iterator[dict]:
-    """The graph records of a run's graphs.jsonl, in order (none when missing_ok and it is absent)."""
-    path = Path(run_dir) / "graphs.jsonl"
-    if missing_ok and not path.exists():
-        return
-    with open(_run_file(path), encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                yield json.loads(line)

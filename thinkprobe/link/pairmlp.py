@@ -1,18 +1,17 @@
-"""The trained linker and type head (spec section 1, steps 4-5): small torch models over MiniLM
-unit embeddings and pair features, trained by scripts/train_linker.py on ReasoningFlow graphs and
-shipped in models/linker-<name>/. `load_linker` picks the linker a run uses: the shipped model
-(the default), the rule-based CueLinker ("cue"), or a local cross-encoder ("cross-encoder").
+"""The pair-MLP backend and the type head (spec section 1, steps 4-5): small torch models over
+MiniLM unit embeddings and pair features, trained by scripts/train_linker.py on ReasoningFlow
+graphs and shipped in models/linker-<name>/.
 
-Candidate pairs (i < j) come from a window of neighbours, the top-k most similar earlier units,
-and a cue-driven look-back (earlier planning / conclusion units and block starts); a pair
-classifier gives each candidate no-edge or an edge type (critique with its polarity).
+Candidate pairs (i < j) come from `base.candidates` (a window of neighbours, the top-k most
+similar earlier units, a cue-driven look-back); a pair classifier gives each candidate no-edge or
+an edge type (critique with its polarity), decoded by `base.decode_edges`.
 """
 from __future__ import annotations
 
 import itertools
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -20,160 +19,19 @@ from typing import Mapping, Sequence
 import numba
 import numpy as np
 
-from .config import Config, resource_dir
-from .link import CueLinker, LinkInput, Linker
-from .records import Edge, ThoughtUnit
-from .scorecache import ScoreCache, files_fingerprint, through_cache
+from ..config import Config
+from ..records import Edge, ThoughtUnit
+from ..cache import ScoreCache, through_cache
+from ..provenance import files_digest
+from .base import (
+    FROM_LOOKBACK, FROM_SIMILARITY, FROM_WINDOW, PAIR_CLASSES, TYPE_CLASSES, CandidateParams, LinkInput, Similarity,
+    as_similarity, candidate_arrays, candidates, decode_edges, jaccard, word_index,
+)
 
 __all__ = [
-    "PAIR_CLASSES", "TYPE_CLASSES", "MODELS_DIR", "DEFAULT_LINKER", "CandidateParams", "candidates", "candidate_arrays",
-    "UnitFeaturizer", "pair_features", "word_index", "link_features", "unit_features", "TrainedLinker", "TypeHead",
-    "Retyper", "load_linker", "load_type_head", "unit_typer",
+    "UnitFeaturizer", "PAIR_FEATURES", "pair_features", "link_features", "unit_features", "build_pair_model",
+    "build_type_model", "neighbours", "read_model_dir", "TrainedLinker", "TypeHead", "Retyper",
 ]
-
-MODELS_DIR = resource_dir("models")
-DEFAULT_LINKER = "linker-minilm-mlp"
-
-# No edge, then the 6 edge types; critique split by polarity.
-PAIR_CLASSES: tuple[str, ...] = (
-    "none", "inference", "elaboration", "branch", "critique:affirm", "critique:negate", "critique:uncertain",
-    "synthesis", "repetition",
-)
-FORWARD_CLASSES = (1, 2, 3)
-CRITIQUE_CLASSES = (4, 5, 6)
-REPETITION_CLASS = 8
-TYPE_CLASSES: tuple[str, ...] = ("FAC", "RSN", "EXP", "CRT", "MET", "CON", "RPT")
-
-_WORDS = re.compile(r"\w+", re.UNICODE)
-# Candidate origins (bit flags, also pair features).
-FROM_WINDOW, FROM_SIMILARITY, FROM_LOOKBACK = 1, 2, 4
-
-
-# ----------------------------------------------------------------------------- candidates
-
-
-@dataclass(frozen=True)
-class CandidateParams:
-    window: int = 3  # preceding units always considered
-    top_k: int = 5  # most similar earlier units beyond the window
-    plan_lookback: int = 2  # earlier planning (MET-cue) units beyond the window
-    conclusion_lookback: int = 3  # earlier conclusion-cue units, for conclusion and critique units
-    block_lookback: int = 2  # starts of the unit's topical block and of the blocks before it
-
-    @classmethod
-    def from_dict(cls, d: Mapping) -> "CandidateParams":
-        return cls(**{k: int(v) for k, v in d.items() if k in cls.__dataclass_fields__})
-
-
-def candidates(units: Sequence[ThoughtUnit], sim: np.ndarray, p: CandidateParams) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Earlier-unit candidates for each unit j with their origin flags: the `window` preceding
-    units, the `top_k` most similar earlier units beyond them, and a look-back driven by cues:
-    the last planning units (a plan governs the steps that carry it out), the last conclusion
-    units for units that conclude or critique (answers confirm or revise earlier answers), and
-    the starts of the current and previous topical blocks.
-
-    >>> from thinkprobe.records import ThoughtUnit as U
-    >>> us = [U(k, "reasoning", 0, 1, "x", segment=0, cues=("MET",) if k == 0 else ()) for k in range(6)]
-    >>> [c.tolist() for c, _ in candidates(us, np.eye(6), CandidateParams(window=2, top_k=0, block_lookback=0))]
-    [[], [0], [0, 1], [0, 1, 2], [0, 2, 3], [0, 3, 4]]
-    """
-    n = len(units)
-    met = [k for k, u in enumerate(units) if "MET" in u.cues]
-    con = [k for k, u in enumerate(units) if "CON" in u.cues]
-    block_start: dict[int, int] = {}
-    for k, u in enumerate(units):
-        block_start.setdefault(u.segment, k)
-    starts = sorted(block_start.values())
-    out = []
-    for j in range(n):
-        origin: dict[int, int] = {}
-        lo = max(0, j - p.window)
-        for i in range(lo, j):
-            origin[i] = origin.get(i, 0) | FROM_WINDOW
-        if lo and p.top_k:
-            for i in np.argsort(-sim[j, :lo], kind="stable")[: p.top_k]:
-                origin[int(i)] = origin.get(int(i), 0) | FROM_SIMILARITY
-        look = [k for k in met if k < lo][-p.plan_lookback:] if p.plan_lookback else []
-        cues = units[j].cues
-        if p.conclusion_lookback and ("CON" in cues or "CRT" in cues):
-            look += [k for k in con if k < lo][-p.conclusion_lookback:]
-        if p.block_lookback:
-            look += [s for s in starts if s < lo][-p.block_lookback:]
-        for i in look:
-            origin[i] = origin.get(i, 0) | FROM_LOOKBACK
-        idx = np.array(sorted(origin), dtype=np.int64)
-        out.append((idx, np.array([origin[i] for i in idx], dtype=np.int64)))
-    return out
-
-
-def candidate_arrays(units: Sequence[ThoughtUnit], sim: np.ndarray, p: CandidateParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`candidates` as flat arrays over all pairs: i, j (i < j) and the origin flags, ordered by j.
-
-    >>> from thinkprobe.records import ThoughtUnit as U
-    >>> us = [U(k, "reasoning", 0, 1, "x", segment=0) for k in range(3)]
-    >>> [a.tolist() for a in candidate_arrays(us, np.eye(3), CandidateParams(window=2, top_k=0, block_lookback=0))]
-    [[0, 0, 1], [1, 2, 2], [1, 1, 1]]
-    """
-    cands = candidates(units, sim, p)
-    if not cands:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return (np.concatenate([c for c, _ in cands]), np.repeat(np.arange(len(cands)), [len(c) for c, _ in cands]),
-            np.concatenate([o for _, o in cands]))
-
-
-# ----------------------------------------------------------------------------- features
-
-
-def word_index(units: Sequence[ThoughtUnit]) -> tuple[np.ndarray, np.ndarray]:
-    """Each unit's distinct lower-cased words as sorted ids (CSR: indptr, ids), for word overlap."""
-    vocab: dict[str, int] = {}
-    rows = [sorted({vocab.setdefault(w, len(vocab)) for w in _WORDS.findall(u.text.lower())}) for u in units]
-    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
-    indptr[1:] = np.cumsum([len(r) for r in rows])
-    return indptr, np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=int(indptr[-1]))
-
-
-@numba.njit(cache=True)
-def _jaccard(indptr, ids, a, b):  # pragma: no cover - compiled
-    """Word-set Jaccard of units a[k] and b[k] (sorted id lists intersected by merging)."""
-    out = np.zeros(len(a), dtype=np.float64)
-    for k in range(len(a)):
-        p, pe, q, qe = indptr[a[k]], indptr[a[k] + 1], indptr[b[k]], indptr[b[k] + 1]
-        inter = 0
-        while p < pe and q < qe:
-            if ids[p] == ids[q]:
-                inter += 1
-                p += 1
-                q += 1
-            elif ids[p] < ids[q]:
-                p += 1
-            else:
-                q += 1
-        union = (indptr[a[k] + 1] - indptr[a[k]]) + (indptr[b[k] + 1] - indptr[b[k]]) - inter
-        out[k] = inter / max(1, union)
-    return out
-
-
-@numba.njit(cache=True)
-def _rank_and_best(sim, i, j):  # pragma: no cover - compiled
-    """For pairs (i < j): how many earlier units of j are more similar to j than i is (0 = i is
-    the most similar), and j's best similarity to any earlier unit."""
-    rank = np.zeros(len(i), dtype=np.int64)
-    best = np.zeros(len(i), dtype=np.float32)
-    for k in range(len(i)):
-        a, b = i[k], j[k]
-        v = sim[b, a]
-        r = 0
-        m = sim[b, 0]
-        for t in range(b):
-            x = sim[b, t]
-            if x > v:
-                r += 1
-            if x > m:
-                m = x
-        rank[k] = r
-        best[k] = m
-    return rank, best
 
 
 class UnitFeaturizer:
@@ -190,8 +48,9 @@ class UnitFeaturizer:
     def size(self) -> int:
         return len(self.cue_names) + len(self.shape_names) + 12
 
-    def __call__(self, units: Sequence[ThoughtUnit], sim: np.ndarray,
+    def __call__(self, units: Sequence[ThoughtUnit], sim: Similarity | np.ndarray,
                  words: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """Features of each unit; `sim`: the trace's `Similarity`, or its unit embeddings."""
         n = len(units)
         out = np.zeros((n, self.size), dtype=np.float32)
         if not n:
@@ -207,10 +66,12 @@ class UnitFeaturizer:
         k = np.arange(n)
         length = np.array([len(t) for t in texts], dtype=np.float64)
         # each unit's most similar earlier unit: similarity and word overlap
-        nearest = np.array([int(np.argmax(sim[q, :q])) if q else 0 for q in range(n)], dtype=np.int64)
-        best = sim[k, nearest].astype(np.float64)
+        sim = as_similarity(sim)
+        top, top_val = sim.top_earlier(1)
+        nearest = np.maximum(top[:, 0], 0)
+        best = np.where(top[:, 0] >= 0, top_val[:, 0], 0.0).astype(np.float64)
         words = words if words is not None else word_index(units)
-        jac = _jaccard(words[0], words[1], k, nearest)
+        jac = jaccard(words[0], words[1], k, nearest)
         best[0] = jac[0] = 0.0
         out[:, f] = k / max(1, n - 1)
         out[0, f + 1] = 1.0
@@ -220,8 +81,9 @@ class UnitFeaturizer:
         out[:, f + 5] = np.log1p(length) / 8.0
         out[:, f + 6] = best
         out[:, f + 7] = jac
-        out[1:, f + 8] = sim[k[1:], k[1:] - 1]
-        out[:-1, f + 9] = sim[k[:-1], k[:-1] + 1]
+        adjacent = sim.adjacent()  # similarity to the previous unit; the next unit's is the next one's
+        out[1:, f + 8] = adjacent[1:]
+        out[:-1, f + 9] = adjacent[1:]
         out[:, f + 10] = [sum(map(str.isdigit, t)) for t in texts] / np.maximum(1.0, length)
         out[:, f + 11] = [sum(map(t.count, "=+-*/^<>")) for t in texts] / np.maximum(1.0, length)
         return out
@@ -230,10 +92,11 @@ class UnitFeaturizer:
 PAIR_FEATURES = 19
 
 
-def pair_features(units: Sequence[ThoughtUnit], sim: np.ndarray, i: np.ndarray, j: np.ndarray,
+def pair_features(units: Sequence[ThoughtUnit], sim: Similarity | np.ndarray, i: np.ndarray, j: np.ndarray,
                   origin: np.ndarray, words: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-    """Features of candidate pairs (i < j): similarity and its rank among j's earlier units,
-    distance, topical blocks, sections, word overlap and where the candidate came from."""
+    """Features of candidate pairs (i < j, ordered by j): similarity and its rank among j's
+    earlier units, distance, topical blocks, sections, word overlap and where the candidate came
+    from. `sim`: the trace's `Similarity`, or its unit embeddings."""
     m = len(i)
     out = np.zeros((m, PAIR_FEATURES), dtype=np.float32)
     if not m:
@@ -242,10 +105,11 @@ def pair_features(units: Sequence[ThoughtUnit], sim: np.ndarray, i: np.ndarray, 
     seg = np.array([u.segment for u in units])
     answer = np.array([u.section == "answer" for u in units])
     words = words if words is not None else word_index(units)
-    s = sim[i, j]
-    rank, best = _rank_and_best(np.ascontiguousarray(sim), i, j)
+    sim = as_similarity(sim)
+    rank, best = sim.rank_and_best(i, j)
+    s = sim.pairs(i, j)
     d = (j - i).astype(np.float32)
-    jac = _jaccard(words[0], words[1], i, j)
+    jac = jaccard(words[0], words[1], i, j)
     out[:, 0] = s
     out[:, 1] = 1.0 / (1.0 + rank)
     out[:, 2] = s - best
@@ -283,8 +147,8 @@ def link_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: Candida
                   featurizer: UnitFeaturizer) -> dict[str, np.ndarray]:
     """What the pair models read of one trace: candidate pairs (i, j, origin), unit features (uf)
     and pair features (pf). NumPy and numba only, so worker processes can build it."""
-    emb = np.asarray(emb, dtype=np.float32)
-    sim = emb @ emb.T
+    sim = Similarity(emb)
+    sim.prepare((params.top_k, params.window), (1, 0))  # candidates' and unit features' top-k in one pass
     i, j, origin = candidate_arrays(units, sim, params)
     words = word_index(units)
     return {"i": i, "j": j, "origin": origin, "uf": featurizer(units, sim, words),
@@ -293,8 +157,7 @@ def link_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: Candida
 
 def unit_features(units: Sequence[ThoughtUnit], emb: np.ndarray, featurizer: UnitFeaturizer) -> np.ndarray:
     """The type head's unit features of one trace (NumPy and numba only, for worker processes)."""
-    emb = np.asarray(emb, dtype=np.float32)
-    return featurizer(units, emb @ emb.T)
+    return featurizer(units, Similarity(emb))
 
 
 # ----------------------------------------------------------------------------- models
@@ -389,7 +252,7 @@ def _load_state(model, path: Path):
 
 
 @lru_cache(maxsize=4)
-def _read_model_dir(path: str) -> dict:
+def read_model_dir(path: str) -> dict:
     folder = Path(path)
     cfg_path = folder / "config.json"
     if not cfg_path.exists():
@@ -415,10 +278,11 @@ class TrainedLinker:
     """
 
     block = 16384  # pairs per forward pass: bounds memory whatever the batch
+    structural_types = True  # decoding gives provisional CRT / RPT units their edge
 
     def __init__(self, model_dir: str | Path, cfg: Config, cache_dir: str | Path | None = None, device: str = "cpu"):
         self.model_dir = Path(model_dir)
-        meta = _read_model_dir(str(self.model_dir))
+        meta = read_model_dir(str(self.model_dir))
         self.meta = meta
         self.device = device
         self.name = meta.get("name", self.model_dir.name)
@@ -428,7 +292,7 @@ class TrainedLinker:
         self._model = None
         self.cache = None
         if cache_dir:
-            fingerprint = files_fingerprint(self.model_dir, ["config.json", "pair_model.safetensors"])
+            fingerprint = files_digest((n, Path(self.model_dir) / n) for n in ["config.json", "pair_model.safetensors"])
             self.cache = ScoreCache(cache_dir, "pairs", f"{fingerprint}:{device.split(':')[0]}")
 
     @property
@@ -451,8 +315,7 @@ class TrainedLinker:
         return self.cache.stats if self.cache else {}
 
     def candidates(self, item: LinkInput) -> list[np.ndarray]:
-        sim = item.embeddings @ item.embeddings.T
-        return [c for c, _ in candidates(item.units, sim, self.params)]
+        return [c for c, _ in candidates(item.units, item.embeddings, self.params)]
 
     def link(self, batch: Sequence[LinkInput], mapper=map) -> list[list[Edge]]:
         """Edges of every trace of the batch. `mapper` builds the per-trace features (a worker
@@ -501,53 +364,6 @@ class TrainedLinker:
         return out
 
 
-def decode_edges(units: Sequence[ThoughtUnit], probs: np.ndarray, i: np.ndarray, j: np.ndarray, origin: np.ndarray,
-                 decode: Mapping[str, float]) -> list[Edge]:
-    """Edges of one trace from the class probabilities of its candidate pairs (see TrainedLinker)."""
-    near = (origin & FROM_WINDOW) > 0
-    edge_p = 1.0 - probs[:, 0]
-    label = 1 + np.argmax(probs[:, 1:], axis=1)
-    if decode.get("plans_elaborate"):
-        # A planning unit ("let me double-check") announces a check rather than making it: the
-        # pair stays, as an elaboration, and the unit stays MET; the check's verdict critiques.
-        plan = np.array([units[b].node_type == "MET" for b in j], dtype=bool)
-        label[plan & np.isin(label, CRITIQUE_CLASSES)] = FORWARD_CLASSES[1]
-    keep = edge_p >= np.where(near, decode["threshold_near"], decode["threshold_far"])
-    picked = {(int(k), int(label[k])) for k in np.flatnonzero(keep)}
-    have: dict[int, set[int]] = {}
-    for k, c in picked:
-        have.setdefault(int(j[k]), set()).add(c)
-    order = np.argsort(j, kind="stable")
-    bounds = np.searchsorted(j[order], np.arange(len(units) + 1))
-    for b in range(1, len(units)):
-        ks = order[bounds[b]:bounds[b + 1]]
-        if not len(ks):
-            continue
-        got = have.get(b, set())
-        if not got & set(FORWARD_CLASSES):
-            window = ks[near[ks]]
-            fwd = probs[np.ix_(window, FORWARD_CLASSES)]
-            k = int(np.argmax(fwd.max(axis=1)))
-            picked.add((int(window[k]), FORWARD_CLASSES[int(np.argmax(fwd[k]))]))
-        wanted = {"CRT": CRITIQUE_CLASSES, "RPT": (REPETITION_CLASS,)}.get(units[b].node_type)
-        if wanted and decode.get("force_structural", True) and not got & set(wanted):
-            if decode.get("force_in_window"):
-                ks = ks[near[ks]]  # a forced target stays local: far ones were mostly wrong
-            part = probs[np.ix_(ks, wanted)]
-            k = int(np.argmax(part.sum(axis=1)))
-            picked.add((int(ks[k]), wanted[int(np.argmax(part[k]))]))
-    edges = set()
-    for k, cls in picked:
-        a, b, kind, score = int(i[k]), int(j[k]), PAIR_CLASSES[cls], round(float(edge_p[k]), 4)
-        if cls in FORWARD_CLASSES:
-            edges.add(Edge(a, b, kind, score=score))
-        elif cls in CRITIQUE_CLASSES:
-            edges.add(Edge(b, a, "critique", kind.split(":")[1], score))
-        else:
-            edges.add(Edge(b, a, kind, score=score))
-    return sorted(edges, key=lambda e: (e.src, e.dst, e.edge_type))
-
-
 # ----------------------------------------------------------------------------- the type head
 
 
@@ -557,13 +373,13 @@ class TypeHead:
 
     def __init__(self, model_dir: str | Path, cache_dir: str | Path | None = None):
         self.model_dir = Path(model_dir)
-        meta = _read_model_dir(str(self.model_dir))
+        meta = read_model_dir(str(self.model_dir))
         self.meta = meta
         self.featurizer = UnitFeaturizer(meta["cue_names"], meta["shape_patterns"])
         self._model = None
         self.cache = None
         if cache_dir:
-            fingerprint = files_fingerprint(self.model_dir, ["config.json", "type_model.safetensors"])
+            fingerprint = files_digest((n, Path(self.model_dir) / n) for n in ["config.json", "type_model.safetensors"])
             self.cache = ScoreCache(cache_dir, "types", fingerprint)
 
     @property
@@ -632,54 +448,3 @@ class Retyper:
     @property
     def cache_stats(self) -> dict[str, int]:
         return self.head.cache.stats if self.head.cache else {}
-
-
-def unit_typer(linker: Linker, types: str = "head", head: "TypeHead | None" = None,
-               cache_dir: str | Path | None = None) -> Retyper | None:
-    """How units get their provisional types for `linker`: None for the cue lexicon (types="cue"),
-    else a `Retyper` that applies the type head (loaded with `cache_dir` unless `head` is given).
-    CRT and RPT come from the head only with the trained linker, which gives such units the edge
-    their type needs."""
-    if types == "cue":
-        return None
-    if types != "head":
-        raise ValueError(f"unknown typing {types!r}: use head or cue")
-    return Retyper(head or load_type_head(cache_dir=cache_dir), structural=isinstance(linker, TrainedLinker))
-
-
-# ----------------------------------------------------------------------------- loading
-
-
-def _model_dir(name: str) -> Path:
-    path = Path(name)
-    if path.is_dir():
-        return path
-    for candidate in (MODELS_DIR / name, MODELS_DIR / f"linker-{name}"):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError(f"no linker model {name!r}: not a folder, and not in {MODELS_DIR}")
-
-
-def load_linker(name_or_dir: str | None, cfg: Config, *, model_dir: str | None = None, device: str = "cpu",
-                cache_dir: str | Path | None = None) -> Linker:
-    """The linker a run uses: None / "default" / "trained" -> the shipped model in models/;
-    "cue" -> the rule-based CueLinker; "cross-encoder" -> a local Hugging Face
-    sequence-classification model in `model_dir`; a folder or model name -> that trained model.
-    With `cache_dir`, a trained or cross-encoder linker keeps its pair scores on disk per trace."""
-    if name_or_dir in (None, "", "default", "trained"):
-        return TrainedLinker(_model_dir(DEFAULT_LINKER), cfg, cache_dir, device)
-    if name_or_dir == "cue":
-        return CueLinker(cfg)
-    if name_or_dir == "cross-encoder":
-        if not model_dir:
-            raise ValueError("--linker cross-encoder needs --linker-model DIR (a local sequence-classification model)")
-        from .crossencoder_linker import CrossEncoderLinker
-
-        return CrossEncoderLinker(model_dir, cfg, device=device, cache_dir=cache_dir)
-    return TrainedLinker(_model_dir(name_or_dir), cfg, cache_dir, device)
-
-
-def load_type_head(name_or_dir: str | None = None, cache_dir: str | Path | None = None) -> TypeHead:
-    """The type head shipped with a trained linker (default: the default linker's); with
-    `cache_dir`, its probabilities are kept on disk per trace."""
-    return TypeHead(_model_dir(name_or_dir or DEFAULT_LINKER), cache_dir)

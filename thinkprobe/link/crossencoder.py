@@ -18,13 +18,14 @@ from typing import Sequence
 
 import numpy as np
 
-from .config import Config
-from .link import CueLinker, LinkInput
-from .records import EDGE_TYPES, Edge, ThoughtUnit
-from .scorecache import ScoreCache, files_fingerprint, through_cache
-from .trained_linker import (
-    FROM_WINDOW, PAIR_CLASSES, CandidateParams, candidate_arrays, candidates, decode_edges,
+from ..config import Config
+from ..records import EDGE_TYPES, Edge, ThoughtUnit
+from ..cache import ScoreCache, through_cache
+from ..provenance import files_digest
+from .base import (
+    FROM_WINDOW, PAIR_CLASSES, CandidateParams, LinkInput, Similarity, candidate_arrays, candidates, decode_edges,
 )
+from .cue import CueLinker
 
 __all__ = ["CrossEncoderLinker", "SEVEN_WAY_LABELS", "nli_columns"]
 
@@ -51,6 +52,8 @@ def nli_columns(id2label: dict) -> dict[str, int] | None:
 
 class CrossEncoderLinker:
     """Linker backed by a local sequence-classification model (see the module docstring)."""
+
+    structural_types = False  # the NLI decoding does not give every RPT unit a repetition edge
 
     def __init__(self, model_dir: str | Path, cfg: Config, *, device: str = "cpu", batch_size: int = 32,
                  max_length: int = 256, cache_dir: str | Path | None = None):
@@ -86,7 +89,7 @@ class CrossEncoderLinker:
             files = sorted(p.name for p in self.model_dir.iterdir() if p.is_file() and p.suffix in (".json", ".safetensors", ".bin", ".txt", ".model"))
             setting = json.dumps({"candidates": self.params.__dict__, "max_length": max_length,
                                   "device": device.split(":")[0]}, sort_keys=True)
-            self.cache = ScoreCache(cache_dir, "cross-encoder", f"{files_fingerprint(self.model_dir, files)}:{setting}")
+            self.cache = ScoreCache(cache_dir, "cross-encoder", f"{files_digest((n, Path(self.model_dir) / n) for n in files)}:{setting}")
 
     def _load(self):
         if self._model is None:
@@ -103,8 +106,7 @@ class CrossEncoderLinker:
         return self._model, self._tokenizer
 
     def candidates(self, item: LinkInput) -> list[np.ndarray]:
-        sim = item.embeddings @ item.embeddings.T
-        return [c for c, _ in candidates(item.units, sim, self.params)]
+        return [c for c, _ in candidates(item.units, item.embeddings, self.params)]
 
     def pair_probabilities(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """Softmax outputs for text pairs (first, second), batched by length, in input order."""
@@ -134,21 +136,19 @@ class CrossEncoderLinker:
     def _score(self, batch: Sequence[LinkInput]) -> list[dict[str, np.ndarray]]:
         plans, texts = [], []
         for item in batch:
-            sim = item.embeddings @ item.embeddings.T
-            i, j, origin = candidate_arrays(item.units, sim, self.params)
+            i, j, origin = candidate_arrays(item.units, item.embeddings, self.params)
             plans.append((len(texts), i, j, origin))
             texts += [(item.units[a].text, item.units[b].text) for a, b in zip(i, j)]
         probs = self.pair_probabilities(texts) if texts else np.zeros((0, self.num_labels), np.float32)
         return [{"i": i.astype(np.int32), "j": j.astype(np.int32), "origin": origin.astype(np.uint8),
                  "probs": probs[start:start + len(i)]} for start, i, j, origin in plans]
 
-    def link(self, batch: Sequence[LinkInput]) -> list[list[Edge]]:
+    def link(self, batch: Sequence[LinkInput], mapper=map) -> list[list[Edge]]:
         out = []
         for item, s in zip(batch, self.score_pairs(batch)):
             p, i, j, origin = s["probs"], s["i"], s["j"], s["origin"]
-            sim = item.embeddings @ item.embeddings.T
             if self.nli is not None:
-                out.append(self._decode_nli(item.units, sim, p, i, j, origin))
+                out.append(self._decode_nli(item.units, Similarity(item.embeddings), p, i, j, origin))
             else:
                 out.append(decode_edges(item.units, self._nine_way(item.units, p, j), i, j, origin, self.decode))
         return out
@@ -164,7 +164,7 @@ class CrossEncoderLinker:
         nine[np.arange(len(p)), polarity] = p[:, crit]
         return nine
 
-    def _decode_nli(self, units: Sequence[ThoughtUnit], sim: np.ndarray, p: np.ndarray, i: np.ndarray, j: np.ndarray,
+    def _decode_nli(self, units: Sequence[ThoughtUnit], sim: Similarity, p: np.ndarray, i: np.ndarray, j: np.ndarray,
                     origin: np.ndarray) -> list[Edge]:
         ent, con = p[:, self.nli["entailment"]], p[:, self.nli["contradiction"]]
         near = (origin & FROM_WINDOW) > 0
@@ -184,7 +184,7 @@ class CrossEncoderLinker:
                 if con[k] >= self.nli_threshold:
                     edges.add(Edge(b, a, "critique", "negate", round(float(con[k]), 4)))
                 elif ent[k] >= self.nli_threshold and k != parent:
-                    if sim[b, a] >= link["repetition_similarity"]:
+                    if sim.at(b, a) >= link["repetition_similarity"]:
                         edges.add(Edge(b, a, "repetition", score=round(float(ent[k]), 4)))
                     else:
                         edges.add(Edge(a, b, "inference", score=round(float(ent[k]), 4)))

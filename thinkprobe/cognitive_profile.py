@@ -46,9 +46,6 @@ class Normalizer:
         return {"n_traces": self.n_, "indicators": {k: {"mean": self.mean_[k], "std": self.std_[k]} for k in INDICATORS},
                 "signs": dict(SIGNS), "dimensions": {d: list(v) for d, v in DIMENSIONS.items()}}
 
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
-
     @classmethod
     def load(cls, path: str | Path) -> "Normalizer":
         try:

@@ -1,0 +1,127 @@
+"""The trace-level parser backend (thinkprobe/link/parser.py): blocked candidate search, features,
+a tiny model learning a structural pattern, model folder round trip and determinism."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from thinkprobe.config import Config  # noqa: E402
+from thinkprobe.link.base import PAIR_CLASSES, TYPE_CLASSES, CandidateParams, LinkInput  # noqa: E402
+from thinkprobe.link.parser import (  # noqa: E402
+    ParserFeaturizer, ParserLinker, build_parser_model, distance_bucket, earlier_topk, init_model_dir,
+    pair_class_probs, parser_candidates, trace_features,
+)
+from thinkprobe.records import ThoughtUnit  # noqa: E402
+
+
+def _units(n: int, segment_every: int = 5) -> list[ThoughtUnit]:
+    texts = ["Let me plan this.", "So x = 3.", "Wait, is that right?", "Therefore the answer is 3.", "Hmm, 2 + 2 = 4."]
+    out, pos = [], 0
+    for k in range(n):
+        t = texts[k % len(texts)]
+        cues = {0: ("MET",), 2: ("CRT",), 3: ("CON",)}.get(k % len(texts), ())
+        out.append(ThoughtUnit(k, "reasoning", pos, pos + len(t), t, segment=k // segment_every, node_type="RSN", cues=cues))
+        pos += len(t) + 1
+    return out
+
+
+def _emb(n: int, dim: int = 384, seed: int = 0) -> np.ndarray:
+    e = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
+    return e / np.linalg.norm(e, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("n,k,skip,block", [(1, 3, 0, 512), (7, 3, 0, 2), (40, 5, 6, 7), (40, 50, 2, 512)])
+def test_earlier_topk_matches_the_dense_search(n, k, skip, block):
+    emb = _emb(n)
+    emb[n // 2] = emb[0]  # an exact repeat far back
+    idx, best = earlier_topk(emb, k, skip=skip, block=block)
+    sim = emb @ emb.T
+    for j in range(n):
+        hi = j - skip
+        want = np.argsort(-sim[j, :max(hi, 0)], kind="stable")[:k] if hi > 0 else np.zeros(0, int)
+        got = idx[j][idx[j] >= 0]
+        assert got.tolist() == want.tolist()
+        assert best[j] == pytest.approx(sim[j, :j].max() if j else 0.0, abs=1e-6)
+
+
+def test_candidates_cover_window_similar_and_lookback():
+    units = _units(30)
+    emb = _emb(30)
+    emb[29] = emb[1]  # unit 29 restates unit 1
+    p = CandidateParams(window=3, top_k=2, plan_lookback=1, conclusion_lookback=1, block_lookback=1)
+    topk, _ = earlier_topk(emb, p.top_k, skip=p.window)
+    i, j, origin = parser_candidates(units, topk, p)
+    assert np.all(i < j) and np.all(np.diff(j) >= 0)
+    pairs = set(zip(i.tolist(), j.tolist()))
+    assert {(26, 29), (27, 29), (28, 29), (1, 29)} <= pairs  # window and the restated unit
+    assert (25, 29) in pairs  # the last planning unit before the window (unit 25 is a MET unit)
+    assert len(pairs) == len(i)  # one row per pair, origins merged
+
+
+def test_features_have_declared_shapes_and_buckets():
+    cfg = Config.load()
+    units, emb = _units(12), _emb(12)
+    feat = ParserFeaturizer(list(cfg.lexicon), {"question": r"\?\s*$"})
+    f = trace_features(units, emb, CandidateParams(window=2, top_k=2), feat)
+    assert f["uf"].shape == (12, feat.size)
+    assert f["pf"].shape == (len(f["i"]), 16)
+    assert np.array_equal(f["bucket"], distance_bucket(f["j"] - f["i"]))
+    assert f["uf"][2, feat.cue_names.index("CRT")] == 1.0
+    assert f["uf"][2, len(feat.cue_names)] == 1.0  # "Wait, is that right?" ends with a question mark
+
+
+def test_a_tiny_parser_learns_to_link_two_back():
+    """Synthetic traces where every unit's parent is the unit two before it: after a few hundred
+    steps the arc probability of distance-2 pairs is high and that of distance-1 pairs low."""
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    dim, n = 16, 20
+    model = build_parser_model(dim, 4, proj=16, hidden=16, arc_hidden=16, dropout=0.0)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    i, j = zip(*[(a, b) for b in range(1, n) for a in range(max(0, b - 4), b)])
+    i, j = np.array(i), np.array(j)
+    arc = torch.tensor((j - i == 2).astype(np.float32))
+    bucket = torch.from_numpy(distance_bucket(j - i))
+    pf = torch.zeros(len(i), 16)
+    for _ in range(150):
+        e = torch.from_numpy(rng.normal(size=(1, n, dim)).astype(np.float32))
+        h = model.states(e, torch.zeros(1, n, 4), torch.tensor([n]))
+        logits = model.pair_logits(h.reshape(n, -1), torch.from_numpy(i), torch.from_numpy(j), bucket, pf)
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits[:, 0], arc)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    with torch.no_grad():
+        e = torch.from_numpy(rng.normal(size=(1, n, dim)).astype(np.float32))
+        h = model.states(e, torch.zeros(1, n, 4), torch.tensor([n]))
+        p = pair_class_probs(model.pair_logits(h.reshape(n, -1), torch.from_numpy(i), torch.from_numpy(j), bucket, pf))
+    edge = 1 - p[:, 0].numpy()
+    assert edge[j - i == 2].min() > 0.8
+    assert edge[j - i != 2].max() < 0.2
+    assert np.allclose(p.sum(dim=1).numpy(), 1.0, atol=1e-5)
+
+
+def test_model_folder_round_trip_and_determinism(tmp_path):
+    cfg = Config.load()
+    folder = init_model_dir(tmp_path / "parser-test", cfg, seed=3)
+    batch = [LinkInput(_units(n), _emb(n, seed=n)) for n in (0, 1, 2, 9, 33)]
+    a, b = ParserLinker(folder, cfg), ParserLinker(folder, cfg)
+    typed = a.typer.batch([(x.units, x.embeddings) for x in batch])
+    batch = [LinkInput(t, x.embeddings) for t, x in zip(typed, batch)]
+    ea, eb = a.link(batch), b.link(list(batch))
+    assert ea == eb
+    assert ea[0] == [] and ea[1] == []
+    for item, edges, units in zip(batch, ea, typed):
+        n = len(item.units)
+        assert all(u.node_type in TYPE_CLASSES for u in units)
+        assert not units or units[0].node_type not in ("CRT", "RPT")
+        assert all(0 <= e.src < n and 0 <= e.dst < n and e.src != e.dst for e in edges)
+        forward = {e.dst for e in edges if e.edge_type in ("inference", "elaboration", "branch") and e.src < e.dst}
+        assert forward >= set(range(1, n))  # every unit but the first has a forward parent
+        assert all(e.polarity in ("affirm", "negate", "uncertain") for e in edges if e.edge_type == "critique")
+    cands = a.candidates(batch[3])
+    assert len(cands) == 9 and all(np.all(c < k) for k, c in enumerate(cands))
+    assert set(PAIR_CLASSES[1:]) >= {e.edge_type if e.edge_type != "critique" else f"critique:{e.polarity}" for es in ea for e in es}

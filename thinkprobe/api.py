@@ -1,0 +1,275 @@
+"""The Python API: `profile(data, **options) -> Run` and `load_run(folder) -> Run`. `thinkprobe
+profile` on the command line is a thin layer over `profile`, with the same defaults (embedding
+cache on, report written). `data` is what people have in a notebook: file paths, an iterable of
+dicts, a pandas DataFrame, a Hugging Face `Dataset` or a pyarrow Table; records in memory go
+through the same detection as a file's records, under the source "<memory>".
+"""
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import sys
+import tempfile
+import weakref
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .load import FieldMap
+from .outputs import (ERRORS_FILE, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE, MODEL_PROFILES_TABLE,
+                      OUTPUT_FILES, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, Table)
+from .records import GraphRecord, iter_graph_records
+
+__all__ = ["profile", "Run", "load_run", "as_records"]
+
+REPORT_FILES = ("report.html", "report.md", "figures", "traces")
+
+
+# ----------------------------------------------------------------------------- input data
+
+
+def _plain(value: Any) -> Any:
+    """A value as JSON would give it: numpy scalars and arrays, pandas' missing markers and
+    timestamps (what a DataFrame or a formatted Dataset hands out) become Python values."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return None if math.isnan(value) else value
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "tolist") and hasattr(value, "dtype"):  # numpy array or scalar
+        return _plain(value.tolist())
+    if hasattr(value, "isoformat"):  # datetime, pandas Timestamp
+        return None if str(value) == "NaT" else value.isoformat()
+    if type(value).__name__ in ("NAType", "NaTType"):
+        return None
+    return value
+
+
+def _is_path(item: Any) -> bool:
+    return isinstance(item, (str, os.PathLike))
+
+
+def as_records(data: Any) -> tuple[list[str], list[Any] | None]:
+    """(input paths, in-memory records) from what `profile` accepts."""
+    if _is_path(data):
+        return [os.fspath(data)], None
+    if hasattr(data, "columns") and hasattr(data, "to_dict"):  # pandas DataFrame
+        return [], [_plain(r) for r in data.to_dict(orient="records")]
+    if hasattr(data, "to_pylist"):  # pyarrow Table / RecordBatch
+        return [], [_plain(r) for r in data.to_pylist()]
+    if isinstance(data, Mapping):
+        if data and all(hasattr(v, "column_names") for v in data.values()):
+            raise TypeError(f"a DatasetDict with splits {sorted(data)}: pass one split, e.g. data[{sorted(data)[0]!r}]")
+        raise TypeError("one record given: pass a list of records (dicts), a DataFrame, a Dataset or file paths")
+    if not isinstance(data, Iterable):
+        raise TypeError(f"cannot profile a {type(data).__name__}: pass file paths, a list of dicts, a pandas "
+                        "DataFrame, a Hugging Face Dataset or a pyarrow Table")
+    # A Hugging Face Dataset (or any iterable) yields one record per row.
+    paths, records = [], []
+    for item in data:
+        if _is_path(item):
+            paths.append(os.fspath(item))
+        else:
+            records.append(_plain(item) if isinstance(item, Mapping) else item)
+    return paths, (records if records or not paths else None)
+
+
+# ----------------------------------------------------------------------------- profiling
+
+
+def profile(
+    data: Any,
+    out_dir: str | os.PathLike | None = None,
+    *,
+    reasoning_field: str | None = None,
+    model_field: str | None = None,
+    domain_field: str | None = None,
+    id_field: str | None = None,
+    gold_field: str | None = None,
+    fields: FieldMap | None = None,
+    config: str | os.PathLike | None = None,
+    encoder: str | os.PathLike | None = None,
+    device: str = "auto",
+    batch_size: int | None = None,
+    precision: str | None = None,
+    chunk_size: int = 64,
+    norms: str | os.PathLike | None = None,
+    resume: bool = False,
+    progress: bool | None = None,
+    cache: bool = True,
+    cache_dir: str | os.PathLike | None = None,
+    report: bool = True,
+    workers: int = 1,
+    linker: str | None = None,
+    linker_model: str | os.PathLike | None = None,
+    types: str = "head",
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+) -> "Run":
+    """Profile reasoning traces; returns the finished `Run`.
+
+    `data`: a path (JSONL, JSON, Parquet, a folder; gzipped or not) or a list of paths; an
+    iterable of dicts; a pandas DataFrame; a Hugging Face `Dataset`; a pyarrow Table.
+    `out_dir`: where the run's files go (default: a temporary folder, removed with the Run
+    object unless `Run.save` keeps it). The other options are those of `thinkprobe profile`
+    with the same defaults: `progress` None shows the bar when stderr is a terminal; `cache`
+    keeps embeddings and model scores in `cache_dir` (default $THINKPROBE_CACHE or
+    ~/.cache/thinkprobe); `report` writes report.html and report.md.
+    """
+    from .pipeline import RunOptions, run_profile
+    from .cache import default_cache_dir
+
+    paths, records = as_records(data)
+    temporary = out_dir is None
+    out = Path(tempfile.mkdtemp(prefix="thinkprobe-run-")) if temporary else Path(out_dir)
+    field_map = fields or FieldMap(reasoning_field=reasoning_field, model_field=model_field, domain_field=domain_field,
+                                   id_field=id_field, gold_field=gold_field)
+    opts = RunOptions(
+        inputs=paths, records=records, out_dir=str(out), fields=field_map,
+        config_path=_str(config), encoder_path=_str(encoder), device=device, batch_size=batch_size,
+        precision=precision, chunk_size=chunk_size, norms=_str(norms), resume=resume, workers=workers, linker=linker,
+        linker_model=_str(linker_model), types=types, limit=limit, sample=sample, seed=seed,
+        cache_dir=(_str(cache_dir) or default_cache_dir()) if cache else None,
+        progress=sys.stderr.isatty() if progress is None else progress,
+    )
+    summary = run_profile(opts)
+    run = Run(out, summary=summary, temporary=temporary)
+    if report:
+        from .report import write_report
+
+        if opts.progress:
+            print("report: writing report.html, report.md, figures and per-trace pages", file=sys.stderr)
+        summary["report"] = str(write_report(out))
+    return run
+
+
+def _str(value: str | os.PathLike | None) -> str | None:
+    return None if value is None else os.fspath(value)
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+class Run:
+    """A finished profiling run, read from its folder: tables as pandas DataFrames (loaded on
+    first use), graph records, and the report.
+
+    `summary` is what the run returned (counts, model profiles; None for a run loaded from disk).
+    """
+
+    def __init__(self, folder: str | os.PathLike, summary: dict | None = None, temporary: bool = False):
+        self.folder = Path(folder)
+        if not (self.folder / RUN_JSON).exists():
+            raise FileNotFoundError(f"{self.folder} is not a finished thinkprobe run (no {RUN_JSON})")
+        self.summary = summary
+        self._finalizer = weakref.finalize(self, shutil.rmtree, self.folder, True) if temporary else None
+
+    def __repr__(self) -> str:
+        return f"Run({str(self.folder)!r})"
+
+    def _table(self, table: Table):
+        import pandas as pd
+
+        if table.parquet and (self.folder / table.parquet_name).exists():
+            return pd.read_parquet(self.folder / table.parquet_name)
+        frame = pd.read_csv(self.folder / table.name, keep_default_na=False, na_values=[""], dtype=str)
+        for column, kind in table.types.items():
+            if kind != "str":
+                frame[column] = pd.to_numeric(frame[column]).astype("Int64" if kind == "int" else "float64")
+        return frame
+
+    @cached_property
+    def indicators(self):
+        """One row per trace: trace_id, model, domain, units, edges, tokens and the 19 indicators."""
+        return self._table(INDICATORS_TABLE)
+
+    @cached_property
+    def profiles(self):
+        """One row per trace: the 5D cognitive profile (mean signed z-score per dimension)."""
+        return self._table(PROFILE_TABLE)
+
+    @cached_property
+    def model_profiles(self):
+        return self._table(MODEL_PROFILES_TABLE)
+
+    @cached_property
+    def model_domain_profiles(self):
+        return self._table(MODEL_DOMAIN_PROFILES_TABLE)
+
+    @cached_property
+    def redundancy(self):
+        """One row per trace: CoTJudger's redundancy metrics (Acc and DR/SV/EE/EB null when unknown)."""
+        return self._table(REDUNDANCY_TABLE)
+
+    @cached_property
+    def stats(self):
+        """Kruskal-Wallis tests per indicator and dimension, by model and by domain (stats.csv)."""
+        import pandas as pd
+
+        return pd.read_csv(self.folder / STATS_CSV)
+
+    @cached_property
+    def graphs(self) -> list[GraphRecord]:
+        """The graph records (thinkprobe.records.GraphRecord), in input order."""
+        return list(iter_graph_records(self.folder))
+
+    @cached_property
+    def errors(self) -> list[dict]:
+        """The skipped records: file, record, field and reason."""
+        import json
+
+        path = self.folder / ERRORS_FILE
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+
+    def graph(self, trace_id: str) -> GraphRecord:
+        for rec in self.graphs:
+            if rec["trace_id"] == trace_id:
+                return rec
+        raise KeyError(f"no trace {trace_id!r} in {self.folder}")
+
+    def to_networkx(self, trace_id: str):
+        """One trace's Thought Graph as a networkx MultiDiGraph (node and edge attributes as in graphs.jsonl)."""
+        from .export import to_networkx
+
+        return to_networkx(self.graph(trace_id))
+
+    def report(self, path: str | os.PathLike | None = None) -> Path:
+        """Write the report (report.html, report.md, figures/, traces/) into `path` (default: the
+        run folder); returns report.html's path."""
+        from .report import write_report
+
+        written = write_report(self.folder)
+        if path is None or Path(path).resolve() == self.folder.resolve():
+            return written
+        target = Path(path)
+        target.mkdir(parents=True, exist_ok=True)
+        _copy(self.folder, target, REPORT_FILES)
+        return target / written.name
+
+    def save(self, folder: str | os.PathLike) -> "Run":
+        """Copy the run's files (and the report, when written) into `folder`; returns the Run there."""
+        target = Path(folder)
+        if target.resolve() == self.folder.resolve():
+            return self
+        target.mkdir(parents=True, exist_ok=True)
+        _copy(self.folder, target, (*OUTPUT_FILES, *REPORT_FILES))
+        return Run(target, summary=self.summary)
+
+
+def _copy(source: Path, target: Path, names: Iterable[str]) -> None:
+    for name in names:
+        src = source / name
+        if src.is_dir():
+            shutil.copytree(src, target / name, dirs_exist_ok=True)
+        elif src.exists():
+            shutil.copy2(src, target / name)
+
+
+def load_run(folder: str | os.PathLike) -> Run:
+    """A finished run (the -o folder of `thinkprobe profile`, or a saved Run)."""
+    return Run(folder)

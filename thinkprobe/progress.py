@@ -1,0 +1,137 @@
+"""What a person watching a run sees: the number of records counted up front (cheaply: lines of
+JSONL, Parquet metadata), a bar over traces with rate and ETA, and below it the current stage with
+the units encoded so far, redrawn every second so it moves even while one stage is busy.
+Also the record selection behind --limit and --sample."""
+from __future__ import annotations
+
+import gzip
+import itertools
+import random
+import sys
+import threading
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence, TypeVar
+
+from .timing import StageTimes
+
+__all__ = ["count_records", "count_inputs", "select", "selected_total", "Progress", "ProgressTimes"]
+
+T = TypeVar("T")
+
+
+def count_records(path: str | Path) -> int:
+    """Records in one input: non-blank lines of a JSONL file (gzipped or not) and rows in a
+    Parquet file's metadata, without parsing them; anything else is read once by the loader."""
+    from .load import iter_records
+
+    path = Path(path)
+    name = path.name.lower()
+    stem = name[:-3] if name.endswith(".gz") else name
+    if path.is_file() and stem.endswith((".jsonl", ".ndjson")):
+        with (gzip.open(path, "rb") if name.endswith(".gz") else open(path, "rb")) as f:
+            try:
+                return sum(1 for line in f if line.strip())
+            except (OSError, EOFError):  # a damaged file: the loader reports it; count what it will read
+                pass
+    if path.is_file() and name.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.ParquetFile(path).metadata.num_rows
+        except Exception:  # not readable as Parquet: the loader reports it
+            pass
+    return sum(1 for _ in iter_records(path))
+
+
+def count_inputs(paths: Sequence[str | Path]) -> int:
+    return sum(count_records(p) for p in paths)
+
+
+def select(items: Iterable[T], total: int | None, limit: int | None = None, sample: int | None = None,
+           seed: int = 0) -> Iterator[T]:
+    """The records a run profiles, in input order: the first `limit`, or `sample` drawn uniformly
+    without replacement out of `total` with a seeded generator (the same records for the same
+    input and seed).
+
+    >>> list(select(range(10), 10, limit=3))
+    [0, 1, 2]
+    >>> picked = list(select(range(10), 10, sample=4, seed=1))
+    >>> len(picked), picked == sorted(picked), picked == list(select(range(10), 10, sample=4, seed=1))
+    (4, True, True)
+    """
+    if sample is not None:
+        if total is None:
+            raise ValueError("sampling needs the number of records")
+        chosen = set(random.Random(seed).sample(range(total), min(sample, total)))
+        items = (item for k, item in enumerate(items) if k in chosen)
+    if limit is not None:
+        items = itertools.islice(items, limit)
+    return iter(items)
+
+
+def selected_total(total: int | None, limit: int | None, sample: int | None) -> int | None:
+    if total is None:
+        return None
+    for cap in (sample, limit):
+        if cap is not None:
+            total = min(total, cap)
+    return total
+
+
+class Progress:
+    """Two lines on stderr: traces done of the total (rate, ETA), and the stage running now with
+    its unit counter. Disabled, every method does nothing."""
+
+    def __init__(self, total: int | None, enabled: bool = True, refresh_s: float = 1.0):
+        self.enabled = enabled
+        if not enabled:
+            return
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, desc="traces", unit="trace", file=sys.stderr, position=0, dynamic_ncols=True,
+                        smoothing=0.1)
+        self.status = tqdm(total=None, desc="starting", unit="unit", file=sys.stderr, position=1, dynamic_ncols=True,
+                           bar_format="{desc}: {n_fmt} units encoded [{rate_fmt}]")
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._tick, args=(refresh_s,), daemon=True)
+        self._thread.start()
+
+    def _tick(self, refresh_s: float) -> None:
+        while not self._stop.wait(refresh_s):
+            with self._lock:
+                self.bar.refresh()
+                self.status.refresh()
+
+    def stage(self, name: str) -> None:
+        if self.enabled:
+            with self._lock:
+                self.status.set_description_str(name, refresh=True)
+
+    def units(self, n: int) -> None:
+        if self.enabled:
+            with self._lock:
+                self.status.update(n)
+
+    def traces(self, n: int = 1) -> None:
+        if self.enabled:
+            with self._lock:
+                self.bar.update(n)
+
+    def close(self) -> None:
+        if self.enabled:
+            self._stop.set()
+            self._thread.join()
+            self.status.close()
+            self.bar.close()
+
+
+class ProgressTimes:
+    """Stage timings (into `times`) that also name each stage on the progress display as it starts."""
+
+    def __init__(self, times: StageTimes, progress: Progress):
+        self.times, self.progress = times, progress
+
+    def __call__(self, stage: str):
+        self.progress.stage(stage)
+        return self.times(stage)

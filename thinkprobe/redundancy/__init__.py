@@ -1,0 +1,54 @@
+"""Redundancy suite (spec section 5): CoTJudger's metrics computed on a Thought Graph record
+without a generative model. Reads the per-trace dict written to graphs.jsonl, finds candidate
+answers (redundancy.extraction), extracts the Shortest Effective Path (SEP) and writes
+redundancy.csv and model_redundancy.csv next to it.
+
+Columns, in CoTJudger's order (Table 1), one row per trace:
+  Acc      1 / 0: the final answer is correct (empty when there is no gold answer, no tests and
+           no correctness field)
+  Tokens   tokens of all units (the run's tokenizer; whitespace words when a unit has no count)
+  |V|      Thought Units;  |E| typed edges;  D = |E| / (|V| - 1) (0 for a single unit)
+  Iso      isolated (off-topic) units, see below
+  in_max / out_max   largest in- / out-degree over all typed edges
+  Self     share of repetition edges;  Back  share of critique edges (0 without edges)
+  L_eff    units in the SEP;  R = (|V| - L_eff) / |V|
+  Unc      1 when more than two units hold a candidate answer
+  DR / SV / EE / EB  transitions between successive candidate answers whose verdict is known:
+           correct -> incorrect, correct -> correct, incorrect -> incorrect, incorrect -> correct
+           (empty when correctness is unknown)
+
+Verdicts. With a gold answer every candidate is compared with it (answers_match); a code
+candidate of a record that carries tests ("tests" / "test_cases" / "test") is run against them in
+the sandbox instead. With a correctness field and no gold, the final answer takes the label; an
+earlier candidate with the same value as the final one takes it too, a different value is incorrect
+when the final answer is correct and unknown otherwise. With neither, every verdict is unknown.
+With a gold answer and no candidate at all the final answer counts as incorrect.
+
+Iso. Graph records carry no embeddings, so "low similarity" is lexical: a unit is isolated when
+(a) structurally it has nothing beyond the backbone: no backward edge at either end, at most one
+forward edge in and one out; and (b) fewer than `iso_overlap` (20%) of its content words (3+
+letters, stop words removed, plural "s" dropped) occur in the question, and fewer than that share
+in every other unit. Units without content words are not counted.
+
+SEP target: the first candidate judged correct; otherwise (wrong or unknown correctness) the final
+conclusion: the final candidate, else the last CON unit, else the last unit.
+
+Modules: extraction (candidate answers), normalise (answer normalisation and matching), sandbox +
+harness (code tests in a limited child process), sep (the Shortest Effective Path), annotate (the
+per-trace row and verdicts, Iso) and tables (redundancy.csv, model_redundancy.csv).
+"""
+from .annotate import (COLUMNS, METRICS, RedundancyParams, annotate_record, isolated_units,
+                       redundancy_row)
+from .extraction import (Candidate, KIND_RANK, boxed_values, code_tests_of, conclusion_number, final_candidate,
+                         find_candidates)
+from .normalise import answers_match, normalise, to_number
+from .sandbox import run_code_tests
+from .sep import SEP, shortest_effective_path
+from .tables import (MODEL_COLUMNS, format_model_table, model_means, table_row, write_redundancy,
+                     write_redundancy_tables)
+
+__all__ = ["COLUMNS", "METRICS", "MODEL_COLUMNS", "RedundancyParams", "SEP", "shortest_effective_path",
+           "isolated_units", "redundancy_row", "annotate_record", "table_row", "write_redundancy",
+           "write_redundancy_tables", "model_means", "format_model_table",
+           "Candidate", "KIND_RANK", "find_candidates", "final_candidate", "code_tests_of", "boxed_values",
+           "conclusion_number", "normalise", "to_number", "answers_match", "run_code_tests"]

@@ -1,0 +1,286 @@
+"""Candidate answers of a trace and their verification against a gold answer (spec section 5).
+The redundancy suite reads them: candidates give the SEP its target and the answer transitions
+(DR / SV / EE / EB) their states. Rules only; code is run in a separate, limited process.
+
+Candidate rules, strongest first; a unit gives at most one candidate:
+  boxed   ``\\boxed{...}`` / ``\\fbox{...}`` with nested braces (several in one unit are joined by ", ")
+  phrase  "the answer is X", "final answer: X", "Answer: X" (the last one in the unit)
+  option  the same phrases, or "option / choice (B)", when the value is an option letter
+  code    the final fenced code block of the trace (one candidate, at the unit that opens it)
+  bold    ``**X**`` in a unit of the answer section (the answer after the reasoning)
+  number  the number a conclusion (CON) unit, or the last unit of the answer section, arrives at:
+          after its last "=" / "is", else its last number
+
+A number is a weak candidate: most conclusions state intermediate results, not answers. It is kept
+only when its value is one the trace puts forward as an answer (the value of a boxed / phrase /
+option / bold / code candidate) or the gold answer; in a trace without any such candidate, the last
+number is the final answer and the numbers equal to it are kept.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .normalise import _BOXED, _MARKDOWN, _NUMBER, _SPECIAL_TOKEN, answers_match
+
+__all__ = ["Candidate", "KIND_RANK", "find_candidates", "final_candidate", "code_tests_of", "boxed_values",
+           "conclusion_number"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    unit: int  # Thought Unit id
+    value: str  # extracted answer text (raw; compare with answers_match)
+    kind: str  # boxed | phrase | option | code | bold | number
+
+
+# Strength of a rule: the final answer is the last candidate of the strongest kind (see final_candidate).
+KIND_RANK = {"boxed": 0, "phrase": 1, "option": 1, "code": 2, "bold": 3, "number": 4}
+
+_PHRASE = re.compile(
+    r"\b(?:the\s+)?(?:final\s+|correct\s+)?answer\s*(?:is|should be|would be|must be|will be|=|:|：)\s*:?\s*",
+    re.IGNORECASE)
+_OPTION_PHRASE = re.compile(r"\b(?:option|choice)\s*\(?([A-J])\)?(?![\w])")
+_OPTION_VALUE = re.compile(r"^\s*\(?([A-J])\)?(?:[.:)]|\s|$)")
+_ANSWER_LABEL = re.compile(r"(?:#+\s*)?(?:the\s+)?(?:final\s+)?answer(?:\s+is)?\s*[:：]?", re.IGNORECASE)
+_BOLD = re.compile(r"\*\*(.+?)\*\*", re.DOTALL)
+_FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
+_HEDGE = re.compile(r"^(?:probably|likely|maybe|perhaps|definitely|indeed|actually|simply|just|still|then|"
+                    r"therefore|thus|clearly|exactly|now|here|hence|so)\b[,:]?\s*", re.IGNORECASE)
+_NOT_A_VALUE = re.compile(r"^(?:not|that|going|either|no\s+(?:longer|more|different|clear|single|way)\b|none of|wrong|"
+                          r"incorrect|correct\b|in\b|the same|different|unclear|unknown|what|whether|this\b|to\b)",
+                          re.IGNORECASE)
+_INLINE_MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+_CONCLUDES = re.compile(r"(?:=|≈|\\approx|\bis\b|\bare\b|\bequals\b|\bbe\b|\bgives\b|\bget\b)", re.IGNORECASE)
+_ABBREVIATION = re.compile(r"(?:^|\W)(?:St|Dr|Mr|Mrs|Ms|Jr|Sr|Mt|Ft|vs|No)$")
+_INITIAL = re.compile(r"[\w.]\s+[A-Z]$")  # "John B. Mortimer", "A. J. Hinch": a name initial, not an end
+_MAX_PHRASE_WORDS = 12
+_MAX_VALUE_CHARS = 120
+
+
+def boxed_values(text: str) -> list[str]:
+    r"""Contents of every ``\boxed{...}`` in text, nested braces included.
+
+    >>> boxed_values(r"so \boxed{\frac{1}{2}} and \boxed 7.")
+    ['\\frac{1}{2}', '7']
+    """
+    out = []
+    for m in _BOXED.finditer(text):
+        i = m.end()
+        if i < len(text) and text[i] == "{":
+            depth, j = 0, i
+            while j < len(text):
+                depth += {"{": 1, "}": -1}.get(text[j], 0)
+                if depth == 0:
+                    break
+                j += 1
+            if depth == 0:
+                out.append(text[i + 1 : j].strip())
+        else:
+            token = re.match(r"[^\s$.,;]+", text[i:])
+            if token:
+                out.append(token.group(0))
+    return [v for v in out if v]
+
+def _cut_value(text: str) -> str:
+    """The answer value at the start of text: up to the end of the sentence, outside of math."""
+    text = text.lstrip()
+    out, in_math, i = [], False, 0
+    while i < len(text) and i < _MAX_VALUE_CHARS:
+        ch = text[i]
+        if ch == "$":
+            in_math = not in_math
+        elif text.startswith("\\(", i) or text.startswith("\\[", i):
+            in_math = True
+        elif text.startswith("\\)", i) or text.startswith("\\]", i):
+            in_math = False
+        elif not in_math:
+            if ch in "\n!?":
+                break
+            if ch == "." and not (i > 0 and text[i - 1].isdigit() and text[i + 1 : i + 2].isdigit()) \
+                    and not _ABBREVIATION.search(text[max(0, i - 4) : i]) \
+                    and not (_INITIAL.search(text[max(0, i - 3) : i]) and re.match(r"\s?[A-Z][a-z.]", text[i + 1 : i + 4])) \
+                    and not (re.fullmatch(r"[A-Z]", text[:i]) and re.match(r"\s?[A-Z]\.", text[i + 1 : i + 4])):
+                break
+            if re.match(r"\s+(?:because|since|which|but|so that|as)\b", text[i:]):
+                break
+        out.append(ch)
+        i += 1
+    return "".join(out).strip().strip("*").rstrip(",;:").strip()
+
+
+def _phrase_value(text: str) -> tuple[str, str] | None:
+    plain = _MARKDOWN.sub("", text)
+    matches = list(_PHRASE.finditer(plain))
+    for m in reversed(matches):
+        value = _cut_value(plain[m.end():])
+        while _HEDGE.match(value):
+            value = _HEDGE.sub("", value, count=1)
+        if len(value.split()) > _MAX_PHRASE_WORDS:  # "Yes, Winnie Ewing was alive when ..." -> "Yes"
+            value = re.split(r",\s|\s[-–—]\s|\s\(", value, maxsplit=1)[0].strip()
+        if not value or _NOT_A_VALUE.match(value) or len(value.split()) > _MAX_PHRASE_WORDS:
+            continue
+        letter = _OPTION_VALUE.match(value)
+        if letter and (len(value.strip()) <= 3 or value.strip().startswith("(")):
+            return letter.group(1), "option"
+        return value, "phrase"
+    m = None
+    for m in _OPTION_PHRASE.finditer(plain):
+        pass
+    return (m.group(1), "option") if m else None
+
+
+def _bold_value(text: str) -> str | None:
+    values = [v.strip() for v in _BOLD.findall(text)]
+    for v in reversed(values):
+        words = v.lower()
+        if v.endswith(":") or re.search(r"\b(?:answer|step|solution|final|conclusion|verification)\b", words) and not re.search(r"\d", v):
+            continue
+        if len(v.split()) <= _MAX_PHRASE_WORDS:
+            return v
+    return None
+
+
+def conclusion_number(text: str) -> str | None:
+    r"""The value a conclusion arrives at: the math or number after its last "=" / "is", else its
+    last number.
+
+    >>> conclusion_number("So $r = A/P = 24/24 = 1$.")
+    '1'
+    >>> conclusion_number("So the average speed is $240/4.5$ km/h.")
+    '240/4.5'
+    >>> conclusion_number("Thus, Chris is 10 years old now.")
+    '10'
+    """
+    plain = _MARKDOWN.sub("", text)
+    maths = [(m.start(), m.end(), next(g for g in m.groups() if g is not None)) for m in _INLINE_MATH.finditer(plain)]
+    # An "=" inside the last math span wins: the right-hand side is the value.
+    if maths:
+        start, end, body = maths[-1]
+        if "=" in body or "\\approx" in body or "≈" in body:
+            rhs = re.split(r"=|\\approx|≈", body)[-1].strip()
+            if rhs and _NUMBER.search(rhs):
+                return rhs
+    marks = list(_CONCLUDES.finditer(plain))
+    if marks:
+        tail = plain[marks[-1].end():]
+        for start, end, body in maths:
+            if start >= marks[-1].end() and not tail[: start - marks[-1].end()].strip(" $\\(:"):
+                if _NUMBER.search(body):
+                    return re.split(r"=|\\approx|≈", body)[-1].strip()
+        m = _NUMBER.search(tail)
+        if m:
+            return m.group(0).strip()
+    numbers = _NUMBER.findall(plain)
+    return numbers[-1].strip() if numbers else None
+
+
+def _unit_candidate(text: str, *, in_answer: bool, conclusion: bool) -> tuple[str, str] | None:
+    text = _SPECIAL_TOKEN.sub("", text)
+    boxed = boxed_values(text)
+    if boxed:
+        return ", ".join(boxed), "boxed"
+    phrase = _phrase_value(text)
+    if phrase:
+        return phrase
+    if in_answer:
+        bold = _bold_value(text)
+        if bold:
+            return bold, "bold"
+    if conclusion:
+        number = conclusion_number(text)
+        if number:
+            return number, "number"
+    return None
+
+
+def _final_code_block(units: Sequence[dict]) -> tuple[int, str] | None:
+    """The last fenced code block of the trace and the unit that opens it. Units are joined with
+    newlines, so a block the segmenter split across units is still found whole."""
+    joined, starts = [], []
+    pos = 0
+    for u in units:
+        starts.append(pos)
+        joined.append(u["text"])
+        pos += len(u["text"]) + 1
+    text = "\n".join(joined)
+    blocks = list(_FENCE.finditer(text))
+    if not blocks:
+        return None
+    block = blocks[-1]
+    k = max(i for i, s in enumerate(starts) if s <= block.start())
+    return int(units[k]["id"]), block.group(1)
+
+
+def find_candidates(record: dict) -> list[Candidate]:
+    r"""Candidate answers of a graph record (the dict written to graphs.jsonl), in unit order.
+
+    >>> rec = {"units": [
+    ...     {"id": 0, "section": "reasoning", "type": "RSN", "text": "Maybe the answer is 12."},
+    ...     {"id": 1, "section": "reasoning", "type": "CON", "text": "So the speed is 14."},
+    ...     {"id": 2, "section": "reasoning", "type": "CON", "text": "So x = 3.5."},
+    ...     {"id": 3, "section": "answer", "type": "RSN", "text": r"Final: $\boxed{\frac{7}{2}}$"}]}
+    >>> [(c.unit, c.value, c.kind) for c in find_candidates(rec)]
+    [(0, '12', 'phrase'), (2, '3.5', 'number'), (3, '\\frac{7}{2}', 'boxed')]
+    """
+    units = sorted(record.get("units") or [], key=lambda u: u["id"])
+    if not units:
+        return []
+    answer_ids = [u["id"] for u in units if u.get("section") == "answer"]
+    last_answer = answer_ids[-1] if answer_ids else None
+    code = _final_code_block(units)
+    out = []
+    label_before = False  # the previous unit was a bare "Answer:" label
+    for u in units:
+        found = _unit_candidate(u["text"], in_answer=u.get("section") == "answer",
+                                conclusion=u.get("type") == "CON" or u["id"] == last_answer)
+        if label_before and (found is None or found[1] == "number"):
+            value = _cut_value(_MARKDOWN.sub("", _SPECIAL_TOKEN.sub("", u["text"])))
+            if value and len(value.split()) <= _MAX_PHRASE_WORDS:
+                found = (value, "phrase")
+        label_before = bool(_ANSWER_LABEL.fullmatch(_MARKDOWN.sub("", u["text"]).strip()))
+        if code and code[0] == u["id"] and (found is None or KIND_RANK[found[1]] > KIND_RANK["code"]):
+            found = (code[1], "code")
+        if found:
+            out.append(Candidate(int(u["id"]), found[0], found[1]))
+    return _keep_answer_numbers(out, record.get("gold_answer"))
+
+
+def _keep_answer_numbers(candidates: list[Candidate], gold: Any) -> list[Candidate]:
+    """Drop number candidates whose value is never put forward as an answer (module docstring)."""
+    weak = [c for c in candidates if c.kind == "number"]
+    if not weak:
+        return candidates
+    answers = list(dict.fromkeys(c.value for c in candidates if c.kind != "number"))
+    if gold is not None and str(gold).strip():
+        answers.append(str(gold))
+    if not any(c.kind != "number" for c in candidates):
+        answers.append(weak[-1].value)
+    keep = {id(c) for c in weak if any(answers_match(c.value, a) for a in answers)}
+    return [c for c in candidates if c.kind != "number" or id(c) in keep]
+
+
+def final_candidate(candidates: Sequence[Candidate], record: dict) -> Candidate | None:
+    """The trace's final answer: among the candidates of the last section that has any (the answer
+    section when it states one), the last one of the strongest kind. Records with code tests take
+    their final code block."""
+    if not candidates:
+        return None
+    if code_tests_of(record) is not None:
+        code = [c for c in candidates if c.kind == "code"]
+        if code:
+            return code[-1]
+    section = {u["id"]: u.get("section", "reasoning") for u in record.get("units") or []}
+    last_section = section.get(candidates[-1].unit, "reasoning")
+    pool = [c for c in candidates if section.get(c.unit, "reasoning") == last_section]
+    best = min(KIND_RANK[c.kind] for c in pool)
+    return [c for c in pool if KIND_RANK[c.kind] == best][-1]
+
+
+def code_tests_of(record: dict) -> Any:
+    """The code tests a record carries (keys tests / test_cases / test), or None."""
+    for key in ("tests", "test_cases", "test"):
+        if record.get(key):
+            return record[key]
+    return None

@@ -1,0 +1,480 @@
+"""Answer normalisation and matching: canonical text of an answer (LaTeX wrappers, delimiters,
+markdown, units, separators removed), its numeric value (fractions, roots, pi; parsed, never
+eval'ed) and `answers_match`, which the verdicts of the redundancy suite rest on.
+"""
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from functools import lru_cache
+from typing import Any, Iterable
+
+__all__ = ["normalise", "to_number", "answers_match"]
+
+# Shared with extraction: markup that never belongs to an answer's value.
+_BOXED = re.compile(r"\\(?:boxed|fbox)\s*")
+_MARKDOWN = re.compile(r"\*\*|__")
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?%?|-?\.\d+")
+_SPECIAL_TOKEN = re.compile(r"<\|[^|]{1,40}\|>|<｜[^｜]{1,40}｜>|</s>")
+
+_TEXT_WRAPPERS = re.compile(r"\\(?:text|textbf|textit|textrm|texttt|mathrm|mathbf|mathit|mbox|operatorname|emph)\s*\{([^{}]*)\}")
+_SPACING = re.compile(r"\\[,;:!]|\\quad|\\qquad|\\ |~|\\displaystyle|\\left|\\right|\\big|\\Big")
+_DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\circ|\\degree")
+_THOUSANDS = re.compile(r"(?<=\d)(?:\{,\}|,)(?=\d{3}(?!\d))")
+_DOLLARS = re.compile(r"\\\$|\$")
+_MATH_DELIMS = re.compile(r"^\\\(|\\\)$|^\\\[|\\\]$")
+
+
+def normalise(value: Any) -> str:
+    r"""Canonical text of an answer: LaTeX wrappers, math delimiters, markdown, degree and percent
+    signs, currency and thousands separators removed; lower case; single spaces.
+
+    >>> normalise(r"$\$20{,}000$")
+    '20000'
+    >>> normalise(r"\text{(B)}")
+    '(b)'
+    >>> normalise(r"\boxed{\dfrac{3}{4}}\,\text{ cm}.")
+    '\\frac{3}{4} cm'
+    """
+    return "" if value is None else _normalise_text(str(value))
+
+
+@lru_cache(maxsize=1 << 16)
+def _normalise_text(s: str) -> str:
+    s = s.strip()
+    if "####" in s:  # GSM8K: the gold solution ends "#### 18"
+        s = s.rsplit("####", 1)[1]
+    s = _SPECIAL_TOKEN.sub("", s)
+    s = _MARKDOWN.sub("", s).replace("`", "")
+    s = _unbox(s)
+    s = re.sub(r"\\[dt]frac", r"\\frac", s)
+    for _ in range(3):  # nested wrappers
+        s = _TEXT_WRAPPERS.sub(r" \1", s)
+    s = _SPACING.sub(" ", s)
+    s = _DEGREES.sub("", s)
+    s = s.replace("\\%", "").replace("%", "")
+    s = _DOLLARS.sub("", s)
+    s = _THOUSANDS.sub("", s)
+    s = _MATH_DELIMS.sub("", s.strip())
+    s = s.replace("²", "^2").replace("³", "^3")
+    s = s.replace("−", "-").replace("×", "\\times ").replace("÷", "\\div ").replace("√", "\\sqrt")
+    s = re.sub(r"\s+", " ", s).strip().rstrip(".;:!").strip()
+    return s.lower()
+
+
+
+def _unbox(text: str) -> str:
+    r"""Every ``\boxed{X}`` replaced by X: ``a \boxed{\frac{1}{2}} b`` -> ``a \frac{1}{2} b``."""
+    out, pos = [], 0
+    for m in _BOXED.finditer(text):
+        if m.start() < pos:
+            continue
+        arg = _braced(text, m.end()) if text[m.end() : m.end() + 1] == "{" else None
+        if arg is None:
+            continue
+        out += [text[pos : m.start()], arg[0]]
+        pos = arg[1]
+    return "".join(out) + text[pos:]
+
+
+# ----------------------------------------------------------------------------- numbers
+
+_NUM_TOKEN = re.compile(r"\s*(?:(\d+\.?\d*(?:e[+-]?\d+)?|\.\d+(?:e[+-]?\d+)?)|(sqrt|pi)|(\*\*|[-+*/()]))")
+_MAX_EXPONENT = 400
+_NUMBER_WORDS = {w: k for k, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+
+
+def _braced(s: str, i: int) -> tuple[str, int] | None:
+    """The argument of a LaTeX command at s[i:]: a {group} or a single character; (text, end)."""
+    while i < len(s) and s[i] == " ":
+        i += 1
+    if i >= len(s):
+        return None
+    if s[i] != "{":
+        return s[i], i + 1
+    depth = 0
+    for j in range(i, len(s)):
+        depth += {"{": 1, "}": -1}.get(s[j], 0)
+        if depth == 0:
+            return s[i + 1 : j], j + 1
+    return None
+
+
+def _latex_to_expr(s: str) -> str | None:
+    """A LaTeX number expression as plain arithmetic (``\\frac{a}{b}`` -> ``((a)/(b))``)."""
+    out, i = [], 0
+    while i < len(s):
+        if s.startswith("\\frac", i):
+            a = _braced(s, i + 5)
+            b = _braced(s, a[1]) if a else None
+            if not b:
+                return None
+            ea, eb = _latex_to_expr(a[0]), _latex_to_expr(b[0])
+            if ea is None or eb is None:
+                return None
+            out.append(f"(({ea})/({eb}))")
+            i = b[1]
+        elif s.startswith("\\sqrt", i):
+            j, root = i + 5, None
+            if s[j : j + 1] == "[":
+                k = s.find("]", j)
+                if k < 0:
+                    return None
+                root, j = _latex_to_expr(s[j + 1 : k]), k + 1
+            a = _braced(s, j)
+            if not a:
+                return None
+            ea = _latex_to_expr(a[0])
+            if ea is None:
+                return None
+            out.append(f"sqrt({ea})" if root is None else f"(({ea})**(1/({root})))")
+            i = a[1]
+        elif s.startswith("\\pi", i):
+            out.append(" pi ")
+            i += 3
+        elif s.startswith("\\cdot", i) or s.startswith("\\times", i):
+            out.append("*")
+            i += 5 if s.startswith("\\cdot", i) else 6
+        elif s.startswith("\\div", i):
+            out.append("/")
+            i += 4
+        elif s[i] == "\\":
+            return None  # any other command (\infty, \in, \cup, \alpha...) is not a plain number
+        elif s[i] == "^":
+            out.append("**")
+            i += 1
+        elif s[i] in "{[":
+            out.append("(")
+            i += 1
+        elif s[i] in "}]":
+            out.append(")")
+            i += 1
+        else:
+            out.append(s[i])
+            i += 1
+    return "".join(out)
+
+
+class _Parser:
+    """Recursive-descent arithmetic over numbers, + - * / **, parentheses, sqrt and pi, with
+    implicit multiplication ("2sqrt(3)", "3(4)"). Nothing is ever eval'ed."""
+
+    def __init__(self, tokens: list[tuple[str, str]]):
+        self.tokens, self.k = tokens, 0
+
+    def peek(self) -> tuple[str, str] | None:
+        return self.tokens[self.k] if self.k < len(self.tokens) else None
+
+    def take(self) -> tuple[str, str]:
+        tok = self.tokens[self.k]
+        self.k += 1
+        return tok
+
+    def expr(self) -> float:
+        value = self.term()
+        while (t := self.peek()) and t[1] in "+-" and t[0] == "op":
+            self.take()
+            value = value + self.term() if t[1] == "+" else value - self.term()
+        return value
+
+    def term(self) -> float:
+        value = self.unary()
+        while (t := self.peek()) and (t[0] == "op" and t[1] in ("*", "/") or t[0] in ("num", "name") or t == ("op", "(")):
+            if t[0] == "op" and t[1] in ("*", "/"):
+                self.take()
+                rhs = self.unary()
+                value = value * rhs if t[1] == "*" else value / rhs
+            else:  # implicit multiplication
+                value = value * self.power()
+        return value
+
+    def unary(self) -> float:
+        t = self.peek()
+        if t and t[0] == "op" and t[1] in "+-":
+            self.take()
+            v = self.unary()
+            return -v if t[1] == "-" else v
+        return self.power()
+
+    def power(self) -> float:
+        base = self.atom()
+        t = self.peek()
+        if t == ("op", "**"):
+            self.take()
+            exponent = self.unary()
+            if abs(exponent) > _MAX_EXPONENT or abs(base) > 1e100:
+                raise ValueError("exponent too large")
+            return base ** exponent
+        return base
+
+    def atom(self) -> float:
+        kind, text = self.take()
+        if kind == "num":
+            return float(text)
+        if kind == "name" and text == "pi":
+            return math.pi
+        if kind == "name" and text == "sqrt":
+            arg = self.atom()
+            return math.sqrt(arg)
+        if (kind, text) == ("op", "("):
+            value = self.expr()
+            if self.take() != ("op", ")"):
+                raise ValueError("unbalanced")
+            return value
+        raise ValueError(f"unexpected {text!r}")
+
+
+def to_number(value: Any) -> float | None:
+    r"""The value of a numeric answer (fractions, mixed numbers, roots, pi, percent), or None.
+
+    >>> to_number(r"\frac{160}{3}") == 160 / 3, to_number(r"2\frac{1}{2}"), to_number(r"2\sqrt{4}")
+    (True, 2.5, 4.0)
+    >>> to_number("x + 1") is None
+    True
+    """
+    s = normalise(value)
+    s = re.sub(r"^[a-z]\w*(?:_\{?\w+\}?)?\s*=\s*", "", s)  # "x = 5"
+    if s in _NUMBER_WORDS:
+        return float(_NUMBER_WORDS[s])
+    if not s or len(s) > 200:
+        return None
+    mixed = re.fullmatch(r"(-?)(\d+)\s*\\frac\{(\d+)\}\{(\d+)\}", s)
+    if mixed and int(mixed.group(4)) != 0:
+        v = int(mixed.group(2)) + int(mixed.group(3)) / int(mixed.group(4))
+        return -v if mixed.group(1) else v
+    expr = _latex_to_expr(s)
+    if expr is None:
+        return None
+    tokens, pos = [], 0
+    expr = expr.strip()
+    while pos < len(expr):
+        m = _NUM_TOKEN.match(expr, pos)
+        if not m:
+            return None
+        num, name, op = m.groups()
+        tokens.append(("num", num) if num else ("name", name) if name else ("op", op))
+        pos = m.end()
+        while pos < len(expr) and expr[pos].isspace():
+            pos += 1
+    if not tokens or not any(t[0] == "num" or t == ("name", "pi") for t in tokens):
+        return None
+    try:
+        parser = _Parser(tokens)
+        value = parser.expr()
+        if parser.peek() is not None:
+            return None
+    except (ValueError, ZeroDivisionError, OverflowError, IndexError, TypeError):
+        return None
+    if isinstance(value, complex) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-6 * max(abs(a), abs(b)) or abs(a - b) < 1e-12
+
+
+# ----------------------------------------------------------------------------- matching
+
+_UNIT_TAIL = re.compile(r"^(?P<head>.*?[\d})a-z])\s*(?P<tail>(?<=[\d}) ])[a-z][a-z\s/^.\-23]*)$")
+_SHORT_UNITS = frozenset("m cm mm km kg g mg s ms h hr hrs min l ml mph kph kmh ft in yd mi lb lbs oz sq cu rs usd".split())
+_ARTICLES = re.compile(r"\b(?:the|a|an)\b")
+_MAX_CONTAINING_WORDS = 15
+_LIST_MARK = re.compile(r"[,;]|\band\b|\bor\b|&")
+_ALTERNATIVES = re.compile(r";|\bor\b|/")
+_NEGATION = re.compile(r"\b(?:not|no|never|neither|nor|none|isn't|aren't|wasn't|weren't)\b")
+_PRED_SEPARATORS = re.compile(r"\s*(?:,\s|≈|\\approx|\bapprox(?:imately)?\b|\babout\b|\(\s*(?:about|approx|≈))")
+
+
+def _squash(s: str) -> str:
+    return re.sub(r"\s+", "", s)
+
+
+def _strip_unit(s: str) -> str | None:
+    """'53 km/h' -> '53', '10 dollars' -> '10'; None when there is no unit-like tail."""
+    m = _UNIT_TAIL.match(s)
+    if not m or to_number(m.group("head")) is None:
+        return None
+    words = re.findall(r"[a-z]+", m.group("tail"))
+    if words and all(len(w) >= 3 or w in _SHORT_UNITS for w in words):
+        return m.group("head").strip()
+    return None
+
+
+def _option_letter(s: str, loose: bool = False) -> str | None:
+    m = re.fullmatch(r"\(?([a-j])\)?", s.strip())
+    if m:
+        return m.group(1)
+    if loose:
+        m = re.match(r"^(?:option\s+|choice\s+)?\(([a-j])\)|^(?:option\s+|choice\s+)?([a-j])(?:[).:]\s|$)", s.strip())
+        if m:
+            return m.group(1) or m.group(2)
+    return None
+
+
+def _split_top(s: str) -> list[str]:
+    """Split at commas outside braces and parentheses."""
+    parts, depth, cur = [], 0, []
+    for ch in s:
+        if ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return [p.strip() for p in parts]
+
+
+def _as_list(s: str) -> tuple[list[str], bool] | None:
+    """Elements of a set / tuple / list answer and whether their order matters; None if scalar."""
+    t = s.strip()
+    ordered = False
+    if t.startswith("\\{") and t.endswith("\\}"):
+        t = t[2:-2]
+    elif len(t) >= 2 and t[0] in "([" and t[-1] in ")]" and "," in t:
+        ordered, t = True, t[1:-1]
+    parts = _split_top(t)
+    if len(parts) < 2:
+        return None
+    out = []
+    for p in parts:  # a ± b is two answers
+        if "\\pm" in p:
+            out += [p.replace("\\pm", "+", 1), p.replace("\\pm", "-", 1)]
+        else:
+            out.append(p)
+    return out, ordered
+
+
+def _scalar_match(p: str, g: str, loose: bool = True) -> bool:
+    """Same single answer. `loose` allows text containment (the whole prediction only, never a
+    piece cut from it) and a lone number in a sentence."""
+    if _squash(p) == _squash(g):
+        return True
+    pn, gn = to_number(p), to_number(g)
+    if pn is not None and gn is not None:
+        return _close(pn, gn)
+    if gn is None and re.search(r"[a-z]{2}", g) and not g.startswith("\\"):
+        # A text answer ("east", "Pope Innocent X"): same words, articles, accents and punctuation
+        # aside, or one contained in the other as a whole run of words when the longer is a short
+        # sentence ("Navin earns the most" for "Navin").
+        pw, gw = _words(p), _words(g)
+        if not pw or not gw:
+            return False
+        if pw == gw:
+            return True
+        if not loose:
+            return False
+        if len(pw) < len(gw) and _is_list_item(pw, g, _LIST_MARK):
+            return False  # one item of a list answer ("Victoria" for "Victoria and Tasmania")
+        if len(gw) < len(pw) and _is_list_item(gw, p, _ALTERNATIVES):
+            return False  # the gold among alternatives ("Stella Rimington; Walter McDonald")
+        short, long_ = (pw, gw) if len(pw) < len(gw) else (gw, pw)
+        if len(long_) > _MAX_CONTAINING_WORDS or not any(w.isalpha() and len(w) > 1 for w in short):
+            return False  # numbers are compared as numbers, not found inside text
+        if any(long_[k : k + len(short)] == short for k in range(len(long_) - len(short) + 1)):
+            return True
+        # The gold's words in order inside a short sentence: "A is a knight; B and C are knaves"
+        # for "A knight; B and C knaves", unless the sentence negates what the gold does not.
+        if len(gw) >= 2 and len(pw) > len(gw) and not (_NEGATION.search(p) and not _NEGATION.search(g)):
+            it = iter(pw)
+            return all(w in it for w in gw)
+        return False
+    if loose and gn is not None and pn is None and len(re.findall(r"[a-z]{2,}", p)) >= 3:
+        numbers = _NUMBER.findall(p)  # "He was 52 years old" for 52
+        if len(numbers) == 1:
+            value = to_number(numbers[0])
+            return value is not None and _close(value, gn)
+    return False
+
+
+def _is_list_item(words: list[str], answer: str, marks: re.Pattern) -> bool:
+    items = [_words(x) for x in marks.split(answer)]
+    items = [x for x in items if x]
+    return len(items) >= 2 and all(len(x) <= 3 for x in items) and words in items
+
+
+def _words(s: str) -> list[str]:
+    folded = "".join(ch for ch in unicodedata.normalize("NFKD", s) if not unicodedata.combining(ch))
+    words = _ARTICLES.sub(" ", re.sub(r"[^\w\s]", " ", folded)).split()
+    return [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words]
+
+
+def _same(p: str, g: str, loose: bool = True) -> bool:
+    if _scalar_match(p, g, loose):
+        return True
+    pl, gl = _as_list(p), _as_list(g)
+    if pl and gl and len(pl[0]) == len(gl[0]):
+        if pl[1] and gl[1]:
+            return all(_scalar_match(a, b, False) for a, b in zip(pl[0], gl[0]))
+        left = list(pl[0])
+        for b in gl[0]:
+            hit = next((k for k, a in enumerate(left) if _scalar_match(a, b, False)), None)
+            if hit is None:
+                return False
+            left.pop(hit)
+        return True
+    return False
+
+
+def _pred_variants(p: str) -> Iterable[tuple[str, bool]]:
+    """Forms of a prediction to compare, and whether text containment may apply to each."""
+    yield p, True
+    if "=" in p:
+        yield p.rsplit("=", 1)[1].strip(), False
+    m = _PRED_SEPARATORS.search(p)
+    head = p[: m.start()].strip() if m else ""
+    # "160/3 km/h, about 53.33" keeps its head; "3, 5" is two answers, not the first one.
+    if head and not (m.group(0).strip() in ",;" and not re.match(r"[a-z]{2}", p[m.end():].strip())):
+        yield head, False
+        if "=" in head:
+            yield head.rsplit("=", 1)[1].strip(), False
+
+
+def _gold_variants(g: str) -> Iterable[str]:
+    yield g
+    m = re.fullmatch(r"[a-z]\w*\s*=\s*(.+)", g)
+    if m:
+        yield m.group(1)
+
+
+def answers_match(pred: Any, gold: Any) -> bool:
+    r"""Whether a predicted answer equals the gold one: same normalised text, same number (relative
+    tolerance 1e-6, units stripped), same option letter, or the same set / tuple of those.
+
+    >>> answers_match(r"\dfrac{160}{3}\text{ km/h}", "160/3")
+    True
+    >>> answers_match("The answer is (B)", r"\text{(B)}"), answers_match("1,250", "1250.0")
+    (False, True)
+    >>> answers_match(r"\{-2, 1 - \sqrt{5}, 1 + \sqrt{5}\}", r"\{1\pm\sqrt{5},-2\}")
+    True
+    """
+    if pred is None or gold is None:
+        return False
+    return _texts_match(str(pred), str(gold))
+
+
+@lru_cache(maxsize=1 << 16)
+def _texts_match(pred: str, gold: str) -> bool:
+    """answers_match on the texts; memoised, since a long trace restates the same values often."""
+    p, g = normalise(pred), normalise(gold)
+    if not p or not g:
+        return False
+    if _squash(p) == _squash(g):
+        return True
+    letter = _option_letter(g)
+    if letter:
+        return _option_letter(p, loose=True) == letter
+    for pv, loose in dict.fromkeys(_pred_variants(p)):
+        for gv in dict.fromkeys(_gold_variants(g)):
+            forms_p = [pv] + [x for x in [_strip_unit(pv)] if x]
+            forms_g = [gv] + [x for x in [_strip_unit(gv)] if x]
+            if any(_same(a, b, loose) for a in forms_p for b in forms_g):
+                return True
+    return False
