@@ -434,7 +434,7 @@ body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 a
 padding:1em 1.5em;color:#222;line-height:1.45}
 h1{font-size:1.6em}h2{margin-top:1.6em;border-bottom:1px solid #ddd;padding-bottom:.2em}
 table{border-collapse:collapse;font-size:.85em;margin:.6em 0}
-th,td{border:1px solid #ddd;padding:.25em .55em;text-align:right;white-space:nowrap}
+th,td{border:1px solid #ddd;padding:.25em .4em;text-align:right;white-space:nowrap}
 th{background:#f4f4f4}td.l,th.l{text-align:left}table.meta td{white-space:normal}tr.dim td{font-weight:600;background:#fafafa}
 table.sortable th{cursor:pointer;user-select:none}
 table.sortable th[aria-sort=ascending]::after{content:" ▲"}table.sortable th[aria-sort=descending]::after{content:" ▼"}

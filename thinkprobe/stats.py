@@ -242,7 +242,7 @@ def split_half_reliability(values: Sequence[float], models: Sequence[str], split
     """How reproducible the model means are: `splits` times (seeded), split each model's traces at
     random into two halves, take the model means in each half and correlate them across models
     (Pearson r); spearman_brown = 2 r / (1 + r) with r the mean over splits, the reliability of a
-    mean over all of a model's traces. Needs 3 models with at least 2 traces each."""
+    mean over all of a model's traces (0 when r <= 0). Needs 3 models with at least 2 traces each."""
     by_model: dict[str, np.ndarray] = {}
     for value, model in zip(values, models):
         if math.isfinite(value):
@@ -268,7 +268,9 @@ def split_half_reliability(values: Sequence[float], models: Sequence[str], split
         out.update(status=CONSTANT, reason="model means do not vary")
         return out
     r = float(np.mean(rs))
-    out.update(splits=len(rs), r=r, spearman_brown=2 * r / (1 + r) if r > -1 else None)
+    # r <= 0: the halves do not even agree on the order of the models; Spearman-Brown would turn
+    # that into a negative "reliability" below -1, so it is reported as 0
+    out.update(splits=len(rs), r=r, spearman_brown=2 * r / (1 + r) if r > 0 else 0.0)
     return out
 
 
