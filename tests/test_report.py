@@ -171,13 +171,26 @@ PROBE = """<script>window.addEventListener("load", function () {
   document.body.setAttribute("data-probe", "images=" + images.length + ";broken=" + broken +
     ";sortable=" + document.querySelectorAll("th[aria-sort]").length);
   document.body.setAttribute("data-order", order);
+  // every figure inside the window; every table as wide as its box at most (no column cut off
+  // behind a scroll bar); the page itself no wider than the window
+  var vw = document.documentElement.clientWidth, bad = [];
+  document.querySelectorAll("img.fig").forEach(function (im) {
+    var r = im.getBoundingClientRect();
+    if (r.left < 0 || r.right > vw + 0.5 || r.width < 50) bad.push(im.alt + ":" + Math.round(r.left) + "-" + Math.round(r.right));
+  });
+  document.querySelectorAll("div.scroll").forEach(function (box, k) {
+    if (box.closest("details") === null && box.scrollWidth > box.clientWidth + 1) bad.push("table" + k + ":" + box.scrollWidth + ">" + box.clientWidth);
+  });
+  if (document.documentElement.scrollWidth > vw + 1) bad.push("page:" + document.documentElement.scrollWidth);
+  document.body.setAttribute("data-bounds", "vw=" + vw + ";bad=" + bad.join("|"));
 });</script></body>"""
 
 
-def _render(browser: str, page: Path, profile: Path) -> tuple[str, list[str]]:
-    """The DOM after load and the console lines Chromium logged for `page`."""
+def _render(browser: str, page: Path, profile: Path, width: int = 1400) -> tuple[str, list[str]]:
+    """The DOM after load and the console lines Chromium logged for `page`, in a `width` px window."""
     cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
            "--disable-component-update", "--no-first-run", "--enable-logging=stderr", "--v=0",
+           f"--window-size={width},900", "--hide-scrollbars",
            f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", page.resolve().as_uri()]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
@@ -203,8 +216,9 @@ def browser(tmp_path_factory) -> str:
     return found
 
 
-def test_report_renders_in_chromium(run_dir, browser, tmp_path):
-    dom, console = _render(browser, _probe(run_dir / "report.html"), tmp_path / "profile")
+@pytest.mark.parametrize("width", [1400, 1000])
+def test_report_renders_in_chromium(run_dir, browser, tmp_path, width):
+    dom, console = _render(browser, _probe(run_dir / "report.html"), tmp_path / "profile", width)
     assert console == []
     probe = re.search(r'data-probe="images=(\d+);broken=(\d+);sortable=(\d+)"', dom)
     assert probe, "the page's scripts did not run"
@@ -212,9 +226,116 @@ def test_report_renders_in_chromium(run_dir, browser, tmp_path):
     assert images >= 4 and broken == 0 and sortable > 0
     first, last = re.search(r'data-order="([^"]*)"', dom).group(1).split("&lt;=")
     assert first <= last
+    bounds = re.search(r'data-bounds="vw=(\d+);bad=([^"]*)"', dom)
+    assert bounds and abs(int(bounds.group(1)) - width) < 40, "the window width did not apply"
+    assert bounds.group(2) == "", f"clipped at {width} px: {bounds.group(2)}"
+
+
+def test_browser_bounds_check_can_fail(run_dir, browser, tmp_path):
+    wide = tmp_path / "wide.html"
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    wide.write_text(page.replace("img.fig{max-width:100%", "img.fig{min-width:1300px;max-width:none"), encoding="utf-8")
+    dom, _ = _render(browser, _probe(wide), tmp_path / "profile", 1000)
+    assert re.search(r'data-bounds="vw=\d+;bad=[^"]+"', dom)
 
 
 def test_trace_page_renders_in_chromium(run_dir, browser, tmp_path):
     dom, console = _render(browser, _probe(run_dir / "traces" / "qwq-logic-0.html"), tmp_path / "profile")
     assert console == []
     assert re.search(r'data-probe="images=1;broken=0;sortable=\d+"', dom)
+
+
+# --------------------------------------------------------------------------- issue 13: a report that reads alone
+
+
+def test_headline_glossary_and_hover_definitions(run_dir):
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    head = re.search(r'<div class="headline">.*?<ul>(.*?)</ul>', page, re.S).group(1)
+    sentences = re.findall(r"<li>(.*?)</li>", head)
+    assert 3 <= len(sentences) <= 5
+    assert all(re.search(r"\d", s) for s in sentences[:3])  # numbers, not adjectives
+    assert "**Headline**" in md and sentences[0].split(":")[0] in md
+    glossary = page[page.index("<h2>Glossary</h2>"):]
+    for name in (*DIMENSIONS, *INDICATORS, "Acc", "Iso", "D", "L_eff", "R", "Unc", "DR", "SV", "EE", "EB"):
+        assert f"<dt>{name}</dt>" in glossary, name
+    # hover: indicator names in the effect table and the redundancy headers carry their definition
+    assert re.search(r'<span title="[^"]+">branching_factor</span>', page)
+    assert re.search(r'<th title="[^"]*Shortest Effective Path[^"]*">L_eff</th>', page)
+    assert re.search(r'<th class=l title="[^"]+">Breadth</th>|<th title="[^"]+">Breadth</th>', page)
+    assert "## Glossary" in md and "- **hedging_density**:" in md
+
+
+def test_effect_table_has_length_controlled_corrected_and_reliability(run_dir):
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    for header in ("corrected model", "length-controlled model", "length-controlled ratio", "split-half"):
+        assert f">{header}</th>" in page
+    assert "random relabellings" in page and "log tokens" in page
+
+
+def test_acc_has_its_own_n(tmp_path):
+    rows = [{"trace_id": t, "model": m, "domain": d} for t, m, d, _ in TRACES[:6]]
+    run = write_run(tmp_path, rows, [make_graph(*t) for t in TRACES[:6]])
+    with open(run / "redundancy.csv", "w", encoding="utf-8") as f:
+        f.write("trace_id,model,domain,Acc,Tokens\n")
+        for k, (trace_id, model, domain, n) in enumerate(TRACES[:6]):
+            f.write(f"{trace_id},{model},{domain},{'1' if k < 2 else ''},{9 * n}\n")  # two graded traces
+    page = write_report(run).read_text(encoding="utf-8")
+    red = page[page.index("<h2>Redundancy"):page.index("<h2>Traces")]
+    assert ">n (Acc)</th>" in red
+    r1 = re.search(r"<tr><td class=l>r1</td><td>3</td><td>([^<]*)</td><td>(\d+)</td>", red)
+    assert r1 and r1.group(2) == "2"  # Acc of r1 is over its 2 graded traces, not its 3
+
+
+def test_trace_ids_sort_as_numbers(tmp_path):
+    traces = [(f"t{k}", "m" if k % 2 else "n", "d", 3) for k in (10, 2, 1, 33, 4)]
+    run = write_run(tmp_path, [{"trace_id": t, "model": m, "domain": d} for t, m, d, _ in traces],
+                    [make_graph(*t) for t in traces])
+    page = write_report(run).read_text(encoding="utf-8")
+    table = page[page.index("<h2>Traces"):]
+    assert re.findall(r'href="traces/(t\d+)\.html"', table) == ["t1", "t2", "t4", "t10", "t33"]
+
+
+def test_one_model_has_no_radar_and_says_why(tmp_path):
+    traces = [(f"only-{k}", "solo", "math" if k % 2 else "logic", 5 + k) for k in range(4)]
+    run = write_run(tmp_path, [{"trace_id": t, "model": m, "domain": d} for t, m, d, _ in traces],
+                    [make_graph(*t) for t in traces])
+    page = write_report(run).read_text(encoding="utf-8")
+    assert "No radar chart: the run has one model" in page
+    assert not (run / "figures" / "radar.png").exists()
+    assert "with one model there are no model differences" in page
+
+
+def test_figures_keep_every_text_inside_the_canvas(run_dir):
+    from matplotlib.figure import Figure
+
+    import thinkprobe.report as report
+    from thinkprobe.cognitive_profile import group_profiles
+    from thinkprobe.stats import compute_stats, load_table
+
+    stats, rows = compute_stats(run_dir), load_table(run_dir)
+    models = sorted({r["model"] for r in rows}) + ["a-model-with-a-rather-long-name-32B-Instruct"]
+    rows = rows + [{**rows[0], "trace_id": "extra", "model": models[-1]}]
+    by_model = group_profiles(rows, ("model",))
+    with report._style():
+        figs = {"radar": report.radar_figure(by_model), "boxplots": report.boxplot_figure(rows, models, stats),
+                "effects": report.effects_figure(stats),
+                "heatmap": report.heatmap_figure(group_profiles(rows, ("model", "domain")), models, ["logic", "math"]),
+                "graph": report.graph_figure(make_graph("g", "m", "d", 400))}
+        for name, fig in figs.items():
+            assert report.clipped_texts(fig) == [], name
+        # model names on every per-model plot: the x axis of each box plot panel
+        for ax in figs["boxplots"].axes[:len(INDICATORS)]:
+            assert [t.get_text() for t in ax.get_xticklabels()] == models
+        # the check can fail: a title pushed off the canvas is found
+        bad = Figure(figsize=(3, 2))
+        bad.text(-0.2, 0.5, "odel profiles")
+        assert report.clipped_texts(bad) == ["odel profiles"]
+
+
+def test_long_trace_page_has_zoom_and_a_visible_legend(tmp_path):
+    run = write_run(tmp_path, [{"trace_id": "long", "model": "m", "domain": "d"}],
+                    [make_graph("long", "m", "d", 1052)])
+    page = write_trace_view(run, "long").read_text(encoding="utf-8")
+    assert 'data-zoom="fit"' in page and 'data-zoom="in"' in page and 'id="graph"' in page
+    assert "inference (" in page and "critique (" in page  # edge legend in the page, not only in the image

@@ -1,12 +1,16 @@
 """Variance statistics (thinkprobe.stats) on small hand-built run folders."""
+import csv
 import json
 import math
 
+import numpy as np
 import pytest
 from scipy.stats import kruskal
+from sklearn.metrics import roc_auc_score
 
 from thinkprobe.indicators import DIMENSIONS, INDICATORS
-from thinkprobe.stats import CSV_COLUMNS, MIN_GROUP, compute_stats, holm, write_stats
+from thinkprobe.stats import (CSV_COLUMNS, auroc, chance_eps2, compute_stats, holm, icc1, split_half_reliability,
+                              stats_settings, write_stats)
 
 from run_folder import write_run
 
@@ -67,7 +71,7 @@ def test_ratio_is_model_over_domain(tmp_path):
 def test_too_few_groups_are_listed_not_dropped(tmp_path):
     groups = {"a": [1.0, 2.0, 3.0], "b": [4.0, 5.0, 6.0], "lonely": [9.0]}
     stats = compute_stats(write_run(tmp_path, rows_of(groups)))
-    assert MIN_GROUP == 2
+    assert stats_settings()["min_group"] == 2
     assert stats["groupings"]["model"]["too_few"] == ["lonely"]
     assert stats["groupings"]["model"]["groups"] == {"a": 3, "b": 3, "lonely": 1}
     test = variable(stats, "idea_count")["model"]
@@ -162,3 +166,209 @@ def test_unreadable_values_are_counted_as_missing(tmp_path, value):
     rows[0]["idea_count"] = value
     test = variable(compute_stats(write_run(tmp_path, rows)), "idea_count")["model"]
     assert test["missing"] == 1 and test["n"] == 5
+
+
+# --------------------------------------------------------------------------- issue 13: length, chance, reliability, outcome
+
+
+def direct_chance_eps2(values, labels, permutations, seed):
+    """The permutation mean of eps2 straight from scipy: relabel, kruskal, H / (n - 1)."""
+    rng = np.random.default_rng(seed)
+    values, labels = np.asarray(values, dtype=float), np.asarray(labels)
+    out = []
+    for _ in range(permutations):
+        shuffled = labels[rng.permutation(len(labels))]
+        h, _ = kruskal(*(values[shuffled == g] for g in sorted(set(labels))))
+        out.append(h / (len(values) - 1))
+    return float(np.mean(out))
+
+
+def test_chance_eps2_matches_scipy_on_relabelled_data():
+    values = [1.0, 2.0, 2.0, 3.5, 4.0, 5.0, 5.0, 6.5, 7.0, 8.0, 9.0, 9.5]  # with ties
+    labels = ["a"] * 4 + ["b"] * 5 + ["c"] * 3
+    assert chance_eps2(values, labels, 50, 7) == pytest.approx(direct_chance_eps2(values, labels, 50, 7), rel=1e-9)
+    # Without ties the expected eps2 under random labels is (k - 1) / (n - 1): 2 / 11 here.
+    distinct = [float(v) for v in range(12)]
+    assert chance_eps2(distinct, labels, 4000, 0) == pytest.approx(2 / 11, rel=0.05)
+
+
+def test_stats_json_has_raw_length_controlled_and_corrected_effects(tmp_path):
+    rng = np.random.default_rng(1)
+    rows = []
+    for k in range(60):
+        model, domain = "abc"[k % 3], "xy"[(k // 3) % 2]
+        tokens = float(rng.integers(100, 5000))
+        rows.append({"trace_id": f"t{k}", "model": model, "domain": domain, "tokens": tokens,
+                     # idea_count is mostly length; hedging_density is the model plus noise
+                     "idea_count": 2 * math.log(tokens) + rng.normal(0, 0.3),
+                     "hedging_density": {"a": 0.0, "b": 0.5, "c": 1.0}[model] + rng.normal(0, 0.2)})
+    run = write_run(tmp_path, rows)
+    stats = compute_stats(run)
+    settings = stats["settings"]
+    log_tokens = np.log([r["tokens"] for r in rows])
+    for name in ("idea_count", "hedging_density"):
+        entry = variable(stats, name)
+        y = np.array([r[name] for r in rows])
+        slope, intercept = np.polyfit(log_tokens, y, 1)
+        resid = y - (slope * log_tokens + intercept)
+        assert entry["length_controlled"]["fit"]["slope"] == pytest.approx(slope, rel=1e-5)
+        for by in ("model", "domain"):
+            labels = np.array([r[by] for r in rows])
+            groups = sorted(set(labels))
+            h_raw, _ = kruskal(*(y[labels == g] for g in groups))
+            h_len, _ = kruskal(*(resid[labels == g] for g in groups))
+            raw, lc = entry[by], entry["length_controlled"][by]
+            assert raw["eps2"] == pytest.approx(h_raw / 59, rel=1e-5)
+            assert lc["eps2"] == pytest.approx(h_len / 59, rel=1e-5)
+            expected = direct_chance_eps2(y, labels, settings["permutations"], settings["permutation_seed"])
+            assert raw["eps2_expected"] == pytest.approx(expected, rel=1e-5)
+            assert raw["eps2_corrected"] == pytest.approx(raw["eps2"] - raw["eps2_expected"], abs=2e-6)
+            expected_lc = direct_chance_eps2(resid, labels, settings["permutations"], settings["permutation_seed"])
+            assert lc["eps2_expected"] == pytest.approx(expected_lc, rel=1e-5)
+    # Length explains idea_count, so little of its (spurious) effect survives; hedging_density's stays.
+    assert variable(stats, "idea_count")["length_controlled"]["fit"]["r2"] > 0.9
+    assert variable(stats, "hedging_density")["length_controlled"]["model"]["eps2"] > 0.5
+    # stats.csv carries the same numbers
+    write_stats(run)
+    table = {r["variable"]: r for r in csv.DictReader(open(run / "stats.csv", encoding="utf-8"))}
+    hd = variable(stats, "hedging_density")
+    assert float(table["hedging_density"]["length_eps2_model"]) == hd["length_controlled"]["model"]["eps2"]
+    assert float(table["hedging_density"]["eps2_corrected_domain"]) == hd["domain"]["eps2_corrected"]
+    assert float(table["hedging_density"]["split_half_reliability"]) == hd["reliability"]["split_half"]["spearman_brown"]
+
+
+def test_ratio_uses_corrected_values_with_a_floor(tmp_path):
+    rng = np.random.default_rng(2)
+    rows = [{"trace_id": f"t{k}", "model": "abcdef"[k % 6], "domain": "xy"[k % 2], "tokens": 100,
+             "idea_count": rng.normal(), "hedging_density": "abcdef".index("abcdef"[k % 6]) + rng.normal(0, 0.5)}
+            for k in range(120)]
+    stats = compute_stats(write_run(tmp_path, rows))
+    floor = stats["settings"]["ratio_floor"]
+    noise = variable(stats, "idea_count")
+    # Pure noise: raw eps2 by 6 models is about 5 / 119, but the corrected values are near zero: no ratio.
+    assert noise["model"]["eps2_expected"] == pytest.approx(5 / 119, rel=0.25)
+    if max(noise["model"]["eps2_corrected"], noise["domain"]["eps2_corrected"]) < floor:
+        assert noise["ratio_corrected"]["value"] is None and "floor" in noise["ratio_corrected"]["note"]
+    strong = variable(stats, "hedging_density")
+    cm, cd = strong["model"]["eps2_corrected"], strong["domain"]["eps2_corrected"]
+    assert strong["ratio_corrected"]["value"] == pytest.approx(max(cm, floor) / max(cd, floor), rel=1e-4)
+    assert strong["ratio_corrected"]["value"] <= 1 / floor
+
+
+def direct_split_half(values, models, splits, seed):
+    rng = np.random.default_rng(seed)
+    groups = {m: np.array([v for v, mm in zip(values, models) if mm == m]) for m in sorted(set(models))}
+    rs = []
+    for _ in range(splits):
+        a, b = [], []
+        for v in groups.values():
+            order = rng.permutation(len(v))
+            a.append(v[order[: len(v) // 2]].mean())
+            b.append(v[order[len(v) // 2:]].mean())
+        rs.append(np.corrcoef(a, b)[0, 1])
+    r = float(np.mean(rs))
+    return r, 2 * r / (1 + r)
+
+
+def test_split_half_reliability_of_model_means(tmp_path):
+    rng = np.random.default_rng(3)
+    rows = []
+    for k in range(48):
+        model = "abcd"[k % 4]
+        rows.append({"trace_id": f"t{k}", "model": model, "domain": "xy"[k % 2], "tokens": 50,
+                     "critique_ratio": "abcd".index(model) + rng.normal(0, 0.5),  # clear model differences
+                     "idea_count": rng.normal()})  # none
+    stats = compute_stats(write_run(tmp_path, rows))
+    s = stats["settings"]
+    for name in ("critique_ratio", "idea_count"):
+        rel = variable(stats, name)["reliability"]["split_half"]
+        r, sb = direct_split_half([row[name] for row in rows], [row["model"] for row in rows],
+                                  s["split_halves"], s["split_half_seed"])
+        assert rel["r"] == pytest.approx(r, rel=1e-5) and rel["spearman_brown"] == pytest.approx(sb, rel=1e-5)
+    assert variable(stats, "critique_ratio")["reliability"]["supports_model_differences"] is True
+    assert variable(stats, "idea_count")["reliability"]["supports_model_differences"] is False
+    # Two models cannot give a correlation across models: said, not computed.
+    assert split_half_reliability([1, 2, 3, 4], ["a", "a", "b", "b"], 10, 0)["status"] == "not testable"
+
+
+def test_icc_over_repeated_answers_to_one_question(tmp_path):
+    # Two models x three questions x two generations; balanced, so ICC(1) = (MSB - MSW) / (MSB + MSW).
+    table = {("a", "q1"): [1.0, 1.4], ("a", "q2"): [3.0, 2.6], ("a", "q3"): [2.0, 2.5],
+             ("b", "q1"): [4.0, 3.0], ("b", "q2"): [0.5, 1.5], ("b", "q3"): [5.0, 5.2]}
+    rows, graphs = [], []
+    for (model, q), values in table.items():
+        for k, v in enumerate(values):
+            tid = f"{model}-{q}-{k}"
+            rows.append({"trace_id": tid, "model": model, "domain": "x", "tokens": 10, "idea_count": v})
+            graphs.append({"trace_id": tid, "model": model, "domain": "x", "units": [], "edges": [],
+                           "question": f"question {q}?", "correct": None})
+    stats = compute_stats(write_run(tmp_path, rows, graphs))
+    icc = variable(stats, "idea_count")["reliability"]["icc"]
+    cells = np.array(list(table.values()))
+    msb = 2 * ((cells.mean(axis=1) - cells.mean()) ** 2).sum() / (6 - 1)
+    msw = ((cells - cells.mean(axis=1, keepdims=True)) ** 2).sum() / (12 - 6)
+    expected = (msb - msw) / (msb + msw)
+    assert icc["clusters"] == 6 and icc["k0"] == pytest.approx(2.0)
+    assert icc["icc"] == pytest.approx(expected, rel=1e-5)
+    assert icc["icc_mean"] == pytest.approx(2 * expected / (1 + expected), rel=1e-5)
+    # One trace per (model, question): no ICC, and it says why.
+    assert icc1([1.0, 2.0, 3.0], [("a", "q1"), ("a", "q2"), ("b", "q1")])["status"] == "not testable"
+
+
+def test_auroc_is_the_share_of_pairs_ordered_right():
+    scores = [0.1, 0.4, 0.35, 0.8, 0.8, 0.2, 0.9]
+    wrong = [False, True, False, True, False, False, True]
+    pairs = [(s, t) for s, w in zip(scores, wrong) if w for t, v in zip(scores, wrong) if not v]
+    by_hand = sum(1.0 if s > t else 0.5 if s == t else 0.0 for s, t in pairs) / len(pairs)
+    assert auroc(scores, wrong) == pytest.approx(by_hand)
+    assert auroc([1, 2], [True, True]) is None
+
+
+def test_outcome_validity_pooled_within_model_and_cross_validated(tmp_path):
+    # Model a is right more often and writes longer traces: pooled, length looks like a predictor of
+    # a correct answer; within each model, only hedging_density carries signal.
+    rng = np.random.default_rng(4)
+    rows, graphs = [], []
+    for k in range(160):
+        model = "ab"[k % 2]
+        wrong = bool(rng.random() < (0.2 if model == "a" else 0.7))
+        tokens = float(rng.integers(2000, 4000) if model == "a" else rng.integers(200, 400))
+        rows.append({"trace_id": f"t{k}", "model": model, "domain": "xy"[k % 4 // 2], "tokens": tokens,
+                     "idea_count": math.log(tokens) + rng.normal(0, 0.1),
+                     "hedging_density": float(wrong) + rng.normal(0, 0.6)})
+        graphs.append({"trace_id": f"t{k}", "model": model, "domain": rows[-1]["domain"], "units": [], "edges": [],
+                       "question": f"q{k}", "correct": not wrong})
+    stats = compute_stats(write_run(tmp_path, rows, graphs))
+    assert stats["outcome"]["graded"] == 160 and stats["outcome"]["labels_from"] == "graphs.jsonl correct"
+    wrong = np.array([not g["correct"] for g in graphs])
+    models = np.array([r["model"] for r in rows])
+    for name in ("idea_count", "hedging_density"):
+        out = variable(stats, name)["outcome"]
+        x = np.array([r[name] for r in rows])
+        assert out["auroc_wrong"] == pytest.approx(roc_auc_score(wrong, x), rel=1e-5)
+        weights = [(wrong[models == m].sum() * (~wrong[models == m]).sum()) for m in "ab"]
+        per = [roc_auc_score(wrong[models == m], x[models == m]) for m in "ab"]
+        assert out["auroc_wrong_within_model"] == pytest.approx(np.average(per, weights=weights), rel=1e-5)
+    assert variable(stats, "idea_count")["outcome"]["auroc_wrong"] < 0.3  # pooled: length "predicts" correct
+    assert 0.35 < variable(stats, "idea_count")["outcome"]["auroc_wrong_within_model"] < 0.65  # within: nothing
+    assert variable(stats, "hedging_density")["outcome"]["auroc_wrong_within_model"] > 0.75
+    cv = stats["outcome"]["cross_validated"]
+    assert cv["status"] == "ok" and cv["n"] == 160
+    assert cv["auroc_model_length_indicators"] > cv["auroc_model_length"] + 0.05
+    assert cv["gain"] == pytest.approx(cv["auroc_model_length_indicators"] - cv["auroc_model_length"], abs=2e-6)
+
+
+def test_no_labels_no_outcome(tmp_path):
+    stats = compute_stats(write_run(tmp_path, rows_of({"a": [1, 2, 3], "b": [4, 5, 6]})))
+    assert variable(stats, "idea_count")["outcome"] is None
+    assert stats["outcome"]["cross_validated"]["status"] == "not testable"
+
+
+def test_settings_come_from_the_config_recorded_in_the_run(tmp_path):
+    run = write_run(tmp_path, rows_of({"a": [1, 2, 3, 4], "b": [5, 6, 7, 9], "c": [2, 8, 3, 10]}))
+    (run / "run.json").write_text(json.dumps({"config": {"stats": {"permutations": 7, "alpha": 0.01}}}))
+    stats = compute_stats(run)
+    assert stats["settings"]["permutations"] == 7 and stats["settings"]["alpha"] == 0.01
+    values = [r["idea_count"] for r in rows_of({"a": [1, 2, 3, 4], "b": [5, 6, 7, 9], "c": [2, 8, 3, 10]})]
+    expected = direct_chance_eps2(values, ["a"] * 4 + ["b"] * 4 + ["c"] * 4, 7, stats["settings"]["permutation_seed"])
+    assert variable(stats, "idea_count")["model"]["eps2_expected"] == pytest.approx(expected, rel=1e-5)

@@ -105,7 +105,7 @@ RUN_FILES: tuple[RunFile, ...] = (
     RunFile(ERRORS_FILE, "thinkprobe.pipeline.write_outputs", "one line per skipped record: file, record, field, reason"),
     RunFile(NORMS_FILE, "thinkprobe.pipeline.write_outputs", "mean and standard deviation per indicator"),
     RunFile(RUN_JSON, "thinkprobe.pipeline.write_outputs", "config, versions, encoder, device, counts, duplicate ids"),
-    RunFile(STATS_JSON, "thinkprobe.stats.write_stats", "Kruskal-Wallis tests and bootstrap intervals"),
+    RunFile(STATS_JSON, "thinkprobe.stats.write_stats", "Kruskal-Wallis tests (raw and length-controlled, chance-corrected), model/domain ratios, reliabilities, outcome validity, bootstrap intervals"),
     RunFile(STATS_CSV, "thinkprobe.stats.write_stats", "the tests of stats.json as a table"),
 )
 OUTPUT_FILES: tuple[str, ...] = tuple(f.name for f in RUN_FILES)

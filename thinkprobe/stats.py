@@ -1,9 +1,13 @@
 """Variance statistics over a run (spec section 1, step 9): the `profile -> stats` stage.
 
-For each of the 19 indicators and the 5 dimensions, a Kruskal-Wallis test grouped by model and,
-separately, by domain, with epsilon-squared = H / (n - 1), the ratio eps2(model) / eps2(domain),
-Holm-corrected p-values over the whole family of tests run, and bootstrap confidence intervals for
-the model profiles. Reads indicators.csv and profile.csv; writes stats.json and stats.csv.
+For each of the 19 indicators and the 5 dimensions: a Kruskal-Wallis test grouped by model and,
+separately, by domain, with epsilon-squared = H / (n - 1), on the raw values and on what log tokens
+does not explain (length-controlled); the eps2 that random group labels give (permutations) and the
+chance-corrected eps2; the model/domain ratio; the split-half reliability of the model means and,
+when a model answered one question several times, the intraclass correlation; and, when answers are
+graded, how well each indicator flags a wrong answer. Holm-corrected p-values, bootstrap intervals
+for the model profiles. Reads indicators.csv, profile.csv (and graphs.jsonl, redundancy.csv and
+run.json when present); writes stats.json and stats.csv. Settings: the `stats` section of the config.
 """
 from __future__ import annotations
 
@@ -15,25 +19,33 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy.stats import kruskal
+from scipy.stats import kruskal, mannwhitneyu, rankdata, tiecorrect
 
 from .indicators import DIMENSIONS, INDICATORS
-from .outputs import INDICATORS_TABLE, PROFILE_TABLE, STATS_CSV, STATS_JSON, read_table
+from .outputs import INDICATORS_TABLE, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, STATS_JSON, read_table
+from .records import iter_graph_records
 
-__all__ = ["MIN_GROUP", "ALPHA", "BOOTSTRAP_RESAMPLES", "GROUPINGS", "compute_stats", "write_stats", "holm"]
+__all__ = ["GROUPINGS", "stats_settings", "compute_stats", "write_stats", "holm", "kruskal_test",
+           "chance_eps2", "length_residuals", "split_half_reliability", "icc1", "auroc", "outcome_validity",
+           "load_table"]
 
-# A group needs at least this many traces to enter a test: with one trace a group has no spread of
-# its own, and Kruskal-Wallis would read that single value as the whole group. Smaller groups are
-# listed under "too_few" for their grouping instead of being dropped without a word.
-MIN_GROUP = 2
-ALPHA = 0.05  # significance level applied to the Holm-corrected p-values
-BOOTSTRAP_RESAMPLES = 1000
-BOOTSTRAP_SEED = 0
-CI_LEVEL = 0.95
 GROUPINGS: tuple[str, ...] = ("model", "domain")
 DIMENSION_OF: dict[str, str] = {name: dim for dim, names in DIMENSIONS.items() for name in names}
 
 NOT_TESTABLE, CONSTANT, TESTED = "not testable", "constant", "ok"
+
+
+def stats_settings(run_dir: str | Path | None = None) -> dict:
+    """The `stats` section of configs/default.yaml, under the one recorded in the run's run.json
+    (so `thinkprobe stats` on a run made with --config keeps that run's settings)."""
+    from .config import Config
+
+    settings = dict(Config.load()["stats"])
+    run_json = Path(run_dir) / RUN_JSON if run_dir is not None else None
+    if run_json is not None and run_json.exists():
+        recorded = (json.loads(run_json.read_text(encoding="utf-8")).get("config") or {}).get("stats") or {}
+        settings.update(recorded)
+    return settings
 
 
 def _round(x: float | None) -> float | None:
@@ -43,6 +55,16 @@ def _round(x: float | None) -> float | None:
     return float(f"{x:.6g}")
 
 
+def _round_all(obj):
+    if isinstance(obj, float):
+        return _round(obj)
+    if isinstance(obj, dict):
+        return {k: _round_all(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_round_all(v) for v in obj]
+    return obj
+
+
 def _as_float(text: str | None) -> float:
     try:
         return float(text)
@@ -50,14 +72,37 @@ def _as_float(text: str | None) -> float:
         return math.nan
 
 
-def load_table(run_dir: str | Path) -> list[dict]:
-    """One row per trace: trace_id, model, domain, the 19 indicators and the 5 dimensions as floats."""
+def _correctness(run_dir: Path) -> tuple[dict[str, dict], str | None]:
+    """{trace_id: {"question", "correct"}} from graphs.jsonl, with redundancy.csv's Acc where the
+    record has no label; and where the labels came from."""
+    meta: dict[str, dict] = {}
+    for rec in iter_graph_records(run_dir, missing_ok=True):
+        meta[rec["trace_id"]] = {"question": rec.get("question"), "correct": rec.get("correct")}
+    sources = {"graphs.jsonl correct"} if any(m["correct"] is not None for m in meta.values()) else set()
+    if (run_dir / REDUNDANCY_TABLE.name).exists():
+        for r in read_table(run_dir, REDUNDANCY_TABLE):
+            acc = r.get("Acc", "")
+            entry = meta.setdefault(r["trace_id"], {"question": None, "correct": None})
+            if entry["correct"] is None and acc in ("0", "1"):
+                entry["correct"] = acc == "1"
+                sources.add("redundancy.csv Acc")
+    return meta, " + ".join(sorted(sources)) or None
+
+
+def load_table(run_dir: str | Path, meta: Mapping[str, dict] | None = None) -> list[dict]:
+    """One row per trace: trace_id, model, domain, tokens, question, correct, the 19 indicators
+    and the 5 dimensions as floats (question and correct are None when unknown; `meta` is
+    _correctness's answer when the caller has it already)."""
     run_dir = Path(run_dir)
     profile = {r["trace_id"]: r for r in read_table(run_dir, PROFILE_TABLE)}
+    if meta is None:
+        meta, _ = _correctness(run_dir)
     rows = []
     for r in read_table(run_dir, INDICATORS_TABLE):
         p = profile.get(r["trace_id"], {})
-        row = {"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"]}
+        m = meta.get(r["trace_id"], {})
+        row = {"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"],
+               "tokens": _as_float(r.get("tokens")), "question": m.get("question"), "correct": m.get("correct")}
         row.update({name: _as_float(r.get(name)) for name in INDICATORS})
         row.update({dim: _as_float(p.get(dim)) for dim in DIMENSIONS})
         rows.append(row)
@@ -88,8 +133,35 @@ def _groups(rows: Sequence[Mapping], by: str) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def kruskal_test(values: Sequence[float], labels: Sequence[str], min_group: int = MIN_GROUP) -> dict:
-    """Kruskal-Wallis H, p and eps2 = H / (n - 1) of `values` grouped by `labels`.
+# --------------------------------------------------------------------------- effect sizes
+
+
+def chance_eps2(values: Sequence[float], labels: Sequence[str], permutations: int, seed: int) -> float:
+    """The mean eps2 = H / (n - 1) over `permutations` random relabellings of `values` (the group
+    sizes kept), with a generator seeded by `seed`. Ranks and the tie correction do not depend on
+    the labels, so every relabelling is one bincount of rank sums (H as scipy computes it).
+
+    Without ties its expectation is (k - 1) / (n - 1), k groups: random labels alone give this much.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    _, codes = np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True)
+    n, k = len(x), int(codes.max()) + 1
+    ranks = rankdata(x)
+    ties = tiecorrect(ranks)
+    sizes = np.bincount(codes, minlength=k).astype(np.float64)
+    rng = np.random.default_rng(seed)
+    h = np.empty(permutations)
+    for j in range(permutations):
+        sums = np.bincount(codes[rng.permutation(n)], weights=ranks, minlength=k)
+        h[j] = (12.0 / (n * (n + 1)) * (sums ** 2 / sizes).sum() - 3.0 * (n + 1)) / ties
+    return float(np.mean(h / (n - 1)))
+
+
+def kruskal_test(values: Sequence[float], labels: Sequence[str], min_group: int = 2,
+                 permutations: int = 0, seed: int = 0) -> dict:
+    """Kruskal-Wallis H, p and eps2 = H / (n - 1) of `values` grouped by `labels`; with
+    `permutations`, also eps2_expected (chance_eps2 over the same traces) and
+    eps2_corrected = eps2 - eps2_expected.
 
     Groups under `min_group` traces and non-finite values stay out of the test and are named in the
     result; fewer than two groups left, or one value everywhere, give a status and a reason, not NaN.
@@ -105,6 +177,8 @@ def kruskal_test(values: Sequence[float], labels: Sequence[str], min_group: int 
     kept = {g: v for g, v in sorted(groups.items()) if len(v) >= min_group}
     n = sum(len(v) for v in kept.values())
     out = {"status": TESTED, "k": len(kept), "n": n, "too_few": too_few, "H": None, "p": None, "eps2": None}
+    if permutations:
+        out.update(eps2_expected=None, eps2_corrected=None)
     if missing:
         out["missing"] = missing
     if len(kept) < 2:
@@ -121,30 +195,205 @@ def kruskal_test(values: Sequence[float], labels: Sequence[str], min_group: int 
         out["status"], out["reason"] = CONSTANT, "every trace has the same rank"
         return out
     out.update(H=float(h), p=float(p), eps2=float(h) / (n - 1))
+    if permutations:
+        # in input order, so the relabellings do not depend on how the groups are sorted
+        order = [(float(v), g) for v, g in zip(values, labels) if g in kept and math.isfinite(v)]
+        expected = chance_eps2([v for v, _ in order], [g for _, g in order], permutations, seed)
+        out.update(eps2_expected=expected, eps2_corrected=out["eps2"] - expected)
     return out
 
 
-def bootstrap_model_profiles(rows: Sequence[Mapping], resamples: int = BOOTSTRAP_RESAMPLES,
-                             seed: int = BOOTSTRAP_SEED, level: float = CI_LEVEL) -> list[dict]:
+def length_residuals(values: Sequence[float], log_tokens: Sequence[float]) -> tuple[np.ndarray, dict]:
+    """What a straight line in log tokens (OLS over every trace with both values) leaves of
+    `values`: the residuals (NaN where either is missing) and the fit (slope, intercept, r2, n)."""
+    y = np.asarray(values, dtype=np.float64)
+    x = np.asarray(log_tokens, dtype=np.float64)
+    ok = np.isfinite(x) & np.isfinite(y)
+    resid = np.full(len(y), np.nan)
+    fit = {"n": int(ok.sum()), "slope": None, "intercept": None, "r2": None}
+    if ok.sum() < 3 or np.ptp(x[ok]) == 0:
+        fit["reason"] = "fewer than 3 traces or one length everywhere"
+        return resid, fit
+    slope, intercept = np.polyfit(x[ok], y[ok], 1)
+    resid[ok] = y[ok] - (slope * x[ok] + intercept)
+    total = float(((y[ok] - y[ok].mean()) ** 2).sum())
+    fit.update(slope=float(slope), intercept=float(intercept),
+               r2=1.0 - float((resid[ok] ** 2).sum()) / total if total > 0 else None)
+    return resid, fit
+
+
+def _ratio(model_eps: float | None, domain_eps: float | None, floor: float) -> dict:
+    """Chance-corrected eps2(model) / eps2(domain): no ratio when both are under `floor`; a side
+    under it is raised to it, which makes the ratio a bound (floored names that side)."""
+    if model_eps is None or domain_eps is None:
+        return {"value": None, "floored": None, "note": "a grouping was not tested"}
+    if model_eps < floor and domain_eps < floor:
+        return {"value": None, "floored": None, "note": f"both chance-corrected eps2 under the floor {floor}"}
+    floored = "domain" if domain_eps < floor else "model" if model_eps < floor else None
+    note = {"domain": "eps2(domain) floored: a lower bound", "model": "eps2(model) floored: an upper bound",
+            None: ""}[floored]
+    return {"value": max(model_eps, floor) / max(domain_eps, floor), "floored": floored, "note": note}
+
+
+# --------------------------------------------------------------------------- reliability
+
+
+def split_half_reliability(values: Sequence[float], models: Sequence[str], splits: int, seed: int) -> dict:
+    """How reproducible the model means are: `splits` times (seeded), split each model's traces at
+    random into two halves, take the model means in each half and correlate them across models
+    (Pearson r); spearman_brown = 2 r / (1 + r) with r the mean over splits, the reliability of a
+    mean over all of a model's traces (0 when r <= 0). Needs 3 models with at least 2 traces each."""
+    by_model: dict[str, np.ndarray] = {}
+    for value, model in zip(values, models):
+        if math.isfinite(value):
+            by_model.setdefault(model, []).append(float(value))
+    by_model = {m: np.asarray(v) for m, v in sorted(by_model.items()) if len(v) >= 2}
+    out = {"status": TESTED, "models": len(by_model), "splits": 0, "r": None, "spearman_brown": None}
+    if len(by_model) < 3:
+        out.update(status=NOT_TESTABLE, reason=f"{len(by_model)} model(s) with 2+ traces; split-half needs 3")
+        return out
+    rng = np.random.default_rng(seed)
+    rs = []
+    for _ in range(splits):
+        a, b = [], []
+        for v in by_model.values():
+            order = rng.permutation(len(v))
+            half = len(v) // 2
+            a.append(v[order[:half]].mean())
+            b.append(v[order[half:]].mean())
+        a, b = np.asarray(a), np.asarray(b)
+        if np.ptp(a) > 0 and np.ptp(b) > 0:
+            rs.append(float(np.corrcoef(a, b)[0, 1]))
+    if not rs:
+        out.update(status=CONSTANT, reason="model means do not vary")
+        return out
+    r = float(np.mean(rs))
+    # r <= 0: the halves do not even agree on the order of the models; Spearman-Brown would turn
+    # that into a negative "reliability" below -1, so it is reported as 0
+    out.update(splits=len(rs), r=r, spearman_brown=2 * r / (1 + r) if r > 0 else 0.0)
+    return out
+
+
+def icc1(values: Sequence[float], clusters: Sequence) -> dict:
+    """One-way random-effects ICC(1) over clusters of traces (a model's answers to one question):
+    (MSB - MSW) / (MSB + (k0 - 1) MSW), k0 the adjusted mean cluster size for unequal clusters;
+    `icc_mean` = k0 ICC / (1 + (k0 - 1) ICC), the reliability of a cluster's mean. Clusters with
+    one trace stay out; needs 2 clusters of 2+."""
+    by: dict = {}
+    for value, c in zip(values, clusters):
+        if c is not None and math.isfinite(value):
+            by.setdefault(c, []).append(float(value))
+    groups = [np.asarray(v) for _, v in sorted(by.items(), key=lambda kv: str(kv[0])) if len(v) >= 2]
+    out = {"status": TESTED, "clusters": len(groups), "traces": int(sum(len(g) for g in groups)),
+           "k0": None, "icc": None, "icc_mean": None}
+    if len(groups) < 2:
+        out.update(status=NOT_TESTABLE, reason="fewer than 2 (model, question) pairs with several traces")
+        return out
+    sizes = np.array([len(g) for g in groups], dtype=np.float64)
+    n, g = sizes.sum(), len(groups)
+    grand = np.concatenate(groups).mean()
+    msb = float((sizes * (np.array([x.mean() for x in groups]) - grand) ** 2).sum() / (g - 1))
+    msw = float(sum(((x - x.mean()) ** 2).sum() for x in groups) / (n - g))
+    k0 = float((n - (sizes ** 2).sum() / n) / (g - 1))
+    if msb + (k0 - 1) * msw == 0:
+        out.update(status=CONSTANT, reason="every trace has the same value")
+        return out
+    icc = (msb - msw) / (msb + (k0 - 1) * msw)
+    out.update(k0=k0, icc=icc, icc_mean=k0 * icc / (1 + (k0 - 1) * icc) if 1 + (k0 - 1) * icc != 0 else None)
+    return out
+
+
+# --------------------------------------------------------------------------- outcome validity
+
+
+def auroc(scores: Sequence[float], positive: Sequence[bool]) -> float | None:
+    """Area under the ROC curve of `scores` for the positive class: the Mann-Whitney U of the
+    positives over n_pos * n_neg (ties count one half). 0.5 = no signal; below 0.5 = lower scores
+    flag the positives. None when a class is empty."""
+    s = np.asarray(scores, dtype=np.float64)
+    pos = np.asarray(positive, dtype=bool)
+    ok = np.isfinite(s)
+    a, b = s[ok & pos], s[ok & ~pos]
+    if len(a) == 0 or len(b) == 0:
+        return None
+    return float(mannwhitneyu(a, b).statistic) / (len(a) * len(b))
+
+
+def _auroc_within(scores: np.ndarray, wrong: np.ndarray, models: np.ndarray) -> tuple[float | None, dict]:
+    """Per model AUROC, and the within-model AUROC: the share of (wrong, correct) pairs of one
+    model that the score orders right, pooled over models (sum of U over sum of n_wrong * n_correct)."""
+    per, u_sum, pairs = {}, 0.0, 0
+    for m in sorted(set(models)):
+        sel = (models == m) & np.isfinite(scores)
+        n_w, n_c = int((wrong & sel).sum()), int((~wrong & sel).sum())
+        if n_w == 0 or n_c == 0:
+            continue
+        a = auroc(scores[sel], wrong[sel])
+        per[m] = {"auroc": a, "n_wrong": n_w, "n_correct": n_c}
+        u_sum += a * n_w * n_c
+        pairs += n_w * n_c
+    return (u_sum / pairs if pairs else None), per
+
+
+def outcome_validity(rows: Sequence[Mapping], settings: Mapping) -> dict:
+    """Do the indicators say anything about a wrong answer beyond model and length? Out-of-fold
+    AUROC (stratified folds, seeded) of two logistic regressions on the graded traces: model
+    (one-hot) + log tokens, and the same + the 19 indicators (standardised). scikit-learn does the
+    fitting, scaling and folds."""
+    graded = [r for r in rows if r["correct"] is not None and r["tokens"] > 0
+              and all(math.isfinite(r[name]) for name in INDICATORS)]
+    wrong = np.array([not r["correct"] for r in graded], dtype=bool)
+    out = {"status": TESTED, "n": len(graded), "n_wrong": int(wrong.sum()), "n_correct": int((~wrong).sum()),
+           "folds": settings["cv_folds"], "seed": settings["cv_seed"],
+           "auroc_model_length": None, "auroc_model_length_indicators": None, "gain": None}
+    if min(out["n_wrong"], out["n_correct"]) < max(settings["min_class"], settings["cv_folds"]):
+        out.update(status=NOT_TESTABLE, reason=f"fewer than {max(settings['min_class'], settings['cv_folds'])} "
+                                                f"correct or wrong graded traces")
+        return out
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import roc_auc_score
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    models = sorted({r["model"] for r in graded})
+    onehot = np.array([[r["model"] == m for m in models[1:]] for r in graded], dtype=np.float64).reshape(len(graded), -1)
+    length = np.log([[r["tokens"]] for r in graded])
+    indicators = np.array([[r[name] for name in INDICATORS] for r in graded], dtype=np.float64)
+    folds = StratifiedKFold(settings["cv_folds"], shuffle=True, random_state=settings["cv_seed"])
+    for key, features in (("auroc_model_length", np.hstack([onehot, length])),
+                          ("auroc_model_length_indicators", np.hstack([onehot, length, indicators]))):
+        clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+        prob = cross_val_predict(clf, features, wrong, cv=folds, method="predict_proba")[:, 1]
+        out[key] = float(roc_auc_score(wrong, prob))
+    out["gain"] = out["auroc_model_length_indicators"] - out["auroc_model_length"]
+    return out
+
+
+# --------------------------------------------------------------------------- profiles and the whole run
+
+
+def bootstrap_model_profiles(rows: Sequence[Mapping], settings: Mapping) -> list[dict]:
     """Per model, the mean of each dimension with a percentile bootstrap interval.
 
     One generator, models in sorted order, the same resampled traces for all five dimensions of a
     model: the same run always gives the same intervals.
     """
-    rng = np.random.default_rng(seed)
+    resamples, level, min_group = settings["bootstrap_resamples"], settings["ci_level"], settings["min_group"]
+    rng = np.random.default_rng(settings["bootstrap_seed"])
     dims = list(DIMENSIONS)
     out = []
     for model in _groups(rows, "model"):
         values = np.array([[r[d] for d in dims] for r in rows if r["model"] == model], dtype=np.float64)
         means = values.mean(axis=0)
         entry = {"model": model, "n": len(values), "dimensions": {}}
-        if len(values) >= MIN_GROUP:
+        if len(values) >= min_group:
             draws = values[rng.integers(0, len(values), size=(resamples, len(values)))].mean(axis=1)
             tail = 100 * (1 - level) / 2
             low, high = np.percentile(draws, [tail, 100 - tail], axis=0)
         else:
             low = high = [None] * len(dims)
-            entry["note"] = f"fewer than {MIN_GROUP} traces: no interval"
+            entry["note"] = f"fewer than {min_group} traces: no interval"
         for j, dim in enumerate(dims):
             entry["dimensions"][dim] = {"mean": _round(float(means[j])),
                                         "ci_low": _round(low[j]), "ci_high": _round(high[j])}
@@ -152,25 +401,60 @@ def bootstrap_model_profiles(rows: Sequence[Mapping], resamples: int = BOOTSTRAP
     return out
 
 
+def _holm_family(entries: Sequence[dict], alpha: float) -> int:
+    """Holm over every test that ran in `entries` (dicts of test results); returns the family size."""
+    family = [t for t in entries if t["status"] == TESTED]
+    for t, p_holm in zip(family, holm([t["p"] for t in family])):
+        t["p_holm"] = p_holm
+        t["significant"] = p_holm < alpha
+    return len(family)
+
+
 def compute_stats(run_dir: str | Path) -> dict:
     """All statistics of a run as plain data (nothing written)."""
-    rows = load_table(run_dir)
+    run_dir = Path(run_dir)
+    cfg = stats_settings(run_dir)
+    meta, labels_from = _correctness(run_dir)
+    rows = load_table(run_dir, meta)
     variables = [(name, "indicator", DIMENSION_OF[name]) for name in INDICATORS]
     variables += [(dim, "dimension", dim) for dim in DIMENSIONS]
+    log_tokens = [math.log(r["tokens"]) if r["tokens"] > 0 else math.nan for r in rows]
+    models = np.array([r["model"] for r in rows], dtype=object)
+    clusters = [(r["model"], r["question"]) if r["question"] is not None else None for r in rows]
+    graded = np.array([r["correct"] is not None for r in rows], dtype=bool)
+    wrong = np.array([r["correct"] is False for r in rows], dtype=bool)
+    enough_labels = min(int(wrong.sum()), int((graded & ~wrong).sum())) >= cfg["min_class"]
+    perm = {"min_group": cfg["min_group"], "permutations": cfg["permutations"], "seed": cfg["permutation_seed"]}
 
     results = []
     for name, kind, dim in variables:
         values = [r[name] for r in rows]
-        entry = {"variable": name, "kind": kind, "dimension": dim}
+        resid, fit = length_residuals(values, log_tokens)
+        entry = {"variable": name, "kind": kind, "dimension": dim,
+                 "length_controlled": {"fit": fit}, "reliability": {}}
         for by in GROUPINGS:
-            entry[by] = kruskal_test(values, [r[by] for r in rows])
+            labels = [r[by] for r in rows]
+            entry[by] = kruskal_test(values, labels, **perm)
+            entry["length_controlled"][by] = kruskal_test(list(resid), labels, **perm)
+        entry["reliability"]["split_half"] = split_half_reliability(values, list(models), cfg["split_halves"],
+                                                                    cfg["split_half_seed"])
+        entry["reliability"]["split_half_length_controlled"] = split_half_reliability(
+            list(resid), list(models), cfg["split_halves"], cfg["split_half_seed"])
+        entry["reliability"]["icc"] = icc1(values, clusters)
+        sb = entry["reliability"]["split_half"]["spearman_brown"]
+        entry["reliability"]["supports_model_differences"] = None if sb is None else sb >= cfg["min_reliability"]
+        if enough_labels:
+            x = np.asarray(values, dtype=np.float64)
+            within, per_model = _auroc_within(x[graded], wrong[graded], models[graded])
+            entry["outcome"] = {"auroc_wrong": auroc(x[graded], wrong[graded]), "auroc_wrong_within_model": within,
+                                "per_model": per_model}
+        else:
+            entry["outcome"] = None
         results.append(entry)
 
-    # One family: every test that ran, over both groupings and all variables.
-    family = [(e, by) for e in results for by in GROUPINGS if e[by]["status"] == TESTED]
-    for (e, by), p_holm in zip(family, holm([e[by]["p"] for e, by in family])):
-        e[by]["p_holm"] = p_holm
-        e[by]["significant"] = p_holm < ALPHA
+    # Two families: the raw tests (both groupings, all variables) and the length-controlled ones.
+    family_size = _holm_family([e[by] for e in results for by in GROUPINGS], cfg["alpha"])
+    family_size_lc = _holm_family([e["length_controlled"][by] for e in results for by in GROUPINGS], cfg["alpha"])
 
     for e in results:
         em, ed = e["model"]["eps2"], e["domain"]["eps2"]
@@ -181,42 +465,79 @@ def compute_stats(run_dir: str | Path) -> dict:
             e["ratio_note"] = "eps2(domain) is 0"
         else:
             e["ratio"] = em / ed
-        for by in GROUPINGS:
-            for key in ("H", "p", "eps2", "p_holm"):
-                if key in e[by]:
-                    e[by][key] = _round(e[by][key])
-        e["ratio"] = _round(e["ratio"])
+        e["ratio_corrected"] = _ratio(e["model"].get("eps2_corrected"), e["domain"].get("eps2_corrected"),
+                                      cfg["ratio_floor"])
+        lc = e["length_controlled"]
+        e["ratio_length_corrected"] = _ratio(lc["model"].get("eps2_corrected"), lc["domain"].get("eps2_corrected"),
+                                             cfg["ratio_floor"])
 
-    return {
+    graded_rows = [r for r in rows if r["correct"] is not None]
+    return _round_all({
         "n_traces": len(rows),
-        "settings": {"min_group": MIN_GROUP, "alpha": ALPHA, "correction": "holm", "family_size": len(family),
-                     "effect_size": "eps2 = H / (n - 1)", "bootstrap_resamples": BOOTSTRAP_RESAMPLES,
-                     "bootstrap_seed": BOOTSTRAP_SEED, "ci_level": CI_LEVEL},
+        "settings": {**cfg, "correction": "holm", "family_size": family_size,
+                     "family_size_length_controlled": family_size_lc,
+                     "effect_size": "eps2 = H / (n - 1)",
+                     "chance_correction": "eps2_corrected = eps2 - mean eps2 over `permutations` random relabellings",
+                     "length_control": "Kruskal-Wallis on the residuals of an OLS fit of the variable on log(tokens) "
+                                       "over the whole run",
+                     "ratio": "eps2_corrected(model) / eps2_corrected(domain); none when both are under ratio_floor; "
+                              "a side under it is raised to it",
+                     "split_half": "mean Pearson r of model means between random halves, Spearman-Brown 2r / (1 + r)",
+                     "icc": "ICC(1) over (model, question) clusters with 2+ traces"},
         "groupings": {by: {"groups": _groups(rows, by),
-                           "too_few": sorted(g for g, c in _groups(rows, by).items() if c < MIN_GROUP)}
+                           "too_few": sorted(g for g, c in _groups(rows, by).items() if c < cfg["min_group"])}
                       for by in GROUPINGS},
+        "outcome": {"labels_from": labels_from, "graded": len(graded_rows),
+                    "wrong": sum(1 for r in graded_rows if r["correct"] is False),
+                    "graded_by_model": _groups(graded_rows, "model"),
+                    "cross_validated": outcome_validity(rows, cfg)},
         "variables": results,
-        "model_profiles": bootstrap_model_profiles(rows),
-    }
+        "model_profiles": bootstrap_model_profiles(rows, cfg),
+    })
 
 
-CSV_COLUMNS: tuple[str, ...] = (
-    "variable", "kind", "dimension",
-    *(f"{col}_{by}" for by in GROUPINGS for col in ("status", "k", "n", "H", "p", "p_holm", "significant", "eps2")),
-    "ratio",
-)
+def _csv_fields() -> list[tuple[str, tuple]]:
+    """stats.csv's columns and where each value sits in a variable's stats.json entry."""
+    fields = [("variable", ("variable",)), ("kind", ("kind",)), ("dimension", ("dimension",))]
+    for by in GROUPINGS:
+        for col in ("status", "k", "n", "H", "p", "p_holm", "significant", "eps2", "eps2_expected", "eps2_corrected"):
+            fields.append((f"{col}_{by}", (by, col)))
+    fields.append(("ratio", ("ratio",)))
+    fields.append(("ratio_corrected", ("ratio_corrected", "value")))
+    fields.append(("length_r2", ("length_controlled", "fit", "r2")))
+    for by in GROUPINGS:
+        for col in ("H", "p", "p_holm", "eps2", "eps2_expected", "eps2_corrected"):
+            fields.append((f"length_{col}_{by}", ("length_controlled", by, col)))
+    fields.append(("ratio_length_corrected", ("ratio_length_corrected", "value")))
+    fields += [("split_half_r", ("reliability", "split_half", "r")),
+               ("split_half_reliability", ("reliability", "split_half", "spearman_brown")),
+               ("split_half_reliability_length_controlled",
+                ("reliability", "split_half_length_controlled", "spearman_brown")),
+               ("supports_model_differences", ("reliability", "supports_model_differences")),
+               ("icc", ("reliability", "icc", "icc")), ("icc_clusters", ("reliability", "icc", "clusters")),
+               ("auroc_wrong", ("outcome", "auroc_wrong")),
+               ("auroc_wrong_within_model", ("outcome", "auroc_wrong_within_model"))]
+    return fields
+
+
+CSV_COLUMNS: tuple[str, ...] = tuple(name for name, _ in _csv_fields())
+
+
+def _dig(entry: Mapping, path: tuple):
+    for key in path:
+        if not isinstance(entry, Mapping):
+            return None
+        entry = entry.get(key)
+    return entry
 
 
 def stats_csv(stats: Mapping) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_COLUMNS)
+    fields = _csv_fields()
+    w.writerow([name for name, _ in fields])
     for e in stats["variables"]:
-        row = {"variable": e["variable"], "kind": e["kind"], "dimension": e["dimension"], "ratio": e["ratio"]}
-        for by in GROUPINGS:
-            for col in ("status", "k", "n", "H", "p", "p_holm", "significant", "eps2"):
-                row[f"{col}_{by}"] = e[by].get(col)
-        w.writerow(["" if row[c] is None else row[c] for c in CSV_COLUMNS])
+        w.writerow(["" if (v := _dig(e, path)) is None else v for _, path in fields])
     return buf.getvalue()
 
 
