@@ -84,12 +84,15 @@ def _reason(exc: BaseException) -> str:
 
 
 def profile_chunk_isolated(chunk: Sequence, profile_all: Callable[[Sequence], str],
-                           profile_one: Callable[[Sequence], str], part: Path, limits: TraceLimits) -> str:
+                           profile_one: Callable[[Sequence], str], part: Path, limits: TraceLimits,
+                           preflight: Callable[[], object] | None = None) -> str:
     """The output lines of `chunk` (one per item), whatever fails.
 
     `profile_all(items)` profiles the whole chunk at once; `profile_one([item])` one item alone
     (in this process, so that a native crash is pinned to the item). The marker beside `part` is
     left behind if the process dies; the caller removes it once `part` is committed.
+    `preflight()`, called when the whole chunk failed, raises what is the run's failure rather than
+    a trace's (an encoder folder whose weights do not load), so that it stops the run.
     """
     marker = marker_path(part)
     previous = json.loads(marker.read_text(encoding="utf-8")) if marker.exists() else None
@@ -100,6 +103,8 @@ def profile_chunk_isolated(chunk: Sequence, profile_all: Callable[[Sequence], st
             with time_limit(limits.trace_timeout_s * len(chunk)):
                 return profile_all(chunk)
         except Exception:  # noqa: BLE001 - any failure of one trace: find it by profiling them one by one
+            if preflight is not None:
+                preflight()
             previous = {"mode": "chunk"}
     # One trace at a time. A trace that was running alone when the process died is not retried.
     crashed = set(previous.get("crashed", []))

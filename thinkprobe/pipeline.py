@@ -204,6 +204,9 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
     linker = linker or load_linker(opts.linker, cfg, model_dir=opts.linker_model, device=encoder.device,
                                    cache_dir=opts.cache_dir)
     typer = unit_typer(linker, opts.types, cache_dir=opts.cache_dir)
+    # Load the encoder's weights now: a broken model folder is the run's error, not one trace's
+    # (failure isolation would otherwise list every trace as failed and call the run done).
+    encoder.model
     out = Path(opts.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     manifest = _manifest(opts, cfg, encoder, linker)
@@ -249,7 +252,8 @@ def _profile_chunks(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Lin
             else:
                 text = profile_chunk_isolated(
                     chunk, lambda items: _process_chunk(items, cfg, encoder, linker, times, pool, typer, progress),
-                    lambda items: _process_chunk(items, cfg, encoder, linker, times, None, typer), part, limits)
+                    lambda items: _process_chunk(items, cfg, encoder, linker, times, None, typer), part, limits,
+                    preflight=lambda: encoder.model)
                 with times("write"):
                     write_atomic(part, text)
                 del text

@@ -246,7 +246,7 @@ def run_profile_ray(opts: RunOptions, cfg: Config | None = None, times: StageTim
         parts = _prepare_parts(out, _manifest(opts, cfg, encoder, linker), opts.resume)
         total = _count(opts) if opts.progress or opts.sample is not None else None
         progress = Progress(selected_total(total, opts.limit, opts.sample), enabled=opts.progress)
-        traces = select(run_traces(opts), total, opts.limit, opts.sample, opts.seed)
+        traces = select(run_traces(opts), opts.limit, opts.sample, opts.seed)
         resumed = 0
 
         def pending():
