@@ -5,8 +5,9 @@ units and embeddings are cached in chunk files under --cache (resumable: finishe
 Training data are the silver gemini-3.1-pro graphs of ../shared/data/reasoningflow/v1, ALL of
 them, long traces included. The human dev set (v0_human_D) is never read here.
 
-    python scripts/train_parser.py prepare --cache /work/cache/silver      # once (CPU: long)
-    python scripts/train_parser.py train --cache /work/cache/silver        # -> models/parser-minilm-bilstm/
+    python scripts/train_parser.py prepare                  # once: ../cache/silver (CPU: ~25 min on 2 cores)
+    python scripts/train_parser.py train --out models/parser-minilm-bilstm   # the shipped model
+    python scripts/train_parser.py compare                  # vs the old default on silver neither trained on
 """
 from __future__ import annotations
 
@@ -56,9 +57,8 @@ def prepare(args) -> None:
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
     enc = cfg["encoder"]
-    encoder = Encoder(enc["path"] or None, device="cpu", batch_size=enc["batch_size"], max_seq_length=enc["max_seq_length"])
-    if args.bf16:
-        encoder.model.to(torch.bfloat16)
+    encoder = Encoder(enc["path"] or None, device="cpu", batch_size=enc["batch_size"], max_seq_length=enc["max_seq_length"],
+                      precision="bf16" if args.bf16 else "fp32")
     chunks = [order[s:s + args.chunk] for s in range(0, len(order), args.chunk)]
     total_chars = sum(len(docs[k]["raw_text"]["response"]) for k in order)
     done_chars, t0, enc_chars = 0, time.time(), 0
@@ -113,11 +113,11 @@ def silver_labels(doc: dict, units) -> tuple[list, dict]:
     """Project silver nodes onto units (most overlap); map node and edge labels (spec section 7);
     synthesis as scripts/train_linker.py defines it. Returns per-unit types (None where no node)
     and {(i, j): PAIR_CLASSES index} for i < j."""
-    from thinkprobe.evalgold import _projection, edge_types, node_types, response_nodes
+    from thinkprobe.evalgold import edge_types, node_types, projection, response_nodes
     from thinkprobe.link import PAIR_CLASSES
 
     nodes = response_nodes(doc)
-    proj = _projection(nodes, [{"start": u.start, "end": u.end} for u in units])
+    proj = projection(nodes, [{"start": u.start, "end": u.end} for u in units])
     types = node_types(doc)
     unit_types = [types[k] if k is not None else None for k in proj]
     units_of: dict[int, list[int]] = {}
@@ -308,7 +308,7 @@ def predicted_docs(model, exs: list[dict], docs: list[dict], decode: dict, probs
         res = [probs_cache[k] for k in range(len(exs))]
     out = []
     for x, r in zip(exs, res):
-        types = ParserLinker.predict_types(None, r["types"])
+        types = ParserLinker.predict_types(r["types"])
         units = [replace(u, node_type=t) for u, t in zip(x["units"], types)]
         edges = decode_edges(units, r["probs"], x["i"], x["j"], x["origin"], decode)
         outgoing: dict[int, list] = {}
@@ -447,6 +447,46 @@ def compare(args) -> None:
                   flush=True)
 
 
+def ensemble(args) -> None:
+    """An ensemble of trained parser folders (same candidates and features): weights stacked with
+    prefixes, thresholds refitted on their common held-out silver traces, scores written."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from thinkprobe.link import CandidateParams
+    from thinkprobe.link.parser import load_parser_model
+
+    log = lambda msg: print(msg, flush=True)  # noqa: E731
+    torch.set_num_threads(1)
+    metas = [json.loads((Path(m) / "config.json").read_text(encoding="utf-8")) for m in args.members]
+    if any(m["candidates"] != metas[0]["candidates"] or m["shape_patterns"] != metas[0]["shape_patterns"] for m in metas):
+        raise SystemExit("ensemble members must share candidates and features")
+    held = [{line.split("\t")[0] for line in (Path(m) / "traces.txt").read_text(encoding="utf-8").splitlines()
+             if line.endswith("heldout")} for m in args.members]
+    common = set.intersection(*held)
+    models = [load_parser_model(m)[0] for m in args.members]
+    _, featurizer, meta = load_parser_model(args.members[0])
+    docs = load_silver(Path(args.silver))
+    rows = [r for r in load_prepared(args.cache) if r["doc_id"] in common]
+    val = examples(rows, docs, CandidateParams.from_dict(meta["candidates"]), featurizer, log)
+    decode, held_scores = fit_thresholds(models, val, docs, DECODE_FLAGS, log)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    state = {}
+    for k, m in enumerate(args.members):
+        state.update({f"{k}.{name}": v for name, v in load_file(str(Path(m) / "parser.safetensors")).items()})
+    save_file(state, str(out / "parser.safetensors"))
+    new = dict(metas[0])
+    new.update(name=out.name, members=[m["model"] for m in metas], decode=decode)
+    new["training"] = {**metas[0]["training"], "heldout_silver": held_scores,
+                       "members": [{"folder": Path(m).name, "epochs": mm["training"]["epochs"], "best_epoch": mm["training"]["best_epoch"],
+                                    "heldout_silver": mm["training"]["heldout_silver"]} for m, mm in zip(args.members, metas)]}
+    (out / "config.json").write_text(json.dumps(new, indent=2) + "\n", encoding="utf-8")
+    (out / "traces.txt").write_text((Path(args.members[0]) / "traces.txt").read_text(encoding="utf-8"), encoding="utf-8")
+    log("RESULT " + json.dumps({"variant": "ensemble " + " + ".join(Path(m).name for m in args.members),
+                                **{k: decode[k] for k in ("threshold_near", "threshold_far")}, **held_scores}))
+
+
 def save(out: Path, args, cfg, params, featurizer, decode, model, dim, stats, doc_ids, held_ids) -> None:
     from dataclasses import asdict
 
@@ -486,9 +526,23 @@ def model_card(meta: dict, out: Path) -> str:
     edge_rows = "\n".join(f"| {label} | {kind}{' (' + pol + ')' if pol else ''} |" for label, (kind, pol) in EDGE_LABEL_MAP.items())
     node_rows = "\n".join(f"| {label} | {kind} |" for label, kind in NODE_LABEL_MAP.items())
     d = meta["decode"]
+    ens = ""
+    if meta.get("members"):
+        ens = ("\n\n**An ensemble** of " + str(len(meta["members"])) + " such networks trained alike (" + "; ".join(
+            f"{x['folder']}: {a['layers']}-layer BiLSTM {a['hidden']}, best epoch {x['best_epoch']} of {x['epochs']}, held-out silver "
+            f"edge F1 {x['heldout_silver']['edge_f1']:.3f} / far {x['heldout_silver']['far_edge_f1']:.3f}"
+            for x, a in zip(t["members"], meta["members"])) + "); their probabilities are averaged and the thresholds "
+            "were refitted for the average (`python scripts/train_parser.py ensemble A B --out DIR`). The description "
+            "below is of the first member.")
+    retrain = (f"    python scripts/train_parser.py prepare && python scripts/train_parser.py train --out models/{meta['name']}"
+               if not meta.get("members") else
+               "    python scripts/train_parser.py prepare\n"
+               "    python scripts/train_parser.py train --out /tmp/A\n"
+               "    python scripts/train_parser.py train --layers 2 --hidden 128 --epochs 14 --out /tmp/B\n"
+               f"    python scripts/train_parser.py ensemble /tmp/A /tmp/B --out models/{meta['name']}")
     return f"""# {meta['name']}: ThinkProbe's trace-level parser (linker and typer)
 
-One small torch network ({size / 1e6:.2f} MB of safetensors weights) over the frozen all-MiniLM-L6-v2
+{"Small torch networks" if meta.get("members") else "One small torch network"} ({size / 1e6:.2f} MB of safetensors weights) over the frozen all-MiniLM-L6-v2
 unit embeddings of the pipeline (nothing else is loaded; no network), `thinkprobe/link/parser.py`:
 
 - unit inputs: the embedding and {len(meta['cue_names'])} lexicon cue flags (from `configs/`), {len(meta['shape_patterns'])}
@@ -500,7 +554,7 @@ unit embeddings of the pipeline (nothing else is loaded; no network), `thinkprob
   outputs one arc logit (a sigmoid per arc: several parents allowed) and 8 edge-label logits (the
   6 edge types, critique split by polarity);
 - node-type head on the states: FAC RSN EXP CRT MET CON RPT (provisional; SYN and the final CRT /
-  RPT follow from the edges, `nodetypes.finalise_type`).
+  RPT follow from the edges, `nodetypes.finalise_type`).{ens}
 
 Trained jointly: arc BCE + {t['label_weight']} x label CE (positives only, class weights) + {t['type_weight']} x type CE.
 
@@ -516,7 +570,7 @@ unit typed CRT or RPT gets its most probable critique / repetition target in its
 
 `{t['data']}` (ReasoningFlow v1 silver graphs annotated by Gemini-3.1-pro), all traces, long ones
 included ({t['train_traces'] + t['heldout_traces']} with two or more units; generators: {gens}). Each trace was split, encoded
-(bf16 on CPU for training only: cosine >= 0.9999 to the fp32 embeddings the pipeline uses) and
+(bf16 on CPU, as the pipeline does by default on CPUs with native bf16; cosine >= 0.9999 to fp32) and
 tiled by our own pipeline; silver nodes were projected onto our units (most overlap) and labels
 mapped as below. Held out: the traces whose sha1(doc_id) falls in the lowest {t['val_frac']:.0%}
 ({t['heldout_traces']} traces); the epoch ({t['best_epoch']} of {t['epochs']}, lowest held-out loss) and the thresholds (grid
@@ -525,11 +579,13 @@ mapped as below. Held out: the traces whose sha1(doc_id) falls in the lowest {t[
 The human-annotated v0 traces (v0_human_D, the dev set) were not used for training, epochs,
 thresholds or architecture.
 
-Retrain (one command, after the one-off data preparation it runs first when the cache is empty):
+Retrain (after the one-off data preparation):
 
-    python scripts/train_parser.py prepare && python scripts/train_parser.py train --out models/{meta['name']}
+{retrain}
 
-(seeded; one torch thread; the same weights run after run on the same machine.)
+(seeded; one torch thread and deterministic algorithms, so a rerun on the same machine should give
+the same weights; not rerun to check. On 2 shared CPU cores: about 25 minutes of encoding once,
+then 8-10 minutes of training and 3 of threshold fitting.)
 
 ## Scores
 
@@ -614,10 +670,10 @@ def parse_args(argv=None):
     t.add_argument("--layers", type=int, default=1)
     t.add_argument("--arc-hidden", type=int, default=64)
     t.add_argument("--dropout", type=float, default=0.2)
-    t.add_argument("--epochs", type=int, default=8)
+    t.add_argument("--epochs", type=int, default=10)
     t.add_argument("--lr", type=float, default=2e-3)
     t.add_argument("--wd", type=float, default=1e-4)
-    t.add_argument("--max-units", type=int, default=1500, help="padded units per training batch")
+    t.add_argument("--max-units", type=int, default=256, help="padded units per training batch")
     t.add_argument("--class-power", type=float, default=0.25)
     t.add_argument("--type-class-power", type=float, default=0.5)
     t.add_argument("--label-weight", type=float, default=0.5)
@@ -629,6 +685,11 @@ def parse_args(argv=None):
     c.add_argument("--cache", default=str(REPO.parent / "cache" / "silver"))
     c.add_argument("--parser", default=str(REPO / "models" / "parser-minilm-bilstm"))
     c.add_argument("--old", default=str(REPO / "models" / "linker-minilm-mlp"))
+    en = sub.add_parser("ensemble", help="stack trained parser folders into one ensemble, thresholds refitted")
+    en.add_argument("members", nargs="+")
+    en.add_argument("--out", required=True)
+    en.add_argument("--silver", default=str(SILVER))
+    en.add_argument("--cache", default=str(REPO.parent / "cache" / "silver"))
     return ap.parse_args(argv)
 
 
@@ -638,6 +699,8 @@ def main(argv=None) -> None:
         prepare(args)
     elif args.cmd == "train":
         train(args)
+    elif args.cmd == "ensemble":
+        ensemble(args)
     elif args.cmd == "compare":
         compare(args)
 

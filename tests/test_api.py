@@ -133,6 +133,8 @@ def test_what_profile_accepts():
         as_records({"response": "<think>a</think>"})
     with pytest.raises(TypeError, match="cannot profile a int"):
         as_records(3)
+    with pytest.raises(FileNotFoundError, match="no-such.jsonl"):
+        thinkprobe.profile(["no-such.jsonl::model=M"], **FAST)
 
 
 def test_bad_in_memory_records_are_listed(tmp_path, cache):
@@ -154,3 +156,27 @@ def test_readme_example(tmp_path, monkeypatch):
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     runner.run(test)
     assert runner.failures == 0
+
+
+def test_options_reach_the_run_with_the_command_defaults(monkeypatch, tmp_path):
+    import thinkprobe.pipeline as pipeline
+
+    seen = []
+
+    def stop(opts):
+        seen.append(opts)
+        raise RuntimeError("stop before profiling")
+
+    monkeypatch.setattr(pipeline, "run_profile", stop)
+    monkeypatch.setenv("THINKPROBE_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(RuntimeError):
+        thinkprobe.profile(RECORDS, tmp_path / "a")
+    with pytest.raises(RuntimeError):
+        thinkprobe.profile(RECORDS, tmp_path / "b", model="M", path_pattern="(?P<domain>x)", sample=2, seed=5,
+                           cache=False, progress=True)
+    default, custom = seen
+    assert default.cache_dir == str(tmp_path / "cache")  # the cache is on, as in the command
+    assert (default.chunk_size, default.types, default.limit, default.sample) == (64, "head", None, None)
+    assert default.records == RECORDS and default.inputs == []
+    assert custom.cache_dir is None and custom.progress is True and (custom.sample, custom.seed) == (2, 5)
+    assert (custom.fields.model, custom.fields.path_pattern) == ("M", "(?P<domain>x)")

@@ -292,3 +292,47 @@ def test_numpy_dtypes_do_not_matter():
         g.concreteness.astype(np.float32), g.hedge.astype(np.int8), g.perspective.astype(np.int8),
     )
     assert compute_indicators(wide) == pytest.approx(compute_indicators(g), abs=1e-7)
+
+
+# --------------------------------------------------------------------------- 5. bounded clustering
+
+
+def topic_embeddings(rng, topics: int, n: int, dim: int = 32, noise: float = 0.15, zero_every: int = 0):
+    """n vectors drawn around `topics` orthogonal random directions (dim >= topics)."""
+    centres = np.sqrt(dim) * np.linalg.qr(rng.normal(size=(dim, dim)))[0][:topics]
+    emb = centres[rng.integers(0, topics, size=n)] + noise * rng.normal(size=(n, dim))
+    if zero_every:
+        emb[::zero_every] = 0.0  # units without an embedding: orthogonal to everything
+    return emb.astype(np.float32)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize(("topics", "zero_every"), [(1, 0), (7, 0), (12, 97)])
+def test_sampled_clustering_counts_separated_topics_like_the_exact_one(topics, zero_every, implementation):
+    rng = np.random.default_rng(topics)
+    n = 900
+    g = graph(" ".join(["RSN"] * n), embeddings=topic_embeddings(rng, topics, n, zero_every=zero_every),
+              tokens=[3] * n)
+    exact = implementation(g, cluster_exact_max=n)["semantic_spread"]
+    sampled = implementation(g, cluster_exact_max=200)["semantic_spread"]
+    assert exact == topics + (len(range(0, n, zero_every)) if zero_every else 0)
+    assert sampled == exact
+
+
+def test_sampled_clustering_of_units_unlike_each_other_counts_every_unit():
+    # No two units close: every pass clusters its sample into singletons and keeps going.
+    emb = np.eye(500, dtype=np.float32)
+    g = graph(" ".join(["FAC"] * 500), embeddings=emb, tokens=[1] * 500)
+    assert compute_indicators(g, cluster_exact_max=64)["semantic_spread"] == 500
+
+
+def test_only_content_units_count_toward_the_exact_limit():
+    rng = np.random.default_rng(3)
+    types = " ".join(["MET", "CRT", "RSN"] * 300)  # 300 content units, 600 others
+    g = graph(types, embeddings=topic_embeddings(rng, 200, 900, dim=256, noise=0.0), tokens=[2] * 900)
+    from thinkprobe.indicators import _sampled_clusters
+
+    # 300 content units <= 300: the exact path, whatever the 900 units overall
+    assert compute_indicators(g, cluster_exact_max=300) == compute_indicators(g, cluster_exact_max=10**6)
+    content = g.embeddings[2::3].astype(np.float64)
+    assert compute_indicators(g, cluster_exact_max=299)["semantic_spread"] == _sampled_clusters(content, 0.45, 299)

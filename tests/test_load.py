@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from thinkprobe.load import FieldMap, detect, format_peek, iter_records, iter_traces, peek
+from thinkprobe.load import (
+    FieldMap, Source, detect, format_peek, iter_inputs, iter_records, iter_traces, parse_source, peek, record_traces,
+)
 from thinkprobe.records import InputError, Trace
 
 
@@ -344,7 +346,8 @@ def test_bad_records_become_errors_and_the_stream_goes_on(tmp_path):
     reasons = [e.reason for e in items if isinstance(e, InputError)]
     assert "malformed JSON" in reasons[0] and "number" in reasons[1] and reasons[2] == "empty reasoning"
     assert "NUL" in reasons[3] and "UTF-8" in reasons[4] and "list" in reasons[5]
-    assert "tried: reasoning_content" in reasons[6] and "object" in reasons[7] and reasons[8] == reasons[9] == "empty reasoning"
+    assert "tried: reasoning_content" in reasons[6] and "the record has: id, prompt" in reasons[6]
+    assert "object" in reasons[7] and reasons[8] == reasons[9] == "empty reasoning"
 
 
 def test_empty_dedicated_field_does_not_turn_the_answer_into_reasoning():
@@ -398,7 +401,7 @@ def test_peek(tmp_path):
     rows = peek(path, n=2)
     assert len(rows) == 2
     assert rows[0] == {
-        "record": "line 1", "trace_id": "x", "trace_id_from": "id", "model": "M", "model_from": "model",
+        "file": str(path), "joined": None, "record": "line 1", "trace_id": "x", "trace_id_from": "id", "model": "M", "model_from": "model",
         "domain": "math", "domain_from": "domain", "reasoning_from": "response", "tag": "<think>",
         "open_tag_missing": True, "truncated": False, "answer_from": "response", "reasoning_chars": 5,
         "answer_chars": 2, "gold_from": "answer", "correct_from": "correct", "error": None,
@@ -406,7 +409,7 @@ def test_peek(tmp_path):
     assert rows[1]["record"] == "line 2" and "reasoning" in rows[1]["error"] and rows[1]["trace_id"] is None
     table = format_peek(rows)
     assert "M <- model" in table and "open_tag_missing" in table and "ERROR" in table
-    assert len(table.splitlines()) == 3
+    assert table.splitlines()[1] == f"{path}:" and len(table.splitlines()) == 4
 
 
 # ----------------------------------------------------------------------------- real data
@@ -503,3 +506,413 @@ def test_think_bench_and_venhoff_layouts(shared_data):
     assert all(t.reasoning.field == "response" and not t.provenance["truncated"] for t in claude)
     distill = list(iter_traces(real(shared_data, "venhoff_reasoning_comparison/reasoning_comparison_deepseek-qwen-14b.json")))
     assert sum(t.provenance["truncated"] for t in distill if isinstance(t, Trace)) > 100
+
+
+# ----------------------------------------------------------------------------- formats people have
+
+FORMATS_DIR = Path(__file__).parent / "data" / "formats"
+
+# file, FieldMap, then per trace: (trace_id, model, reasoning_from, reasoning, answer_from, answer, correct)
+FORMAT_CASES = [
+    ("samples_gsm8k_cot_2025-03-14T10-22-05.123456.jsonl", FieldMap(model="Qwen3-8B"), [
+        ("0", "Qwen3-8B", "resps[0][0]",
+         "Tom starts with 3 apples. He buys 4 more, so 3 + 4 = 7.\nLet me double check: 7 - 4 = 3. Yes.",
+         "resps[0][0]", "The answer is 7.", True),
+        ("1", "Qwen3-8B", "resps[0][0]",
+         "Speed is distance over time. 60 / 1.5 = 45? No wait, 1.5 * 40 = 60, so it is 40.",
+         "resps[0][0]", "The speed is 40 km/h.", False),
+    ]),
+    ("openai_responses.jsonl", FieldMap(), [
+        ("resp_001", "gpt-5-mini-2025-08-07", "output",
+         "**Working out the area**\n\nThe rectangle is 4 by 6, so its area is 24.\n\n"
+         "**Checking units**\n\nBoth sides are in metres, so the area is 24 square metres.",
+         "output[1].content[0].text", "The area is 24 m².", None),
+        ("resp_002", "gpt-oss-120b", "output[0].content[0].text",
+         "We need the larger of 0.9 and 0.11. Compare tenths: 9 > 1. So 0.9 is larger.",
+         "output[1].content[0].text", "0.9 is larger.", None),
+    ]),
+    ("anthropic_thinking.jsonl", FieldMap(), [
+        ("msg_01A", "claude-sonnet-4-20250514", "content[0].thinking",
+         "The user asks for the capital of Australia. Many people say Sydney, but the capital is Canberra.",
+         "content[1].text", "The capital of Australia is Canberra.", None),
+        ("msg_01B", "claude-sonnet-4-20250514", "content",
+         "First I look up the boiling point of water at sea level: 100 °C.\n\n"
+         "At altitude the pressure is lower, so water boils below 100 °C.",
+         "content[3].text", "About 100 °C at sea level, less at altitude.", None),
+    ]),
+    ("vllm_reasoning.jsonl", FieldMap(), [
+        ("chatcmpl-9f2", "Qwen/Qwen3-8B", "choices[0].message.reasoning",
+         "Okay, 17 is prime? It is not divisible by 2, 3 or 5, and 5 squared is 25 > 17. So yes.",
+         "choices[0].message.content", "Yes, 17 is prime.", None),
+        ("q-18", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "reasoning", "18 = 2 * 9, so it is not prime.",
+         "content", "No, 18 is not prime.", None),
+    ]),
+    ("openr1.jsonl", FieldMap(), [
+        ("5a1c-77:g0", "unknown", "generations[0]", "Subtract 3: 2x = 8. Divide by 2: x = 4.",
+         "generations[0]", "x = \\boxed{4}", True),
+        ("5a1c-77:g1", "unknown", "generations[1]",
+         "2x + 3 = 11 so 2x = 14? No, 11 - 3 = 8, so x = 4. Hmm, I wrote 5 first.",
+         "generations[1]", "x = \\boxed{5}", False),
+    ]),
+    ("openthoughts.jsonl", FieldMap(), [
+        ("openthoughts:0", "unknown", "conversations[1].value",
+         "Okay, 12 * 13. 12 * 10 = 120 and 12 * 3 = 36, so 156.\n\nLet me verify: 13 * 12 = 130 + 26 = 156.",
+         "conversations[1].value", "\\boxed{156}", None),
+    ]),
+]
+
+
+@pytest.mark.parametrize("name, fields, expected", FORMAT_CASES, ids=[c[0].split(".")[0][:20] for c in FORMAT_CASES])
+def test_formats_people_have(name, fields, expected):
+    traces = list(iter_traces(FORMATS_DIR / name, fields))
+    assert all(isinstance(t, Trace) for t in traces)
+    got = [(t.trace_id, t.model, t.reasoning.field, span(t.reasoning), t.answer.field, span(t.answer), t.correct)
+           for t in traces]
+    assert got == expected
+
+
+def test_joined_blocks_tile_the_joined_text():
+    thinking = next(t for t in iter_traces(FORMATS_DIR / "anthropic_thinking.jsonl") if t.trace_id == "msg_01B")
+    assert thinking.provenance["joined"] == {"field": "content", "parts": 2, "separator": "\n\n"}
+    assert thinking.reasoning.text == span(thinking.reasoning)  # nothing to trim: the text is the joined pieces
+
+
+def test_lm_eval_and_openr1_metadata():
+    lm = next(iter(iter_traces(FORMATS_DIR / "samples_gsm8k_cot_2025-03-14T10-22-05.123456.jsonl")))
+    assert (lm.question, lm.gold_answer, lm.provenance["correct_from"]) == (
+        "Tom has 3 apples and buys 4 more. How many apples does he have?", "7", "exact_match")
+    r1 = list(iter_traces(FORMATS_DIR / "openr1.jsonl"))
+    assert [t.provenance["generation"] for t in r1] == [0, 1]
+    assert [t.provenance["correct_from"] for t in r1] == ["correctness_math_verify[0]", "correctness_math_verify[1]"]
+    assert all(t.question == "Find x if 2x + 3 = 11." and t.gold_answer == "4" and t.record == 0 for t in r1)
+
+
+def test_record_traces_never_raises_and_gives_one_error_per_bad_generation():
+    items = record_traces({"id": "p", "generations": ["<think>ok</think>1", "  ", 5]}, source="mem")
+    assert [type(i).__name__ for i in items] == ["Trace", "InputError", "InputError"]
+    assert items[0].trace_id == "p:g0"
+    assert [(i.field, i.reason) for i in items[1:]] == [
+        ("generations[1]", "empty reasoning"), ("generations[2]", "expected text, found number")]
+    assert [type(i).__name__ for i in record_traces(["not", "a", "record"])] == ["InputError"]
+
+
+def _hf_folder(root: Path, rows: list[dict], shards: int = 2) -> Path:
+    """The layout `datasets.Dataset.save_to_disk` writes: Arrow IPC streams beside two JSON descriptions."""
+    import pyarrow as pa
+
+    root.mkdir(parents=True)
+    table = pa.Table.from_pylist(rows)
+    per = -(-len(rows) // shards)
+    files = []
+    for k in range(shards):
+        name = f"data-{k:05d}-of-{shards:05d}.arrow"
+        with pa.OSFile(str(root / name), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table.slice(k * per, per))
+        files.append({"filename": name})
+    (root / "state.json").write_text(json.dumps({"_data_files": files, "_fingerprint": "f00", "_split": None}))
+    (root / "dataset_info.json").write_text(json.dumps({"features": {k: {"dtype": "string"} for k in rows[0]}}))
+    return root
+
+
+HF_ROWS = [{"id": f"h{i}", "model": "m", "reasoning_content": f"Step {i}: add {i}.", "content": str(i)} for i in range(5)]
+
+
+def test_hugging_face_save_to_disk_folder(tmp_path):
+    root = _hf_folder(tmp_path / "ds", HF_ROWS)
+    assert [Path(src).name for src, _, _ in iter_records(root)] == ["data-00000-of-00002.arrow"] * 3 + [
+        "data-00001-of-00002.arrow"] * 2
+    traces = list(iter_traces(root))
+    assert [t.trace_id for t in traces] == [r["id"] for r in HF_ROWS]
+    assert [span(t.reasoning) for t in traces] == [r["reasoning_content"] for r in HF_ROWS]
+
+
+def test_dataset_dict_folder_reads_every_split_and_no_metadata(tmp_path):
+    _hf_folder(tmp_path / "dd" / "train", HF_ROWS[:3], shards=1)
+    _hf_folder(tmp_path / "dd" / "test", HF_ROWS[3:], shards=1)
+    (tmp_path / "dd" / "dataset_dict.json").write_text(json.dumps({"splits": ["train", "test"]}))
+    traces = list(iter_traces(tmp_path / "dd"))
+    assert [t.trace_id for t in traces] == ["h3", "h4", "h0", "h1", "h2"]  # sorted paths: test/ before train/
+
+
+def test_datasets_save_to_disk_is_read_when_datasets_is_installed(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    datasets.Dataset.from_list(HF_ROWS).save_to_disk(str(tmp_path / "saved"))
+    assert [t.trace_id for t in iter_traces(tmp_path / "saved")] == [r["id"] for r in HF_ROWS]
+
+
+def test_arrow_ipc_file_format(tmp_path):
+    import pyarrow as pa
+
+    path = tmp_path / "t.arrow"
+    table = pa.Table.from_pylist(HF_ROWS)
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    assert [t.trace_id for t in iter_traces(path)] == [r["id"] for r in HF_ROWS]
+    (tmp_path / "bad.arrow").write_bytes(b"not arrow")
+    [error] = list(iter_traces(tmp_path / "bad.arrow"))
+    assert isinstance(error, InputError) and error.record == 0 and "cannot read Arrow" in error.reason
+
+
+# ----------------------------------------------------------------------------- columnar and grouped JSON
+
+
+def test_columnar_json_is_read_as_records():
+    traces = list(iter_traces(FORMATS_DIR / "columnar.json"))
+    assert [(t.trace_id, t.model, span(t.reasoning), span(t.answer), t.record) for t in traces] == [
+        ("c1", "m-a", "Add the two numbers: 2 + 2 = 4.", "4", 0),
+        ("c2", "m-a", "Half of 10 is 5.", "5", 1),
+        ("c3", "m-b", "3 squared is 9.", "9", 2),
+    ]
+
+
+def test_columnar_json_with_unequal_lists_is_one_clear_error(tmp_path):
+    path = write_json(tmp_path / "cols.json", {"id": ["a", "b"], "reasoning": ["x"]})
+    [error] = list(iter_traces(path))
+    assert (error.source, error.record, error.field) == (str(path), "file", "")
+    assert error.reason == "columnar JSON with lists of different lengths (id: 2, reasoning: 1)"
+
+
+def test_grouped_json_reads_every_object_of_every_list():
+    fields = FieldMap(reasoning_field="Model_Solution_Steps", model_field="Sampled_Model", domain_field="Subject")
+    traces = list(iter_traces(FORMATS_DIR / "mrben_grouped.json", fields))
+    assert [(t.trace_id, t.model, t.domain, t.correct) for t in traces] == [
+        ("mrben_grouped:0", "Claude2", "high_school_biology", True),
+        ("mrben_grouped:1", "GPT3.5", "high_school_biology", False),
+        ("mrben_grouped:2", "mistral-medium", "high_school_biology", True),
+    ]
+    assert traces[1].question == "Which organelle makes ATP?"
+    assert traces[1].reasoning.text == "Step 1: Plants make energy in chloroplasts.\nSolution: Chloroplast"
+
+
+@pytest.mark.parametrize("value", [
+    {"messages": [{"role": "assistant", "content": "<think>a</think>b"}]},
+    {"generations": ["<think>a</think>1", "<think>b</think>2"], "correctness_math_verify": [True, False]},
+])
+def test_an_object_of_in_record_lists_stays_one_record(tmp_path, value):
+    assert len(list(iter_traces(write_json(tmp_path / "one.json", value)))) == len(value.get("generations", [0]))
+
+
+# ----------------------------------------------------------------------------- a list of steps
+
+
+def test_steps_list_is_one_trace_joined_with_newlines():
+    steps = ["Step 1: 3 + 4 = 7.", "Step 2: 7 * 2 = 14.", "Solution: 14"]
+    trace = one({"id": "s", "steps": steps, "final_answer_correct": True}, FieldMap(reasoning_field="steps"))
+    assert trace.reasoning.field == "steps" and trace.reasoning.text == "\n".join(steps)
+    assert (trace.reasoning.start, trace.reasoning.end) == (0, len("\n".join(steps)))
+    assert trace.provenance["joined"] == {"field": "steps", "parts": 3, "separator": "\n"}
+    offsets, start = [], 0
+    for step in steps:  # every step is found at its own offset in the joined text
+        offsets.append(trace.reasoning.text.index(step, start))
+        start = offsets[-1] + len(step)
+    assert offsets == [0, 19, 39]  # 18 + 1 and 18 + 1 + 19 + 1
+
+
+def test_reasoningflow_export_says_the_steps_were_joined():
+    from thinkprobe.export import to_reasoningflow
+
+    steps = ["Step 1: a.", "Step 2: b."]
+    rec = {"trace_id": "s", "model": "m", "domain": "d", "source": "x", "question": None, "gold_answer": None,
+           "correct": None, "provenance": {"joined": {"field": "steps", "parts": 2, "separator": "\n"}},
+           "sections": [{"name": "reasoning", "field": "steps", "start": 0, "end": 21}],
+           "fields": {"steps": "\n".join(steps)}, "units": [], "edges": []}
+    doc = to_reasoningflow(rec)
+    assert doc["raw_text"]["response"] == "Step 1: a.\nStep 2: b."
+    assert doc["metadata"]["joined"] == {"field": "steps", "parts": 2, "separator": "\n"}
+
+
+# ----------------------------------------------------------------------------- run-wide ids
+
+
+def test_two_files_with_the_same_ids_get_file_prefixes(tmp_path):
+    a = write_jsonl(tmp_path / "a.jsonl", [{"id": i, "reasoning": f"a{i}"} for i in (10, 21)])
+    b = write_jsonl(tmp_path / "b.jsonl", [{"id": i, "reasoning": f"b{i}"} for i in (10, 81, 21)])
+    traces = list(iter_inputs([a, b]))
+    assert [t.trace_id for t in traces] == ["10", "21", "b:10", "81", "b:21"]
+    assert [t.provenance.get("duplicate_of") for t in traces] == [None, None, "10", None, "21"]
+    assert [span(t.reasoning) for t in traces] == ["a10", "a21", "b10", "b81", "b21"]
+
+
+def test_same_stem_in_two_folders_and_repeats_within_a_file(tmp_path):
+    (tmp_path / "run1").mkdir()
+    (tmp_path / "run2").mkdir()
+    a = write_jsonl(tmp_path / "run1" / "out.jsonl", [{"id": "x", "reasoning": "1"}])
+    b = write_jsonl(tmp_path / "run2" / "out.jsonl", [{"id": "x", "reasoning": "2"}, {"id": "x", "reasoning": "3"}])
+    assert [t.trace_id for t in iter_inputs([a, b])] == ["x", "run2/out:x", "run2/out:x#2"]
+
+
+def test_twelve_one_record_files_get_twelve_ids(tmp_path):
+    paths = []
+    for k in range(12):
+        (tmp_path / f"problem_{k}").mkdir()
+        paths.append(write_json(tmp_path / f"problem_{k}" / "base_solution.json", {"full_cot": f"Think {k}."}))
+    traces = list(iter_inputs(paths))
+    assert [t.trace_id for t in traces] == [f"problem_{k}/base_solution:0" for k in range(12)]
+    assert not any("duplicate_of" in t.provenance for t in traces)
+
+
+def test_two_folders_with_the_same_inner_files(tmp_path):
+    for run in ("r1", "r2"):
+        (tmp_path / run / "p").mkdir(parents=True)
+        write_json(tmp_path / run / "p" / "base_solution.json", {"full_cot": run})
+    traces = list(iter_inputs([tmp_path / "r1", tmp_path / "r2"]))
+    assert [t.trace_id for t in traces] == ["p/base_solution:0", "r2/p/base_solution:0"]
+    assert traces[1].provenance["duplicate_of"] == "p/base_solution:0"
+
+
+# ----------------------------------------------------------------------------- naming what records lack
+
+
+def test_model_and_domain_constants_win_over_fields():
+    trace = one({"reasoning": "x", "model": "in-record"}, FieldMap(model="R1", domain="math"))
+    assert (trace.model, trace.domain, trace.provenance["model_from"], trace.provenance["domain_from"]) == (
+        "R1", "math", "option", "option")
+
+
+@pytest.mark.parametrize("pattern", [
+    r"(?P<model>[^/]+)/(?P<domain>[^/_]+)_[^/]*\.jsonl",
+    "{model}/{domain}_{}.jsonl",
+    "{model}/{domain}_*.jsonl",
+])
+def test_model_and_domain_from_the_path(tmp_path, pattern):
+    (tmp_path / "qwen3-8b").mkdir()
+    path = write_jsonl(tmp_path / "qwen3-8b" / "simpleqa_exd0.jsonl", [{"reasoning": "x"}, {"reasoning": "y", "model": "m"}])
+    traces = list(iter_traces(path, FieldMap(path_pattern=pattern)))
+    assert [(t.model, t.domain, t.provenance["model_from"]) for t in traces] == [
+        ("qwen3-8b", "simpleqa", "path"), ("qwen3-8b", "simpleqa", "path")]
+    # a record field named explicitly still wins over the path
+    assert next(iter(iter_traces(path, FieldMap(path_pattern=pattern, model_field="model")))).model == "qwen3-8b"
+    assert list(iter_traces(path, FieldMap(path_pattern=pattern, model_field="model")))[1].model == "m"
+
+
+def test_a_path_pattern_without_known_groups_is_refused():
+    with pytest.raises(ValueError, match="must name groups"):
+        FieldMap(path_pattern=r"(?P<modle>[^/]+)\.jsonl")
+    with pytest.raises(ValueError, match="not a valid regular expression"):
+        FieldMap(path_pattern="(?P<model>[^/]+")
+
+
+def test_per_input_overrides_let_two_layouts_share_a_run(tmp_path):
+    steps = write_jsonl(tmp_path / "pb.jsonl", [{"id": "p1", "steps": ["a.", "b."], "generator": "Qwen"}])
+    chats = write_jsonl(tmp_path / "chat.jsonl", [{"id": "c1", "messages": [
+        {"role": "user", "content": "Q?"}, {"role": "assistant", "content": "<think>c.</think>d"}]}])
+    base = FieldMap(model="ignored-when-overridden")
+    traces = list(iter_inputs([f"{steps}::reasoning-field=steps,model=Qwen2.5-Math", f"{chats}::domain=chat"], base))
+    assert [(t.trace_id, t.model, t.domain, t.reasoning.field, t.reasoning.text) for t in traces] == [
+        ("p1", "Qwen2.5-Math", "unknown", "steps", "a.\nb."),
+        ("c1", "ignored-when-overridden", "chat", "messages[1].content", "<think>c.</think>d"),
+    ]
+    # without the override the steps file is skipped with a message that names the keys it has
+    [error, _] = list(iter_inputs([steps, chats]))
+    assert isinstance(error, InputError) and "the record has: id, steps, generator" in error.reason
+
+
+def test_parse_source():
+    assert parse_source("a.jsonl") == Source("a.jsonl", FieldMap())
+    src = parse_source(r"d/x.jsonl::path_pattern=(?P<model>\w{2,8})/,domain-field=meta.task", FieldMap(model="m"))
+    assert src.path == "d/x.jsonl"
+    assert src.fields == FieldMap(model="m", path_pattern=r"(?P<model>\w{2,8})/", domain_field="meta.task")
+    with pytest.raises(ValueError, match="cannot read override 'colour=red'"):
+        parse_source("a.jsonl::colour=red")
+
+
+def test_explicit_field_not_found_lists_the_keys_where_the_path_stopped():
+    with pytest.raises(InputError) as err:
+        one({"raw_text": {"question": "Q", "answer": "A"}, "id": 1}, FieldMap(reasoning_field="raw_text.response"))
+    assert err.value.reason == "field not found; `raw_text` has: question, answer"
+    with pytest.raises(InputError) as err:
+        one({"id": 1, "text": "x"}, FieldMap(reasoning_field="steps"))
+    assert (err.value.source, err.value.record, err.value.field) == ("mem.jsonl", "line 1", "steps")
+    assert err.value.reason == "field not found; the record has: id, text"
+
+
+# ----------------------------------------------------------------------------- peek on several paths
+
+
+def test_peek_several_paths_names_files_and_exits_1_when_nothing_is_usable(tmp_path):
+    from click.testing import CliRunner
+
+    from thinkprobe.cli import main
+
+    root = tmp_path / "folder"
+    root.mkdir()
+    bad = write_jsonl(root / "inner.jsonl", [{"id": "y", "prompt": "only a prompt " * 20}])
+    good = write_jsonl(tmp_path / "good.jsonl", [{"id": "g", "reasoning": "fine"}])
+    runner = CliRunner()
+    result = runner.invoke(main, ["peek", str(root)])
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert lines[1] == f"{bad}:"  # a folder's rows name the file they come from
+    assert lines[2].startswith("line 1") and lines[2].endswith("(name the field with --reasoning-field)")  # not cut
+    result = runner.invoke(main, ["peek", str(root), f"{good}::model=M", "--json"])
+    assert result.exit_code == 0
+    rows = json.loads(result.output)
+    assert [(r["file"], r["trace_id"], r["model"]) for r in rows] == [(str(bad), None, None), (str(good), "g", "M")]
+    result = runner.invoke(main, ["peek", str(tmp_path / "missing.jsonl")])
+    assert result.exit_code == 2 and "no such file or directory" in result.output
+
+
+# ----------------------------------------------------------------------------- tts_knowledge: model from the file name
+
+
+@pytest.mark.realdata
+def test_tts_knowledge_grouped_by_model_from_the_file_name(shared_data):
+    root = real(shared_data, "tts_knowledge/outputs")
+    files = [root / "qwen3-8b" / "Qwen3-8B_simpleqa_exd0.jsonl.gz",
+             root / "claude-sonnet-4" / "claude-sonnet4_simpleqa_budget1024.jsonl.gz",
+             root / "grok-3-mini" / "grok-3-mini_simpleqa_low_effort.jsonl.gz"]
+    files = [f for f in files if f.exists()]
+    if len(files) < 2:
+        pytest.skip("tts_knowledge files not found")
+    fields = FieldMap(path_pattern="{model}_{domain}_{}.jsonl.gz")
+    by_model: dict[str, int] = {}
+    for f in files:
+        for t in islice(iter_traces(f, fields), 20):
+            if isinstance(t, Trace):
+                assert t.provenance["model_from"] == "path" and t.domain == "simpleqa"
+                by_model[t.model] = by_model.get(t.model, 0) + 1
+    assert sorted(by_model) == sorted(f.name.split("_")[0] for f in files)
+    assert "unknown" not in by_model
+
+
+def test_in_memory_records_share_the_run_wide_ids(tmp_path):
+    path = write_jsonl(tmp_path / "disk.jsonl", [{"id": "a", "reasoning": "from disk"}])
+    records = [{"id": "a", "reasoning": "from memory"}, {"reasoning": "no id"}, {"id": "b", "reasoning": 3}]
+    items = list(iter_inputs([path, Source("frame", FieldMap(model="M"), records=records)]))
+    assert [(getattr(i, "trace_id", None), getattr(i, "model", None)) for i in items[:3]] == [
+        ("a", "unknown"), ("frame:a", "M"), ("frame:1", "M")]
+    assert (items[3].source, items[3].record, items[3].field) == ("frame", 2, "reasoning")
+
+
+def test_lm_eval_task_from_the_samples_file_name():
+    fields = FieldMap(path_pattern=r"samples_(?P<domain>.+)_\d{4}-\d\d-\d\dT", model="Qwen3-8B")
+    traces = list(iter_traces(FORMATS_DIR / "samples_gsm8k_cot_2025-03-14T10-22-05.123456.jsonl", fields))
+    assert [(t.model, t.domain, t.provenance["domain_from"]) for t in traces] == [("Qwen3-8B", "gsm8k_cot", "path")] * 2
+
+
+def test_a_run_over_two_files_with_the_same_ids_lists_the_renamed_ones(tmp_path):
+    """End to end: run.json and the summary name the duplicates and the option that fixes `unknown`."""
+    from thinkprobe.cli import format_summary
+    from thinkprobe.pipeline import RunOptions, run_profile
+
+    text = "First I add the numbers. Then I check the result. Wait, that is wrong. Let me redo it."
+    a = write_jsonl(tmp_path / "a.jsonl", [{"id": i, "reasoning": f"{text} ({i})"} for i in (10, 21)])
+    b = write_jsonl(tmp_path / "b.jsonl", [{"id": i, "reasoning": f"{text} [{i}]"} for i in (10, 84)])
+    out = tmp_path / "out"
+    result = run_profile(RunOptions(inputs=[str(a), f"{b}::model=B"], out_dir=str(out), progress=False,
+                                    linker="cue", types="cue"))
+    run = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert run["duplicate_ids"] == [{"trace_id": "b:10", "duplicate_of": "10", "file": str(b), "record": 0}]
+    assert run["counts"]["unknown_model"] == 2 and set(run["unknown_fix"]) == {"model", "domain"}
+    assert "--model NAME" in run["unknown_fix"]["model"] and "--path-pattern" in run["unknown_fix"]["model"]
+    ids = [json.loads(line)["trace_id"] for line in (out / "graphs.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert ids == ["10", "21", "b:10", "84"]
+    summary = format_summary(result)
+    assert "1 duplicate trace ids were renamed" in summary and "--model-field FIELD" in summary
+
+
+def test_an_untagged_generation_is_not_replaced_by_the_tagged_chat_copy():
+    record = {"uuid": "u", "generations": ["<think>a</think>1", "plain b"],
+              "messages": [{"role": "assistant", "content": "<think>a</think>1"}]}
+    assert [(t.trace_id, t.reasoning.field, span(t.reasoning)) for t in record_traces(record)] == [
+        ("u:g0", "generations[0]", "a"), ("u:g1", "generations[1]", "plain b")]

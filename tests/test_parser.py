@@ -36,7 +36,7 @@ def _emb(n: int, dim: int = 384, seed: int = 0) -> np.ndarray:
 def test_earlier_topk_matches_the_dense_search(n, k, skip, block):
     emb = _emb(n)
     emb[n // 2] = emb[0]  # an exact repeat far back
-    idx, best = earlier_topk(emb, k, skip=skip, block=block)
+    idx, best = earlier_topk(emb, k, skip=skip, block_values=block * n)
     sim = emb @ emb.T
     for j in range(n):
         hi = j - skip

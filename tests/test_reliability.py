@@ -575,7 +575,9 @@ def test_doctor_reports_what_a_run_uses():
     weights = folder / enc["weights"]
     assert weights.name in ("model.safetensors", "pytorch_model.bin")
     assert enc["sha256"] == hashlib.sha256(weights.read_bytes()).hexdigest()[:16]
-    assert report["linker"]["name"] == "linker-minilm-mlp" and report["linker"]["weights"]
+    from thinkprobe.link import DEFAULT_LINKER
+
+    assert report["linker"]["name"] == DEFAULT_LINKER and report["linker"]["weights"]
     for name, digest in report["linker"]["weights"].items():
         assert digest == hashlib.sha256((Path(report["linker"]["path"]) / name).read_bytes()).hexdigest()[:16]
     assert report["config"]["digest"] == Config.load().digest
@@ -589,7 +591,7 @@ def test_doctor_reports_what_a_run_uses():
     assert net["attempts"] == [] and net["load_check"].startswith("ok")
     assert net["probe"]["dimension"] == 384
     text = format_doctor(report)
-    assert str(folder) in text and enc["sha256"] in text and "linker-minilm-mlp" in text and report["config"]["digest"] in text
+    assert str(folder) in text and enc["sha256"] in text and DEFAULT_LINKER in text and report["config"]["digest"] in text
     assert f"cache    {default_cache_dir()}" in text
 
 
@@ -666,4 +668,6 @@ def test_network_guard_refuses_records_and_restores(tmp_path):
 def test_doctor_command(tmp_path):
     res = CliRunner().invoke(main, ["doctor"])
     assert res.exit_code == 0, res.output
-    assert "encoder" in res.output and "linker-minilm-mlp" in res.output
+    from thinkprobe.link import DEFAULT_LINKER
+
+    assert "encoder" in res.output and DEFAULT_LINKER in res.output

@@ -97,3 +97,106 @@ def test_tiling_finds_topic_shift_and_keeps_forced_starts():
     assert seg[3] == seg[2] + 1 and seg[8] == seg[7] + 1
     assert tile(np.zeros((0, 4), np.float32)).tolist() == []
     assert tile(emb[:2].astype(np.float32)).tolist() == [0, 0]
+
+
+# --------------------------------------------------------------------------- linear-time equivalence
+
+
+def _reference_fragment_spans(text, start, end, max_line_chars=20000):
+    """fragment_spans as first written (Doc.text read at every use, abbreviation and enumeration
+    searches over the whole prefix): quadratic in line length, kept here as the definition the
+    linear version must match span for span."""
+    from thinkprobe import segment as sg
+
+    pieces = []
+    for s, e, whole in sg._line_spans(text, start, end):
+        span = sg._strip(text, s, e)
+        if span:
+            for a, b in sg._cut_long(text, span[0], span[1], max_line_chars) if not whole else [span]:
+                pieces.append((a, b, whole))
+    docs = iter(sg._nlp().pipe(text[s:e] for s, e, whole in pieces if not whole))
+    out = []
+    for s, e, whole in pieces:
+        if whole:
+            out.append((s, e))
+            continue
+        doc = next(docs)
+        protected = [(m.start(), m.end()) for m in sg._INLINE.finditer(doc.text)]
+        cuts = {sent.start_char for sent in doc.sents} | {m.start() for m in sg._CJK_END.finditer(doc.text)}
+        cuts |= {m.end() for m in sg._MISSED_END.finditer(doc.text)
+                 if not sg._ABBREVIATION.search(doc.text, 0, m.start() + 1)}
+        cuts = sorted(c for c in cuts if 0 < c < len(doc.text) and not any(a < c < b for a, b in protected))
+        bounds = [0]
+        for c in cuts:
+            if doc.text[c:c + 1].islower():
+                m = sg._ENUM_TAIL.search(doc.text[:c].rstrip())
+                c = m.start() if m else c
+            if c > bounds[-1] and not sg._MARKER.match(doc.text[bounds[-1]:c]):
+                bounds.append(c)
+        bounds.append(len(doc.text))
+        out.extend(span for a, b in zip(bounds, bounds[1:]) if (span := sg._strip(text, s + a, s + b)))
+    return out
+
+
+TRICKY = ("Use e.g. approx. 3 units. Then Dr. Who. So 1. first and 2. second, then a) this. "
+          "Eq. 5 holds. We have $a. B$ and `x. Y` here. No. Really?! Fine... 我们。好！ z. (b) item")
+
+
+@pytest.mark.parametrize("text", [TRICKY, TRICKY * 40, TRICKY.replace(" ", "\n", 7)])
+def test_fragments_equal_reference_on_tricky_text(text):
+    assert fragment_spans(text, 0, len(text), 300) == _reference_fragment_spans(text, 0, len(text), 300)
+
+
+def test_fragments_equal_reference_on_sample_traces():
+    for line in SAMPLES.read_text(encoding="utf-8").splitlines():
+        text = json.loads(line)["response"]
+        assert fragment_spans(text, 0, len(text)) == _reference_fragment_spans(text, 0, len(text))
+
+
+@pytest.mark.realdata
+def test_fragments_equal_reference_on_real_traces(shared_data):
+    from thinkprobe.bench import real_corpus
+
+    lines, _ = real_corpus(40)
+    joined = []
+    for line in lines:
+        text = json.loads(line)["raw_text"]["response"]
+        joined.append(text)
+        assert fragment_spans(text, 0, len(text)) == _reference_fragment_spans(text, 0, len(text))
+    one_line = " ".join(joined).replace("\n", " ")[:100_000]  # a degenerate one-line trace
+    assert fragment_spans(one_line, 0, len(one_line)) == _reference_fragment_spans(one_line, 0, len(one_line))
+
+
+def _reference_depth_scores(emb, window):
+    """Hearst depth scores by climbing from every gap (quadratic on long monotone runs)."""
+    n = len(emb)
+    sims = []
+    for g in range(n - 1):
+        left = emb[max(0, g - window + 1):g + 1].sum(axis=0)
+        right = emb[g + 1:min(n, g + 1 + window)].sum(axis=0)
+        denom = np.sqrt((left * left).sum() * (right * right).sum())
+        sims.append((left * right).sum() / denom if denom > 0 else 0.0)
+    depth = []
+    for g in range(n - 1):
+        k = g
+        while k > 0 and sims[k - 1] >= sims[k]:
+            k -= 1
+        j = g
+        while j < n - 2 and sims[j + 1] >= sims[j]:
+            j += 1
+        depth.append((sims[k] - sims[g]) + (sims[j] - sims[g]))
+    return np.array(depth)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_depth_scores_equal_the_climbing_definition(seed):
+    from thinkprobe.segment import _depth_scores
+
+    rng = np.random.default_rng(seed)
+    n = 150
+    emb = np.repeat(rng.normal(size=(n // 5, 8)), 5, axis=0) + rng.normal(scale=0.3 * (seed % 3), size=(n, 8))
+    if seed == 5:
+        emb = np.round(emb)  # ties: plateaus the climb walks over
+        emb[::11] = 0.0
+    emb = np.ascontiguousarray(emb, dtype=np.float64)
+    np.testing.assert_allclose(_depth_scores(emb, 3), _reference_depth_scores(emb, 3), rtol=0, atol=1e-12)

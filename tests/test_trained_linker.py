@@ -7,7 +7,7 @@ import pytest
 
 from thinkprobe.graph import build_graphs
 from thinkprobe.link import (
-    DEFAULT_LINKER, MODELS_DIR, TYPE_CLASSES, CandidateParams, CueLinker, LinkInput, TrainedLinker, candidate_arrays,
+    DEFAULT_LINKER, MODELS_DIR, PAIR_MLP, PARSER, TYPE_CLASSES, CandidateParams, CueLinker, LinkInput, TrainedLinker, candidate_arrays,
     candidates, load_linker, load_type_head, unit_typer,
 )
 from thinkprobe.link.pairmlp import pair_features
@@ -44,11 +44,11 @@ def traces():
 
 @pytest.fixture(scope="module")
 def shipped(config):
-    return load_linker(None, config)
+    return load_linker("pair-mlp", config)
 
 
 def test_shipped_model_is_small_and_described():
-    folder = MODELS_DIR / DEFAULT_LINKER
+    folder = MODELS_DIR / PAIR_MLP
     weights = sum(p.stat().st_size for p in folder.glob("*.safetensors"))
     assert 0 < weights < 5 * 1024 * 1024
     meta = json.loads((folder / "config.json").read_text())
@@ -59,8 +59,13 @@ def test_shipped_model_is_small_and_described():
 
 def test_load_linker_names(config, tmp_path):
     assert isinstance(load_linker("cue", config), CueLinker)
-    assert isinstance(load_linker(None, config), TrainedLinker)
-    assert isinstance(load_linker(str(MODELS_DIR / DEFAULT_LINKER), config), TrainedLinker)
+    from thinkprobe.link.parser import ParserLinker
+
+    assert load_linker(None, config).name == DEFAULT_LINKER == PARSER  # the parser is the default
+    assert isinstance(load_linker("parser", config), ParserLinker)
+    assert isinstance(load_linker("pair-mlp", config), TrainedLinker)
+    assert isinstance(load_linker(str(MODELS_DIR / PAIR_MLP), config), TrainedLinker)  # backend read from the folder
+    assert isinstance(load_linker(str(MODELS_DIR / PARSER), config), ParserLinker)
     with pytest.raises(FileNotFoundError):
         load_linker(str(tmp_path / "nothing"), config)
     with pytest.raises(ValueError):
@@ -159,8 +164,8 @@ def test_split_scoring_computes_the_models_forward(shipped, sample_items):
 
 
 def test_pair_scores_cache_per_trace(config, sample_items, tmp_path):
-    plain = load_linker(None, config)
-    cached = load_linker(None, config, cache_dir=tmp_path)
+    plain = load_linker("pair-mlp", config)
+    cached = load_linker("pair-mlp", config, cache_dir=tmp_path)
     batch = [LinkInput(u, e) for u, e in sample_items]
     want = plain.score_pairs(batch)
     for _ in range(2):
@@ -321,7 +326,7 @@ def test_threshold_fit_reads_only_the_held_out_silver_split(shared_data):
     spec = importlib.util.spec_from_file_location("fit_thresholds", MODELS_DIR.parent / "scripts" / "fit_thresholds.py")
     fit = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(fit)
-    folder = MODELS_DIR / DEFAULT_LINKER
+    folder = MODELS_DIR / PAIR_MLP
     meta = json.loads((folder / "config.json").read_text())
     ids = (folder / "traces.txt").read_text().split()
     held = fit.heldout_ids(folder)
@@ -342,13 +347,15 @@ def test_configs_and_models_are_found_beside_the_package_or_in_the_installed_sha
 
     from thinkprobe.config import DEFAULT_CONFIG, resource_dir
 
-    assert MODELS_DIR == resource_dir("models") and (MODELS_DIR / DEFAULT_LINKER / "config.json").is_file()
+    assert MODELS_DIR == resource_dir("models") and (MODELS_DIR / PAIR_MLP / "config.json").is_file()
     assert DEFAULT_CONFIG.is_file()
     # what a wheel install reads: setup.cfg's data_files put them under <prefix>/share/thinkprobe
     assert resource_dir("no-such-folder") == Path(sys.prefix) / "share" / "thinkprobe" / "no-such-folder"
     setup = (MODELS_DIR.parent / "setup.cfg").read_text()
     assert "share/thinkprobe/configs = configs/default.yaml" in setup
-    assert "share/thinkprobe/models/linker-minilm-mlp = " in setup
+    for folder in MODELS_DIR.iterdir():  # every shipped model (pair MLP, parser) goes into a wheel
+        if (folder / "config.json").is_file():
+            assert f"share/thinkprobe/models/{folder.name} = " in setup
 
 
 def test_batched_typing_and_linking_through_a_process_pool_equal_the_plain_calls(config, sample_items, tmp_path):
@@ -356,7 +363,7 @@ def test_batched_typing_and_linking_through_a_process_pool_equal_the_plain_calls
     from functools import partial
     from multiprocessing import get_context
 
-    linker = load_linker(None, config)
+    linker = load_linker("pair-mlp", config)
     typer = unit_typer(linker, "head", cache_dir=tmp_path)
     items = list(sample_items)
     with ProcessPoolExecutor(2, mp_context=get_context("forkserver")) as pool:

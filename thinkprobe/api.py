@@ -90,6 +90,9 @@ def profile(
     domain_field: str | None = None,
     id_field: str | None = None,
     gold_field: str | None = None,
+    model: str | None = None,
+    domain: str | None = None,
+    path_pattern: str | None = None,
     fields: FieldMap | None = None,
     config: str | os.PathLike | None = None,
     encoder: str | os.PathLike | None = None,
@@ -110,6 +113,10 @@ def profile(
     limit: int | None = None,
     sample: int | None = None,
     seed: int = 0,
+    engine: str = "local",
+    ray_address: str | None = None,
+    max_units: int | None = None,
+    trace_timeout: float | None = None,
 ) -> "Run":
     """Profile reasoning traces; returns the finished `Run`.
 
@@ -119,21 +126,30 @@ def profile(
     object unless `Run.save` keeps it). The other options are those of `thinkprobe profile`
     with the same defaults: `progress` None shows the bar when stderr is a terminal; `cache`
     keeps embeddings and model scores in `cache_dir` (default $THINKPROBE_CACHE or
-    ~/.cache/thinkprobe); `report` writes report.html and report.md.
+    ~/.cache/thinkprobe); `report` writes report.html and report.md; `max_units` and
+    `trace_timeout` (seconds) list a trace over them in errors.jsonl (None: the config's `limits`).
     """
     from .pipeline import RunOptions, run_profile
     from .cache import default_cache_dir
 
+    from .load import source_path
+
     paths, records = as_records(data)
+    for spec in paths:  # before any work, as the command checks its INPUTs
+        if not Path(source_path(spec)).exists():
+            raise FileNotFoundError(f"no such file or directory: {spec}")
     temporary = out_dir is None
     out = Path(tempfile.mkdtemp(prefix="thinkprobe-run-")) if temporary else Path(out_dir)
     field_map = fields or FieldMap(reasoning_field=reasoning_field, model_field=model_field, domain_field=domain_field,
-                                   id_field=id_field, gold_field=gold_field)
+                                   id_field=id_field, gold_field=gold_field, model=model, domain=domain,
+                                   path_pattern=path_pattern)
     opts = RunOptions(
         inputs=paths, records=records, out_dir=str(out), fields=field_map,
         config_path=_str(config), encoder_path=_str(encoder), device=device, batch_size=batch_size,
         precision=precision, chunk_size=chunk_size, norms=_str(norms), resume=resume, workers=workers, linker=linker,
         linker_model=_str(linker_model), types=types, limit=limit, sample=sample, seed=seed,
+        engine=engine, ray_address=ray_address,
+        max_units=max_units, trace_timeout=trace_timeout,
         cache_dir=(_str(cache_dir) or default_cache_dir()) if cache else None,
         progress=sys.stderr.isatty() if progress is None else progress,
     )

@@ -23,7 +23,7 @@ from .encoder import make_encoder
 from .graph import units_of
 from .load import iter_traces
 from .pipeline import OUTPUT_FILES, RunOptions, run_profile
-from .records import Trace
+from .records import Section, Trace
 from .timing import StageTimes
 
 REPO = Path(__file__).resolve().parent.parent
@@ -200,4 +200,134 @@ def format_bench(r: dict) -> str:
         "peak memory (fresh process each): " + (", ".join(
             f"{k} {v['traces']} traces {v['peak_rss_mb']:.0f} MB" for k, v in r["memory_peak_rss_mb"].items()) or "not measured"),
     ]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- long-trace mode (issue 16)
+
+LONG_SIZES = (1000, 4000, 16000, 40000)
+
+
+def long_trace_texts(sizes: tuple[int, ...], cfg: Config) -> tuple[dict[int, str], str]:
+    """One reasoning text per size with about that many Thought Units, made by joining the
+    reasoning sections of real traces (all of ReasoningFlow v1 in a seeded order, or the bundled
+    samples over and over) with blank lines. Each text is a prefix of the next larger one, so
+    the sizes differ only in length. Returns the texts and a description of the source."""
+    lines, corpus = real_corpus(10**9)
+    pieces: list[str] = []  # reasoning texts, in order
+    ends: list[list[int]] = []  # the end offset of each of their units
+    total = 0
+    path = Path(tempfile.mkdtemp(prefix="thinkprobe-long-")) / "source.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    traces = (t for t in iter_traces(path) if isinstance(t, Trace) and t.reasoning is not None)
+    while total < max(sizes):
+        trace = next(traces, None)
+        if trace is None:  # the bundled samples are few: go round again
+            traces = (t for t in iter_traces(path) if isinstance(t, Trace) and t.reasoning is not None)
+            continue
+        section = trace.reasoning
+        text = section.text[section.start:section.end]
+        units = units_of(Trace(trace.trace_id, "", "", (Section("reasoning", "r", text, 0, len(text)),)), cfg)[0]
+        pieces.append(text)
+        ends.append([u.end for u in units])
+        total += len(units)
+    shutil.rmtree(path.parent, ignore_errors=True)
+    texts = {}
+    for size in sizes:
+        need, parts = size, []
+        for text, unit_ends in zip(pieces, ends):
+            if need <= len(unit_ends):
+                parts.append(text[:unit_ends[need - 1]])
+                break
+            parts.append(text)
+            need -= len(unit_ends)
+        texts[size] = "\n\n".join(parts)
+    return texts, f"reasoning sections of {corpus}, joined with blank lines"
+
+
+def _profile_one_trace(path: Path, out: Path, cache: Path | None, device: str, linker: str | None,
+                       types: str, timeout: float) -> dict:
+    """Profile one file in a fresh process: seconds, peak resident MB, units, stage seconds; or how it failed."""
+    code = (
+        "import json, time\n"
+        "from thinkprobe.pipeline import RunOptions, run_profile\n"
+        "from thinkprobe.timing import StageTimes\n"
+        "times = StageTimes()\n"
+        "t = time.perf_counter()\n"
+        f"r = run_profile(RunOptions(inputs=[{str(path)!r}], out_dir={str(out)!r}, device={device!r}, progress=False, "
+        f"cache_dir={str(cache) if cache else None!r}, linker={linker!r}, types={types!r}, max_units=0), times=times)\n"
+        "units = sum(len(json.loads(l)['units']) for l in open(r['out_dir'] + '/graphs.jsonl'))\n"
+        "print(json.dumps({'seconds': time.perf_counter() - t, 'traces': r['traces'], 'errors': r['errors'], "
+        f"'units': units, 'stages_s': dict(sorted(times.items())), 'peak_rss_mb': {_hwm_mb()}}}))\n"
+    )
+    try:
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout or None)
+    except subprocess.TimeoutExpired:
+        return {"failed": f"still running after {timeout:g} s"}
+    if res.returncode != 0:
+        return {"failed": f"exit status {res.returncode}", "stderr_tail": res.stderr[-800:]}
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def _slope(xs: list[float], ys: list[float]) -> float | None:
+    """Least-squares slope of log y on log x: the growth exponent (1 = linear, 2 = quadratic)."""
+    import numpy as np
+
+    if len(xs) < 2:
+        return None
+    return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
+
+
+def run_long_bench(sizes: tuple[int, ...] = LONG_SIZES, device: str = "auto", linker: str | None = None,
+                   types: str = "head", workdir: str | None = None, cache: bool = True, timeout: float = 0) -> dict:
+    """Single traces of `sizes` units made from real reasoning text, each profiled in a fresh
+    process, smallest first. With `cache` the sizes share an embedding cache: each text extends the
+    previous one, so every unit is encoded once and the larger runs time mostly what is not the
+    encoder (the stages whose growth this measures; the encoder is linear by construction)."""
+    cfg = Config.load()
+    tmp = Path(workdir or tempfile.mkdtemp(prefix="thinkprobe-long-bench-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    texts, source = long_trace_texts(tuple(sorted(sizes)), cfg)
+    rows = []
+    for size, text in texts.items():
+        path = tmp / f"long_{size}.jsonl"
+        path.write_text(json.dumps({"id": f"long-{size}", "model": "concatenated", "domain": "long",
+                                    "reasoning_content": text}, ensure_ascii=False) + "\n", encoding="utf-8")
+        result = _profile_one_trace(path, tmp / f"out_{size}", tmp / "cache" if cache else None, device, linker,
+                                    types, timeout)
+        rows.append({"target_units": size, "chars": len(text), **result})
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)  # progress: one line per size
+    done = [r for r in rows if "seconds" in r]
+    non_encoder = [r["seconds"] - r["stages_s"].get("encode", 0.0) for r in done]
+    report = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": _machine(device if device != "auto" else "cpu"),
+        "source": source,
+        "linker": linker or "default (trained)",
+        "types": types,
+        "shared_embedding_cache": cache,
+        "sizes": rows,
+        "growth_exponent": {
+            "seconds": _slope([r["units"] for r in done], [r["seconds"] for r in done]),
+            "non_encoder_seconds": _slope([r["units"] for r in done], non_encoder),
+            "peak_rss_mb": _slope([r["units"] for r in done], [r["peak_rss_mb"] for r in done]),
+        },
+    }
+    if not workdir:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return report
+
+
+def format_long_bench(r: dict) -> str:
+    lines = [f"long traces from {r['source']}; linker {r['linker']}, types {r['types']}; {r['machine']}",
+             f"{'units':>7} {'chars':>10} {'seconds':>9} {'non-encoder s':>14} {'peak MB':>8}"]
+    for row in r["sizes"]:
+        if "seconds" in row:
+            lines.append(f"{row['units']:>7} {row['chars']:>10} {row['seconds']:>9.1f} "
+                         f"{row['seconds'] - row['stages_s'].get('encode', 0.0):>14.1f} {row['peak_rss_mb']:>8.0f}")
+        else:
+            lines.append(f"{row['target_units']:>7} {row['chars']:>10} failed: {row['failed']}")
+    g = r["growth_exponent"]
+    lines.append("growth exponent (log-log slope over the sizes that finished): " + ", ".join(
+        f"{k} {v:.2f}" for k, v in g.items() if v is not None))
     return "\n".join(lines)

@@ -54,6 +54,10 @@ class Config:
             data = _merge(data, overrides)
         return cls(data)
 
+    def with_overrides(self, overrides: Mapping[str, Any]) -> "Config":
+        """This config with `overrides` merged over it (command-line options over the YAML)."""
+        return Config(_merge(dict(self.data), overrides)) if overrides else self
+
     def __getitem__(self, key: str) -> Any:
         return self.data[key]
 

@@ -180,7 +180,7 @@ def _check_config(report: dict, problems: list[str], config_path: str | None):
         linker = load_linker(None, cfg)  # the default a profile run uses
         folder = Path(linker.model_dir)
         weights = sorted(folder.glob("*.safetensors"))
-        report["linker"] = {"name": linker.name, "kind": "trained pair classifier + type head (MiniLM features)",
+        report["linker"] = {"name": linker.name, "kind": getattr(linker, "kind", type(linker).__name__),
                             "path": str(folder),
                             "weights": {w.name: files_digest([("", w)], length=16) for w in weights}}
         return cfg
@@ -202,7 +202,7 @@ def _check_device(report: dict, problems: list[str], device: str, importable: di
     from .encoder import cpu_has_native_bf16, resolve_device
 
     entry["torch_cuda"] = torch.version.cuda
-    entry["cpu_native_bf16"] = cpu_has_native_bf16()  # what --precision auto uses on CPU
+    entry["cpu_native_bf16"] = cpu_has_native_bf16()  # whether --precision bf16 pays off here
     entry["cuda_available"] = bool(torch.cuda.is_available())
     if entry["cuda_available"]:
         entry["cuda_devices"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]

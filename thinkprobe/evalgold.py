@@ -23,7 +23,7 @@ import numpy as np
 
 __all__ = [
     "GOLD_TYPES", "SCORE_EDGE_TYPES", "load_docs", "node_types", "edge_types", "map_edge_label", "score",
-    "format_scores", "profile_docs", "baseline_docs", "evaluate", "DISTANCE_BINS", "paired_bootstrap",
+    "format_scores", "profile_docs", "baseline_docs", "evaluate", "DISTANCE_BINS", "paired_bootstrap", "projection",
     "BOOTSTRAP_METRICS",
 ]
 
@@ -214,6 +214,12 @@ def _projection(gold_nodes: Sequence[Mapping], pred_nodes: Sequence[Mapping]) ->
         k = int(np.argmax(overlap)) if len(overlap) else 0
         out.append(k if len(overlap) and overlap[k] > 0 else None)
     return out
+
+
+def projection(gold_nodes: Sequence[Mapping], pred_nodes: Sequence[Mapping]) -> list[int | None]:
+    """For each predicted span ({"start", "end"}), the index of the gold node it overlaps most (the
+    earlier on ties), or None: how predictions, and silver labels for training, are projected."""
+    return _projection(gold_nodes, pred_nodes)
 
 
 def _cover(gold_nodes: Sequence[Mapping], pred_nodes: Sequence[Mapping]) -> list[int | None]:

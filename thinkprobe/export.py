@@ -62,7 +62,9 @@ def to_reasoningflow(rec: dict) -> dict:
         "raw_text": {"question": rec.get("question") or "", "response": response},
         "metadata": {"generator": rec["model"], "domain": rec["domain"], "correct_answer": rec.get("gold_answer"),
                      "correctness": rec.get("correct"), "annotator": "thinkprobe", "is_human_annotated": False,
-                     "source": rec["source"]},
+                     "source": rec["source"],
+                     # the response is several pieces (a list of steps, content blocks) joined by thinkprobe
+                     **({"joined": rec["provenance"]["joined"]} if rec["provenance"].get("joined") else {})},
         "nodes": nodes,
         "edges": edges,
     }

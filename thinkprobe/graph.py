@@ -19,7 +19,7 @@ from .records import InputError, ThoughtGraph, ThoughtUnit, Trace
 from .segment import HEADER, tile, unit_spans
 from .timing import StageTimes
 
-__all__ = ["build_graphs"]
+__all__ = ["build_graphs", "link_graphs", "units_of", "tile_and_type"]
 
 
 def units_of(trace: Trace, cfg: Config) -> tuple[list[ThoughtUnit], list[int]]:
@@ -48,6 +48,10 @@ def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker:
     mapper = partial(pool.map, chunksize=4) if pool is not None else map
     with times("split"):
         planned = list(mapper(units_of, traces, repeat(cfg)))
+    # A trace over the unit limit is not encoded: it becomes an error, the others go on.
+    max_units = cfg["limits"]["max_units"]
+    too_long = {k: len(units) for k, (units, _) in enumerate(planned) if max_units and len(units) > max_units}
+    planned = [([], []) if k in too_long else p for k, p in enumerate(planned)]
     texts = [u.text for units, _ in planned for u in units]
     with times("encode"):
         embeddings, tokens = encoder.encode_and_count(texts)
@@ -57,19 +61,27 @@ def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker:
                               (embeddings[a:b] for a, b in zip(bounds, bounds[1:])),
                               (tokens[a:b] for a, b in zip(bounds, bounds[1:])), repeat(cfg)))
     with times("link"):
-        # typing and linking of trained models: per-trace features in the pool, the models here
-        graphs = [g for g in results if isinstance(g, ThoughtGraph)]
-        if typer is not None:
-            batch = getattr(typer, "batch", None)
-            retyped = (batch([(g.units, g.embeddings) for g in graphs], mapper) if batch is not None
-                       else [typer(g.units, g.embeddings) for g in graphs])
-            for g, units in zip(graphs, retyped):
-                g.units = units
-        inputs = [LinkInput(g.units, g.embeddings) for g in graphs]
-        edge_lists = linker.link(inputs, mapper=mapper)
-        for graph, edges in zip(graphs, edge_lists):
-            _attach_edges(graph, edges)
+        link_graphs([g for g in results if isinstance(g, ThoughtGraph)], linker, typer, mapper)
+    for k, n_units in too_long.items():
+        field = traces[k].reasoning.field if traces[k].reasoning else "reasoning"
+        results[k] = InputError(traces[k].source, traces[k].record, field,
+                                f"{n_units} Thought Units, over the limit of {max_units} (raise it with --max-units)")
     return results
+
+
+def link_graphs(graphs: Sequence[ThoughtGraph], linker: Linker, typer=None, mapper=map) -> None:
+    """Type (with `typer`, when given) and link graphs that have embeddings but no edges yet, in
+    place: per-trace features through `mapper`, the trained models over the whole batch."""
+    if typer is not None:
+        batch = getattr(typer, "batch", None)
+        retyped = (batch([(g.units, g.embeddings) for g in graphs], mapper) if batch is not None
+                   else [typer(g.units, g.embeddings) for g in graphs])
+        for g, units in zip(graphs, retyped):
+            g.units = units
+    inputs = [LinkInput(g.units, g.embeddings) for g in graphs]
+    edge_lists = linker.link(inputs, mapper=mapper)
+    for graph, edges in zip(graphs, edge_lists):
+        _attach_edges(graph, edges)
 
 
 def tile_and_type(trace: Trace, planned: tuple[list[ThoughtUnit], list[int]], emb: np.ndarray, tok: np.ndarray,

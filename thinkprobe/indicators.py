@@ -16,7 +16,7 @@ from scipy.stats import linregress
 
 from thinkprobe.records import EDGE_INDEX, EDGE_TYPES, NODE_INDEX, NODE_TYPES, GraphArrays
 
-__all__ = ["INDICATORS", "DIMENSIONS", "SIGNS", "compute_indicators", "reference_indicators"]
+__all__ = ["INDICATORS", "DIMENSIONS", "SIGNS", "CONTENT_TYPES", "compute_indicators", "reference_indicators"]
 
 DIMENSIONS: dict[str, tuple[str, ...]] = {
     "Breadth": ("branching_factor", "idea_count", "semantic_spread", "initial_diversity"),
@@ -48,19 +48,60 @@ _CONTENT = np.array([NODE_INDEX[t] for t in CONTENT_TYPES], dtype=np.int64)
 # --------------------------------------------------------------------------- shared helpers
 
 
-def _content_clusters(embeddings: np.ndarray, node_type: np.ndarray, cluster_distance: float) -> int:
+def _content_clusters(embeddings: np.ndarray, node_type: np.ndarray, cluster_distance: float,
+                      exact_max: int = 2000) -> int:
     """Number of average-linkage clusters of the content units, cut at cosine distance `cluster_distance`.
 
-    Both implementations call this: agglomerative clustering is scipy's job, not ours to hand-write.
+    Exact up to `exact_max` content units (scipy's linkage over all pairwise distances: agglomerative
+    clustering is scipy's job, not ours to hand-write). Above that, `_sampled_clusters` bounds memory.
     """
     content = np.asarray(embeddings, dtype=np.float64)[np.isin(node_type, _CONTENT)]
+    if len(content) > exact_max:
+        return _sampled_clusters(content, cluster_distance, exact_max)
+    return len(np.unique(_exact_clusters(content, cluster_distance)))
+
+
+def _exact_clusters(content: np.ndarray, cluster_distance: float) -> np.ndarray:
+    """Flat average-linkage cluster label per row."""
     if len(content) < 2:
-        return len(content)
+        return np.arange(len(content))
     # Same as linkage(content, "average", metric="cosine"), but scipy gives NaN distances for a
     # zero vector and linkage rejects them; a unit without an embedding counts as orthogonal.
     distances = np.clip(np.nan_to_num(pdist(content, "cosine"), nan=1.0), 0.0, 2.0)
-    labels = fcluster(linkage(distances, method="average"), t=cluster_distance, criterion="distance")
-    return int(np.unique(labels).size)
+    return fcluster(linkage(distances, method="average"), t=cluster_distance, criterion="distance")
+
+
+def _sampled_clusters(content: np.ndarray, cluster_distance: float, sample_size: int) -> int:
+    """Bounded approximation of the cluster count for more than `sample_size` content units.
+
+    Cluster `sample_size` evenly spaced units exactly; every other unit joins the cluster whose
+    average cosine distance to it is smallest, if that is within `cluster_distance` (the average
+    distance to a cluster is exact from the sum of its unit vectors, compared in blocks of
+    `sample_size` rows). Units that join none are clustered again the same way, until at most
+    `sample_size` are left, which are clustered exactly. Memory stays O(sample_size^2); a unit
+    never merges two sample clusters, so the count can exceed the exact one.
+    """
+    norms = np.linalg.norm(content, axis=1, keepdims=True)
+    unit = np.divide(content, norms, out=np.zeros_like(content), where=norms > 0)  # zero rows stay zero
+    remaining = np.arange(len(unit))
+    count = 0
+    while len(remaining) > sample_size:
+        picked = np.zeros(len(remaining), bool)
+        picked[np.linspace(0, len(remaining) - 1, sample_size).round().astype(np.int64)] = True
+        sample = remaining[picked]
+        labels = np.unique(_exact_clusters(unit[sample], cluster_distance), return_inverse=True)[1]
+        k = int(labels.max()) + 1
+        sums = np.zeros((k, unit.shape[1]))
+        np.add.at(sums, labels, unit[sample])
+        sizes = np.bincount(labels, minlength=k).astype(np.float64)
+        rest = remaining[~picked]
+        joined = np.zeros(len(rest), bool)
+        for a in range(0, len(rest), sample_size):
+            mean_distance = 1.0 - (unit[rest[a:a + sample_size]] @ sums.T) / sizes
+            joined[a:a + sample_size] = np.clip(mean_distance, 0.0, 2.0).min(axis=1) <= cluster_distance
+        count += k
+        remaining = rest[~joined]
+    return count + len(np.unique(_exact_clusters(unit[remaining], cluster_distance)))
 
 
 def _as_result(values) -> dict[str, float]:
@@ -290,10 +331,11 @@ def _clean_edges(g: GraphArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return pair // g.n, pair % g.n, etype
 
 
-def compute_indicators(g: GraphArrays, *, cluster_distance: float = 0.45) -> dict[str, float]:
+def compute_indicators(g: GraphArrays, *, cluster_distance: float = 0.45, cluster_exact_max: int = 2000) -> dict[str, float]:
     """The 19 indicators of one Thought Graph, in INDICATORS order, as finite floats (all 0 for n = 0).
 
-    Graph work runs in numba kernels; clustering for semantic_spread uses scipy.
+    Graph work runs in numba kernels; clustering for semantic_spread uses scipy, exactly up to
+    `cluster_exact_max` content units and on a bounded sample above (see `_sampled_clusters`).
 
     A fact, a derivation from it, an alternative opened from the fact, and a conclusion that
     critiques the derivation (a cycle 1 -> 3 -> 1):
@@ -330,7 +372,7 @@ def compute_indicators(g: GraphArrays, *, cluster_distance: float = 0.45) -> dic
     n_branch_edges, n_critique, n_synthesis, critique_span = _edge_stats(src, dst, etype)
     type_counts = np.bincount(node_type[(node_type >= 0) & (node_type < len(NODE_INDEX))], minlength=len(NODE_INDEX))
     n_edges = max(len(etype), 1)
-    semantic_spread = _content_clusters(g.embeddings, node_type, cluster_distance)
+    semantic_spread = _content_clusters(g.embeddings, node_type, cluster_distance, cluster_exact_max)
     explored = type_counts[_RSN] + type_counts[_FAC]
     values = {
         "branching_factor": n_branch_edges / n,
@@ -380,7 +422,7 @@ def _reference_cosine_distance(a: np.ndarray, b: np.ndarray) -> float:
     return 1.0 if norms == 0 else min(max(1.0 - float(a @ b) / norms, 0.0), 2.0)
 
 
-def reference_indicators(g: GraphArrays, *, cluster_distance: float = 0.45) -> dict[str, float]:
+def reference_indicators(g: GraphArrays, *, cluster_distance: float = 0.45, cluster_exact_max: int = 2000) -> dict[str, float]:
     """The same 19 indicators as `compute_indicators`, written for reading rather than speed."""
     n = int(g.n)
     if n == 0:
@@ -421,7 +463,7 @@ def reference_indicators(g: GraphArrays, *, cluster_distance: float = 0.45) -> d
     count = {t: types.count(t) for t in NODE_INDEX}
     n_edges = len(edges)
     critique_spans = [abs(s - d) for s, d in edges_of["critique"]]
-    semantic_spread = _content_clusters(g.embeddings, np.asarray(g.node_type), cluster_distance)
+    semantic_spread = _content_clusters(g.embeddings, np.asarray(g.node_type), cluster_distance, cluster_exact_max)
     explored = count["RSN"] + count["FAC"]
     values = {
         "branching_factor": len(edges_of["branch"]) / n,

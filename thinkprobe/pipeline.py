@@ -25,9 +25,10 @@ from . import __version__
 from .config import Config
 from .encoder import Encoder, make_encoder, model_fingerprint
 from .graph import build_graphs
-from .indicators import compute_indicators
+from .indicators import CONTENT_TYPES, compute_indicators
+from .isolation import TraceLimits, marker_path, profile_chunk_isolated
 from .link import Linker, load_linker, unit_typer
-from .load import FieldMap, detect, iter_traces
+from .load import FieldMap, Source, iter_inputs, source_path, unknown_fix
 from .outputs import (ERRORS_FILE, GRAPHS_FILE, GRAPHS_PARQUET, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
                       MODEL_PROFILES_TABLE, NORMS_FILE, OUTPUT_FILES, PROFILE_TABLE, RUN_JSON, GraphsParquetWriter,
                       write_table)
@@ -62,11 +63,15 @@ class RunOptions:
     linker: str | None = None  # None = the trained default in models/; "cue"; "cross-encoder"; a folder
     linker_model: str | None = None  # the Hugging Face folder for --linker cross-encoder
     types: str = "head"  # provisional node types: trained type head or cue lexicon
+    max_units: int | None = None  # per-trace limits over the config's `limits` (None: the config's)
+    trace_timeout: float | None = None
     precision: str | None = None  # encoder dtype: auto | fp32 | bf16 | fp16; None = the config's
     records: Sequence[dict] | None = None  # records in memory, profiled before the input files
     limit: int | None = None  # profile only the first N records
     sample: int | None = None  # profile N records drawn at random (seeded), in input order
     seed: int = 0
+    engine: str = "local"  # "local" (this process and its --workers) or "ray" (thinkprobe.ray_engine)
+    ray_address: str | None = None  # with engine "ray": "auto" or an address; None starts a local Ray
 
 
 def _chunks(items: Iterable, size: int) -> Iterator[list]:
@@ -84,7 +89,7 @@ def _records_digest(records: Sequence[dict]) -> str:
 
 
 def _manifest(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker) -> dict:
-    inputs = {str(p): file_digest(p) for p in opts.inputs}
+    inputs = {str(p): file_digest(source_path(p)) for p in opts.inputs}
     if opts.records is not None:
         inputs = {MEMORY_SOURCE: _records_digest(opts.records), **inputs}
     return {
@@ -137,13 +142,14 @@ def _prepare_parts(out: Path, manifest: dict, resume: bool) -> Path:
     return parts
 
 
-def _finish(result: ThoughtGraph | InputError, trace_id: str | None, cluster_distance: float,
+def _finish(result: ThoughtGraph | InputError, trace_id: str | None, indicator_cfg: dict,
             redundancy: RedundancyParams) -> str:
     """One output line: the graph with its indicators, or the error."""
     if isinstance(result, InputError):
         item = {"error": result.as_dict() | {"trace_id": trace_id}}
     else:
-        ind = compute_indicators(result.arrays(), cluster_distance=cluster_distance)
+        ind = compute_indicators(result.arrays(), cluster_distance=indicator_cfg["cluster_distance"],
+                                 cluster_exact_max=indicator_cfg["cluster_exact_max"])
         item = {"graph": annotate_record(graph_record(result, ind), redundancy)}
     return json.dumps(item, ensure_ascii=False) + "\n"
 
@@ -157,7 +163,7 @@ def _process_chunk(traces: list, cfg: Config, encoder: Encoder, linker: Linker, 
     mapper = partial(pool.map, chunksize=4) if pool is not None else map
     lines = []
     with times("indicators_serialise"):
-        for line in mapper(_finish, results, ids, itertools.repeat(cfg["indicators"]["cluster_distance"]),
+        for line in mapper(_finish, results, ids, itertools.repeat(cfg["indicators"]),
                            itertools.repeat(RedundancyParams.from_config(cfg))):
             lines.append(line)
             if progress is not None:
@@ -166,29 +172,33 @@ def _process_chunk(traces: list, cfg: Config, encoder: Encoder, linker: Linker, 
 
 
 def run_traces(opts: RunOptions) -> Iterator[Trace | InputError]:
-    """Every trace of the run in input order: the in-memory records (through the same detection
-    as a file's, under the source "<memory>" and their index), then each input file's; a bad
-    record yields its InputError."""
-    for k, record in enumerate(opts.records or ()):
-        try:
-            yield detect(record, opts.fields, MEMORY_SOURCE, k)
-        except InputError as exc:
-            yield exc
-    for path in opts.inputs:
-        yield from iter_traces(path, opts.fields)
+    """Every trace of the run in input order, with ids unique across the run: the in-memory
+    records (through the same detection as a file's, under the source "<memory>" and their
+    index), then each input's; a bad record yields its InputError."""
+    sources = ([Source(MEMORY_SOURCE, opts.fields, opts.records)] if opts.records is not None else []) + list(opts.inputs)
+    return iter_inputs(sources, opts.fields)
 
 
 def _count(opts: RunOptions) -> int:
     """Records in the run's inputs, before --limit / --sample."""
-    return len(opts.records or ()) + count_inputs(opts.inputs)
+    return len(opts.records or ()) + count_inputs([source_path(p) for p in opts.inputs])
 
 
 def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | None = None,
                 times: StageTimes | None = None) -> dict:
     """Profile every trace of the inputs into opts.out_dir; returns the run summary.
     `times`, when given, collects seconds per pipeline stage (for the benchmark)."""
-    times = times if times is not None else StageTimes()
     cfg = cfg or Config.load(opts.config_path)
+    limit_options = {"max_units": opts.max_units, "trace_timeout_s": opts.trace_timeout}
+    limit_overrides = {k: v for k, v in limit_options.items() if v is not None}
+    cfg = cfg.with_overrides({"limits": limit_overrides} if limit_overrides else {})
+    if opts.engine == "ray":
+        from .ray_engine import run_profile_ray
+
+        return run_profile_ray(opts, cfg, times)
+    if opts.engine != "local":
+        raise ValueError(f"unknown engine {opts.engine!r}: use local or ray")
+    times = times if times is not None else StageTimes()
     encoder = make_encoder(cfg, {"path": opts.encoder_path, "device": opts.device, "batch_size": opts.batch_size,
                                  "precision": opts.precision, "cache_dir": opts.cache_dir})
     linker = linker or load_linker(opts.linker, cfg, model_dir=opts.linker_model, device=encoder.device,
@@ -199,13 +209,14 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
     manifest = _manifest(opts, cfg, encoder, linker)
     parts = _prepare_parts(out, manifest, opts.resume)
 
-    # Counting is cheap (lines, Parquet metadata) but only needed for the bar and for sampling.
-    total = _count(opts) if opts.progress or opts.sample is not None else None
+    # Records counted cheaply (lines, Parquet metadata), only for the bar; a record giving several
+    # traces (one per generation) makes the bar run past its total rather than cost a detection pass.
+    total = _count(opts) if opts.progress else None
     progress = Progress(selected_total(total, opts.limit, opts.sample), enabled=opts.progress)
     encoder.on_encoded = progress.units
     try:
         resumed = _profile_chunks(opts, cfg, encoder, linker, typer, parts, ProgressTimes(times, progress), progress,
-                                  select(run_traces(opts), total, opts.limit, opts.sample, opts.seed))
+                                  select(run_traces(opts), opts.limit, opts.sample, opts.seed))
         with times("assemble"):
             result = assemble(out, cfg, encoder, linker, opts, resumed, progress)
     finally:
@@ -221,6 +232,7 @@ def _profile_chunks(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Lin
                     times, progress: Progress, traces: Iterable[Trace | InputError]) -> int:
     """Build and commit every chunk not committed yet; returns how many traces came from committed chunks."""
     resumed = 0
+    limits = TraceLimits.from_config(cfg)
     chunks = _chunks(traces, opts.chunk_size)
     # forkserver, not fork: the parent may hold torch's thread pools, which do not survive a fork.
     pool = ProcessPoolExecutor(opts.workers, mp_context=get_context("forkserver")) if opts.workers > 1 else None
@@ -235,11 +247,14 @@ def _profile_chunks(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Lin
                 resumed += len(chunk)
                 progress.traces(len(chunk))
             else:
-                text = _process_chunk(chunk, cfg, encoder, linker, times, pool, typer, progress)
+                text = profile_chunk_isolated(
+                    chunk, lambda items: _process_chunk(items, cfg, encoder, linker, times, pool, typer, progress),
+                    lambda items: _process_chunk(items, cfg, encoder, linker, times, None, typer), part, limits)
                 with times("write"):
                     write_atomic(part, text)
                 del text
                 _release_memory()
+            marker_path(part).unlink(missing_ok=True)  # committed: what was running is done
     return resumed
 
 
@@ -255,6 +270,8 @@ class Joined:
     errors: list[dict] = field(default_factory=list)
     duplicates: list[dict] = field(default_factory=list)
     unknown: dict[str, int] = field(default_factory=lambda: {"model": 0, "domain": 0})
+    # traces whose semantic_spread was clustered on samples (over indicators.cluster_exact_max content units)
+    semantic_spread_sampled: list[str] = field(default_factory=list)
 
 
 def indicator_row(g: GraphRecord) -> dict:
@@ -263,7 +280,7 @@ def indicator_row(g: GraphRecord) -> dict:
             "edges": len(g["edges"]), "tokens": sum(u["tokens"] for u in g["units"]), **g["indicators"]}
 
 
-def join_parts(out: Path, redundancy: RedundancyParams) -> Joined:
+def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int) -> Joined:
     """Join the committed chunks, in order, into graphs.jsonl and graphs.parquet; collect the
     indicator and redundancy rows, the skipped records and the duplicate ids on the way."""
     joined = Joined()
@@ -282,6 +299,8 @@ def join_parts(out: Path, redundancy: RedundancyParams) -> Joined:
                                                   "file": g["source"], "record": g["record"]})
                     for key in joined.unknown:
                         joined.unknown[key] += g[key] == "unknown"
+                    if sum(u["type"] in CONTENT_TYPES for u in g["units"]) > cluster_exact_max:
+                        joined.semantic_spread_sampled.append(g["trace_id"])
                     graphs.write(dump_graph_record(g))
                     parquet.write(g)
                     joined.redundancy_rows.append(table_row(g, redundancy))
@@ -325,6 +344,8 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
         "counts": {"traces": len(joined.rows), "errors": len(joined.errors), "duplicate_ids": len(joined.duplicates),
                    "unknown_model": joined.unknown["model"], "unknown_domain": joined.unknown["domain"]},
         "duplicate_ids": joined.duplicates,
+        "semantic_spread_sampled": joined.semantic_spread_sampled,
+        "unknown_fix": {key: unknown_fix(key) for key, count in joined.unknown.items() if count},
     }
 
 
@@ -347,7 +368,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
 
     stage = progress.stage if progress is not None else (lambda name: None)
     stage("assemble: joining chunks")
-    joined = join_parts(out, RedundancyParams.from_config(cfg))
+    joined = join_parts(out, RedundancyParams.from_config(cfg), cfg["indicators"]["cluster_exact_max"])
     stage("assemble: redundancy tables")
     write_redundancy_tables(out, joined.redundancy_rows)
     stage("assemble: norms and profiles")

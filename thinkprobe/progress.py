@@ -1,7 +1,7 @@
 """What a person watching a run sees: the number of records counted up front (cheaply: lines of
 JSONL, Parquet metadata), a bar over traces with rate and ETA, and below it the current stage with
 the units encoded so far, redrawn every second so it moves even while one stage is busy.
-Also the record selection behind --limit and --sample."""
+Also the trace selection behind --limit and --sample."""
 from __future__ import annotations
 
 import gzip
@@ -47,26 +47,39 @@ def count_inputs(paths: Sequence[str | Path]) -> int:
     return sum(count_records(p) for p in paths)
 
 
-def select(items: Iterable[T], total: int | None, limit: int | None = None, sample: int | None = None,
-           seed: int = 0) -> Iterator[T]:
-    """The records a run profiles, in input order: the first `limit`, or `sample` drawn uniformly
-    without replacement out of `total` with a seeded generator (the same records for the same
-    input and seed).
+def select(items: Iterable[T], limit: int | None = None, sample: int | None = None, seed: int = 0) -> Iterator[T]:
+    """The traces a run profiles, in input order: the first `limit`, or `sample` drawn uniformly
+    without replacement with a seeded generator (the same traces for the same input and seed).
 
-    >>> list(select(range(10), 10, limit=3))
+    Sampling is a reservoir over the traces themselves (one pass, `sample` traces held), not over
+    a record count: a record may give several traces (an OpenR1 row, one per generation).
+
+    >>> list(select(range(10), limit=3))
     [0, 1, 2]
-    >>> picked = list(select(range(10), 10, sample=4, seed=1))
-    >>> len(picked), picked == sorted(picked), picked == list(select(range(10), 10, sample=4, seed=1))
+    >>> picked = list(select(range(10), sample=4, seed=1))
+    >>> len(picked), picked == sorted(picked), picked == list(select(range(10), sample=4, seed=1))
     (4, True, True)
+    >>> list(select(range(3), sample=5))
+    [0, 1, 2]
     """
     if sample is not None:
-        if total is None:
-            raise ValueError("sampling needs the number of records")
-        chosen = set(random.Random(seed).sample(range(total), min(sample, total)))
-        items = (item for k, item in enumerate(items) if k in chosen)
+        items = _reservoir(items, sample, random.Random(seed))
     if limit is not None:
         items = itertools.islice(items, limit)
     return iter(items)
+
+
+def _reservoir(items: Iterable[T], size: int, rng: random.Random) -> Iterator[T]:
+    """Algorithm R: a uniform sample of `size` items, yielded in input order."""
+    kept: list[tuple[int, T]] = []
+    for k, item in enumerate(items):
+        if k < size:
+            kept.append((k, item))
+        else:
+            j = rng.randrange(k + 1)
+            if j < size:
+                kept[j] = (k, item)
+    yield from (item for _, item in sorted(kept, key=lambda pair: pair[0]))
 
 
 def selected_total(total: int | None, limit: int | None, sample: int | None) -> int | None:

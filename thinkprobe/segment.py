@@ -6,6 +6,7 @@ into the original field text, and the units of a section tile its non-whitespace
 """
 from __future__ import annotations
 
+import bisect
 import re
 from functools import lru_cache
 from typing import Iterable
@@ -37,6 +38,7 @@ _WORD = re.compile(r"\w", re.UNICODE)
 # opening bracket / LaTeX command) they end a sentence unless they are a real abbreviation.
 _MISSED_END = re.compile(r"[.!?]\s+(?=[A-Z(\[\\])")
 _ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|Dr|Mr|Mrs|Ms|Prof|Fig|Eq|Eqs|No|St|approx|resp)\.$", re.IGNORECASE)
+_ABBREVIATION_CHARS = 8
 # Sentence-final punctuation beyond spaCy's defaults: ellipses end sentences in reasoning traces.
 _EXTRA_PUNCT = ["...", "…", "?!", "!?", "??", "!!"]
 
@@ -97,9 +99,24 @@ def _before_enum_marker(text: str, cut: int) -> int:
     # Only when the next sentence starts in lower case: "is 2. Then" is a sentence end.
     if not text[cut:cut + 1].islower():
         return cut
-    head = text[:cut].rstrip()
-    m = _ENUM_TAIL.search(head)
+    end = cut
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    # The marker is at most three characters after a space: look at that tail only, not text[:cut].
+    m = _ENUM_TAIL.search(text, max(0, end - 4), end)
     return m.start() if m else cut
+
+
+def _abbreviation_before(text: str, end: int) -> bool:
+    """Whether text[:end] ends with an abbreviation; only its tail is searched (the longest is
+    "approx.", 7 characters; \\b still sees the character before the window)."""
+    return _ABBREVIATION.search(text, max(0, end - _ABBREVIATION_CHARS), end) is not None
+
+
+def _inside(spans: list[tuple[int, int]], pos: int) -> bool:
+    """Whether pos falls strictly inside one of the sorted, disjoint (start, end) spans."""
+    k = bisect.bisect_left(spans, (pos,)) - 1  # the last span starting before pos
+    return k >= 0 and spans[k][0] < pos < spans[k][1]
 
 
 def fragment_spans(text: str, start: int, end: int, max_line_chars: int = 20000) -> list[tuple[int, int]]:
@@ -123,16 +140,18 @@ def fragment_spans(text: str, start: int, end: int, max_line_chars: int = 20000)
             out.append((s, e))
             continue
         doc = next(sentences)
-        protected = [(m.start(), m.end()) for m in _INLINE.finditer(doc.text)]
-        cuts = {sent.start_char for sent in doc.sents} | {m.start() for m in _CJK_END.finditer(doc.text)}
-        cuts |= {m.end() for m in _MISSED_END.finditer(doc.text) if not _ABBREVIATION.search(doc.text, 0, m.start() + 1)}
-        cuts = sorted(c for c in cuts if 0 < c < len(doc.text) and not any(a < c < b for a, b in protected))
+        # spaCy rebuilds Doc.text from every token on each access: read it once per piece.
+        piece = doc.text
+        protected = [(m.start(), m.end()) for m in _INLINE.finditer(piece)]
+        cuts = {sent.start_char for sent in doc.sents} | {m.start() for m in _CJK_END.finditer(piece)}
+        cuts |= {m.end() for m in _MISSED_END.finditer(piece) if not _abbreviation_before(piece, m.start() + 1)}
+        cuts = sorted(c for c in cuts if 0 < c < len(piece) and not _inside(protected, c))
         bounds = [0]
-        for c in (_before_enum_marker(doc.text, c) for c in cuts):
+        for c in (_before_enum_marker(piece, c) for c in cuts):
             # An enumeration marker ("1.", "(b)") opening the line stays with its item.
-            if c > bounds[-1] and not _MARKER.match(doc.text[bounds[-1]:c]):
+            if c > bounds[-1] and not _MARKER.match(piece[bounds[-1]:c]):
                 bounds.append(c)
-        bounds.append(len(doc.text))
+        bounds.append(len(piece))
         for a, b in zip(bounds, bounds[1:]):
             span = _strip(text, s + a, s + b)
             if span:
@@ -166,7 +185,9 @@ def unit_spans(text: str, section: Section, cfg: Config) -> list[tuple[int, int]
 
 @numba.njit(cache=True)
 def _depth_scores(emb: np.ndarray, window: int) -> np.ndarray:
-    """Hearst depth score at each gap between unit g and g+1 (cosine of block means)."""
+    """Hearst depth score at each gap between unit g and g+1 (cosine of block means). Linear in the
+    number of units: each gap sums at most 2 * window rows, and the peaks on either side come from
+    one pass each way (climbing from g stops where climbing from its neighbour stops)."""
     n = emb.shape[0]
     gaps = n - 1
     sims = np.zeros(gaps)
@@ -176,19 +197,17 @@ def _depth_scores(emb: np.ndarray, window: int) -> np.ndarray:
         right = emb[g + 1 : hi].sum(axis=0)
         denom = np.sqrt((left * left).sum() * (right * right).sum())
         sims[g] = (left * right).sum() / denom if denom > 0 else 0.0
+    left_peak = sims.copy()  # highest point reached climbing left from g while it does not fall
+    for g in range(1, gaps):
+        if sims[g - 1] >= sims[g]:
+            left_peak[g] = left_peak[g - 1]
+    right_peak = sims.copy()
+    for g in range(gaps - 2, -1, -1):
+        if sims[g + 1] >= sims[g]:
+            right_peak[g] = right_peak[g + 1]
     depth = np.zeros(gaps)
     for g in range(gaps):
-        lp = sims[g]
-        k = g
-        while k > 0 and sims[k - 1] >= lp:
-            lp = sims[k - 1]
-            k -= 1
-        rp = sims[g]
-        k = g
-        while k < gaps - 1 and sims[k + 1] >= rp:
-            rp = sims[k + 1]
-            k += 1
-        depth[g] = (lp - sims[g]) + (rp - sims[g])
+        depth[g] = (left_peak[g] - sims[g]) + (right_peak[g] - sims[g])
     return depth
 
 
@@ -207,17 +226,17 @@ def tile(emb: np.ndarray, forced: Iterable[int] = (), *, window: int = 3, min_bl
     if n >= 2 * min_block_units:
         depth = _depth_scores(np.ascontiguousarray(emb, dtype=np.float64), window)
         cutoff = max(min_depth, depth.mean() + cutoff_std * depth.std())
-        taken = sorted(starts)
+        taken = sorted(starts)  # kept sorted: a new boundary only needs its two neighbours checked
         for g in np.argsort(-depth, kind="stable"):
             if depth[g] <= cutoff:
                 break
             b = int(g) + 1
             if b < min_block_units or n - b < min_block_units:
                 continue
-            if all(abs(b - t) >= min_block_units for t in taken):
-                taken.append(b)
+            k = bisect.bisect_left(taken, b)
+            if (k == 0 or b - taken[k - 1] >= min_block_units) and (k == len(taken) or taken[k] - b >= min_block_units):
+                taken.insert(k, b)
         starts.update(taken)
-    seg = np.zeros(n, dtype=np.int32)
-    for b in sorted(starts):
-        seg[b:] += 1
-    return seg
+    first = np.zeros(n, dtype=np.int32)
+    first[sorted(starts)] = 1
+    return np.cumsum(first, dtype=np.int32)

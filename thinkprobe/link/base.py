@@ -60,9 +60,11 @@ class Linker(Protocol):
     - `cache_stats`: {"hits", "misses"} of its per-trace score cache ({} when it keeps none).
     - `structural_types`: True when it gives every provisional CRT / RPT unit the critique or
       repetition edge those types need, so a type head may assign them.
+    - `name` (the run manifest's linker) and `kind` (what it is, in words, for `thinkprobe doctor`).
     """
 
     name: str
+    kind: str
     structural_types: bool
 
     def link(self, batch: Sequence[LinkInput], mapper=map) -> list[list[Edge]]: ...

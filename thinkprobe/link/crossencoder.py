@@ -54,6 +54,7 @@ class CrossEncoderLinker:
     """Linker backed by a local sequence-classification model (see the module docstring)."""
 
     structural_types = False  # the NLI decoding does not give every RPT unit a repetition edge
+    kind = "cross-encoder over candidate pairs (local sequence-classification model)"
 
     def __init__(self, model_dir: str | Path, cfg: Config, *, device: str = "cpu", batch_size: int = 32,
                  max_length: int = 256, cache_dir: str | Path | None = None):

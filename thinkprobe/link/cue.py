@@ -27,6 +27,7 @@ class CueLinker:
 
     name = "cue"
     structural_types = False  # CRT / RPT come from cues and edges, not from a type head
+    kind = "rules: cue lexicons, embedding similarity and position"
     cache_stats: dict[str, int] = {}  # nothing cached: rules are cheap
 
     def __init__(self, cfg: Config):

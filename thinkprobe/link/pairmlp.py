@@ -279,6 +279,7 @@ class TrainedLinker:
 
     block = 16384  # pairs per forward pass: bounds memory whatever the batch
     structural_types = True  # decoding gives provisional CRT / RPT units their edge
+    kind = "pair MLP over candidate pairs + type head (MiniLM features)"
 
     def __init__(self, model_dir: str | Path, cfg: Config, cache_dir: str | Path | None = None, device: str = "cpu"):
         self.model_dir = Path(model_dir)

@@ -21,6 +21,7 @@ pair-class probabilities the other trained backends give.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import replace
@@ -30,7 +31,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..cache import ScoreCache, through_cache
 from ..config import Config
+from ..provenance import files_digest
 from ..records import Edge, ThoughtUnit
 from .base import (
     FROM_LOOKBACK, FROM_SIMILARITY, FROM_WINDOW, PAIR_CLASSES, TYPE_CLASSES, CandidateParams, LinkInput,
@@ -56,44 +59,47 @@ def distance_bucket(d: np.ndarray) -> np.ndarray:
     return np.searchsorted(np.array(DISTANCE_BUCKETS), d, side="left").astype(np.int64)
 
 
-def earlier_topk(emb: np.ndarray, k: int, skip: int = 0, block: int = 512) -> tuple[np.ndarray, np.ndarray]:
+def earlier_topk(emb: np.ndarray, k: int, skip: int = 0, block_values: int = 1 << 20) -> tuple[np.ndarray, np.ndarray]:
     """For each unit j, the `k` most similar units among 0 .. j-1-skip (indices, -1 where fewer
     exist, most similar first, ties to the earlier unit) and j's best similarity to any earlier
-    unit (0 for the first). Computed block by block: memory O(block x n), never n x n.
+    unit (0 for the first). Computed in strips of rows of at most `block_values` similarities:
+    memory stays bounded whatever the length, never an n x n matrix.
 
     >>> e = np.eye(4, dtype=np.float32); e[3] = e[0]
     >>> idx, best = earlier_topk(e, 1)
     >>> idx[:, 0].tolist(), best.tolist()
-    [[-1, 0, 0, 0], [0.0, 0.0, 0.0, 1.0]]
+    ([-1, 0, 0, 0], [0.0, 0.0, 0.0, 1.0])
     """
     emb = np.asarray(emb, dtype=np.float32)
     n = len(emb)
     idx = np.full((n, max(k, 0)), -1, dtype=np.int64)
     best = np.zeros(n, dtype=np.float32)
+    block = max(1, min(512, block_values // max(n, 1)))
     for s in range(0, n, block):
         e = min(n, s + block)
         if e <= 1:
             continue
-        sim = emb[s:e] @ emb[:e].T  # (rows, e): only the columns earlier rows can see
         rows = np.arange(s, e)
-        cols = np.arange(e)
-        sim_all = np.where(cols[None, :] < rows[:, None], sim, -np.inf)
-        best[s:e] = np.where(rows > 0, sim_all.max(axis=1), 0.0)
-        if k:
-            lim = np.where(cols[None, :] < (rows - skip)[:, None], sim, -np.inf)
-            kk = min(k, e)
-            part = np.argpartition(-lim, kk - 1, axis=1)[:, :kk] if kk < e else np.tile(cols, (len(rows), 1))
-            vals = np.take_along_axis(lim, part, axis=1)
-            # ties at the k-th value: argpartition picks any of them; such rows are redone stably
-            kth = vals.min(axis=1)
-            tied = np.flatnonzero((lim >= kth[:, None]).sum(axis=1) > kk)
-            for r in tied:
-                part[r] = np.argsort(-lim[r], kind="stable")[:kk]
-                vals[r] = lim[r, part[r]]
-            order = np.lexsort((part, -vals), axis=1)
-            part, vals = np.take_along_axis(part, order, axis=1), np.take_along_axis(vals, order, axis=1)
-            part[~np.isfinite(vals)] = -1
-            idx[s:e, :kk] = part[:, :k]
+        sim = emb[s:e] @ emb[:e].T  # (rows, e): only the columns these rows can see
+        later = np.arange(e)[None, :] >= rows[:, None]
+        sim[later] = -np.inf
+        best[s:e] = np.where(rows > 0, sim.max(axis=1), 0.0)
+        if not k:
+            continue
+        if skip:
+            sim[np.arange(e)[None, :] >= (rows - skip)[:, None]] = -np.inf
+        kk = min(k, e)
+        part = np.argpartition(-sim, kk - 1, axis=1)[:, :kk] if kk < e else np.tile(np.arange(e), (len(rows), 1))
+        vals = np.take_along_axis(sim, part, axis=1)
+        # ties at the k-th value: argpartition picks any of them; such rows are redone stably
+        kth = vals.min(axis=1)
+        for r in np.flatnonzero((sim >= kth[:, None]).sum(axis=1) > kk):
+            part[r] = np.argsort(-sim[r], kind="stable")[:kk]
+            vals[r] = sim[r, part[r]]
+        order = np.lexsort((part, -vals), axis=1)
+        part, vals = np.take_along_axis(part, order, axis=1), np.take_along_axis(vals, order, axis=1)
+        part[~np.isfinite(vals)] = -1
+        idx[s:e, :kk] = part[:, :k]
     return idx, best
 
 
@@ -192,7 +198,9 @@ def pair_features(units: Sequence[ThoughtUnit], emb: np.ndarray, best: np.ndarra
     n = len(units)
     seg = np.array([u.segment for u in units])
     answer = np.array([u.section == "answer" for u in units])
-    s = np.einsum("ij,ij->i", emb[i], emb[j])
+    s = np.zeros(m, dtype=np.float32)
+    for c in range(0, m, 8192):  # in chunks: two (pairs x dim) gathers would dominate memory on long traces
+        s[c:c + 8192] = np.einsum("ij,ij->i", emb[i[c:c + 8192]], emb[j[c:c + 8192]])
     # rank of each pair's cosine among its unit's candidates (0 = the most similar candidate)
     order = np.lexsort((-s, j))
     rank = np.empty(m, dtype=np.int64)
@@ -311,22 +319,32 @@ def read_model_dir(path: str) -> dict:
 
 
 def load_parser_model(model_dir: str | Path):
+    """(members, featurizer, meta) of a parser folder: one network, or an ensemble whose members'
+    probabilities are averaged (config.json "members": their architectures; weights prefixed "k.")."""
     from safetensors.torch import load_file
 
     meta = read_model_dir(str(model_dir))
-    m = meta["model"]
     featurizer = ParserFeaturizer(meta["cue_names"], meta["shape_patterns"])
-    model = build_parser_model(m["dim"], featurizer.size, m["proj"], m["hidden"], m["layers"], m["arc_hidden"],
-                               m["context"], m["pair_feats"], 0.0)
-    model.load_state_dict(load_file(str(Path(model_dir) / "parser.safetensors")))
-    return model.eval(), featurizer, meta
+    state = load_file(str(Path(model_dir) / "parser.safetensors"))
+    archs = meta.get("members") or [meta["model"]]
+    models = []
+    for k, m in enumerate(archs):
+        model = build_parser_model(m["dim"], featurizer.size, m["proj"], m["hidden"], m["layers"], m["arc_hidden"],
+                                   m["context"], m["pair_feats"], 0.0)
+        prefix = f"{k}." if "members" in meta else ""
+        model.load_state_dict({name[len(prefix):]: v for name, v in state.items() if name.startswith(prefix)})
+        models.append(model.eval())
+    return (models if "members" in meta else models[0]), featurizer, meta
 
 
 def run_parser(model, feats: Sequence[dict], embs: Sequence[np.ndarray], device: str = "cpu",
                max_units: int = 4096, block: int = 65536) -> list[dict[str, np.ndarray]]:
     """Type and pair-class probabilities of several traces: traces are padded into batches of at
-    most `max_units` padded units (a longer trace goes alone) and their pairs scored in blocks."""
+    most `max_units` padded units (a longer trace goes alone) and their pairs scored in blocks.
+    `model`: one network or a list of them (an ensemble: probabilities averaged)."""
     import torch
+
+    members = list(model) if isinstance(model, (list, tuple)) else [model]
 
     out: list[dict | None] = [None] * len(feats)
     order = sorted(range(len(feats)), key=lambda k: -len(embs[k]))
@@ -351,9 +369,10 @@ def run_parser(model, feats: Sequence[dict], embs: Sequence[np.ndarray], device:
                 e[r, : lengths[r]] = embs[k]
                 u[r, : lengths[r]] = feats[k]["uf"]
             lens = torch.tensor([max(x, 1) for x in lengths])
-            h = model.states(torch.from_numpy(e).to(device), torch.from_numpy(u).to(device), lens)
-            types = torch.softmax(model.type_logits(h), dim=-1).cpu().numpy()
-            flat = h.reshape(-1, h.shape[-1])
+            et, ut = torch.from_numpy(e).to(device), torch.from_numpy(u).to(device)
+            states = [m.states(et, ut, lens) for m in members]
+            types = np.mean([torch.softmax(m.type_logits(h), dim=-1).cpu().numpy() for m, h in zip(members, states)], axis=0)
+            flats = [h.reshape(-1, h.shape[-1]) for h in states]
             for r, k in enumerate(group):
                 f = feats[k]
                 gi = torch.from_numpy(f["i"] + r * T).to(device)
@@ -362,7 +381,8 @@ def run_parser(model, feats: Sequence[dict], embs: Sequence[np.ndarray], device:
                 probs = np.zeros((len(f["i"]), len(PAIR_CLASSES)), np.float32)
                 for s in range(0, len(f["i"]), block):
                     sl = slice(s, s + block)
-                    probs[sl] = pair_class_probs(model.pair_logits(flat, gi[sl], gj[sl], bk[sl], pf[sl])).cpu().numpy()
+                    probs[sl] = np.mean([pair_class_probs(m.pair_logits(flat, gi[sl], gj[sl], bk[sl], pf[sl])).cpu().numpy()
+                                         for m, flat in zip(members, flats)], axis=0)
                 out[k] = {"types": types[r, : lengths[r]], "probs": probs}
     return out  # type: ignore[return-value]
 
@@ -377,6 +397,7 @@ class ParserLinker:
     the batch's unit spans)."""
 
     structural_types = True
+    kind = "trace-level parser (BiLSTM over MiniLM unit embeddings): edges and node types jointly"
 
     def __init__(self, model_dir: str | Path, cfg: Config | None = None, cache_dir: str | Path | None = None,
                  device: str = "cpu"):
@@ -389,17 +410,22 @@ class ParserLinker:
         self.device = device
         self._model = None
         self._memo: dict = {}
+        self.cache = None
+        if cache_dir:  # per-trace outputs on disk, keyed by the model's files and what it reads of a trace
+            fingerprint = files_digest((n, self.model_dir / n) for n in ["config.json", "parser.safetensors"])
+            self.cache = ScoreCache(cache_dir, "parser", f"{fingerprint}:{device.split(':')[0]}")
 
     @property
     def model(self):
         if self._model is None:
             self._model, _, _ = load_parser_model(self.model_dir)
-            self._model.to(self.device)
+            for m in (self._model if isinstance(self._model, list) else [self._model]):
+                m.to(self.device)
         return self._model
 
     @property
     def cache_stats(self) -> dict[str, int]:
-        return {}
+        return self.cache.stats if self.cache else {}
 
     def candidates(self, item: LinkInput) -> list[np.ndarray]:
         emb = np.asarray(item.embeddings, np.float32)
@@ -414,29 +440,35 @@ class ParserLinker:
                 np.asarray(emb, np.float32).tobytes())
 
     def score(self, items: Sequence[tuple[Sequence[ThoughtUnit], np.ndarray]], mapper=map) -> list[dict]:
-        """Per trace: features, candidate pairs, type probabilities and pair-class probabilities."""
-        import itertools
-
+        """Per trace: candidate pairs (i, j, origin), type probabilities (types) and pair-class
+        probabilities (probs); from the score cache where present."""
         keys = [self._key(u, e) for u, e in items]
         todo = [n for n, k in enumerate(keys) if k not in self._memo]
         if todo:
-            feats = list(mapper(trace_features, [items[n][0] for n in todo], [items[n][1] for n in todo],
-                                itertools.repeat(self.params), itertools.repeat(self.featurizer)))
-            res = run_parser(self.model, feats, [np.asarray(items[n][1], np.float32).reshape(len(items[n][0]), self.meta["model"]["dim"])
-                                                 for n in todo], self.device)
+            def compute(idx: list[int]) -> list[dict[str, np.ndarray]]:
+                sub = [items[todo[n]] for n in idx]
+                feats = list(mapper(trace_features, [u for u, _ in sub], [e for _, e in sub],
+                                    itertools.repeat(self.params), itertools.repeat(self.featurizer)))
+                res = run_parser(self.model, feats, [np.asarray(e, np.float32).reshape(len(u), self.meta["model"]["dim"])
+                                                     for u, e in sub], self.device)
+                # what decoding and typing read, compact (as stored in the cache)
+                return [{"i": f["i"].astype(np.int32), "j": f["j"].astype(np.int32), "origin": f["origin"].astype(np.uint8),
+                         "probs": r["probs"], "types": r["types"]} for f, r in zip(feats, res)]
+
+            got = through_cache(self.cache, [items[n] for n in todo], compute)
             memo = {k: self._memo[k] for k in keys if k in self._memo}  # only this batch: typing then linking it
-            for n, f, r in zip(todo, feats, res):
-                memo[keys[n]] = {**f, **r}
+            for n, r in zip(todo, got):
+                memo[keys[n]] = r
             self._memo = memo
-        out = [self._memo[k] for k in keys]
-        return out
+        return [self._memo[k] for k in keys]
 
     def link(self, batch: Sequence[LinkInput], mapper=map) -> list[list[Edge]]:
         scored = self.score([(item.units, item.embeddings) for item in batch], mapper)
         return [decode_edges(item.units, s["probs"], s["i"], s["j"], s["origin"], self.decode) if len(item.units) > 1 else []
                 for item, s in zip(batch, scored)]
 
-    def predict_types(self, probs: np.ndarray) -> list[str]:
+    @staticmethod
+    def predict_types(probs: np.ndarray) -> list[str]:
         """Provisional types from type probabilities: the first unit cannot be CRT or RPT."""
         if not len(probs):
             return []
@@ -465,7 +497,7 @@ class ParserTyper:
 
     @property
     def cache_stats(self) -> dict[str, int]:
-        return {}
+        return self.parser.cache_stats
 
 
 def write_model_dir(folder: str | Path, model, featurizer: ParserFeaturizer, arch: Mapping, params: CandidateParams,

@@ -1,0 +1,240 @@
+"""Failure isolation and exit statuses (issue 16): a trace that raises, runs out of memory, runs past
+the time limit or has too many units is listed in errors.jsonl and the run goes on; a native crash
+loses no committed chunk and --resume gets past the trace that crashed; `profile` exits 4 when no
+trace was profiled; stats/report/export/graph on a folder that is not a run exit 2 in one line.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import REPO, SAMPLES
+from thinkprobe.cli import main
+from thinkprobe.isolation import TraceTimeout, time_limit
+from thinkprobe.pipeline import RunOptions, run_profile
+
+
+def tiny_trace(i: int) -> str:
+    return json.dumps({"id": f"t{i}", "model": "m", "domain": "d",
+                       "response": f"<think>Okay, we need {i} + 2. That is {i + 2}. Wait, check: {i} + 2 = {i + 2}. "
+                                   f"So the sum is {i + 2}.</think>It is {i + 2}."})
+
+
+def write_lines(path: Path, lines) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def profile(inputs, out, **kw):
+    kw.setdefault("device", "cpu")
+    return run_profile(RunOptions(inputs=[str(p) for p in inputs], out_dir=str(out), progress=False, **kw))
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def indicators_by_id(out: Path) -> dict[str, dict]:
+    return {g["trace_id"]: g["indicators"] for g in read_jsonl(out / "graphs.jsonl")}
+
+
+@pytest.fixture(scope="module")
+def five_alone(tmp_path_factory):
+    """t0, t1, t2, t4, t5 profiled without t3: what every isolated run must give for them."""
+    folder = tmp_path_factory.mktemp("alone")
+    path = write_lines(folder / "alone.jsonl", [tiny_trace(i) for i in (0, 1, 2, 4, 5)])
+    profile([path], folder / "out", chunk_size=2)
+    return indicators_by_id(folder / "out")
+
+
+# --------------------------------------------------------------------------- exceptions and limits
+
+
+def test_time_limit_interrupts_a_block_and_restores_the_alarm():
+    before = signal.getsignal(signal.SIGALRM)
+    start = time.monotonic()
+    with pytest.raises(TraceTimeout, match=r"took longer than the time limit of 0.2 s"):
+        with time_limit(0.2):
+            time.sleep(30)
+    assert time.monotonic() - start < 25
+    assert signal.getsignal(signal.SIGALRM) is before and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    with time_limit(0):  # no limit
+        pass
+
+
+@pytest.mark.parametrize(("failure", "reason"), [
+    (RuntimeError("boom"), "profiling failed: RuntimeError: boom"),
+    (MemoryError(), "ran out of memory while profiling this trace"),
+])
+def test_a_trace_that_raises_is_listed_and_the_others_are_profiled_as_alone(tmp_path, monkeypatch, five_alone,
+                                                                            failure, reason):
+    import thinkprobe.graph as graph
+
+    original = graph.tile_and_type
+
+    def failing(trace, *args, **kwargs):
+        if trace.trace_id == "t3":
+            raise failure
+        return original(trace, *args, **kwargs)
+
+    monkeypatch.setattr(graph, "tile_and_type", failing)
+    path = write_lines(tmp_path / "in.jsonl", [tiny_trace(i) for i in range(6)])
+    result = profile([path], tmp_path / "out", chunk_size=4)
+    assert (result["traces"], result["errors"]) == (5, 1)
+    assert read_jsonl(tmp_path / "out" / "errors.jsonl") == [
+        {"file": str(path), "record": 3, "field": "response", "reason": reason, "trace_id": "t3"}]
+    assert indicators_by_id(tmp_path / "out") == five_alone
+    assert not list((tmp_path / "out" / "parts").glob("*.running"))
+
+
+def test_a_trace_past_the_time_limit_is_listed_and_the_others_are_profiled_as_alone(tmp_path, monkeypatch, five_alone):
+    import thinkprobe.graph as graph
+
+    original = graph.tile_and_type
+
+    def stuck(trace, *args, **kwargs):
+        if trace.trace_id == "t3":
+            time.sleep(3600)
+        return original(trace, *args, **kwargs)
+
+    monkeypatch.setattr(graph, "tile_and_type", stuck)
+    path = write_lines(tmp_path / "in.jsonl", [tiny_trace(i) for i in range(6)])
+    result = profile([path], tmp_path / "out", chunk_size=1, trace_timeout=10)
+    assert (result["traces"], result["errors"]) == (5, 1)
+    [error] = read_jsonl(tmp_path / "out" / "errors.jsonl")
+    assert error["trace_id"] == "t3"
+    assert error["reason"] == "took longer than the time limit of 10 s (raise it with --trace-timeout)"
+    assert indicators_by_id(tmp_path / "out") == five_alone
+
+
+# --------------------------------------------------------------------------- a native crash, then --resume
+
+CRASHING_CLI = """
+import os, signal, sys
+import thinkprobe.graph as graph
+
+original = graph.tile_and_type
+
+
+def crash_on_t3(trace, *args, **kwargs):
+    if trace.trace_id == "t3":
+        os.kill(os.getpid(), signal.SIGSEGV)  # what a segfault in BLAS or numba does to the process
+    return original(trace, *args, **kwargs)
+
+
+graph.tile_and_type = crash_on_t3
+from thinkprobe.cli import main
+
+main()
+"""
+
+
+def test_a_native_crash_keeps_committed_chunks_and_resume_gets_past_the_trace(tmp_path, five_alone):
+    path = write_lines(tmp_path / "in.jsonl", [tiny_trace(i) for i in range(6)])
+    script = tmp_path / "crashing_cli.py"
+    script.write_text(CRASHING_CLI, encoding="utf-8")
+    out = tmp_path / "out"
+    cmd = [sys.executable, str(script), "profile", str(path), "-o", str(out), "--chunk-size", "2", "--device", "cpu",
+           "--no-progress", "--no-report", "--no-cache", "--no-summary"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+
+    def run(*extra):
+        return subprocess.run([*cmd, *extra], cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+
+    first = run()
+    assert first.returncode == -signal.SIGSEGV, first.stderr
+    committed = out / "parts" / "000000.jsonl"
+    stamp = committed.stat().st_ino, committed.stat().st_mtime_ns, committed.read_bytes()
+    marker = json.loads((out / "parts" / "000001.running").read_text())
+    assert marker == {"mode": "chunk", "trace_ids": ["t2", "t3"]}
+
+    # The chunk that died is profiled trace by trace: t2 is done, t3 crashes again, alone this time.
+    second = run("--resume")
+    assert second.returncode == -signal.SIGSEGV, second.stderr
+    marker = json.loads((out / "parts" / "000001.running").read_text())
+    assert marker == {"mode": "trace", "current": 1, "trace_id": "t3", "crashed": []}
+
+    third = run("--resume")
+    assert third.returncode == 0, third.stderr
+    assert (committed.stat().st_ino, committed.stat().st_mtime_ns, committed.read_bytes()) == stamp
+    [error] = read_jsonl(out / "errors.jsonl")
+    assert (error["trace_id"], error["record"]) == ("t3", 3)
+    assert error["reason"].startswith("the process crashed while profiling this trace")
+    assert indicators_by_id(out) == five_alone
+    assert not list((out / "parts").glob("*.running"))
+
+
+# --------------------------------------------------------------------------- exit statuses
+
+
+def test_profile_exits_4_when_no_trace_was_profiled(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"id": "a", "response": 42}\n{not json\n', encoding="utf-8")
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["profile", str(path), "-o", str(out), "--device", "cpu", "--no-progress",
+                                    "--no-cache", "--no-report", "--no-summary"])
+    assert res.exit_code == 4, res.output
+    assert res.stderr == f"no trace was profiled: all 2 records were skipped (see {out}/errors.jsonl)\n"
+    assert len(read_jsonl(out / "errors.jsonl")) == 2
+
+
+@pytest.mark.parametrize(("command", "missing"), [
+    (["stats"], "indicators.csv or profile.csv"),
+    (["report"], "indicators.csv or profile.csv"),
+    (["export"], "graphs.jsonl"),
+    (["graph", "--", "t1"], "graphs.jsonl"),
+])
+def test_commands_on_a_folder_that_is_not_a_run_exit_2_in_one_line(tmp_path, command, missing):
+    folder = tmp_path / "not-a-run"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("hello")
+    args = [command[0], str(folder), *command[2:]] if command[0] == "graph" else [command[0], str(folder)]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 2, res.output
+    assert res.stderr == (f"{folder} is not a thinkprobe run folder (no {missing}); "
+                          f"make one with: thinkprobe profile INPUT -o {folder}\n")
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]  # nothing written into it
+
+
+# --------------------------------------------------------------------------- acceptance: a mixed file
+
+
+def test_good_traces_a_2mb_trace_over_the_unit_limit_and_bad_records_in_one_file(tmp_path):
+    """Issue 16's acceptance: the run completes; the good traces' indicators equal a run over them
+    alone; the 2 MB one-line trace (profiled whole in test_reliability's mixed run) is listed in
+    errors.jsonl with the limit a user can raise, because this run lowers --max-units below it."""
+    from test_reliability import BAD, GOOD_IDS, _odd_records, sample_lines
+
+    by_id = {json.loads(line)["id"]: line for line in sample_lines()}
+    good = [by_id[i] for i in GOOD_IDS]
+    alone = write_lines(tmp_path / "good.jsonl", good)
+    profile([alone], tmp_path / "alone", max_units=0)
+    alone_units = {g["trace_id"]: len(g["units"]) for g in read_jsonl(tmp_path / "alone" / "graphs.jsonl")}
+    limit = max(alone_units.values())  # every good trace fits; the 2 MB trace (over 100 units) does not
+    two_mb = next(record for name, record in _odd_records() if name == "2 MB single line")
+    raw = [line.encode() for line in good[:5]] + [raw for _, raw, _, _ in BAD] + [json.dumps(two_mb).encode()]
+    raw += [line.encode() for line in good[5:]]
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_bytes(b"\n".join(raw) + b"\n")
+
+    res = CliRunner().invoke(main, ["profile", str(mixed), "-o", str(tmp_path / "mixed"), "--device", "cpu",
+                                    "--max-units", str(limit), "--no-progress", "--no-cache", "--no-report"])
+    assert res.exit_code == 0, res.output
+    errors = read_jsonl(tmp_path / "mixed" / "errors.jsonl")
+    assert len(errors) == len(BAD) + 1
+    [over] = [e for e in errors if e.get("trace_id") == "odd-2mb"]
+    n_units = int(over["reason"].split()[0])
+    assert n_units > limit >= 10
+    assert over == {"file": str(mixed), "record": 5 + len(BAD), "field": "response", "trace_id": "odd-2mb",
+                    "reason": f"{n_units} Thought Units, over the limit of {limit} (raise it with --max-units)"}
+    assert indicators_by_id(tmp_path / "mixed") == indicators_by_id(tmp_path / "alone")
+    run = json.loads((tmp_path / "mixed" / "run.json").read_text())
+    assert run["config"]["limits"]["max_units"] == limit

@@ -1,0 +1,117 @@
+"""`--engine ray` (issue 14) on a local Ray instance with two CPUs: the same bytes as the local
+engine, bad records in errors.jsonl, and a resumed run that skips the committed chunks. The Ray
+run encodes and scores afresh (its own cache folder), so its actors' results are what is compared."""
+import gzip
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import SAMPLES
+from thinkprobe.cli import main
+from thinkprobe.pipeline import RunOptions, run_profile
+
+ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install thinkprobe[ray])")
+
+COMPARED = ("indicators.csv", "profile.csv", "stats.json", "graphs.jsonl", "errors.jsonl", "model_profiles.csv",
+            "redundancy.csv", "norms.json")
+BAD = [
+    '{"id": "broken", "response": "<think>unterminated json',
+    json.dumps({"id": "num", "model": "m", "response": 42}),
+    json.dumps({"id": "blank", "model": "m", "response": "<think>   </think>"}),
+    json.dumps({"id": "nothing", "model": "m"}),
+]
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A local Ray on two CPUs. Ray gives its processes 30 s to register, which a machine busy
+    with other jobs can miss: one more try then."""
+    for attempt in (1, 2):
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+            break
+        except Exception:
+            ray.shutdown()
+            if attempt == 2:
+                raise
+    yield
+    ray.shutdown()
+
+
+def profile(inputs, out, **kw):
+    return run_profile(RunOptions(inputs=[str(p) for p in inputs], out_dir=str(out), progress=False, device="cpu", **kw))
+
+
+@pytest.fixture(scope="module")
+def both_runs(local_ray, tmp_path_factory):
+    """The sample traces with four bad records among them, profiled by each engine."""
+    tmp = tmp_path_factory.mktemp("ray")
+    lines = SAMPLES.read_text(encoding="utf-8").splitlines()
+    mixed = tmp / "mixed.jsonl"
+    mixed.write_text("\n".join([*lines[:5], *BAD, *lines[5:]]) + "\n", encoding="utf-8")
+    local = profile([mixed], tmp / "local", chunk_size=4)
+    remote = profile([mixed], tmp / "ray", chunk_size=4, engine="ray", cache_dir=str(tmp / "cache"))
+    return tmp, mixed, local, remote
+
+
+def test_ray_engine_writes_the_local_engines_bytes(both_runs):
+    tmp, _, local, remote = both_runs
+    assert remote["engine"] == "ray" and remote["traces"] == local["traces"] == 15
+    for name in COMPARED:
+        assert (tmp / "ray" / name).read_bytes() == (tmp / "local" / name).read_bytes(), name
+    local_run = json.loads((tmp / "local" / "run.json").read_text())
+    ray_run = json.loads((tmp / "ray" / "run.json").read_text())
+    assert ray_run["device"] == local_run["device"] == "cpu" and ray_run["linker"] == local_run["linker"]
+
+
+def test_bad_records_land_in_errors_jsonl(both_runs):
+    tmp, mixed, _, remote = both_runs
+    assert remote["errors"] == 4
+    errors = [json.loads(x) for x in (tmp / "ray" / "errors.jsonl").read_text().splitlines()]
+    assert [e["record"] for e in errors] == ["line 6", "line 7", "line 8", "line 9"]
+    assert all(e["file"] == str(mixed) and e["reason"] for e in errors)
+    assert "malformed JSON" in errors[0]["reason"]
+    assert [e["field"] for e in errors[1:]] == ["response", "response", "reasoning"]
+    ids = {json.loads(x)["trace_id"] for x in (tmp / "ray" / "graphs.jsonl").read_text().splitlines()}
+    assert not ids & {"broken", "num", "blank", "nothing"} and len(ids) == 15
+
+
+def test_resumed_ray_run_skips_committed_chunks(both_runs):
+    tmp, mixed, _, _ = both_runs
+    out = tmp / "ray"
+    parts = sorted((out / "parts").glob("[0-9]*.jsonl"))
+    assert len(parts) == 5  # 19 records in chunks of 4
+    kept = {p: p.stat().st_mtime_ns for p in parts[:3]}
+    for p in parts[3:]:
+        p.unlink()
+    (out / "indicators.csv").unlink()
+    res = CliRunner().invoke(main, ["profile", str(mixed), "-o", str(out), "--chunk-size", "4", "--device", "cpu",
+                                    "--engine", "ray", "--resume", "--cache-dir", str(tmp / "cache"), "--no-report"])
+    assert res.exit_code == 0, res.output
+    assert "(12 from committed chunks)" in res.output
+    assert {p: p.stat().st_mtime_ns for p in parts[:3]} == kept
+    assert all(p.exists() for p in parts)
+    for name in COMPARED:
+        assert (out / name).read_bytes() == (tmp / "local" / name).read_bytes(), name
+
+
+@pytest.mark.realdata
+def test_thirty_real_traces_byte_identical(local_ray, shared_data, tmp_path):
+    """30 ReasoningFlow v1 traces (the 10 shortest of DeepSeek-R1, QwQ-32B and gpt-oss-120b, as in
+    test_realdata): every output the issue names is byte-identical between the engines."""
+    by_model = {m: [] for m in ("DeepSeek-R1", "QwQ-32B", "gpt-oss-120b")}
+    with gzip.open(shared_data / "reasoningflow" / "v1" / "v1_raw_data.jsonl.gz", "rt", encoding="utf-8") as f:
+        for line in f:
+            doc = json.loads(line)
+            if doc["metadata"]["generator"] in by_model:
+                by_model[doc["metadata"]["generator"]].append(doc)
+    picked = [d for docs in by_model.values()
+              for d in sorted(docs, key=lambda d: (len(d["raw_text"]["response"]), d["doc_id"]))[:10]]
+    subset = tmp_path / "v1_30.jsonl"
+    subset.write_text("".join(json.dumps(d) + "\n" for d in picked), encoding="utf-8")
+    local = profile([subset], tmp_path / "local", chunk_size=8)
+    remote = profile([subset], tmp_path / "ray", chunk_size=8, engine="ray", cache_dir=str(tmp_path / "cache"))
+    assert local["traces"] == remote["traces"] == 30
+    for name in ("indicators.csv", "profile.csv", "stats.json", "graphs.jsonl"):
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name

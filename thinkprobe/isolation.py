@@ -1,0 +1,124 @@
+"""Failure isolation for a profiling run: one trace that fails must not take the others with it.
+
+A chunk is first profiled as a whole (the encoder and the models see all its traces at once). If
+that raises (any exception, MemoryError, or the time limit), the chunk is profiled again one trace
+at a time and each trace that still fails becomes an error line with the reason. A crash in native
+code (a segfault) cannot be caught in-process, so a marker file beside the chunk records what was
+running: on --resume a chunk that died is profiled trace by trace, and a trace that died while
+running alone is listed in errors.jsonl instead of being tried again.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from .records import InputError, Trace
+from .tables import write_atomic
+
+__all__ = ["TraceLimits", "TraceTimeout", "time_limit", "profile_chunk_isolated", "marker_path"]
+
+
+@dataclass(frozen=True)
+class TraceLimits:
+    """Per-trace limits (config section `limits`, or --max-units / --trace-timeout); 0 = none."""
+
+    max_units: int = 0
+    trace_timeout_s: float = 0.0
+
+    @classmethod
+    def from_config(cls, cfg) -> "TraceLimits":
+        limits = cfg["limits"]
+        return cls(int(limits["max_units"] or 0), float(limits["trace_timeout_s"] or 0))
+
+
+class TraceTimeout(Exception):
+    """Raised in the main thread when a time limit set by `time_limit` runs out."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise TraceTimeout in the block after `seconds` of wall time (0: no limit). The alarm is a
+    POSIX signal, so the limit holds only in the main thread; elsewhere the block runs unlimited.
+    Native code (a BLAS call, a numba kernel) is interrupted when it returns to Python."""
+    usable = seconds > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise TraceTimeout(f"took longer than the time limit of {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def marker_path(part: Path) -> Path:
+    """The marker of a chunk in progress: parts/000003.running beside parts/000003.jsonl."""
+    return part.with_suffix(".running")
+
+
+def _error_line(item, reason: str) -> str:
+    if isinstance(item, Trace):
+        field = item.reasoning.field if item.reasoning else "reasoning"
+        error = InputError(item.source, item.record, field, reason)
+        return json.dumps({"error": error.as_dict() | {"trace_id": item.trace_id}}, ensure_ascii=False) + "\n"
+    return ""  # not reached: load errors cannot fail later
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, TraceTimeout):
+        return f"{exc} (raise it with --trace-timeout)"
+    if isinstance(exc, MemoryError):
+        return "ran out of memory while profiling this trace"
+    return f"profiling failed: {type(exc).__name__}: {exc}"
+
+
+def profile_chunk_isolated(chunk: Sequence, profile_all: Callable[[Sequence], str],
+                           profile_one: Callable[[Sequence], str], part: Path, limits: TraceLimits) -> str:
+    """The output lines of `chunk` (one per item), whatever fails.
+
+    `profile_all(items)` profiles the whole chunk at once; `profile_one([item])` one item alone
+    (in this process, so that a native crash is pinned to the item). The marker beside `part` is
+    left behind if the process dies; the caller removes it once `part` is committed.
+    """
+    marker = marker_path(part)
+    previous = json.loads(marker.read_text(encoding="utf-8")) if marker.exists() else None
+    ids = [getattr(item, "trace_id", None) for item in chunk]
+    if previous is None:
+        write_atomic(marker, json.dumps({"mode": "chunk", "trace_ids": ids}) + "\n")
+        try:
+            with time_limit(limits.trace_timeout_s * len(chunk)):
+                return profile_all(chunk)
+        except Exception:  # noqa: BLE001 - any failure of one trace: find it by profiling them one by one
+            previous = {"mode": "chunk"}
+    # One trace at a time. A trace that was running alone when the process died is not retried.
+    crashed = set(previous.get("crashed", []))
+    if previous["mode"] == "trace":
+        crashed.add(previous["current"])
+    lines = []
+    for k, item in enumerate(chunk):
+        if k in crashed:
+            lines.append(_error_line(item, "the process crashed while profiling this trace (native code: a "
+                                           "segmentation fault or a kill); it was skipped on --resume"))
+            continue
+        if not isinstance(item, Trace):
+            lines.append(profile_one([item]))
+            continue
+        write_atomic(marker, json.dumps({"mode": "trace", "current": k, "trace_id": ids[k],
+                                         "crashed": sorted(crashed)}) + "\n")
+        try:
+            with time_limit(limits.trace_timeout_s):
+                lines.append(profile_one([item]))
+        except Exception as exc:  # noqa: BLE001 - the reason goes to errors.jsonl, the run goes on
+            lines.append(_error_line(item, _reason(exc)))
+    return "".join(lines)

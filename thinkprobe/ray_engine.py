@@ -1,0 +1,342 @@
+"""`profile --engine ray`: the same run as `pipeline.run_profile`, with the per-trace stages spread
+over a Ray cluster as Ray Data `map_batches` stages.
+
+The driver reads the inputs with the loader (in input order, ids made unique as in a local run),
+cuts them into the same chunks as a local run and skips the chunks already committed under
+OUT/parts/ (so `--resume` works across engines). The pending traces of a window of chunks become
+a Ray Dataset that flows through
+
+    split (CPU tasks) -> encode (actors holding the encoder; one GPU each when the cluster has GPUs)
+    -> tile + cue types (CPU tasks) -> type head + linker (actors holding the trained models)
+    -> indicators + graph record (CPU tasks)
+
+and the driver commits each chunk's lines, in input order, as soon as all its traces are back,
+in exactly the format the local engine writes. Then `pipeline.assemble` writes norms, profiles,
+stats and redundancy tables as in a local run. Every stage calls the functions the local engine
+calls (graph.units_of, tile_and_type, link_graphs, pipeline._finish), and those give each trace
+the same result whatever batch it shares, so the outputs are byte-identical to a local run.
+
+Ray is an optional dependency (`pip install thinkprobe[ray]`), imported only here.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import pickle
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from .config import Config
+from .encoder import Encoder, make_encoder, resolve_precision
+from .graph import link_graphs, tile_and_type, units_of
+from .link import load_linker, unit_typer
+from .pipeline import (RunOptions, _chunks, _count, _finish, _manifest, _prepare_parts, _release_memory, assemble,
+                       run_traces)
+from .progress import Progress, select, selected_total
+from .records import InputError, Trace
+from .redundancy import RedundancyParams
+from .tables import write_atomic
+from .timing import StageTimes
+
+__all__ = ["run_profile_ray", "RayPlan", "plan_resources"]
+
+
+# ----------------------------------------------------------------------------- rows
+# A row of the dataset is one trace: `idx` (its position in the input stream) and `state`, a
+# pickle of what the stages built so far (dict keys: trace, planned, emb, tok, graph), or of
+# {"line": ...} once its output line (graph or error) is final.
+
+
+def _rows(batch: dict) -> Iterator[tuple[int, dict]]:
+    for idx, blob in zip(batch["idx"], batch["state"]):
+        yield int(idx), pickle.loads(blob)
+
+
+def _batch(rows: list[tuple[int, dict]]) -> dict:
+    return {"idx": np.array([i for i, _ in rows], dtype=np.int64),
+            "state": np.array([pickle.dumps(s, protocol=5) for _, s in rows] + [None], dtype=object)[:-1]}
+
+
+def _error_line(err: InputError, trace_id: str | None) -> str:
+    # InputError does not survive a pickle round trip (its constructor takes four fields), so an
+    # error leaves the stage it happened in as its finished output line.
+    return _finish(err, trace_id, {}, None)
+
+
+def split_stage(batch: dict, cfg: Config) -> dict:
+    """CPU: unit spans of each trace (graph.units_of)."""
+    out = []
+    for idx, s in _rows(batch):
+        if "line" not in s:
+            s["planned"] = units_of(s["trace"], cfg)
+        out.append((idx, s))
+    return _batch(out)
+
+
+class EncodeStage:
+    """Actor holding the encoder: embeddings and token counts of every unit of the batch in one
+    call (grouped by length across traces, as in a local chunk)."""
+
+    def __init__(self, cfg: Config, overrides: dict):
+        self.cfg, self.overrides = cfg, overrides
+        self.local = threading.local()  # the caches' SQLite connections belong to the thread that opened them
+
+    def __call__(self, batch: dict) -> dict:
+        if not hasattr(self.local, "encoder"):  # the weights themselves are loaded once per process
+            self.local.encoder = make_encoder(self.cfg, self.overrides)
+        rows = list(_rows(batch))
+        todo = [s for _, s in rows if "line" not in s]
+        texts = [u.text for s in todo for u in s["planned"][0]]
+        emb, tok = self.local.encoder.encode_and_count(texts)
+        bounds = np.cumsum([0] + [len(s["planned"][0]) for s in todo])
+        for s, a, b in zip(todo, bounds, bounds[1:]):
+            s["emb"], s["tok"] = emb[a:b], tok[a:b]
+        return _batch(rows)
+
+
+def tile_stage(batch: dict, cfg: Config) -> dict:
+    """CPU: TextTiling blocks, cue types and unit features (graph.tile_and_type)."""
+    out = []
+    for idx, s in _rows(batch):
+        if "line" not in s:
+            trace = s["trace"]
+            g = tile_and_type(trace, s.pop("planned"), s.pop("emb"), s.pop("tok"), cfg)
+            s = {"line": _error_line(g, trace.trace_id)} if isinstance(g, InputError) else {"graph": g}
+        out.append((idx, s))
+    return _batch(out)
+
+
+class LinkStage:
+    """Actor holding the linker's and the type head's models: types and edges of the batch's
+    graphs (graph.link_graphs, as the local engine calls it)."""
+
+    def __init__(self, opts: RunOptions, cfg: Config, device: str):
+        self.opts, self.cfg, self.device = opts, cfg, device
+        self.local = threading.local()  # as EncodeStage: score caches are per thread
+
+    def __call__(self, batch: dict) -> dict:
+        local, opts = self.local, self.opts
+        if not hasattr(local, "linker"):
+            local.linker = load_linker(opts.linker, self.cfg, model_dir=opts.linker_model, device=self.device,
+                                       cache_dir=opts.cache_dir)
+            local.typer = unit_typer(local.linker, opts.types, cache_dir=opts.cache_dir)
+        rows = list(_rows(batch))
+        link_graphs([s["graph"] for _, s in rows if "graph" in s], local.linker, local.typer)
+        return _batch(rows)
+
+
+def finish_stage(batch: dict, indicator_cfg: dict, redundancy: RedundancyParams) -> dict:
+    """CPU: indicators and the graph record: the output line a local run writes for the trace."""
+    idx, lines = [], []
+    for i, s in _rows(batch):
+        idx.append(i)
+        lines.append(s["line"] if "line" in s else _finish(s["graph"], s["graph"].trace.trace_id, indicator_cfg, redundancy))
+    return {"idx": np.array(idx, dtype=np.int64), "line": np.array(lines + [None], dtype=object)[:-1]}
+
+
+# ----------------------------------------------------------------------------- resources
+
+
+@dataclass(frozen=True)
+class RayPlan:
+    """How many model actors, and what each stage holds of the cluster."""
+
+    device: str
+    actors: int
+    encoder: dict[str, float]  # ray_remote_args of an encoder actor
+    linker: dict[str, float]
+    task: dict[str, float]
+
+
+def plan_resources(resources: dict[str, float], device: str, rcfg: dict) -> RayPlan:
+    """The actors and resources of a run on a cluster with `resources` (ray.cluster_resources()).
+
+    >>> p = plan_resources({"CPU": 2.0}, "auto", Config.load()["ray"])
+    >>> p.device, p.actors, p.encoder, p.task
+    ('cpu', 1, {'num_cpus': 1}, {'num_cpus': 0.5})
+    >>> p = plan_resources({"CPU": 64.0, "GPU": 4.0}, "auto", Config.load()["ray"])
+    >>> p.device, p.actors, p.encoder, p.linker
+    ('cuda', 4, {'num_cpus': 1, 'num_gpus': 0.75}, {'num_cpus': 0.5, 'num_gpus': 0.25})
+    """
+    gpus = int(resources.get("GPU", 0))
+    if device == "auto":
+        device = "cuda" if gpus else "cpu"
+    on_gpu = device.startswith("cuda")
+    if on_gpu and not gpus:
+        raise SystemExit(f"--device {device} asked for, but the Ray cluster has no GPU")
+    if on_gpu:
+        device = "cuda"  # Ray gives each actor its GPU; cuda:N would name a GPU the actor cannot see
+    actors = rcfg["model_actors"] or (gpus if on_gpu else max(1, int(resources.get("CPU", 1)) // 4))
+    encoder = {"num_cpus": rcfg["encoder_cpus"]}
+    linker = {"num_cpus": rcfg["linker_cpus"]}
+    if on_gpu:
+        encoder["num_gpus"], linker["num_gpus"] = rcfg["encoder_gpus"], rcfg["linker_gpus"]
+    return RayPlan(device, actors, encoder, linker, {"num_cpus": rcfg["task_cpus"]})
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+def _connect(address: str | None):
+    """An existing cluster (`auto` or ADDR), else a local instance on this machine's CPUs; a
+    session the caller already started (ray.init in a script or test) is used as it is.
+    Returns whether this call started Ray (and so shuts it down)."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    env = {k: os.environ[k] for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM",
+                                      "NUMBA_CACHE_DIR", "PYTHONPATH") if k in os.environ}
+    if address:
+        ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=False, logging_level="ERROR")
+    else:
+        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    return True
+
+
+def _windows(chunks: Iterator[tuple[int, list]], size: int) -> Iterator[list[tuple[int, list]]]:
+    """Pending chunks grouped so that a window holds about `size` traces."""
+    window, n = [], 0
+    for k, chunk in chunks:
+        window.append((k, chunk))
+        n += len(chunk)
+        if n >= size:
+            yield window
+            window, n = [], 0
+    if window:
+        yield window
+
+
+def _driver_encoder(cfg: Config, opts: RunOptions, device: str) -> tuple[Encoder, dict]:
+    """The encoder that names the run (manifest, run.json) on the driver, which loads no model and
+    may have no GPU when the workers do; and the options every encoder actor is built with: the
+    precision is resolved once here, so all actors run the same dtype."""
+    precision = resolve_precision(opts.precision or cfg["encoder"].get("precision"), device)
+    overrides = {"path": opts.encoder_path, "device": device, "batch_size": opts.batch_size, "precision": precision,
+                 "cache_dir": opts.cache_dir}
+    encoder = make_encoder(cfg, overrides | {"device": "cpu", "precision": "fp32", "cache_dir": None})
+    encoder.device, encoder.precision = device, precision
+    return encoder, overrides | {"path": str(encoder.path)}
+
+
+def run_profile_ray(opts: RunOptions, cfg: Config | None = None, times: StageTimes | None = None) -> dict:
+    """`run_profile` on Ray: same outputs, same resume, same errors.jsonl (see the module doc)."""
+    import ray
+
+    times = times if times is not None else StageTimes()
+    cfg = cfg or Config.load(opts.config_path)
+    rcfg = cfg["ray"]
+    started = _connect(opts.ray_address)
+    progress = None
+    try:
+        ctx = ray.data.DataContext.get_current()
+        ctx.enable_progress_bars = False  # one display, ours, counts committed traces
+        ctx.execution_options.preserve_order = False  # the driver puts lines back in input order
+        logging.getLogger("ray.data").setLevel(logging.WARNING)  # no per-execution plan on stderr
+        plan = plan_resources(ray.cluster_resources(), opts.device, rcfg)
+        encoder, encoder_overrides = _driver_encoder(cfg, opts, plan.device)
+        linker = load_linker(opts.linker, cfg, model_dir=opts.linker_model, device="cpu")  # names the run
+        out = Path(opts.out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        parts = _prepare_parts(out, _manifest(opts, cfg, encoder, linker), opts.resume)
+        total = _count(opts) if opts.progress or opts.sample is not None else None
+        progress = Progress(selected_total(total, opts.limit, opts.sample), enabled=opts.progress)
+        traces = select(run_traces(opts), total, opts.limit, opts.sample, opts.seed)
+        resumed = 0
+
+        def pending():
+            nonlocal resumed
+            for k, chunk in enumerate(_chunks(traces, opts.chunk_size)):
+                if (parts / f"{k:06d}.jsonl").exists():
+                    resumed += len(chunk)
+                    progress.traces(len(chunk))
+                else:
+                    yield k, chunk
+
+        windows = _windows(pending(), rcfg["window_traces"])
+        while True:
+            with times("load"):
+                window = next(windows, None)
+            if window is None:
+                break
+            progress.stage(f"ray: {sum(len(c) for _, c in window)} traces on {plan.actors} encoder actors ({plan.device})")
+            with times("ray"):
+                _run_window(window, parts, cfg, opts, plan, encoder_overrides, progress)
+    except BaseException:
+        if progress is not None:
+            progress.close()
+        raise
+    finally:
+        if started:
+            ray.shutdown()
+    try:
+        with times("assemble"):
+            result = assemble(out, cfg, encoder, linker, opts, resumed, progress)
+    finally:
+        progress.close()
+    result["engine"] = "ray"
+    return result
+
+
+def _run_window(window: list[tuple[int, list]], parts: Path, cfg: Config, opts: RunOptions, plan: RayPlan,
+                encoder_overrides: dict, progress: Progress) -> None:
+    """One Ray Data execution over the traces of `window`; commits each chunk when it is complete."""
+    import ray
+
+    indicator_cfg = dict(cfg["indicators"])
+    redundancy = RedundancyParams.from_config(cfg)
+    rcfg = cfg["ray"]
+    lines: dict[int, dict[int, str]] = {}  # chunk -> idx -> line
+    owner: dict[int, int] = {}  # idx -> chunk
+    size: dict[int, int] = {}
+    items: list[dict[str, Any]] = []
+    idx = itertools.count()
+    for k, chunk in window:
+        lines[k], size[k] = {}, len(chunk)
+        for item in chunk:
+            i = next(idx)
+            owner[i] = k
+            if isinstance(item, Trace):
+                items.append({"idx": i, "state": pickle.dumps({"trace": item}, protocol=5)})
+            else:  # a record the loader rejected: its error line, as a local run writes it
+                lines[k][i] = _error_line(item, None)
+
+    def commit(k: int) -> None:
+        text = "".join(lines[k][i] for i in sorted(lines[k]))
+        write_atomic(parts / f"{k:06d}.jsonl", text)
+        progress.traces(size[k])
+        del lines[k]
+
+    for k in [k for k in lines if len(lines[k]) == size[k]]:
+        commit(k)
+    if items:
+        n_blocks = max(1, min(len(items) // rcfg["batch_traces"], 4 * max(1, int(ray.cluster_resources().get("CPU", 1)))))
+        ds = ray.data.from_items(items, override_num_blocks=n_blocks)
+        task = dict(batch_size=rcfg["batch_traces"], batch_format="numpy", **plan.task)
+        ds = ds.map_batches(split_stage, fn_kwargs={"cfg": cfg}, **task)
+        ds = ds.map_batches(EncodeStage, fn_constructor_kwargs={"cfg": cfg, "overrides": encoder_overrides},
+                            batch_size=rcfg["encode_batch_traces"], batch_format="numpy",
+                            compute=ray.data.ActorPoolStrategy(size=plan.actors), **plan.encoder)
+        ds = ds.map_batches(tile_stage, fn_kwargs={"cfg": cfg}, **task)
+        ds = ds.map_batches(LinkStage, fn_constructor_kwargs={"opts": opts, "cfg": cfg, "device": plan.device},
+                            batch_size=rcfg["encode_batch_traces"], batch_format="numpy",
+                            compute=ray.data.ActorPoolStrategy(size=plan.actors), **plan.linker)
+        ds = ds.map_batches(finish_stage, fn_kwargs={"indicator_cfg": indicator_cfg, "redundancy": redundancy},
+                            **task)
+        for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+            done = set()
+            for i, line in zip(batch["idx"], batch["line"]):
+                k = owner[int(i)]
+                lines[k][int(i)] = line
+                if len(lines[k]) == size[k]:
+                    done.add(k)
+            for k in sorted(done):
+                commit(k)
+    if lines:  # every trace of the window came back, or Ray raised
+        raise RuntimeError(f"ray engine: chunks {sorted(lines)} incomplete")
+    _release_memory()
