@@ -314,7 +314,7 @@ def test_figures_keep_every_text_inside_the_canvas(run_dir):
     from thinkprobe.stats import compute_stats, load_table
 
     stats, rows = compute_stats(run_dir), load_table(run_dir)
-    models = sorted({r["model"] for r in rows}) + ["a-model-with-a-rather-long-name-32B-Instruct"]
+    models = sorted({r["model"] for r in rows}) + ["a-model-with-a-long-name-32B-Instruct"]
     rows = rows + [{**rows[0], "trace_id": "extra", "model": models[-1]}]
     by_model = group_profiles(rows, ("model",))
     with report._style():

@@ -172,8 +172,11 @@ def clipped_texts(fig) -> list[str]:
     """The visible texts of `fig` that reach outside its canvas (what a saved image would cut off)."""
     from matplotlib.text import Text
 
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = fig.canvas if hasattr(fig.canvas, "get_renderer") else FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
     box = fig.bbox
     out = []
     for text in fig.findobj(Text):
@@ -199,8 +202,12 @@ def radar_figure(model_rows: Sequence[Mapping]):
     """Model profiles over the five dimensions (z-score units, 0 = corpus mean)."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(8.5, 5.2), layout="constrained")
-    ax = fig.add_subplot(projection="polar")
+    # Fixed margins in inches (constrained layout left the polar tick labels outside the canvas):
+    # 1.1 in left of the polar axes for "Metacognition", the legend to its right sized to the names.
+    longest = max((len(f"{r['model']} (n={r['n']})") for r in model_rows), default=10)
+    width, height = 6.4 + 0.075 * longest, 5.4
+    fig = Figure(figsize=(width, height))
+    ax = fig.add_axes((1.1 / width, 0.5 / height, 4.0 / width, 4.0 / height), projection="polar")
     angles = np.linspace(0, 2 * np.pi, len(DIMS), endpoint=False)
     closed = np.append(angles, angles[0])
     values = [r[d] for r in model_rows for d in DIMS if math.isfinite(r[d])]
@@ -217,10 +224,10 @@ def radar_figure(model_rows: Sequence[Mapping]):
     ax.tick_params(axis="x", pad=6)
     ax.set_rlabel_position(108)  # between Depth and Structure
     ax.tick_params(axis="y", labelsize=8)
-    # figure-level title and legend: constrained layout makes room for both (an axes legend placed
-    # outside the axes, or an axes title wider than the polar plot, is what got clipped)
-    fig.suptitle("Model profiles (mean signed z-score; dashed = corpus mean)")
-    fig.legend(loc="outside right upper", fontsize=9, frameon=False)
+    # figure-level title and legend (an axes legend outside the axes, or an axes title wider than
+    # the polar plot, is what got clipped)
+    fig.suptitle("Model profiles (mean signed z-score; dashed = corpus mean)", x=0.02, ha="left")
+    fig.legend(loc="upper left", bbox_to_anchor=(6.0 / width, 4.6 / height), fontsize=9, frameon=False)
     return fig
 
 
@@ -860,8 +867,9 @@ def headline(stats: Mapping) -> list[str]:
                  if weak else f", at least {min_rel} for all {len(strong)}.")
         out.append(text)
     elif n_models >= 2:
-        out.append("Too few models with two or more traces for a split-half reliability of model means: "
-                   "treat model differences as unconfirmed.")
+        usable = sum(1 for c in groups["model"]["groups"].values() if c >= 2)
+        out.append(f"Only {usable} model{'s' if usable != 1 else ''} with 2 or more traces, and a split-half "
+                   f"reliability of model means needs 3: treat model differences as unconfirmed.")
     if n_domains >= 2:
         dom = sorted(((lc(e, "domain")["eps2_corrected"], e["variable"]) for e in dims
                       if lc(e, "domain")["status"] == TESTED and (lc(e, "domain")["eps2_corrected"] or 0) >= floor),
