@@ -338,9 +338,12 @@ def load_parser_model(model_dir: str | Path):
 
 
 def run_parser(model, feats: Sequence[dict], embs: Sequence[np.ndarray], device: str = "cpu",
-               max_units: int = 4096, block: int = 65536) -> list[dict[str, np.ndarray]]:
-    """Type and pair-class probabilities of several traces: traces are padded into batches of at
-    most `max_units` padded units (a longer trace goes alone) and their pairs scored in blocks.
+               max_units: int = 0, block: int = 65536) -> list[dict[str, np.ndarray]]:
+    """Type and pair-class probabilities of several traces, their pairs scored in blocks. By default
+    each trace runs alone, so its scores never depend on which traces share its batch (the same
+    bytes whatever the chunk size, the engine or what the score cache already held; a padded batch
+    of several traces changes the last bits of the LSTM's products). `max_units` > 0 pads traces
+    into batches of at most that many padded units (faster; a longer trace goes alone).
     `model`: one network or a list of them (an ensemble: probabilities averaged)."""
     import torch
 
