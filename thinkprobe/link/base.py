@@ -18,7 +18,8 @@ from ..records import Edge, ThoughtUnit
 __all__ = [
     "LinkInput", "Linker", "PAIR_CLASSES", "TYPE_CLASSES", "FORWARD_CLASSES", "CRITIQUE_CLASSES", "REPETITION_CLASS",
     "FROM_WINDOW", "FROM_SIMILARITY", "FROM_LOOKBACK", "SIM_BLOCK", "Similarity", "as_similarity", "CandidateParams", "candidate_pairs", "candidates",
-    "candidate_arrays", "word_index", "jaccard", "decode_edges",
+    "candidate_arrays", "word_index", "jaccard", "decode_edges", "TextFlags", "symbol_rates", "SHARED_PAIR_FEATURES",
+    "shared_pair_features",
 ]
 
 # No edge, then the 6 edge types; critique split by polarity.
@@ -348,6 +349,84 @@ def jaccard(indptr, ids, a, b):  # pragma: no cover - compiled
                 q += 1
         union = (indptr[a[k] + 1] - indptr[a[k]]) + (indptr[b[k] + 1] - indptr[b[k]]) - inter
         out[k] = inter / max(1, union)
+    return out
+
+
+class TextFlags:
+    """The first unit features of the trained backends: lexicon cue flags (the run's config), then
+    text-shape flags (patterns stored with the model, not in code)."""
+
+    def __init__(self, cue_names: Sequence[str], shape_patterns: Mapping[str, str]):
+        self.cue_names = list(cue_names)
+        self.shape_names = list(shape_patterns)
+        self.shapes = [re.compile(p, re.IGNORECASE) for p in shape_patterns.values()]
+
+    def flags(self, units: Sequence[ThoughtUnit], texts: Sequence[str], out: np.ndarray) -> int:
+        """Write the cue and shape flags of `units` into the first columns of `out`; returns the
+        number of columns written."""
+        c = len(self.cue_names)
+        for k, u in enumerate(units):
+            cues = set(u.cues)
+            out[k, :c] = [name in cues for name in self.cue_names]
+        for col, pattern in enumerate(self.shapes, start=c):
+            out[:, col] = [pattern.search(t) is not None for t in texts]
+        return c + len(self.shape_names)
+
+
+def symbol_rates(texts: Sequence[str], length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Share of digits and of operator characters in each text (`length`: the texts' lengths)."""
+    per_char = np.maximum(1.0, length)
+    return ([sum(map(str.isdigit, t)) for t in texts] / per_char,
+            [sum(map(t.count, "=+-*/^<>")) for t in texts] / per_char)
+
+
+# columns of `shared_pair_features`
+SHARED_PAIR_FEATURES = 16
+
+
+def shared_pair_features(units: Sequence[ThoughtUnit], i: np.ndarray, j: np.ndarray, origin: np.ndarray,
+                         s: np.ndarray, rank: np.ndarray, best: np.ndarray,
+                         words: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """The pair features both trained backends read, float32 (m, 16), for candidate pairs (i < j)
+    with similarity `s`, its rank among j's candidates (0 = the most similar) and j's best
+    similarity `best` (per pair): similarity, 1 / (1 + rank), gap to the best, 1 / distance, log
+    distance over log trace length, same block, blocks apart (capped at 5, / 5), i and j in the
+    answer, word overlap, origin flags (window, similarity, look-back), and whether i is the plan
+    in force at j (the last planning unit before it), opens j's block, or opens the one before."""
+    m = len(i)
+    out = np.zeros((m, SHARED_PAIR_FEATURES), dtype=np.float32)
+    if not m:
+        return out
+    n = len(units)
+    seg = np.array([u.segment for u in units])
+    answer = np.array([u.section == "answer" for u in units])
+    d = (j - i).astype(np.float32)
+    out[:, 0] = s
+    out[:, 1] = 1.0 / (1.0 + rank)
+    out[:, 2] = s - best
+    out[:, 3] = 1.0 / d
+    out[:, 4] = np.log1p(d) / np.log1p(max(n, 2))
+    out[:, 5] = seg[i] == seg[j]
+    out[:, 6] = np.minimum(seg[j] - seg[i], 5) / 5.0
+    out[:, 7] = answer[i]
+    out[:, 8] = answer[j]
+    out[:, 9] = jaccard(words[0], words[1], i, j)
+    out[:, 10] = (origin & FROM_WINDOW) > 0
+    out[:, 11] = (origin & FROM_SIMILARITY) > 0
+    out[:, 12] = (origin & FROM_LOOKBACK) > 0
+    last_plan = np.full(n, -1)
+    block_start = np.zeros(n, dtype=np.int64)
+    prev_start = np.full(n, -1)
+    plan, start, before = -1, 0, -1
+    for k, u in enumerate(units):
+        if k and u.segment != units[k - 1].segment:
+            before, start = start, k
+        last_plan[k], block_start[k], prev_start[k] = plan, start, before
+        if "MET" in u.cues:
+            plan = k
+    out[:, 13] = last_plan[j] == i
+    out[:, 14] = block_start[j] == i
+    out[:, 15] = prev_start[j] == i
     return out
 
 
