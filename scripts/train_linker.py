@@ -37,7 +37,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from thinkprobe.bench import data_dir  # noqa: E402
 from thinkprobe.config import Config  # noqa: E402
-from thinkprobe.evalgold import _projection, edge_types, node_types, response_nodes  # noqa: E402
+from thinkprobe.evalgold import silver_labels  # noqa: E402
 from thinkprobe.graph import build_graphs  # noqa: E402
 from thinkprobe.load import FieldMap, detect  # noqa: E402
 from thinkprobe.records import InputError, ThoughtUnit  # noqa: E402
@@ -67,9 +67,6 @@ SHAPE_PATTERNS = {
     "negate": r"\b(?:wrong|incorrect|no|not|mistake|error|doesn't|can't|isn't)\b",
     "final": r"\b(?:final answer|the answer|answer is|\\boxed|therefore the|in conclusion|in summary)\b",
 }
-LABEL_PRIORITY = ("critique:negate", "critique:affirm", "critique:uncertain", "repetition", "synthesis", "inference",
-                  "branch", "elaboration")
-
 
 # ----------------------------------------------------------------------------- data
 
@@ -128,44 +125,6 @@ class Example:
     emb: np.ndarray
     unit_types: list[str | None]  # silver type of the node each unit overlaps most
     pair_labels: dict[tuple[int, int], int]  # (i, j), i < j -> PAIR_CLASSES index
-
-
-def silver_labels(doc: dict, units: list[ThoughtUnit]) -> tuple[list[str | None], dict[tuple[int, int], int]]:
-    """Project silver nodes onto units (most overlap); map node and edge labels (spec section 7).
-    Offsets: units of a ReasoningFlow trace point into raw_text.response, like the nodes."""
-    nodes = response_nodes(doc)
-    proj = _projection(nodes, [{"start": u.start, "end": u.end} for u in units])
-    types = node_types(doc)
-    unit_types = [types[k] if k is not None else None for k in proj]
-    units_of: dict[int, list[int]] = {}
-    for u, k in enumerate(proj):
-        if k is not None:
-            units_of.setdefault(k, []).append(u)
-    labels: dict[tuple[int, int], str] = {}
-    for a, b, kind, polarity in edge_types(doc):
-        name = f"critique:{polarity or 'uncertain'}" if kind == "critique" else kind
-        for u in units_of.get(a, ()):
-            for v in units_of.get(b, ()):
-                if u == v:
-                    continue
-                pair = (min(u, v), max(u, v))
-                old = labels.get(pair)
-                if old is None or LABEL_PRIORITY.index(name) < LABEL_PRIORITY.index(old):
-                    labels[pair] = name
-    # Synthesis (no ReasoningFlow label): a unit inferred from units of two or more other
-    # topical blocks draws them together when it concludes, says so (a synthesis cue), or
-    # combines three or more blocks; its inference edges from those blocks become synthesis.
-    seg = [u.segment for u in units]
-    incoming: dict[int, list[int]] = {}
-    for (i, j), name in labels.items():
-        if name == "inference" and seg[i] != seg[j]:
-            incoming.setdefault(j, []).append(i)
-    for j, sources in incoming.items():
-        blocks = len({seg[i] for i in sources})
-        if blocks >= 3 or (blocks == 2 and (unit_types[j] == "CON" or "synthesis" in units[j].cues)):
-            for i in sources:
-                labels[(i, j)] = "synthesis"
-    return unit_types, {pair: PAIR_CLASSES.index(name) for pair, name in labels.items()}
 
 
 def split(n: int, seed: int, val_frac: float) -> tuple[list[int], list[int]]:

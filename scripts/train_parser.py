@@ -103,49 +103,7 @@ def load_prepared(cache: str | Path) -> list[dict]:
 
 
 
-# ----------------------------------------------------------------------------- labels
-
-LABEL_PRIORITY = ("critique:negate", "critique:affirm", "critique:uncertain", "repetition", "synthesis", "inference",
-                  "branch", "elaboration")
-
-
-def silver_labels(doc: dict, units) -> tuple[list, dict]:
-    """Project silver nodes onto units (most overlap); map node and edge labels (spec section 7);
-    synthesis as scripts/train_linker.py defines it. Returns per-unit types (None where no node)
-    and {(i, j): PAIR_CLASSES index} for i < j."""
-    from thinkprobe.evalgold import edge_types, node_types, projection, response_nodes
-    from thinkprobe.link import PAIR_CLASSES
-
-    nodes = response_nodes(doc)
-    proj = projection(nodes, [{"start": u.start, "end": u.end} for u in units])
-    types = node_types(doc)
-    unit_types = [types[k] if k is not None else None for k in proj]
-    units_of: dict[int, list[int]] = {}
-    for u, k in enumerate(proj):
-        if k is not None:
-            units_of.setdefault(k, []).append(u)
-    labels: dict[tuple[int, int], str] = {}
-    for a, b, kind, polarity in edge_types(doc):
-        name = f"critique:{polarity or 'uncertain'}" if kind == "critique" else kind
-        for u in units_of.get(a, ()):
-            for v in units_of.get(b, ()):
-                if u == v:
-                    continue
-                pair = (min(u, v), max(u, v))
-                old = labels.get(pair)
-                if old is None or LABEL_PRIORITY.index(name) < LABEL_PRIORITY.index(old):
-                    labels[pair] = name
-    seg = [u.segment for u in units]
-    incoming: dict[int, list[int]] = {}
-    for (i, j), name in labels.items():
-        if name == "inference" and seg[i] != seg[j]:
-            incoming.setdefault(j, []).append(i)
-    for j, sources in incoming.items():
-        blocks = len({seg[i] for i in sources})
-        if blocks >= 3 or (blocks == 2 and (unit_types[j] == "CON" or "synthesis" in units[j].cues)):
-            for i in sources:
-                labels[(i, j)] = "synthesis"
-    return unit_types, {pair: PAIR_CLASSES.index(name) for pair, name in labels.items()}
+# ----------------------------------------------------------------------------- held-out split
 
 
 def held_out(doc_id: str, val_frac: float) -> bool:
@@ -162,6 +120,7 @@ def held_out(doc_id: str, val_frac: float) -> bool:
 def examples(rows: list[dict], docs: list[dict], params, featurizer, log=print) -> list[dict]:
     """Per trace: the parser's features (trace_features) plus targets: arc (0/1 per candidate),
     label (PAIR_CLASSES index, 0 where no arc), types (TYPE_CLASSES index, -1 where no node)."""
+    from thinkprobe.evalgold import silver_labels
     from thinkprobe.link import TYPE_CLASSES
     from thinkprobe.link.parser import trace_features
 
