@@ -257,7 +257,6 @@ def predicted_docs(model, exs: list[dict], docs: list[dict], decode: dict, probs
 
     from thinkprobe.link.base import decode_edges
     from thinkprobe.link.parser import ParserLinker, run_parser
-    from thinkprobe.nodetypes import finalise_type
 
     if probs_cache is None or not probs_cache:
         res = run_parser(model, exs, [x["emb"] for x in exs])
@@ -270,16 +269,23 @@ def predicted_docs(model, exs: list[dict], docs: list[dict], decode: dict, probs
         types = ParserLinker.predict_types(r["types"])
         units = [replace(u, node_type=t) for u, t in zip(x["units"], types)]
         edges = decode_edges(units, r["probs"], x["i"], x["j"], x["origin"], decode)
-        outgoing: dict[int, list] = {}
-        for e in edges:
-            outgoing.setdefault(e.src, []).append(e)
-        nodes = [{"id": f"resp{u.index}", "source": "response", "start": u.start, "end": u.end,
-                  "thinkprobe_type": finalise_type(u.node_type, outgoing.get(u.index, ()))} for u in units]
-        es = [{"id": f"e{k}", "source_node_id": f"resp{e.src}", "dest_node_id": f"resp{e.dst}", "label": e.edge_type,
-               "thinkprobe_type": e.edge_type, "polarity": e.polarity or None} for k, e in enumerate(edges)]
-        gold = docs[x["doc_index"]]
-        out.append({"doc_id": gold["doc_id"], "raw_text": gold["raw_text"], "nodes": nodes, "edges": es})
+        out.append(scored_doc(docs[x["doc_index"]], units, edges))
     return out
+
+
+def scored_doc(gold: dict, units, edges) -> dict:
+    """The ReasoningFlow document of one predicted graph (structural types settled from its edges
+    as the pipeline does), beside the silver document `gold` of the same text, for evalgold.score."""
+    from thinkprobe.nodetypes import finalise_type
+
+    outgoing: dict[int, list] = {}
+    for e in edges:
+        outgoing.setdefault(e.src, []).append(e)
+    nodes = [{"id": f"resp{u.index}", "source": "response", "start": u.start, "end": u.end,
+              "thinkprobe_type": finalise_type(u.node_type, outgoing.get(u.index, ()))} for u in units]
+    es = [{"id": f"e{k}", "source_node_id": f"resp{e.src}", "dest_node_id": f"resp{e.dst}", "label": e.edge_type,
+           "thinkprobe_type": e.edge_type, "polarity": e.polarity or None} for k, e in enumerate(edges)]
+    return {"doc_id": gold["doc_id"], "raw_text": gold["raw_text"], "nodes": nodes, "edges": es}
 
 
 def brief(s: dict) -> dict:
@@ -361,7 +367,6 @@ def compare(args) -> None:
     from thinkprobe.evalgold import score
     from thinkprobe.link import LinkInput, TrainedLinker, TypeHead, unit_typer
     from thinkprobe.link.parser import ParserLinker
-    from thinkprobe.nodetypes import finalise_type
 
     cfg = Config.load()
     docs = load_silver(Path(args.silver))
@@ -385,18 +390,8 @@ def compare(args) -> None:
     def as_docs(linker, typer, subset):
         items = [(r["units"], r["emb"]) for r in subset]
         typed = typer.batch(items)
-        out = []
-        for r, units, edges in zip(subset, typed, linker.link([LinkInput(u, r["emb"]) for u, r in zip(typed, subset)])):
-            outgoing: dict[int, list] = {}
-            for e in edges:
-                outgoing.setdefault(e.src, []).append(e)
-            nodes = [{"id": f"resp{u.index}", "source": "response", "start": u.start, "end": u.end,
-                      "thinkprobe_type": finalise_type(u.node_type, outgoing.get(u.index, ()))} for u in units]
-            es = [{"id": f"e{k}", "source_node_id": f"resp{e.src}", "dest_node_id": f"resp{e.dst}", "label": e.edge_type,
-                   "thinkprobe_type": e.edge_type, "polarity": e.polarity or None} for k, e in enumerate(edges)]
-            gold = docs[r["doc_index"]]
-            out.append({"doc_id": gold["doc_id"], "raw_text": gold["raw_text"], "nodes": nodes, "edges": es})
-        return out
+        linked = linker.link([LinkInput(u, r["emb"]) for u, r in zip(typed, subset)])
+        return [scored_doc(docs[r["doc_index"]], units, edges) for r, units, edges in zip(subset, typed, linked)]
 
     for subset_name, subset in (("held out by both", both), ("held out by the parser", rows)):
         gold = [docs[r["doc_index"]] for r in subset]
