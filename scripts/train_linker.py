@@ -42,31 +42,13 @@ from thinkprobe.graph import build_graphs  # noqa: E402
 from thinkprobe.load import FieldMap, detect  # noqa: E402
 from thinkprobe.records import InputError, ThoughtUnit  # noqa: E402
 from thinkprobe.link import PAIR_CLASSES, TYPE_CLASSES, CandidateParams, Similarity, candidate_arrays  # noqa: E402
+from thinkprobe.link.base import SHAPE_PATTERNS  # noqa: E402
 from thinkprobe.link.pairmlp import (  # noqa: E402
     UnitFeaturizer, build_pair_model, build_type_model, neighbours, pair_features,
 )
 
 SILVER = (data_dir() or REPO.parent / "shared" / "data") / "reasoningflow" / "v1" / "v1_llm_gemini-3.1-pro-preview.jsonl.gz"
 
-# Text-shape flags for the models: stored in the model's config.json (the lexicon stays in configs/).
-SHAPE_PATTERNS = {
-    "ends_colon": r":\s*$",
-    "question": r"\?\s*$",
-    "starts_so": r"^\W*(?:so|therefore|thus|hence|then)\b",
-    "starts_but": r"^\W*(?:but|however|although|though|yet)\b",
-    "starts_let": r"^\W*(?:let|let's|let me|we can|we need|i need|i should|i'll|i will)\b",
-    "starts_order": r"^\W*(?:first|second|third|next|now|finally|step \d|then)\b",
-    "has_equation": r"=|\\\[|\$\$|\\frac|\\boxed",
-    "starts_markup": r"^\W*(?:#|\*\*|\d+[.)]|[-*] )",
-    "recall": r"\b(?:recall|remember|know that|is defined|formula|law|theorem|constant|principle)\b",
-    "problem_ref": r"\b(?:the (?:problem|question)|given|we are told|it says|the options?)\b",
-    "case": r"\b(?:case|if|suppose|assume|assuming|consider|let's say)\b",
-    "example": r"\b(?:for example|for instance|e\.g\.|such as|like)\b",
-    "first_person_state": r"\b(?:i think|i'm|i am|i don't|i'm not sure|seems|hmm)\b",
-    "affirm": r"\b(?:correct|right|yes|good|makes sense|consistent|matches|checks out)\b",
-    "negate": r"\b(?:wrong|incorrect|no|not|mistake|error|doesn't|can't|isn't)\b",
-    "final": r"\b(?:final answer|the answer|answer is|\\boxed|therefore the|in conclusion|in summary)\b",
-}
 
 # ----------------------------------------------------------------------------- data
 

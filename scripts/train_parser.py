@@ -30,6 +30,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from thinkprobe.bench import data_dir  # noqa: E402
 from thinkprobe.config import Config  # noqa: E402
+from thinkprobe.link.base import SHAPE_PATTERNS as LINKER_SHAPE_PATTERNS  # noqa: E402
 
 SILVER = (data_dir() or REPO.parent / "shared" / "data") / "reasoningflow" / "v1" / "v1_llm_gemini-3.1-pro-preview.jsonl.gz"
 
@@ -572,24 +573,10 @@ it builds on, all-MiniLM-L6-v2, is Apache-2.0.
 """
 
 
-# Text-shape flags for the model: stored in the model's config.json (the lexicon stays in configs/).
+# Text-shape flags for the model: stored in the model's config.json (the lexicon stays in configs/):
+# the pair MLP's, and two more.
 SHAPE_PATTERNS = {
-    "ends_colon": r":\s*$",
-    "question": r"\?\s*$",
-    "starts_so": r"^\W*(?:so|therefore|thus|hence|then)\b",
-    "starts_but": r"^\W*(?:but|however|although|though|yet)\b",
-    "starts_let": r"^\W*(?:let|let's|let me|we can|we need|i need|i should|i'll|i will)\b",
-    "starts_order": r"^\W*(?:first|second|third|next|now|finally|step \d|then)\b",
-    "has_equation": r"=|\\\[|\$\$|\\frac|\\boxed",
-    "starts_markup": r"^\W*(?:#|\*\*|\d+[.)]|[-*] )",
-    "recall": r"\b(?:recall|remember|know that|is defined|formula|law|theorem|constant|principle)\b",
-    "problem_ref": r"\b(?:the (?:problem|question)|given|we are told|it says|the options?)\b",
-    "case": r"\b(?:case|if|suppose|assume|assuming|consider|let's say)\b",
-    "example": r"\b(?:for example|for instance|e\.g\.|such as|like)\b",
-    "first_person_state": r"\b(?:i think|i'm|i am|i don't|i'm not sure|seems|hmm)\b",
-    "affirm": r"\b(?:correct|right|yes|good|makes sense|consistent|matches|checks out)\b",
-    "negate": r"\b(?:wrong|incorrect|no|not|mistake|error|doesn't|can't|isn't)\b",
-    "final": r"\b(?:final answer|the answer|answer is|\\boxed|therefore the|in conclusion|in summary)\b",
+    **LINKER_SHAPE_PATTERNS,
     "alternative": r"\b(?:alternatively|another (?:way|approach)|instead|or maybe|what if)\b",
     "again": r"\b(?:again|as (?:before|above|computed|found|noted)|earlier|previously|recall that|we (?:had|found|got))\b",
 }

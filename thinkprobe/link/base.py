@@ -19,7 +19,7 @@ __all__ = [
     "LinkInput", "Linker", "PAIR_CLASSES", "TYPE_CLASSES", "FORWARD_CLASSES", "CRITIQUE_CLASSES", "REPETITION_CLASS",
     "FROM_WINDOW", "FROM_SIMILARITY", "FROM_LOOKBACK", "SIM_BLOCK", "Similarity", "as_similarity", "CandidateParams", "candidate_pairs", "candidates",
     "candidate_arrays", "word_index", "jaccard", "decode_edges", "TextFlags", "symbol_rates", "SHARED_PAIR_FEATURES",
-    "shared_pair_features",
+    "shared_pair_features", "SHAPE_PATTERNS",
 ]
 
 # No edge, then the 6 edge types; critique split by polarity.
@@ -352,25 +352,57 @@ def jaccard(indptr, ids, a, b):  # pragma: no cover - compiled
     return out
 
 
+# Text-shape flags (regular expressions, matched case-insensitively) that scripts/train_linker.py
+# stores in a new model's config.json (scripts/train_parser.py adds two); a trained model reads its
+# own copy from there, so changing these changes only models trained afterwards.
+SHAPE_PATTERNS = {
+    "ends_colon": r":\s*$",
+    "question": r"\?\s*$",
+    "starts_so": r"^\W*(?:so|therefore|thus|hence|then)\b",
+    "starts_but": r"^\W*(?:but|however|although|though|yet)\b",
+    "starts_let": r"^\W*(?:let|let's|let me|we can|we need|i need|i should|i'll|i will)\b",
+    "starts_order": r"^\W*(?:first|second|third|next|now|finally|step \d|then)\b",
+    "has_equation": r"=|\\\[|\$\$|\\frac|\\boxed",
+    "starts_markup": r"^\W*(?:#|\*\*|\d+[.)]|[-*] )",
+    "recall": r"\b(?:recall|remember|know that|is defined|formula|law|theorem|constant|principle)\b",
+    "problem_ref": r"\b(?:the (?:problem|question)|given|we are told|it says|the options?)\b",
+    "case": r"\b(?:case|if|suppose|assume|assuming|consider|let's say)\b",
+    "example": r"\b(?:for example|for instance|e\.g\.|such as|like)\b",
+    "first_person_state": r"\b(?:i think|i'm|i am|i don't|i'm not sure|seems|hmm)\b",
+    "affirm": r"\b(?:correct|right|yes|good|makes sense|consistent|matches|checks out)\b",
+    "negate": r"\b(?:wrong|incorrect|no|not|mistake|error|doesn't|can't|isn't)\b",
+    "final": r"\b(?:final answer|the answer|answer is|\\boxed|therefore the|in conclusion|in summary)\b",
+}
+
+
 class TextFlags:
-    """The first unit features of the trained backends: lexicon cue flags (the run's config), then
-    text-shape flags (patterns stored with the model, not in code)."""
+    """Base of the trained backends' unit featurizers: lexicon cue flags (the run's config), then
+    text-shape flags (patterns stored with the model, not in code), then `numeric` more columns
+    that the subclass fills."""
+
+    numeric = 0
 
     def __init__(self, cue_names: Sequence[str], shape_patterns: Mapping[str, str]):
         self.cue_names = list(cue_names)
         self.shape_names = list(shape_patterns)
         self.shapes = [re.compile(p, re.IGNORECASE) for p in shape_patterns.values()]
 
-    def flags(self, units: Sequence[ThoughtUnit], texts: Sequence[str], out: np.ndarray) -> int:
-        """Write the cue and shape flags of `units` into the first columns of `out`; returns the
-        number of columns written."""
+    @property
+    def size(self) -> int:
+        return len(self.cue_names) + len(self.shape_names) + self.numeric
+
+    def flags(self, units: Sequence[ThoughtUnit]) -> tuple[np.ndarray, list[str], np.ndarray, int]:
+        """(features, texts, text lengths, f): float32 features of `units` (n, size) with the cue
+        and shape flags set and the numeric columns, from column f on, zero."""
+        out = np.zeros((len(units), self.size), dtype=np.float32)
+        texts = [u.text for u in units]
         c = len(self.cue_names)
         for k, u in enumerate(units):
             cues = set(u.cues)
             out[k, :c] = [name in cues for name in self.cue_names]
         for col, pattern in enumerate(self.shapes, start=c):
             out[:, col] = [pattern.search(t) is not None for t in texts]
-        return c + len(self.shape_names)
+        return out, texts, np.array([len(t) for t in texts], dtype=np.float64), c + len(self.shape_names)
 
 
 def symbol_rates(texts: Sequence[str], length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

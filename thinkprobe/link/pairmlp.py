@@ -38,21 +38,16 @@ class UnitFeaturizer(TextFlags):
     flags (patterns stored with the model, not in code), position, length and similarity to
     earlier units (restatements look like something said before)."""
 
-    @property
-    def size(self) -> int:
-        return len(self.cue_names) + len(self.shape_names) + 12
+    numeric = 12
 
     def __call__(self, units: Sequence[ThoughtUnit], sim: Similarity | np.ndarray,
                  words: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """Features of each unit; `sim`: the trace's `Similarity`, or its unit embeddings."""
+        out, texts, length, f = self.flags(units)
         n = len(units)
-        out = np.zeros((n, self.size), dtype=np.float32)
         if not n:
             return out
-        texts = [u.text for u in units]
-        f = self.flags(units, texts, out)
         k = np.arange(n)
-        length = np.array([len(t) for t in texts], dtype=np.float64)
         # each unit's most similar earlier unit: similarity and word overlap
         sim = as_similarity(sim)
         top, top_val = sim.top_earlier(1)

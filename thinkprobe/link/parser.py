@@ -147,19 +147,14 @@ class ParserFeaturizer(TextFlags):
     """Per-unit features besides the embedding: cue flags, text-shape flags (patterns stored with
     the model), and 10 numeric features. Linear in the trace length."""
 
-    @property
-    def size(self) -> int:
-        return len(self.cue_names) + len(self.shape_names) + 10
+    numeric = 10
 
     def __call__(self, units: Sequence[ThoughtUnit], emb: np.ndarray, best: np.ndarray) -> np.ndarray:
+        out, texts, length, f = self.flags(units)
         n = len(units)
-        out = np.zeros((n, self.size), dtype=np.float32)
         if not n:
             return out
-        texts = [u.text for u in units]
-        f = self.flags(units, texts, out)
         k = np.arange(n)
-        length = np.array([len(t) for t in texts], dtype=np.float64)
         neighbour = np.einsum("ij,ij->i", emb[1:], emb[:-1]) if n > 1 else np.zeros(0, np.float32)
         out[:, f] = k / max(1, n - 1)
         out[:, f + 1] = np.log1p(k) / 8.0
