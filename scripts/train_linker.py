@@ -32,6 +32,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -46,6 +47,7 @@ from thinkprobe.link.base import SHAPE_PATTERNS  # noqa: E402
 from thinkprobe.link.pairmlp import (  # noqa: E402
     UnitFeaturizer, build_pair_model, build_type_model, neighbours, pair_features,
 )
+from train_parser import BestEpoch  # noqa: E402  (this folder)
 
 SILVER = (data_dir() or REPO.parent / "shared" / "data") / "reasoningflow" / "v1" / "v1_llm_gemini-3.1-pro-preview.jsonl.gz"
 
@@ -219,7 +221,7 @@ def train_pair_model(train: PairData, val: PairData, dim: int, unit_size: int, a
 
     tr, va = tensors(train), tensors(val)
     gen = torch.Generator().manual_seed(seed)
-    best = (float("inf"), None, 0)
+    best = BestEpoch()
     for epoch in range(1, args.epochs + 1):
         model.train()
         perm = torch.randperm(len(train.y), generator=gen)
@@ -236,12 +238,10 @@ def train_pair_model(train: PairData, val: PairData, dim: int, unit_size: int, a
             idx = torch.arange(len(val.y))
             vloss = float(loss_fn(forward(va, idx), va[5]))
         log(f"pair epoch {epoch}: train loss {total / len(perm):.4f}  val loss {vloss:.4f}")
-        if vloss < best[0]:
-            best = (vloss, {k: v.clone() for k, v in model.state_dict().items()}, epoch)
-    model.load_state_dict(best[1])
-    model.eval()
-    log(f"pair model: best epoch {best[2]} (val loss {best[0]:.4f})")
-    return model, best[2]
+        best.offer(vloss, model, epoch)
+    best.restore(model)
+    log(f"pair model: best epoch {best.epoch} (val loss {best.value:.4f})")
+    return model, best.epoch
 
 
 def pair_probs(models, d: PairData) -> np.ndarray:
@@ -366,7 +366,7 @@ def train_type_model(train: TypeData, val: TypeData, dim: int, unit_size: int, a
     yt = torch.from_numpy(train.y)
     xv = [torch.from_numpy(a) for a in val.x]
     gen = torch.Generator().manual_seed(args.seed)
-    best = (-1.0, None, 0)
+    best = BestEpoch(lower=False)
     for epoch in range(1, args.type_epochs + 1):
         model.train()
         perm = torch.randperm(len(yt), generator=gen)
@@ -381,12 +381,10 @@ def train_type_model(train: TypeData, val: TypeData, dim: int, unit_size: int, a
             pred = model(*xv).argmax(dim=1).numpy()
         acc, mf1 = macro_f1(val.y, pred)
         log(f"type epoch {epoch}: held-out silver accuracy {acc:.3f} macro-F1 {mf1:.3f}")
-        if mf1 > best[0]:
-            best = (mf1, {k: v.clone() for k, v in model.state_dict().items()}, epoch)
-    model.load_state_dict(best[1])
-    model.eval()
-    log(f"type head: best epoch {best[2]} (held-out silver macro-F1 {best[0]:.3f})")
-    return model, best[2]
+        best.offer(mf1, model, epoch)
+    best.restore(model)
+    log(f"type head: best epoch {best.epoch} (held-out silver macro-F1 {best.value:.3f})")
+    return model, best.epoch
 
 
 # ----------------------------------------------------------------------------- main

@@ -164,6 +164,28 @@ def batches(exs: list[dict], max_units: int, rng) -> list[list[int]]:
     return groups
 
 
+class BestEpoch:
+    """Early stopping's memory (also scripts/train_linker.py's): the weights of a model's best epoch
+    so far, the one of the lowest `value` (the highest when not `lower`)."""
+
+    def __init__(self, lower: bool = True):
+        self.lower = lower
+        self.value = float("inf") if lower else float("-inf")
+        self.state = None
+        self.epoch = 0
+
+    def offer(self, value: float, model, epoch: int) -> None:
+        if value < self.value if self.lower else value > self.value:
+            self.value, self.epoch = value, epoch
+            self.state = {k: w.clone() for k, w in model.state_dict().items()}
+
+    def restore(self, model):
+        """`model` with the best epoch's weights, in evaluation mode."""
+        model.load_state_dict(self.state)
+        model.eval()
+        return model
+
+
 def _class_weights(y: np.ndarray, n: int, power: float) -> np.ndarray:
     counts = np.bincount(y[y >= 0], minlength=n).astype(np.float64)
     w = np.where(counts > 0, (counts.max() / np.maximum(counts, 1)) ** power, 0.0)
@@ -214,7 +236,7 @@ def train_model(train: list[dict], val: list[dict], dim: int, unit_size: int, ar
                       if pos.any() else logits.sum() * 0)
         return arc_loss, label_loss, type_loss, len(arc_t)
 
-    best = (float("inf"), None, 0)
+    best = BestEpoch()
     t0 = time.time()
     for epoch in range(1, args.epochs + 1):
         model.train()
@@ -240,12 +262,10 @@ def train_model(train: list[dict], val: list[dict], dim: int, unit_size: int, ar
         el = time.time() - t0
         log(f"epoch {epoch}/{args.epochs}: train arc/label/type {np.round(tot / len(groups), 4).tolist()}  held-out "
             f"{np.round(v, 4).tolist()} (sum {vloss:.4f}); {el:.0f} s, ETA {el / epoch * (args.epochs - epoch):.0f} s")
-        if vloss < best[0]:
-            best = (vloss, {k: w.clone() for k, w in model.state_dict().items()}, epoch)
-    model.load_state_dict(best[1])
-    model.eval()
-    log(f"best epoch {best[2]} (held-out loss {best[0]:.4f})")
-    return model, best[2]
+        best.offer(vloss, model, epoch)
+    best.restore(model)
+    log(f"best epoch {best.epoch} (held-out loss {best.value:.4f})")
+    return model, best.epoch
 
 
 # ----------------------------------------------------------------------------- held-out scoring
