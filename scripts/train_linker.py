@@ -32,43 +32,24 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from thinkprobe.bench import data_dir  # noqa: E402
 from thinkprobe.config import Config  # noqa: E402
-from thinkprobe.evalgold import _projection, edge_types, node_types, response_nodes  # noqa: E402
+from thinkprobe.evalgold import silver_labels  # noqa: E402
 from thinkprobe.graph import build_graphs  # noqa: E402
 from thinkprobe.load import FieldMap, detect  # noqa: E402
 from thinkprobe.records import InputError, ThoughtUnit  # noqa: E402
 from thinkprobe.link import PAIR_CLASSES, TYPE_CLASSES, CandidateParams, Similarity, candidate_arrays  # noqa: E402
+from thinkprobe.link.base import SHAPE_PATTERNS  # noqa: E402
 from thinkprobe.link.pairmlp import (  # noqa: E402
     UnitFeaturizer, build_pair_model, build_type_model, neighbours, pair_features,
 )
+from train_parser import BestEpoch  # noqa: E402  (this folder)
 
 SILVER = (data_dir() or REPO.parent / "shared" / "data") / "reasoningflow" / "v1" / "v1_llm_gemini-3.1-pro-preview.jsonl.gz"
-
-# Text-shape flags for the models: stored in the model's config.json (the lexicon stays in configs/).
-SHAPE_PATTERNS = {
-    "ends_colon": r":\s*$",
-    "question": r"\?\s*$",
-    "starts_so": r"^\W*(?:so|therefore|thus|hence|then)\b",
-    "starts_but": r"^\W*(?:but|however|although|though|yet)\b",
-    "starts_let": r"^\W*(?:let|let's|let me|we can|we need|i need|i should|i'll|i will)\b",
-    "starts_order": r"^\W*(?:first|second|third|next|now|finally|step \d|then)\b",
-    "has_equation": r"=|\\\[|\$\$|\\frac|\\boxed",
-    "starts_markup": r"^\W*(?:#|\*\*|\d+[.)]|[-*] )",
-    "recall": r"\b(?:recall|remember|know that|is defined|formula|law|theorem|constant|principle)\b",
-    "problem_ref": r"\b(?:the (?:problem|question)|given|we are told|it says|the options?)\b",
-    "case": r"\b(?:case|if|suppose|assume|assuming|consider|let's say)\b",
-    "example": r"\b(?:for example|for instance|e\.g\.|such as|like)\b",
-    "first_person_state": r"\b(?:i think|i'm|i am|i don't|i'm not sure|seems|hmm)\b",
-    "affirm": r"\b(?:correct|right|yes|good|makes sense|consistent|matches|checks out)\b",
-    "negate": r"\b(?:wrong|incorrect|no|not|mistake|error|doesn't|can't|isn't)\b",
-    "final": r"\b(?:final answer|the answer|answer is|\\boxed|therefore the|in conclusion|in summary)\b",
-}
-LABEL_PRIORITY = ("critique:negate", "critique:affirm", "critique:uncertain", "repetition", "synthesis", "inference",
-                  "branch", "elaboration")
 
 
 # ----------------------------------------------------------------------------- data
@@ -128,44 +109,6 @@ class Example:
     emb: np.ndarray
     unit_types: list[str | None]  # silver type of the node each unit overlaps most
     pair_labels: dict[tuple[int, int], int]  # (i, j), i < j -> PAIR_CLASSES index
-
-
-def silver_labels(doc: dict, units: list[ThoughtUnit]) -> tuple[list[str | None], dict[tuple[int, int], int]]:
-    """Project silver nodes onto units (most overlap); map node and edge labels (spec section 7).
-    Offsets: units of a ReasoningFlow trace point into raw_text.response, like the nodes."""
-    nodes = response_nodes(doc)
-    proj = _projection(nodes, [{"start": u.start, "end": u.end} for u in units])
-    types = node_types(doc)
-    unit_types = [types[k] if k is not None else None for k in proj]
-    units_of: dict[int, list[int]] = {}
-    for u, k in enumerate(proj):
-        if k is not None:
-            units_of.setdefault(k, []).append(u)
-    labels: dict[tuple[int, int], str] = {}
-    for a, b, kind, polarity in edge_types(doc):
-        name = f"critique:{polarity or 'uncertain'}" if kind == "critique" else kind
-        for u in units_of.get(a, ()):
-            for v in units_of.get(b, ()):
-                if u == v:
-                    continue
-                pair = (min(u, v), max(u, v))
-                old = labels.get(pair)
-                if old is None or LABEL_PRIORITY.index(name) < LABEL_PRIORITY.index(old):
-                    labels[pair] = name
-    # Synthesis (no ReasoningFlow label): a unit inferred from units of two or more other
-    # topical blocks draws them together when it concludes, says so (a synthesis cue), or
-    # combines three or more blocks; its inference edges from those blocks become synthesis.
-    seg = [u.segment for u in units]
-    incoming: dict[int, list[int]] = {}
-    for (i, j), name in labels.items():
-        if name == "inference" and seg[i] != seg[j]:
-            incoming.setdefault(j, []).append(i)
-    for j, sources in incoming.items():
-        blocks = len({seg[i] for i in sources})
-        if blocks >= 3 or (blocks == 2 and (unit_types[j] == "CON" or "synthesis" in units[j].cues)):
-            for i in sources:
-                labels[(i, j)] = "synthesis"
-    return unit_types, {pair: PAIR_CLASSES.index(name) for pair, name in labels.items()}
 
 
 def split(n: int, seed: int, val_frac: float) -> tuple[list[int], list[int]]:
@@ -278,7 +221,7 @@ def train_pair_model(train: PairData, val: PairData, dim: int, unit_size: int, a
 
     tr, va = tensors(train), tensors(val)
     gen = torch.Generator().manual_seed(seed)
-    best = (float("inf"), None, 0)
+    best = BestEpoch()
     for epoch in range(1, args.epochs + 1):
         model.train()
         perm = torch.randperm(len(train.y), generator=gen)
@@ -295,12 +238,10 @@ def train_pair_model(train: PairData, val: PairData, dim: int, unit_size: int, a
             idx = torch.arange(len(val.y))
             vloss = float(loss_fn(forward(va, idx), va[5]))
         log(f"pair epoch {epoch}: train loss {total / len(perm):.4f}  val loss {vloss:.4f}")
-        if vloss < best[0]:
-            best = (vloss, {k: v.clone() for k, v in model.state_dict().items()}, epoch)
-    model.load_state_dict(best[1])
-    model.eval()
-    log(f"pair model: best epoch {best[2]} (val loss {best[0]:.4f})")
-    return model, best[2]
+        best.offer(vloss, model, epoch)
+    best.restore(model)
+    log(f"pair model: best epoch {best.epoch} (val loss {best.value:.4f})")
+    return model, best.epoch
 
 
 def pair_probs(models, d: PairData) -> np.ndarray:
@@ -425,7 +366,7 @@ def train_type_model(train: TypeData, val: TypeData, dim: int, unit_size: int, a
     yt = torch.from_numpy(train.y)
     xv = [torch.from_numpy(a) for a in val.x]
     gen = torch.Generator().manual_seed(args.seed)
-    best = (-1.0, None, 0)
+    best = BestEpoch(lower=False)
     for epoch in range(1, args.type_epochs + 1):
         model.train()
         perm = torch.randperm(len(yt), generator=gen)
@@ -440,12 +381,10 @@ def train_type_model(train: TypeData, val: TypeData, dim: int, unit_size: int, a
             pred = model(*xv).argmax(dim=1).numpy()
         acc, mf1 = macro_f1(val.y, pred)
         log(f"type epoch {epoch}: held-out silver accuracy {acc:.3f} macro-F1 {mf1:.3f}")
-        if mf1 > best[0]:
-            best = (mf1, {k: v.clone() for k, v in model.state_dict().items()}, epoch)
-    model.load_state_dict(best[1])
-    model.eval()
-    log(f"type head: best epoch {best[2]} (held-out silver macro-F1 {best[0]:.3f})")
-    return model, best[2]
+        best.offer(mf1, model, epoch)
+    best.restore(model)
+    log(f"type head: best epoch {best.epoch} (held-out silver macro-F1 {best.value:.3f})")
+    return model, best.epoch
 
 
 # ----------------------------------------------------------------------------- main

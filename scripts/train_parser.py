@@ -30,6 +30,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from thinkprobe.bench import data_dir  # noqa: E402
 from thinkprobe.config import Config  # noqa: E402
+from thinkprobe.link.base import SHAPE_PATTERNS as LINKER_SHAPE_PATTERNS  # noqa: E402
 
 SILVER = (data_dir() or REPO.parent / "shared" / "data") / "reasoningflow" / "v1" / "v1_llm_gemini-3.1-pro-preview.jsonl.gz"
 
@@ -103,49 +104,7 @@ def load_prepared(cache: str | Path) -> list[dict]:
 
 
 
-# ----------------------------------------------------------------------------- labels
-
-LABEL_PRIORITY = ("critique:negate", "critique:affirm", "critique:uncertain", "repetition", "synthesis", "inference",
-                  "branch", "elaboration")
-
-
-def silver_labels(doc: dict, units) -> tuple[list, dict]:
-    """Project silver nodes onto units (most overlap); map node and edge labels (spec section 7);
-    synthesis as scripts/train_linker.py defines it. Returns per-unit types (None where no node)
-    and {(i, j): PAIR_CLASSES index} for i < j."""
-    from thinkprobe.evalgold import edge_types, node_types, projection, response_nodes
-    from thinkprobe.link import PAIR_CLASSES
-
-    nodes = response_nodes(doc)
-    proj = projection(nodes, [{"start": u.start, "end": u.end} for u in units])
-    types = node_types(doc)
-    unit_types = [types[k] if k is not None else None for k in proj]
-    units_of: dict[int, list[int]] = {}
-    for u, k in enumerate(proj):
-        if k is not None:
-            units_of.setdefault(k, []).append(u)
-    labels: dict[tuple[int, int], str] = {}
-    for a, b, kind, polarity in edge_types(doc):
-        name = f"critique:{polarity or 'uncertain'}" if kind == "critique" else kind
-        for u in units_of.get(a, ()):
-            for v in units_of.get(b, ()):
-                if u == v:
-                    continue
-                pair = (min(u, v), max(u, v))
-                old = labels.get(pair)
-                if old is None or LABEL_PRIORITY.index(name) < LABEL_PRIORITY.index(old):
-                    labels[pair] = name
-    seg = [u.segment for u in units]
-    incoming: dict[int, list[int]] = {}
-    for (i, j), name in labels.items():
-        if name == "inference" and seg[i] != seg[j]:
-            incoming.setdefault(j, []).append(i)
-    for j, sources in incoming.items():
-        blocks = len({seg[i] for i in sources})
-        if blocks >= 3 or (blocks == 2 and (unit_types[j] == "CON" or "synthesis" in units[j].cues)):
-            for i in sources:
-                labels[(i, j)] = "synthesis"
-    return unit_types, {pair: PAIR_CLASSES.index(name) for pair, name in labels.items()}
+# ----------------------------------------------------------------------------- held-out split
 
 
 def held_out(doc_id: str, val_frac: float) -> bool:
@@ -162,6 +121,7 @@ def held_out(doc_id: str, val_frac: float) -> bool:
 def examples(rows: list[dict], docs: list[dict], params, featurizer, log=print) -> list[dict]:
     """Per trace: the parser's features (trace_features) plus targets: arc (0/1 per candidate),
     label (PAIR_CLASSES index, 0 where no arc), types (TYPE_CLASSES index, -1 where no node)."""
+    from thinkprobe.evalgold import silver_labels
     from thinkprobe.link import TYPE_CLASSES
     from thinkprobe.link.parser import trace_features
 
@@ -202,6 +162,28 @@ def batches(exs: list[dict], max_units: int, rng) -> list[list[int]]:
             groups.append([k])
     rng.shuffle(groups)
     return groups
+
+
+class BestEpoch:
+    """Early stopping's memory (also scripts/train_linker.py's): the weights of a model's best epoch
+    so far, the one of the lowest `value` (the highest when not `lower`)."""
+
+    def __init__(self, lower: bool = True):
+        self.lower = lower
+        self.value = float("inf") if lower else float("-inf")
+        self.state = None
+        self.epoch = 0
+
+    def offer(self, value: float, model, epoch: int) -> None:
+        if value < self.value if self.lower else value > self.value:
+            self.value, self.epoch = value, epoch
+            self.state = {k: w.clone() for k, w in model.state_dict().items()}
+
+    def restore(self, model):
+        """`model` with the best epoch's weights, in evaluation mode."""
+        model.load_state_dict(self.state)
+        model.eval()
+        return model
 
 
 def _class_weights(y: np.ndarray, n: int, power: float) -> np.ndarray:
@@ -254,7 +236,7 @@ def train_model(train: list[dict], val: list[dict], dim: int, unit_size: int, ar
                       if pos.any() else logits.sum() * 0)
         return arc_loss, label_loss, type_loss, len(arc_t)
 
-    best = (float("inf"), None, 0)
+    best = BestEpoch()
     t0 = time.time()
     for epoch in range(1, args.epochs + 1):
         model.train()
@@ -280,12 +262,10 @@ def train_model(train: list[dict], val: list[dict], dim: int, unit_size: int, ar
         el = time.time() - t0
         log(f"epoch {epoch}/{args.epochs}: train arc/label/type {np.round(tot / len(groups), 4).tolist()}  held-out "
             f"{np.round(v, 4).tolist()} (sum {vloss:.4f}); {el:.0f} s, ETA {el / epoch * (args.epochs - epoch):.0f} s")
-        if vloss < best[0]:
-            best = (vloss, {k: w.clone() for k, w in model.state_dict().items()}, epoch)
-    model.load_state_dict(best[1])
-    model.eval()
-    log(f"best epoch {best[2]} (held-out loss {best[0]:.4f})")
-    return model, best[2]
+        best.offer(vloss, model, epoch)
+    best.restore(model)
+    log(f"best epoch {best.epoch} (held-out loss {best.value:.4f})")
+    return model, best.epoch
 
 
 # ----------------------------------------------------------------------------- held-out scoring
@@ -298,7 +278,6 @@ def predicted_docs(model, exs: list[dict], docs: list[dict], decode: dict, probs
 
     from thinkprobe.link.base import decode_edges
     from thinkprobe.link.parser import ParserLinker, run_parser
-    from thinkprobe.nodetypes import finalise_type
 
     if probs_cache is None or not probs_cache:
         res = run_parser(model, exs, [x["emb"] for x in exs])
@@ -311,16 +290,23 @@ def predicted_docs(model, exs: list[dict], docs: list[dict], decode: dict, probs
         types = ParserLinker.predict_types(r["types"])
         units = [replace(u, node_type=t) for u, t in zip(x["units"], types)]
         edges = decode_edges(units, r["probs"], x["i"], x["j"], x["origin"], decode)
-        outgoing: dict[int, list] = {}
-        for e in edges:
-            outgoing.setdefault(e.src, []).append(e)
-        nodes = [{"id": f"resp{u.index}", "source": "response", "start": u.start, "end": u.end,
-                  "thinkprobe_type": finalise_type(u.node_type, outgoing.get(u.index, ()))} for u in units]
-        es = [{"id": f"e{k}", "source_node_id": f"resp{e.src}", "dest_node_id": f"resp{e.dst}", "label": e.edge_type,
-               "thinkprobe_type": e.edge_type, "polarity": e.polarity or None} for k, e in enumerate(edges)]
-        gold = docs[x["doc_index"]]
-        out.append({"doc_id": gold["doc_id"], "raw_text": gold["raw_text"], "nodes": nodes, "edges": es})
+        out.append(scored_doc(docs[x["doc_index"]], units, edges))
     return out
+
+
+def scored_doc(gold: dict, units, edges) -> dict:
+    """The ReasoningFlow document of one predicted graph (structural types settled from its edges
+    as the pipeline does), beside the silver document `gold` of the same text, for evalgold.score."""
+    from thinkprobe.nodetypes import finalise_type
+
+    outgoing: dict[int, list] = {}
+    for e in edges:
+        outgoing.setdefault(e.src, []).append(e)
+    nodes = [{"id": f"resp{u.index}", "source": "response", "start": u.start, "end": u.end,
+              "thinkprobe_type": finalise_type(u.node_type, outgoing.get(u.index, ()))} for u in units]
+    es = [{"id": f"e{k}", "source_node_id": f"resp{e.src}", "dest_node_id": f"resp{e.dst}", "label": e.edge_type,
+           "thinkprobe_type": e.edge_type, "polarity": e.polarity or None} for k, e in enumerate(edges)]
+    return {"doc_id": gold["doc_id"], "raw_text": gold["raw_text"], "nodes": nodes, "edges": es}
 
 
 def brief(s: dict) -> dict:
@@ -402,7 +388,6 @@ def compare(args) -> None:
     from thinkprobe.evalgold import score
     from thinkprobe.link import LinkInput, TrainedLinker, TypeHead, unit_typer
     from thinkprobe.link.parser import ParserLinker
-    from thinkprobe.nodetypes import finalise_type
 
     cfg = Config.load()
     docs = load_silver(Path(args.silver))
@@ -426,18 +411,8 @@ def compare(args) -> None:
     def as_docs(linker, typer, subset):
         items = [(r["units"], r["emb"]) for r in subset]
         typed = typer.batch(items)
-        out = []
-        for r, units, edges in zip(subset, typed, linker.link([LinkInput(u, r["emb"]) for u, r in zip(typed, subset)])):
-            outgoing: dict[int, list] = {}
-            for e in edges:
-                outgoing.setdefault(e.src, []).append(e)
-            nodes = [{"id": f"resp{u.index}", "source": "response", "start": u.start, "end": u.end,
-                      "thinkprobe_type": finalise_type(u.node_type, outgoing.get(u.index, ()))} for u in units]
-            es = [{"id": f"e{k}", "source_node_id": f"resp{e.src}", "dest_node_id": f"resp{e.dst}", "label": e.edge_type,
-                   "thinkprobe_type": e.edge_type, "polarity": e.polarity or None} for k, e in enumerate(edges)]
-            gold = docs[r["doc_index"]]
-            out.append({"doc_id": gold["doc_id"], "raw_text": gold["raw_text"], "nodes": nodes, "edges": es})
-        return out
+        linked = linker.link([LinkInput(u, r["emb"]) for u, r in zip(typed, subset)])
+        return [scored_doc(docs[r["doc_index"]], units, edges) for r, units, edges in zip(subset, typed, linked)]
 
     for subset_name, subset in (("held out by both", both), ("held out by the parser", rows)):
         gold = [docs[r["doc_index"]] for r in subset]
@@ -618,24 +593,10 @@ it builds on, all-MiniLM-L6-v2, is Apache-2.0.
 """
 
 
-# Text-shape flags for the model: stored in the model's config.json (the lexicon stays in configs/).
+# Text-shape flags for the model: stored in the model's config.json (the lexicon stays in configs/):
+# the pair MLP's, and two more.
 SHAPE_PATTERNS = {
-    "ends_colon": r":\s*$",
-    "question": r"\?\s*$",
-    "starts_so": r"^\W*(?:so|therefore|thus|hence|then)\b",
-    "starts_but": r"^\W*(?:but|however|although|though|yet)\b",
-    "starts_let": r"^\W*(?:let|let's|let me|we can|we need|i need|i should|i'll|i will)\b",
-    "starts_order": r"^\W*(?:first|second|third|next|now|finally|step \d|then)\b",
-    "has_equation": r"=|\\\[|\$\$|\\frac|\\boxed",
-    "starts_markup": r"^\W*(?:#|\*\*|\d+[.)]|[-*] )",
-    "recall": r"\b(?:recall|remember|know that|is defined|formula|law|theorem|constant|principle)\b",
-    "problem_ref": r"\b(?:the (?:problem|question)|given|we are told|it says|the options?)\b",
-    "case": r"\b(?:case|if|suppose|assume|assuming|consider|let's say)\b",
-    "example": r"\b(?:for example|for instance|e\.g\.|such as|like)\b",
-    "first_person_state": r"\b(?:i think|i'm|i am|i don't|i'm not sure|seems|hmm)\b",
-    "affirm": r"\b(?:correct|right|yes|good|makes sense|consistent|matches|checks out)\b",
-    "negate": r"\b(?:wrong|incorrect|no|not|mistake|error|doesn't|can't|isn't)\b",
-    "final": r"\b(?:final answer|the answer|answer is|\\boxed|therefore the|in conclusion|in summary)\b",
+    **LINKER_SHAPE_PATTERNS,
     "alternative": r"\b(?:alternatively|another (?:way|approach)|instead|or maybe|what if)\b",
     "again": r"\b(?:again|as (?:before|above|computed|found|noted)|earlier|previously|recall that|we (?:had|found|got))\b",
 }

@@ -171,6 +171,15 @@ def _str(value: str | os.PathLike | None) -> str | None:
 # ----------------------------------------------------------------------------- the run
 
 
+def _frame(table: Table, doc: str) -> cached_property:
+    """A `Run` property: `table` of the run as a pandas DataFrame, read once."""
+    def read(self):
+        return self._table(table)
+
+    read.__doc__ = doc
+    return cached_property(read)
+
+
 class Run:
     """A finished profiling run, read from its folder: tables as pandas DataFrames (loaded on
     first use), graph records, and the report.
@@ -199,28 +208,14 @@ class Run:
                 frame[column] = pd.to_numeric(frame[column]).astype("Int64" if kind == "int" else "float64")
         return frame
 
-    @cached_property
-    def indicators(self):
-        """One row per trace: trace_id, model, domain, units, edges, tokens and the 19 indicators."""
-        return self._table(INDICATORS_TABLE)
-
-    @cached_property
-    def profiles(self):
-        """One row per trace: the 5D cognitive profile (mean signed z-score per dimension)."""
-        return self._table(PROFILE_TABLE)
-
-    @cached_property
-    def model_profiles(self):
-        return self._table(MODEL_PROFILES_TABLE)
-
-    @cached_property
-    def model_domain_profiles(self):
-        return self._table(MODEL_DOMAIN_PROFILES_TABLE)
-
-    @cached_property
-    def redundancy(self):
-        """One row per trace: CoTJudger's redundancy metrics (Acc and DR/SV/EE/EB null when unknown)."""
-        return self._table(REDUNDANCY_TABLE)
+    indicators = _frame(INDICATORS_TABLE,
+                        "One row per trace: trace_id, model, domain, units, edges, tokens and the 19 indicators.")
+    profiles = _frame(PROFILE_TABLE, "One row per trace: the 5D cognitive profile (mean signed z-score per dimension).")
+    model_profiles = _frame(MODEL_PROFILES_TABLE, "One row per model: its trace count n and mean profile.")
+    model_domain_profiles = _frame(MODEL_DOMAIN_PROFILES_TABLE,
+                                   "One row per model and domain: its trace count n and mean profile.")
+    redundancy = _frame(REDUNDANCY_TABLE,
+                        "One row per trace: CoTJudger's redundancy metrics (Acc and DR/SV/EE/EB null when unknown).")
 
     @cached_property
     def stats(self):

@@ -24,7 +24,7 @@ import numpy as np
 __all__ = [
     "GOLD_TYPES", "SCORE_EDGE_TYPES", "load_docs", "node_types", "edge_types", "map_edge_label", "score",
     "format_scores", "profile_docs", "baseline_docs", "evaluate", "DISTANCE_BINS", "paired_bootstrap", "projection",
-    "BOOTSTRAP_METRICS",
+    "BOOTSTRAP_METRICS", "SILVER_LABEL_PRIORITY", "silver_labels",
 ]
 
 # Node labels -> our types (spec section 7). Reflection is decided per node, see `node_types`.
@@ -220,6 +220,55 @@ def projection(gold_nodes: Sequence[Mapping], pred_nodes: Sequence[Mapping]) -> 
     """For each predicted span ({"start", "end"}), the index of the gold node it overlaps most (the
     earlier on ties), or None: how predictions, and silver labels for training, are projected."""
     return _projection(gold_nodes, pred_nodes)
+
+
+# When units of one pair carry several silver edges: the label kept (first wins).
+SILVER_LABEL_PRIORITY = ("critique:negate", "critique:affirm", "critique:uncertain", "repetition", "synthesis",
+                         "inference", "branch", "elaboration")
+
+
+def silver_labels(doc: Mapping, units: Sequence) -> tuple[list[str | None], dict[tuple[int, int], int]]:
+    """Training labels of our units from a silver ReasoningFlow document (scripts/train_linker.py and
+    scripts/train_parser.py): silver nodes projected onto units (most overlap), node and edge
+    labels mapped (spec section 7). Offsets: units of a ReasoningFlow trace point into
+    raw_text.response, like the nodes. Returns per-unit types (None where no node) and
+    {(i, j): PAIR_CLASSES index} for i < j.
+
+    Synthesis (no ReasoningFlow label): a unit inferred from units of two or more other topical
+    blocks draws them together when it concludes, says so (a synthesis cue), or combines three or
+    more blocks; its inference edges from those blocks become synthesis."""
+    from .link import PAIR_CLASSES
+
+    nodes = response_nodes(doc)
+    proj = projection(nodes, [{"start": u.start, "end": u.end} for u in units])
+    types = node_types(doc)
+    unit_types = [types[k] if k is not None else None for k in proj]
+    units_of: dict[int, list[int]] = {}
+    for u, k in enumerate(proj):
+        if k is not None:
+            units_of.setdefault(k, []).append(u)
+    labels: dict[tuple[int, int], str] = {}
+    for a, b, kind, polarity in edge_types(doc):
+        name = f"critique:{polarity or 'uncertain'}" if kind == "critique" else kind
+        for u in units_of.get(a, ()):
+            for v in units_of.get(b, ()):
+                if u == v:
+                    continue
+                pair = (min(u, v), max(u, v))
+                old = labels.get(pair)
+                if old is None or SILVER_LABEL_PRIORITY.index(name) < SILVER_LABEL_PRIORITY.index(old):
+                    labels[pair] = name
+    seg = [u.segment for u in units]
+    incoming: dict[int, list[int]] = {}
+    for (i, j), name in labels.items():
+        if name == "inference" and seg[i] != seg[j]:
+            incoming.setdefault(j, []).append(i)
+    for j, sources in incoming.items():
+        blocks = len({seg[i] for i in sources})
+        if blocks >= 3 or (blocks == 2 and (unit_types[j] == "CON" or "synthesis" in units[j].cues)):
+            for i in sources:
+                labels[(i, j)] = "synthesis"
+    return unit_types, {pair: PAIR_CLASSES.index(name) for pair, name in labels.items()}
 
 
 def _cover(gold_nodes: Sequence[Mapping], pred_nodes: Sequence[Mapping]) -> list[int | None]:

@@ -713,12 +713,7 @@ def _inline_candidates(record: dict, generation: int | None = None) -> Iterator[
     """(candidate, strong) for places that may hold reasoning inline, in order; a candidate's text may
     be None (absent) or a non-string (reported if nothing better turns up)."""
     for name in TAGGED_FIELDS:
-        value = record.get(name)
-        blocks = _typed_blocks(value, name) if isinstance(value, list) else None
-        if blocks:
-            yield blocks, True
-        elif blocks is None:
-            yield _Found(name, value, ()), False
+        yield from _field_candidates(record.get(name), name)
     for base in RESPONSES_OUTPUT[1:]:  # a Responses API object nested in a batch result
         found, value = _get(record, base)
         blocks = _typed_blocks(value, base) if found and isinstance(value, list) else None
@@ -758,12 +753,18 @@ def _turn_candidates(turn: dict, prefix: str) -> Iterator[tuple[_Found, bool]]:
     for key in TURN_REASONING_KEYS:
         if isinstance(turn.get(key), str) and turn[key].strip():
             yield _Found(f"{prefix}.{key}", turn[key], (content_path,)), True
-    content = turn.get(content_key)
-    blocks = _typed_blocks(content, content_path) if isinstance(content, list) else None
+    yield from _field_candidates(turn.get(content_key), content_path)
+
+
+def _field_candidates(value, path: str) -> Iterator[tuple[_Found, bool]]:
+    """The candidate a field's value at `path` gives: its reasoning (strong) when it is a list of
+    typed blocks, the value itself (weak) when it is not typed blocks, none when the blocks hold no
+    reasoning."""
+    blocks = _typed_blocks(value, path) if isinstance(value, list) else None
     if blocks:
         yield blocks, True
     elif blocks is None:
-        yield _Found(content_path, content, ()), False
+        yield _Found(path, value, ()), False
 
 
 def _typed_blocks(items: list, path: str) -> _Found | None | bool:

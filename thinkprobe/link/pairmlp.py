@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
@@ -24,8 +23,8 @@ from ..records import Edge, ThoughtUnit
 from ..cache import ScoreCache, through_cache
 from ..provenance import files_digest
 from .base import (
-    FROM_LOOKBACK, FROM_SIMILARITY, FROM_WINDOW, PAIR_CLASSES, TYPE_CLASSES, CandidateParams, LinkInput, Similarity,
-    as_similarity, candidate_arrays, candidates, decode_edges, jaccard, word_index,
+    PAIR_CLASSES, TYPE_CLASSES, CandidateParams, LinkInput, Similarity, TextFlags, as_similarity, candidate_arrays,
+    candidates, decode_edges, jaccard, shared_pair_features, symbol_rates, word_index,
 )
 
 __all__ = [
@@ -34,37 +33,21 @@ __all__ = [
 ]
 
 
-class UnitFeaturizer:
+class UnitFeaturizer(TextFlags):
     """Per-unit features besides the embedding: lexicon cue flags (the run's config), text-shape
     flags (patterns stored with the model, not in code), position, length and similarity to
     earlier units (restatements look like something said before)."""
 
-    def __init__(self, cue_names: Sequence[str], shape_patterns: Mapping[str, str]):
-        self.cue_names = list(cue_names)
-        self.shape_names = list(shape_patterns)
-        self.shapes = [re.compile(p, re.IGNORECASE) for p in shape_patterns.values()]
-
-    @property
-    def size(self) -> int:
-        return len(self.cue_names) + len(self.shape_names) + 12
+    numeric = 12
 
     def __call__(self, units: Sequence[ThoughtUnit], sim: Similarity | np.ndarray,
                  words: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """Features of each unit; `sim`: the trace's `Similarity`, or its unit embeddings."""
+        out, texts, length, f = self.flags(units)
         n = len(units)
-        out = np.zeros((n, self.size), dtype=np.float32)
         if not n:
             return out
-        texts = [u.text for u in units]
-        c, s = len(self.cue_names), len(self.shape_names)
-        for k, u in enumerate(units):
-            cues = set(u.cues)
-            out[k, :c] = [name in cues for name in self.cue_names]
-        for col, pattern in enumerate(self.shapes, start=c):
-            out[:, col] = [pattern.search(t) is not None for t in texts]
-        f = c + s
         k = np.arange(n)
-        length = np.array([len(t) for t in texts], dtype=np.float64)
         # each unit's most similar earlier unit: similarity and word overlap
         sim = as_similarity(sim)
         top, top_val = sim.top_earlier(1)
@@ -84,8 +67,7 @@ class UnitFeaturizer:
         adjacent = sim.adjacent()  # similarity to the previous unit; the next unit's is the next one's
         out[1:, f + 8] = adjacent[1:]
         out[:-1, f + 9] = adjacent[1:]
-        out[:, f + 10] = [sum(map(str.isdigit, t)) for t in texts] / np.maximum(1.0, length)
-        out[:, f + 11] = [sum(map(t.count, "=+-*/^<>")) for t in texts] / np.maximum(1.0, length)
+        out[:, f + 10], out[:, f + 11] = symbol_rates(texts, length)
         return out
 
 
@@ -101,45 +83,17 @@ def pair_features(units: Sequence[ThoughtUnit], sim: Similarity | np.ndarray, i:
     out = np.zeros((m, PAIR_FEATURES), dtype=np.float32)
     if not m:
         return out
-    n = len(units)
-    seg = np.array([u.segment for u in units])
-    answer = np.array([u.section == "answer" for u in units])
     words = words if words is not None else word_index(units)
     sim = as_similarity(sim)
     rank, best = sim.rank_and_best(i, j)
-    s = sim.pairs(i, j)
+    shared = shared_pair_features(units, i, j, origin, sim.pairs(i, j), rank, best, words)
     d = (j - i).astype(np.float32)
-    jac = jaccard(words[0], words[1], i, j)
-    out[:, 0] = s
-    out[:, 1] = 1.0 / (1.0 + rank)
-    out[:, 2] = s - best
-    out[:, 3] = 1.0 / d
-    out[:, 4] = np.log1p(d) / np.log1p(max(n, 2))
+    out[:, 0:5] = shared[:, 0:5]  # similarity, its rank and gap to the best, distance
     out[:, 5] = d == 1
     out[:, 6] = d == 2
-    out[:, 7] = seg[i] == seg[j]
-    out[:, 8] = np.minimum(seg[j] - seg[i], 5) / 5.0
-    out[:, 9] = answer[i]
-    out[:, 10] = answer[j]
-    out[:, 11] = jac
-    out[:, 12] = (origin & FROM_WINDOW) > 0
-    out[:, 13] = (origin & FROM_SIMILARITY) > 0
-    out[:, 14] = (origin & FROM_LOOKBACK) > 0
+    out[:, 7:15] = shared[:, 5:13]  # blocks, sections, word overlap, origin
     out[:, 15] = np.log1p(d) / 5.0
-    # i is the plan in force at j (the last planning unit before it), or opens j's block or the one before
-    last_plan = np.full(n, -1)
-    block_start = np.zeros(n, dtype=np.int64)
-    prev_start = np.full(n, -1)
-    plan, start, before = -1, 0, -1
-    for k, u in enumerate(units):
-        if k and u.segment != units[k - 1].segment:
-            before, start = start, k
-        last_plan[k], block_start[k], prev_start[k] = plan, start, before
-        if "MET" in u.cues:
-            plan = k
-    out[:, 16] = last_plan[j] == i
-    out[:, 17] = block_start[j] == i
-    out[:, 18] = prev_start[j] == i
+    out[:, 16:19] = shared[:, 13:16]  # plan in force at j, opens j's block or the one before
     return out
 
 

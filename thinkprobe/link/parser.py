@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
@@ -36,8 +35,8 @@ from ..config import Config
 from ..provenance import files_digest
 from ..records import Edge, ThoughtUnit
 from .base import (
-    FROM_LOOKBACK, FROM_SIMILARITY, FROM_WINDOW, PAIR_CLASSES, TYPE_CLASSES, CandidateParams, LinkInput,
-    decode_edges, jaccard, word_index,
+    FROM_LOOKBACK, FROM_SIMILARITY, FROM_WINDOW, PAIR_CLASSES, SHARED_PAIR_FEATURES, TYPE_CLASSES, CandidateParams,
+    LinkInput, TextFlags, decode_edges, shared_pair_features, symbol_rates, word_index,
 )
 
 __all__ = [
@@ -47,7 +46,7 @@ __all__ = [
 
 # Distance buckets (j - i): 1, 2, 3, 4-5, 6-10, 11-20, 21-50, 51-100, > 100.
 DISTANCE_BUCKETS = (1, 2, 3, 5, 10, 20, 50, 100)
-PAIR_FEATURES = 16
+PAIR_FEATURES = SHARED_PAIR_FEATURES
 
 
 def distance_bucket(d: np.ndarray) -> np.ndarray:
@@ -144,34 +143,18 @@ def parser_candidates(units: Sequence[ThoughtUnit], topk: np.ndarray, p: Candida
     return np.array(ii, dtype=np.int64), np.array(jj, dtype=np.int64), np.array(oo, dtype=np.int64)
 
 
-class ParserFeaturizer:
+class ParserFeaturizer(TextFlags):
     """Per-unit features besides the embedding: cue flags, text-shape flags (patterns stored with
     the model), and 10 numeric features. Linear in the trace length."""
 
-    def __init__(self, cue_names: Sequence[str], shape_patterns: Mapping[str, str]):
-        self.cue_names = list(cue_names)
-        self.shape_names = list(shape_patterns)
-        self.shapes = [re.compile(pat, re.IGNORECASE) for pat in shape_patterns.values()]
-
-    @property
-    def size(self) -> int:
-        return len(self.cue_names) + len(self.shape_names) + 10
+    numeric = 10
 
     def __call__(self, units: Sequence[ThoughtUnit], emb: np.ndarray, best: np.ndarray) -> np.ndarray:
+        out, texts, length, f = self.flags(units)
         n = len(units)
-        out = np.zeros((n, self.size), dtype=np.float32)
         if not n:
             return out
-        texts = [u.text for u in units]
-        c, s = len(self.cue_names), len(self.shape_names)
-        for k, u in enumerate(units):
-            cues = set(u.cues)
-            out[k, :c] = [name in cues for name in self.cue_names]
-        for col, pattern in enumerate(self.shapes, start=c):
-            out[:, col] = [pattern.search(t) is not None for t in texts]
-        f = c + s
         k = np.arange(n)
-        length = np.array([len(t) for t in texts], dtype=np.float64)
         neighbour = np.einsum("ij,ij->i", emb[1:], emb[:-1]) if n > 1 else np.zeros(0, np.float32)
         out[:, f] = k / max(1, n - 1)
         out[:, f + 1] = np.log1p(k) / 8.0
@@ -181,8 +164,7 @@ class ParserFeaturizer:
         out[:, f + 5] = best
         out[1:, f + 6] = neighbour
         out[:-1, f + 7] = neighbour
-        out[:, f + 8] = [sum(map(str.isdigit, t)) for t in texts] / np.maximum(1.0, length)
-        out[:, f + 9] = [sum(map(t.count, "=+-*/^<>")) for t in texts] / np.maximum(1.0, length)
+        out[:, f + 8], out[:, f + 9] = symbol_rates(texts, length)
         return out
 
 
@@ -192,12 +174,8 @@ def pair_features(units: Sequence[ThoughtUnit], emb: np.ndarray, best: np.ndarra
     similarity and its rank among j's candidates, distance, blocks, sections, word overlap, origin,
     and whether i is the plan in force at j or opens j's block or the one before."""
     m = len(i)
-    out = np.zeros((m, PAIR_FEATURES), dtype=np.float32)
     if not m:
-        return out
-    n = len(units)
-    seg = np.array([u.segment for u in units])
-    answer = np.array([u.section == "answer" for u in units])
+        return np.zeros((m, PAIR_FEATURES), dtype=np.float32)
     s = np.zeros(m, dtype=np.float32)
     for c in range(0, m, 8192):  # in chunks: two (pairs x dim) gathers would dominate memory on long traces
         s[c:c + 8192] = np.einsum("ij,ij->i", emb[i[c:c + 8192]], emb[j[c:c + 8192]])
@@ -206,34 +184,7 @@ def pair_features(units: Sequence[ThoughtUnit], emb: np.ndarray, best: np.ndarra
     rank = np.empty(m, dtype=np.int64)
     starts = np.searchsorted(j[order], j[order], side="left")
     rank[order] = np.arange(m) - starts
-    d = (j - i).astype(np.float32)
-    out[:, 0] = s
-    out[:, 1] = 1.0 / (1.0 + rank)
-    out[:, 2] = s - best[j]
-    out[:, 3] = 1.0 / d
-    out[:, 4] = np.log1p(d) / np.log1p(max(n, 2))
-    out[:, 5] = seg[i] == seg[j]
-    out[:, 6] = np.minimum(seg[j] - seg[i], 5) / 5.0
-    out[:, 7] = answer[i]
-    out[:, 8] = answer[j]
-    out[:, 9] = jaccard(words[0], words[1], i, j)
-    out[:, 10] = (origin & FROM_WINDOW) > 0
-    out[:, 11] = (origin & FROM_SIMILARITY) > 0
-    out[:, 12] = (origin & FROM_LOOKBACK) > 0
-    last_plan = np.full(n, -1)
-    block_start = np.zeros(n, dtype=np.int64)
-    prev_start = np.full(n, -1)
-    plan, start, before = -1, 0, -1
-    for k, u in enumerate(units):
-        if k and u.segment != units[k - 1].segment:
-            before, start = start, k
-        last_plan[k], block_start[k], prev_start[k] = plan, start, before
-        if "MET" in u.cues:
-            plan = k
-    out[:, 13] = last_plan[j] == i
-    out[:, 14] = block_start[j] == i
-    out[:, 15] = prev_start[j] == i
-    return out
+    return shared_pair_features(units, i, j, origin, s, rank, best[j], words)
 
 
 def trace_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: CandidateParams,
