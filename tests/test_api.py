@@ -159,7 +159,7 @@ def test_readme_example(tmp_path, monkeypatch):
 
 
 def test_options_reach_the_run_with_the_command_defaults(monkeypatch, tmp_path):
-    import thinkprobe.pipeline as pipeline
+    import thinkprobe.engine as engine
 
     seen = []
 
@@ -167,7 +167,7 @@ def test_options_reach_the_run_with_the_command_defaults(monkeypatch, tmp_path):
         seen.append(opts)
         raise RuntimeError("stop before profiling")
 
-    monkeypatch.setattr(pipeline, "run_profile", stop)
+    monkeypatch.setattr(engine, "run_profile", stop)
     monkeypatch.setenv("THINKPROBE_CACHE", str(tmp_path / "cache"))
     with pytest.raises(RuntimeError):
         thinkprobe.profile(RECORDS, tmp_path / "a")

@@ -9,7 +9,8 @@ from click.testing import CliRunner
 
 from conftest import SAMPLES
 from thinkprobe.cli import main
-from thinkprobe.pipeline import RunOptions, run_profile
+from thinkprobe.engine import run_profile
+from thinkprobe.pipeline import RunOptions
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install thinkprobe[ray])")
 

@@ -6,7 +6,8 @@
 
 The API (thinkprobe.api) is imported on first use, so `import thinkprobe` stays cheap.
 """
-__version__ = "0.1.0"
+from .version import __version__
+
 __all__ = ["profile", "load_run", "Run", "__version__"]
 
 _API = frozenset({"profile", "load_run", "Run"})

@@ -129,7 +129,8 @@ def profile(
     ~/.cache/thinkprobe); `report` writes report.html and report.md; `max_units` and
     `trace_timeout` (seconds) list a trace over them in errors.jsonl (None: the config's `limits`).
     """
-    from .pipeline import RunOptions, run_profile
+    from .engine import run_profile
+    from .pipeline import RunOptions
     from .cache import default_cache_dir
 
     from .load import source_path

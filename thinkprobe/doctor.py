@@ -311,7 +311,7 @@ def _check_network(report: dict, problems: list[str], encoder: Path | None, cfg)
 def doctor(encoder_path: str | None = None, device: str = "auto", *, config_path: str | None = None) -> tuple[dict, bool]:
     """Check what a profile run would use; returns (report, ok). Never raises for a missing part."""
     from . import encoder as _encoder_module  # noqa: F401 - sets the offline switches, as a run does
-    from . import __version__
+    from .version import __version__
 
     problems: list[str] = []
     report: dict[str, Any] = {"thinkprobe": __version__}

@@ -21,7 +21,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from . import __version__
+from .version import __version__
 from .config import Config
 from .encoder import Encoder, make_encoder, model_fingerprint
 from .graph import build_graphs
@@ -184,29 +184,29 @@ def _count(opts: RunOptions) -> int:
     return len(opts.records or ()) + count_inputs([source_path(p) for p in opts.inputs])
 
 
+def run_config(opts: RunOptions, cfg: Config | None = None) -> Config:
+    """The run's config: `cfg` (else opts.config_path over the defaults) with the per-trace limits
+    given as options on top."""
+    cfg = cfg or Config.load(opts.config_path)
+    limit_options = {"max_units": opts.max_units, "trace_timeout_s": opts.trace_timeout}
+    limit_overrides = {k: v for k, v in limit_options.items() if v is not None}
+    return cfg.with_overrides({"limits": limit_overrides} if limit_overrides else {})
+
+
 def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | None = None,
                 times: StageTimes | None = None) -> dict:
     """Profile every trace of the inputs into opts.out_dir; returns the run summary.
     `times`, when given, collects seconds per pipeline stage (for the benchmark)."""
-    cfg = cfg or Config.load(opts.config_path)
-    limit_options = {"max_units": opts.max_units, "trace_timeout_s": opts.trace_timeout}
-    limit_overrides = {k: v for k, v in limit_options.items() if v is not None}
-    cfg = cfg.with_overrides({"limits": limit_overrides} if limit_overrides else {})
-    if opts.engine == "ray":
-        from .ray_engine import run_profile_ray
-
-        return run_profile_ray(opts, cfg, times)
     if opts.engine != "local":
-        raise ValueError(f"unknown engine {opts.engine!r}: use local or ray")
+        raise ValueError(f"pipeline.run_profile is the local engine; for engine {opts.engine!r} call "
+                         "thinkprobe.engine.run_profile")
+    cfg = run_config(opts, cfg)
     times = times if times is not None else StageTimes()
     encoder = make_encoder(cfg, {"path": opts.encoder_path, "device": opts.device, "batch_size": opts.batch_size,
                                  "precision": opts.precision, "cache_dir": opts.cache_dir})
     linker = linker or load_linker(opts.linker, cfg, model_dir=opts.linker_model, device=encoder.device,
                                    cache_dir=opts.cache_dir)
     typer = unit_typer(linker, opts.types, cache_dir=opts.cache_dir)
-    # Load the encoder's weights now: a broken model folder is the run's error, not one trace's
-    # (failure isolation would otherwise list every trace as failed and call the run done).
-    encoder.model
     out = Path(opts.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     manifest = _manifest(opts, cfg, encoder, linker)
