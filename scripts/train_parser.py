@@ -341,7 +341,6 @@ DECODE_FLAGS = {"plans_elaborate": True, "force_structural": True, "force_in_win
 
 
 def train(args) -> None:
-    from dataclasses import asdict
 
     from thinkprobe.link import CandidateParams
     from thinkprobe.link.parser import ParserFeaturizer
@@ -383,7 +382,6 @@ def train(args) -> None:
 def compare(args) -> None:
     """The parser and the old default (pair MLP + type head) on the silver traces that neither saw
     in training (held out by both splits), scored as eval-gold scores, from the cached units."""
-    from dataclasses import replace
 
     from thinkprobe.evalgold import score
     from thinkprobe.link import LinkInput, TrainedLinker, TypeHead, unit_typer

@@ -13,9 +13,8 @@ import json
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Sequence
 
-import numba
 import numpy as np
 
 from ..config import Config

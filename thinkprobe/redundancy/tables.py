@@ -7,7 +7,7 @@ from typing import Sequence
 
 from ..outputs import MODEL_REDUNDANCY_TABLE, REDUNDANCY_TABLE, RUN_JSON, write_table
 from ..records import iter_graph_records
-from .annotate import COLUMNS, METRICS, RedundancyParams, redundancy_row
+from .annotate import METRICS, RedundancyParams, redundancy_row
 
 __all__ = ["MODEL_COLUMNS", "model_means", "write_redundancy", "table_row", "write_redundancy_tables",
            "format_model_table"]
