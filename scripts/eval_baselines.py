@@ -26,7 +26,7 @@ from thinkprobe.bench import data_dir  # noqa: E402
 from thinkprobe.config import Config  # noqa: E402
 from thinkprobe.evalgold import (  # noqa: E402
     BOOTSTRAP_METRICS, COLUMNS, DISTANCE_BINS, GOLD_TYPES, baseline_docs, load_docs, map_edge_label, paired_bootstrap,
-    profile_docs, score, table_row,
+    profile_docs, score, table_row, written_by_thinkprobe,
 )
 
 V0 = (data_dir() or REPO.parent / "shared" / "data") / "reasoningflow" / "v0"
@@ -36,15 +36,17 @@ PARSER_MODEL = REPO / "models" / "parser-minilm-bilstm"
 
 def label_round_trip(docs: list[dict]) -> Counter:
     """(our edge type, the type its exported ReasoningFlow label maps back to) over the edges of
-    `docs` as written by thinkprobe.export (label + thinkprobe_type): synthesis is written as
-    reason:infer and scored as inference, so it counts as coming back as inference."""
+    `docs` as written by thinkprobe.export (label + thinkprobe_type), read as evalgold reads a
+    document without our fields; critique as critique:<polarity>."""
+    def name(kind, polarity):
+        return f"{kind}:{polarity or 'uncertain'}" if kind == "critique" else kind
+
     out: Counter = Counter()
     for d in docs:
         labels = {n["id"]: n.get("label") for n in d["nodes"]}
         for e in d["edges"]:
-            ours = e.get("thinkprobe_type")
-            back = map_edge_label(e["label"], labels.get(e["dest_node_id"]))
-            out[(ours, back[0] if back else None)] += 1
+            back = map_edge_label(e["label"], labels.get(e["dest_node_id"]), written_by_thinkprobe(d))
+            out[(name(e.get("thinkprobe_type"), e.get("polarity")), name(*back) if back else None)] += 1
     return out
 
 
@@ -132,8 +134,7 @@ def main(argv=None) -> None:
     for key in ("pairmlp", "parser"):
         if key in preds:
             trip = label_round_trip(preds[key])
-            wrong = {f"{a} -> {b}": n for (a, b), n in sorted(trip.items(), key=str)
-                     if b != ("inference" if a == "synthesis" else a)}
+            wrong = {f"{a} -> {b}": n for (a, b), n in sorted(trip.items(), key=str) if b != a}
             print(f"\nExported edge labels of {rows[key][0]}: {sum(trip.values())} edges; mapping back differs for "
                   f"{sum(wrong.values())}: {json.dumps(wrong)}")
             results[key]["label_round_trip"] = {f"{a} -> {b}": n for (a, b), n in sorted(trip.items(), key=str)}

@@ -117,3 +117,123 @@ def test_unknown_format_and_missing_run(run_dir, tmp_path_factory):
         export(run_dir, "csv")
     with pytest.raises(FileNotFoundError, match="thinkprobe profile"):
         export(tmp_path_factory.mktemp("empty"), "json")
+
+
+# ----------------------------------------------------------------------------- label round trip
+
+# What ReasoningFlow's own files hold (the data's README): a reader without our fields has these.
+RF_NODE_KEYS = {"id", "label", "text", "source", "start", "end", "annotation"}
+RF_EDGE_KEYS = {"id", "source_node_id", "dest_node_id", "label"}
+BACKWARD = {"critique", "synthesis", "repetition"}
+
+# One unit per line: (text, type). Branches open units typed EXP, RSN and MET: spec section 7's
+# reading of plan:proceed gives branch only into an assumption node.
+STEPS = [("We know x = 2.", "FAC"), ("So y = 2x = 4.", "RSN"), ("Suppose instead y were 5.", "EXP"),
+         ("Alternatively, solve for y directly.", "RSN"), ("Let me plan a check.", "MET"),
+         ("Here x = 2 means x is even.", "FAC"), ("Is y = 4 right?", "CRT"), ("Yes, 2 * 2 = 4.", "CRT"),
+         ("No, y = 5 fails.", "CRT"), ("Putting both together, y = 4.", "SYN"), ("So y = 4.", "RPT"),
+         ("The answer is 4.", "CON")]
+# (src, dst, type, polarity) in our direction: forward i -> j, backward (critique, synthesis,
+# repetition) from the later unit to the earlier one.
+EVERY_EDGE = [(0, 1, "inference", None), (1, 11, "inference", None), (0, 5, "elaboration", None),
+              (1, 2, "branch", None), (1, 3, "branch", None), (0, 4, "branch", None),
+              (6, 1, "critique", "uncertain"), (7, 1, "critique", "affirm"), (8, 2, "critique", "negate"),
+              (9, 1, "synthesis", None), (9, 3, "synthesis", None), (10, 1, "repetition", None)]
+
+
+def every_edge_record(trace_id="every-edge") -> dict:
+    text = "\n".join(t for t, _ in STEPS)
+    rec = separate_fields_record(trace_id)
+    rec["sections"] = [{"name": "reasoning", "field": "reasoning_content", "start": 0, "end": len(text)}]
+    rec["fields"] = {"reasoning_content": text}
+    rec["units"] = [_unit(k, "reasoning", t, text, kind) for k, (t, kind) in enumerate(STEPS)]
+    rec["edges"] = [{"src": s, "dst": d, "type": kind, "polarity": pol, "score": 0.5} for s, d, kind, pol in EVERY_EDGE]
+    return rec
+
+
+def reasoningflow_only(doc: dict) -> dict:
+    """`doc` with every node and edge field ReasoningFlow does not define removed (thinkprobe_type,
+    polarity, section): what a reader with the ReasoningFlow labels alone sees."""
+    return {**doc, "nodes": [{k: v for k, v in n.items() if k in RF_NODE_KEYS} for n in doc["nodes"]],
+            "edges": [{k: v for k, v in e.items() if k in RF_EDGE_KEYS} for e in doc["edges"]]}
+
+
+def undirected(edges):
+    """(earlier, later, type, polarity) per edge: ReasoningFlow edges all run earlier -> later."""
+    return sorted((min(a, b), max(a, b), kind, pol or "") for a, b, kind, pol in edges)
+
+
+def test_export_labels_alone_give_every_edge_type_and_polarity_back(run_dir):
+    from thinkprobe.evalgold import load_docs, node_types, read_edges
+    from thinkprobe.export import RF_EDGE_LABELS
+
+    rec = every_edge_record()
+    assert {(kind, pol or "") for _, _, kind, pol in EVERY_EDGE} == set(RF_EDGE_LABELS)  # every type and polarity
+    assert len(set(RF_EDGE_LABELS.values())) == len(RF_EDGE_LABELS)  # one label each
+    with open(run_dir / "graphs.jsonl", "w", encoding="utf-8") as f:
+        f.write(dump_graph_record(rec))
+    exported = export(run_dir, "reasoningflow")
+    stripped = run_dir / "labels_only.jsonl"
+    stripped.write_text("".join(json.dumps(reasoningflow_only(json.loads(line))) + "\n"
+                                for line in exported.read_text(encoding="utf-8").splitlines()), encoding="utf-8")
+    assert "thinkprobe_type" not in stripped.read_text() and "polarity" not in stripped.read_text()
+    [doc] = load_docs(stripped)
+
+    assert undirected(read_edges(doc)) == undirected(EVERY_EDGE)
+    assert node_types(doc) == [{"SYN": "RSN"}.get(t, t) for _, t in STEPS]  # ReasoningFlow has no synthesis node
+
+
+def test_spec_reading_of_the_export_loses_only_what_the_docstring_says():
+    """A reader applying spec section 7 (as to labels people chose) to the labels alone: branches
+    into units not typed EXP read as elaboration and synthesis as inference; nothing else moves.
+    Gold and silver files are read that way, so their scores do not change."""
+    from thinkprobe.evalgold import read_edges, written_by_thinkprobe
+
+    doc = reasoningflow_only(to_reasoningflow(every_edge_record()))
+    assert written_by_thinkprobe(doc)
+    doc["metadata"] = {**doc["metadata"], "annotator": "Human D"}
+    assert not written_by_thinkprobe(doc)
+    expected = []
+    for s, d, kind, pol in EVERY_EDGE:
+        if kind == "branch" and STEPS[d][1] != "EXP":
+            kind = "elaboration"
+        expected.append((s, d, {"synthesis": "inference"}.get(kind, kind), pol))
+    assert undirected(read_edges(doc)) == undirected(expected)
+
+
+@pytest.mark.realdata
+def test_human_graphs_round_trip_through_the_export(shared_data):
+    """Each human graph of the dev set (v0_human_D) turned into a graph record (units = its
+    response nodes, our types and edges as eval-gold maps them), exported and stripped to the
+    ReasoningFlow fields: read back, it has the same edges and types, and scores 1 against it."""
+    import yaml
+
+    from thinkprobe.evalgold import load_docs, node_types, read_edges, response_nodes, score
+    from thinkprobe.export import RF_EDGE_LABELS
+
+    schema = shared_data / "reasoningflow" / "schema"
+    edge_labels = {e["name"] for e in yaml.safe_load((schema / "edge_labels.yaml").read_text())["edges"]}
+    assert set(RF_EDGE_LABELS.values()) <= edge_labels
+    node_labels = {n["name"] for n in yaml.safe_load((schema / "node_labels.yaml").read_text())["nodes"]}
+    golds = load_docs(shared_data / "reasoningflow" / "v0" / "v0_human_D")
+    assert len(golds) == 20
+    preds = []
+    for gold in golds:
+        text, types, edges = gold["raw_text"]["response"], node_types(gold), read_edges(gold)
+        rec = every_edge_record(gold["doc_id"])
+        rec["sections"] = [{"name": "reasoning", "field": "response", "start": 0, "end": len(text)}]
+        rec["fields"] = {"response": text}
+        rec["units"] = [{"id": k, "section": "reasoning", "start": n["start"], "end": n["end"], "text": n["text"],
+                         "type": types[k], "segment": 0, "cues": [], "tokens": 1}
+                        for k, n in enumerate(response_nodes(gold))]
+        rec["edges"] = [{"src": max(a, b) if kind in BACKWARD else min(a, b),
+                         "dst": min(a, b) if kind in BACKWARD else max(a, b),
+                         "type": kind, "polarity": pol or None, "score": 1.0} for a, b, kind, pol in edges]
+        doc = reasoningflow_only(to_reasoningflow(rec))
+        assert {n["label"] for n in doc["nodes"]} <= node_labels
+        assert undirected(read_edges(doc)) == undirected(edges)
+        preds.append(doc)
+    s = score(golds, preds)
+    assert s["docs"] == 20 and s["edges"]["gold"] > 1000
+    assert s["edges_labelled"]["f1"] == 1.0 and s["critique_polarity_accuracy"] == 1.0
+    assert s["types"]["accuracy"] == 1.0

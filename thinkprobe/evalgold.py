@@ -10,6 +10,8 @@ Conventions (docs/accuracy.md says why):
   before or after the whitespace between two spans is the same boundary.
 - A predicted unit is projected onto the gold node it overlaps most; edges between two units of
   the same gold node vanish, and pairs are matched undirected. Far pairs are > 1 node apart.
+- Labels map to our types by spec section 7, except in documents ThinkProbe exported, whose
+  labels are read through the export's own table (exact; see thinkprobe.export).
 """
 from __future__ import annotations
 
@@ -21,10 +23,12 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from .export import EXPORT_ANNOTATOR, RF_EDGE_LABELS, to_reasoningflow
+
 __all__ = [
-    "GOLD_TYPES", "SCORE_EDGE_TYPES", "load_docs", "node_types", "edge_types", "map_edge_label", "score",
+    "GOLD_TYPES", "SCORE_EDGE_TYPES", "load_docs", "node_types", "edge_types", "read_edges", "map_edge_label", "score",
     "format_scores", "profile_docs", "baseline_docs", "evaluate", "DISTANCE_BINS", "paired_bootstrap", "projection",
-    "BOOTSTRAP_METRICS", "SILVER_LABEL_PRIORITY", "silver_labels",
+    "BOOTSTRAP_METRICS", "SILVER_LABEL_PRIORITY", "silver_labels", "written_by_thinkprobe",
 ]
 
 # Node labels -> our types (spec section 7). Reflection is decided per node, see `node_types`.
@@ -54,6 +58,10 @@ _LABEL_ALIASES = {"reasoning:infer": "reason:infer", "reasoning:execute": "reaso
                   "validate:refute": "validate:attack"}
 # A synthesis edge j -> i is what ReasoningFlow writes as i -reason:infer-> j; gold has no synthesis.
 _EDGE_FOR_SCORING = {"synthesis": "inference"}
+# Documents ThinkProbe exported carry one label per edge type and polarity (export.RF_EDGE_LABELS):
+# their labels are read through its inverse, exactly; the map above is for labels people and other
+# annotators chose, and stays as it is for them.
+_EXPORTED_EDGE_LABELS: dict[str, tuple[str, str]] = {label: kind for kind, label in RF_EDGE_LABELS.items()}
 SCORE_EDGE_TYPES: tuple[str, ...] = ("inference", "elaboration", "branch", "critique", "repetition")
 
 # Gold-node distance bins for recall / precision by distance: (name, lowest, highest).
@@ -84,15 +92,27 @@ def response_nodes(doc: Mapping) -> list[dict]:
                   key=lambda n: (n["start"], n["end"]))
 
 
-def map_edge_label(label: str, dest_label: str | None = None) -> tuple[str, str] | None:
+def written_by_thinkprobe(doc: Mapping) -> bool:
+    """Whether `doc` was exported by ThinkProbe (its metadata annotator), so that its edge labels
+    are read through `thinkprobe.export.RF_EDGE_LABELS` rather than spec section 7."""
+    return (doc.get("metadata") or {}).get("annotator") == EXPORT_ANNOTATOR
+
+
+def map_edge_label(label: str, dest_label: str | None = None, exported: bool = False) -> tuple[str, str] | None:
     """(our edge type, polarity) of a ReasoningFlow edge label, or None when it has no mapping.
+    `exported`: the label comes from a document ThinkProbe wrote (`written_by_thinkprobe`), read
+    through the inverse of the export's label table.
 
     >>> map_edge_label("reflect:negative")
     ('critique', 'negate')
     >>> map_edge_label("plan:proceed", "assumption")
     ('branch', '')
+    >>> map_edge_label("plan:proceed", "reasoning"), map_edge_label("plan:proceed", "reasoning", exported=True)
+    (('elaboration', ''), ('branch', ''))
     """
     label = _LABEL_ALIASES.get(label, label)
+    if exported and label in _EXPORTED_EDGE_LABELS:
+        return _EXPORTED_EDGE_LABELS[label]
     if label in _BRANCHING_LABELS and dest_label == "assumption":
         return "branch", ""
     return EDGE_LABEL_MAP.get(label)
@@ -123,11 +143,19 @@ def node_types(doc: Mapping) -> list[str]:
 
 
 def edge_types(doc: Mapping) -> list[tuple[int, int, str, str]]:
-    """(i, j, type, polarity) per edge between two response nodes, i and j node positions in text
-    order; edges touching a context node, self-loops and unmapped labels are left out."""
+    """`read_edges` for scoring: synthesis counts as inference (gold has no synthesis)."""
+    return [(a, b, _EDGE_FOR_SCORING.get(kind, kind), pol) for a, b, kind, pol in read_edges(doc)]
+
+
+def read_edges(doc: Mapping) -> list[tuple[int, int, str, str]]:
+    """(i, j, our edge type, polarity) per edge between two response nodes, i and j node positions
+    in text order; edges touching a context node, self-loops and unmapped labels are left out. An
+    edge's `thinkprobe_type` (and `polarity`) wins over its label; a label is mapped by
+    `map_edge_label`, through the export's table in a document ThinkProbe wrote."""
     nodes = response_nodes(doc)
     index = {n["id"]: k for k, n in enumerate(nodes)}
     labels = {n["id"]: n.get("label") for n in nodes}
+    exported = written_by_thinkprobe(doc)
     out = []
     for e in doc.get("edges", ()):
         a, b = index.get(e["source_node_id"]), index.get(e["dest_node_id"])
@@ -136,11 +164,11 @@ def edge_types(doc: Mapping) -> list[tuple[int, int, str, str]]:
         if e.get("thinkprobe_type"):
             kind, pol = e["thinkprobe_type"], e.get("polarity") or ""
         else:
-            mapped = map_edge_label(e["label"], labels[e["dest_node_id"]])
+            mapped = map_edge_label(e["label"], labels[e["dest_node_id"]], exported)
             if mapped is None:
                 continue
             kind, pol = mapped
-        out.append((a, b, _EDGE_FOR_SCORING.get(kind, kind), pol))
+        out.append((a, b, kind, pol))
     return out
 
 
@@ -551,7 +579,6 @@ def profile_docs(gold_path: str | Path, cfg, encoder, linker, candidates=None, t
     method, else `link.candidate_pairs` over the configured window and top-k).
     `typer` ((units, embeddings) -> retyped units, see `link.unit_typer`) replaces the
     cue types before linking; structural types are then settled from the edges as in the pipeline."""
-    from .export import to_reasoningflow
     from .graph import build_graphs
     from .link import LinkInput, candidate_pairs
     from .load import iter_traces

@@ -1,5 +1,29 @@
 """Export Thought Graphs from a run's graphs.jsonl: ReasoningFlow documents (spec section 7; node
 offsets into the original response text, answer units included), GraphML, or node-link JSON.
+
+ReasoningFlow edges run from the earlier (premise) node to the later one, so our backward edges
+(critique, synthesis, repetition: j -> i) are written i -> j; the edge type says the direction.
+Each edge type, critique by polarity, has its own label (RF_EDGE_LABELS), so the labels alone give
+our types back: `thinkprobe.evalgold` reads a document whose metadata annotator is "thinkprobe"
+through the inverse of this table (exactly), and any other document through spec section 7.
+
+    inference           reason:infer            elaboration   reason:elaborate-fact
+    branch              plan:proceed            repetition    reason:restate
+    critique affirm     reflect:positive        synthesis     validate:support
+    critique negate     reflect:negative
+    critique uncertain  reflect:uncertain       (a critique without polarity is written uncertain)
+
+What a reader who applies ReasoningFlow's own meanings (spec section 7) instead of this table
+loses, and only this: synthesis has no ReasoningFlow label. Its faithful reading is reason:infer
+(the synthesising unit is inferred from each earlier segment it draws together), which is our
+inference's label; validate:support is the closest label that is free and that spec section 7 also
+reads as inference, but in ReasoningFlow it says the later unit agrees with an independently
+derived earlier one, not that it combines several. Either way such a reader, like eval-gold's
+scoring, counts synthesis as inference. And plan:proceed means branch there only into an
+assumption node: a branch into a unit not typed EXP (written reasoning, planning, ...) reads as
+elaboration. Node labels lose SYN alone: it is written reasoning (ReasoningFlow has no synthesis
+node) and reads back as RSN, as eval-gold scores it; a CRT unit is a reflection node that its
+critique edge, an incoming reflect:*, marks as CRT (spec section 7).
 """
 from __future__ import annotations
 
@@ -10,14 +34,17 @@ import networkx as nx
 
 from .records import iter_graph_records
 
-__all__ = ["iter_graph_records", "to_reasoningflow", "to_networkx", "export"]
+__all__ = ["iter_graph_records", "to_reasoningflow", "to_networkx", "export", "RF_EDGE_LABELS", "EXPORT_ANNOTATOR"]
 
-# Our edge types written as the closest ReasoningFlow labels (the inverse of spec section 7's mapping).
-_RF_EDGE = {
-    "inference": "reason:infer", "elaboration": "reason:elaborate-fact", "branch": "plan:proceed",
-    "synthesis": "reason:infer", "repetition": "reason:restate",
+# (our edge type, critique polarity) -> the ReasoningFlow label written; one label each (see above).
+RF_EDGE_LABELS: dict[tuple[str, str], str] = {
+    ("inference", ""): "reason:infer", ("elaboration", ""): "reason:elaborate-fact", ("branch", ""): "plan:proceed",
+    ("critique", "affirm"): "reflect:positive", ("critique", "negate"): "reflect:negative",
+    ("critique", "uncertain"): "reflect:uncertain", ("synthesis", ""): "validate:support",
+    ("repetition", ""): "reason:restate",
 }
-_RF_CRITIQUE = {"affirm": "reflect:positive", "negate": "reflect:negative", "uncertain": "reflect:uncertain"}
+# The metadata annotator of the documents written here: it tells readers to use RF_EDGE_LABELS.
+EXPORT_ANNOTATOR = "thinkprobe"
 _RF_NODE = {"FAC": "fact", "RSN": "reasoning", "EXP": "assumption", "SYN": "reasoning", "CRT": "reflection",
             "MET": "planning", "CON": "conclusion", "RPT": "restatement"}
 
@@ -52,16 +79,16 @@ def to_reasoningflow(rec: dict) -> dict:
                       "thinkprobe_type": u["type"], "section": u["section"]})
     edges = []
     for k, e in enumerate(rec["edges"]):
-        label = _RF_CRITIQUE[e["polarity"] or "uncertain"] if e["type"] == "critique" else _RF_EDGE[e["type"]]
-        # ReasoningFlow edges run from the earlier (premise) node to the node that uses it.
+        polarity = (e["polarity"] or "uncertain") if e["type"] == "critique" else ""
         src, dst = sorted((e["src"], e["dst"]))
-        edges.append({"id": f"e{k}", "source_node_id": f"resp{src}", "dest_node_id": f"resp{dst}", "label": label,
+        edges.append({"id": f"e{k}", "source_node_id": f"resp{src}", "dest_node_id": f"resp{dst}",
+                      "label": RF_EDGE_LABELS[e["type"], polarity],
                       "thinkprobe_type": e["type"], "polarity": e["polarity"]})
     return {
         "doc_id": rec["trace_id"],
         "raw_text": {"question": rec.get("question") or "", "response": response},
         "metadata": {"generator": rec["model"], "domain": rec["domain"], "correct_answer": rec.get("gold_answer"),
-                     "correctness": rec.get("correct"), "annotator": "thinkprobe", "is_human_annotated": False,
+                     "correctness": rec.get("correct"), "annotator": EXPORT_ANNOTATOR, "is_human_annotated": False,
                      "source": rec["source"],
                      # the response is several pieces (a list of steps, content blocks) joined by thinkprobe
                      **({"joined": rec["provenance"]["joined"]} if rec["provenance"].get("joined") else {})},
