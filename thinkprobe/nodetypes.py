@@ -33,14 +33,22 @@ def provisional_type(cues: Sequence[str], cfg: Config) -> str:
 
 def finalise_type(provisional: str, outgoing: Sequence[Edge]) -> str:
     """Structural types come from the unit's outgoing backward edges: a repetition edge makes
-    RPT, a critique edge CRT, two or more synthesis edges SYN. A critique cue without a
-    critique edge falls back to reasoning."""
+    RPT, a critique edge CRT, two or more synthesis edges SYN, except that a conclusion stays a
+    conclusion when it draws blocks together (its synthesis edges stay: what it states is the
+    conclusion; spec section 2 leaves the order open, and people label such units conclusions).
+    A critique cue without a critique edge falls back to reasoning.
+
+    >>> from thinkprobe.records import Edge
+    >>> syn = [Edge(9, 1, "synthesis"), Edge(9, 4, "synthesis")]
+    >>> finalise_type("RSN", syn), finalise_type("CON", syn), finalise_type("CRT", [])
+    ('SYN', 'CON', 'RSN')
+    """
     kinds = [e.edge_type for e in outgoing]
     if "repetition" in kinds:
         return "RPT"
     if "critique" in kinds:
         return "CRT"
-    if kinds.count("synthesis") >= 2:
+    if kinds.count("synthesis") >= 2 and provisional != "CON":
         return "SYN"
     return "RSN" if provisional == "CRT" else provisional
 
