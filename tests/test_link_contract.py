@@ -25,7 +25,7 @@ from conftest import SAMPLES
 
 DIM = 384  # the pair MLP reads MiniLM-sized embeddings
 POLARITIES = ("affirm", "negate", "uncertain")  # spec: a critique edge carries one
-BACKENDS = ["cue", "pair-mlp", "parser", "cross-encoder-nli", "cross-encoder-7"]
+BACKENDS = ["cue", "pair-mlp", "parser", "parser-lexical", "cross-encoder-nli", "cross-encoder-7"]
 
 
 def sample_sentences() -> list[str]:
@@ -93,6 +93,11 @@ def linker(request, config, tmp_path_factory):
         from thinkprobe.link.parser import init_model_dir
 
         return load_linker(str(init_model_dir(tmp_path_factory.mktemp("parser") / "p", config, seed=0)), config)
+    if name == "parser-lexical":  # the shipped model's features, candidates and decoding, random weights
+        from thinkprobe.link.parser import init_model_dir
+
+        folder = init_model_dir(tmp_path_factory.mktemp("parser") / "p", config, seed=0, lexical_pairs=True)
+        return load_linker(str(folder), config)
     from thinkprobe.link.crossencoder import SEVEN_WAY_LABELS, CrossEncoderLinker
 
     labels = {0: "NEUTRAL", 1: "CONTRADICTION", 2: "ENTAILMENT"} if name == "cross-encoder-nli" else dict(enumerate(SEVEN_WAY_LABELS))

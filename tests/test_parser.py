@@ -8,10 +8,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from thinkprobe.config import Config  # noqa: E402
-from thinkprobe.link.base import PAIR_CLASSES, TYPE_CLASSES, CandidateParams, LinkInput  # noqa: E402
+from thinkprobe.link.base import PAIR_CLASSES, TYPE_CLASSES, CandidateParams, LinkInput, word_index  # noqa: E402
 from thinkprobe.link.parser import (  # noqa: E402
-    ParserFeaturizer, ParserLinker, build_parser_model, distance_bucket, earlier_topk, init_model_dir,
-    pair_class_probs, parser_candidates, trace_features,
+    LEXICAL_PAIR_FEATURES, ParserFeaturizer, ParserLinker, build_parser_model, distance_bucket, earlier_topk,
+    init_model_dir, last_mentions, lexical_pair_features, number_index, pair_class_probs, parser_candidates,
+    trace_features,
 )
 from thinkprobe.records import ThoughtUnit  # noqa: E402
 
@@ -125,3 +126,93 @@ def test_model_folder_round_trip_and_determinism(tmp_path):
     cands = a.candidates(batch[3])
     assert len(cands) == 9 and all(np.all(c < k) for k, c in enumerate(cands))
     assert set(PAIR_CLASSES[1:]) >= {e.edge_type if e.edge_type != "critique" else f"critique:{e.polarity}" for es in ea for e in es}
+
+
+def _texts(texts: list[str]) -> list[ThoughtUnit]:
+    out, pos = [], 0
+    for k, t in enumerate(texts):
+        out.append(ThoughtUnit(k, "reasoning", pos, pos + len(t), t, segment=0))
+        pos += len(t) + 1
+    return out
+
+
+def test_lexical_pair_features_match_a_direct_computation():
+    """idf-weighted word cosine, shared numbers (but 0, 1, 2) and last number mention, against a
+    plain Python computation on a trace where each of them matters."""
+    import math
+    import re
+
+    texts = ["The radius is 12 cm and the angle is 30 degrees.", "Hmm, let me think.", "So the area is 144 pi.",
+             "The radius 12 gives a diameter of 24.", "Then 24 and 144 again, with 1 and 2.", "Wait, the angle was 30.",
+             "So the radius is 12 cm.", "Nothing shared here!"]
+    units = _texts(texts)
+    n = len(units)
+    i, j = zip(*[(a, b) for b in range(n) for a in range(b)])
+    i, j = np.array(i), np.array(j)
+    numbers = number_index(units)
+    last = last_mentions(numbers)
+    got = lexical_pair_features(n, i, j, word_index(units), numbers, last)
+    words = [set(re.findall(r"\w+", t.lower())) for t in texts]
+    nums = [set(re.findall(r"\d+(?:\.\d+)?", t)) - {"0", "1", "2"} for t in texts]
+    df = {w: sum(w in s for s in words) for s in words for w in s}
+    idf = {w: math.log(n / c) for w, c in df.items()}
+    for k, (a, b) in enumerate(zip(i, j)):
+        norm = math.sqrt(sum(idf[w] ** 2 for w in words[a])) * math.sqrt(sum(idf[w] ** 2 for w in words[b]))
+        want = sum(idf[w] ** 2 for w in words[a] & words[b]) / norm if norm else 0.0
+        assert got[k, 0] == pytest.approx(want, abs=1e-5)
+        assert got[k, 1] == float(bool(nums[a] & nums[b]))
+        lasts = {max(q for q in range(b) if x in nums[q]) for x in nums[b] if any(x in nums[q] for q in range(b))}
+        assert got[k, 2] == float(a in lasts)
+    assert last[5] == [0] and last[6] == [3] and last[4] == [3, 2]  # 30 in unit 0; 12 last in unit 3; 24 in 3, 144 in 2
+    assert got[(i == 0) & (j == 7)].tolist() == [[0.0, 0.0, 0.0]]
+
+
+def test_number_lookback_adds_the_last_mention_beyond_the_window():
+    texts = ["Let x = 37."] + [f"Step {k} says nothing new." for k in range(3, 12)] + ["Now use 37 again."]
+    units = _texts(texts)
+    emb = _emb(len(units))
+    p = CandidateParams(window=3, top_k=0, plan_lookback=0, conclusion_lookback=0, block_lookback=0, number_lookback=2)
+    topk, _ = earlier_topk(emb, 0, skip=p.window)
+    last = last_mentions(number_index(units))
+    i, j, _ = parser_candidates(units, topk, p, last)
+    n = len(units) - 1
+    assert set(i[j == n].tolist()) == {0, n - 3, n - 2, n - 1}
+    i0, j0, _ = parser_candidates(units, topk, CandidateParams(window=3, top_k=0, plan_lookback=0, conclusion_lookback=0,
+                                                                block_lookback=0), last)
+    assert 0 not in i0[j0 == n].tolist()
+
+
+def test_lexical_features_widen_the_pair_features():
+    cfg = Config.load()
+    units, emb = _units(12), _emb(12)
+    feat = ParserFeaturizer(list(cfg.lexicon), {"question": r"\?\s*$"}, lexical_pairs=True)
+    f = trace_features(units, emb, CandidateParams(window=2, top_k=2), feat)
+    assert f["pf"].shape == (len(f["i"]), feat.pair_size) and feat.pair_size == 16 + LEXICAL_PAIR_FEATURES
+    plain = trace_features(units, emb, CandidateParams(window=2, top_k=2), ParserFeaturizer(list(cfg.lexicon), {"question": r"\?\s*$"}))
+    assert np.array_equal(f["pf"][:, :16], plain["pf"])
+
+
+def test_labels_follow_types_keeps_critique_and_repetition_to_units_typed_so():
+    """With `labels_follow_types`, a pair whose most probable label is critique (repetition) keeps
+    its edge but takes another label unless the later unit is typed CRT (RPT)."""
+    from dataclasses import replace
+
+    from thinkprobe.link.base import decode_edges
+
+    units = [replace(u, node_type=t) for u, t in zip(_units(4), ["RSN", "RSN", "CRT", "RSN"])]
+    i, j = np.array([0, 1, 0, 2]), np.array([1, 2, 3, 3])
+    origin = np.ones(4, dtype=np.int64)
+    probs = np.zeros((4, len(PAIR_CLASSES)), np.float32)
+    crit, inf, rep = PAIR_CLASSES.index("critique:negate"), PAIR_CLASSES.index("inference"), PAIR_CLASSES.index("repetition")
+    probs[:, 0] = 0.1
+    probs[:, crit] = 0.6
+    probs[:, inf] = 0.3
+    probs[3, [crit, rep, inf]] = 0.0, 0.6, 0.3
+    decode = {"threshold_near": 0.5, "threshold_far": 0.5, "force_structural": False}
+    before = decode_edges(units, probs, i, j, origin, decode)
+    after = decode_edges(units, probs, i, j, origin, {**decode, "labels_follow_types": True})
+    kinds = lambda edges: sorted((min(e.src, e.dst), max(e.src, e.dst), e.edge_type) for e in edges)  # noqa: E731
+    backward = lambda edges: [k for k in kinds(edges) if k[2] in ("critique", "repetition")]  # noqa: E731
+    assert backward(before) == [(0, 1, "critique"), (0, 3, "critique"), (1, 2, "critique"), (2, 3, "repetition")]
+    assert backward(after) == [(1, 2, "critique")]  # only unit 2 is typed CRT, and no unit RPT
+    assert {(0, 1, "inference"), (0, 3, "inference"), (2, 3, "inference")} <= set(kinds(after))

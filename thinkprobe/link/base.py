@@ -255,6 +255,7 @@ class CandidateParams:
     plan_lookback: int = 2  # earlier planning (MET-cue) units beyond the window
     conclusion_lookback: int = 3  # earlier conclusion-cue units, for conclusion and critique units
     block_lookback: int = 2  # starts of the unit's topical block and of the blocks before it
+    number_lookback: int = 0  # the parser's: earlier units that last mentioned a number of the unit
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "CandidateParams":
@@ -464,10 +465,22 @@ def shared_pair_features(units: Sequence[ThoughtUnit], i: np.ndarray, j: np.ndar
 
 def decode_edges(units: Sequence[ThoughtUnit], probs: np.ndarray, i: np.ndarray, j: np.ndarray, origin: np.ndarray,
                  decode: Mapping[str, float]) -> list[Edge]:
-    """Edges of one trace from the class probabilities of its candidate pairs (the decoding `pairmlp.TrainedLinker` describes)."""
+    """Edges of one trace from the class probabilities of its candidate pairs (the decoding `pairmlp.TrainedLinker` describes).
+
+    `decode` holds the thresholds on the edge probability (1 - P(none)): `threshold_near` (pairs
+    from the window) and `threshold_far` (the others). `labels_follow_types`: a unit that is not
+    provisionally CRT (RPT) takes no critique (repetition) label; that pair keeps its edge
+    probability and takes its most probable other label, so that a unit's structural type
+    (`nodetypes.finalise_type`) comes from the type head rather than from one pair's label."""
     near = (origin & FROM_WINDOW) > 0
     edge_p = 1.0 - probs[:, 0]
-    label = 1 + np.argmax(probs[:, 1:], axis=1)
+    labels = probs[:, 1:]
+    if decode.get("labels_follow_types") and len(j):
+        labels = labels.copy()
+        kind = np.array([units[b].node_type for b in j])
+        labels[np.ix_(kind != "CRT", [c - 1 for c in CRITIQUE_CLASSES])] = -1.0
+        labels[kind != "RPT", REPETITION_CLASS - 1] = -1.0
+    label = 1 + np.argmax(labels, axis=1)
     if decode.get("plans_elaborate"):
         # A planning unit ("let me double-check") announces a check rather than making it: the
         # pair stays, as an elaboration, and the unit stays MET; the check's verdict critiques.

