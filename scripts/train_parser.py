@@ -590,7 +590,7 @@ unit typed CRT or RPT gets its most probable critique / repetition target in its
 
 `{t['data']}` (ReasoningFlow v1 silver graphs annotated by Gemini-3.1-pro), all traces, long ones
 included ({t['train_traces'] + t['heldout_traces']} with two or more units; generators: {gens}). Each trace was split, encoded
-(bf16 on CPU, as the pipeline does by default on CPUs with native bf16; cosine >= 0.9999 to fp32) and
+(bf16 on CPU, training data only: the pipeline encodes in fp32 on CPU by default; cosine >= 0.9999 to fp32) and
 tiled by our own pipeline; silver nodes were projected onto our units (most overlap) and labels
 mapped as below. Held out: the traces whose sha1(doc_id) falls in the lowest {t['val_frac']:.0%}
 ({t['heldout_traces']} traces); the epoch ({t['best_epoch']} of {t['epochs']}, lowest held-out loss), the type offsets and the thresholds (grid
