@@ -390,7 +390,7 @@ def train(args) -> None:
     log(f"{len(rows)} prepared silver traces of {len(docs)} ({sum(len(r['units']) for r in rows)} units)")
     params = CandidateParams(window=args.window, top_k=args.top_k, plan_lookback=args.plan_lookback,
                              conclusion_lookback=args.conclusion_lookback, block_lookback=args.block_lookback,
-                             number_lookback=args.number_lookback)
+                             number_lookback=args.number_lookback, horizon=args.horizon)
     featurizer = ParserFeaturizer(list(cfg.lexicon), SHAPE_PATTERNS, args.lexical_pairs)
     exs = examples(rows, docs, params, featurizer, log)
     val = [x for x in exs if held_out(x["doc_id"], args.val_frac)]
@@ -577,7 +577,7 @@ unit embeddings of the pipeline (nothing else is loaded; no network), `thinkprob
 Trained jointly: arc BCE + {t['label_weight']} x label CE (positives only, class weights) + {t['type_weight']} x type CE.
 
 Candidates per unit j: {json.dumps(meta['candidates'])}: the window of preceding units, the top-k
-most similar earlier units beyond the window (found block by block, never an n x n matrix), earlier
+most similar earlier units beyond the window{" among the " + str(meta['candidates']['horizon']) + " before j (the horizon: time linear in the length)" if meta['candidates'].get('horizon') else ''} (found block by block, never an n x n matrix), earlier
 planning units, earlier conclusion units for concluding or critiquing units, recent block starts{", the units that last wrote one of j's numbers (number_lookback)" if meta['candidates'].get('number_lookback') else ''}.
 Types: the type head's most probable type after adding per-type offsets to its log-probabilities
 ({d.get('type_offsets')}; fitted on the held-out silver units for macro-F1, `fit_type_offsets`).
@@ -687,7 +687,7 @@ def parse_args(argv=None):
     t.add_argument("--label-weight", type=float, default=0.5)
     t.add_argument("--type-weight", type=float, default=0.5)
     for name, default in (("window", 6), ("top_k", 10), ("plan_lookback", 3), ("conclusion_lookback", 4), ("block_lookback", 3),
-                          ("number_lookback", 0)):
+                          ("number_lookback", 0), ("horizon", 2048)):
         t.add_argument(f"--{name.replace('_', '-')}", type=int, default=default, help=f"candidates: {name}")
     c = sub.add_parser("compare", help="parser vs the old default on silver traces neither trained on")
     c.add_argument("--silver", default=str(SILVER))

@@ -33,18 +33,20 @@ def _emb(n: int, dim: int = 384, seed: int = 0) -> np.ndarray:
     return e / np.linalg.norm(e, axis=1, keepdims=True)
 
 
-@pytest.mark.parametrize("n,k,skip,block", [(1, 3, 0, 512), (7, 3, 0, 2), (40, 5, 6, 7), (40, 50, 2, 512)])
-def test_earlier_topk_matches_the_dense_search(n, k, skip, block):
+@pytest.mark.parametrize("n,k,skip,block,horizon", [(1, 3, 0, 512, 0), (7, 3, 0, 2, 0), (40, 5, 6, 7, 0), (40, 50, 2, 512, 0),
+                                                    (40, 5, 6, 7, 12), (60, 3, 2, 1, 9), (60, 50, 0, 512, 30)])
+def test_earlier_topk_matches_the_dense_search(n, k, skip, block, horizon):
     emb = _emb(n)
     emb[n // 2] = emb[0]  # an exact repeat far back
-    idx, best = earlier_topk(emb, k, skip=skip, block_values=block * n)
+    idx, best = earlier_topk(emb, k, skip=skip, block_values=block * n, horizon=horizon)
     sim = emb @ emb.T
     for j in range(n):
+        lo = max(0, j - horizon) if horizon else 0
         hi = j - skip
-        want = np.argsort(-sim[j, :max(hi, 0)], kind="stable")[:k] if hi > 0 else np.zeros(0, int)
+        want = lo + np.argsort(-sim[j, lo:max(hi, lo)], kind="stable")[:k] if hi > lo else np.zeros(0, int)
         got = idx[j][idx[j] >= 0]
         assert got.tolist() == want.tolist()
-        assert best[j] == pytest.approx(sim[j, :j].max() if j else 0.0, abs=1e-6)
+        assert best[j] == pytest.approx(sim[j, lo:j].max() if j else 0.0, abs=1e-6)
 
 
 def test_candidates_cover_window_similar_and_lookback():

@@ -61,37 +61,46 @@ def distance_bucket(d: np.ndarray) -> np.ndarray:
     return np.searchsorted(np.array(DISTANCE_BUCKETS), d, side="left").astype(np.int64)
 
 
-def earlier_topk(emb: np.ndarray, k: int, skip: int = 0, block_values: int = 1 << 20) -> tuple[np.ndarray, np.ndarray]:
+def earlier_topk(emb: np.ndarray, k: int, skip: int = 0, block_values: int = 1 << 20,
+                 horizon: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """For each unit j, the `k` most similar units among 0 .. j-1-skip (indices, -1 where fewer
     exist, most similar first, ties to the earlier unit) and j's best similarity to any earlier
     unit (0 for the first). Computed in strips of rows of at most `block_values` similarities:
-    memory stays bounded whatever the length, never an n x n matrix.
+    memory stays bounded whatever the length, never an n x n matrix. `horizon` > 0 looks only at
+    the `horizon` units before j (for both), so time is linear in the length too.
 
     >>> e = np.eye(4, dtype=np.float32); e[3] = e[0]
     >>> idx, best = earlier_topk(e, 1)
     >>> idx[:, 0].tolist(), best.tolist()
     ([-1, 0, 0, 0], [0.0, 0.0, 0.0, 1.0])
+    >>> earlier_topk(e, 1, horizon=2)[0][:, 0].tolist()
+    [-1, 0, 0, 1]
     """
     emb = np.asarray(emb, dtype=np.float32)
     n = len(emb)
     idx = np.full((n, max(k, 0)), -1, dtype=np.int64)
     best = np.zeros(n, dtype=np.float32)
-    block = max(1, min(512, block_values // max(n, 1)))
+    width = min(n, horizon + 512) if horizon > 0 else n
+    block = max(1, min(512, block_values // max(width, 1)))
     for s in range(0, n, block):
         e = min(n, s + block)
         if e <= 1:
             continue
+        c0 = max(0, s - horizon) if horizon > 0 else 0
         rows = np.arange(s, e)
-        sim = emb[s:e] @ emb[:e].T  # (rows, e): only the columns these rows can see
-        later = np.arange(e)[None, :] >= rows[:, None]
-        sim[later] = -np.inf
+        cols = np.arange(c0, e)
+        sim = emb[s:e] @ emb[c0:e].T  # (rows, e - c0): only the columns these rows can see
+        sim[cols[None, :] >= rows[:, None]] = -np.inf
+        if horizon > 0:
+            sim[cols[None, :] < (rows - horizon)[:, None]] = -np.inf
         best[s:e] = np.where(rows > 0, sim.max(axis=1), 0.0)
         if not k:
             continue
         if skip:
-            sim[np.arange(e)[None, :] >= (rows - skip)[:, None]] = -np.inf
-        kk = min(k, e)
-        part = np.argpartition(-sim, kk - 1, axis=1)[:, :kk] if kk < e else np.tile(np.arange(e), (len(rows), 1))
+            sim[cols[None, :] >= (rows - skip)[:, None]] = -np.inf
+        w = e - c0
+        kk = min(k, w)
+        part = np.argpartition(-sim, kk - 1, axis=1)[:, :kk] if kk < w else np.tile(np.arange(w), (len(rows), 1))
         vals = np.take_along_axis(sim, part, axis=1)
         # ties at the k-th value: argpartition picks any of them; such rows are redone stably
         kth = vals.min(axis=1)
@@ -100,6 +109,7 @@ def earlier_topk(emb: np.ndarray, k: int, skip: int = 0, block_values: int = 1 <
             vals[r] = sim[r, part[r]]
         order = np.lexsort((part, -vals), axis=1)
         part, vals = np.take_along_axis(part, order, axis=1), np.take_along_axis(vals, order, axis=1)
+        part = part + c0
         part[~np.isfinite(vals)] = -1
         idx[s:e, :kk] = part[:, :k]
     return idx, best
@@ -298,7 +308,7 @@ def trace_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: Candid
     """What the parser reads of one trace: unit features (uf), candidate pairs (i, j, origin), their
     distance buckets (bucket) and pair features (pf). NumPy and numba only (worker processes)."""
     emb = np.asarray(emb, dtype=np.float32)
-    topk, best = earlier_topk(emb, params.top_k, skip=params.window)
+    topk, best = earlier_topk(emb, params.top_k, skip=params.window, horizon=params.horizon)
     numbers = number_index(units) if featurizer.lexical_pairs or params.number_lookback else None
     last = last_mentions(numbers) if numbers is not None else None
     i, j, origin = parser_candidates(units, topk, params, last)
@@ -512,7 +522,7 @@ class ParserLinker:
 
     def candidates(self, item: LinkInput) -> list[np.ndarray]:
         emb = np.asarray(item.embeddings, np.float32)
-        topk, _ = earlier_topk(emb, self.params.top_k, skip=self.params.window)
+        topk, _ = earlier_topk(emb, self.params.top_k, skip=self.params.window, horizon=self.params.horizon)
         last = last_mentions(number_index(item.units)) if self.params.number_lookback else None
         i, j, _ = parser_candidates(item.units, topk, self.params, last)
         bounds = np.searchsorted(j, np.arange(len(item.units) + 1))
