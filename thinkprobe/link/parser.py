@@ -9,13 +9,16 @@ Model (torch, small, CPU-friendly):
 - a contextualizer over the trace's units in order: a BiLSTM (linear in the trace length);
 - an arc scorer for each candidate pair (i < j): an MLP over the two contextual states (as head and
   dependent), their product, a distance-bucket embedding and pair features (cosine, its rank among
-  j's candidates, blocks, word overlap, where the candidate came from). Its outputs are one arc
+  j's candidates, blocks, word overlap, where the candidate came from; with `lexical_pairs`, also
+  idf-weighted word overlap, a shared number, and whether i last wrote one of j's numbers). Its outputs are one arc
   logit (a sigmoid per arc: a unit may have several parents) and edge-label logits;
 - a node-type head on the contextual states.
 
 Candidates per unit j: a window of preceding units, the top-k most similar earlier units found
-block by block (no n x n matrix: memory is O(block x n)) and a cue-driven look-back (last
-planning units, last conclusion units for concluding / critiquing units, recent block starts).
+block by block (no n x n matrix: memory is O(block x n); with a `horizon`, only among the units
+that many before j, so time is linear too), a cue-driven look-back (last planning units, last
+conclusion units for concluding / critiquing units, recent block starts) and, with
+`number_lookback`, the units that last wrote one of j's numbers.
 Decoding reuses `base.decode_edges`: the arc probability and the label distribution become the
 pair-class probabilities the other trained backends give.
 """
