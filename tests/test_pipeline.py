@@ -261,3 +261,31 @@ def test_runs_sharing_one_cache_folder_do_not_lock_each_other_out(tmp_path):
     keys = [cache.key(f"{w}-{k}".encode()) for w in (0, 1) for k in range(60)]
     found = cache.get(keys)
     assert len(found) == 120 and np.array_equal(found[keys[61]]["probs"], np.full((3, 2), 1, np.float32))
+
+
+def test_compare_runs_script_on_a_run_and_itself(sample_run, tmp_path):
+    """scripts/compare_runs.py (docs/findings.md's linker comparison): a run against itself agrees
+    perfectly on every indicator that varies; runs of different traces are refused."""
+    import shutil
+    import subprocess
+    import sys
+
+    out, _ = sample_run
+    script = Path(__file__).resolve().parent.parent / "scripts" / "compare_runs.py"
+    done = subprocess.run([sys.executable, str(script), str(out), str(out)], capture_output=True, text=True, check=True)
+    assert "Thought Units and tokens identical in both runs: True" in done.stdout
+    rows = [line.split(" | ") for line in done.stdout.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    by_name = {r[0].strip("| *"): r for r in rows}
+    assert set(by_name) >= set(INDICATORS)
+    n = len(read_csv(out / "indicators.csv"))
+    for name in INDICATORS:
+        rho, same = by_name[name][1], by_name[name][2]
+        assert same == f"{n}/{n}"
+        values = {r[name] for r in read_csv(out / "indicators.csv")}
+        assert rho == ("1.00" if len(values) > 1 else "–"), name
+    other = tmp_path / "other"
+    shutil.copytree(out, other)
+    lines = (other / "indicators.csv").read_text(encoding="utf-8").splitlines(keepends=True)
+    (other / "indicators.csv").write_text("".join(lines[:-1]), encoding="utf-8")
+    refused = subprocess.run([sys.executable, str(script), str(out), str(other)], capture_output=True, text=True)
+    assert refused.returncode != 0 and "do not hold the same traces" in refused.stderr
