@@ -603,8 +603,9 @@ Retrain (after the one-off data preparation):
 
 {retrain}
 
-(seeded; one torch thread and deterministic algorithms, so a rerun on the same machine should give
-the same weights; not rerun to check. On 2 shared CPU cores: about 25 minutes of encoding once,
+(seeded; one torch thread and deterministic algorithms: a second run of member A's command with
+`--epochs 14` repeated its first 10 epochs' losses and its held-out scores exactly, on the same
+machine. On 2 shared CPU cores: about 25 minutes of encoding once,
 then about 4 minutes per 10 epochs of training (22 s an epoch on one free core) and 1-3 of fitting.)
 
 ## Scores
