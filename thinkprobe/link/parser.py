@@ -366,8 +366,15 @@ def build_parser_model(dim: int, unit_size: int, proj: int = 128, hidden: int = 
         def type_logits(self, h):
             return self.types(h)
 
-        def pair_logits(self, h_flat, gi, gj, bucket, pf):
-            a, b = self.head(h_flat[gi]), self.dep(h_flat[gj])
+        def project(self, h_flat):
+            """Head and dependent projections of every unit's state, computed once per unit."""
+            return self.head(h_flat), self.dep(h_flat)
+
+        def pair_logits(self, h_flat, gi, gj, bucket, pf, projected=None):
+            """Logits of the candidate pairs (gi[k], gj[k]); `projected`: `project(h_flat)`, when
+            the caller scores a trace's pairs in several blocks."""
+            heads, deps = projected if projected is not None else self.project(h_flat)
+            a, b = heads[gi], deps[gj]
             z = a + b + self.bucket(bucket)
             if self.pair is not None:
                 z = z + self.pair(pf)
@@ -469,6 +476,7 @@ def run_parser(model, feats: Sequence[dict], embs: Sequence[np.ndarray], device:
             states = [m.states(et, ut, lens) for m in members]
             types = np.mean([torch.softmax(m.type_logits(h), dim=-1).cpu().numpy() for m, h in zip(members, states)], axis=0)
             flats = [h.reshape(-1, h.shape[-1]) for h in states]
+            projected = [m.project(flat) for m, flat in zip(members, flats)]
             for r, k in enumerate(group):
                 f = feats[k]
                 gi = torch.from_numpy(f["i"] + r * T).to(device)
@@ -477,8 +485,8 @@ def run_parser(model, feats: Sequence[dict], embs: Sequence[np.ndarray], device:
                 probs = np.zeros((len(f["i"]), len(PAIR_CLASSES)), np.float32)
                 for s in range(0, len(f["i"]), block):
                     sl = slice(s, s + block)
-                    probs[sl] = np.mean([pair_class_probs(m.pair_logits(flat, gi[sl], gj[sl], bk[sl], pf[sl])).cpu().numpy()
-                                         for m, flat in zip(members, flats)], axis=0)
+                    probs[sl] = np.mean([pair_class_probs(m.pair_logits(flat, gi[sl], gj[sl], bk[sl], pf[sl], proj)).cpu().numpy()
+                                         for m, flat, proj in zip(members, flats, projected)], axis=0)
                 out[k] = {"types": types[r, : lengths[r]], "probs": probs}
     return out  # type: ignore[return-value]
 
