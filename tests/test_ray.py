@@ -116,3 +116,21 @@ def test_thirty_real_traces_byte_identical(local_ray, shared_data, tmp_path):
     assert local["traces"] == remote["traces"] == 30
     for name in ("indicators.csv", "profile.csv", "stats.json", "graphs.jsonl"):
         assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+
+
+def test_max_units_skips_the_same_traces_on_ray(local_ray, tmp_path):
+    """--max-units on Ray: a trace over the limit is not encoded and lands in errors.jsonl, with
+    the same bytes out as the local engine."""
+    lines = SAMPLES.read_text(encoding="utf-8").splitlines()[:6]
+    src = tmp_path / "six.jsonl"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    full = profile([src], tmp_path / "full", chunk_size=3)
+    sizes = sorted(int(r.split(",")[3]) for r in (tmp_path / "full" / "indicators.csv").read_text().splitlines()[1:])
+    limit = sizes[-2] - 1  # at least the two largest traces go over it
+    local = profile([src], tmp_path / "local", chunk_size=3, max_units=limit)
+    remote = profile([src], tmp_path / "ray", chunk_size=3, max_units=limit, engine="ray", cache_dir=str(tmp_path / "cache"))
+    assert full["errors"] == 0 and local["errors"] == remote["errors"] == sum(s > limit for s in sizes) >= 2
+    errors = [json.loads(x) for x in (tmp_path / "ray" / "errors.jsonl").read_text().splitlines()]
+    assert all(f"over the limit of {limit}" in e["reason"] for e in errors)
+    for name in COMPARED:
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name

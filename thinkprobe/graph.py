@@ -19,7 +19,7 @@ from .records import InputError, ThoughtGraph, ThoughtUnit, Trace
 from .segment import HEADER, tile, unit_spans
 from .timing import StageTimes
 
-__all__ = ["build_graphs", "link_graphs", "units_of", "tile_and_type"]
+__all__ = ["build_graphs", "link_graphs", "units_of", "tile_and_type", "over_unit_limit"]
 
 
 def units_of(trace: Trace, cfg: Config) -> tuple[list[ThoughtUnit], list[int]]:
@@ -49,8 +49,7 @@ def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker:
     with times("split"):
         planned = list(mapper(units_of, traces, repeat(cfg)))
     # A trace over the unit limit is not encoded: it becomes an error, the others go on.
-    max_units = cfg["limits"]["max_units"]
-    too_long = {k: len(units) for k, (units, _) in enumerate(planned) if max_units and len(units) > max_units}
+    too_long = {k: err for k, (units, _) in enumerate(planned) if (err := over_unit_limit(traces[k], len(units), cfg))}
     planned = [([], []) if k in too_long else p for k, p in enumerate(planned)]
     texts = [u.text for units, _ in planned for u in units]
     with times("encode"):
@@ -62,11 +61,20 @@ def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker:
                               (tokens[a:b] for a, b in zip(bounds, bounds[1:])), repeat(cfg)))
     with times("link"):
         link_graphs([g for g in results if isinstance(g, ThoughtGraph)], linker, typer, mapper)
-    for k, n_units in too_long.items():
-        field = traces[k].reasoning.field if traces[k].reasoning else "reasoning"
-        results[k] = InputError(traces[k].source, traces[k].record, field,
-                                f"{n_units} Thought Units, over the limit of {max_units} (raise it with --max-units)")
+    for k, err in too_long.items():
+        results[k] = err
     return results
+
+
+def over_unit_limit(trace: Trace, n_units: int, cfg: Config) -> InputError | None:
+    """The error of a trace split into more Thought Units than the run's `limits.max_units`
+    (--max-units; 0: no limit), or None; such a trace is not encoded (both engines)."""
+    max_units = cfg["limits"]["max_units"]
+    if not max_units or n_units <= max_units:
+        return None
+    field = trace.reasoning.field if trace.reasoning else "reasoning"
+    return InputError(trace.source, trace.record, field,
+                      f"{n_units} Thought Units, over the limit of {max_units} (raise it with --max-units)")
 
 
 def link_graphs(graphs: Sequence[ThoughtGraph], linker: Linker, typer=None, mapper=map) -> None:

@@ -33,7 +33,7 @@ import numpy as np
 
 from .config import Config
 from .encoder import Encoder, make_encoder, resolve_precision
-from .graph import link_graphs, tile_and_type, units_of
+from .graph import link_graphs, over_unit_limit, tile_and_type, units_of
 from .link import load_linker, unit_typer
 from .pipeline import (RunOptions, _chunks, _count, _finish, _manifest, _prepare_parts, _release_memory, assemble,
                        run_traces)
@@ -69,11 +69,15 @@ def _error_line(err: InputError, trace_id: str | None) -> str:
 
 
 def split_stage(batch: dict, cfg: Config) -> dict:
-    """CPU: unit spans of each trace (graph.units_of)."""
+    """CPU: unit spans of each trace (graph.units_of); a trace over --max-units becomes its error
+    line here and is not encoded (as in graph.build_graphs)."""
     out = []
     for idx, s in _rows(batch):
         if "line" not in s:
             s["planned"] = units_of(s["trace"], cfg)
+            err = over_unit_limit(s["trace"], len(s["planned"][0]), cfg)
+            if err is not None:
+                s = {"line": _error_line(err, s["trace"].trace_id)}
         out.append((idx, s))
     return _batch(out)
 
