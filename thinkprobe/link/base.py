@@ -18,7 +18,7 @@ from ..records import Edge, ThoughtUnit
 __all__ = [
     "LinkInput", "Linker", "PAIR_CLASSES", "TYPE_CLASSES", "FORWARD_CLASSES", "CRITIQUE_CLASSES", "REPETITION_CLASS",
     "FROM_WINDOW", "FROM_SIMILARITY", "FROM_LOOKBACK", "SIM_BLOCK", "Similarity", "as_similarity", "CandidateParams", "candidate_pairs", "candidates",
-    "candidate_arrays", "word_index", "jaccard", "decode_edges", "TextFlags", "symbol_rates", "SHARED_PAIR_FEATURES",
+    "candidate_arrays", "word_index", "jaccard", "shared_weight", "decode_edges", "TextFlags", "symbol_rates", "SHARED_PAIR_FEATURES",
     "shared_pair_features", "SHAPE_PATTERNS",
 ]
 
@@ -334,24 +334,32 @@ def word_index(units: Sequence[ThoughtUnit]) -> tuple[np.ndarray, np.ndarray]:
 
 
 @numba.njit(cache=True)
-def jaccard(indptr, ids, a, b):  # pragma: no cover - compiled
-    """Word-set Jaccard of units a[k] and b[k] (sorted id lists intersected by merging)."""
+def shared_weight(indptr, ids, weight, a, b):  # pragma: no cover - compiled
+    """For pairs (a[k], b[k]) of rows of a CSR of sorted ids (`word_index`): the sum of `weight`
+    over the ids both rows hold (sorted id lists intersected by merging); weight 1 counts them."""
     out = np.zeros(len(a), dtype=np.float64)
     for k in range(len(a)):
         p, pe, q, qe = indptr[a[k]], indptr[a[k] + 1], indptr[b[k]], indptr[b[k] + 1]
-        inter = 0
+        total = 0.0
         while p < pe and q < qe:
             if ids[p] == ids[q]:
-                inter += 1
+                total += weight[ids[p]]
                 p += 1
                 q += 1
             elif ids[p] < ids[q]:
                 p += 1
             else:
                 q += 1
-        union = (indptr[a[k] + 1] - indptr[a[k]]) + (indptr[b[k] + 1] - indptr[b[k]]) - inter
-        out[k] = inter / max(1, union)
+        out[k] = total
     return out
+
+
+def jaccard(indptr, ids, a, b):
+    """Word-set Jaccard of units a[k] and b[k]."""
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    inter = shared_weight(indptr, ids, np.ones(int(ids.max()) + 1 if len(ids) else 0), a, b)
+    size = np.diff(indptr)
+    return inter / np.maximum(1, size[a] + size[b] - inter)
 
 
 # Text-shape flags (regular expressions, matched case-insensitively) that scripts/train_linker.py

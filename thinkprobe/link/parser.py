@@ -32,7 +32,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Mapping, Sequence
 
-import numba
 import numpy as np
 
 from ..cache import ScoreCache, through_cache
@@ -41,7 +40,7 @@ from ..provenance import files_digest
 from ..records import Edge, ThoughtUnit
 from .base import (
     FROM_LOOKBACK, FROM_SIMILARITY, FROM_WINDOW, PAIR_CLASSES, SHARED_PAIR_FEATURES, TYPE_CLASSES, CandidateParams,
-    LinkInput, TextFlags, decode_edges, shared_pair_features, symbol_rates, word_index,
+    LinkInput, TextFlags, decode_edges, shared_pair_features, shared_weight, symbol_rates, word_index,
 )
 
 __all__ = [
@@ -159,35 +158,6 @@ def last_mentions(numbers: tuple[np.ndarray, np.ndarray]) -> list[list[int]]:
     return out
 
 
-@numba.njit(cache=True)
-def _overlaps(indptr, ids, weight, norm, nptr, nids, a, b, out):  # pragma: no cover - compiled
-    """For pairs (a[k], b[k]): the idf-weighted cosine of their word sets (column 0) and whether
-    they share a number (column 1); sorted id lists intersected by merging."""
-    for k in range(len(a)):
-        p, pe, q, qe = indptr[a[k]], indptr[a[k] + 1], indptr[b[k]], indptr[b[k] + 1]
-        dot = 0.0
-        while p < pe and q < qe:
-            if ids[p] == ids[q]:
-                dot += weight[ids[p]] * weight[ids[p]]
-                p += 1
-                q += 1
-            elif ids[p] < ids[q]:
-                p += 1
-            else:
-                q += 1
-        den = norm[a[k]] * norm[b[k]]
-        out[k, 0] = dot / den if den > 0 else 0.0
-        p, pe, q, qe = nptr[a[k]], nptr[a[k] + 1], nptr[b[k]], nptr[b[k] + 1]
-        while p < pe and q < qe:
-            if nids[p] == nids[q]:
-                out[k, 1] = 1.0
-                break
-            elif nids[p] < nids[q]:
-                p += 1
-            else:
-                q += 1
-
-
 def lexical_pair_features(n: int, i: np.ndarray, j: np.ndarray, words: tuple[np.ndarray, np.ndarray],
                           numbers: tuple[np.ndarray, np.ndarray], last: Sequence[Sequence[int]]) -> np.ndarray:
     """(m, 3) float32 for candidate pairs (i < j) of a trace of n units: the cosine of their word
@@ -198,13 +168,16 @@ def lexical_pair_features(n: int, i: np.ndarray, j: np.ndarray, words: tuple[np.
     if not len(i):
         return out
     indptr, ids = words
+    a, b = i.astype(np.int64), j.astype(np.int64)
     df = np.bincount(ids, minlength=int(ids.max()) + 1 if len(ids) else 0).astype(np.float64)
-    weight = np.log(max(n, 1) / np.maximum(df, 1.0))
+    weight2 = np.log(max(n, 1) / np.maximum(df, 1.0)) ** 2
     sq = np.zeros(n, dtype=np.float64)
-    np.add.at(sq, np.repeat(np.arange(n), np.diff(indptr)), weight[ids] ** 2)
-    pair = np.zeros((len(i), 2), dtype=np.float64)
-    _overlaps(indptr, ids, weight, np.sqrt(sq), numbers[0], numbers[1], i.astype(np.int64), j.astype(np.int64), pair)
-    out[:, :2] = pair
+    np.add.at(sq, np.repeat(np.arange(n), np.diff(indptr)), weight2[ids])
+    den = np.sqrt(sq[a]) * np.sqrt(sq[b])
+    dot = shared_weight(indptr, ids, weight2, a, b)
+    out[:, 0] = np.where(den > 0, dot / np.where(den > 0, den, 1.0), 0.0)
+    nptr, nids = numbers
+    out[:, 1] = shared_weight(nptr, nids, np.ones(int(nids.max()) + 1 if len(nids) else 0), a, b) > 0
     keys = np.array([a * n + b for b, row in enumerate(last) for a in row], dtype=np.int64)
     out[:, 2] = np.isin(i.astype(np.int64) * n + j, keys)
     return out
