@@ -89,14 +89,12 @@ def linker(request, config, tmp_path_factory):
         return load_linker("cue", config)
     if name == "pair-mlp":
         return load_linker("pair-mlp", config)
-    if name == "parser":  # seeded random weights: the contract holds whatever the training
+    if name.startswith("parser"):  # seeded random weights: the contract holds whatever the training;
+        # parser-lexical: with the shipped model's features, candidates and decoding
         from thinkprobe.link.parser import init_model_dir
 
-        return load_linker(str(init_model_dir(tmp_path_factory.mktemp("parser") / "p", config, seed=0)), config)
-    if name == "parser-lexical":  # the shipped model's features, candidates and decoding, random weights
-        from thinkprobe.link.parser import init_model_dir
-
-        folder = init_model_dir(tmp_path_factory.mktemp("parser") / "p", config, seed=0, lexical_pairs=True)
+        folder = init_model_dir(tmp_path_factory.mktemp("parser") / "p", config, seed=0,
+                                lexical_pairs=name == "parser-lexical")
         return load_linker(str(folder), config)
     from thinkprobe.link.crossencoder import SEVEN_WAY_LABELS, CrossEncoderLinker
 

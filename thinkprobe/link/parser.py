@@ -505,10 +505,8 @@ class ParserLinker:
         return self.cache.stats if self.cache else {}
 
     def candidates(self, item: LinkInput) -> list[np.ndarray]:
-        emb = np.asarray(item.embeddings, np.float32)
-        topk, _ = earlier_topk(emb, self.params.top_k, skip=self.params.window, horizon=self.params.horizon)
-        last = last_mentions(number_index(item.units)) if self.params.number_lookback else None
-        i, j, _ = parser_candidates(item.units, topk, self.params, last)
+        f = trace_features(item.units, item.embeddings, self.params, self.featurizer)  # the pairs it scores
+        i, j = f["i"], f["j"]
         bounds = np.searchsorted(j, np.arange(len(item.units) + 1))
         return [i[bounds[k]:bounds[k + 1]] for k in range(len(item.units))]
 
