@@ -6,7 +6,8 @@ Training data are the silver gemini-3.1-pro graphs of ../shared/data/reasoningfl
 them, long traces included. The human dev set (v0_human_D) is never read here.
 
     python scripts/train_parser.py prepare                  # once: ../cache/silver (CPU: ~25 min on 2 cores)
-    python scripts/train_parser.py train --out models/parser-minilm-bilstm   # the shipped model
+    python scripts/train_parser.py train [options] --out DIR  # one network (the shipped ensemble's
+    python scripts/train_parser.py ensemble A B --out DIR     # members and options: its model card)
     python scripts/train_parser.py compare                  # vs the old default on silver neither trained on
 """
 from __future__ import annotations
@@ -253,8 +254,9 @@ def train_model(train: list[dict], val: list[dict], dim: int, unit_size: int, ar
         arc_t, lab_t = torch.from_numpy(np.concatenate(arc)), torch.from_numpy(np.concatenate(lab))
         arc_loss = torch.nn.functional.binary_cross_entropy_with_logits(logits[:, 0], arc_t)
         if args.listwise and train_mode:
-            far = torch.from_numpy(np.concatenate(bk)) > args.listwise_min_bucket
-            arc_loss = arc_loss + args.listwise * listwise_loss(logits[far, 0], torch.from_numpy(np.concatenate(gj))[far], arc_t[far])
+            # training only: the held-out loss that picks the epoch stays BCE + label + type
+            scope = torch.from_numpy(np.concatenate(bk)) > args.listwise_min_bucket
+            arc_loss = arc_loss + args.listwise * listwise_loss(logits[scope, 0], torch.from_numpy(np.concatenate(gj))[scope], arc_t[scope])
         pos = lab_t > 0
         label_loss = (torch.nn.functional.cross_entropy(logits[pos][:, 1:], lab_t[pos] - 1, weight=lw[1:])
                       if pos.any() else logits.sum() * 0)
@@ -700,7 +702,7 @@ def parse_args(argv=None):
     t.add_argument("--class-power", type=float, default=0.25)
     t.add_argument("--type-class-power", type=float, default=0.5)
     t.add_argument("--listwise", type=float, default=0.0, help="weight of a per-unit parent-ranking loss (0: none)")
-    t.add_argument("--listwise-min-bucket", type=int, default=-1, help="that loss over candidates in distance buckets above this")
+    t.add_argument("--listwise-min-bucket", type=int, default=-1, help="that loss over the candidates in distance buckets above this (-1: all; 0: 2+ units away)")
     t.add_argument("--label-weight", type=float, default=0.5)
     t.add_argument("--type-weight", type=float, default=0.5)
     for name, default in (("window", 6), ("top_k", 10), ("plan_lookback", 3), ("conclusion_lookback", 4), ("block_lookback", 3),
