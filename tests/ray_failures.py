@@ -8,15 +8,19 @@ test_isolation.tiny_trace(i), ids t0, t1, ...; no other test input uses these id
     t3  tile_and_type raises RuntimeError("boom")
     t5  the encoder (a model stage) runs out of memory on the batch holding its first unit
     t6  link_graphs (a model stage) raises ValueError on any batch holding t6
+    t9  tile_and_type kills its worker process (what a segfault in native code does); never run
+        by a local engine in the test process
 """
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 
 import numpy as np
 
-STUCK, RAISES, OUT_OF_MEMORY, LINK_FAILS = "t2", "t3", "t5", "t6"
+STUCK, RAISES, OUT_OF_MEMORY, LINK_FAILS, CRASHES = "t2", "t3", "t5", "t6", "t9"
 OUT_OF_MEMORY_TEXT = "Okay, we need 5 + 2."  # t5's first Thought Unit
 STUCK_AT_MOST_S = 60  # a stuck trace gives up by itself, so a limit that does not hold fails the test, not hangs it
 
@@ -34,6 +38,8 @@ def _tile(original):
             stuck()
         if trace.trace_id == RAISES:
             raise RuntimeError("boom")
+        if trace.trace_id == CRASHES:
+            os.kill(os.getpid(), signal.SIGSEGV)
         return original(trace, *args, **kwargs)
 
     return tile_and_type

@@ -8,6 +8,8 @@ import gzip
 import json
 import os
 import shutil
+import threading
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -204,6 +206,33 @@ def test_time_limit_holds_in_ray_data_tasks_and_actor_pools(local_ray):
         assert row["stopped"] and row["seconds"] < ray_failures.STUCK_AT_MOST_S / 2
 
 
+def test_time_limit_off_the_main_thread_ends_with_the_block():
+    """The timer path of isolation.time_limit (an actor's thread): the timeout names the limit the
+    user set, is raised even if the block catches it, and never after a block that ended in time."""
+    from thinkprobe.isolation import TraceTimeout, time_limit
+
+    seen = []
+
+    def run():
+        try:
+            with time_limit(0.3, named=10):
+                try:
+                    ray_failures.stuck()
+                except Exception:  # noqa: BLE001 - a block that swallows the timeout
+                    seen.append("caught inside")
+        except TraceTimeout as exc:
+            seen.append(str(exc))
+        with time_limit(0.3):
+            pass
+        time.sleep(0.6)  # past that limit: nothing may be raised now
+        seen.append("no late timeout")
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(ray_failures.STUCK_AT_MOST_S * 2)
+    assert seen == ["caught inside", "took longer than the time limit of 10 s", "no late timeout"]
+
+
 def test_an_encoder_that_does_not_load_stops_the_ray_run(local_ray, tmp_path):
     """A failure of the run, not of a trace: every batch would fail, so the run stops and says why
     instead of listing each trace in errors.jsonl (as the local engine's preflight does)."""
@@ -217,3 +246,14 @@ def test_an_encoder_that_does_not_load_stops_the_ray_run(local_ray, tmp_path):
         profile([src], tmp_path / "out", engine="ray", encoder_path=str(weightless), cache_dir=str(tmp_path / "cache"))
     assert str(weightless) in str(info.value)
     assert not (tmp_path / "out" / "errors.jsonl").exists() and not list((tmp_path / "out" / "parts").glob("0*.jsonl"))
+
+
+def test_a_worker_crash_stops_the_ray_run(local_ray, tmp_path):
+    """A trace that kills its worker process cannot be isolated in-process: Ray tries the task again
+    `ray: crash_retries` times, then the run stops (Ray Data's default retries without end, and the
+    run would hang). Last in the module: it leaves Ray to replace the workers that died."""
+    src = tmp_path / "in.jsonl"
+    src.write_text(tiny_trace(0) + "\n" + tiny_trace(9) + "\n", encoding="utf-8")
+    with pytest.raises(Exception, match="died unexpectedly"):
+        profile([src], tmp_path / "out", engine="ray", chunk_size=1, cache_dir=str(tmp_path / "cache"))
+    assert not (tmp_path / "out" / "errors.jsonl").exists()

@@ -381,15 +381,18 @@ def _run_window(window: list[tuple[int, list]], parts: Path, cfg: Config, opts: 
     if items:
         n_blocks = max(1, min(len(items) // rcfg["batch_traces"], 4 * max(1, int(ray.cluster_resources().get("CPU", 1)))))
         ds = ray.data.from_items(items, override_num_blocks=n_blocks)
-        task = dict(batch_size=rcfg["batch_traces"], batch_format="numpy", **plan.task)
+        # a worker process that dies is retried crash_retries times, then the run stops (Ray Data: without end)
+        retries = rcfg["crash_retries"]
+        actor_retries = dict(max_restarts=retries, max_task_retries=retries)
+        task = dict(batch_size=rcfg["batch_traces"], batch_format="numpy", max_retries=retries, **plan.task)
         ds = ds.map_batches(split_stage, fn_kwargs={"cfg": cfg}, **task)
         ds = ds.map_batches(EncodeStage, fn_constructor_kwargs={"cfg": cfg, "overrides": encoder_overrides},
                             batch_size=rcfg["encode_batch_traces"], batch_format="numpy",
-                            compute=ray.data.ActorPoolStrategy(size=plan.actors), **plan.encoder)
+                            compute=ray.data.ActorPoolStrategy(size=plan.actors), **plan.encoder, **actor_retries)
         ds = ds.map_batches(tile_stage, fn_kwargs={"cfg": cfg}, **task)
         ds = ds.map_batches(LinkStage, fn_constructor_kwargs={"opts": opts, "cfg": cfg, "device": plan.device},
                             batch_size=rcfg["encode_batch_traces"], batch_format="numpy",
-                            compute=ray.data.ActorPoolStrategy(size=plan.actors), **plan.linker)
+                            compute=ray.data.ActorPoolStrategy(size=plan.actors), **plan.linker, **actor_retries)
         ds = ds.map_batches(finish_stage, fn_kwargs={"indicator_cfg": indicator_cfg, "redundancy": redundancy,
                                                      "timeout": _timeout(cfg)}, **task)
         for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
