@@ -25,6 +25,13 @@ def _ratio(r: dict) -> str:
     return {"domain": "≥", "model": "≤", None: ""}[r["floored"]] + f"{r['value']:.1f}"
 
 
+def _eps(e: dict) -> str:
+    """Corrected ε² of model / domain; "–" where stats.json has none (a constant variable, a
+    grouping that could not be tested)."""
+    return " / ".join("–" if e[g].get("eps2_corrected") is None else f"{e[g]['eps2_corrected']:.3f}"
+                      for g in ("model", "domain"))
+
+
 def _effects(run: Path) -> dict[str, dict]:
     stats = json.loads((run / STATS_JSON).read_text(encoding="utf-8"))
     return {e["variable"]: e for e in stats["variables"]}
@@ -59,9 +66,7 @@ def main() -> int:
         same = f"{sum(x == y for x, y in zip(xa, xb))}/{len(ids)}" if name in INDICATORS else "–"
         ea, eb = eff_a[name], eff_b[name]
         shown = name if name in INDICATORS else f"**{name}**"
-        print(f"| {shown} | {'–' if rho is None else f'{rho:.2f}'} | {same} | "
-              f"{ea['model']['eps2_corrected']:.3f} / {ea['domain']['eps2_corrected']:.3f} | "
-              f"{eb['model']['eps2_corrected']:.3f} / {eb['domain']['eps2_corrected']:.3f} | "
+        print(f"| {shown} | {'–' if rho is None else f'{rho:.2f}'} | {same} | {_eps(ea)} | {_eps(eb)} | "
               f"{_ratio(ea['ratio_corrected'])} → {_ratio(eb['ratio_corrected'])} |")
     return 0
 

@@ -6,7 +6,8 @@ Training data are the silver gemini-3.1-pro graphs of ../shared/data/reasoningfl
 them, long traces included. The human dev set (v0_human_D) is never read here.
 
     python scripts/train_parser.py prepare                  # once: ../cache/silver (CPU: ~25 min on 2 cores)
-    python scripts/train_parser.py train --out models/parser-minilm-bilstm   # the shipped model
+    python scripts/train_parser.py train [options] --out DIR  # one network (the shipped ensemble's
+    python scripts/train_parser.py ensemble A B --out DIR     # members and options: its model card)
     python scripts/train_parser.py compare                  # vs the old default on silver neither trained on
 """
 from __future__ import annotations
@@ -192,6 +193,27 @@ def _class_weights(y: np.ndarray, n: int, power: float) -> np.ndarray:
     return np.clip(w / w[counts > 0].min(), 1.0, 10.0).astype(np.float32)
 
 
+def listwise_loss(logit, gj, arc):
+    """Parent ranking: for each unit with a silver parent among its candidates, minus the mean
+    log-softmax, over that unit's candidates, of its parents' arc logits. `logit`, `gj` (the
+    candidates' child units, grouped: sorted by child) and `arc` (0/1) are flat per candidate pair;
+    the groups are laid out as rows of a padded matrix so that torch's log_softmax does the work."""
+    import torch
+
+    if not len(logit):
+        return logit.sum() * 0
+    _, group, counts = torch.unique_consecutive(gj, return_inverse=True, return_counts=True)
+    slot = torch.arange(len(gj)) - (torch.cumsum(counts, 0) - counts)[group]
+    rows = torch.full((len(counts), int(counts.max())), float("-inf")).index_put((group, slot), logit)
+    target = torch.zeros(rows.shape).index_put((group, slot), arc)
+    has = target.sum(dim=1) > 0
+    if not has.any():
+        return logit.sum() * 0
+    target = target[has] / target[has].sum(dim=1, keepdim=True)
+    logp = torch.log_softmax(rows[has], dim=1).masked_fill(target == 0, 0.0)
+    return -(target * logp).sum(dim=1).mean()
+
+
 def train_model(train: list[dict], val: list[dict], dim: int, unit_size: int, args, log=print):
     import torch
 
@@ -231,6 +253,10 @@ def train_model(train: list[dict], val: list[dict], dim: int, unit_size: int, ar
         logits = model.pair_logits(flat, *(torch.from_numpy(np.concatenate(a)) for a in (gi, gj, bk, pf)))
         arc_t, lab_t = torch.from_numpy(np.concatenate(arc)), torch.from_numpy(np.concatenate(lab))
         arc_loss = torch.nn.functional.binary_cross_entropy_with_logits(logits[:, 0], arc_t)
+        if args.listwise and train_mode:
+            # training only: the held-out loss that picks the epoch stays BCE + label + type
+            scope = torch.from_numpy(np.concatenate(bk)) > args.listwise_min_bucket
+            arc_loss = arc_loss + args.listwise * listwise_loss(logits[scope, 0], torch.from_numpy(np.concatenate(gj))[scope], arc_t[scope])
         pos = lab_t > 0
         label_loss = (torch.nn.functional.cross_entropy(logits[pos][:, 1:], lab_t[pos] - 1, weight=lw[1:])
                       if pos.any() else logits.sum() * 0)
@@ -508,7 +534,8 @@ def save(out: Path, args, cfg, params, featurizer, decode, model, dim, stats, do
     training = {"data": Path(args.silver).name, "seed": args.seed, "val_frac": args.val_frac, "epochs": args.epochs,
                 "lr": args.lr, "weight_decay": args.wd, "dropout": args.dropout, "max_units": args.max_units,
                 "class_power": args.class_power, "type_class_power": args.type_class_power,
-                "label_weight": args.label_weight, "type_weight": args.type_weight, **stats}
+                "label_weight": args.label_weight, "type_weight": args.type_weight, "listwise": args.listwise,
+                "listwise_min_bucket": args.listwise_min_bucket, **stats}
     write_model_dir(out, model, featurizer, arch, params, decode, {"config_digest": cfg.digest, "training": training})
     (out / "traces.txt").write_text("".join(f"{d}\t{'heldout' if d in set(held_ids) else 'train'}\n" for d in doc_ids),
                                     encoding="utf-8")
@@ -537,6 +564,10 @@ def model_card(meta: dict, out: Path) -> str:
     flags = " --lexical-pairs" if meta.get("lexical_pairs") else ""
     if meta["candidates"].get("number_lookback"):
         flags += f" --number-lookback {meta['candidates']['number_lookback']}"
+    if t.get("listwise"):
+        flags += f" --listwise {t['listwise']:g}"
+    listwise = (f" + {t['listwise']:g} x parent ranking (for each unit with a silver parent among its candidates, minus the mean "
+                "log-softmax of its parents' arc logits over its candidates: `listwise_loss`, `--listwise`)") if t.get("listwise") else ""
     retrain = (f"    python scripts/train_parser.py prepare && python scripts/train_parser.py train{flags} --out models/{meta['name']}"
                if not meta.get("members") else
                "    python scripts/train_parser.py prepare\n"
@@ -559,7 +590,7 @@ unit embeddings of the pipeline (nothing else is loaded; no network), `thinkprob
 - node-type head on the states: FAC RSN EXP CRT MET CON RPT (provisional; SYN and the final CRT /
   RPT follow from the edges, `nodetypes.finalise_type`).{ens}
 
-Trained jointly: arc BCE + {t['label_weight']} x label CE (positives only, class weights) + {t['type_weight']} x type CE.
+Trained jointly: arc BCE{listwise} + {t['label_weight']} x label CE (positives only, class weights) + {t['type_weight']} x type CE.
 
 Candidates per unit j: {json.dumps(meta['candidates'])}: the window of preceding units, the top-k
 most similar earlier units beyond the window{" among the " + str(meta['candidates']['horizon']) + " before j (the horizon: time linear in the length)" if meta['candidates'].get('horizon') else ''} (found block by block, never an n x n matrix), earlier
@@ -670,6 +701,8 @@ def parse_args(argv=None):
     t.add_argument("--max-units", type=int, default=256, help="padded units per training batch")
     t.add_argument("--class-power", type=float, default=0.25)
     t.add_argument("--type-class-power", type=float, default=0.5)
+    t.add_argument("--listwise", type=float, default=0.0, help="weight of a per-unit parent-ranking loss (0: none)")
+    t.add_argument("--listwise-min-bucket", type=int, default=-1, help="that loss over the candidates in distance buckets above this (-1: all; 0: 2+ units away)")
     t.add_argument("--label-weight", type=float, default=0.5)
     t.add_argument("--type-weight", type=float, default=0.5)
     for name, default in (("window", 6), ("top_k", 10), ("plan_lookback", 3), ("conclusion_lookback", 4), ("block_lookback", 3),

@@ -285,6 +285,16 @@ def test_compare_runs_script_on_a_run_and_itself(sample_run, tmp_path):
         assert rho == ("1.00" if len(values) > 1 else "–"), name
     other = tmp_path / "other"
     shutil.copytree(out, other)
+    # a variable constant in every trace has no effect sizes in stats.json: shown as "–", not a crash
+    stats = json.loads((other / "stats.json").read_text(encoding="utf-8"))
+    untested = stats["variables"][0]
+    for grouping in ("model", "domain"):
+        untested[grouping].update(status="constant", eps2=None, eps2_expected=None, eps2_corrected=None)
+    untested["ratio_corrected"] = {"value": None, "floored": None, "note": "a grouping was not tested"}
+    (other / "stats.json").write_text(json.dumps(stats), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script), str(out), str(other)], capture_output=True, text=True, check=True)
+    [row] = [line.split(" | ") for line in done.stdout.splitlines() if line.split(" | ")[0].strip("| *") == untested["variable"]]
+    assert row[4] == "– / –" and row[3] != "– / –" and row[5].endswith("→ – |"), row
     lines = (other / "indicators.csv").read_text(encoding="utf-8").splitlines(keepends=True)
     (other / "indicators.csv").write_text("".join(lines[:-1]), encoding="utf-8")
     refused = subprocess.run([sys.executable, str(script), str(out), str(other)], capture_output=True, text=True)
