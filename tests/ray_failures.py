@@ -6,6 +6,7 @@ test_isolation.tiny_trace(i), ids t0, t1, ...; no other test input uses these id
 
     t2  stuck in tile_and_type (a per-trace CPU stage) until a time limit stops it
     t3  tile_and_type raises RuntimeError("boom")
+    t4  stuck in link_graphs (a model stage, in an actor's thread) until a time limit stops it
     t5  the encoder (a model stage) runs out of memory on the batch holding its first unit
     t6  link_graphs (a model stage) raises ValueError on any batch holding t6
     t9  tile_and_type kills its worker process (what a segfault in native code does); never run
@@ -20,7 +21,7 @@ import time
 
 import numpy as np
 
-STUCK, RAISES, OUT_OF_MEMORY, LINK_FAILS, CRASHES = "t2", "t3", "t5", "t6", "t9"
+STUCK, RAISES, LINK_STUCK, OUT_OF_MEMORY, LINK_FAILS, CRASHES = "t2", "t3", "t4", "t5", "t6", "t9"
 OUT_OF_MEMORY_TEXT = "Okay, we need 5 + 2."  # t5's first Thought Unit
 STUCK_AT_MOST_S = 60  # a stuck trace gives up by itself, so a limit that does not hold fails the test, not hangs it
 
@@ -56,6 +57,8 @@ def _encode(original):
 
 def _link(original):
     def link_graphs(graphs, *args, **kwargs):
+        if any(g.trace.trace_id == LINK_STUCK for g in graphs):
+            stuck()
         if any(g.trace.trace_id == LINK_FAILS for g in graphs):
             raise ValueError(f"cannot link {LINK_FAILS}")
         return original(graphs, *args, **kwargs)

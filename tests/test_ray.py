@@ -156,35 +156,41 @@ TIMEOUT_S = 10
 
 @pytest.fixture(scope="module")
 def failing_runs(local_ray, tmp_path_factory):
-    """Eight tiny traces, four of which fail in different stages (tests/ray_failures.py), profiled
-    with --trace-timeout by the local engine (the failures monkeypatched in) and on Ray."""
+    """Eight tiny traces, five of which fail in different stages (tests/ray_failures.py), profiled
+    with --trace-timeout by the local engine (the failures monkeypatched in) and on Ray. The model
+    stages take batches of two traces, so that a batch stuck in the linker (the time limit in an
+    actor's thread) waits 2 x TIMEOUT_S at most before its traces are run alone."""
     import thinkprobe.graph as graph
 
     tmp = tmp_path_factory.mktemp("failing")
     src = tmp / "in.jsonl"
     src.write_text("".join(tiny_trace(i) + "\n" for i in range(8)), encoding="utf-8")
+    config = tmp / "small_batches.yaml"
+    config.write_text("ray:\n  encode_batch_traces: 2\n", encoding="utf-8")
     with pytest.MonkeyPatch.context() as mp:
         for target, name, replacement in ray_failures.failing(graph):
             mp.setattr(target, name, replacement)
-        # chunks of one: the stuck trace costs the local engine 2 x TIMEOUT_S (its chunk, then alone)
-        local = profile([src], tmp / "local", chunk_size=1, trace_timeout=TIMEOUT_S)
-    remote = profile([src], tmp / "ray", chunk_size=4, trace_timeout=TIMEOUT_S, engine="ray",
+        # chunks of one: a stuck trace costs the local engine 2 x TIMEOUT_S (its chunk, then alone)
+        local = profile([src], tmp / "local", chunk_size=1, trace_timeout=TIMEOUT_S, config_path=str(config))
+    remote = profile([src], tmp / "ray", chunk_size=4, trace_timeout=TIMEOUT_S, config_path=str(config), engine="ray",
                      cache_dir=str(tmp / "cache"))
     return tmp, src, local, remote
 
 
 def test_failing_traces_are_listed_and_the_ray_run_goes_on(failing_runs):
     tmp, src, local, remote = failing_runs
-    assert (remote["traces"], remote["errors"]) == (local["traces"], local["errors"]) == (4, 4)
-    reasons = {"t2": f"took longer than the time limit of {TIMEOUT_S} s (raise it with --trace-timeout)",
+    assert (remote["traces"], remote["errors"]) == (local["traces"], local["errors"]) == (3, 5)
+    timed_out = f"took longer than the time limit of {TIMEOUT_S} s (raise it with --trace-timeout)"
+    reasons = {"t2": timed_out,
                "t3": "profiling failed: RuntimeError: boom",
+               "t4": timed_out,
                "t5": "ran out of memory while profiling this trace",
                "t6": "profiling failed: ValueError: cannot link t6"}
     errors = [json.loads(x) for x in (tmp / "ray" / "errors.jsonl").read_text().splitlines()]
     assert errors == [{"file": str(src), "record": int(i[1:]), "field": "response", "reason": reason, "trace_id": i}
                       for i, reason in reasons.items()]
     ids = [json.loads(x)["trace_id"] for x in (tmp / "ray" / "graphs.jsonl").read_text().splitlines()]
-    assert ids == ["t0", "t1", "t4", "t7"]
+    assert ids == ["t0", "t1", "t7"]
 
 
 def test_failing_traces_give_the_local_engines_bytes_on_ray(failing_runs):
