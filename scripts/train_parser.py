@@ -367,8 +367,9 @@ DECODE_FLAGS = {"plans_elaborate": True, "force_structural": True, "force_in_win
 OFFSET_GRID = tuple(np.round(np.arange(-1.5, 1.51, 0.25), 2))
 
 
-def unit_type_macro_f1(val: list[dict], probs: list[np.ndarray], offsets) -> float:
-    """Macro-F1 of the provisional types of held-out silver units (those under a silver node)."""
+def unit_type_scores(val: list[dict], probs: list[np.ndarray], offsets) -> tuple[float, np.ndarray]:
+    """Macro-F1 of the provisional types of held-out silver units (those under a silver node), and
+    per type the log of its predicted count over its silver count (0 for a type silver never uses)."""
     from thinkprobe.link import TYPE_CLASSES
     from thinkprobe.link.parser import predict_types
 
@@ -377,28 +378,43 @@ def unit_type_macro_f1(val: list[dict], probs: list[np.ndarray], offsets) -> flo
     pred = pred[gold >= 0]
     gold = gold[gold >= 0]
     f1 = [2 * np.sum((gold == c) & (pred == c)) / max(1, np.sum(gold == c) + np.sum(pred == c)) for c in range(len(TYPE_CLASSES))]
-    return float(np.mean(f1))
+    g, p = np.bincount(gold, minlength=len(TYPE_CLASSES)), np.bincount(pred, minlength=len(TYPE_CLASSES))
+    rate = np.where(g > 0, np.log(np.maximum(p, 0.5) / np.maximum(g, 1)), 0.0)
+    return float(np.mean(f1)), rate
 
 
-def fit_type_offsets(model, val: list[dict], log=print, rounds: int = 3) -> list[float]:
+def fit_type_offsets(model, val: list[dict], log=print, rounds: int = 3, max_rate_ratio: float = 0.0) -> list[float]:
     """Offsets added to the type log-probabilities (one per type) that maximise the macro-F1 of
     the held-out silver units' provisional types: coordinate ascent over OFFSET_GRID, types in
     order, `rounds` passes (training with class weights leaves the head's priors off for macro-F1).
-    A change is kept only when it gains; ties keep the earlier offsets, so the result is determined."""
+    A change is kept only when it gains; ties keep the earlier offsets, so the result is determined.
+
+    `max_rate_ratio` r > 1 keeps every type's predicted count within a factor r of its silver count
+    (the indicators are type rates: a typer that halves a rare type's count flattens the indicator
+    built on it, whatever its F1): the objective is macro-F1 minus the excess of |log(predicted /
+    silver)| over log r, summed over types, so that an offset set inside the band always wins."""
     from thinkprobe.link.parser import run_parser
 
     probs = [r["types"] for r in run_parser(model, val, [x["emb"] for x in val])]
+    bound = np.log(max_rate_ratio) if max_rate_ratio > 1 else np.inf
+
+    def objective(offsets):
+        f1, rate = unit_type_scores(val, probs, offsets)
+        return f1 - float(np.sum(np.maximum(np.abs(rate) - bound, 0.0))), f1, rate
+
     offsets = [0.0] * probs[0].shape[1]
-    best = start = unit_type_macro_f1(val, probs, offsets)
+    best, start, _ = objective(offsets)
     for _ in range(rounds):
         for c in range(len(offsets)):
             for v in OFFSET_GRID:
                 trial = list(offsets)
                 trial[c] = float(v)
-                f = unit_type_macro_f1(val, probs, trial)
-                if f > best + 1e-9:
-                    best, offsets = f, trial
-    log(f"type offsets {offsets}: held-out silver unit type macro-F1 {start:.4f} -> {best:.4f}")
+                value = objective(trial)[0]
+                if value > best + 1e-9:
+                    best, offsets = value, trial
+    _, f1, rate = objective(offsets)
+    log(f"type offsets {offsets}: held-out silver unit type macro-F1 {start:.4f} -> {f1:.4f}; predicted / silver count per type "
+        f"{np.round(np.exp(rate), 2).tolist()}")
     return offsets
 
 
@@ -425,7 +441,7 @@ def train(args) -> None:
         f"{len(val)} held out ({sum(len(x['units']) for x in val)} units)")
     dim = tr[0]["emb"].shape[1]
     model, epoch = train_model(tr, val, dim, featurizer.size, args, log)
-    flags = {**DECODE_FLAGS, "type_offsets": fit_type_offsets(model, val, log)}
+    flags = {**DECODE_FLAGS, "type_offsets": fit_type_offsets(model, val, log, max_rate_ratio=args.type_rate_ratio)}
     decode, held = fit_thresholds(model, val, docs, flags, log, GRID[::2] if args.coarse else GRID)
     row = {"variant": args.variant or "", "context": args.context, "pair_feats": not args.no_pair_feats,
            **{k: getattr(args, k) for k in ("window", "top_k", "epochs", "hidden", "proj", "arc_hidden")},
@@ -506,7 +522,7 @@ def ensemble(args) -> None:
     docs = load_silver(Path(args.silver))
     rows = [r for r in load_prepared(args.cache) if r["doc_id"] in common]
     val = examples(rows, docs, CandidateParams.from_dict(meta["candidates"]), featurizer, log)
-    flags = {**DECODE_FLAGS, "type_offsets": fit_type_offsets(models, val, log)}
+    flags = {**DECODE_FLAGS, "type_offsets": fit_type_offsets(models, val, log, max_rate_ratio=args.type_rate_ratio)}
     decode, held_scores = fit_thresholds(models, val, docs, flags, log)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -516,7 +532,7 @@ def ensemble(args) -> None:
     save_file(state, str(out / "parser.safetensors"))
     new = dict(metas[0])
     new.update(name=out.name, members=[m["model"] for m in metas], decode=decode)
-    new["training"] = {**metas[0]["training"], "heldout_silver": held_scores,
+    new["training"] = {**metas[0]["training"], "heldout_silver": held_scores, "type_rate_ratio": args.type_rate_ratio,
                        "members": [{"folder": Path(m).name, "epochs": mm["training"]["epochs"], "best_epoch": mm["training"]["best_epoch"],
                                     "heldout_silver": mm["training"]["heldout_silver"]} for m, mm in zip(args.members, metas)]}
     (out / "config.json").write_text(json.dumps(new, indent=2) + "\n", encoding="utf-8")
@@ -535,7 +551,7 @@ def save(out: Path, args, cfg, params, featurizer, decode, model, dim, stats, do
                 "lr": args.lr, "weight_decay": args.wd, "dropout": args.dropout, "max_units": args.max_units,
                 "class_power": args.class_power, "type_class_power": args.type_class_power,
                 "label_weight": args.label_weight, "type_weight": args.type_weight, "listwise": args.listwise,
-                "listwise_min_bucket": args.listwise_min_bucket, **stats}
+                "listwise_min_bucket": args.listwise_min_bucket, "type_rate_ratio": args.type_rate_ratio, **stats}
     write_model_dir(out, model, featurizer, arch, params, decode, {"config_digest": cfg.digest, "training": training})
     (out / "traces.txt").write_text("".join(f"{d}\t{'heldout' if d in set(held_ids) else 'train'}\n" for d in doc_ids),
                                     encoding="utf-8")
@@ -568,12 +584,13 @@ def model_card(meta: dict, out: Path) -> str:
         flags += f" --listwise {t['listwise']:g}"
     listwise = (f" + {t['listwise']:g} x parent ranking (for each unit with a silver parent among its candidates, minus the mean "
                 "log-softmax of its parents' arc logits over its candidates: `listwise_loss`, `--listwise`)") if t.get("listwise") else ""
-    retrain = (f"    python scripts/train_parser.py prepare && python scripts/train_parser.py train{flags} --out models/{meta['name']}"
+    rate = f" --type-rate-ratio {t['type_rate_ratio']:g}" if t.get("type_rate_ratio") else ""
+    retrain = (f"    python scripts/train_parser.py prepare && python scripts/train_parser.py train{flags}{rate} --out models/{meta['name']}"
                if not meta.get("members") else
                "    python scripts/train_parser.py prepare\n"
                f"    python scripts/train_parser.py train{flags} --out /tmp/A\n"
                f"    python scripts/train_parser.py train{flags} --layers 2 --hidden 128 --epochs 14 --out /tmp/B\n"
-               f"    python scripts/train_parser.py ensemble /tmp/A /tmp/B --out models/{meta['name']}")
+               f"    python scripts/train_parser.py ensemble /tmp/A /tmp/B{rate} --out models/{meta['name']}")
     return f"""# {meta['name']}: ThinkProbe's trace-level parser (linker and typer)
 
 {"Small torch networks" if meta.get("members") else "One small torch network"} ({size / 1e6:.2f} MB of safetensors weights) over the frozen all-MiniLM-L6-v2
@@ -596,7 +613,7 @@ Candidates per unit j: {json.dumps(meta['candidates'])}: the window of preceding
 most similar earlier units beyond the window{" among the " + str(meta['candidates']['horizon']) + " before j (the horizon: time linear in the length)" if meta['candidates'].get('horizon') else ''} (found block by block, never an n x n matrix), earlier
 planning units, earlier conclusion units for concluding or critiquing units, recent block starts{", the units that last wrote one of j's numbers (number_lookback)" if meta['candidates'].get('number_lookback') else ''}.
 Types: the type head's most probable type after adding per-type offsets to its log-probabilities
-({d.get('type_offsets')}; fitted on the held-out silver units for macro-F1, `fit_type_offsets`).
+({d.get('type_offsets')}; fitted on the held-out silver units for macro-F1, `fit_type_offsets`{"; every type's predicted count kept within a factor " + format(t['type_rate_ratio'], 'g') + " of its silver count, since the indicators are type rates" if t.get('type_rate_ratio') else ""}).
 Decoding (`link.base.decode_edges`): an edge where the arc probability is at least {d['threshold_near']:.2f}
 (window) / {d['threshold_far']:.2f} (beyond), labelled by the most probable label{" (critique and repetition labels only for units typed CRT / RPT: labels follow types)" if d.get('labels_follow_types') else ''}; a planning unit's
 critique pairs become elaborations; every unit but the first gets a forward parent in its window; a
@@ -664,6 +681,9 @@ SHAPE_PATTERNS = {
 }
 
 
+RATE_HELP = "type offsets keep each type's predicted count within this factor of its held-out silver count (0: no bound)"
+
+
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -703,6 +723,7 @@ def parse_args(argv=None):
     t.add_argument("--type-class-power", type=float, default=0.5)
     t.add_argument("--listwise", type=float, default=0.0, help="weight of a per-unit parent-ranking loss (0: none)")
     t.add_argument("--listwise-min-bucket", type=int, default=-1, help="that loss over the candidates in distance buckets above this (-1: all; 0: 2+ units away)")
+    t.add_argument("--type-rate-ratio", type=float, default=0.0, help=RATE_HELP)
     t.add_argument("--label-weight", type=float, default=0.5)
     t.add_argument("--type-weight", type=float, default=0.5)
     for name, default in (("window", 6), ("top_k", 10), ("plan_lookback", 3), ("conclusion_lookback", 4), ("block_lookback", 3),
@@ -716,6 +737,7 @@ def parse_args(argv=None):
     en = sub.add_parser("ensemble", help="stack trained parser folders into one ensemble, thresholds refitted")
     en.add_argument("members", nargs="+")
     en.add_argument("--out", required=True)
+    en.add_argument("--type-rate-ratio", type=float, default=0.0, help=RATE_HELP)
     en.add_argument("--silver", default=str(SILVER))
     en.add_argument("--cache", default=str(REPO.parent / "cache" / "silver"))
     return ap.parse_args(argv)
