@@ -1,13 +1,22 @@
 """`--engine ray` (issue 14) on a local Ray instance with two CPUs: the same bytes as the local
-engine, bad records in errors.jsonl, and a resumed run that skips the committed chunks. The Ray
-run encodes and scores afresh (its own cache folder), so its actors' results are what is compared."""
+engine, bad records in errors.jsonl, a resumed run that skips the committed chunks, and a trace
+that fails (raises, runs out of memory, runs past --trace-timeout) listed in errors.jsonl as the
+local engine lists it while the run goes on. The Ray run encodes and scores afresh (its own cache
+folder), so its actors' results are what is compared. The failures are planted by trace id in every
+worker by tests/ray_failures.py (Ray's worker setup hook); no other input uses those ids."""
 import gzip
 import json
+import os
+import shutil
+import threading
+import time
 
 import pytest
 from click.testing import CliRunner
 
-from conftest import SAMPLES
+import ray_failures
+from conftest import REPO, SAMPLES
+from test_isolation import tiny_trace
 from thinkprobe.cli import main
 from thinkprobe.engine import run_profile
 from thinkprobe.pipeline import RunOptions
@@ -26,11 +35,15 @@ BAD = [
 
 @pytest.fixture(scope="module")
 def local_ray():
-    """A local Ray on two CPUs. Ray gives its processes 30 s to register, which a machine busy
+    """A local Ray on two CPUs, its workers with the failures of tests/ray_failures.py (importable
+    by them through PYTHONPATH). Ray gives its processes 30 s to register, which a machine busy
     with other jobs can miss: one more try then."""
+    path = os.pathsep.join([str(REPO / "tests"), str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+    runtime_env = {"env_vars": {"PYTHONPATH": path}, "worker_process_setup_hook": "ray_failures.install"}
     for attempt in (1, 2):
         try:
-            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
+                     runtime_env=runtime_env)
             break
         except Exception:
             ray.shutdown()
@@ -134,3 +147,119 @@ def test_max_units_skips_the_same_traces_on_ray(local_ray, tmp_path):
     assert all(f"over the limit of {limit}" in e["reason"] for e in errors)
     for name in COMPARED:
         assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+
+
+# --------------------------------------------------------------------------- failure isolation
+
+TIMEOUT_S = 10
+
+
+@pytest.fixture(scope="module")
+def failing_runs(local_ray, tmp_path_factory):
+    """Eight tiny traces, five of which fail in different stages (tests/ray_failures.py), profiled
+    with --trace-timeout by the local engine (the failures monkeypatched in) and on Ray. The model
+    stages take batches of two traces, so that a batch stuck in the linker (the time limit in an
+    actor's thread) waits 2 x TIMEOUT_S at most before its traces are run alone."""
+    import thinkprobe.graph as graph
+
+    tmp = tmp_path_factory.mktemp("failing")
+    src = tmp / "in.jsonl"
+    src.write_text("".join(tiny_trace(i) + "\n" for i in range(8)), encoding="utf-8")
+    config = tmp / "small_batches.yaml"
+    config.write_text("ray:\n  encode_batch_traces: 2\n", encoding="utf-8")
+    with pytest.MonkeyPatch.context() as mp:
+        for target, name, replacement in ray_failures.failing(graph):
+            mp.setattr(target, name, replacement)
+        # chunks of one: a stuck trace costs the local engine 2 x TIMEOUT_S (its chunk, then alone)
+        local = profile([src], tmp / "local", chunk_size=1, trace_timeout=TIMEOUT_S, config_path=str(config))
+    remote = profile([src], tmp / "ray", chunk_size=4, trace_timeout=TIMEOUT_S, config_path=str(config), engine="ray",
+                     cache_dir=str(tmp / "cache"))
+    return tmp, src, local, remote
+
+
+def test_failing_traces_are_listed_and_the_ray_run_goes_on(failing_runs):
+    tmp, src, local, remote = failing_runs
+    assert (remote["traces"], remote["errors"]) == (local["traces"], local["errors"]) == (3, 5)
+    timed_out = f"took longer than the time limit of {TIMEOUT_S} s (raise it with --trace-timeout)"
+    reasons = {"t2": timed_out,
+               "t3": "profiling failed: RuntimeError: boom",
+               "t4": timed_out,
+               "t5": "ran out of memory while profiling this trace",
+               "t6": "profiling failed: ValueError: cannot link t6"}
+    errors = [json.loads(x) for x in (tmp / "ray" / "errors.jsonl").read_text().splitlines()]
+    assert errors == [{"file": str(src), "record": int(i[1:]), "field": "response", "reason": reason, "trace_id": i}
+                      for i, reason in reasons.items()]
+    ids = [json.loads(x)["trace_id"] for x in (tmp / "ray" / "graphs.jsonl").read_text().splitlines()]
+    assert ids == ["t0", "t1", "t7"]
+
+
+def test_failing_traces_give_the_local_engines_bytes_on_ray(failing_runs):
+    tmp, _, _, _ = failing_runs
+    for name in COMPARED:
+        assert (tmp / "ray" / name).read_bytes() == (tmp / "local" / name).read_bytes(), name
+
+
+def test_time_limit_holds_in_ray_data_tasks_and_actor_pools(local_ray):
+    """Where Ray Data calls a map_batches function on this Ray version: a task's in its worker's
+    main thread (the time limit is SIGALRM there), an actor pool's in a thread of the actor's own
+    (SIGALRM cannot work there; a timer raises in that thread). The limit stops a stuck block in both."""
+    ds = ray.data.range(1, override_num_blocks=1)
+    task = ds.map_batches(ray_failures.limited_task, batch_size=None, num_cpus=0.5).take_all()
+    actor = ds.map_batches(ray_failures.LimitedActor, batch_size=None, num_cpus=0.5,
+                           compute=ray.data.ActorPoolStrategy(size=1)).take_all()
+    assert [r["main_thread"] for r in task] == [True] and [r["main_thread"] for r in actor] == [False]
+    for row in task + actor:
+        assert row["stopped"] and row["seconds"] < ray_failures.STUCK_AT_MOST_S / 2
+
+
+def test_time_limit_off_the_main_thread_ends_with_the_block():
+    """The timer path of isolation.time_limit (an actor's thread): the timeout names the limit the
+    user set, is raised even if the block catches it, and never after a block that ended in time."""
+    from thinkprobe.isolation import TraceTimeout, time_limit
+
+    seen = []
+
+    def run():
+        try:
+            with time_limit(0.3, named=10):
+                try:
+                    ray_failures.stuck()
+                except Exception:  # noqa: BLE001 - a block that swallows the timeout
+                    seen.append("caught inside")
+        except TraceTimeout as exc:
+            seen.append(str(exc))
+        with time_limit(0.3):
+            pass
+        time.sleep(0.6)  # past that limit: nothing may be raised now
+        seen.append("no late timeout")
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(ray_failures.STUCK_AT_MOST_S * 2)
+    assert seen == ["caught inside", "took longer than the time limit of 10 s", "no late timeout"]
+
+
+def test_an_encoder_that_does_not_load_stops_the_ray_run(local_ray, tmp_path):
+    """A failure of the run, not of a trace: every batch would fail, so the run stops and says why
+    instead of listing each trace in errors.jsonl (as the local engine's preflight does)."""
+    from thinkprobe.encoder import default_encoder_path
+
+    weightless = tmp_path / "weightless"
+    shutil.copytree(default_encoder_path(), weightless, ignore=shutil.ignore_patterns("*.safetensors", "*.bin"))
+    src = tmp_path / "in.jsonl"
+    src.write_text(tiny_trace(0) + "\n" + tiny_trace(1) + "\n", encoding="utf-8")
+    with pytest.raises(Exception, match="model.safetensors") as info:
+        profile([src], tmp_path / "out", engine="ray", encoder_path=str(weightless), cache_dir=str(tmp_path / "cache"))
+    assert str(weightless) in str(info.value)
+    assert not (tmp_path / "out" / "errors.jsonl").exists() and not list((tmp_path / "out" / "parts").glob("0*.jsonl"))
+
+
+def test_a_worker_crash_stops_the_ray_run(local_ray, tmp_path):
+    """A trace that kills its worker process cannot be isolated in-process: Ray tries the task again
+    `ray: crash_retries` times, then the run stops (Ray Data's default retries without end, and the
+    run would hang). Last in the module: it leaves Ray to replace the workers that died."""
+    src = tmp_path / "in.jsonl"
+    src.write_text(tiny_trace(0) + "\n" + tiny_trace(9) + "\n", encoding="utf-8")
+    with pytest.raises(Exception, match="died unexpectedly"):
+        profile([src], tmp_path / "out", engine="ray", chunk_size=1, cache_dir=str(tmp_path / "cache"))
+    assert not (tmp_path / "out" / "errors.jsonl").exists()

@@ -2,7 +2,8 @@
 
 A chunk is first profiled as a whole (the encoder and the models see all its traces at once). If
 that raises (any exception, MemoryError, or the time limit), the chunk is profiled again one trace
-at a time and each trace that still fails becomes an error line with the reason. A crash in native
+at a time and each trace that still fails becomes an error line with the reason. The time limit
+holds in any thread (Ray Data runs an actor's batches off the main thread). A crash in native
 code (a segfault) cannot be caught in-process, so a marker file beside the chunk records what was
 running: on --resume a chunk that died is profiled trace by trace, and a trace that died while
 running alone is listed in errors.jsonl instead of being tried again.
@@ -10,6 +11,7 @@ running alone is listed in errors.jsonl instead of being tried again.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import signal
 import threading
@@ -20,7 +22,7 @@ from typing import Callable, Iterator, Sequence
 from .records import InputError, Trace
 from .tables import write_atomic
 
-__all__ = ["TraceLimits", "TraceTimeout", "time_limit", "profile_chunk_isolated", "marker_path"]
+__all__ = ["TraceLimits", "TraceTimeout", "time_limit", "failure_line", "profile_chunk_isolated", "marker_path"]
 
 
 @dataclass(frozen=True)
@@ -37,21 +39,42 @@ class TraceLimits:
 
 
 class TraceTimeout(Exception):
-    """Raised in the main thread when a time limit set by `time_limit` runs out."""
+    """Raised in the block given to `time_limit` when its time runs out."""
+
+
+def _expired(limit: float) -> type[TraceTimeout]:
+    """A TraceTimeout whose message names `limit` even when raised without arguments (the
+    other-thread path can raise only a class in the thread, not an instance)."""
+    message = f"took longer than the time limit of {limit:g} s"
+
+    class Expired(TraceTimeout):
+        def __init__(self, *args):
+            super().__init__(*(args or (message,)))
+
+    Expired.__name__ = Expired.__qualname__ = TraceTimeout.__name__
+    return Expired
 
 
 @contextlib.contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Raise TraceTimeout in the block after `seconds` of wall time (0: no limit). The alarm is a
-    POSIX signal, so the limit holds only in the main thread; elsewhere the block runs unlimited.
-    Native code (a BLAS call, a numba kernel) is interrupted when it returns to Python."""
-    usable = seconds > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if not usable:
+def time_limit(seconds: float, named: float | None = None) -> Iterator[None]:
+    """Raise TraceTimeout in the block after `seconds` of wall time (0: no limit); its message
+    names `named` (default `seconds`: a trace's time left after earlier stages is less than the
+    limit the user set). In the main thread the alarm is a POSIX signal, which also interrupts a
+    sleep or a blocking system call. In any other thread a timer raises the exception in the
+    block's thread (CPython's PyThreadState_SetAsyncExc), taking effect when the thread next runs
+    Python code. Either way, native code that does not return (a BLAS call, a numba kernel; and
+    in another thread a sleep or a blocking read) is interrupted only when it returns to Python."""
+    if seconds <= 0:
         yield
+        return
+    expired = _expired(seconds if named is None else named)
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        with _thread_time_limit(seconds, expired):
+            yield
         return
 
     def expire(signum, frame):
-        raise TraceTimeout(f"took longer than the time limit of {seconds:g} s")
+        raise expired()
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -60,6 +83,37 @@ def time_limit(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def _set_async_exc(thread_id: int, exc: type[BaseException] | None) -> None:
+    # exc None clears an exception set but not raised yet
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc) if exc else None)
+
+
+@contextlib.contextmanager
+def _thread_time_limit(seconds: float, expired: type[TraceTimeout]) -> Iterator[None]:
+    """time_limit off the main thread: a timer thread raises `expired` in this one. The lock makes
+    the end of the block and the timer exclusive, so no exception is raised after the block."""
+    thread_id, lock, state = threading.get_ident(), threading.Lock(), {"done": False, "fired": False}
+
+    def expire():
+        with lock:
+            if not state["done"]:
+                state["fired"] = True
+                _set_async_exc(thread_id, expired)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        with lock:
+            state["done"] = True
+        timer.cancel()
+        if state["fired"]:  # also when the block caught the exception itself and went on
+            _set_async_exc(thread_id, None)
+            raise expired()
 
 
 def marker_path(part: Path) -> Path:
@@ -73,6 +127,12 @@ def _error_line(item, reason: str) -> str:
         error = InputError(item.source, item.record, field, reason)
         return json.dumps({"error": error.as_dict() | {"trace_id": item.trace_id}}, ensure_ascii=False) + "\n"
     return ""  # not reached: load errors cannot fail later
+
+
+def failure_line(item: Trace, exc: BaseException) -> str:
+    """The output line (an errors.jsonl entry) of a trace whose profiling raised `exc`: the one
+    place both engines build it."""
+    return _error_line(item, _reason(exc))
 
 
 def _reason(exc: BaseException) -> str:
@@ -125,5 +185,5 @@ def profile_chunk_isolated(chunk: Sequence, profile_all: Callable[[Sequence], st
             with time_limit(limits.trace_timeout_s):
                 lines.append(profile_one([item]))
         except Exception as exc:  # noqa: BLE001 - the reason goes to errors.jsonl, the run goes on
-            lines.append(_error_line(item, _reason(exc)))
+            lines.append(failure_line(item, exc))
     return "".join(lines)

@@ -25,15 +25,17 @@ import logging
 import os
 import pickle
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from .config import Config
 from .encoder import Encoder, make_encoder, resolve_precision
 from .graph import link_graphs, over_unit_limit, tile_and_type, units_of
+from .isolation import TraceLimits, failure_line, time_limit
 from .link import load_linker, unit_typer
 from .pipeline import (RunOptions, _chunks, _count, _finish, _manifest, _prepare_parts, _release_memory, assemble,
                        run_traces)
@@ -48,8 +50,17 @@ __all__ = ["run_profile_ray", "RayPlan", "plan_resources"]
 
 # ----------------------------------------------------------------------------- rows
 # A row of the dataset is one trace: `idx` (its position in the input stream) and `state`, a
-# pickle of what the stages built so far (dict keys: trace, planned, emb, tok, graph), or of
-# {"line": ...} once its output line (graph or error) is final.
+# pickle of what the stages built so far (dict keys: trace, planned, emb, tok, graph; with
+# --trace-timeout, spent: the seconds the trace has used), or of {"line": ...} once its output
+# line (graph or error) is final.
+#
+# Failure isolation, as in the local engine (isolation.profile_chunk_isolated): a trace whose
+# stage raises (any exception, MemoryError, or --trace-timeout) becomes its errors.jsonl line,
+# built by isolation.failure_line, and the others go on. The per-trace stages run each trace on
+# its own; the model stages (encode, link) call the model on the whole batch first and, if that
+# raises, on each trace alone. The time limit is the trace's over all stages: each stage gives a
+# trace alone the time it has left; a model stage's whole batch gets its traces' time left
+# together (as a local chunk gets the limit times its traces), and its time is not charged.
 
 
 def _rows(batch: dict) -> Iterator[tuple[int, dict]]:
@@ -68,18 +79,65 @@ def _error_line(err: InputError, trace_id: str | None) -> str:
     return _finish(err, trace_id, {}, None)
 
 
+def _left(s: dict, timeout: float) -> float:
+    """Seconds the trace of state `s` has left under the time limit (0: no limit). One that has
+    used it all still gets a moment, so that the limit, not a missing one, stops it."""
+    return max(timeout - s.get("spent", 0.0), 1e-3) if timeout else 0.0
+
+
+def _alone(s: dict, step: Callable[[dict], dict], timeout: float) -> dict:
+    """`step(s)` for one trace, under the time it has left: the new state, or the trace's error
+    line if the step raised."""
+    trace = s["trace"] if "trace" in s else s["graph"].trace
+    spent, start = s.get("spent", 0.0), time.monotonic()
+    try:
+        with time_limit(_left(s, timeout), named=timeout):
+            s = step(s)
+    except Exception as exc:  # noqa: BLE001 - the reason goes to errors.jsonl, the run goes on
+        return {"line": failure_line(trace, exc)}
+    if timeout and "line" not in s:
+        s["spent"] = spent + time.monotonic() - start
+    return s
+
+
+def _each(batch: dict, step: Callable[[dict], dict], timeout: float) -> list[tuple[int, dict]]:
+    """The rows of `batch`, each pending one through `step` alone."""
+    return [(idx, s if "line" in s else _alone(s, step, timeout)) for idx, s in _rows(batch)]
+
+
+def _whole_then_each(batch: dict, step: Callable[[list[dict]], None], timeout: float,
+                     preflight: Callable[[], object] | None = None) -> dict:
+    """`step(states)` (which fills the states in place) on the pending rows of `batch` at once;
+    if it raises, `preflight()` (which raises a failure of the run rather than of a trace, such
+    as an encoder whose weights do not load) and then `step` on each row alone."""
+    rows = list(_rows(batch))
+    todo = [s for _, s in rows if "line" not in s]
+    if not todo:
+        return batch
+    try:
+        with time_limit(sum(_left(s, timeout) for s in todo), named=timeout):
+            step(todo)
+        return _batch(rows)
+    except Exception:  # noqa: BLE001 - any failure of one trace: find it by running them one by one
+        if preflight is not None:
+            preflight()
+
+    def one(s: dict) -> dict:
+        step([s])
+        return s
+
+    return _batch(_each(batch, one, timeout))  # states afresh from the batch: the failed call may have filled some
+
+
 def split_stage(batch: dict, cfg: Config) -> dict:
     """CPU: unit spans of each trace (graph.units_of); a trace over --max-units becomes its error
     line here and is not encoded (as in graph.build_graphs)."""
-    out = []
-    for idx, s in _rows(batch):
-        if "line" not in s:
-            s["planned"] = units_of(s["trace"], cfg)
-            err = over_unit_limit(s["trace"], len(s["planned"][0]), cfg)
-            if err is not None:
-                s = {"line": _error_line(err, s["trace"].trace_id)}
-        out.append((idx, s))
-    return _batch(out)
+    def split(s: dict) -> dict:
+        planned = units_of(s["trace"], cfg)
+        err = over_unit_limit(s["trace"], len(planned[0]), cfg)
+        return {"line": _error_line(err, s["trace"].trace_id)} if err is not None else s | {"planned": planned}
+
+    return _batch(_each(batch, split, _timeout(cfg)))
 
 
 class EncodeStage:
@@ -93,26 +151,24 @@ class EncodeStage:
     def __call__(self, batch: dict) -> dict:
         if not hasattr(self.local, "encoder"):  # the weights themselves are loaded once per process
             self.local.encoder = make_encoder(self.cfg, self.overrides)
-        rows = list(_rows(batch))
-        todo = [s for _, s in rows if "line" not in s]
-        texts = [u.text for s in todo for u in s["planned"][0]]
-        emb, tok = self.local.encoder.encode_and_count(texts)
-        bounds = np.cumsum([0] + [len(s["planned"][0]) for s in todo])
-        for s, a, b in zip(todo, bounds, bounds[1:]):
-            s["emb"], s["tok"] = emb[a:b], tok[a:b]
-        return _batch(rows)
+        encoder = self.local.encoder
+
+        def encode(states: list[dict]) -> None:
+            emb, tok = encoder.encode_and_count([u.text for s in states for u in s["planned"][0]])
+            bounds = np.cumsum([0] + [len(s["planned"][0]) for s in states])
+            for s, a, b in zip(states, bounds, bounds[1:]):
+                s["emb"], s["tok"] = emb[a:b], tok[a:b]
+
+        return _whole_then_each(batch, encode, _timeout(self.cfg), preflight=lambda: encoder.model)
 
 
 def tile_stage(batch: dict, cfg: Config) -> dict:
     """CPU: TextTiling blocks, cue types and unit features (graph.tile_and_type)."""
-    out = []
-    for idx, s in _rows(batch):
-        if "line" not in s:
-            trace = s["trace"]
-            g = tile_and_type(trace, s.pop("planned"), s.pop("emb"), s.pop("tok"), cfg)
-            s = {"line": _error_line(g, trace.trace_id)} if isinstance(g, InputError) else {"graph": g}
-        out.append((idx, s))
-    return _batch(out)
+    def tile(s: dict) -> dict:
+        g = tile_and_type(s["trace"], s["planned"], s["emb"], s["tok"], cfg)
+        return {"line": _error_line(g, s["trace"].trace_id)} if isinstance(g, InputError) else {"graph": g}
+
+    return _batch(_each(batch, tile, _timeout(cfg)))
 
 
 class LinkStage:
@@ -129,18 +185,22 @@ class LinkStage:
             local.linker = load_linker(opts.linker, self.cfg, model_dir=opts.linker_model, device=self.device,
                                        cache_dir=opts.cache_dir)
             local.typer = unit_typer(local.linker, opts.types, cache_dir=opts.cache_dir)
-        rows = list(_rows(batch))
-        link_graphs([s["graph"] for _, s in rows if "graph" in s], local.linker, local.typer)
-        return _batch(rows)
+        return _whole_then_each(batch, lambda states: link_graphs([s["graph"] for s in states], local.linker, local.typer),
+                                _timeout(self.cfg))
 
 
-def finish_stage(batch: dict, indicator_cfg: dict, redundancy: RedundancyParams) -> dict:
+def finish_stage(batch: dict, indicator_cfg: dict, redundancy: RedundancyParams, timeout: float = 0.0) -> dict:
     """CPU: indicators and the graph record: the output line a local run writes for the trace."""
-    idx, lines = [], []
-    for i, s in _rows(batch):
-        idx.append(i)
-        lines.append(s["line"] if "line" in s else _finish(s["graph"], s["graph"].trace.trace_id, indicator_cfg, redundancy))
-    return {"idx": np.array(idx, dtype=np.int64), "line": np.array(lines + [None], dtype=object)[:-1]}
+    def finish(s: dict) -> dict:
+        return {"line": _finish(s["graph"], s["graph"].trace.trace_id, indicator_cfg, redundancy)}
+
+    rows = _each(batch, finish, timeout)
+    return {"idx": np.array([i for i, _ in rows], dtype=np.int64),
+            "line": np.array([s["line"] for _, s in rows] + [None], dtype=object)[:-1]}
+
+
+def _timeout(cfg: Config) -> float:
+    return TraceLimits.from_config(cfg).trace_timeout_s
 
 
 # ----------------------------------------------------------------------------- resources
@@ -321,17 +381,20 @@ def _run_window(window: list[tuple[int, list]], parts: Path, cfg: Config, opts: 
     if items:
         n_blocks = max(1, min(len(items) // rcfg["batch_traces"], 4 * max(1, int(ray.cluster_resources().get("CPU", 1)))))
         ds = ray.data.from_items(items, override_num_blocks=n_blocks)
-        task = dict(batch_size=rcfg["batch_traces"], batch_format="numpy", **plan.task)
+        # a worker process that dies is retried crash_retries times, then the run stops (Ray Data: without end)
+        retries = rcfg["crash_retries"]
+        actor_retries = dict(max_restarts=retries, max_task_retries=retries)
+        task = dict(batch_size=rcfg["batch_traces"], batch_format="numpy", max_retries=retries, **plan.task)
         ds = ds.map_batches(split_stage, fn_kwargs={"cfg": cfg}, **task)
         ds = ds.map_batches(EncodeStage, fn_constructor_kwargs={"cfg": cfg, "overrides": encoder_overrides},
                             batch_size=rcfg["encode_batch_traces"], batch_format="numpy",
-                            compute=ray.data.ActorPoolStrategy(size=plan.actors), **plan.encoder)
+                            compute=ray.data.ActorPoolStrategy(size=plan.actors), **plan.encoder, **actor_retries)
         ds = ds.map_batches(tile_stage, fn_kwargs={"cfg": cfg}, **task)
         ds = ds.map_batches(LinkStage, fn_constructor_kwargs={"opts": opts, "cfg": cfg, "device": plan.device},
                             batch_size=rcfg["encode_batch_traces"], batch_format="numpy",
-                            compute=ray.data.ActorPoolStrategy(size=plan.actors), **plan.linker)
-        ds = ds.map_batches(finish_stage, fn_kwargs={"indicator_cfg": indicator_cfg, "redundancy": redundancy},
-                            **task)
+                            compute=ray.data.ActorPoolStrategy(size=plan.actors), **plan.linker, **actor_retries)
+        ds = ds.map_batches(finish_stage, fn_kwargs={"indicator_cfg": indicator_cfg, "redundancy": redundancy,
+                                                     "timeout": _timeout(cfg)}, **task)
         for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
             done = set()
             for i, line in zip(batch["idx"], batch["line"]):
