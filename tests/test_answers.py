@@ -227,7 +227,7 @@ def test_no_network_and_no_processes():
 
 
 def test_runs_in_a_temporary_folder_and_another_process():
-    code = f"import os\nHERE = os.getcwd()\nPID = os.getpid()"
+    code = "import os\nHERE = os.getcwd()\nPID = os.getpid()"
     assert run_code_tests(code, [f"assert HERE != {os.getcwd()!r}", f"assert PID != {os.getpid()}",
                                  "assert 'thinkprobe-sandbox' in HERE"])[0] is True
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import REPO, SAMPLES
+from conftest import REPO
 from thinkprobe.cli import main
 from thinkprobe.isolation import TraceTimeout, time_limit
 from thinkprobe.pipeline import RunOptions, run_profile

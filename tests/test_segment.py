@@ -1,6 +1,5 @@
 """Segmentation: the rule-based splitter, filler merging, offsets that tile the text, TextTiling."""
 import json
-import re
 
 import numpy as np
 import pytest
