@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
-from typing import Mapping, Protocol, Sequence
+from typing import Callable, Iterable, Mapping, Protocol, Sequence
 
 import numba
 import numpy as np
@@ -18,7 +18,7 @@ from ..records import Edge, ThoughtUnit
 __all__ = [
     "LinkInput", "Linker", "PAIR_CLASSES", "TYPE_CLASSES", "FORWARD_CLASSES", "CRITIQUE_CLASSES", "REPETITION_CLASS",
     "FROM_WINDOW", "FROM_SIMILARITY", "FROM_LOOKBACK", "SIM_BLOCK", "Similarity", "as_similarity", "CandidateParams", "candidate_pairs", "candidates",
-    "candidate_arrays", "word_index", "jaccard", "shared_weight", "decode_edges", "TextFlags", "symbol_rates", "SHARED_PAIR_FEATURES",
+    "candidate_arrays", "token_index", "word_index", "jaccard", "shared_weight", "shared_count", "decode_edges", "TextFlags", "symbol_rates", "SHARED_PAIR_FEATURES",
     "shared_pair_features", "SHAPE_PATTERNS",
 ]
 
@@ -324,13 +324,19 @@ def candidate_arrays(units: Sequence[ThoughtUnit], sim: "Similarity | np.ndarray
 # ----------------------------------------------------------------------------- features
 
 
-def word_index(units: Sequence[ThoughtUnit]) -> tuple[np.ndarray, np.ndarray]:
-    """Each unit's distinct lower-cased words as sorted ids (CSR: indptr, ids), for word overlap."""
+def token_index(units: Sequence[ThoughtUnit], tokens: Callable[[str], Iterable[str]]) -> tuple[np.ndarray, np.ndarray]:
+    """Each unit's distinct tokens (`tokens(text)`) as sorted ids (CSR: indptr, ids), ids given in
+    order of first appearance in the trace."""
     vocab: dict[str, int] = {}
-    rows = [sorted({vocab.setdefault(w, len(vocab)) for w in _WORDS.findall(u.text.lower())}) for u in units]
+    rows = [sorted({vocab.setdefault(w, len(vocab)) for w in tokens(u.text)}) for u in units]
     indptr = np.zeros(len(rows) + 1, dtype=np.int64)
     indptr[1:] = np.cumsum([len(r) for r in rows])
     return indptr, np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=int(indptr[-1]))
+
+
+def word_index(units: Sequence[ThoughtUnit]) -> tuple[np.ndarray, np.ndarray]:
+    """Each unit's distinct lower-cased words as sorted ids (CSR: indptr, ids), for word overlap."""
+    return token_index(units, lambda text: _WORDS.findall(text.lower()))
 
 
 @numba.njit(cache=True)
@@ -354,10 +360,15 @@ def shared_weight(indptr, ids, weight, a, b):  # pragma: no cover - compiled
     return out
 
 
+def shared_count(indptr, ids, a, b) -> np.ndarray:
+    """For pairs (a[k], b[k]) of rows of a CSR of sorted ids: how many ids both rows hold."""
+    return shared_weight(indptr, ids, np.ones(int(ids.max()) + 1 if len(ids) else 0), a, b)
+
+
 def jaccard(indptr, ids, a, b):
     """Word-set Jaccard of units a[k] and b[k]."""
     a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
-    inter = shared_weight(indptr, ids, np.ones(int(ids.max()) + 1 if len(ids) else 0), a, b)
+    inter = shared_count(indptr, ids, a, b)
     size = np.diff(indptr)
     return inter / np.maximum(1, size[a] + size[b] - inter)
 

@@ -40,7 +40,8 @@ from ..provenance import files_digest
 from ..records import Edge, ThoughtUnit
 from .base import (
     FROM_LOOKBACK, FROM_SIMILARITY, FROM_WINDOW, PAIR_CLASSES, SHARED_PAIR_FEATURES, TYPE_CLASSES, CandidateParams,
-    LinkInput, TextFlags, decode_edges, shared_pair_features, shared_weight, symbol_rates, word_index,
+    LinkInput, TextFlags, decode_edges, shared_count, shared_pair_features, shared_weight, symbol_rates, token_index,
+    word_index,
 )
 
 __all__ = [
@@ -132,12 +133,7 @@ def number_index(units: Sequence[ThoughtUnit]) -> tuple[np.ndarray, np.ndarray]:
     >>> indptr.tolist(), ids.tolist()
     ([0, 1, 3, 3], [0, 0, 1])
     """
-    vocab: dict[str, int] = {}
-    rows = [sorted({vocab.setdefault(x, len(vocab)) for x in _NUMBER.findall(u.text) if x not in _COMMON_NUMBERS})
-            for u in units]
-    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
-    indptr[1:] = np.cumsum([len(r) for r in rows])
-    return indptr, np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=int(indptr[-1]))
+    return token_index(units, lambda text: [x for x in _NUMBER.findall(text) if x not in _COMMON_NUMBERS])
 
 
 def last_mentions(numbers: tuple[np.ndarray, np.ndarray]) -> list[list[int]]:
@@ -177,7 +173,7 @@ def lexical_pair_features(n: int, i: np.ndarray, j: np.ndarray, words: tuple[np.
     dot = shared_weight(indptr, ids, weight2, a, b)
     out[:, 0] = np.where(den > 0, dot / np.where(den > 0, den, 1.0), 0.0)
     nptr, nids = numbers
-    out[:, 1] = shared_weight(nptr, nids, np.ones(int(nids.max()) + 1 if len(nids) else 0), a, b) > 0
+    out[:, 1] = shared_count(nptr, nids, a, b) > 0
     keys = np.array([a * n + b for b, row in enumerate(last) for a in row], dtype=np.int64)
     out[:, 2] = np.isin(i.astype(np.int64) * n + j, keys)
     return out
