@@ -5,7 +5,7 @@ units and embeddings are cached in chunk files under --cache (resumable: finishe
 Training data are the silver gemini-3.1-pro graphs of ../shared/data/reasoningflow/v1, ALL of
 them, long traces included. The human dev set (v0_human_D) is never read here.
 
-    python scripts/train_parser.py prepare                  # once: ../cache/silver (CPU: ~25 min on 2 cores)
+    python scripts/train_parser.py prepare --shards 2       # once: ../cache/silver (CPU: ~11 min on 2 cores)
     python scripts/train_parser.py train [options] --out DIR  # one network (the shipped ensemble's
     python scripts/train_parser.py ensemble A B --out DIR     # members and options: its model card)
     python scripts/train_parser.py compare                  # vs the old default on silver neither trained on
@@ -42,8 +42,9 @@ def load_silver(path: Path) -> list[dict]:
 
 
 def prepare(args) -> None:
-    """Split, encode (bf16 on CPU: training data only) and tile every silver trace; one pickle per
-    chunk of traces in args.cache, skipped when present (an interrupted run resumes)."""
+    """Split, encode (fp32, as the pipeline on CPU; `--bf16`: bfloat16) and tile every silver trace; one
+    pickle per chunk of traces in args.cache, skipped when present (an interrupted run resumes);
+    the precision is recorded in args.cache/meta.json for the model card."""
     import torch
 
     from thinkprobe.encoder import Encoder
@@ -62,6 +63,12 @@ def prepare(args) -> None:
     encoder = Encoder(enc["path"] or None, device="cpu", batch_size=enc["batch_size"], max_seq_length=enc["max_seq_length"],
                       precision="bf16" if args.bf16 else "fp32")
     chunks = [order[s:s + args.chunk] for s in range(0, len(order), args.chunk)]
+    precision = "bf16" if args.bf16 else "fp32"
+    if (cache / "meta.json").exists() and json.loads((cache / "meta.json").read_text(encoding="utf-8"))["precision"] != precision:
+        raise SystemExit(f"{cache} holds traces encoded in another precision than {precision}: use another --cache")
+    if any(cache.glob("chunk_*.pkl")) and not (cache / "meta.json").exists():
+        raise SystemExit(f"{cache} holds traces of an unrecorded precision (bf16 before it was recorded): use another --cache")
+    (cache / "meta.json").write_text(json.dumps({"precision": precision}) + "\n", encoding="utf-8")
     total_chars = sum(len(docs[k]["raw_text"]["response"]) for k in order)
     done_chars, t0, enc_chars = 0, time.time(), 0
     for c, chunk in enumerate(chunks):
@@ -94,6 +101,20 @@ def prepare(args) -> None:
         print(f"chunk {c + 1}/{len(chunks)}: {len(texts)} units; {done_chars / total_chars:.1%} of the text done, "
               f"{el:.0f} s elapsed, ETA {eta:.0f} s", flush=True)
     print("prepared", flush=True)
+
+
+FP32_WORDS = "fp32 on CPU, as the pipeline encodes on CPU"
+# also the models trained before the precision was recorded: bf16 was prepare's default then
+BF16_WORDS = "bf16 on CPU, training data only: the pipeline encodes in fp32 on CPU by default; cosine >= 0.9999 to fp32"
+
+
+def encoding_of(cache: str | Path) -> str | None:
+    """How the prepared cache was encoded, in words for the model card (None: not recorded)."""
+    path = Path(cache) / "meta.json"
+    if not path.exists():
+        return None
+    precision = json.loads(path.read_text(encoding="utf-8"))["precision"]
+    return FP32_WORDS if precision == "fp32" else BF16_WORDS
 
 
 def load_prepared(cache: str | Path) -> list[dict]:
@@ -187,6 +208,27 @@ class BestEpoch:
         return model
 
 
+class WeightMean:
+    """The running mean of a model's weights over the epochs offered (stochastic weight averaging:
+    `--average-last`), summed in float64."""
+
+    def __init__(self):
+        self.total: dict = {}
+        self.count = 0
+
+    def offer(self, model) -> None:
+        for k, w in model.state_dict().items():
+            self.total[k] = self.total.get(k, 0) + w.detach().double()
+        self.count += 1
+
+    def apply(self, model):
+        """`model` with the mean weights, in evaluation mode."""
+        own = model.state_dict()
+        model.load_state_dict({k: (w / self.count).to(own[k].dtype) for k, w in self.total.items()})
+        model.eval()
+        return model
+
+
 def _class_weights(y: np.ndarray, n: int, power: float) -> np.ndarray:
     counts = np.bincount(y[y >= 0], minlength=n).astype(np.float64)
     w = np.where(counts > 0, (counts.max() / np.maximum(counts, 1)) ** power, 0.0)
@@ -262,7 +304,19 @@ def train_model(train: list[dict], val: list[dict], dim: int, unit_size: int, ar
                       if pos.any() else logits.sum() * 0)
         return arc_loss, label_loss, type_loss, len(arc_t)
 
+    def held_out_loss():
+        model.eval()
+        with torch.no_grad():
+            v = np.zeros(3)
+            vg = batches(val, args.max_units, np.random.default_rng(0))
+            for group in vg:
+                a, l, t, _ = losses(val, group, False)
+                v += [float(a), float(l), float(t)]
+            v /= max(len(vg), 1)
+        return v, v[0] + args.label_weight * v[1] + args.type_weight * v[2]
+
     best = BestEpoch()
+    mean = WeightMean()
     t0 = time.time()
     for epoch in range(1, args.epochs + 1):
         model.train()
@@ -276,19 +330,20 @@ def train_model(train: list[dict], val: list[dict], dim: int, unit_size: int, ar
             torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
             opt.step()
             tot += [float(a.detach()), float(l.detach()), float(t.detach())]
-        model.eval()
-        with torch.no_grad():
-            v = np.zeros(3)
-            vg = batches(val, args.max_units, np.random.default_rng(0))
-            for group in vg:
-                a, l, t, _ = losses(val, group, False)
-                v += [float(a), float(l), float(t)]
-            v /= max(len(vg), 1)
-        vloss = v[0] + args.label_weight * v[1] + args.type_weight * v[2]
+        v, vloss = held_out_loss()
         el = time.time() - t0
         log(f"epoch {epoch}/{args.epochs}: train arc/label/type {np.round(tot / len(groups), 4).tolist()}  held-out "
             f"{np.round(v, 4).tolist()} (sum {vloss:.4f}); {el:.0f} s, ETA {el / epoch * (args.epochs - epoch):.0f} s")
         best.offer(vloss, model, epoch)
+        if epoch > args.epochs - args.average_last:
+            mean.offer(model)
+    if args.average_last:
+        # the mean of the last epochs' weights (stochastic weight averaging); no epoch is picked
+        mean.apply(model)
+        v, vloss = held_out_loss()
+        log(f"mean of the weights of epochs {args.epochs - args.average_last + 1}-{args.epochs}: held-out "
+            f"{np.round(v, 4).tolist()} (sum {vloss:.4f}; best single epoch {best.epoch}: {best.value:.4f})")
+        return model.eval(), args.epochs
     best.restore(model)
     log(f"best epoch {best.epoch} (held-out loss {best.value:.4f})")
     return model, best.epoch
@@ -532,8 +587,10 @@ def ensemble(args) -> None:
     save_file(state, str(out / "parser.safetensors"))
     new = dict(metas[0])
     new.update(name=out.name, members=[m["model"] for m in metas], decode=decode)
-    new["training"] = {**metas[0]["training"], "heldout_silver": held_scores, "type_rate_ratio": args.type_rate_ratio,
+    new["training"] = {**metas[0]["training"], "encoding": metas[0]["training"].get("encoding") or encoding_of(args.cache),
+                       "heldout_silver": held_scores, "type_rate_ratio": args.type_rate_ratio,
                        "members": [{"folder": Path(m).name, "epochs": mm["training"]["epochs"], "best_epoch": mm["training"]["best_epoch"],
+                                    "average_last": mm["training"].get("average_last", 0),
                                     "heldout_silver": mm["training"]["heldout_silver"]} for m, mm in zip(args.members, metas)]}
     (out / "config.json").write_text(json.dumps(new, indent=2) + "\n", encoding="utf-8")
     (out / "traces.txt").write_text((Path(args.members[0]) / "traces.txt").read_text(encoding="utf-8"), encoding="utf-8")
@@ -547,15 +604,22 @@ def save(out: Path, args, cfg, params, featurizer, decode, model, dim, stats, do
 
     arch = {"dim": dim, "proj": args.proj, "hidden": args.hidden, "layers": args.layers, "arc_hidden": args.arc_hidden,
             "context": args.context, "pair_feats": not args.no_pair_feats, "pair_size": featurizer.pair_size}
-    training = {"data": Path(args.silver).name, "seed": args.seed, "val_frac": args.val_frac, "epochs": args.epochs,
+    training = {"data": Path(args.silver).name, "encoding": encoding_of(args.cache), "seed": args.seed, "val_frac": args.val_frac, "epochs": args.epochs,
                 "lr": args.lr, "weight_decay": args.wd, "dropout": args.dropout, "max_units": args.max_units,
                 "class_power": args.class_power, "type_class_power": args.type_class_power,
                 "label_weight": args.label_weight, "type_weight": args.type_weight, "listwise": args.listwise,
-                "listwise_min_bucket": args.listwise_min_bucket, "type_rate_ratio": args.type_rate_ratio, **stats}
+                "listwise_min_bucket": args.listwise_min_bucket, "average_last": args.average_last, "type_rate_ratio": args.type_rate_ratio, **stats}
     write_model_dir(out, model, featurizer, arch, params, decode, {"config_digest": cfg.digest, "training": training})
     (out / "traces.txt").write_text("".join(f"{d}\t{'heldout' if d in set(held_ids) else 'train'}\n" for d in doc_ids),
                                     encoding="utf-8")
     (out / "README.md").write_text(model_card(read_model_dir(str(out)), out), encoding="utf-8")
+
+
+def epochs_used(t: dict) -> str:
+    """Which epochs' weights a network has, from its training record."""
+    if t.get("average_last"):
+        return f"weights averaged over epochs {t['epochs'] - t['average_last'] + 1}-{t['epochs']} of {t['epochs']}"
+    return f"best epoch {t['best_epoch']} of {t['epochs']}"
 
 
 def model_card(meta: dict, out: Path) -> str:
@@ -572,7 +636,7 @@ def model_card(meta: dict, out: Path) -> str:
     ens = ""
     if meta.get("members"):
         ens = ("\n\n**An ensemble** of " + str(len(meta["members"])) + " such networks trained alike (" + "; ".join(
-            f"{x['folder']}: {a['layers']}-layer BiLSTM {a['hidden']}, best epoch {x['best_epoch']} of {x['epochs']}, held-out silver "
+            f"{x['folder']}: {a['layers']}-layer BiLSTM {a['hidden']}, {epochs_used(x)}, held-out silver "
             f"edge F1 {x['heldout_silver']['edge_f1']:.3f} / far {x['heldout_silver']['far_edge_f1']:.3f}"
             for x, a in zip(t["members"], meta["members"])) + "); their probabilities are averaged and the thresholds "
             "were refitted for the average (`python scripts/train_parser.py ensemble A B --out DIR`). The description "
@@ -585,12 +649,19 @@ def model_card(meta: dict, out: Path) -> str:
     listwise = (f" + {t['listwise']:g} x parent ranking (for each unit with a silver parent among its candidates, minus the mean "
                 "log-softmax of its parents' arc logits over its candidates: `listwise_loss`, `--listwise`)") if t.get("listwise") else ""
     rate = f" --type-rate-ratio {t['type_rate_ratio']:g}" if t.get("type_rate_ratio") else ""
-    retrain = (f"    python scripts/train_parser.py prepare && python scripts/train_parser.py train{flags}{rate} --out models/{meta['name']}"
+    def own_flags(x, a):
+        return "".join(f" --{name} {value:g}" for name, value, default in (
+            ("layers", a["layers"], 1), ("hidden", a["hidden"], 96), ("epochs", x["epochs"], 10),
+            ("average-last", x.get("average_last", 0), 0)) if value != default)
+
+    folders = [f"/tmp/{chr(65 + k)}" for k in range(len(meta.get("members") or ()))]
+    prepare = "prepare" if t.get("encoding") == FP32_WORDS else "prepare --bf16"
+    retrain = (f"    python scripts/train_parser.py {prepare} && python scripts/train_parser.py train{flags}{own_flags(t, m)}{rate} --out models/{meta['name']}"
                if not meta.get("members") else
-               "    python scripts/train_parser.py prepare\n"
-               f"    python scripts/train_parser.py train{flags} --out /tmp/A\n"
-               f"    python scripts/train_parser.py train{flags} --layers 2 --hidden 128 --epochs 14 --out /tmp/B\n"
-               f"    python scripts/train_parser.py ensemble /tmp/A /tmp/B{rate} --out models/{meta['name']}")
+               f"    python scripts/train_parser.py {prepare}\n" + "".join(
+                   f"    python scripts/train_parser.py train{flags}{own_flags(x, a)} --out {f}\n"
+                   for f, x, a in zip(folders, t["members"], meta["members"])) +
+               f"    python scripts/train_parser.py ensemble {' '.join(folders)}{rate} --out models/{meta['name']}")
     return f"""# {meta['name']}: ThinkProbe's trace-level parser (linker and typer)
 
 {"Small torch networks" if meta.get("members") else "One small torch network"} ({size / 1e6:.2f} MB of safetensors weights) over the frozen all-MiniLM-L6-v2
@@ -623,10 +694,10 @@ unit typed CRT or RPT gets its most probable critique / repetition target in its
 
 `{t['data']}` (ReasoningFlow v1 silver graphs annotated by Gemini-3.1-pro), all traces, long ones
 included ({t['train_traces'] + t['heldout_traces']} with two or more units; generators: {gens}). Each trace was split, encoded
-(bf16 on CPU, training data only: the pipeline encodes in fp32 on CPU by default; cosine >= 0.9999 to fp32) and
+({t.get('encoding') or BF16_WORDS}) and
 tiled by our own pipeline; silver nodes were projected onto our units (most overlap) and labels
 mapped as below. Held out: the traces whose sha1(doc_id) falls in the lowest {t['val_frac']:.0%}
-({t['heldout_traces']} traces); the epoch ({t['best_epoch']} of {t['epochs']}, lowest held-out loss), the type offsets and the thresholds (grid
+({t['heldout_traces']} traces); {"the weights (" + epochs_used(t) + ")" if t.get("average_last") else "the epoch (" + str(t['best_epoch']) + " of " + str(t['epochs']) + ", lowest held-out loss)"}, the type offsets and the thresholds (grid
 0.1-0.7, maximising edge F1 + far-edge F1 scored as eval-gold scores) were chosen on them.
 `traces.txt` lists every trace with its split. {t['train_units']:,} training units, {t['train_pairs']:,} candidate pairs.
 The human-annotated v0 traces (v0_human_D, the dev set) were not used for training, epochs,
@@ -638,7 +709,7 @@ Retrain (after the one-off data preparation):
 
 (seeded; one torch thread and deterministic algorithms: a second run of member A's command with
 `--epochs 14` repeated its first 10 epochs' losses and its held-out scores exactly, on the same
-machine. On 2 shared CPU cores: about 25 minutes of encoding once,
+machine. On 2 shared CPU cores: {"about 11 minutes of fp32 encoding once with `prepare --shards 2`" if prepare == "prepare" else "about 25 minutes of bf16 encoding once on CPUs with bf16 instructions (about 20 times slower on CPUs without them, where fp32 takes 11 minutes but changes the last bits of the training data)"},
 then about 4 minutes per 10 epochs of training (22 s an epoch on one free core) and 1-3 of fitting.)
 
 ## Scores
@@ -695,7 +766,8 @@ def parse_args(argv=None):
     p.add_argument("--shards", type=int, default=1, help="run SHARDS processes, each with its own --shard")
     p.add_argument("--shard", type=int, default=0)
     p.add_argument("--long-chars", type=int, default=20000)
-    p.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=False,
+                   help="encode in bfloat16 (faster only on CPUs with bf16 instructions: 20x slower on one without)")
     t = sub.add_parser("train", help="train, pick the epoch and thresholds on held-out silver, save")
     t.add_argument("--silver", default=str(SILVER))
     t.add_argument("--cache", default=str(REPO.parent / "cache" / "silver"))
@@ -716,6 +788,8 @@ def parse_args(argv=None):
     t.add_argument("--arc-hidden", type=int, default=64)
     t.add_argument("--dropout", type=float, default=0.2)
     t.add_argument("--epochs", type=int, default=10)
+    t.add_argument("--average-last", type=int, default=0,
+                   help="the model is the mean of the weights of the last N epochs (0: the epoch of the lowest held-out loss)")
     t.add_argument("--lr", type=float, default=2e-3)
     t.add_argument("--wd", type=float, default=1e-4)
     t.add_argument("--max-units", type=int, default=256, help="padded units per training batch")

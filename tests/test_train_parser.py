@@ -93,3 +93,27 @@ def test_bounded_type_offsets_keep_every_types_count(train_parser, monkeypatch):
     predicted = [TYPE_CLASSES.index(t) for p in probs for t in parser.predict_types(p, bounded)]
     counts = np.bincount(predicted, minlength=7)
     assert np.allclose(np.exp(rate), np.maximum(counts, 0.5) / np.bincount(gold, minlength=7))
+
+
+def test_weight_mean_is_the_mean_of_the_offered_epochs(train_parser):
+    """`--average-last`: the model ends with the elementwise mean of the weights it had at the
+    epochs offered, whatever it holds when the mean is applied."""
+    gen = torch.Generator().manual_seed(0)
+    model = torch.nn.LSTM(4, 3, batch_first=True)
+    mean = train_parser.WeightMean()
+    seen = []
+    for _ in range(3):
+        with torch.no_grad():
+            for w in model.parameters():
+                w.copy_(torch.randn(w.shape, generator=gen))
+        seen.append({k: w.clone() for k, w in model.state_dict().items()})
+        mean.offer(model)
+    with torch.no_grad():
+        for w in model.parameters():
+            w.zero_()
+    mean.apply(model)
+    assert not model.training
+    for k, w in model.state_dict().items():
+        expected = (seen[0][k] + seen[1][k] + seen[2][k]) / 3
+        assert torch.allclose(w, expected, atol=1e-6)
+        assert not torch.allclose(w, seen[2][k])
