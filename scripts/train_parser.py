@@ -649,6 +649,7 @@ def model_card(meta: dict, out: Path) -> str:
     listwise = (f" + {t['listwise']:g} x parent ranking (for each unit with a silver parent among its candidates, minus the mean "
                 "log-softmax of its parents' arc logits over its candidates: `listwise_loss`, `--listwise`)") if t.get("listwise") else ""
     rate = f" --type-rate-ratio {t['type_rate_ratio']:g}" if t.get("type_rate_ratio") else ""
+
     def own_flags(x, a):
         return "".join(f" --{name} {value:g}" for name, value, default in (
             ("layers", a["layers"], 1), ("hidden", a["hidden"], 96), ("epochs", x["epochs"], 10),
@@ -709,7 +710,7 @@ Retrain (after the one-off data preparation):
 
 (seeded; one torch thread and deterministic algorithms: a second run of member A's command with
 `--epochs 14` repeated its first 10 epochs' losses and its held-out scores exactly, on the same
-machine. On 2 shared CPU cores: {"about 11 minutes of fp32 encoding once with `prepare --shards 2`" if prepare == "prepare" else "about 25 minutes of bf16 encoding once on CPUs with bf16 instructions (about 20 times slower on CPUs without them, where fp32 takes 11 minutes but changes the last bits of the training data)"},
+machine. On 2 shared CPU cores: {"about 11 minutes of fp32 encoding once with `prepare --shards 2`" if prepare == "prepare" else "about 25 minutes of bf16 encoding once on CPUs with bf16 instructions (about 10 times slower on CPUs without them, where fp32 takes 11 minutes but changes the last bits of the training data)"},
 then about 4 minutes per 10 epochs of training (22 s an epoch on one free core) and 1-3 of fitting.)
 
 ## Scores
@@ -767,7 +768,7 @@ def parse_args(argv=None):
     p.add_argument("--shard", type=int, default=0)
     p.add_argument("--long-chars", type=int, default=20000)
     p.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=False,
-                   help="encode in bfloat16 (faster only on CPUs with bf16 instructions: 20x slower on one without)")
+                   help="encode in bfloat16 (faster only on CPUs with bf16 instructions: about 10x slower on one without)")
     t = sub.add_parser("train", help="train, pick the epoch and thresholds on held-out silver, save")
     t.add_argument("--silver", default=str(SILVER))
     t.add_argument("--cache", default=str(REPO.parent / "cache" / "silver"))
