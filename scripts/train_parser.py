@@ -129,12 +129,14 @@ def load_prepared(cache: str | Path) -> list[dict]:
 # ----------------------------------------------------------------------------- held-out split
 
 
-def held_out(doc_id: str, val_frac: float) -> bool:
+def held_out(doc_id: str, val_frac: float, val_start: float = 0.0) -> bool:
     """Whether a silver trace is held out: by a hash of its id, so the split does not depend on
-    which traces are present."""
+    which traces are present. The held-out hashes are [val_start, val_start + val_frac) of the
+    range (another val_start: another fold)."""
     import hashlib
 
-    return int(hashlib.sha1(doc_id.encode()).hexdigest()[:8], 16) % 1000 < val_frac * 1000
+    h = int(hashlib.sha1(doc_id.encode()).hexdigest()[:8], 16) % 1000
+    return val_start * 1000 <= h < (val_start + val_frac) * 1000
 
 
 # ----------------------------------------------------------------------------- data
@@ -490,8 +492,8 @@ def train(args) -> None:
                              number_lookback=args.number_lookback, horizon=args.horizon)
     featurizer = ParserFeaturizer(list(cfg.lexicon), SHAPE_PATTERNS, args.lexical_pairs)
     exs = examples(rows, docs, params, featurizer, log)
-    val = [x for x in exs if held_out(x["doc_id"], args.val_frac)]
-    tr = [x for x in exs if not held_out(x["doc_id"], args.val_frac)]
+    val = [x for x in exs if held_out(x["doc_id"], args.val_frac, args.val_start)]
+    tr = [x for x in exs if not held_out(x["doc_id"], args.val_frac, args.val_start)]
     log(f"{len(tr)} training traces ({sum(len(x['units']) for x in tr)} units, {sum(len(x['i']) for x in tr)} pairs), "
         f"{len(val)} held out ({sum(len(x['units']) for x in val)} units)")
     dim = tr[0]["emb"].shape[1]
@@ -604,7 +606,7 @@ def save(out: Path, args, cfg, params, featurizer, decode, model, dim, stats, do
 
     arch = {"dim": dim, "proj": args.proj, "hidden": args.hidden, "layers": args.layers, "arc_hidden": args.arc_hidden,
             "context": args.context, "pair_feats": not args.no_pair_feats, "pair_size": featurizer.pair_size}
-    training = {"data": Path(args.silver).name, "encoding": encoding_of(args.cache), "seed": args.seed, "val_frac": args.val_frac, "epochs": args.epochs,
+    training = {"data": Path(args.silver).name, "encoding": encoding_of(args.cache), "seed": args.seed, "val_frac": args.val_frac, "val_start": args.val_start, "epochs": args.epochs,
                 "lr": args.lr, "weight_decay": args.wd, "dropout": args.dropout, "max_units": args.max_units,
                 "class_power": args.class_power, "type_class_power": args.type_class_power,
                 "label_weight": args.label_weight, "type_weight": args.type_weight, "listwise": args.listwise,
@@ -697,7 +699,7 @@ unit typed CRT or RPT gets its most probable critique / repetition target in its
 included ({t['train_traces'] + t['heldout_traces']} with two or more units; generators: {gens}). Each trace was split, encoded
 ({t.get('encoding') or BF16_WORDS}) and
 tiled by our own pipeline; silver nodes were projected onto our units (most overlap) and labels
-mapped as below. Held out: the traces whose sha1(doc_id) falls in the lowest {t['val_frac']:.0%}
+mapped as below. Held out: the traces whose sha1(doc_id) falls in the {"lowest " + format(t['val_frac'], '.0%') if not t.get('val_start') else format(t['val_start'], '.0%') + " to " + format(t['val_start'] + t['val_frac'], '.0%')}
 ({t['heldout_traces']} traces); {"the weights (" + epochs_used(t) + ")" if t.get("average_last") else "the epoch (" + str(t['best_epoch']) + " of " + str(t['epochs']) + ", lowest held-out loss)"}, the type offsets and the thresholds (grid
 0.1-0.7, maximising edge F1 + far-edge F1 scored as eval-gold scores) were chosen on them.
 `traces.txt` lists every trace with its split. {t['train_units']:,} training units, {t['train_pairs']:,} candidate pairs.
@@ -779,6 +781,7 @@ def parse_args(argv=None):
     t.add_argument("--coarse", action="store_true", help="threshold grid in steps of 0.1 (design comparisons)")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--val-frac", type=float, default=0.15)
+    t.add_argument("--val-start", type=float, default=0.0, help="held-out hashes from here (another fold: e.g. 0.15)")
     t.add_argument("--context", default="bilstm", choices=("bilstm", "none"))
     t.add_argument("--no-pair-feats", action="store_true")
     t.add_argument("--lexical-pairs", action="store_true",

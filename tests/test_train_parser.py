@@ -117,3 +117,16 @@ def test_weight_mean_is_the_mean_of_the_offered_epochs(train_parser):
         expected = (seen[0][k] + seen[1][k] + seen[2][k]) / 3
         assert torch.allclose(w, expected, atol=1e-6)
         assert not torch.allclose(w, seen[2][k])
+
+
+def test_held_out_folds_are_disjoint_and_the_first_is_unchanged(train_parser):
+    """`--val-start`: another fold of held-out traces, disjoint from the default one, of about the
+    same size; the default split (val_start 0) is the one the shipped models were trained with."""
+    import hashlib
+
+    ids = [f"doc-{k}" for k in range(3000)]
+    first = {d for d in ids if train_parser.held_out(d, 0.15)}
+    second = {d for d in ids if train_parser.held_out(d, 0.15, 0.15)}
+    assert not first & second
+    assert 0.12 < len(first) / len(ids) < 0.18 and 0.12 < len(second) / len(ids) < 0.18
+    assert first == {d for d in ids if int(hashlib.sha1(d.encode()).hexdigest()[:8], 16) % 1000 < 150}
