@@ -60,13 +60,14 @@ def prepare(args) -> None:
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
     enc = cfg["encoder"]
-    encoder = Encoder(enc["path"] or None, device="cpu", batch_size=enc["batch_size"], max_seq_length=enc["max_seq_length"],
-                      precision="bf16" if args.bf16 else "fp32")
-    chunks = [order[s:s + args.chunk] for s in range(0, len(order), args.chunk)]
     precision = "bf16" if args.bf16 else "fp32"
-    if (cache / "meta.json").exists() and json.loads((cache / "meta.json").read_text(encoding="utf-8"))["precision"] != precision:
+    encoder = Encoder(enc["path"] or None, device="cpu", batch_size=enc["batch_size"], max_seq_length=enc["max_seq_length"],
+                      precision=precision)
+    chunks = [order[s:s + args.chunk] for s in range(0, len(order), args.chunk)]
+    recorded = prepared_precision(cache)
+    if recorded is not None and recorded != precision:
         raise SystemExit(f"{cache} holds traces encoded in another precision than {precision}: use another --cache")
-    if any(cache.glob("chunk_*.pkl")) and not (cache / "meta.json").exists():
+    if recorded is None and any(cache.glob("chunk_*.pkl")):
         raise SystemExit(f"{cache} holds traces of an unrecorded precision (bf16 before it was recorded): use another --cache")
     (cache / "meta.json").write_text(json.dumps({"precision": precision}) + "\n", encoding="utf-8")
     total_chars = sum(len(docs[k]["raw_text"]["response"]) for k in order)
@@ -108,13 +109,16 @@ FP32_WORDS = "fp32 on CPU, as the pipeline encodes on CPU"
 BF16_WORDS = "bf16 on CPU, training data only: the pipeline encodes in fp32 on CPU by default; cosine >= 0.9999 to fp32"
 
 
+def prepared_precision(cache: str | Path) -> str | None:
+    """The precision `prepare` recorded for a cache ("fp32" / "bf16"; None: not recorded)."""
+    path = Path(cache) / "meta.json"
+    return json.loads(path.read_text(encoding="utf-8"))["precision"] if path.exists() else None
+
+
 def encoding_of(cache: str | Path) -> str | None:
     """How the prepared cache was encoded, in words for the model card (None: not recorded)."""
-    path = Path(cache) / "meta.json"
-    if not path.exists():
-        return None
-    precision = json.loads(path.read_text(encoding="utf-8"))["precision"]
-    return FP32_WORDS if precision == "fp32" else BF16_WORDS
+    precision = prepared_precision(cache)
+    return None if precision is None else FP32_WORDS if precision == "fp32" else BF16_WORDS
 
 
 def load_prepared(cache: str | Path) -> list[dict]:
@@ -345,7 +349,7 @@ def train_model(train: list[dict], val: list[dict], dim: int, unit_size: int, ar
         v, vloss = held_out_loss()
         log(f"mean of the weights of epochs {args.epochs - args.average_last + 1}-{args.epochs}: held-out "
             f"{np.round(v, 4).tolist()} (sum {vloss:.4f}; best single epoch {best.epoch}: {best.value:.4f})")
-        return model.eval(), args.epochs
+        return model, args.epochs
     best.restore(model)
     log(f"best epoch {best.epoch} (held-out loss {best.value:.4f})")
     return model, best.epoch
