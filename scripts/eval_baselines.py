@@ -22,11 +22,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from thinkprobe.bench import data_dir  # noqa: E402
+from thinkprobe.shared_data import data_dir  # noqa: E402
 from thinkprobe.config import Config  # noqa: E402
 from thinkprobe.evalgold import (  # noqa: E402
-    BOOTSTRAP_METRICS, COLUMNS, DISTANCE_BINS, GOLD_TYPES, baseline_docs, load_docs, map_edge_label, paired_bootstrap,
-    profile_docs, score, table_row, written_by_thinkprobe,
+    BOOTSTRAP_METRICS, COLUMNS, baseline_docs, paired_bootstrap, profile_docs, score, table_row,
+)
+from thinkprobe.reasoningflow import (  # noqa: E402
+    DISTANCE_BINS, GOLD_TYPES, load_docs, map_edge_label, written_by_thinkprobe,
 )
 
 V0 = (data_dir() or REPO.parent / "shared" / "data") / "reasoningflow" / "v0"
@@ -62,7 +64,9 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
 
     from thinkprobe.encoder import make_encoder
-    from thinkprobe.link import CueLinker, TrainedLinker, TypeHead, unit_typer
+    from thinkprobe.link import unit_typer
+    from thinkprobe.link.cue import CueLinker
+    from thinkprobe.link.pairmlp import TrainedLinker, TypeHead
     from thinkprobe.link.parser import ParserLinker
 
     cfg = Config.load()

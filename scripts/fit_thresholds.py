@@ -26,12 +26,14 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from thinkprobe.bench import data_dir  # noqa: E402
+from thinkprobe.shared_data import data_dir  # noqa: E402
 from thinkprobe.config import Config  # noqa: E402
 from thinkprobe.encoder import make_encoder  # noqa: E402
 from thinkprobe.evalgold import profile_docs, score  # noqa: E402
-from thinkprobe.link import DEFAULT_LINKER, MODELS_DIR, TrainedLinker, unit_typer  # noqa: E402
-from train_linker import model_card, split  # noqa: E402  (this folder)
+from thinkprobe.link import DEFAULT_LINKER, LINKERS, MODELS_DIR, unit_typer  # noqa: E402
+from thinkprobe.link.pairmlp import TrainedLinker  # noqa: E402
+from thinkprobe.training.linker import model_card  # noqa: E402
+from thinkprobe.training.linker_data import split  # noqa: E402
 
 SILVER_DIR = (data_dir() or REPO.parent / "shared" / "data") / "reasoningflow" / "v1"
 GRID = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
@@ -80,7 +82,7 @@ def fit(model_dir: Path, cache_dir: str, log=print) -> tuple[dict, list[dict]]:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default=str(MODELS_DIR / DEFAULT_LINKER), help="trained linker folder")
+    ap.add_argument("--model", default=str(MODELS_DIR / LINKERS[DEFAULT_LINKER].model), help="trained linker folder")
     ap.add_argument("--cache-dir", default=None, help="embedding / score cache (default: a temporary folder)")
     ap.add_argument("--dry-run", action="store_true", help="print the fit, leave config.json as it is")
     args = ap.parse_args(argv)

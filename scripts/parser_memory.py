@@ -3,6 +3,7 @@ embeddings (docs/accuracy.md, "Any length"), one torch thread:
 
     python scripts/parser_memory.py 40000
 """
+import argparse
 import resource
 import sys
 import time
@@ -15,7 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from thinkprobe.config import Config  # noqa: E402
-from thinkprobe.link.base import LinkInput  # noqa: E402
+from thinkprobe.link import LinkInput  # noqa: E402
 from thinkprobe.link.parser import ParserLinker  # noqa: E402
 from thinkprobe.records import ThoughtUnit  # noqa: E402
 
@@ -44,4 +45,6 @@ def main(n: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 40000)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("units", type=int, nargs="?", default=40000, help="units in the synthetic trace")
+    main(ap.parse_args().units)

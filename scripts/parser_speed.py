@@ -15,9 +15,9 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from thinkprobe.config import Config  # noqa: E402
 from thinkprobe.encoder import Encoder  # noqa: E402
-from thinkprobe.link.base import LinkInput  # noqa: E402
+from thinkprobe.link import LinkInput  # noqa: E402
 from thinkprobe.link.parser import ParserLinker  # noqa: E402
-from train_parser import load_prepared  # noqa: E402  (this folder)
+from thinkprobe.training.parser_data import load_prepared  # noqa: E402
 
 
 def main(argv=None) -> None:

@@ -24,7 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from thinkprobe.bench import data_dir, real_corpus
+from thinkprobe.shared_data import data_dir, real_corpus
 from thinkprobe.indicators import DIMENSIONS
 
 RF_REASONING = ("DeepSeek-R1", "QwQ-32B", "gpt-oss-120b")

@@ -9,7 +9,7 @@ trace and reports how often our verdict equals the label: overall, per dataset a
 Two ways to build the graph records:
   rule-only (always): units by the project's rule-based segmenter, types by the cue lexicon, a
       chain of inference edges. No encoder; the verdict depends on answer extraction only.
-  --profile: the full pipeline (encoder + linker) through `thinkprobe.pipeline.run_profile` on the
+  --profile: the full pipeline (encoder + linker) through `thinkprobe.engine.run_profile` on the
       sample written as JSONL, then thinkprobe.redundancy.write_redundancy on the run folder; gives
       the model-level redundancy table (CoTJudger's Table 1 columns) and the end-to-end agreement.
 
@@ -53,7 +53,7 @@ _SPECIAL = re.compile(r"<\|[^|]{1,40}\|>|<｜[^｜]{1,40}｜>|</?think>")
 
 
 def data_root(arg: str | None) -> Path:
-    from thinkprobe.bench import data_dir
+    from thinkprobe.shared_data import data_dir
 
     root = Path(arg) if arg else data_dir()
     if root is None or not root.is_dir():
@@ -222,9 +222,9 @@ def write_sample(records: list[dict], path: Path) -> None:
 
 def profile_sample(sample: Path, run_dir: Path, labels: dict[str, dict], device: str, reuse: bool) -> tuple[list[dict], dict]:
     if not (reuse and (run_dir / "graphs.jsonl").exists()):
-        from thinkprobe.pipeline import RunOptions, run_profile
+        from thinkprobe.engine import RunOptions, run_profile
 
-        run_profile(RunOptions(inputs=[str(sample)], out_dir=str(run_dir), device=device, progress=False))
+        run_profile(RunOptions(inputs=[str(sample)], out_dir=str(run_dir), device=device, progress=False, cache=False))
     summary = write_redundancy(run_dir)
     results = []
     for g in iter_graph_records(run_dir):

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from thinkprobe.redundancy import isolated_units, redundancy_row, shortest_effective_path  # noqa: E402
-from thinkprobe.tables import iter_graph_records  # noqa: E402
+from thinkprobe.records import iter_graph_records  # noqa: E402
 
 
 def long_record(graphs: list[dict], n_units: int) -> dict:

@@ -26,9 +26,9 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from thinkprobe.bench import real_corpus
+from thinkprobe.shared_data import real_corpus
 from thinkprobe.engine import run_profile
-from thinkprobe.pipeline import RunOptions
+from thinkprobe.engine import RunOptions
 from thinkprobe.timing import StageTimes
 
 # sbert.net's table of pretrained models lists all-MiniLM-L6-v2 at 14,200 sentences/s on a V100

@@ -8,7 +8,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(__file__).resolve().parent.parent / ".cache" / "numba"))
 
-from thinkprobe.bench import data_dir  # noqa: E402  (after the environment above is set)
+from thinkprobe.shared_data import data_dir  # noqa: E402  (after the environment above is set)
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "thinkprobe" / "samples" / "traces.jsonl"

@@ -175,8 +175,8 @@ def test_options_reach_the_run_with_the_command_defaults(monkeypatch, tmp_path):
         thinkprobe.profile(RECORDS, tmp_path / "b", model="M", path_pattern="(?P<domain>x)", sample=2, seed=5,
                            cache=False, progress=True)
     default, custom = seen
-    assert default.cache_dir == str(tmp_path / "cache")  # the cache is on, as in the command
+    assert default.cache_folder == str(tmp_path / "cache")  # the cache is on, as in the command
     assert (default.chunk_size, default.types, default.limit, default.sample) == (64, "head", None, None)
     assert default.records == RECORDS and default.inputs == []
-    assert custom.cache_dir is None and custom.progress is True and (custom.sample, custom.seed) == (2, 5)
-    assert (custom.fields.model, custom.fields.path_pattern) == ("M", "(?P<domain>x)")
+    assert custom.cache_folder is None and custom.show_progress is True and (custom.sample, custom.seed) == (2, 5)
+    assert (custom.field_map.model, custom.field_map.path_pattern) == ("M", "(?P<domain>x)")

@@ -2,9 +2,8 @@
 shifted boundary, missing edge, swapped direction, far edges, label mapping, the baseline."""
 import pytest
 
-from thinkprobe.evalgold import (
-    baseline_docs, edge_types, format_scores, map_edge_label, node_types, score, window_diff,
-)
+from thinkprobe.evalgold import baseline_docs, format_scores, score, window_diff
+from thinkprobe.reasoningflow import edge_types, map_edge_label, node_types
 
 TEXT = "We know x = 2. So y = 4. Wait, is that right? Yes, y = 4 holds. The answer is 4."
 # sentence spans (start, end) of TEXT, each span's trailing space included (gold nodes tile the text)

@@ -164,7 +164,7 @@ def undirected(edges):
 
 
 def test_export_labels_alone_give_every_edge_type_and_polarity_back(run_dir):
-    from thinkprobe.evalgold import load_docs, node_types, read_edges
+    from thinkprobe.reasoningflow import load_docs, node_types, read_edges
     from thinkprobe.export import RF_EDGE_LABELS
 
     rec = every_edge_record()
@@ -187,7 +187,7 @@ def test_spec_reading_of_the_export_loses_only_what_the_docstring_says():
     """A reader applying spec section 7 (as to labels people chose) to the labels alone: branches
     into units not typed EXP read as elaboration and synthesis as inference; nothing else moves.
     Gold and silver files are read that way, so their scores do not change."""
-    from thinkprobe.evalgold import read_edges, written_by_thinkprobe
+    from thinkprobe.reasoningflow import read_edges, written_by_thinkprobe
 
     doc = reasoningflow_only(to_reasoningflow(every_edge_record()))
     assert written_by_thinkprobe(doc)
@@ -208,7 +208,8 @@ def test_human_graphs_round_trip_through_the_export(shared_data):
     ReasoningFlow fields: read back, it has the same edges and types, and scores 1 against it."""
     import yaml
 
-    from thinkprobe.evalgold import load_docs, node_types, read_edges, response_nodes, score
+    from thinkprobe.evalgold import score
+    from thinkprobe.reasoningflow import load_docs, node_types, read_edges, response_nodes
     from thinkprobe.export import RF_EDGE_LABELS
 
     schema = shared_data / "reasoningflow" / "schema"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from thinkprobe.graph import build_graphs
-from thinkprobe.load import FieldMap, detect
+from thinkprobe.io import FieldMap, detect
 from thinkprobe.records import Edge, InputError, Section, ThoughtGraph
 
 TEXTS = [

@@ -330,9 +330,22 @@ def test_only_content_units_count_toward_the_exact_limit():
     rng = np.random.default_rng(3)
     types = " ".join(["MET", "CRT", "RSN"] * 300)  # 300 content units, 600 others
     g = graph(types, embeddings=topic_embeddings(rng, 200, 900, dim=256, noise=0.0), tokens=[2] * 900)
-    from thinkprobe.indicators import _sampled_clusters
+    from thinkprobe.indicators import sampled_clusters
 
     # 300 content units <= 300: the exact path, whatever the 900 units overall
     assert compute_indicators(g, cluster_exact_max=300) == compute_indicators(g, cluster_exact_max=10**6)
     content = g.embeddings[2::3].astype(np.float64)
-    assert compute_indicators(g, cluster_exact_max=299)["semantic_spread"] == _sampled_clusters(content, 0.45, 299)
+    assert compute_indicators(g, cluster_exact_max=299)["semantic_spread"] == sampled_clusters(content, 0.45, 299)
+
+
+def test_docs_table_is_derived_from_the_indicator_records():
+    """docs/indicators.md's table, the lists, dimensions and signs all come from INDICATOR_RECORDS."""
+    from pathlib import Path
+
+    from thinkprobe.indicators import INDICATOR_RECORDS, indicator_glossary, indicator_table
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "indicators.md").read_text(encoding="utf-8")
+    assert indicator_table() in doc
+    assert INDICATORS == tuple(i.name for i in INDICATOR_RECORDS) and len(INDICATORS) == 19
+    assert {n for names in DIMENSIONS.values() for n in names} == set(SIGNS) == set(indicator_glossary())
+    assert [n for n, s in SIGNS.items() if s < 0] == ["tokens_per_idea", "redundancy_ratio"]

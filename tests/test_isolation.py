@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from conftest import REPO
 from thinkprobe.cli import main
 from thinkprobe.isolation import TraceTimeout, time_limit
-from thinkprobe.pipeline import RunOptions, run_profile
+from thinkprobe.engine import RunOptions, run_profile
 
 
 def tiny_trace(i: int) -> str:
@@ -35,7 +35,8 @@ def write_lines(path: Path, lines) -> Path:
 
 def profile(inputs, out, **kw):
     kw.setdefault("device", "cpu")
-    return run_profile(RunOptions(inputs=[str(p) for p in inputs], out_dir=str(out), progress=False, **kw))
+    return run_profile(RunOptions(inputs=[str(p) for p in inputs], out_dir=str(out), progress=False,
+                                   **{"cache": "cache_dir" in kw, **kw}))
 
 
 def read_jsonl(path: Path) -> list[dict]:

@@ -1,4 +1,4 @@
-"""The `Linker` contract (thinkprobe/link/base.py), checked for every backend the same way: edges
+"""The `Linker` contract (thinkprobe/link/protocol.py), checked for every backend the same way: edges
 point only to existing units, types from the six, critique polarity set, forward edges i -> j with
 i < j and backward edges j -> i, every unit but the first with an incoming forward edge,
 deterministic, empty and one-unit traces, and a 10,000-unit trace in bounded memory. Units are
@@ -16,8 +16,10 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from thinkprobe.link import LinkInput, Similarity, load_linker
-from thinkprobe.link import base as link_base
+import toy_linker  # noqa: F401  (registers the toy backend)
+from thinkprobe.link import LINKERS, LinkInput, load_linker
+from thinkprobe.link.candidates import Similarity
+from thinkprobe.link import candidates as link_candidates
 from thinkprobe.nodetypes import cue_categories, provisional_type
 from thinkprobe.records import BACKWARD_EDGES, EDGE_TYPES, FORWARD_EDGES, ThoughtUnit
 
@@ -25,7 +27,9 @@ from conftest import SAMPLES
 
 DIM = 384  # the pair MLP reads MiniLM-sized embeddings
 POLARITIES = ("affirm", "negate", "uncertain")  # spec: a critique edge carries one
-BACKENDS = ["cue", "pair-mlp", "parser", "parser-lexical", "cross-encoder-nli", "cross-encoder-7"]
+# Every registered backend (tests/toy_linker.py registers one more, as a plugin would), plus variants
+# of two of them: the parser with the shipped model's features, and a seven-way cross-encoder.
+BACKENDS = [*LINKERS, "parser-lexical", "cross-encoder-7"]
 
 
 def sample_sentences() -> list[str]:
@@ -85,10 +89,6 @@ def tiny_classifier(folder, id2label, seed=0):
 @pytest.fixture(scope="module", params=BACKENDS)
 def linker(request, config, tmp_path_factory):
     name = request.param
-    if name == "cue":
-        return load_linker("cue", config)
-    if name == "pair-mlp":
-        return load_linker("pair-mlp", config)
     if name.startswith("parser"):  # seeded random weights: the contract holds whatever the training;
         # parser-lexical: with the shipped model's features, candidates and decoding
         from thinkprobe.link.parser import init_model_dir
@@ -96,9 +96,11 @@ def linker(request, config, tmp_path_factory):
         folder = init_model_dir(tmp_path_factory.mktemp("parser") / "p", config, seed=0,
                                 lexical_pairs=name == "parser-lexical")
         return load_linker(str(folder), config)
+    if not name.startswith("cross-encoder"):
+        return load_linker(name, config)  # what the registry loads for a run
     from thinkprobe.link.crossencoder import SEVEN_WAY_LABELS, CrossEncoderLinker
 
-    labels = {0: "NEUTRAL", 1: "CONTRADICTION", 2: "ENTAILMENT"} if name == "cross-encoder-nli" else dict(enumerate(SEVEN_WAY_LABELS))
+    labels = {0: "NEUTRAL", 1: "CONTRADICTION", 2: "ENTAILMENT"} if name == "cross-encoder" else dict(enumerate(SEVEN_WAY_LABELS))
     folder = tiny_classifier(tmp_path_factory.mktemp(name), labels)
     # short pairs and big batches: the 10,000-unit trace has about 100,000 candidate pairs
     return CrossEncoderLinker(folder, config, max_length=24, batch_size=512)
@@ -154,7 +156,7 @@ def test_empty_and_one_unit_traces(linker, config, sentences):
 
 def test_blocked_similarity_links_as_the_whole_matrix(linker, batch, monkeypatch):
     whole = linker.link(batch)
-    monkeypatch.setattr(link_base, "SIM_BLOCK", 64 * 7)  # strips of a few rows for these traces
+    monkeypatch.setattr(link_candidates, "SIM_BLOCK", 64 * 7)  # strips of a few rows for these traces
     assert Similarity(batch[2].embeddings).dense is None
     assert linker.link(batch) == whole
 

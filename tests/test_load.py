@@ -1,4 +1,4 @@
-"""Tests for thinkprobe.load: formats, reasoning detection, provenance, bad records, peek; real data when present."""
+"""Tests for thinkprobe.io: formats, reasoning detection, provenance, bad records, peek; real data when present."""
 from __future__ import annotations
 
 import gzip
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from thinkprobe.load import (
+from thinkprobe.io import (
     FieldMap, Source, detect, format_peek, iter_inputs, iter_records, iter_traces, parse_source, peek, record_traces,
 )
 from thinkprobe.records import InputError, Trace
@@ -893,14 +893,14 @@ def test_lm_eval_task_from_the_samples_file_name():
 def test_a_run_over_two_files_with_the_same_ids_lists_the_renamed_ones(tmp_path):
     """End to end: run.json and the summary name the duplicates and the option that fixes `unknown`."""
     from thinkprobe.cli import format_summary
-    from thinkprobe.pipeline import RunOptions, run_profile
+    from thinkprobe.engine import RunOptions, run_profile
 
     text = "First I add the numbers. Then I check the result. Wait, that is wrong. Let me redo it."
     a = write_jsonl(tmp_path / "a.jsonl", [{"id": i, "reasoning": f"{text} ({i})"} for i in (10, 21)])
     b = write_jsonl(tmp_path / "b.jsonl", [{"id": i, "reasoning": f"{text} [{i}]"} for i in (10, 84)])
     out = tmp_path / "out"
     result = run_profile(RunOptions(inputs=[str(a), f"{b}::model=B"], out_dir=str(out), progress=False,
-                                    linker="cue", types="cue"))
+                                    linker="cue", types="cue", cache=False))
     run = json.loads((out / "run.json").read_text(encoding="utf-8"))
     assert run["duplicate_ids"] == [{"trace_id": "b:10", "duplicate_of": "10", "file": str(b), "record": 0}]
     assert run["counts"]["unknown_model"] == 2 and set(run["unknown_fix"]) == {"model", "domain"}

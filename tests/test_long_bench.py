@@ -2,7 +2,7 @@
 Thought Units, each size a prefix of the next. (Its timings are never tested: docs/benchmarks.md.)"""
 import pytest
 
-from thinkprobe.bench import _slope, long_trace_texts
+from thinkprobe.bench import growth_exponent, long_trace_texts
 from thinkprobe.graph import units_of
 from thinkprobe.records import Section, Trace
 
@@ -19,6 +19,6 @@ def test_long_traces_have_the_requested_units_and_nest(config):
 
 
 def test_growth_exponent_is_the_log_log_slope():
-    assert _slope([1000, 4000, 16000], [2.0, 8.0, 32.0]) == pytest.approx(1.0)
-    assert _slope([1000, 4000], [1.0, 16.0]) == pytest.approx(2.0)
-    assert _slope([1000], [1.0]) is None
+    assert growth_exponent([1000, 4000, 16000], [2.0, 8.0, 32.0]) == pytest.approx(1.0)
+    assert growth_exponent([1000, 4000], [1.0, 16.0]) == pytest.approx(2.0)
+    assert growth_exponent([1000], [1.0]) is None

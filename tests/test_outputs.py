@@ -11,7 +11,7 @@ import pytest
 
 from conftest import SAMPLES
 from thinkprobe.outputs import GRAPHS_PARQUET, OUTPUT_FILES, RUN_FILES, TABLES, graphs_arrow_schema
-from thinkprobe.pipeline import RunOptions, run_profile
+from thinkprobe.engine import RunOptions, run_profile
 from thinkprobe.records import GRAPH_RECORD_KEYS, InputError, iter_graph_records
 
 
@@ -23,7 +23,7 @@ def run_dir(tmp_path_factory):
     del records[1]["answer"], records[1]["correct"]  # nothing to judge the answer by: Acc unknown
     path = tmp / "in.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    run_profile(RunOptions(inputs=[str(path)], out_dir=str(tmp / "out"), progress=False, device="cpu"))
+    run_profile(RunOptions(inputs=[str(path)], out_dir=str(tmp / "out"), progress=False, device="cpu", cache=False))
     return tmp / "out"
 
 

@@ -8,7 +8,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from thinkprobe.config import Config  # noqa: E402
-from thinkprobe.link.base import PAIR_CLASSES, TYPE_CLASSES, CandidateParams, LinkInput, word_index  # noqa: E402
+from thinkprobe.link import LinkInput  # noqa: E402
+from thinkprobe.link.candidates import CandidateParams  # noqa: E402
+from thinkprobe.link.features import word_index  # noqa: E402
+from thinkprobe.link.protocol import PAIR_CLASSES, TYPE_CLASSES  # noqa: E402
 from thinkprobe.link.parser import (  # noqa: E402
     LEXICAL_PAIR_FEATURES, ParserFeaturizer, ParserLinker, build_parser_model, distance_bucket, earlier_topk,
     init_model_dir, last_mentions, lexical_pair_features, number_index, pair_class_probs, parser_candidates,
@@ -199,7 +202,7 @@ def test_labels_follow_types_keeps_critique_and_repetition_to_units_typed_so():
     its edge but takes another label unless the later unit is typed CRT (RPT)."""
     from dataclasses import replace
 
-    from thinkprobe.link.base import decode_edges
+    from thinkprobe.link.decode import decode_edges
 
     units = [replace(u, node_type=t) for u, t in zip(_units(4), ["RSN", "RSN", "CRT", "RSN"])]
     i, j = np.array([0, 1, 0, 2]), np.array([1, 2, 3, 3])

@@ -11,12 +11,14 @@ from click.testing import CliRunner
 from conftest import SAMPLES
 from thinkprobe.cli import main
 from thinkprobe.indicators import INDICATORS
-from thinkprobe.pipeline import OUTPUT_FILES, RunOptions, run_profile
+from thinkprobe.engine import RunOptions, run_profile
+from thinkprobe.outputs import OUTPUT_FILES
 from thinkprobe.records import BACKWARD_EDGES, FORWARD_EDGES, NODE_TYPES
 
 
 def profile(inputs, out, **kw):
-    return run_profile(RunOptions(inputs=[str(p) for p in inputs], out_dir=str(out), progress=False, device="cpu", **kw))
+    return run_profile(RunOptions(inputs=[str(p) for p in inputs], out_dir=str(out), progress=False, device="cpu",
+                                   **{"cache": "cache_dir" in kw, **kw}))
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from thinkprobe.indicators import INDICATORS, compute_indicators, reference_indicators
-from thinkprobe.load import FieldMap, detect
+from thinkprobe.io import FieldMap, detect
 from thinkprobe.records import EDGE_TYPES, NODE_TYPES, GraphArrays, InputError, Section, Trace
 from thinkprobe.segment import unit_spans
 

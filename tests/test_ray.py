@@ -19,7 +19,7 @@ from conftest import REPO, SAMPLES
 from test_isolation import tiny_trace
 from thinkprobe.cli import main
 from thinkprobe.engine import run_profile
-from thinkprobe.pipeline import RunOptions
+from thinkprobe.engine import RunOptions
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install thinkprobe[ray])")
 
@@ -54,7 +54,8 @@ def local_ray():
 
 
 def profile(inputs, out, **kw):
-    return run_profile(RunOptions(inputs=[str(p) for p in inputs], out_dir=str(out), progress=False, device="cpu", **kw))
+    return run_profile(RunOptions(inputs=[str(p) for p in inputs], out_dir=str(out), progress=False, device="cpu",
+                                   **{"cache": "cache_dir" in kw, **kw}))
 
 
 @pytest.fixture(scope="module")
@@ -171,8 +172,8 @@ def failing_runs(local_ray, tmp_path_factory):
         for target, name, replacement in ray_failures.failing(graph):
             mp.setattr(target, name, replacement)
         # chunks of one: a stuck trace costs the local engine 2 x TIMEOUT_S (its chunk, then alone)
-        local = profile([src], tmp / "local", chunk_size=1, trace_timeout=TIMEOUT_S, config_path=str(config))
-    remote = profile([src], tmp / "ray", chunk_size=4, trace_timeout=TIMEOUT_S, config_path=str(config), engine="ray",
+        local = profile([src], tmp / "local", chunk_size=1, trace_timeout=TIMEOUT_S, config=str(config))
+    remote = profile([src], tmp / "ray", chunk_size=4, trace_timeout=TIMEOUT_S, config=str(config), engine="ray",
                      cache_dir=str(tmp / "cache"))
     return tmp, src, local, remote
 
@@ -249,7 +250,7 @@ def test_an_encoder_that_does_not_load_stops_the_ray_run(local_ray, tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_text(tiny_trace(0) + "\n" + tiny_trace(1) + "\n", encoding="utf-8")
     with pytest.raises(Exception, match="model.safetensors") as info:
-        profile([src], tmp_path / "out", engine="ray", encoder_path=str(weightless), cache_dir=str(tmp_path / "cache"))
+        profile([src], tmp_path / "out", engine="ray", encoder=str(weightless), cache_dir=str(tmp_path / "cache"))
     assert str(weightless) in str(info.value)
     assert not (tmp_path / "out" / "errors.jsonl").exists() and not list((tmp_path / "out" / "parts").glob("0*.jsonl"))
 

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from thinkprobe.indicators import INDICATORS
-from thinkprobe.pipeline import RunOptions, run_profile
+from thinkprobe.engine import RunOptions, run_profile
 from thinkprobe.records import BACKWARD_EDGES
 
 MODELS = ("DeepSeek-R1", "QwQ-32B", "gpt-oss-120b")
@@ -30,7 +30,7 @@ def real_run(shared_data, tmp_path_factory):
     subset = tmp / "v1_30.jsonl"
     subset.write_text("".join(json.dumps(d) + "\n" for d in picked), encoding="utf-8")
     out = tmp / "out"
-    result = run_profile(RunOptions(inputs=[str(subset)], out_dir=str(out), progress=False, device="cpu"))
+    result = run_profile(RunOptions(inputs=[str(subset)], out_dir=str(out), progress=False, device="cpu", cache=False))
     return picked, out, result
 
 

@@ -34,13 +34,15 @@ from click.testing import CliRunner
 
 from conftest import REPO, SAMPLES
 from thinkprobe.cli import format_summary, main
-from thinkprobe.pipeline import OUTPUT_FILES, RunOptions, run_profile
+from thinkprobe.engine import RunOptions, run_profile
+from thinkprobe.outputs import OUTPUT_FILES
 from thinkprobe.records import FORWARD_EDGES
 
 
 def profile(inputs, out, **kw):
     kw.setdefault("device", "cpu")
-    return run_profile(RunOptions(inputs=[str(p) for p in inputs], out_dir=str(out), progress=False, **kw))
+    return run_profile(RunOptions(inputs=[str(p) for p in inputs], out_dir=str(out), progress=False,
+                                   **{"cache": "cache_dir" in kw, **kw}))
 
 
 def graphs(out) -> list[dict]:
@@ -529,11 +531,11 @@ def test_missing_encoder_folder_is_named(tmp_path):
     data.write_text(_tiny_trace(1) + "\n")
     missing = tmp_path / "no-such-model"
     with pytest.raises(ModelNotFound, match=re.escape(str(missing))):
-        profile([data], tmp_path / "out", encoder_path=str(missing))
+        profile([data], tmp_path / "out", encoder=str(missing))
     empty = tmp_path / "empty-model"
     empty.mkdir()
     with pytest.raises(ModelNotFound, match="config.json") as info:
-        profile([data], tmp_path / "out", encoder_path=str(empty))
+        profile([data], tmp_path / "out", encoder=str(empty))
     assert str(empty) in str(info.value)
     res = CliRunner().invoke(main, ["profile", str(data), "-o", str(tmp_path / "out"), "--encoder", str(missing), *QUIET])
     assert res.exit_code == 2 and "no-such-model" in res.output
@@ -544,7 +546,7 @@ def test_missing_encoder_folder_is_named(tmp_path):
     weightless = tmp_path / "weightless"
     shutil.copytree(default_encoder_path(), weightless, ignore=shutil.ignore_patterns("*.safetensors", "*.bin"))
     with pytest.raises(Exception, match="model.safetensors") as info:
-        profile([data], tmp_path / "out2", encoder_path=str(weightless))
+        profile([data], tmp_path / "out2", encoder=str(weightless))
     assert str(weightless) in str(info.value)
 
 
@@ -575,9 +577,9 @@ def test_doctor_reports_what_a_run_uses():
     weights = folder / enc["weights"]
     assert weights.name in ("model.safetensors", "pytorch_model.bin")
     assert enc["sha256"] == hashlib.sha256(weights.read_bytes()).hexdigest()[:16]
-    from thinkprobe.link import DEFAULT_LINKER
+    from thinkprobe.link import DEFAULT_LINKER, LINKERS
 
-    assert report["linker"]["name"] == DEFAULT_LINKER and report["linker"]["weights"]
+    assert report["linker"]["name"] == LINKERS[DEFAULT_LINKER].model and report["linker"]["weights"]
     for name, digest in report["linker"]["weights"].items():
         assert digest == hashlib.sha256((Path(report["linker"]["path"]) / name).read_bytes()).hexdigest()[:16]
     assert report["config"]["digest"] == Config.load().digest
@@ -591,7 +593,7 @@ def test_doctor_reports_what_a_run_uses():
     assert net["attempts"] == [] and net["load_check"].startswith("ok")
     assert net["probe"]["dimension"] == 384
     text = format_doctor(report)
-    assert str(folder) in text and enc["sha256"] in text and DEFAULT_LINKER in text and report["config"]["digest"] in text
+    assert str(folder) in text and enc["sha256"] in text and LINKERS[DEFAULT_LINKER].model in text and report["config"]["digest"] in text
     assert f"cache    {default_cache_dir()}" in text
 
 
@@ -668,6 +670,6 @@ def test_network_guard_refuses_records_and_restores(tmp_path):
 def test_doctor_command(tmp_path):
     res = CliRunner().invoke(main, ["doctor"])
     assert res.exit_code == 0, res.output
-    from thinkprobe.link import DEFAULT_LINKER
+    from thinkprobe.link import DEFAULT_LINKER, LINKERS
 
-    assert "encoder" in res.output and DEFAULT_LINKER in res.output
+    assert "encoder" in res.output and LINKERS[DEFAULT_LINKER].model in res.output

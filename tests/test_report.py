@@ -110,9 +110,9 @@ def test_unknown_trace(run_dir):
 
 
 def test_page_limit_is_stated(tmp_path, monkeypatch):
-    import thinkprobe.report as report
+    import thinkprobe.report.trace_pages as pages
 
-    monkeypatch.setattr(report, "MAX_TRACE_PAGES", 2)
+    monkeypatch.setattr(pages, "MAX_TRACE_PAGES", 2)
     rows = [{"trace_id": t, "model": m, "domain": d} for t, m, d, _ in TRACES[:4]]
     run = write_run(tmp_path, rows, [make_graph(*t) for t in TRACES[:4]])
     write_report(run)
@@ -133,13 +133,13 @@ def test_rewritten_report_drops_pages_of_traces_no_longer_in_the_run(tmp_path):
 
 
 def test_workers_draw_the_same_pages(tmp_path):
-    from thinkprobe.report import _write_trace_pages
+    from thinkprobe.report.trace_pages import write_trace_pages
 
     traces = [(f"t{k}", "m", "d", 3) for k in range(16)]
     runs = [write_run(tmp_path / name, [], [make_graph(*t) for t in traces]) for name in ("serial", "parallel")]
     for run, workers in zip(runs, (1, 2)):
         (run / "traces").mkdir()
-        assert len(_write_trace_pages(run, workers)) == 16
+        assert len(write_trace_pages(run, workers)) == 16
     for page in sorted((runs[0] / "traces").iterdir()):
         assert (runs[1] / "traces" / page.name).read_bytes() == page.read_bytes(), page.name
 
@@ -309,7 +309,6 @@ def test_one_model_has_no_radar_and_says_why(tmp_path):
 def test_figures_keep_every_text_inside_the_canvas(run_dir):
     from matplotlib.figure import Figure
 
-    import thinkprobe.report as report
     from thinkprobe.cognitive_profile import group_profiles
     from thinkprobe.stats import compute_stats, load_table
 
@@ -317,20 +316,23 @@ def test_figures_keep_every_text_inside_the_canvas(run_dir):
     models = sorted({r["model"] for r in rows}) + ["a-model-with-a-long-name-32B-Instruct"]
     rows = rows + [{**rows[0], "trace_id": "extra", "model": models[-1]}]
     by_model = group_profiles(rows, ("model",))
-    with report._style():
-        figs = {"radar": report.radar_figure(by_model), "boxplots": report.boxplot_figure(rows, models, stats),
-                "effects": report.effects_figure(stats),
-                "heatmap": report.heatmap_figure(group_profiles(rows, ("model", "domain")), models, ["logic", "math"]),
-                "graph": report.graph_figure(make_graph("g", "m", "d", 400))}
+    from thinkprobe.report import figures
+    from thinkprobe.report.style import clipped_texts, figure_style
+
+    with figure_style():
+        figs = {"radar": figures.radar_figure(by_model), "boxplots": figures.boxplot_figure(rows, models, stats),
+                "effects": figures.effects_figure(stats),
+                "heatmap": figures.heatmap_figure(group_profiles(rows, ("model", "domain")), models, ["logic", "math"]),
+                "graph": figures.graph_figure(make_graph("g", "m", "d", 400))}
         for name, fig in figs.items():
-            assert report.clipped_texts(fig) == [], name
+            assert clipped_texts(fig) == [], name
         # model names on every per-model plot: the x axis of each box plot panel
         for ax in figs["boxplots"].axes[:len(INDICATORS)]:
             assert [t.get_text() for t in ax.get_xticklabels()] == models
         # the check can fail: a title pushed off the canvas is found
         bad = Figure(figsize=(3, 2))
         bad.text(-0.2, 0.5, "odel profiles")
-        assert report.clipped_texts(bad) == ["odel profiles"]
+        assert clipped_texts(bad) == ["odel profiles"]
 
 
 def test_long_trace_page_has_zoom_and_a_visible_legend(tmp_path):

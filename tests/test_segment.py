@@ -154,7 +154,7 @@ def test_fragments_equal_reference_on_sample_traces():
 
 @pytest.mark.realdata
 def test_fragments_equal_reference_on_real_traces(shared_data):
-    from thinkprobe.bench import real_corpus
+    from thinkprobe.shared_data import real_corpus
 
     lines, _ = real_corpus(40)
     joined = []
@@ -189,7 +189,7 @@ def _reference_depth_scores(emb, window):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_depth_scores_equal_the_climbing_definition(seed):
-    from thinkprobe.segment import _depth_scores
+    from thinkprobe.segment import depth_scores
 
     rng = np.random.default_rng(seed)
     n = 150
@@ -198,4 +198,4 @@ def test_depth_scores_equal_the_climbing_definition(seed):
         emb = np.round(emb)  # ties: plateaus the climb walks over
         emb[::11] = 0.0
     emb = np.ascontiguousarray(emb, dtype=np.float64)
-    np.testing.assert_allclose(_depth_scores(emb, 3), _reference_depth_scores(emb, 3), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(depth_scores(emb, 3), _reference_depth_scores(emb, 3), rtol=0, atol=1e-12)

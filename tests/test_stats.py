@@ -71,7 +71,7 @@ def test_ratio_is_model_over_domain(tmp_path):
 def test_too_few_groups_are_listed_not_dropped(tmp_path):
     groups = {"a": [1.0, 2.0, 3.0], "b": [4.0, 5.0, 6.0], "lonely": [9.0]}
     stats = compute_stats(write_run(tmp_path, rows_of(groups)))
-    assert stats_settings()["min_group"] == 2
+    assert stats_settings().min_group == 2
     assert stats["groupings"]["model"]["too_few"] == ["lonely"]
     assert stats["groupings"]["model"]["groups"] == {"a": 3, "b": 3, "lonely": 1}
     test = variable(stats, "idea_count")["model"]

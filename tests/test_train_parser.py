@@ -1,22 +1,23 @@
-"""scripts/train_parser.py's parent-ranking loss (`listwise_loss`, `--listwise`): the value of the
+"""The parser's training code (thinkprobe.training, behind scripts/train_parser.py): the
+parent-ranking loss (`listwise_loss`, `--listwise`): the value of the
 softmax over each unit's candidates, unit by unit, and what one gradient step does to the ranking."""
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
-
-from conftest import REPO
 
 torch = pytest.importorskip("torch")
 
 
 @pytest.fixture(scope="module")
 def train_parser():
-    spec = importlib.util.spec_from_file_location("train_parser", REPO / "scripts" / "train_parser.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The training code behind scripts/train_parser.py (thinkprobe.training)."""
+    from types import SimpleNamespace
+
+    from thinkprobe.training import parser_data, parser_fit
+
+    return SimpleNamespace(listwise_loss=parser_fit.listwise_loss, WeightMean=parser_fit.WeightMean,
+                           unit_type_scores=parser_fit.unit_type_scores, fit_type_offsets=parser_fit.fit_type_offsets,
+                           held_out=parser_data.held_out)
 
 
 def one_unit_at_a_time(logit, gj, arc):
@@ -62,7 +63,7 @@ def synthetic_types(seed: int = 0, n: int = 3000):
     it, as the parser's fit did with EXP."""
     import numpy as np
 
-    from thinkprobe.link import TYPE_CLASSES
+    from thinkprobe.link.protocol import TYPE_CLASSES
 
     rng = np.random.default_rng(seed)
     k = len(TYPE_CLASSES)
@@ -78,7 +79,7 @@ def test_bounded_type_offsets_keep_every_types_count(train_parser, monkeypatch):
     import numpy as np
 
     import thinkprobe.link.parser as parser
-    from thinkprobe.link import TYPE_CLASSES
+    from thinkprobe.link.protocol import TYPE_CLASSES
 
     val, probs, gold = synthetic_types()
     monkeypatch.setattr(parser, "run_parser", lambda model, exs, embs: [{"types": p} for p in probs])

@@ -6,13 +6,16 @@ import numpy as np
 import pytest
 
 from thinkprobe.graph import build_graphs
-from thinkprobe.link import (
-    DEFAULT_LINKER, MODELS_DIR, PAIR_MLP, PARSER, TYPE_CLASSES, CandidateParams, CueLinker, LinkInput, TrainedLinker, candidate_arrays,
-    candidates, load_linker, load_type_head, unit_typer,
-)
+from thinkprobe.link import DEFAULT_LINKER, LINKERS, MODELS_DIR, LinkInput, load_linker, load_type_head, unit_typer
+from thinkprobe.link.candidates import CandidateParams, candidate_arrays, candidates
+from thinkprobe.link.cue import CueLinker
+from thinkprobe.link.pairmlp import TrainedLinker
+from thinkprobe.link.protocol import TYPE_CLASSES
 from thinkprobe.link.pairmlp import pair_features
-from thinkprobe.load import FieldMap, detect
+from thinkprobe.io import FieldMap, detect
 from thinkprobe.records import BACKWARD_EDGES, FORWARD_EDGES, NODE_TYPES, ThoughtUnit
+
+PAIR_MLP, PARSER = LINKERS["pair-mlp"].model, LINKERS["parser"].model  # the shipped folders in models/
 
 TRACES = [
     "Let me find the area of the circle first. The radius is 3, so the area is pi r^2 = 9 pi. "
@@ -61,7 +64,7 @@ def test_load_linker_names(config, tmp_path):
     assert isinstance(load_linker("cue", config), CueLinker)
     from thinkprobe.link.parser import ParserLinker
 
-    assert load_linker(None, config).name == DEFAULT_LINKER == PARSER  # the parser is the default
+    assert load_linker(None, config).name == LINKERS[DEFAULT_LINKER].model == PARSER  # the parser is the default
     assert isinstance(load_linker("parser", config), ParserLinker)
     assert isinstance(load_linker("pair-mlp", config), TrainedLinker)
     assert isinstance(load_linker(str(MODELS_DIR / PAIR_MLP), config), TrainedLinker)  # backend read from the folder
@@ -129,7 +132,7 @@ def reference_rank_best_jaccard(units, sim, i, j):
 @pytest.fixture(scope="module")
 def sample_items(config, encoder):
     from conftest import SAMPLES
-    from thinkprobe.load import iter_traces
+    from thinkprobe.io import iter_traces
 
     graphs = build_graphs(list(iter_traces(SAMPLES))[:6], config, encoder, load_linker("cue", config))
     return [(g.units, g.embeddings) for g in graphs]

@@ -6,6 +6,7 @@ through the same detection as a file's records, under the source "<memory>".
 """
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import shutil
@@ -16,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .load import FieldMap
+from .options import RunOptions, option_specs, options_doc
 from .outputs import (ERRORS_FILE, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE, MODEL_PROFILES_TABLE,
                       OUTPUT_FILES, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, Table)
 from .records import GraphRecord, iter_graph_records
@@ -81,92 +82,47 @@ def as_records(data: Any) -> tuple[list[str], list[Any] | None]:
 # ----------------------------------------------------------------------------- profiling
 
 
-def profile(
-    data: Any,
-    out_dir: str | os.PathLike | None = None,
-    *,
-    reasoning_field: str | None = None,
-    model_field: str | None = None,
-    domain_field: str | None = None,
-    id_field: str | None = None,
-    gold_field: str | None = None,
-    model: str | None = None,
-    domain: str | None = None,
-    path_pattern: str | None = None,
-    fields: FieldMap | None = None,
-    config: str | os.PathLike | None = None,
-    encoder: str | os.PathLike | None = None,
-    device: str = "auto",
-    batch_size: int | None = None,
-    precision: str | None = None,
-    chunk_size: int = 64,
-    norms: str | os.PathLike | None = None,
-    resume: bool = False,
-    progress: bool | None = None,
-    cache: bool = True,
-    cache_dir: str | os.PathLike | None = None,
-    report: bool = True,
-    workers: int = 1,
-    linker: str | None = None,
-    linker_model: str | os.PathLike | None = None,
-    types: str = "head",
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
-    engine: str = "local",
-    ray_address: str | None = None,
-    max_units: int | None = None,
-    trace_timeout: float | None = None,
-) -> "Run":
+def profile(data: Any, out_dir: str | os.PathLike | None = None, **options: Any) -> "Run":
     """Profile reasoning traces; returns the finished `Run`.
 
     `data`: a path (JSONL, JSON, Parquet, a folder; gzipped or not) or a list of paths; an
     iterable of dicts; a pandas DataFrame; a Hugging Face `Dataset`; a pyarrow Table.
     `out_dir`: where the run's files go (default: a temporary folder, removed with the Run
-    object unless `Run.save` keeps it). The other options are those of `thinkprobe profile`
-    with the same defaults: `progress` None shows the bar when stderr is a terminal; `cache`
-    keeps embeddings and model scores in `cache_dir` (default $THINKPROBE_CACHE or
-    ~/.cache/thinkprobe); `report` writes report.html and report.md; `max_units` and
-    `trace_timeout` (seconds) list a trace over them in errors.jsonl (None: the config's `limits`).
+    object unless `Run.save` keeps it). The options are those of `thinkprobe profile`, with the
+    same names (in Python spelling) and the same defaults (thinkprobe.options.ProfileOptions):
+
+{options}
     """
     from .engine import run_profile
-    from .pipeline import RunOptions
-    from .cache import default_cache_dir
+    from .io import source_path
 
-    from .load import source_path
-
+    unknown = sorted(set(options) - {f.name for f, _ in option_specs()})
+    if unknown:
+        raise TypeError(f"profile() got unknown options {', '.join(unknown)}; see help(thinkprobe.profile)")
     paths, records = as_records(data)
     for spec in paths:  # before any work, as the command checks its INPUTs
         if not Path(source_path(spec)).exists():
             raise FileNotFoundError(f"no such file or directory: {spec}")
     temporary = out_dir is None
     out = Path(tempfile.mkdtemp(prefix="thinkprobe-run-")) if temporary else Path(out_dir)
-    field_map = fields or FieldMap(reasoning_field=reasoning_field, model_field=model_field, domain_field=domain_field,
-                                   id_field=id_field, gold_field=gold_field, model=model, domain=domain,
-                                   path_pattern=path_pattern)
-    opts = RunOptions(
-        inputs=paths, records=records, out_dir=str(out), fields=field_map,
-        config_path=_str(config), encoder_path=_str(encoder), device=device, batch_size=batch_size,
-        precision=precision, chunk_size=chunk_size, norms=_str(norms), resume=resume, workers=workers, linker=linker,
-        linker_model=_str(linker_model), types=types, limit=limit, sample=sample, seed=seed,
-        engine=engine, ray_address=ray_address,
-        max_units=max_units, trace_timeout=trace_timeout,
-        cache_dir=(_str(cache_dir) or default_cache_dir()) if cache else None,
-        progress=sys.stderr.isatty() if progress is None else progress,
-    )
+    opts = RunOptions(inputs=paths, records=records, out_dir=str(out),
+                      **{k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in options.items()})
     summary = run_profile(opts)
     run = Run(out, summary=summary, temporary=temporary)
-    if report:
+    if opts.report:
         from .report import write_report
 
-        if opts.progress:
+        if opts.show_progress:
             print("report: writing report.html, report.md, figures and per-trace pages", file=sys.stderr)
         summary["report"] = str(write_report(out))
     return run
 
 
-def _str(value: str | os.PathLike | None) -> str | None:
-    return None if value is None else os.fspath(value)
+profile.__doc__ = profile.__doc__.format(options=options_doc())
+profile.__signature__ = inspect.Signature(
+    [inspect.Parameter("data", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+     inspect.Parameter("out_dir", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)]
+    + [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default) for f, _ in option_specs()])
 
 
 # ----------------------------------------------------------------------------- the run

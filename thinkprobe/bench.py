@@ -5,11 +5,9 @@ size in its own subprocess. Ratios come from the same run, never from timed test
 """
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import platform
-import random
 import resource
 import shutil
 import subprocess
@@ -19,46 +17,14 @@ import time
 from pathlib import Path
 
 from .config import Config
+from .shared_data import real_corpus, resample
 from .encoder import make_encoder
 from .graph import units_of
-from .load import iter_traces
-from .pipeline import OUTPUT_FILES, RunOptions, run_profile
+from .io import iter_traces
+from .engine import RunOptions, run_profile
+from .outputs import OUTPUT_FILES
 from .records import Section, Trace
 from .timing import StageTimes
-
-REPO = Path(__file__).resolve().parent.parent
-SAMPLES = REPO / "thinkprobe" / "samples" / "traces.jsonl"
-
-
-def data_dir() -> Path | None:
-    path = Path(os.environ.get("THINKPROBE_DATA", REPO.parent / "shared" / "data"))
-    return path if path.is_dir() else None
-
-
-def real_corpus(n: int, seed: int = 0) -> tuple[list[str], str]:
-    """N ReasoningFlow v1 traces (a seeded sample over all five models and four task families),
-    or the bundled samples when the data folder is absent. Returns JSONL lines and a description."""
-    root = data_dir()
-    if root is None:
-        lines = SAMPLES.read_text(encoding="utf-8").splitlines()
-        return [lines[i % len(lines)] for i in range(n)], "bundled samples (../shared/data not found)"
-    path = root / "reasoningflow" / "v1" / "v1_raw_data.jsonl.gz"
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    random.Random(seed).shuffle(lines)
-    return lines[:n], f"{n} traces sampled (seed {seed}) from {path.relative_to(root.parent)}"
-
-
-def resample(lines: list[str], factor: int) -> list[str]:
-    """A corpus `factor` times larger made of the same traces under new ids."""
-    out = []
-    for k in range(factor):
-        for line in lines:
-            rec = json.loads(line)
-            rec["doc_id"] = rec["id"] = f"{rec.get('doc_id') or rec.get('id')}~{k}"
-            out.append(json.dumps(rec))
-    return out
-
 
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -75,10 +41,10 @@ def _profile_subprocess(inputs: Path, out: Path, cache: Path, device: str, encod
     """A profile run in a fresh process: its wall time and peak resident memory."""
     code = (
         "import json, resource, sys, time\n"
-        "from thinkprobe.pipeline import RunOptions, run_profile\n"
+        "from thinkprobe.engine import RunOptions, run_profile\n"
         "t = time.perf_counter()\n"
         f"r = run_profile(RunOptions(inputs=[{str(inputs)!r}], out_dir={str(out)!r}, cache_dir={str(cache)!r}, "
-        f"device={device!r}, encoder_path={encoder!r}, progress=False))\n"
+        f"device={device!r}, encoder={encoder!r}, progress=False))\n"
         "print(json.dumps({'seconds': time.perf_counter() - t, 'traces': r['traces'], "
         f"'peak_rss_mb': {_hwm_mb()}}}))\n"
     )
@@ -112,9 +78,9 @@ def run_bench(n: int = 100, device: str = "auto", batch_size: int | None = None,
         times = StageTimes()
         t = time.perf_counter()
         result = run_profile(RunOptions(inputs=[str(corpus_path)], out_dir=str(tmp / name), device=encoder.device,
-                                        encoder_path=str(encoder.path), batch_size=encoder.batch_size,
-                                        precision=encoder.precision,
-                                        progress=False, **kw), times=times)
+                                        encoder=str(encoder.path), batch_size=encoder.batch_size,
+                                        precision=encoder.precision, progress=False,
+                                        cache="cache_dir" in kw, **kw), times=times)
         sync()
         return time.perf_counter() - t, times, result
 
@@ -250,12 +216,12 @@ def _profile_one_trace(path: Path, out: Path, cache: Path | None, device: str, l
     """Profile one file in a fresh process: seconds, peak resident MB, units, stage seconds; or how it failed."""
     code = (
         "import json, time\n"
-        "from thinkprobe.pipeline import RunOptions, run_profile\n"
+        "from thinkprobe.engine import RunOptions, run_profile\n"
         "from thinkprobe.timing import StageTimes\n"
         "times = StageTimes()\n"
         "t = time.perf_counter()\n"
         f"r = run_profile(RunOptions(inputs=[{str(path)!r}], out_dir={str(out)!r}, device={device!r}, progress=False, "
-        f"cache_dir={str(cache) if cache else None!r}, linker={linker!r}, types={types!r}, max_units=0), times=times)\n"
+        f"cache={cache is not None!r}, cache_dir={str(cache) if cache else None!r}, linker={linker!r}, types={types!r}, max_units=0), times=times)\n"
         "units = sum(len(json.loads(l)['units']) for l in open(r['out_dir'] + '/graphs.jsonl'))\n"
         "print(json.dumps({'seconds': time.perf_counter() - t, 'traces': r['traces'], 'errors': r['errors'], "
         f"'units': units, 'stages_s': dict(sorted(times.items())), 'peak_rss_mb': {_hwm_mb()}}}))\n"
@@ -269,7 +235,7 @@ def _profile_one_trace(path: Path, out: Path, cache: Path | None, device: str, l
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def _slope(xs: list[float], ys: list[float]) -> float | None:
+def growth_exponent(xs: list[float], ys: list[float]) -> float | None:
     """Least-squares slope of log y on log x: the growth exponent (1 = linear, 2 = quadratic)."""
     import numpy as np
 
@@ -308,9 +274,9 @@ def run_long_bench(sizes: tuple[int, ...] = LONG_SIZES, device: str = "auto", li
         "shared_embedding_cache": cache,
         "sizes": rows,
         "growth_exponent": {
-            "seconds": _slope([r["units"] for r in done], [r["seconds"] for r in done]),
-            "non_encoder_seconds": _slope([r["units"] for r in done], non_encoder),
-            "peak_rss_mb": _slope([r["units"] for r in done], [r["peak_rss_mb"] for r in done]),
+            "seconds": growth_exponent([r["units"] for r in done], [r["seconds"] for r in done]),
+            "non_encoder_seconds": growth_exponent([r["units"] for r in done], non_encoder),
+            "peak_rss_mb": growth_exponent([r["units"] for r in done], [r["peak_rss_mb"] for r in done]),
         },
     }
     if not workdir:

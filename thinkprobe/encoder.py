@@ -10,12 +10,15 @@ import os
 from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from .cache import EmbeddingCache
 from .provenance import files_digest
+
+if TYPE_CHECKING:
+    from .config import Config
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -123,8 +126,8 @@ def default_encoder_path() -> Path:
 class Encoder:
     path: str | Path | None = None
     device: str = "auto"
-    batch_size: int = 64
-    max_seq_length: int = 256
+    batch_size: int | None = None  # None: the config's encoder.batch_size
+    max_seq_length: int | None = None  # None: the config's encoder.max_seq_length
     min_rows: int = 4
     cache_dir: str | Path | None = None
     precision: str = "auto"  # auto | fp32 | fp16 (CUDA) | bf16; resolved in __post_init__
@@ -133,6 +136,12 @@ class Encoder:
     _cache: EmbeddingCache | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.batch_size is None or self.max_seq_length is None:
+            from .config import Config
+
+            settings = Config.load().encoder
+            self.batch_size = settings.batch_size if self.batch_size is None else self.batch_size
+            self.max_seq_length = settings.max_seq_length if self.max_seq_length is None else self.max_seq_length
         self.path = Path(self.path) if self.path else default_encoder_path()
         if not self.path.is_dir():
             raise ModelNotFound(f"encoder folder {self.path} does not exist; pass --encoder DIR with a local "
@@ -245,7 +254,7 @@ class Encoder:
 ENCODER_OPTIONS = ("path", "device", "batch_size", "max_seq_length", "precision", "cache_dir")
 
 
-def make_encoder(config: Mapping[str, Any] | None = None, overrides: Mapping[str, Any] | None = None) -> Encoder:
+def make_encoder(config: "Config | None" = None, overrides: Mapping[str, Any] | None = None) -> Encoder:
     """The run's encoder: the config's `encoder` section (configs/default.yaml when `config` is None),
     with `overrides` (keys of ENCODER_OPTIONS; None values are ignored) on top. The one place
     pipeline, eval-gold, bench and the scripts build an encoder.
@@ -260,8 +269,10 @@ def make_encoder(config: Mapping[str, Any] | None = None, overrides: Mapping[str
     unknown = set(overrides or {}) - set(ENCODER_OPTIONS)
     if unknown:
         raise TypeError(f"make_encoder: unknown options {sorted(unknown)}; expected {ENCODER_OPTIONS}")
-    section = dict(config["encoder"])
-    chosen = {**{k: section.get(k) for k in ENCODER_OPTIONS}, **{k: v for k, v in (overrides or {}).items() if v is not None}}
-    return Encoder(chosen["path"] or None, device=chosen["device"] or "auto",
-                   batch_size=int(chosen["batch_size"] or 64), max_seq_length=int(chosen["max_seq_length"] or 256),
-                   cache_dir=chosen["cache_dir"] or None, precision=chosen["precision"] or "auto")
+    settings = config.encoder
+    chosen = {"path": settings.path, "device": "auto", "batch_size": settings.batch_size,
+              "max_seq_length": settings.max_seq_length, "precision": settings.precision, "cache_dir": None,
+              **{k: v for k, v in (overrides or {}).items() if v is not None}}
+    return Encoder(chosen["path"] or None, device=chosen["device"], batch_size=int(chosen["batch_size"]),
+                   max_seq_length=int(chosen["max_seq_length"]), cache_dir=chosen["cache_dir"] or None,
+                   precision=chosen["precision"])

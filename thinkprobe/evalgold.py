@@ -23,157 +23,13 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .export import EXPORT_ANNOTATOR, RF_EDGE_LABELS, to_reasoningflow
+from .export import to_reasoningflow
+from .reasoningflow import DISTANCE_BINS, GOLD_TYPES, THINK_TAG, edge_types, load_docs, node_types, response_nodes
 
 __all__ = [
-    "GOLD_TYPES", "SCORE_EDGE_TYPES", "load_docs", "node_types", "edge_types", "read_edges", "map_edge_label", "score",
-    "format_scores", "profile_docs", "baseline_docs", "evaluate", "DISTANCE_BINS", "paired_bootstrap", "projection",
-    "BOOTSTRAP_METRICS", "SILVER_LABEL_PRIORITY", "silver_labels", "written_by_thinkprobe",
+    "score", "format_scores", "profile_docs", "baseline_docs", "evaluate", "paired_bootstrap", "projection",
+    "BOOTSTRAP_METRICS", "SILVER_LABEL_PRIORITY", "silver_labels",
 ]
-
-# Node labels -> our types (spec section 7). Reflection is decided per node, see `node_types`.
-NODE_LABEL_MAP = {
-    "fact": "FAC", "reasoning": "RSN", "example": "RSN", "assumption": "EXP", "planning": "MET",
-    "restatement": "RPT", "conclusion": "CON",
-}
-# Our SYN has no ReasoningFlow label: a unit drawing earlier parts together is reasoning there.
-GOLD_TYPES: tuple[str, ...] = ("FAC", "RSN", "EXP", "CRT", "MET", "CON", "RPT")
-_TYPE_FOR_SCORING = {"SYN": "RSN"}
-
-# Edge labels -> (our type, critique polarity) (spec section 7). plan:proceed and plan:decompose
-# are not in the spec: both connect a plan to the step that carries it out or details it, which is
-# our elaboration; into an assumption node they open a case or option, which is our branch.
-EDGE_LABEL_MAP: dict[str, tuple[str, str]] = {
-    "reason:infer": ("inference", ""), "reason:execute": ("inference", ""), "validate:support": ("inference", ""),
-    "reason:elaborate-fact": ("elaboration", ""), "reason:exemplify": ("elaboration", ""),
-    "plan:verify": ("critique", "uncertain"), "plan:backtrack": ("critique", "negate"),
-    "reflect:positive": ("critique", "affirm"), "reflect:negative": ("critique", "negate"),
-    "reflect:uncertain": ("critique", "uncertain"), "validate:attack": ("critique", "negate"),
-    "reason:restate": ("repetition", ""),
-    "plan:proceed": ("elaboration", ""), "plan:decompose": ("elaboration", ""),
-}
-_BRANCHING_LABELS = frozenset({"plan:proceed", "plan:decompose"})
-# Misspellings found in the LLM-annotated files.
-_LABEL_ALIASES = {"reasoning:infer": "reason:infer", "reasoning:execute": "reason:execute",
-                  "validate:refute": "validate:attack"}
-# A synthesis edge j -> i is what ReasoningFlow writes as i -reason:infer-> j; gold has no synthesis.
-_EDGE_FOR_SCORING = {"synthesis": "inference"}
-# Documents ThinkProbe exported carry one label per edge type and polarity (export.RF_EDGE_LABELS):
-# their labels are read through its inverse, exactly; the map above is for labels people and other
-# annotators chose, and stays as it is for them.
-_EXPORTED_EDGE_LABELS: dict[str, tuple[str, str]] = {label: kind for kind, label in RF_EDGE_LABELS.items()}
-SCORE_EDGE_TYPES: tuple[str, ...] = ("inference", "elaboration", "branch", "critique", "repetition")
-
-# Gold-node distance bins for recall / precision by distance: (name, lowest, highest).
-DISTANCE_BINS: tuple[tuple[str, int, int], ...] = (("1", 1, 1), ("2-3", 2, 3), ("4-10", 4, 10), (">10", 11, 1 << 62))
-
-_THINK_TAG = re.compile(r"</?think>|<\|(?:begin|end)_of_(?:thought|solution)\|>")
-
-
-# ----------------------------------------------------------------------------- documents
-
-
-def load_docs(path: str | Path) -> list[dict]:
-    """ReasoningFlow documents from a folder of JSON files or a JSON / JSONL file (gzipped or not)."""
-    from .load import iter_records
-
-    docs = []
-    for _, _, record in iter_records(path):
-        if isinstance(record, dict) and "raw_text" in record and "nodes" in record:
-            docs.append(record)
-    if not docs:
-        raise ValueError(f"{path}: no ReasoningFlow documents (records with raw_text and nodes)")
-    return docs
-
-
-def response_nodes(doc: Mapping) -> list[dict]:
-    """The response nodes of a document in text order (context nodes left out)."""
-    return sorted((n for n in doc["nodes"] if n.get("source", "response") == "response"),
-                  key=lambda n: (n["start"], n["end"]))
-
-
-def written_by_thinkprobe(doc: Mapping) -> bool:
-    """Whether `doc` was exported by ThinkProbe (its metadata annotator), so that its edge labels
-    are read through `thinkprobe.export.RF_EDGE_LABELS` rather than spec section 7."""
-    return (doc.get("metadata") or {}).get("annotator") == EXPORT_ANNOTATOR
-
-
-def map_edge_label(label: str, dest_label: str | None = None, exported: bool = False) -> tuple[str, str] | None:
-    """(our edge type, polarity) of a ReasoningFlow edge label, or None when it has no mapping.
-    `exported`: the label comes from a document ThinkProbe wrote (`written_by_thinkprobe`), read
-    through the inverse of the export's label table.
-
-    >>> map_edge_label("reflect:negative")
-    ('critique', 'negate')
-    >>> map_edge_label("plan:proceed", "assumption")
-    ('branch', '')
-    >>> map_edge_label("plan:proceed", "reasoning"), map_edge_label("plan:proceed", "reasoning", exported=True)
-    (('elaboration', ''), ('branch', ''))
-    """
-    label = _LABEL_ALIASES.get(label, label)
-    if exported and label in _EXPORTED_EDGE_LABELS:
-        return _EXPORTED_EDGE_LABELS[label]
-    if label in _BRANCHING_LABELS and dest_label == "assumption":
-        return "branch", ""
-    return EDGE_LABEL_MAP.get(label)
-
-
-def node_types(doc: Mapping) -> list[str]:
-    """Our type for each response node, for scoring (SYN counts as RSN).
-
-    Nodes written by ThinkProbe carry `thinkprobe_type`. Otherwise the label is mapped; a
-    reflection node is CRT when it evaluates an earlier node (an incoming reflect:* or
-    validate:attack edge: node_labels.yaml's "meta-evaluation of a step" and "applicability of a
-    fact"), and MET otherwise (emotions, rhetorical phrases, filler about the thinking itself).
-    """
-    nodes = response_nodes(doc)
-    evaluated = {e["dest_node_id"] for e in doc.get("edges", ())
-                 if (map_edge_label(e["label"]) or ("", ""))[0] == "critique"
-                 and _LABEL_ALIASES.get(e["label"], e["label"]).startswith(("reflect:", "validate:"))}
-    out = []
-    for n in nodes:
-        if n.get("thinkprobe_type"):
-            t = n["thinkprobe_type"]
-        elif n.get("label") == "reflection":
-            t = "CRT" if n["id"] in evaluated else "MET"
-        else:
-            t = NODE_LABEL_MAP.get(n.get("label"), "RSN")
-        out.append(_TYPE_FOR_SCORING.get(t, t))
-    return out
-
-
-def edge_types(doc: Mapping) -> list[tuple[int, int, str, str]]:
-    """`read_edges` for scoring: synthesis counts as inference (gold has no synthesis)."""
-    return [(a, b, _EDGE_FOR_SCORING.get(kind, kind), pol) for a, b, kind, pol in read_edges(doc)]
-
-
-def read_edges(doc: Mapping) -> list[tuple[int, int, str, str]]:
-    """(i, j, our edge type, polarity) per edge between two response nodes, i and j node positions
-    in text order; edges touching a context node, self-loops and unmapped labels are left out. An
-    edge's `thinkprobe_type` (and `polarity`) wins over its label; a label is mapped by
-    `map_edge_label`, through the export's table in a document ThinkProbe wrote."""
-    nodes = response_nodes(doc)
-    index = {n["id"]: k for k, n in enumerate(nodes)}
-    labels = {n["id"]: n.get("label") for n in nodes}
-    exported = written_by_thinkprobe(doc)
-    out = []
-    for e in doc.get("edges", ()):
-        a, b = index.get(e["source_node_id"]), index.get(e["dest_node_id"])
-        if a is None or b is None or a == b:
-            continue
-        if e.get("thinkprobe_type"):
-            kind, pol = e["thinkprobe_type"], e.get("polarity") or ""
-        else:
-            mapped = map_edge_label(e["label"], labels[e["dest_node_id"]], exported)
-            if mapped is None:
-                continue
-            kind, pol = mapped
-        out.append((a, b, kind, pol))
-    return out
-
-
-# ----------------------------------------------------------------------------- scoring pieces
-
 
 def _content_position(text: str, pos: int) -> int:
     """`pos` moved forward over whitespace and think tags: where the next content starts."""
@@ -182,7 +38,7 @@ def _content_position(text: str, pos: int) -> int:
         if text[pos].isspace():
             pos += 1
             continue
-        m = _THINK_TAG.match(text, pos)
+        m = THINK_TAG.match(text, pos)
         if not m:
             break
         pos = m.end()
@@ -265,7 +121,7 @@ def silver_labels(doc: Mapping, units: Sequence) -> tuple[list[str | None], dict
     Synthesis (no ReasoningFlow label): a unit inferred from units of two or more other topical
     blocks draws them together when it concludes, says so (a synthesis cue), or combines three or
     more blocks; its inference edges from those blocks become synthesis."""
-    from .link import PAIR_CLASSES
+    from .link.protocol import PAIR_CLASSES
 
     nodes = response_nodes(doc)
     proj = projection(nodes, [{"start": u.start, "end": u.end} for u in units])
@@ -320,9 +176,6 @@ def _type_scores(gold: list[str], pred: list[str]) -> dict[str, Any]:
     macro = float(np.mean([per_class[t]["f1"] for t in labels])) if labels else 0.0
     confusion = {g: dict(Counter(p for gg, p in zip(gold, pred) if gg == g)) for g in labels}
     return {"accuracy": acc, "macro_f1": macro, "per_class": per_class, "confusion": confusion, "nodes": len(gold)}
-
-
-# ----------------------------------------------------------------------------- the score
 
 
 def score(gold_docs: Sequence[Mapping], pred_docs: Sequence[Mapping]) -> dict[str, Any]:
@@ -543,9 +396,6 @@ def table_row(scores: Mapping[str, Any]) -> list[str]:
     return ["-" if (v := get(scores)) is None else f"{v:.3f}" for _, get in COLUMNS]
 
 
-# ----------------------------------------------------------------------------- predictions
-
-
 def baseline_docs(gold_docs: Iterable[Mapping]) -> list[dict]:
     """The trivial baseline: the response cut at sentence ends (., !, ? then whitespace) and line
     breaks, every unit reasoning, each unit inferred from the one before."""
@@ -580,8 +430,9 @@ def profile_docs(gold_path: str | Path, cfg, encoder, linker, candidates=None, t
     `typer` ((units, embeddings) -> retyped units, see `link.unit_typer`) replaces the
     cue types before linking; structural types are then settled from the edges as in the pipeline."""
     from .graph import build_graphs
-    from .link import LinkInput, candidate_pairs
-    from .load import iter_traces
+    from .io import iter_traces
+    from .link import LinkInput
+    from .link.candidates import candidate_pairs
     from .records import InputError, graph_record
 
     traces = []
@@ -592,10 +443,10 @@ def profile_docs(gold_path: str | Path, cfg, encoder, linker, candidates=None, t
     if candidates is None:
         candidates = getattr(linker, "candidates", None)
     if candidates is None:
-        p = cfg["link"]
+        p = cfg.link
 
         def candidates(item):
-            return candidate_pairs(item.embeddings, p["window"], p["top_k"])
+            return candidate_pairs(item.embeddings, p.window, p.top_k)
 
     docs = []
     for graph in build_graphs(traces, cfg, encoder, linker, typer=typer):

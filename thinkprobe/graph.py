@@ -13,7 +13,7 @@ import numpy as np
 
 from .config import Config
 from .encoder import Encoder
-from .link import LinkInput, Linker
+from .link import LinkInput, Linker, Typer
 from .nodetypes import concreteness, cue_categories, finalise_type, provisional_type
 from .records import InputError, ThoughtGraph, ThoughtUnit, Trace
 from .segment import HEADER, tile, unit_spans
@@ -39,11 +39,11 @@ def units_of(trace: Trace, cfg: Config) -> tuple[list[ThoughtUnit], list[int]]:
 
 def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker: Linker,
                  times: StageTimes | None = None, pool: Executor | None = None,
-                 typer=None) -> list[ThoughtGraph | InputError]:
+                 typer: Typer | None = None) -> list[ThoughtGraph | InputError]:
     """Thought Graphs of a batch of traces. The per-trace CPU stages (splitting; tiling and typing;
     a trained linker's and type head's features) run in `pool` when one is given; the encoder and
     the models see the whole batch at once.
-    `typer(units, embeddings) -> units`, when given, replaces the cue types (the trained type head)."""
+    `typer` (a `link.Typer`), when given, replaces the cue types (the trained type head)."""
     times = times if times is not None else StageTimes()
     mapper = partial(pool.map, chunksize=4) if pool is not None else map
     with times("split"):
@@ -77,13 +77,11 @@ def over_unit_limit(trace: Trace, n_units: int, cfg: Config) -> InputError | Non
                       f"{n_units} Thought Units, over the limit of {max_units} (raise it with --max-units)")
 
 
-def link_graphs(graphs: Sequence[ThoughtGraph], linker: Linker, typer=None, mapper=map) -> None:
+def link_graphs(graphs: Sequence[ThoughtGraph], linker: Linker, typer: Typer | None = None, mapper=map) -> None:
     """Type (with `typer`, when given) and link graphs that have embeddings but no edges yet, in
     place: per-trace features through `mapper`, the trained models over the whole batch."""
     if typer is not None:
-        batch = getattr(typer, "batch", None)
-        retyped = (batch([(g.units, g.embeddings) for g in graphs], mapper) if batch is not None
-                   else [typer(g.units, g.embeddings) for g in graphs])
+        retyped = typer.batch([(g.units, g.embeddings) for g in graphs], mapper)
         for g, units in zip(graphs, retyped):
             g.units = units
     inputs = [LinkInput(g.units, g.embeddings) for g in graphs]
@@ -99,10 +97,10 @@ def tile_and_type(trace: Trace, planned: tuple[list[ThoughtUnit], list[int]], em
     if not units:
         field = trace.reasoning.field if trace.reasoning else "reasoning"
         return InputError(trace.source, trace.record, field, "no text to segment (empty after tags and whitespace)")
-    tiling = cfg["segment"]["tiling"]
+    tiling = cfg.tiling
     lex = cfg.lexicon
-    seg = tile(emb, forced, window=tiling["window"], min_block_units=tiling["min_block_units"],
-               cutoff_std=tiling["cutoff_std"], min_depth=tiling["min_depth"])
+    seg = tile(emb, forced, window=tiling.window, min_block_units=tiling.min_block_units,
+               cutoff_std=tiling.cutoff_std, min_depth=tiling.min_depth)
     typed = []
     for u in units:
         cues = cue_categories(u.text, cfg)

@@ -5,6 +5,7 @@ plain Python / networkx reading of the same definitions that the tests keep equa
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import combinations
 
 import networkx as nx
@@ -16,25 +17,103 @@ from scipy.stats import linregress
 
 from thinkprobe.records import EDGE_INDEX, EDGE_TYPES, NODE_INDEX, NODE_TYPES, GraphArrays
 
-__all__ = ["INDICATORS", "DIMENSIONS", "SIGNS", "CONTENT_TYPES", "compute_indicators", "reference_indicators"]
+__all__ = ["Indicator", "INDICATOR_RECORDS", "INDICATORS", "DIMENSIONS", "DIMENSION_ABOUT", "SIGNS", "CONTENT_TYPES",
+           "compute_indicators", "reference_indicators", "indicator_glossary", "dimension_glossary", "indicator_table"]
 
-DIMENSIONS: dict[str, tuple[str, ...]] = {
-    "Breadth": ("branching_factor", "idea_count", "semantic_spread", "initial_diversity"),
-    "Depth": ("max_chain_depth", "mean_branch_depth", "specificity_gradient"),
-    "Structure": (
-        "exploration_ratio",
-        "backtracking_rate",
-        "cross_branch_connectivity",
-        "convergence_index",
-        "recurrence_ratio",
-        "revision_depth",
-    ),
-    "Metacognition": ("self_reflection_rate", "critique_ratio", "hedging_density", "perspective_taking"),
-    "Efficiency": ("tokens_per_idea", "redundancy_ratio"),
+
+@dataclass(frozen=True)
+class Indicator:
+    """One indicator: its dimension of the 5D profile, its definition (docs/indicators.md's
+    table), what it means in words (the report's glossary) and its sign in the profile."""
+
+    name: str
+    dimension: str
+    definition: str
+    meaning: str
+    sign: int = 1  # -1: more of it reads as less of its dimension (less efficient)
+
+
+# Everything else about an indicator (the lists, dimensions, signs, glossaries and the docs table)
+# is derived from these records; its computation is in both compute_indicators and reference_indicators.
+INDICATOR_RECORDS: tuple[Indicator, ...] = (
+    Indicator("branching_factor", "Breadth", "|E_branch| / n", "branch edges per unit: |E_branch| / n"),
+    Indicator("idea_count", "Breadth", "number of branches",
+              "number of branches (runs of units joined by inference/elaboration edges)"),
+    Indicator("semantic_spread", "Breadth",
+              "clusters of content units (FAC, RSN, EXP, SYN, CON), average-linkage on cosine distance cut at 0.45 (scipy)",
+              "clusters of content units (FAC, RSN, EXP, SYN, CON), average-linkage, cosine distance 0.45"),
+    Indicator("initial_diversity", "Breadth",
+              "mean pairwise cosine distance of the first 3 EXP units (0 with fewer than 2)",
+              "mean pairwise cosine distance of the first 3 exploration units"),
+    Indicator("max_chain_depth", "Depth", "longest path (edges) in the inference + elaboration subgraph",
+              "longest path (edges) in the inference + elaboration subgraph"),
+    Indicator("mean_branch_depth", "Depth",
+              "mean over branches of the longest inference + elaboration path inside the branch",
+              "mean over branches of the longest inference + elaboration path inside the branch"),
+    Indicator("specificity_gradient", "Depth", "OLS slope of unit concreteness against position k/(n-1)",
+              "slope of concreteness (numbers, symbols, units, names) against position in the trace"),
+    Indicator("exploration_ratio", "Structure", "|N_EXP| / (|N_RSN| + |N_FAC|)",
+              "exploration units / (reasoning + fact units)"),
+    Indicator("backtracking_rate", "Structure", "|E_critique| / |E|", "critique edges / all edges"),
+    Indicator("cross_branch_connectivity", "Structure",
+              "share of branch pairs joined by a synthesis edge (0 with < 2 branches)",
+              "share of branch pairs joined by a synthesis edge"),
+    Indicator("convergence_index", "Structure", "|E_synthesis| / |E|", "synthesis edges / all edges"),
+    Indicator("recurrence_ratio", "Structure", "share of units in a strongly connected component of size > 1",
+              "share of units on a directed cycle"),
+    Indicator("revision_depth", "Structure", "mean |i - j| over critique edges",
+              "mean distance (units) spanned by critique edges"),
+    Indicator("self_reflection_rate", "Metacognition", "|N_MET| / n", "metacognition units / all units"),
+    Indicator("critique_ratio", "Metacognition", "|N_CRT| / max(|N_EXP|, 1)",
+              "critique units / exploration units (at least 1)"),
+    Indicator("hedging_density", "Metacognition", "share of units with a hedge marker (lexicon `hedge`)",
+              "share of units with a hedge marker"),
+    Indicator("perspective_taking", "Metacognition", "share of units with a perspective marker (lexicon `perspective`)",
+              "share of units with a perspective-shift marker"),
+    Indicator("tokens_per_idea", "Efficiency", "tokens / max(semantic_spread, 1)",
+              "tokens / semantic_spread; lower is more efficient", sign=-1),
+    Indicator("redundancy_ratio", "Efficiency", "|N_RPT| / n",
+              "repetition units / all units; lower is more efficient", sign=-1),
+)
+# What each dimension of the profile reads (its indicators are listed after it in the glossary).
+DIMENSION_ABOUT: dict[str, str] = {
+    "Breadth": "how many distinct directions and ideas the trace opens",
+    "Depth": "how long the chains of inference run",
+    "Structure": "how much the trace explores, backtracks, reconnects and revises",
+    "Metacognition": "how much the trace plans, checks and hedges",
+    "Efficiency": "how few tokens and repetitions per idea",
 }
+DIMENSIONS: dict[str, tuple[str, ...]] = {
+    dim: tuple(i.name for i in INDICATOR_RECORDS if i.dimension == dim) for dim in DIMENSION_ABOUT}
 INDICATORS: tuple[str, ...] = tuple(name for names in DIMENSIONS.values() for name in names)
 # More tokens per idea and more repetition read as *less* efficient, so the profile flips them.
-SIGNS: dict[str, int] = {name: -1 if name in ("tokens_per_idea", "redundancy_ratio") else 1 for name in INDICATORS}
+SIGNS: dict[str, int] = {i.name: i.sign for i in INDICATOR_RECORDS}
+
+
+def indicator_glossary() -> dict[str, str]:
+    """Indicator -> what it means, in INDICATORS order (the report's glossary)."""
+    return {i.name: i.meaning for i in INDICATOR_RECORDS}
+
+
+def dimension_glossary() -> dict[str, str]:
+    """Dimension -> what it reads and which indicators make it (the report's glossary)."""
+    out = {}
+    for dim, names in DIMENSIONS.items():
+        flipped = all(SIGNS[n] < 0 for n in names)
+        listed = (" and ".join(names) + (", both sign-flipped" if len(names) == 2 else ", all sign-flipped")
+                  if flipped else ", ".join(names))
+        out[dim] = f"{DIMENSION_ABOUT[dim]} ({listed})"
+    return out
+
+
+def indicator_table() -> str:
+    """docs/indicators.md's table of the 19 indicators (a test keeps the file equal to it)."""
+    lines = ["| # | dimension | indicator | definition | profile sign |", "|---|---|---|---|---|"]
+    for k, i in enumerate(INDICATOR_RECORDS, start=1):
+        lines.append(f"| {k} | {i.dimension} | {i.name} | {i.definition.replace('|', chr(92) + '|')} | "
+                     f"{'+' if i.sign > 0 else '-'} |")
+    return "\n".join(lines) + "\n"
+
 
 CONTENT_TYPES: tuple[str, ...] = ("FAC", "RSN", "EXP", "SYN", "CON")
 
@@ -53,11 +132,11 @@ def _content_clusters(embeddings: np.ndarray, node_type: np.ndarray, cluster_dis
     """Number of average-linkage clusters of the content units, cut at cosine distance `cluster_distance`.
 
     Exact up to `exact_max` content units (scipy's linkage over all pairwise distances: agglomerative
-    clustering is scipy's job, not ours to hand-write). Above that, `_sampled_clusters` bounds memory.
+    clustering is scipy's job, not ours to hand-write). Above that, `sampled_clusters` bounds memory.
     """
     content = np.asarray(embeddings, dtype=np.float64)[np.isin(node_type, _CONTENT)]
     if len(content) > exact_max:
-        return _sampled_clusters(content, cluster_distance, exact_max)
+        return sampled_clusters(content, cluster_distance, exact_max)
     return len(np.unique(_exact_clusters(content, cluster_distance)))
 
 
@@ -71,7 +150,7 @@ def _exact_clusters(content: np.ndarray, cluster_distance: float) -> np.ndarray:
     return fcluster(linkage(distances, method="average"), t=cluster_distance, criterion="distance")
 
 
-def _sampled_clusters(content: np.ndarray, cluster_distance: float, sample_size: int) -> int:
+def sampled_clusters(content: np.ndarray, cluster_distance: float, sample_size: int) -> int:
     """Bounded approximation of the cluster count for more than `sample_size` content units.
 
     Cluster `sample_size` evenly spaced units exactly; every other unit joins the cluster whose
@@ -335,7 +414,7 @@ def compute_indicators(g: GraphArrays, *, cluster_distance: float = 0.45, cluste
     """The 19 indicators of one Thought Graph, in INDICATORS order, as finite floats (all 0 for n = 0).
 
     Graph work runs in numba kernels; clustering for semantic_spread uses scipy, exactly up to
-    `cluster_exact_max` content units and on a bounded sample above (see `_sampled_clusters`).
+    `cluster_exact_max` content units and on a bounded sample above (see `sampled_clusters`).
 
     A fact, a derivation from it, an alternative opened from the fact, and a conclusion that
     critiques the derivation (a cycle 1 -> 3 -> 1):

@@ -1,50 +1,20 @@
 """What a person watching a run sees: the number of records counted up front (cheaply: lines of
-JSONL, Parquet metadata), a bar over traces with rate and ETA, and below it the current stage with
+JSONL, Parquet metadata: thinkprobe.io.formats), a bar over traces with rate and ETA, and below it the current stage with
 the units encoded so far, redrawn every second so it moves even while one stage is busy.
 Also the trace selection behind --limit and --sample."""
 from __future__ import annotations
 
-import gzip
 import itertools
 import random
 import sys
 import threading
-from pathlib import Path
-from typing import Iterable, Iterator, Sequence, TypeVar
+from typing import Iterable, Iterator, TypeVar
 
 from .timing import StageTimes
 
-__all__ = ["count_records", "count_inputs", "select", "selected_total", "Progress", "ProgressTimes"]
+__all__ = ["select", "selected_total", "Progress", "ProgressTimes"]
 
 T = TypeVar("T")
-
-
-def count_records(path: str | Path) -> int:
-    """Records in one input: non-blank lines of a JSONL file (gzipped or not) and rows in a
-    Parquet file's metadata, without parsing them; anything else is read once by the loader."""
-    from .load import iter_records
-
-    path = Path(path)
-    name = path.name.lower()
-    stem = name[:-3] if name.endswith(".gz") else name
-    if path.is_file() and stem.endswith((".jsonl", ".ndjson")):
-        with (gzip.open(path, "rb") if name.endswith(".gz") else open(path, "rb")) as f:
-            try:
-                return sum(1 for line in f if line.strip())
-            except (OSError, EOFError):  # a damaged file: the loader reports it; count what it will read
-                pass
-    if path.is_file() and name.endswith(".parquet"):
-        import pyarrow.parquet as pq
-
-        try:
-            return pq.ParquetFile(path).metadata.num_rows
-        except Exception:  # not readable as Parquet: the loader reports it
-            pass
-    return sum(1 for _ in iter_records(path))
-
-
-def count_inputs(paths: Sequence[str | Path]) -> int:
-    return sum(count_records(p) for p in paths)
 
 
 def select(items: Iterable[T], limit: int | None = None, sample: int | None = None, seed: int = 0) -> Iterator[T]:

@@ -1,5 +1,5 @@
-"""`profile --engine ray`: the same run as `pipeline.run_profile`, with the per-trace stages spread
-over a Ray cluster as Ray Data `map_batches` stages.
+"""`profile --engine ray`: the same run as the local engine (`thinkprobe.pipeline`), with the
+per-trace stages spread over a Ray cluster as Ray Data `map_batches` stages.
 
 The driver reads the inputs with the loader (in input order, ids made unique as in a local run),
 cuts them into the same chunks as a local run and skips the chunks already committed under
@@ -11,9 +11,9 @@ a Ray Dataset that flows through
     -> indicators + graph record (CPU tasks)
 
 and the driver commits each chunk's lines, in input order, as soon as all its traces are back,
-in exactly the format the local engine writes. Then `pipeline.assemble` writes norms, profiles,
+in exactly the format the local engine writes. Then `runner.assemble` writes norms, profiles,
 stats and redundancy tables as in a local run. Every stage calls the functions the local engine
-calls (graph.units_of, tile_and_type, link_graphs, pipeline._finish), and those give each trace
+calls (graph.units_of, tile_and_type, link_graphs, runner.finish_line), and those give each trace
 the same result whatever batch it shares, so the outputs are byte-identical to a local run.
 
 Ray is an optional dependency (`pip install thinkprobe[ray]`), imported only here.
@@ -32,13 +32,14 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .config import Config
+from .config import Config, IndicatorSettings, RaySettings
 from .encoder import Encoder, make_encoder, resolve_precision
 from .graph import link_graphs, over_unit_limit, tile_and_type, units_of
 from .isolation import TraceLimits, failure_line, time_limit
 from .link import load_linker, unit_typer
-from .pipeline import (RunOptions, _chunks, _count, _finish, _manifest, _prepare_parts, _release_memory, assemble,
-                       run_traces)
+from .options import RunOptions
+from .runner import (assemble, chunks, total_records, finish_line, manifest, part_path, prepare_parts,
+                     release_memory, run_traces)
 from .progress import Progress, select, selected_total
 from .records import InputError, Trace
 from .redundancy import RedundancyParams
@@ -76,7 +77,7 @@ def _batch(rows: list[tuple[int, dict]]) -> dict:
 def _error_line(err: InputError, trace_id: str | None) -> str:
     # InputError does not survive a pickle round trip (its constructor takes four fields), so an
     # error leaves the stage it happened in as its finished output line.
-    return _finish(err, trace_id, {}, None)
+    return finish_line(err, trace_id, None, None)
 
 
 def _left(s: dict, timeout: float) -> float:
@@ -183,16 +184,16 @@ class LinkStage:
         local, opts = self.local, self.opts
         if not hasattr(local, "linker"):
             local.linker = load_linker(opts.linker, self.cfg, model_dir=opts.linker_model, device=self.device,
-                                       cache_dir=opts.cache_dir)
-            local.typer = unit_typer(local.linker, opts.types, cache_dir=opts.cache_dir)
+                                       cache_dir=opts.cache_folder)
+            local.typer = unit_typer(local.linker, opts.types, cache_dir=opts.cache_folder)
         return _whole_then_each(batch, lambda states: link_graphs([s["graph"] for s in states], local.linker, local.typer),
                                 _timeout(self.cfg))
 
 
-def finish_stage(batch: dict, indicator_cfg: dict, redundancy: RedundancyParams, timeout: float = 0.0) -> dict:
+def finish_stage(batch: dict, indicator_cfg: IndicatorSettings, redundancy: RedundancyParams, timeout: float = 0.0) -> dict:
     """CPU: indicators and the graph record: the output line a local run writes for the trace."""
     def finish(s: dict) -> dict:
-        return {"line": _finish(s["graph"], s["graph"].trace.trace_id, indicator_cfg, redundancy)}
+        return {"line": finish_line(s["graph"], s["graph"].trace.trace_id, indicator_cfg, redundancy)}
 
     rows = _each(batch, finish, timeout)
     return {"idx": np.array([i for i, _ in rows], dtype=np.int64),
@@ -217,7 +218,7 @@ class RayPlan:
     task: dict[str, float]
 
 
-def plan_resources(resources: dict[str, float], device: str, rcfg: dict) -> RayPlan:
+def plan_resources(resources: dict[str, float], device: str, rcfg: RaySettings) -> RayPlan:
     """The actors and resources of a run on a cluster with `resources` (ray.cluster_resources()).
 
     >>> p = plan_resources({"CPU": 2.0}, "auto", Config.load()["ray"])
@@ -235,12 +236,12 @@ def plan_resources(resources: dict[str, float], device: str, rcfg: dict) -> RayP
         raise SystemExit(f"--device {device} asked for, but the Ray cluster has no GPU")
     if on_gpu:
         device = "cuda"  # Ray gives each actor its GPU; cuda:N would name a GPU the actor cannot see
-    actors = rcfg["model_actors"] or (gpus if on_gpu else max(1, int(resources.get("CPU", 1)) // 4))
-    encoder = {"num_cpus": rcfg["encoder_cpus"]}
-    linker = {"num_cpus": rcfg["linker_cpus"]}
+    actors = rcfg.model_actors or (gpus if on_gpu else max(1, int(resources.get("CPU", 1)) // 4))
+    encoder = {"num_cpus": rcfg.encoder_cpus}
+    linker = {"num_cpus": rcfg.linker_cpus}
     if on_gpu:
-        encoder["num_gpus"], linker["num_gpus"] = rcfg["encoder_gpus"], rcfg["linker_gpus"]
-    return RayPlan(device, actors, encoder, linker, {"num_cpus": rcfg["task_cpus"]})
+        encoder["num_gpus"], linker["num_gpus"] = rcfg.encoder_gpus, rcfg.linker_gpus
+    return RayPlan(device, actors, encoder, linker, {"num_cpus": rcfg.task_cpus})
 
 
 # ----------------------------------------------------------------------------- the run
@@ -280,21 +281,20 @@ def _driver_encoder(cfg: Config, opts: RunOptions, device: str) -> tuple[Encoder
     """The encoder that names the run (manifest, run.json) on the driver, which loads no model and
     may have no GPU when the workers do; and the options every encoder actor is built with: the
     precision is resolved once here, so all actors run the same dtype."""
-    precision = resolve_precision(opts.precision or cfg["encoder"].get("precision"), device)
-    overrides = {"path": opts.encoder_path, "device": device, "batch_size": opts.batch_size, "precision": precision,
-                 "cache_dir": opts.cache_dir}
+    precision = resolve_precision(opts.precision or cfg.encoder.precision, device)
+    overrides = {"path": opts.encoder, "device": device, "batch_size": opts.batch_size, "precision": precision,
+                 "cache_dir": opts.cache_folder}
     encoder = make_encoder(cfg, overrides | {"device": "cpu", "precision": "fp32", "cache_dir": None})
     encoder.device, encoder.precision = device, precision
     return encoder, overrides | {"path": str(encoder.path)}
 
 
-def run_profile_ray(opts: RunOptions, cfg: Config | None = None, times: StageTimes | None = None) -> dict:
-    """`run_profile` on Ray: same outputs, same resume, same errors.jsonl (see the module doc)."""
+def run_profile_ray(opts: RunOptions, cfg: Config, times: StageTimes) -> dict:
+    """`engine.run_profile` on Ray: same outputs, same resume, same errors.jsonl (see the module doc).
+    `cfg` is the run's config (runner.run_config)."""
     import ray
 
-    times = times if times is not None else StageTimes()
-    cfg = cfg or Config.load(opts.config_path)
-    rcfg = cfg["ray"]
+    rcfg = cfg.ray
     started = _connect(opts.ray_address)
     progress = None
     try:
@@ -307,22 +307,22 @@ def run_profile_ray(opts: RunOptions, cfg: Config | None = None, times: StageTim
         linker = load_linker(opts.linker, cfg, model_dir=opts.linker_model, device="cpu")  # names the run
         out = Path(opts.out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        parts = _prepare_parts(out, _manifest(opts, cfg, encoder, linker), opts.resume)
-        total = _count(opts) if opts.progress or opts.sample is not None else None
-        progress = Progress(selected_total(total, opts.limit, opts.sample), enabled=opts.progress)
+        parts = prepare_parts(out, manifest(opts, cfg, encoder, linker), opts.resume)
+        total = total_records(opts) if opts.show_progress or opts.sample is not None else None
+        progress = Progress(selected_total(total, opts.limit, opts.sample), enabled=opts.show_progress)
         traces = select(run_traces(opts), opts.limit, opts.sample, opts.seed)
         resumed = 0
 
         def pending():
             nonlocal resumed
-            for k, chunk in enumerate(_chunks(traces, opts.chunk_size)):
-                if (parts / f"{k:06d}.jsonl").exists():
+            for k, chunk in enumerate(chunks(traces, opts.chunk_size)):
+                if part_path(parts, k).exists():
                     resumed += len(chunk)
                     progress.traces(len(chunk))
                 else:
                     yield k, chunk
 
-        windows = _windows(pending(), rcfg["window_traces"])
+        windows = _windows(pending(), rcfg.window_traces)
         while True:
             with times("load"):
                 window = next(windows, None)
@@ -352,9 +352,9 @@ def _run_window(window: list[tuple[int, list]], parts: Path, cfg: Config, opts: 
     """One Ray Data execution over the traces of `window`; commits each chunk when it is complete."""
     import ray
 
-    indicator_cfg = dict(cfg["indicators"])
+    indicator_cfg = cfg.indicators
     redundancy = RedundancyParams.from_config(cfg)
-    rcfg = cfg["ray"]
+    rcfg = cfg.ray
     lines: dict[int, dict[int, str]] = {}  # chunk -> idx -> line
     owner: dict[int, int] = {}  # idx -> chunk
     size: dict[int, int] = {}
@@ -372,26 +372,26 @@ def _run_window(window: list[tuple[int, list]], parts: Path, cfg: Config, opts: 
 
     def commit(k: int) -> None:
         text = "".join(lines[k][i] for i in sorted(lines[k]))
-        write_atomic(parts / f"{k:06d}.jsonl", text)
+        write_atomic(part_path(parts, k), text)
         progress.traces(size[k])
         del lines[k]
 
     for k in [k for k in lines if len(lines[k]) == size[k]]:
         commit(k)
     if items:
-        n_blocks = max(1, min(len(items) // rcfg["batch_traces"], 4 * max(1, int(ray.cluster_resources().get("CPU", 1)))))
+        n_blocks = max(1, min(len(items) // rcfg.batch_traces, 4 * max(1, int(ray.cluster_resources().get("CPU", 1)))))
         ds = ray.data.from_items(items, override_num_blocks=n_blocks)
         # a worker process that dies is retried crash_retries times, then the run stops (Ray Data: without end)
-        retries = rcfg["crash_retries"]
+        retries = rcfg.crash_retries
         actor_retries = dict(max_restarts=retries, max_task_retries=retries)
-        task = dict(batch_size=rcfg["batch_traces"], batch_format="numpy", max_retries=retries, **plan.task)
+        task = dict(batch_size=rcfg.batch_traces, batch_format="numpy", max_retries=retries, **plan.task)
         ds = ds.map_batches(split_stage, fn_kwargs={"cfg": cfg}, **task)
         ds = ds.map_batches(EncodeStage, fn_constructor_kwargs={"cfg": cfg, "overrides": encoder_overrides},
-                            batch_size=rcfg["encode_batch_traces"], batch_format="numpy",
+                            batch_size=rcfg.encode_batch_traces, batch_format="numpy",
                             compute=ray.data.ActorPoolStrategy(size=plan.actors), **plan.encoder, **actor_retries)
         ds = ds.map_batches(tile_stage, fn_kwargs={"cfg": cfg}, **task)
         ds = ds.map_batches(LinkStage, fn_constructor_kwargs={"opts": opts, "cfg": cfg, "device": plan.device},
-                            batch_size=rcfg["encode_batch_traces"], batch_format="numpy",
+                            batch_size=rcfg.encode_batch_traces, batch_format="numpy",
                             compute=ray.data.ActorPoolStrategy(size=plan.actors), **plan.linker, **actor_retries)
         ds = ds.map_batches(finish_stage, fn_kwargs={"indicator_cfg": indicator_cfg, "redundancy": redundancy,
                                                      "timeout": _timeout(cfg)}, **task)
@@ -406,4 +406,4 @@ def _run_window(window: list[tuple[int, list]], parts: Path, cfg: Config, opts: 
                 commit(k)
     if lines:  # every trace of the window came back, or Ray raised
         raise RuntimeError(f"ray engine: chunks {sorted(lines)} incomplete")
-    _release_memory()
+    release_memory()

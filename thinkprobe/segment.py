@@ -162,9 +162,9 @@ def fragment_spans(text: str, start: int, end: int, max_line_chars: int = 20000)
 def unit_spans(text: str, section: Section, cfg: Config) -> list[tuple[int, int]]:
     """Thought Unit spans of a section: fragments with filler and enumeration markers merged into
     the following fragment (into the previous one at the end of the section)."""
-    seg = cfg["segment"]
-    frags = fragment_spans(text, section.start, section.end, seg["max_line_chars"])
-    filler, min_chars = cfg.filler, seg["min_unit_chars"]
+    seg = cfg.segment
+    frags = fragment_spans(text, section.start, section.end, seg.max_line_chars)
+    filler, min_chars = cfg.filler, seg.min_unit_chars
     units: list[tuple[int, int]] = []
     pending: int | None = None  # start of filler waiting for the next content fragment
     for s, e in frags:
@@ -184,7 +184,7 @@ def unit_spans(text: str, section: Section, cfg: Config) -> list[tuple[int, int]
 
 
 @numba.njit(cache=True)
-def _depth_scores(emb: np.ndarray, window: int) -> np.ndarray:
+def depth_scores(emb: np.ndarray, window: int) -> np.ndarray:
     """Hearst depth score at each gap between unit g and g+1 (cosine of block means). Linear in the
     number of units: each gap sums at most 2 * window rows, and the peaks on either side come from
     one pass each way (climbing from g stops where climbing from its neighbour stops)."""
@@ -224,7 +224,7 @@ def tile(emb: np.ndarray, forced: Iterable[int] = (), *, window: int = 3, min_bl
     n = emb.shape[0]
     starts = {i for i in forced if 0 < i < n}
     if n >= 2 * min_block_units:
-        depth = _depth_scores(np.ascontiguousarray(emb, dtype=np.float64), window)
+        depth = depth_scores(np.ascontiguousarray(emb, dtype=np.float64), window)
         cutoff = max(min_depth, depth.mean() + cutoff_std * depth.std())
         taken = sorted(starts)  # kept sorted: a new boundary only needs its two neighbours checked
         for g in np.argsort(-depth, kind="stable"):

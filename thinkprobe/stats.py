@@ -15,12 +15,14 @@ import csv
 import io
 import json
 import math
+from dataclasses import asdict
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
 from scipy.stats import kruskal, mannwhitneyu, rankdata, tiecorrect
 
+from .config import StatsSettings
 from .indicators import DIMENSIONS, INDICATORS
 from .outputs import INDICATORS_TABLE, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, STATS_JSON, read_table
 from .records import iter_graph_records
@@ -35,17 +37,16 @@ DIMENSION_OF: dict[str, str] = {name: dim for dim, names in DIMENSIONS.items() f
 NOT_TESTABLE, CONSTANT, TESTED = "not testable", "constant", "ok"
 
 
-def stats_settings(run_dir: str | Path | None = None) -> dict:
-    """The `stats` section of configs/default.yaml, under the one recorded in the run's run.json
-    (so `thinkprobe stats` on a run made with --config keeps that run's settings)."""
+def stats_settings(run_dir: str | Path | None = None) -> StatsSettings:
+    """The `stats` section a run recorded in its run.json over today's defaults (so `thinkprobe
+    stats` on a run made with --config keeps that run's settings); the defaults without a run."""
     from .config import Config
 
-    settings = dict(Config.load()["stats"])
     run_json = Path(run_dir) / RUN_JSON if run_dir is not None else None
+    recorded = {}
     if run_json is not None and run_json.exists():
         recorded = (json.loads(run_json.read_text(encoding="utf-8")).get("config") or {}).get("stats") or {}
-        settings.update(recorded)
-    return settings
+    return Config.load(overrides={"stats": recorded}).stats
 
 
 def _round(x: float | None) -> float | None:
@@ -335,7 +336,7 @@ def _auroc_within(scores: np.ndarray, wrong: np.ndarray, models: np.ndarray) -> 
     return (u_sum / pairs if pairs else None), per
 
 
-def outcome_validity(rows: Sequence[Mapping], settings: Mapping) -> dict:
+def outcome_validity(rows: Sequence[Mapping], settings: StatsSettings) -> dict:
     """Do the indicators say anything about a wrong answer beyond model and length? Out-of-fold
     AUROC (stratified folds, seeded) of two logistic regressions on the graded traces: model
     (one-hot) + log tokens, and the same + the 19 indicators (standardised). scikit-learn does the
@@ -344,10 +345,10 @@ def outcome_validity(rows: Sequence[Mapping], settings: Mapping) -> dict:
               and all(math.isfinite(r[name]) for name in INDICATORS)]
     wrong = np.array([not r["correct"] for r in graded], dtype=bool)
     out = {"status": TESTED, "n": len(graded), "n_wrong": int(wrong.sum()), "n_correct": int((~wrong).sum()),
-           "folds": settings["cv_folds"], "seed": settings["cv_seed"],
+           "folds": settings.cv_folds, "seed": settings.cv_seed,
            "auroc_model_length": None, "auroc_model_length_indicators": None, "gain": None}
-    if min(out["n_wrong"], out["n_correct"]) < max(settings["min_class"], settings["cv_folds"]):
-        out.update(status=NOT_TESTABLE, reason=f"fewer than {max(settings['min_class'], settings['cv_folds'])} "
+    if min(out["n_wrong"], out["n_correct"]) < max(settings.min_class, settings.cv_folds):
+        out.update(status=NOT_TESTABLE, reason=f"fewer than {max(settings.min_class, settings.cv_folds)} "
                                                 f"correct or wrong graded traces")
         return out
     from sklearn.linear_model import LogisticRegression
@@ -360,7 +361,7 @@ def outcome_validity(rows: Sequence[Mapping], settings: Mapping) -> dict:
     onehot = np.array([[r["model"] == m for m in models[1:]] for r in graded], dtype=np.float64).reshape(len(graded), -1)
     length = np.log([[r["tokens"]] for r in graded])
     indicators = np.array([[r[name] for name in INDICATORS] for r in graded], dtype=np.float64)
-    folds = StratifiedKFold(settings["cv_folds"], shuffle=True, random_state=settings["cv_seed"])
+    folds = StratifiedKFold(settings.cv_folds, shuffle=True, random_state=settings.cv_seed)
     for key, features in (("auroc_model_length", np.hstack([onehot, length])),
                           ("auroc_model_length_indicators", np.hstack([onehot, length, indicators]))):
         clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
@@ -373,14 +374,14 @@ def outcome_validity(rows: Sequence[Mapping], settings: Mapping) -> dict:
 # --------------------------------------------------------------------------- profiles and the whole run
 
 
-def bootstrap_model_profiles(rows: Sequence[Mapping], settings: Mapping) -> list[dict]:
+def bootstrap_model_profiles(rows: Sequence[Mapping], settings: StatsSettings) -> list[dict]:
     """Per model, the mean of each dimension with a percentile bootstrap interval.
 
     One generator, models in sorted order, the same resampled traces for all five dimensions of a
     model: the same run always gives the same intervals.
     """
-    resamples, level, min_group = settings["bootstrap_resamples"], settings["ci_level"], settings["min_group"]
-    rng = np.random.default_rng(settings["bootstrap_seed"])
+    resamples, level, min_group = settings.bootstrap_resamples, settings.ci_level, settings.min_group
+    rng = np.random.default_rng(settings.bootstrap_seed)
     dims = list(DIMENSIONS)
     out = []
     for model in _groups(rows, "model"):
@@ -410,10 +411,11 @@ def _holm_family(entries: Sequence[dict], alpha: float) -> int:
     return len(family)
 
 
-def compute_stats(run_dir: str | Path) -> dict:
-    """All statistics of a run as plain data (nothing written)."""
+def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) -> dict:
+    """All statistics of a run as plain data (nothing written); `settings`: the run's `stats`
+    section (default: what its run.json recorded)."""
     run_dir = Path(run_dir)
-    cfg = stats_settings(run_dir)
+    cfg = settings or stats_settings(run_dir)
     meta, labels_from = _correctness(run_dir)
     rows = load_table(run_dir, meta)
     variables = [(name, "indicator", DIMENSION_OF[name]) for name in INDICATORS]
@@ -423,8 +425,8 @@ def compute_stats(run_dir: str | Path) -> dict:
     clusters = [(r["model"], r["question"]) if r["question"] is not None else None for r in rows]
     graded = np.array([r["correct"] is not None for r in rows], dtype=bool)
     wrong = np.array([r["correct"] is False for r in rows], dtype=bool)
-    enough_labels = min(int(wrong.sum()), int((graded & ~wrong).sum())) >= cfg["min_class"]
-    perm = {"min_group": cfg["min_group"], "permutations": cfg["permutations"], "seed": cfg["permutation_seed"]}
+    enough_labels = min(int(wrong.sum()), int((graded & ~wrong).sum())) >= cfg.min_class
+    perm = {"min_group": cfg.min_group, "permutations": cfg.permutations, "seed": cfg.permutation_seed}
 
     results = []
     for name, kind, dim in variables:
@@ -436,13 +438,13 @@ def compute_stats(run_dir: str | Path) -> dict:
             labels = [r[by] for r in rows]
             entry[by] = kruskal_test(values, labels, **perm)
             entry["length_controlled"][by] = kruskal_test(list(resid), labels, **perm)
-        entry["reliability"]["split_half"] = split_half_reliability(values, list(models), cfg["split_halves"],
-                                                                    cfg["split_half_seed"])
+        entry["reliability"]["split_half"] = split_half_reliability(values, list(models), cfg.split_halves,
+                                                                    cfg.split_half_seed)
         entry["reliability"]["split_half_length_controlled"] = split_half_reliability(
-            list(resid), list(models), cfg["split_halves"], cfg["split_half_seed"])
+            list(resid), list(models), cfg.split_halves, cfg.split_half_seed)
         entry["reliability"]["icc"] = icc1(values, clusters)
         sb = entry["reliability"]["split_half"]["spearman_brown"]
-        entry["reliability"]["supports_model_differences"] = None if sb is None else sb >= cfg["min_reliability"]
+        entry["reliability"]["supports_model_differences"] = None if sb is None else sb >= cfg.min_reliability
         if enough_labels:
             x = np.asarray(values, dtype=np.float64)
             within, per_model = _auroc_within(x[graded], wrong[graded], models[graded])
@@ -453,8 +455,8 @@ def compute_stats(run_dir: str | Path) -> dict:
         results.append(entry)
 
     # Two families: the raw tests (both groupings, all variables) and the length-controlled ones.
-    family_size = _holm_family([e[by] for e in results for by in GROUPINGS], cfg["alpha"])
-    family_size_lc = _holm_family([e["length_controlled"][by] for e in results for by in GROUPINGS], cfg["alpha"])
+    family_size = _holm_family([e[by] for e in results for by in GROUPINGS], cfg.alpha)
+    family_size_lc = _holm_family([e["length_controlled"][by] for e in results for by in GROUPINGS], cfg.alpha)
 
     for e in results:
         em, ed = e["model"]["eps2"], e["domain"]["eps2"]
@@ -466,15 +468,15 @@ def compute_stats(run_dir: str | Path) -> dict:
         else:
             e["ratio"] = em / ed
         e["ratio_corrected"] = _ratio(e["model"].get("eps2_corrected"), e["domain"].get("eps2_corrected"),
-                                      cfg["ratio_floor"])
+                                      cfg.ratio_floor)
         lc = e["length_controlled"]
         e["ratio_length_corrected"] = _ratio(lc["model"].get("eps2_corrected"), lc["domain"].get("eps2_corrected"),
-                                             cfg["ratio_floor"])
+                                             cfg.ratio_floor)
 
     graded_rows = [r for r in rows if r["correct"] is not None]
     return _round_all({
         "n_traces": len(rows),
-        "settings": {**cfg, "correction": "holm", "family_size": family_size,
+        "settings": {**asdict(cfg), "correction": "holm", "family_size": family_size,
                      "family_size_length_controlled": family_size_lc,
                      "effect_size": "eps2 = H / (n - 1)",
                      "chance_correction": "eps2_corrected = eps2 - mean eps2 over `permutations` random relabellings",
@@ -485,7 +487,7 @@ def compute_stats(run_dir: str | Path) -> dict:
                      "split_half": "mean Pearson r of model means between random halves, Spearman-Brown 2r / (1 + r)",
                      "icc": "ICC(1) over (model, question) clusters with 2+ traces"},
         "groupings": {by: {"groups": _groups(rows, by),
-                           "too_few": sorted(g for g, c in _groups(rows, by).items() if c < cfg["min_group"])}
+                           "too_few": sorted(g for g, c in _groups(rows, by).items() if c < cfg.min_group)}
                       for by in GROUPINGS},
         "outcome": {"labels_from": labels_from, "graded": len(graded_rows),
                     "wrong": sum(1 for r in graded_rows if r["correct"] is False),
@@ -541,10 +543,10 @@ def stats_csv(stats: Mapping) -> str:
     return buf.getvalue()
 
 
-def write_stats(run_dir: str | Path) -> dict:
+def write_stats(run_dir: str | Path, settings: StatsSettings | None = None) -> dict:
     """compute_stats, then stats.json and stats.csv in the run folder; returns the statistics."""
     run_dir = Path(run_dir)
-    stats = compute_stats(run_dir)
+    stats = compute_stats(run_dir, settings)
     (run_dir / STATS_JSON).write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     (run_dir / STATS_CSV).write_text(stats_csv(stats), encoding="utf-8")
     return stats

@@ -22,9 +22,9 @@ from ..config import Config
 from ..records import EDGE_TYPES, Edge, ThoughtUnit
 from ..cache import ScoreCache, through_cache
 from ..provenance import files_digest
-from .base import (
-    FROM_WINDOW, PAIR_CLASSES, CandidateParams, LinkInput, Similarity, candidate_arrays, candidates, decode_edges,
-)
+from .candidates import FROM_WINDOW, CandidateParams, Similarity, candidate_arrays, candidates
+from .decode import decode_edges
+from .protocol import PAIR_CLASSES, LinkInput
 from .cue import CueLinker
 
 __all__ = ["CrossEncoderLinker", "SEVEN_WAY_LABELS", "nli_columns"]
@@ -56,6 +56,12 @@ class CrossEncoderLinker:
     structural_types = False  # the NLI decoding does not give every RPT unit a repetition edge
     kind = "cross-encoder over candidate pairs (local sequence-classification model)"
 
+    @classmethod
+    def load(cls, cfg: Config, *, model_dir: str | Path, device: str = "cpu",
+             cache_dir: str | Path | None = None) -> "CrossEncoderLinker":
+        """The registry's loader (thinkprobe.link.registry)."""
+        return cls(model_dir, cfg, device=device, cache_dir=cache_dir)
+
     def __init__(self, model_dir: str | Path, cfg: Config, *, device: str = "cpu", batch_size: int = 32,
                  max_length: int = 256, cache_dir: str | Path | None = None):
         from transformers import AutoConfig
@@ -77,8 +83,8 @@ class CrossEncoderLinker:
                              f"contradiction) nor ThinkProbe's 7 pair classes {list(SEVEN_WAY_LABELS)}")
         extra_path = self.model_dir / "thinkprobe.json"
         extra = json.loads(extra_path.read_text(encoding="utf-8")) if extra_path.exists() else {}
-        link = cfg["link"]
-        self.params = CandidateParams.from_dict(extra.get("candidates", {"window": link["window"], "top_k": link["top_k"]}))
+        link = cfg.link
+        self.params = CandidateParams.from_dict(extra.get("candidates", {"window": link.window, "top_k": link.top_k}))
         self.decode = extra.get("decode", {"threshold_near": 0.5, "threshold_far": 0.5})
         self.nli_threshold = float(extra.get("nli_threshold", 0.9))
         self.name = f"cross-encoder:{self.model_dir.name}"
@@ -169,14 +175,14 @@ class CrossEncoderLinker:
                     origin: np.ndarray) -> list[Edge]:
         ent, con = p[:, self.nli["entailment"]], p[:, self.nli["contradiction"]]
         near = (origin & FROM_WINDOW) > 0
-        link = self.cfg["link"]
+        link = self.cfg.link
         edges: set[Edge] = set()
         for b in range(1, len(units)):
             ks = np.flatnonzero(j == b)
             u = units[b]
             # forward parent: the most entailing neighbour, with the CueLinker's preference for j-1
             window = ks[near[ks]]
-            bonus = link["adjacent_bonus"] * (i[window] == b - 1)
+            bonus = link.adjacent_bonus * (i[window] == b - 1)
             parent = int(window[int(np.argmax(ent[window] + bonus))])
             kind = "branch" if u.node_type == "EXP" else "elaboration" if u.node_type in ("FAC", "MET") else "inference"
             edges.add(Edge(int(i[parent]), b, kind, score=round(float(ent[parent]), 4)))
@@ -185,7 +191,7 @@ class CrossEncoderLinker:
                 if con[k] >= self.nli_threshold:
                     edges.add(Edge(b, a, "critique", "negate", round(float(con[k]), 4)))
                 elif ent[k] >= self.nli_threshold and k != parent:
-                    if sim.at(b, a) >= link["repetition_similarity"]:
+                    if sim.at(b, a) >= link.repetition_similarity:
                         edges.add(Edge(b, a, "repetition", score=round(float(ent[k]), 4)))
                     else:
                         edges.add(Edge(a, b, "inference", score=round(float(ent[k]), 4)))

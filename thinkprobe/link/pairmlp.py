@@ -9,9 +9,7 @@ an edge type (critique with its polarity), decoded by `base.decode_edges`.
 from __future__ import annotations
 
 import itertools
-import json
 from dataclasses import replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
@@ -21,14 +19,15 @@ from ..config import Config
 from ..records import Edge, ThoughtUnit
 from ..cache import ScoreCache, through_cache
 from ..provenance import files_digest
-from .base import (
-    PAIR_CLASSES, TYPE_CLASSES, CandidateParams, LinkInput, Similarity, TextFlags, as_similarity, candidate_arrays,
-    candidates, decode_edges, jaccard, shared_pair_features, symbol_rates, word_index,
-)
+from .candidates import CandidateParams, Similarity, as_similarity, candidate_arrays, candidates
+from .decode import decode_edges
+from .features import TextFlags, jaccard, shared_pair_features, symbol_rates, word_index
+from .models import find_model_dir, read_model_dir
+from .protocol import PAIR_CLASSES, TYPE_CLASSES, LinkInput, Typer
 
 __all__ = [
-    "UnitFeaturizer", "PAIR_FEATURES", "pair_features", "link_features", "unit_features", "build_pair_model",
-    "build_type_model", "neighbours", "read_model_dir", "TrainedLinker", "TypeHead", "Retyper",
+    "UnitFeaturizer", "MLP_PAIR_FEATURES", "pair_features", "link_features", "unit_features", "build_pair_model",
+    "build_type_model", "neighbours", "TrainedLinker", "TypeHead", "Retyper", "head_typer", "load_type_head",
 ]
 
 
@@ -70,7 +69,7 @@ class UnitFeaturizer(TextFlags):
         return out
 
 
-PAIR_FEATURES = 19
+MLP_PAIR_FEATURES = 19
 
 
 def pair_features(units: Sequence[ThoughtUnit], sim: Similarity | np.ndarray, i: np.ndarray, j: np.ndarray,
@@ -79,7 +78,7 @@ def pair_features(units: Sequence[ThoughtUnit], sim: Similarity | np.ndarray, i:
     earlier units, distance, topical blocks, sections, word overlap and where the candidate came
     from. `sim`: the trace's `Similarity`, or its unit embeddings."""
     m = len(i)
-    out = np.zeros((m, PAIR_FEATURES), dtype=np.float32)
+    out = np.zeros((m, MLP_PAIR_FEATURES), dtype=np.float32)
     if not m:
         return out
     words = words if words is not None else word_index(units)
@@ -133,7 +132,7 @@ def build_pair_model(dim: int, unit_size: int, proj: int = 64, hidden: int = 128
             super().__init__()
             self.proj = nn.Linear(dim, proj)
             self.mlp = nn.Sequential(
-                nn.Linear(4 * proj + 2 * unit_size + PAIR_FEATURES, hidden), nn.ReLU(), nn.Dropout(dropout),
+                nn.Linear(4 * proj + 2 * unit_size + MLP_PAIR_FEATURES, hidden), nn.ReLU(), nn.Dropout(dropout),
                 nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, len(PAIR_CLASSES)),
             )
 
@@ -204,15 +203,6 @@ def _load_state(model, path: Path):
     return model
 
 
-@lru_cache(maxsize=4)
-def read_model_dir(path: str) -> dict:
-    folder = Path(path)
-    cfg_path = folder / "config.json"
-    if not cfg_path.exists():
-        raise FileNotFoundError(f"{folder} has no config.json: not a ThinkProbe linker folder")
-    return json.loads(cfg_path.read_text(encoding="utf-8"))
-
-
 # ----------------------------------------------------------------------------- the linker
 
 
@@ -233,6 +223,12 @@ class TrainedLinker:
     block = 16384  # pairs per forward pass: bounds memory whatever the batch
     structural_types = True  # decoding gives provisional CRT / RPT units their edge
     kind = "pair MLP over candidate pairs + type head (MiniLM features)"
+
+    @classmethod
+    def load(cls, cfg: Config, *, model_dir: str | Path, device: str = "cpu",
+             cache_dir: str | Path | None = None) -> "TrainedLinker":
+        """The registry's loader (thinkprobe.link.registry)."""
+        return cls(model_dir, cfg, cache_dir, device)
 
     def __init__(self, model_dir: str | Path, cfg: Config, cache_dir: str | Path | None = None, device: str = "cpu"):
         self.model_dir = Path(model_dir)
@@ -402,3 +398,22 @@ class Retyper:
     @property
     def cache_stats(self) -> dict[str, int]:
         return self.head.cache.stats if self.head.cache else {}
+
+
+def head_typer(linker, head: TypeHead | None = None, cache_dir: str | Path | None = None) -> Typer:
+    """The "head" typer (thinkprobe.link.registry): the linker's own typer when it has one (a
+    joint model types and links together), else a `Retyper` that applies `head` (default: the
+    shipped type head, loaded with `cache_dir`). CRT and RPT come from the head only for a linker
+    with `structural_types` (it gives such units the edge their type needs)."""
+    if head is None and getattr(linker, "typer", None) is not None:
+        return linker.typer
+    return Retyper(head or load_type_head(cache_dir=cache_dir), structural=bool(getattr(linker, "structural_types", False)))
+
+
+def load_type_head(name_or_dir: str | None = None, cache_dir: str | Path | None = None) -> TypeHead:
+    """The type head shipped with a pair-MLP model (default: the registered pair MLP's folder),
+    for linkers that do not type units themselves; with `cache_dir`, its probabilities are kept on
+    disk per trace."""
+    from .registry import LINKERS
+
+    return TypeHead(find_model_dir(name_or_dir or LINKERS["pair-mlp"].model), cache_dir)

@@ -28,7 +28,6 @@ import itertools
 import json
 import re
 from dataclasses import replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -38,21 +37,21 @@ from ..cache import ScoreCache, through_cache
 from ..config import Config
 from ..provenance import files_digest
 from ..records import Edge, ThoughtUnit
-from .base import (
-    FROM_LOOKBACK, FROM_SIMILARITY, FROM_WINDOW, PAIR_CLASSES, SHARED_PAIR_FEATURES, TYPE_CLASSES, CandidateParams,
-    LinkInput, TextFlags, decode_edges, shared_count, shared_pair_features, shared_weight, symbol_rates, token_index,
-    word_index,
-)
+from .candidates import FROM_LOOKBACK, FROM_SIMILARITY, FROM_WINDOW, CandidateParams
+from .decode import decode_edges
+from .features import (SHARED_PAIR_FEATURES, TextFlags, shared_count, shared_pair_features, shared_weight,
+                       symbol_rates, token_index, word_index)
+from .models import read_model_dir
+from .protocol import PAIR_CLASSES, TYPE_CLASSES, LinkInput
 
 __all__ = [
-    "DISTANCE_BUCKETS", "PAIR_FEATURES", "ParserFeaturizer", "parser_candidates", "earlier_topk", "trace_features",
+    "DISTANCE_BUCKETS", "ParserFeaturizer", "parser_candidates", "earlier_topk", "trace_features",
     "build_parser_model", "ParserLinker", "ParserTyper", "distance_bucket", "LEXICAL_PAIR_FEATURES", "lexical_pair_features",
     "number_index", "last_mentions", "predict_types",
 ]
 
 # Distance buckets (j - i): 1, 2, 3, 4-5, 6-10, 11-20, 21-50, 51-100, > 100.
 DISTANCE_BUCKETS = (1, 2, 3, 5, 10, 20, 50, 100)
-PAIR_FEATURES = SHARED_PAIR_FEATURES
 
 
 def distance_bucket(d: np.ndarray) -> np.ndarray:
@@ -235,7 +234,7 @@ class ParserFeaturizer(TextFlags):
 
     @property
     def pair_size(self) -> int:
-        return PAIR_FEATURES + (LEXICAL_PAIR_FEATURES if self.lexical_pairs else 0)
+        return SHARED_PAIR_FEATURES + (LEXICAL_PAIR_FEATURES if self.lexical_pairs else 0)
 
     def __call__(self, units: Sequence[ThoughtUnit], emb: np.ndarray, best: np.ndarray) -> np.ndarray:
         out, texts, length, f = self.flags(units)
@@ -263,7 +262,7 @@ def pair_features(units: Sequence[ThoughtUnit], emb: np.ndarray, best: np.ndarra
     and whether i is the plan in force at j or opens j's block or the one before."""
     m = len(i)
     if not m:
-        return np.zeros((m, PAIR_FEATURES), dtype=np.float32)
+        return np.zeros((m, SHARED_PAIR_FEATURES), dtype=np.float32)
     s = np.zeros(m, dtype=np.float32)
     for c in range(0, m, 8192):  # in chunks: two (pairs x dim) gathers would dominate memory on long traces
         s[c:c + 8192] = np.einsum("ij,ij->i", emb[i[c:c + 8192]], emb[j[c:c + 8192]])
@@ -296,7 +295,7 @@ def trace_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: Candid
 
 def build_parser_model(dim: int, unit_size: int, proj: int = 128, hidden: int = 128, layers: int = 1,
                        arc_hidden: int = 128, context: str = "bilstm", pair_feats: bool = True, dropout: float = 0.2,
-                       pair_size: int = PAIR_FEATURES):
+                       pair_size: int = SHARED_PAIR_FEATURES):
     """The parser network (see the module docstring). `context`: "bilstm" or "none" (the states are
     the projected unit inputs: an ablation); `pair_feats`: whether the arc scorer reads them."""
     import torch
@@ -379,14 +378,6 @@ def predict_types(probs: np.ndarray, offsets: Sequence[float] | None = None) -> 
     return [TYPE_CLASSES[k] for k in np.argmax(score, axis=1)]
 
 
-@lru_cache(maxsize=4)
-def read_model_dir(path: str) -> dict:
-    cfg_path = Path(path) / "config.json"
-    if not cfg_path.exists():
-        raise FileNotFoundError(f"{path} has no config.json: not a ThinkProbe parser folder")
-    return json.loads(cfg_path.read_text(encoding="utf-8"))
-
-
 def load_parser_model(model_dir: str | Path):
     """(members, featurizer, meta) of a parser folder: one network, or an ensemble whose members'
     probabilities are averaged (config.json "members": their architectures; weights prefixed "k.")."""
@@ -399,7 +390,7 @@ def load_parser_model(model_dir: str | Path):
     models = []
     for k, m in enumerate(archs):
         model = build_parser_model(m["dim"], featurizer.size, m["proj"], m["hidden"], m["layers"], m["arc_hidden"],
-                                   m["context"], m["pair_feats"], 0.0, m.get("pair_size", PAIR_FEATURES))
+                                   m["context"], m["pair_feats"], 0.0, m.get("pair_size", SHARED_PAIR_FEATURES))
         prefix = f"{k}." if "members" in meta else ""
         model.load_state_dict({name[len(prefix):]: v for name, v in state.items() if name.startswith(prefix)})
         models.append(model.eval())
@@ -471,6 +462,12 @@ class ParserLinker:
 
     structural_types = True
     kind = "trace-level parser (BiLSTM over MiniLM unit embeddings): edges and node types jointly"
+
+    @classmethod
+    def load(cls, cfg: Config, *, model_dir: str | Path, device: str = "cpu",
+             cache_dir: str | Path | None = None) -> "ParserLinker":
+        """The registry's loader (thinkprobe.link.registry)."""
+        return cls(model_dir, cfg, cache_dir, device)
 
     def __init__(self, model_dir: str | Path, cfg: Config | None = None, cache_dir: str | Path | None = None,
                  device: str = "cpu"):

@@ -1,0 +1,21 @@
+"""The input layer, the first pipeline stage (load -> segment -> type -> link -> graph ->
+indicators -> profile): streams the files people already have into `Trace` records, finding the
+reasoning in known fields, content blocks or inline tags and noting where each value came from.
+
+- `sources`: the inputs and the field map (where reasoning, model, domain, id, gold are read);
+- `formats`: one reader per file format (`READERS`), folders, record counting;
+- `tags`: reasoning inside tags; `detect`: where a record keeps each value;
+- `traces`: records to traces with run-unique ids; `peek`: what `thinkprobe peek` shows.
+"""
+from __future__ import annotations
+
+from .detect import detect
+from .formats import READERS, count_inputs, count_records, iter_records
+from .peek import format_peek, peek, unknown_fix, usable
+from .sources import FieldMap, Source, parse_source, source_path
+from .traces import iter_inputs, iter_traces, record_traces
+
+__all__ = [
+    "FieldMap", "Source", "parse_source", "source_path", "READERS", "iter_records", "count_records", "count_inputs",
+    "iter_traces", "iter_inputs", "record_traces", "detect", "peek", "format_peek", "usable", "unknown_fix",
+]

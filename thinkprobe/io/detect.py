@@ -1,0 +1,491 @@
+"""Detection: where a record keeps its reasoning (a dedicated field, chat completions, content
+blocks, Responses output items, lm-eval samples, tags in a text field), its answer, model, domain,
+id, question, gold answer and correctness, and where each value came from.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ..records import InputError, Section, Trace
+from .formats import strip_extensions, type_name
+from .sources import FieldMap
+from .tags import Split, split_tags, trim
+
+__all__ = ["REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect"]
+
+
+# Detection order (spec section 6). Additions found in real data: `think_content` (THINK-Bench),
+# `model_answer` (MiP-Overthinking), `category` (THINK-Bench, Venhoff et al.).
+REASONING_FIELDS = (
+    "reasoning_content", "reasoning", "reasonings", "thinking", "thought", "thought_summary",
+    "full_cot", "thinking_trajectories[0]", "think_content",
+)
+
+
+TAGGED_FIELDS = ("response", "output", "prediction", "content", "model_answer")
+
+
+ANSWER_FIELDS = ("content", "response", "output", "prediction")
+
+
+MODEL_FIELDS = ("model", "model_name", "generator", "metadata.generator", "response.body.model")
+
+
+DOMAIN_FIELDS = ("domain", "task", "subject", "source", "problem_type", "category", "metadata.domain")
+
+
+ID_FIELDS = ("trace_id", "id", "doc_id", "uid", "_id", "uuid")  # uuid: OpenR1
+
+
+# doc.*, target, exact_match: lm-eval samples files
+QUESTION_FIELDS = ("question", "problem", "prompt", "raw_text.question", "doc.question", "doc.problem", "Question")
+
+
+GOLD_FIELDS = ("answer", "correct_answer", "gold", "gold_answer", "metadata.correct_answer", "target",
+               "Ground_Truth_Answer")
+
+
+# final_answer_correct: ProcessBench; Model_Solution_Correctness ("correct"/"incorrect"): MR-BEN
+CORRECT_FIELDS = ("correct", "is_correct", "correctness", "grading", "metadata.correctness", "exact_match",
+                  "final_answer_correct", "Model_Solution_Correctness")
+
+
+# OpenR1: one verdict per generation
+GENERATION_CORRECT_FIELDS = ("correctness_math_verify", "correctness_llama", "correctness")
+
+
+TURN_LISTS = ("messages", "conversations")
+
+
+TURN_REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
+
+
+# OpenAI chat completions (vLLM, DeepSeek API): choices[0].message.reasoning(_content)
+CHOICE_MESSAGE = "choices[0].message"
+
+
+# OpenAI Responses API objects: an `output` list of typed items, also inside a batch result
+RESPONSES_OUTPUT = ("output", "response.output", "response.body.output")
+
+
+# lm-eval samples: `resps` holds the raw generations (a list per request), `filtered_resps` the
+# extracted answers; the raw text is the trace.
+LM_EVAL_RESPS = "resps"
+
+
+# Several pieces of one reasoning (content blocks, summary parts, a list of steps) are joined into one
+# text with these separators; provenance says so and offsets point into the joined text.
+BLOCK_SEPARATOR = "\n\n"
+
+
+STEP_SEPARATOR = "\n"
+
+
+ASSISTANT_ROLES = frozenset({"assistant", "gpt", "model"})
+
+
+USER_ROLES = frozenset({"user", "human"})
+
+
+_PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[(-?\d+)\]")
+
+
+# Programming records: the tests their extracted code is run against (never in this process).
+CODE_TEST_FIELDS = ("tests", "test_cases", "test")
+
+
+def detect(
+    record: dict, fields: FieldMap, source: str, record_index: int | str, *, id_stem: str | None = None,
+    generation: int | None = None,
+) -> Trace:
+    """Turn one raw record into a Trace, or raise InputError naming the field at fault.
+
+    ``record_index`` is the locator from `iter_records`; errors repeat it, ``Trace.record`` gets the
+    0-based position. ``id_stem`` replaces the file stem in generated trace ids. ``generation`` picks
+    one entry of an OpenR1-style ``generations`` list (the id gets ``:g<N>``, the verdict comes from
+    ``correctness_math_verify[N]``); `record_traces` makes one trace per generation.
+    """
+
+    def error(field: str, reason: str) -> InputError:
+        return InputError(source, record_index, field, reason)
+
+    if not isinstance(record, dict):
+        raise error("", f"record is a {type_name(record)}, not an object")
+    found = _locate_reasoning(record, fields, error, generation)
+    reasoning_from, text = found.path, found.text
+    split = split_tags(text)
+    start, end = trim(text, *split.reasoning)
+    if start >= end:
+        raise error(reasoning_from, "empty reasoning")
+    sections = [Section("reasoning", reasoning_from, text, start, end)]
+    answer = _answer_section(record, found.answer_fields, reasoning_from, text, split)
+    if answer:
+        sections.append(answer)
+
+    position = _position(record_index)
+    from_path = fields.from_path(source)
+    model, model_from = _named(record, fields.model, fields.model_field, from_path.get("model"), MODEL_FIELDS)
+    domain, domain_from = _named(record, fields.domain, fields.domain_field, from_path.get("domain"), DOMAIN_FIELDS)
+    trace_id, trace_id_from = _first_scalar(record, _with_override(fields.id_field, ID_FIELDS))
+    if trace_id is None:
+        stem = id_stem if id_stem is not None else strip_extensions(Path(source).name)
+        trace_id, trace_id_from = f"{stem}:{position}", "file:record"
+    if generation is not None:
+        trace_id = f"{trace_id}:g{generation}"
+    gold_fields = tuple(f for f in GOLD_FIELDS if f != reasoning_from)
+    gold, gold_from = _first_scalar(record, _with_override(fields.gold_field, gold_fields))
+    correct, correct_from = _correctness(record, generation)
+    provenance = {
+        "reasoning_from": reasoning_from,
+        "tag": split.tag,
+        "open_tag_missing": split.open_tag_missing,
+        "truncated": split.truncated,
+        "answer_from": answer.field if answer else None,
+        "model_from": model_from or "default",
+        "domain_from": domain_from or "default",
+        "trace_id_from": trace_id_from,
+        "gold_from": gold_from,
+        "correct_from": correct_from,
+    }
+    if found.joined:
+        provenance["joined"] = found.joined
+    if generation is not None:
+        provenance["generation"] = generation
+    return Trace(
+        trace_id=trace_id,
+        model=model or "unknown",
+        domain=domain or "unknown",
+        sections=tuple(sections),
+        question=_question(record),
+        gold_answer=gold,
+        correct=correct,
+        provenance=provenance,
+        source=source,
+        record=position,
+        code_tests=next((record[k] for k in CODE_TEST_FIELDS if record.get(k)), None),
+    )
+
+
+def _named(record: dict, constant: str | None, field: str | None, from_path: str | None,
+           auto: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """Model or domain: a constant option, then the named field, then the file path, then detection."""
+    if constant:
+        return constant, "option"
+    if field:
+        value, path = _first_scalar(record, (field,))
+        if value is not None:
+            return value, path
+    if from_path:
+        return from_path, "path"
+    return _first_scalar(record, auto)
+
+
+@dataclass(frozen=True)
+class _Found:
+    """Where the reasoning text is: a field path, its text, the fields a separate answer may be in,
+    and, when several pieces were joined into one text, how."""
+
+    path: str
+    text: str
+    answer_fields: tuple[str, ...]
+    joined: dict | None = None
+
+
+def _joined(path: str, pieces: list[tuple[str, str]], separator: str) -> tuple[str, str, dict | None]:
+    """(field, text, joined provenance): one piece stays itself, several are joined with ``separator``."""
+    if len(pieces) == 1:
+        return pieces[0][0], pieces[0][1], None
+    text = separator.join(piece for _, piece in pieces)
+    return path, text, {"field": path, "parts": len(pieces), "separator": separator}
+
+
+def _locate_reasoning(
+    record: dict, fields: FieldMap, error: Callable[[str, str], InputError], generation: int | None = None
+) -> _Found:
+    if fields.reasoning_field:
+        # An explicit choice never falls back silently to another field.
+        path = fields.reasoning_field
+        found, value = _get(record, path)
+        if not found or value is None:
+            raise error(path, f"field not found; {_keys_hint(record, path)}")
+        joined = None
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            # a list of steps (ProcessBench, BIG-Bench Mistake, MR-BEN) is one trace
+            path, value, joined = _joined(path, [(f"{path}[{i}]", v) for i, v in enumerate(value)], STEP_SEPARATOR)
+        if not isinstance(value, str):
+            raise error(path, f"expected text or a list of texts, found {type_name(value)}")
+        if not value.strip():
+            raise error(path, "empty reasoning")
+        return _Found(path, value, tuple(f for f in ANSWER_FIELDS if f != path), joined)
+
+    empty_dedicated = None
+    for path in REASONING_FIELDS:
+        found, value = _get(record, path)
+        if not found or value is None:
+            continue
+        if path == "reasonings" and isinstance(value, list):
+            if not value:
+                empty_dedicated = empty_dedicated or path
+                continue
+            if isinstance(value[0], str):
+                path, value = "reasonings[0]", value[0]
+        if not isinstance(value, str):
+            raise error(path, f"expected text, found {type_name(value)}")
+        if not value.strip():
+            empty_dedicated = empty_dedicated or path
+            continue
+        return _Found(path, value, ANSWER_FIELDS)
+
+    # Inline text: prefer the first field that carries reasoning tags (or a reasoning key inside a
+    # chat turn, a thinking block); a tagless field counts only when nothing better exists and no
+    # dedicated reasoning field said "empty" -- otherwise a final answer would be profiled as if it
+    # were reasoning.
+    tried = [*REASONING_FIELDS]
+    plain = wrong = empty_inline = None
+    for candidate, strong in _inline_candidates(record, generation):
+        tried.append(candidate.path)
+        value = candidate.text
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            wrong = wrong or (candidate.path, value)
+            continue
+        if not value.strip():
+            empty_inline = empty_inline or candidate.path
+            continue
+        if strong or split_tags(value).tag is not None:
+            return candidate
+        plain = plain or candidate
+    if empty_dedicated:
+        raise error(empty_dedicated, "empty reasoning")
+    if plain:
+        return plain
+    if wrong:
+        raise error(wrong[0], f"expected text, found {type_name(wrong[1])}")
+    if empty_inline:
+        raise error(empty_inline, "empty reasoning")
+    raise error("reasoning", f"no reasoning text found; tried: {', '.join(dict.fromkeys(tried))}; "
+                             f"{_keys_hint(record, '')} (name the field with --reasoning-field)")
+
+
+def _keys_hint(record: dict, path: str) -> str:
+    """The keys a record does have, at the deepest level of ``path`` that resolves."""
+    node, walked = record, ""
+    for key, index in _PATH_TOKEN.findall(path)[:-1]:
+        step = f"{'.' if walked else ''}{key}" if key else f"[{index}]"
+        found, value = _get(record, walked + step)
+        if not found or not isinstance(value, (dict, list)):
+            break
+        node, walked = value, walked + step
+    where = f"`{walked}`" if walked else "the record"
+    if isinstance(node, list):
+        return f"{where} is a list of {len(node)}"
+    keys = [str(k) for k in node]
+    shown = ", ".join(keys[:30]) + (f", ... ({len(keys)} keys)" if len(keys) > 30 else "")
+    return f"{where} has: {shown or 'no keys'}"
+
+
+def _inline_candidates(record: dict, generation: int | None = None) -> Iterator[tuple[_Found, bool]]:
+    """(candidate, strong) for places that may hold reasoning inline, in order; a candidate's text may
+    be None (absent) or a non-string (reported if nothing better turns up)."""
+    for name in TAGGED_FIELDS:
+        yield from _field_candidates(record.get(name), name)
+    for base in RESPONSES_OUTPUT[1:]:  # a Responses API object nested in a batch result
+        found, value = _get(record, base)
+        blocks = _typed_blocks(value, base) if found and isinstance(value, list) else None
+        if blocks:
+            yield blocks, True
+    resps = record.get(LM_EVAL_RESPS)
+    if isinstance(resps, list) and resps:
+        first = resps[0]
+        if isinstance(first, list) and first:
+            yield _Found(f"{LM_EVAL_RESPS}[0][0]", first[0], ()), False
+        elif not isinstance(first, list):
+            yield _Found(f"{LM_EVAL_RESPS}[0]", first, ()), False
+    generations = record.get("generations")
+    if isinstance(generations, list) and generations:
+        g = generation if generation is not None and 0 <= generation < len(generations) else 0
+        # a generation asked for by number is taken even without tags (OpenR1 rows repeat one in messages)
+        yield _Found(f"generations[{g}]", generations[g], ()), generation is not None
+    elif generations is not None and not isinstance(generations, list):
+        yield _Found("generations", generations, ()), False
+    for list_name in TURN_LISTS:
+        turns = record.get(list_name)
+        if not isinstance(turns, list):
+            continue
+        index = next((i for i in range(len(turns) - 1, -1, -1) if _role(turns[i]) in ASSISTANT_ROLES), None)
+        if index is not None:
+            yield from _turn_candidates(turns[index], f"{list_name}[{index}]")
+    found, message = _get(record, CHOICE_MESSAGE)
+    if found and isinstance(message, dict):
+        yield from _turn_candidates(message, CHOICE_MESSAGE)
+    found, value = _get(record, "raw_text.response")
+    yield _Found("raw_text.response", value if found else None, ()), False
+
+
+def _turn_candidates(turn: dict, prefix: str) -> Iterator[tuple[_Found, bool]]:
+    content_key = "content" if "content" in turn else "value"
+    content_path = f"{prefix}.{content_key}"
+    for key in TURN_REASONING_KEYS:
+        if isinstance(turn.get(key), str) and turn[key].strip():
+            yield _Found(f"{prefix}.{key}", turn[key], (content_path,)), True
+    yield from _field_candidates(turn.get(content_key), content_path)
+
+
+def _field_candidates(value, path: str) -> Iterator[tuple[_Found, bool]]:
+    """The candidate a field's value at `path` gives: its reasoning (strong) when it is a list of
+    typed blocks, the value itself (weak) when it is not typed blocks, none when the blocks hold no
+    reasoning."""
+    blocks = _typed_blocks(value, path) if isinstance(value, list) else None
+    if blocks:
+        yield blocks, True
+    elif blocks is None:
+        yield _Found(path, value, ()), False
+
+
+def _typed_blocks(items: list, path: str) -> _Found | None | bool:
+    """Reasoning in a list of typed blocks: Anthropic ``{"type": "thinking", "thinking": ...}`` content
+    blocks, or OpenAI Responses ``{"type": "reasoning", "summary"/"content": [{"text": ...}]}`` output
+    items. Several pieces are joined; the answer is the first text block / output_text part.
+    Returns None when ``items`` are not typed blocks, False when they are but hold no reasoning."""
+    if not items or not all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in items):
+        return None
+    pieces: list[tuple[str, str]] = []
+    answers: list[str] = []
+    for i, block in enumerate(items):
+        kind = block["type"]
+        if kind == "thinking" and isinstance(block.get("thinking"), str):
+            pieces.append((f"{path}[{i}].thinking", block["thinking"]))
+        elif kind == "reasoning":
+            # raw reasoning text (content) when the API returns it, else the summary
+            for part_list in ("content", "summary"):
+                parts = block.get(part_list)
+                texts = [(f"{path}[{i}].{part_list}[{k}].text", p["text"]) for k, p in enumerate(parts or ())
+                         if isinstance(p, dict) and isinstance(p.get("text"), str)] if isinstance(parts, list) else []
+                if texts:
+                    pieces.extend(texts)
+                    break
+        elif kind == "text" and isinstance(block.get("text"), str):
+            answers.append(f"{path}[{i}].text")
+        elif kind == "message" and isinstance(block.get("content"), list):
+            answers.extend(f"{path}[{i}].content[{k}].text" for k, part in enumerate(block["content"])
+                           if isinstance(part, dict) and part.get("type") == "output_text")
+    pieces = [(p, t) for p, t in pieces if t.strip()]
+    if not pieces:
+        return False
+    field, text, joined = _joined(path, pieces, BLOCK_SEPARATOR)
+    return _Found(field, text, tuple(answers[:1]), joined)
+
+
+def _answer_section(
+    record: dict, answer_fields: tuple[str, ...], reasoning_from: str, text: str, split: Split
+) -> Section | None:
+    for path in answer_fields:
+        if path == reasoning_from:
+            continue
+        found, value = _get(record, path)
+        if not found or not isinstance(value, str) or not value.strip():
+            continue
+        # The answer field may repeat the reasoning inside tags; only what follows them is the answer.
+        own = split_tags(value)
+        span = (0, len(value)) if own.tag is None else own.answer
+        if span:
+            start, end = trim(value, *span)
+            if start < end:
+                return Section("answer", path, value, start, end)
+    if split.answer:
+        start, end = trim(text, *split.answer)
+        if start < end:
+            return Section("answer", reasoning_from, text, start, end)
+    return None
+
+
+def _question(record: dict) -> str | None:
+    for path in QUESTION_FIELDS:
+        found, value = _get(record, path)
+        if found and isinstance(value, str) and value.strip():
+            return value
+    for list_name in TURN_LISTS:
+        turns = record.get(list_name)
+        if isinstance(turns, list):
+            for turn in turns:
+                if _role(turn) in USER_ROLES:
+                    value = turn.get("content", turn.get("value"))
+                    if isinstance(value, str) and value.strip():
+                        return value
+    return None
+
+
+def _correctness(record: dict, generation: int | None = None) -> tuple[bool | None, str | None]:
+    paths = CORRECT_FIELDS
+    if generation is not None:
+        paths = (*(f"{name}[{generation}]" for name in GENERATION_CORRECT_FIELDS), *CORRECT_FIELDS)
+    for path in paths:
+        found, value = _get(record, path)
+        verdict = _to_bool(value) if found else None
+        if verdict is not None:
+            return verdict, path
+    return None, None
+
+
+def _to_bool(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in {"true", "yes", "correct", "1", "a"}:  # "A": SimpleQA grader's "correct"
+            return True
+        if word in {"false", "no", "incorrect", "0", "b", "c"}:  # "B" incorrect, "C" not attempted
+            return False
+    return None
+
+
+def _first_scalar(record: dict, paths: tuple[str, ...]) -> tuple[str | None, str | None]:
+    for path in paths:
+        found, value = _get(record, path)
+        if not found or isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)) or (isinstance(value, str) and value.strip()):
+            return str(value), path
+    return None, None
+
+
+def _with_override(override: str | None, paths: tuple[str, ...]) -> tuple[str, ...]:
+    return (override, *paths) if override else paths
+
+
+def _get(record: dict, path: str) -> tuple[bool, Any]:
+    """Resolve ``a.b[0].c``; a key that literally equals the whole path wins (keys may hold dots)."""
+    if path in record:
+        return True, record[path]
+    node: Any = record
+    for key, index in _PATH_TOKEN.findall(path):
+        if key:
+            if not isinstance(node, dict) or key not in node:
+                return False, None
+            node = node[key]
+        else:
+            i = int(index)
+            if not isinstance(node, list) or not -len(node) <= i < len(node):
+                return False, None
+            node = node[i]
+    return True, node
+
+
+def _role(turn: Any) -> str | None:
+    if not isinstance(turn, dict):
+        return None
+    role = turn.get("role", turn.get("from"))
+    return role.lower() if isinstance(role, str) else None
+
+
+def _position(locator: int | str) -> int:
+    if isinstance(locator, int):
+        return locator
+    match = re.fullmatch(r"line (\d+)", str(locator))
+    return int(match.group(1)) - 1 if match else 0

@@ -1,0 +1,302 @@
+"""Raw records from the files people have: JSONL, JSON (lists, record objects, columnar objects),
+Parquet, Arrow and Hugging Face `save_to_disk` folders, gzipped or not, or a folder of them: one
+reader per format in `READERS`; records counted cheaply (lines, Parquet metadata) for the progress bar.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+from itertools import islice
+from pathlib import Path
+from typing import Any, BinaryIO, Callable, Iterator, Sequence
+
+from ..records import InputError
+
+__all__ = ["READERS", "count_records", "count_inputs", "RECORD_LIST_KEYS", "FORMATS", "HF_METADATA_FILES", "RECORD_OBJECT_LISTS", "RECORD_VALUE_LISTS", "PARQUET_BATCH_ROWS", "WHOLE_FILE", "iter_records", "strip_extensions", "type_name"]
+
+
+RECORD_LIST_KEYS = ("records", "data", "traces")
+
+
+# File name ending (before an optional .gz) -> format; each format has its reader in READERS.
+FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".parquet": "parquet", ".arrow": "arrow"}
+
+
+# Hugging Face `save_to_disk` writes these beside its data-*.arrow files; they describe, not hold, records.
+HF_METADATA_FILES = frozenset({"state.json", "dataset_info.json", "dataset_dict.json"})
+
+
+# A JSON object whose values are all lists is read as records (columnar or grouped) unless it looks
+# like one record whose fields hold lists: turns or typed blocks (lists of objects), or lists of texts
+# or verdicts (in columnar form each of these would be a list of lists).
+RECORD_OBJECT_LISTS = frozenset({"messages", "conversations", "content", "output", "choices"})
+
+
+RECORD_VALUE_LISTS = frozenset({"generations", "steps", "filtered_resps", "reasonings", "thinking_trajectories",
+                                "correctness_math_verify", "is_reasoning_complete"})
+
+
+PARQUET_BATCH_ROWS = 1024
+
+
+WHOLE_FILE = "file"  # record locator for errors that concern the whole file
+
+
+def iter_records(path: str | Path) -> Iterator[tuple[str, int | str, dict | InputError]]:
+    """Stream ``(source file, record locator, record or InputError)`` from a file or a directory.
+
+    The locator is ``"line N"`` (1-based) for JSON Lines and the 0-based position otherwise.
+    A bad record becomes an InputError and the stream goes on.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise FileNotFoundError(f"no such file or directory: {root}")
+    files = _data_files(root) if root.is_dir() else [root]
+    for file in files:
+        yield from _iter_file(file)
+
+
+def _data_files(root: Path) -> list[Path]:
+    return sorted(
+        p for p in root.rglob("*")
+        if p.is_file() and _format_of(p) and not any(part.startswith(".") for part in p.relative_to(root).parts)
+        and not _is_hf_metadata(p)
+    )
+
+
+def _is_hf_metadata(path: Path) -> bool:
+    """state.json / dataset_info.json of a `save_to_disk` folder (or dataset_dict.json above its splits)."""
+    if path.name not in HF_METADATA_FILES:
+        return False
+    folder = path.parent
+    return any(folder.glob("*.arrow")) or any(folder.glob("*/state.json"))
+
+
+def _format_of(path: Path) -> str | None:
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    return next((fmt for ext, fmt in FORMATS.items() if name.endswith(ext)), None)
+
+
+def strip_extensions(name: str) -> str:
+    lower = name.lower()
+    if lower.endswith(".gz"):
+        name, lower = name[:-3], lower[:-3]
+    for ext in FORMATS:
+        if lower.endswith(ext):
+            return name[: -len(ext)]
+    return name
+
+
+def _iter_file(file: Path) -> Iterator[tuple[str, int | str, dict | InputError]]:
+    source = str(file)
+    fmt = _format_of(file)
+    if fmt is None:
+        supported = ", ".join(FORMATS)
+        yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"unsupported file type (expected {supported}, optionally .gz)")
+        return
+    gz = file.name.lower().endswith(".gz")
+    try:
+        with (gzip.open(file, "rb") if gz else open(file, "rb")) as fh:
+            yield from READERS[fmt](source, fh)
+    except (OSError, EOFError) as exc:  # corrupt gzip, unreadable file: report it and move to the next file
+        yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"cannot read file: {exc}")
+
+
+def _iter_jsonl(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, dict | InputError]]:
+    # Bytes, line by line: never the whole file, and a bad line spoils only itself.
+    number = 0
+    try:
+        for number, raw in enumerate(fh, start=1):
+            locator = f"line {number}"
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            if raw.strip():
+                yield source, locator, _parse_record(source, locator, raw)
+    except (OSError, EOFError) as exc:  # e.g. a gzip cut short: keep what was read, name where it broke
+        locator = f"line {number + 1}"
+        yield source, locator, InputError(source, locator, "", f"cannot read file: {exc}")
+
+
+def _unencodable(value: Any) -> bool:
+    """True when the decoded JSON holds a lone surrogate (from an escape like \\ud800): such a
+    string cannot be written back as UTF-8, so the record is skipped rather than crash the run."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _parse_record(source: str, locator: int | str, raw: bytes) -> dict | InputError:
+    if b"\x00" in raw:
+        return InputError(source, locator, "", "NUL byte in record")
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return InputError(source, locator, "", f"invalid UTF-8 at byte {exc.start}")
+    except json.JSONDecodeError as exc:
+        return InputError(source, locator, "", f"malformed JSON: {exc.msg} (column {exc.colno})")
+    except RecursionError:
+        return InputError(source, locator, "", "malformed JSON: nested too deeply")
+    if not isinstance(value, dict):
+        return InputError(source, locator, "", f"record is a JSON {type_name(value)}, not an object")
+    if _SURROGATE_ESCAPE.search(raw) and _unencodable(value):
+        return InputError(source, locator, "", "invalid Unicode: a lone surrogate escape (\\ud800-\\udfff)")
+    return value
+
+
+def _iter_json(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, dict | InputError]]:
+    data = fh.read()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if b"\x00" in data:
+        yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", "NUL byte in file")
+        return
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"invalid UTF-8 at byte {exc.start}")
+        return
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":  # JSON Lines saved under a .json name
+            yield from _iter_jsonl(source, io.BytesIO(data))
+        else:
+            yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
+        return
+    except RecursionError:
+        yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", "malformed JSON: nested too deeply")
+        return
+    check_unicode = bool(_SURROGATE_ESCAPE.search(data))
+    if isinstance(value, dict):
+        nested = next((value[k] for k in RECORD_LIST_KEYS if isinstance(value.get(k), list)), None)
+        items = nested if nested is not None else _object_records(value)
+        if isinstance(items, InputError):
+            yield source, WHOLE_FILE, _with_source(items, source)
+            return
+    elif isinstance(value, list):
+        items = value
+    else:
+        yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"top level is a JSON {type_name(value)}, not a list or object")
+        return
+    for index, item in enumerate(items):
+        if isinstance(item, dict) and check_unicode and _unencodable(item):
+            yield source, index, InputError(source, index, "", "invalid Unicode: a lone surrogate escape (\\ud800-\\udfff)")
+        elif isinstance(item, dict):
+            yield source, index, item
+        else:
+            yield source, index, InputError(source, index, "", f"record is a JSON {type_name(item)}, not an object")
+
+
+def _object_records(value: dict) -> list | InputError:
+    """The records a top-level JSON object holds.
+
+    - columnar: ``{"question": [...], "steps": [...]}``, equal-length lists of values -> one record per row;
+    - grouped: ``{key: [record, record], ...}``, lists of objects (MR-BEN: question id -> solutions) ->
+      each object is a record;
+    - anything else is one record.
+    """
+    lists = [v for v in value.values() if isinstance(v, list)]
+    if len(lists) != len(value) or not value or _one_record(value):
+        return [value]
+    if all(isinstance(item, dict) for column in lists for item in column):
+        return [item for column in lists for item in column]
+    if len(value) < 2:
+        return [value]
+    lengths = {len(column) for column in lists}
+    if len(lengths) > 1:
+        detail = ", ".join(f"{k}: {len(v)}" for k, v in islice(value.items(), 8))
+        return InputError("", WHOLE_FILE, "", f"columnar JSON with lists of different lengths ({detail})")
+    keys = list(value)
+    return [dict(zip(keys, row)) for row in zip(*lists)]
+
+
+def _one_record(value: dict) -> bool:
+    return any(
+        (k in RECORD_OBJECT_LISTS and v and all(isinstance(x, dict) for x in v))
+        or (k in RECORD_VALUE_LISTS and v and not any(isinstance(x, list) for x in v))
+        for k, v in value.items()
+    )
+
+
+def _with_source(error: InputError, source: str) -> InputError:
+    return InputError(source, error.record, error.field, error.reason)
+
+
+def _iter_arrow(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, dict | InputError]]:
+    """An Arrow IPC stream (what `datasets` writes as data-*.arrow) or an Arrow IPC file, batch by batch."""
+    import pyarrow as pa
+
+    index = 0
+    try:
+        try:
+            reader = pa.ipc.open_stream(fh)
+        except pa.ArrowInvalid:  # not a stream: the random-access IPC file format
+            fh.seek(0)
+            reader = pa.ipc.open_file(pa.BufferReader(fh.read()))
+            batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
+        else:
+            batches = iter(reader)
+        for batch in batches:
+            for row in batch.to_pylist():
+                yield source, index, row
+                index += 1
+    except pa.ArrowException as exc:
+        yield source, index, InputError(source, index, "", f"cannot read Arrow: {exc}")
+
+
+def _iter_parquet(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, dict | InputError]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    index = 0
+    try:
+        for batch in pq.ParquetFile(fh).iter_batches(batch_size=PARQUET_BATCH_ROWS):
+            for row in batch.to_pylist():
+                yield source, index, row
+                index += 1
+    except pa.ArrowException as exc:
+        yield source, index, InputError(source, index, "", f"cannot read Parquet: {exc}")
+
+
+# One reader per format: (source name, binary file handle) -> (source, locator, record or InputError).
+READERS: dict[str, Callable[[str, BinaryIO], Iterator[tuple[str, int | str, dict | InputError]]]] = {
+    "jsonl": _iter_jsonl, "json": _iter_json, "arrow": _iter_arrow, "parquet": _iter_parquet,
+}
+
+
+def count_records(path: str | Path) -> int:
+    """Records in one input: non-blank lines of a JSONL file (gzipped or not) and rows in a
+    Parquet file's metadata, without parsing them; anything else is read once by the loader."""
+    path = Path(path)
+    name = path.name.lower()
+    stem = name[:-3] if name.endswith(".gz") else name
+    if path.is_file() and stem.endswith((".jsonl", ".ndjson")):
+        with (gzip.open(path, "rb") if name.endswith(".gz") else open(path, "rb")) as f:
+            try:
+                return sum(1 for line in f if line.strip())
+            except (OSError, EOFError):  # a damaged file: the loader reports it; count what it will read
+                pass
+    if path.is_file() and name.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.ParquetFile(path).metadata.num_rows
+        except Exception:  # not readable as Parquet: the loader reports it
+            pass
+    return sum(1 for _ in iter_records(path))
+
+
+def count_inputs(paths: Sequence[str | Path]) -> int:
+    return sum(count_records(p) for p in paths)
+
+
+def type_name(value: Any) -> str:
+    names = {dict: "object", list: "list", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)

@@ -1,0 +1,124 @@
+"""`thinkprobe peek`: where the values of the first records of each input come from, as rows and a table.
+"""
+from __future__ import annotations
+
+from itertools import islice
+from pathlib import Path
+from typing import Sequence
+
+from ..records import InputError, Trace
+from .sources import FieldMap, Source
+from .traces import detect_inputs
+
+__all__ = ["peek", "format_peek", "usable", "unknown_fix"]
+
+
+def peek(paths: str | Path | Source | Sequence[str | Path | Source], n: int = 5,
+         fields: FieldMap = FieldMap()) -> list[dict]:
+    """The detected mapping for the first ``n`` traces or errors of each input: what `thinkprobe peek`
+    shows. Each row names its file; an error row carries the whole reason."""
+    inputs = [paths] if isinstance(paths, (str, Path, Source)) else list(paths)
+    rows = []
+    for spec in inputs:
+        for locator, item in islice(detect_inputs([spec], fields), n):
+            rows.append(_peek_row(locator, item))
+    return rows
+
+
+def _peek_row(locator: int | str, item: Trace | InputError) -> dict:
+    if isinstance(item, InputError):
+        row = dict.fromkeys(_PEEK_KEYS)
+        row.update(file=item.source, record=locator,
+                   error=f"field {item.field!r}: {item.reason}" if item.field else item.reason)
+        return row
+    p, reasoning, answer = item.provenance, item.reasoning, item.answer
+    return {
+            "file": item.source,
+            "record": locator,
+            "trace_id": item.trace_id,
+            "trace_id_from": p["trace_id_from"],
+            "model": item.model,
+            "model_from": p["model_from"],
+            "domain": item.domain,
+            "domain_from": p["domain_from"],
+            "reasoning_from": p["reasoning_from"],
+            "tag": p["tag"],
+            "open_tag_missing": p["open_tag_missing"],
+            "truncated": p["truncated"],
+            "answer_from": p["answer_from"],
+            "reasoning_chars": reasoning.end - reasoning.start,
+            "answer_chars": answer.end - answer.start if answer else 0,
+            "gold_from": p["gold_from"],
+            "correct_from": p["correct_from"],
+            "joined": p.get("joined"),
+            "error": None,
+    }
+
+
+_PEEK_KEYS = (
+    "file", "record", "trace_id", "trace_id_from", "model", "model_from", "domain", "domain_from",
+    "reasoning_from", "tag", "open_tag_missing", "truncated", "answer_from", "reasoning_chars",
+    "answer_chars", "gold_from", "correct_from", "joined", "error",
+)
+
+
+def format_peek(rows: list[dict]) -> str:
+    """A plain-text table of `peek` rows: each value with the field it came from, under the name of the
+    file it was read from; error rows give the whole reason."""
+    header = ("record", "trace_id", "model", "domain", "reasoning", "answer", "gold", "correct")
+    lines: list[tuple[str, ...]] = [header]
+    spans: set[int] = set()  # lines that span the table: file names and errors, never clipped
+    file = None
+    for row in rows:
+        if row.get("file") != file:
+            file = row.get("file")
+            spans.add(len(lines))
+            lines.append((f"{file}:",))
+        if row.get("error"):
+            spans.add(len(lines))
+            lines.append((str(row["record"]), f"ERROR {row['error']}"))
+            continue
+        flags = [name for name in ("open_tag_missing", "truncated") if row[name]]
+        if row.get("joined"):
+            flags.append(f"joined {row['joined']['parts']} parts")
+        tag = row["tag"] or "no tag"
+        reasoning = f"{row['reasoning_from']} {tag} {row['reasoning_chars']:,} ch" + "".join(f" [{f}]" for f in flags)
+        answer = f"{row['answer_from']} {row['answer_chars']:,} ch" if row["answer_from"] else "-"
+        lines.append((
+            str(row["record"]),
+            f"{row['trace_id']} <- {row['trace_id_from']}",
+            f"{row['model']} <- {row['model_from']}",
+            f"{row['domain']} <- {row['domain_from']}",
+            reasoning,
+            answer,
+            row["gold_from"] or "-",
+            row["correct_from"] or "-",
+        ))
+    cells = [[c.replace("\n", " ") if k in spans else _clip(c, 60) for c in line] for k, line in enumerate(lines)]
+    table = [line for k, line in enumerate(cells) if k not in spans]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    out = []
+    for k, line in enumerate(cells):
+        if len(line) == 1:
+            out.append(line[0])
+        elif k in spans:  # error rows span the table after the record column
+            out.append(f"{line[0]:<{widths[0]}}  {line[1]}")
+        else:
+            out.append("  ".join(f"{c:<{w}}" for c, w in zip(line, widths)).rstrip())
+    return "\n".join(out)
+
+
+def usable(rows: list[dict]) -> bool:
+    """True when at least one peeked record gives a trace (`thinkprobe peek` exits 1 otherwise)."""
+    return any(not row["error"] for row in rows)
+
+
+def unknown_fix(key: str) -> str:
+    """What to pass when traces have no ``key`` ("model" or "domain") and are grouped as unknown."""
+    return (f"name it with --{key} NAME (one value for an input), --{key}-field FIELD (a field of the records) "
+            f"or --path-pattern '(?P<{key}>...)' (a part of the file path); per input: PATH::{key}=NAME")
+
+
+def _clip(cell: str, width: int) -> str:
+    cell = cell.replace("\n", " ")
+    return cell if len(cell) <= width else cell[: width - 1] + "…"

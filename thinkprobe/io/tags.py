@@ -1,0 +1,119 @@
+"""Reasoning inside tags (<think>, <thinking>, gpt-oss channels ...): the tag table, and splitting a
+text into its reasoning and answer parts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["TAG_PAIRS", "OSS_ANALYSIS", "OSS_FINAL", "OSS_BARE_ANALYSIS", "OSS_BARE_FINAL", "LEADING_TOKENS", "TRAILING_TOKENS", "Split", "split_tags", "trim"]
+
+
+TAG_PAIRS = (
+    ("<think>", "</think>"),
+    ("<thinking>", "</thinking>"),
+    ("<reasoning>", "</reasoning>"),
+    ("<thought>", "</thought>"),
+    ("<|begin_of_thought|>", "<|end_of_thought|>"),
+    ("◁think▷", "◁/think▷"),
+    ("[THINK]", "[/THINK]"),
+)
+
+
+OSS_ANALYSIS = "<|channel|>analysis<|message|>"
+
+
+OSS_FINAL = "<|channel|>final<|message|>"
+
+
+# gpt-oss output decoded with special tokens skipped: "analysis<reasoning>assistantfinal<answer>".
+OSS_BARE_ANALYSIS, OSS_BARE_FINAL = "analysis", "assistantfinal"
+
+
+# Chat-template tokens that often survive at the edges of a span; they are not the model's words.
+LEADING_TOKENS = ("<|begin_of_solution|>",)
+
+
+TRAILING_TOKENS = (
+    "<|end_of_solution|>", "<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<｜end▁of▁sentence｜>",
+    "<|return|>", "<|end|>", "</s>",
+)
+
+
+@dataclass(frozen=True)
+class Split:
+    """Where reasoning and answer lie inside one text, before whitespace trimming."""
+
+    tag: str | None
+    reasoning: tuple[int, int]
+    answer: tuple[int, int] | None
+    open_tag_missing: bool = False
+    truncated: bool = False
+
+
+def split_tags(text: str) -> Split:
+    """Find the reasoning span by inline tags; without tags the whole text is the reasoning."""
+    split = _split_gpt_oss(text) or _split_paired_tags(text)
+    if split:
+        return split
+    lead = len(text) - len(text.lstrip())
+    final = text.find(OSS_BARE_FINAL)
+    if text.startswith(OSS_BARE_ANALYSIS, lead) and final > lead:
+        start = lead + len(OSS_BARE_ANALYSIS)
+        return Split(OSS_BARE_ANALYSIS, (start, final), (final + len(OSS_BARE_FINAL), len(text)))
+    return Split(None, (0, len(text)), None)
+
+
+def _split_gpt_oss(text: str) -> Split | None:
+    begin = text.find(OSS_ANALYSIS)
+    if begin < 0:
+        return None
+    start = begin + len(OSS_ANALYSIS)
+    final = text.find(OSS_FINAL, start)
+    limit = final if final >= 0 else len(text)
+    end = text.rfind("<|end|>", start, limit)
+    if final >= 0:
+        if end < 0:  # no <|end|>: stop at the "<|start|>assistant" header of the final message
+            header = text.rfind("<|start|>", start, final)
+            end = header if header >= 0 else final
+        return Split(OSS_ANALYSIS, (start, end), (final + len(OSS_FINAL), len(text)))
+    if end < 0:
+        return Split(OSS_ANALYSIS, (start, len(text)), None, truncated=True)
+    return Split(OSS_ANALYSIS, (start, end), None)
+
+
+def _split_paired_tags(text: str) -> Split | None:
+    # The style whose first tag comes earliest wins; a prompt before the opening tag is skipped.
+    best = None
+    for opening, closing in TAG_PAIRS:
+        o, c = text.find(opening), text.rfind(closing)
+        if o < 0 and c < 0:
+            continue
+        first = o if o >= 0 else c
+        if best is None or first < best[0]:
+            best = (first, opening, closing, o, c)
+    if best is None:
+        return None
+    _, opening, closing, o, c = best
+    if o >= 0 and c >= o + len(opening):  # first opening .. last closing: nested/repeated tags stay inside
+        return Split(opening, (o + len(opening), c), (c + len(closing), len(text)))
+    if o >= 0:
+        return Split(opening, (o + len(opening), len(text)), None, truncated=True)
+    return Split(opening, (0, c), (c + len(closing), len(text)), open_tag_missing=True)
+
+
+def trim(text: str, start: int, end: int) -> tuple[int, int]:
+    """Shrink [start, end) so it starts and ends on a character of the model's own text."""
+    while True:
+        before = (start, end)
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        for token in LEADING_TOKENS:
+            if text.startswith(token, start, end):
+                start += len(token)
+        for token in TRAILING_TOKENS:
+            if end - start >= len(token) and text.endswith(token, start, end):
+                end -= len(token)
+        if (start, end) == before:
+            return start, end

@@ -1,0 +1,136 @@
+"""Records to `Trace`s, in input order, with trace ids unique across the run.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from ..records import InputError, Trace
+from .detect import detect
+from .formats import iter_records, strip_extensions
+from .sources import FieldMap, Source, parse_source
+
+__all__ = ["record_traces", "iter_traces", "iter_inputs", "detect_inputs"]
+
+
+def record_traces(
+    record: dict, fields: FieldMap = FieldMap(), source: str = "records", index: int | str = 0, *,
+    id_stem: str | None = None,
+) -> list[Trace | InputError]:
+    """The traces of one in-memory record, with the same detection as files get: usually one, one per
+    generation for an OpenR1-style ``generations`` list. A bad record gives its InputError (never raises).
+
+    ``source`` names where the record came from (errors and generated ids use it), ``index`` its
+    position there. Trace ids are unique within the record only; `iter_inputs` makes them unique per run.
+
+    >>> [t.trace_id for t in record_traces({"uuid": "q7", "generations": ["<think>a</think>1", "<think>b</think>2"]})]
+    ['q7:g0', 'q7:g1']
+    """
+    try:
+        first: Trace | InputError = detect(record, fields, source, index, id_stem=id_stem)
+    except InputError as exc:
+        first = exc
+    where = first.field if isinstance(first, InputError) else first.provenance["reasoning_from"]
+    generations = record.get("generations") if isinstance(record, dict) else None
+    if not where.startswith("generations[") or not isinstance(generations, list):
+        return [first]
+    out: list[Trace | InputError] = []
+    for g in range(len(generations)):
+        try:
+            out.append(detect(record, fields, source, index, id_stem=id_stem, generation=g))
+        except InputError as exc:
+            out.append(exc)
+    return out
+
+
+class _RunIds:
+    """Trace ids unique across a whole run. The first trace keeps its id; a later one from another file
+    becomes ``<file label>:<id>``, one from the same file (or still taken) gets ``#2``, ``#3``...;
+    provenance keeps the original as ``duplicate_of``."""
+
+    def __init__(self) -> None:
+        self.owner: dict[str, str] = {}
+        self.last_suffix: dict[str, int] = {}
+
+    def claim(self, trace: Trace, file_label: str) -> Trace:
+        original = trace.trace_id
+        if original not in self.owner:
+            self.owner[original] = trace.source
+            return trace
+        candidate = original
+        if self.owner[original] != trace.source:
+            candidate = (f"{file_label}:{trace.record}" if trace.provenance.get("trace_id_from") == "file:record"
+                         else f"{file_label}:{original}")
+        if candidate in self.owner:
+            suffix = self.last_suffix.get(candidate, 1) + 1
+            while f"{candidate}#{suffix}" in self.owner:
+                suffix += 1
+            self.last_suffix[candidate] = suffix
+            candidate = f"{candidate}#{suffix}"
+        self.owner[candidate] = trace.source
+        return replace(trace, trace_id=candidate, provenance={**trace.provenance, "duplicate_of": original})
+
+
+def iter_traces(path: str | Path, fields: FieldMap = FieldMap()) -> Iterator[Trace | InputError]:
+    """Stream the Traces of one file or folder in input order; a bad record yields its InputError."""
+    return iter_inputs([Source(str(path), fields)])
+
+
+def iter_inputs(
+    inputs: Sequence[str | Path | Source], fields: FieldMap = FieldMap()
+) -> Iterator[Trace | InputError]:
+    """Stream the Traces of all inputs of a run, in order, with ids unique across the run.
+
+    An input is a path, a ``PATH::key=value,...`` spec (see `parse_source`) or a `Source`, whose own
+    overrides replace ``fields``. A bad record yields its InputError instead of raising.
+    """
+    for _, item in detect_inputs(inputs, fields):
+        yield item
+
+
+def detect_inputs(
+    inputs: Sequence[str | Path | Source], fields: FieldMap
+) -> Iterator[tuple[int | str, Trace | InputError]]:
+    sources = [parse_source(i, fields) for i in inputs]
+    labels = _input_labels([s.path for s in sources])
+    ids = _RunIds()
+    for src, label in zip(sources, labels):
+        if src.records is not None:
+            records = ((src.path, i, r) for i, r in enumerate(src.records))
+            root = None
+        else:
+            root = Path(src.path)
+            records = iter_records(root)
+        for source, locator, record in records:
+            if isinstance(record, InputError):
+                yield locator, record
+                continue
+            # In a folder, files like */base_solution.json share a stem; the relative path does not.
+            file_label = label
+            if root is not None and root.is_dir():
+                inner = strip_extensions(Path(source).relative_to(root).as_posix())
+                file_label = inner if len(sources) == 1 else f"{label}/{inner}"
+                stem = inner
+            else:
+                stem = label
+            for item in record_traces(record, src.fields, source, locator, id_stem=stem):
+                yield locator, item if isinstance(item, InputError) else ids.claim(item, file_label)
+
+
+def _input_labels(paths: list[str]) -> list[str]:
+    """A short readable name per input: the file name without extensions, with as many parent folders
+    as it takes to tell inputs apart (twelve */base_solution.json -> p1/base_solution, ...)."""
+    parts = [tuple(x for x in Path(strip_extensions(Path(p).as_posix())).parts if x != "/") or ("input",)
+             for p in paths]
+    depth = [1] * len(paths)
+    while True:
+        labels = ["/".join(ps[-d:]) for ps, d in zip(parts, depth)]
+        seen: dict[str, list[int]] = {}
+        for i, label in enumerate(labels):
+            seen.setdefault(label, []).append(i)
+        clashing = [i for group in seen.values() if len(group) > 1 for i in group if depth[i] < len(parts[i])]
+        if not clashing:
+            return labels
+        for i in clashing:
+            depth[i] += 1

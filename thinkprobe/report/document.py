@@ -1,0 +1,178 @@
+"""report.html and report.md assembled from the figures, tables and text (the redundancy table as
+CoTJudger prints it).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from ..outputs import INDICATORS_TABLE, read_table
+from ..tables import read_csv
+from .glossary import GLOSSARY, glossary_items
+from .markup import data_uri, esc, html_page, html_table, md_table
+from .style import DIMS, display_label, format_number
+from .text import (EFFECT_HEADER, EFFECT_TITLES, NO_RADAR, effect_rows, headline, icc_rows, method_note, outcome_rows,
+                   outcome_text, profile_ci_rows, summary_text, too_few_text)
+
+__all__ = ["redundancy_table", "report_html", "report_md"]
+
+
+def redundancy_table(path: Path) -> tuple[list[str], list[list[str]], str] | None:
+    """redundancy.csv as (header, rows, caption): per-model means in the file's column order
+    (CoTJudger's) when it has one row per trace, the file as it is otherwise. A column known for
+    only some traces (Acc: graded traces only) gets its own n beside it."""
+    if not path.exists():
+        return None
+    rows = read_csv(path)
+    if not rows:
+        return None
+    columns = list(rows[0])
+    keys = {"trace_id", "model", "domain"}
+    metrics = [c for c in columns if c not in keys]
+
+    def value(r, c):
+        try:
+            return float(r[c])
+        except (TypeError, ValueError):
+            return math.nan
+
+    numeric = [c for c in metrics if any(math.isfinite(value(r, c)) for r in rows)]
+    partial = [c for c in numeric if not all(math.isfinite(value(r, c)) for r in rows)]
+    if "model" in columns and "trace_id" in columns:
+        header = ["model", "n"]
+        for c in numeric:
+            header += [c, f"n ({c})"] if c in partial else [c]
+        out = []
+        for model in sorted({r["model"] for r in rows}) + ["all"]:
+            members = [r for r in rows if model == "all" or r["model"] == model]
+            cells = [model, str(len(members))]
+            for c in numeric:
+                vals = [value(r, c) for r in members if math.isfinite(value(r, c))]
+                cells.append(format_number(sum(vals) / len(vals)) if vals else "–")
+                if c in partial:
+                    cells.append(str(len(vals)))
+            out.append(cells)
+        note = (f" Columns known for only some traces carry their own n: {', '.join(partial)}." if partial else "")
+        return header, out, "Mean per model over traces (columns in CoTJudger's order)." + note
+    return columns, [[r[c] for c in columns] for r in rows[:500]], "As written in redundancy.csv."
+
+
+def report_html(run_dir, stats, rows, cells, figures, pages, redundancy) -> str:
+    def img(name, alt):
+        return f'<img class="fig" alt="{esc(alt)}" src="{data_uri(figures[name])}">'
+
+    def titled(header):
+        return {h: GLOSSARY.get(h, EFFECT_TITLES.get(h, "")) for h in header}
+
+    summary = "".join(f"<p>{esc(line).replace('`', '')}</p>" for line in summary_text(run_dir, stats, pages))
+    head = "".join(f"<li>{esc(line)}</li>" for line in headline(stats))
+    min_rel = stats["settings"]["min_reliability"]
+    cell_rows = [[esc(c["model"]), esc(display_label(c["domain"])), str(c["n"]), *(format_number(c[d], 2) for d in DIMS)]
+                 for c in cells]
+    counts = _read_counts(run_dir)
+    trace_rows = []
+    for r in rows:
+        link = pages.get(r["trace_id"])
+        tid = f'<a href="{esc(link)}">{esc(r["trace_id"])}</a>' if link else esc(r["trace_id"])
+        trace_rows.append([tid, esc(r["model"]), esc(display_label(r["domain"])), *map(esc, counts[r["trace_id"]]),
+                           *(format_number(r[d], 2) for d in DIMS)])
+    trace_header = ["trace", "model", "domain", "units", "edges", "tokens", *DIMS]
+
+    radar = img("radar", "Radar chart of the model profiles over the five dimensions") if "radar" in figures \
+        else f"<p class=note>{esc(NO_RADAR)}</p>"
+    red = ""
+    if redundancy:
+        header, red_rows, caption = redundancy
+        red = (f"<h2>Redundancy (CoTJudger's metrics)</h2><p class=note>{esc(caption)}</p>"
+               + html_table(header, [[esc(v) for v in row] for row in red_rows], cls="sortable",
+                             titles=titled(header)))
+    icc = icc_rows(stats)
+    icc_html = (html_table(["variable", "ICC", "ICC of a question's mean", "(model, question) pairs", "traces per pair"],
+                            [[esc(c) for c in r] for r in icc])
+                if icc else "<p class=note>No ICC: no model answered one question more than once in this run.</p>")
+    outcome = ""
+    if stats["outcome"]["graded"]:
+        o_rows = outcome_rows(stats)
+        outcome = (f"<h2>Outcome validity</h2><p class=note>{esc(outcome_text(stats))}</p>"
+                   + (html_table(["variable", "AUROC (wrong), pooled", "AUROC (wrong), within model"],
+                                  [[f'<span title="{esc(GLOSSARY.get(r[0], ""))}">{esc(r[0])}</span>', r[1], r[2]]
+                                   for r in o_rows]) if o_rows else ""))
+    glossary = "".join(f"<h3>{esc(title)}</h3><dl class=glossary>"
+                       + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items) + "</dl>"
+                       for title, items in glossary_items())
+    flagged = [e["variable"] for e in stats["variables"]
+               if e["reliability"]["supports_model_differences"] is False]
+
+    body = f"""<h1>ThinkProbe report</h1>
+{summary}
+<div class="headline"><strong>Headline</strong><ul>{head}</ul></div>
+<h2>Model profiles</h2>
+{radar}
+{html_table(["model", "n", *DIMS], [[esc(c) for c in r] for r in profile_ci_rows(stats)], titles=titled(DIMS))}
+<p class=note>Mean signed z-score per dimension with its 95% bootstrap interval; 0 is the corpus mean.</p>
+<h2>Effect sizes: model versus domain, beyond length and chance</h2>
+{html_table(EFFECT_HEADER, effect_rows(stats, html_out=True), left=1, titles=EFFECT_TITLES,
+             row_classes=["dim" if e["kind"] == "dimension" else "" for e in stats["variables"]])}
+<p class=note>{esc(method_note(stats))} {esc(too_few_text(stats))}</p>
+{f'<p class="flag">⚠ Split-half reliability of the model means under {min_rel}: model differences in {esc(", ".join(flagged))} are not supported by this run.</p>' if flagged else ""}
+{img("effects", "Effect sizes by model and by domain, raw and length-controlled")}
+<h2>Reliability of repeated answers</h2>
+{icc_html}
+{outcome}
+<h2>Model × domain profiles</h2>
+{img("heatmap", "Heat map of the model by domain profiles")}
+<details><summary>Values</summary>{html_table(["model", "domain", "n", *DIMS], cell_rows, left=2, titles=titled(DIMS))}</details>
+<h2>Indicators by model</h2>
+{img("boxplots", "Box plots of every indicator by model")}
+{red}
+<h2>Traces</h2>
+<p class=note>Click a column header to sort (numbers inside ids sort as numbers).</p>
+{html_table(trace_header, trace_rows, left=3, cls="sortable traces", titles=titled(trace_header))}
+<h2>Glossary</h2>
+{glossary}"""
+    return html_page("ThinkProbe report", body)
+
+
+def _read_counts(run_dir: Path) -> dict[str, tuple[str, str, str]]:
+    return {r["trace_id"]: (r.get("units", ""), r.get("edges", ""), r.get("tokens", ""))
+            for r in read_table(run_dir, INDICATORS_TABLE)}
+
+
+def report_md(run_dir, stats, rows, cells, figures, pages, redundancy) -> str:
+    radar = "![Radar chart of the model profiles](figures/radar.png)" if "radar" in figures else NO_RADAR
+    parts = ["# ThinkProbe report", "", *summary_text(run_dir, stats, pages), "", "**Headline**", "",
+             *(f"- {line}" for line in headline(stats)), "",
+             "## Model profiles", "", radar, "",
+             md_table(["model", "n", *DIMS], profile_ci_rows(stats)), "",
+             "Mean signed z-score per dimension with its 95% bootstrap interval; 0 is the corpus mean.", "",
+             "## Effect sizes: model versus domain, beyond length and chance", "",
+             md_table(EFFECT_HEADER, effect_rows(stats, html_out=False)),
+             "", method_note(stats) + (" " + too_few_text(stats) if too_few_text(stats) else ""), "",
+             "![Effect sizes](figures/effects.png)", "", "## Reliability of repeated answers", ""]
+    icc = icc_rows(stats)
+    parts += [md_table(["variable", "ICC", "ICC of a question's mean", "(model, question) pairs", "traces per pair"],
+                        icc) if icc else "No ICC: no model answered one question more than once in this run.", ""]
+    if stats["outcome"]["graded"]:
+        parts += ["## Outcome validity", "", outcome_text(stats), ""]
+        if outcome_rows(stats):
+            parts += [md_table(["variable", "AUROC (wrong), pooled", "AUROC (wrong), within model"],
+                                outcome_rows(stats)), ""]
+    parts += ["## Model × domain profiles", "", "![Heat map](figures/heatmap.png)", "",
+              md_table(["model", "domain", "n", *DIMS],
+                        [[c["model"], display_label(c["domain"]), c["n"], *(format_number(c[d], 2) for d in DIMS)] for c in cells]), "",
+              "## Indicators by model", "", "![Box plots](figures/boxplots.png)", ""]
+    if redundancy:
+        header, red_rows, caption = redundancy
+        parts += ["## Redundancy (CoTJudger's metrics)", "", caption, "", md_table(header, red_rows), ""]
+    counts = _read_counts(run_dir)
+    trace_rows = []
+    for r in rows:
+        link = pages.get(r["trace_id"])
+        tid = f"[{r['trace_id']}]({link})" if link else r["trace_id"]
+        trace_rows.append([tid, r["model"], display_label(r["domain"]), *counts[r["trace_id"]],
+                           *(format_number(r[d], 2) for d in DIMS)])
+    parts += ["## Traces", "", md_table(["trace", "model", "domain", "units", "edges", "tokens", *DIMS], trace_rows),
+              "", "## Glossary", ""]
+    for title, items in glossary_items():
+        parts += [f"### {title}", "", *(f"- **{k}**: {v}" for k, v in items), ""]
+    return "\n".join(parts)

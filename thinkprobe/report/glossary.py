@@ -1,0 +1,49 @@
+"""What every name in the report means: the glossary at its end and the hover text of each header
+and variable name. Indicator and dimension definitions come from thinkprobe.indicators' records;
+redundancy columns as in docs/redundancy.md.
+"""
+from __future__ import annotations
+
+from ..indicators import dimension_glossary, indicator_glossary
+
+__all__ = ["DIMENSION_GLOSSARY", "INDICATOR_GLOSSARY", "REDUNDANCY_GLOSSARY", "STATS_GLOSSARY", "GLOSSARY",
+           "glossary_items"]
+
+DIMENSION_GLOSSARY: dict[str, str] = dimension_glossary()
+INDICATOR_GLOSSARY: dict[str, str] = indicator_glossary()
+
+
+REDUNDANCY_GLOSSARY: dict[str, str] = {
+    "Acc": "share of graded traces whose final answer is correct (its own n: only traces with a gold answer or label)",
+    "Tokens": "tokens of all units", "|V|": "Thought Units", "Iso": "isolated (off-topic) units",
+    "|E|": "typed edges", "D": "density |E| / (|V| - 1)", "in_max": "largest in-degree",
+    "out_max": "largest out-degree", "Self": "share of repetition edges", "Back": "share of critique edges",
+    "L_eff": "units on the Shortest Effective Path to the answer", "R": "redundancy (|V| - L_eff) / |V|",
+    "Unc": "1 when more than two units hold a candidate answer",
+    "DR": "successive candidate answers correct → incorrect", "SV": "correct → correct",
+    "EE": "incorrect → incorrect", "EB": "incorrect → correct",
+}
+
+
+STATS_GLOSSARY: dict[str, str] = {
+    "ε²": "Kruskal-Wallis effect size H / (n − 1): the share of rank variance the grouping explains",
+    "chance": "ε² that random group labels give on the same traces (mean over seeded permutations); "
+              "it grows with the number of groups",
+    "corrected": "ε² − chance ε²",
+    "length-controlled": "the same test on what a straight-line fit on log tokens (whole run) leaves of the variable",
+    "ratio": "corrected ε²(model) / corrected ε²(domain), none when both are under the floor",
+    "split-half": "reliability of the model means: correlation of model means between random halves of each "
+                  "model's traces, Spearman-Brown corrected",
+    "ICC": "intraclass correlation of traces of one model on one question (needs repeated answers)",
+    "AUROC": "how well a higher value flags a wrong answer (0.5 = no signal, below 0.5 = lower values flag it)",
+}
+
+
+GLOSSARY: dict[str, str] = {**DIMENSION_GLOSSARY, **INDICATOR_GLOSSARY, **REDUNDANCY_GLOSSARY, **STATS_GLOSSARY}
+
+
+def glossary_items() -> list[tuple[str, list[tuple[str, str]]]]:
+    return [("Dimensions (5D cognitive profile: mean signed z-score of their indicators)", list(DIMENSION_GLOSSARY.items())),
+            ("Indicators", list(INDICATOR_GLOSSARY.items())),
+            ("Redundancy columns (CoTJudger's metrics)", list(REDUNDANCY_GLOSSARY.items())),
+            ("Statistics", list(STATS_GLOSSARY.items()))]

@@ -1,0 +1,108 @@
+"""What every figure and page shares: sizes, colours of node and edge types and of models, number
+and label formatting, the figure style, and PNG / SVG output with a check that no text leaves the canvas.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+from typing import Sequence
+
+from ..indicators import DIMENSIONS
+
+__all__ = ["MAX_TRACE_PAGES", "FIGURE_DPI", "TRACE_DPI", "PAGE_DPI", "DIMS", "NODE_NAMES", "NODE_COLORS", "EDGE_COLORS", "POLARITY_STYLES", "MODEL_PALETTE", "display_label", "format_number", "figure_style", "png_bytes", "clipped_texts", "svg_bytes", "model_colors"]
+
+
+MAX_TRACE_PAGES = 500  # per-trace pages written by write_report; `thinkprobe graph` draws any other
+
+
+FIGURE_DPI = 130  # figures/*.png, for a paper
+
+
+TRACE_DPI = 110  # `thinkprobe graph` PNGs
+
+
+PAGE_DPI = 90  # graphs inside the report's trace pages (hundreds of them)
+
+
+DIMS: tuple[str, ...] = tuple(DIMENSIONS)
+
+
+NODE_NAMES = {"FAC": "fact", "RSN": "reasoning", "EXP": "exploration", "SYN": "synthesis", "CRT": "critique",
+              "MET": "metacognition", "CON": "conclusion", "RPT": "repetition"}
+
+
+NODE_COLORS = {"FAC": "#4e79a7", "RSN": "#59a14f", "EXP": "#f28e2b", "SYN": "#b07aa1", "CRT": "#e15759",
+               "MET": "#17becf", "CON": "#b8860b", "RPT": "#9d9d9d"}
+
+
+EDGE_COLORS = {"inference": "#1f4e9c", "elaboration": "#5fa8d3", "branch": "#f28e2b", "critique": "#d62728",
+               "synthesis": "#8e44ad", "repetition": "#7f7f7f"}
+
+
+# Critique polarity is drawn as the line style of a critique arc.
+POLARITY_STYLES = {"negate": "-", "affirm": "--", "uncertain": ":"}
+
+
+MODEL_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                 "#bcbd22", "#17becf")
+
+
+def display_label(value: str) -> str:
+    return value if value else "(none)"
+
+
+def format_number(x: float | None, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "–"
+    if x != 0 and abs(x) < 1e-3:
+        return f"{x:.{digits}g}"
+    # `digits` decimals below 10, fewer as the number grows: 0.031, 1.185, 174.0, 5000
+    decimals = max(0, digits - max(0, int(math.log10(abs(x))) if x else 0))
+    return f"{x:.{decimals}f}"
+
+
+@contextlib.contextmanager
+def figure_style():
+    """matplotlib's defaults whatever the user's matplotlibrc, and a fixed SVG id salt."""
+    import matplotlib
+    import matplotlib.style
+
+    with matplotlib.style.context("default"), matplotlib.rc_context({"svg.hashsalt": "thinkprobe", "font.size": 10}):
+        yield
+
+
+def png_bytes(fig, dpi: int) -> bytes:
+    # "tight" grows the canvas to whatever the layout left outside it: nothing drawn is cut off
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None}, bbox_inches="tight", pad_inches=0.08)
+    return buf.getvalue()
+
+
+def clipped_texts(fig) -> list[str]:
+    """The visible texts of `fig` that reach outside its canvas (what a saved image would cut off)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    canvas = fig.canvas if hasattr(fig.canvas, "get_renderer") else FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    box = fig.bbox
+    out = []
+    for text in fig.findobj(Text):
+        if not text.get_visible() or not text.get_text().strip():
+            continue
+        ext = text.get_window_extent(renderer)
+        if ext.x0 < box.x0 - 1 or ext.y0 < box.y0 - 1 or ext.x1 > box.x1 + 1 or ext.y1 > box.y1 + 1:
+            out.append(text.get_text())
+    return out
+
+
+def svg_bytes(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    return buf.getvalue()
+
+
+def model_colors(models: Sequence[str]) -> dict[str, str]:
+    return {m: MODEL_PALETTE[i % len(MODEL_PALETTE)] for i, m in enumerate(models)}

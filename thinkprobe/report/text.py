@@ -1,0 +1,228 @@
+"""The report's text: the headline findings, effect-size, reliability and outcome tables, and the
+notes that define how each number was computed.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from ..stats import TESTED
+from .glossary import GLOSSARY
+from .markup import esc
+from .style import DIMS, display_label, format_number
+
+__all__ = ["headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_rows", "icc_rows", "outcome_rows", "too_few_text", "summary_text", "method_note", "NO_RADAR", "outcome_text"]
+
+
+def _dims(stats: Mapping) -> list[Mapping]:
+    return [e for e in stats["variables"] if e["kind"] == "dimension"]
+
+
+def _list(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def headline(stats: Mapping) -> list[str]:
+    """Three to five sentences with numbers: which dimensions separate the models beyond length
+    and chance, how much length explains, how reliable the model means are, where the domain
+    matters, and (with graded answers) whether the indicators add to model and length."""
+    cfg = stats["settings"]
+    floor, min_rel = cfg["ratio_floor"], cfg["min_reliability"]
+    groups = stats["groupings"]
+    n_models, n_domains = len(groups["model"]["groups"]), len(groups["domain"]["groups"])
+    dims = _dims(stats)
+    opening = (f"{stats['n_traces']} traces from {n_models} model{'s' if n_models != 1 else ''} and "
+               f"{n_domains} domain{'s' if n_domains != 1 else ''}")
+    out = []
+
+    def lc(e, by):
+        return e["length_controlled"][by]
+
+    if n_models < 2:
+        out.append(f"{opening}: with one model there are no model differences to measure.")
+    else:
+        sep = sorted(((lc(e, "model")["eps2_corrected"], e["variable"]) for e in dims
+                      if lc(e, "model")["status"] == TESTED and lc(e, "model").get("significant")
+                      and lc(e, "model")["eps2_corrected"] >= floor), reverse=True)
+        rest = [e["variable"] for e in dims if e["variable"] not in {v for _, v in sep}]
+        if sep:
+            out.append(f"{opening}: beyond trace length and chance the models differ in "
+                       + _list([f"{v} (corrected ε² {format_number(x, 2)})" for x, v in sep])
+                       + (f"; {_list(rest)} {'shows' if len(rest) == 1 else 'show'} no model difference "
+                          f"once length and chance are removed." if rest else "."))
+        else:
+            best = max(((lc(e, "model")["eps2_corrected"] or 0.0, e["variable"]) for e in dims), default=(0.0, "–"))
+            out.append(f"{opening}: no dimension separates the models once length and chance are removed "
+                       f"(largest corrected length-controlled ε² {format_number(best[0], 2)}, {best[1]}).")
+    fits = [(e["length_controlled"]["fit"]["r2"], e["variable"]) for e in dims
+            if e["length_controlled"]["fit"]["r2"] is not None]
+    if fits:
+        top = max(fits)
+        out.append(f"Log tokens alone explain {format_number(min(fits)[0] * 100, 2)}–{format_number(top[0] * 100, 2)}% of the "
+                   f"variance of a dimension (most: {top[1]}).")
+    rel = [(e["reliability"]["split_half"]["spearman_brown"], e["variable"]) for e in dims
+           if e["reliability"]["split_half"]["spearman_brown"] is not None]
+    if rel:
+        weak = [f"{v} ({format_number(x, 2)})" for x, v in rel if x < min_rel]
+        strong = [v for x, v in rel if x >= min_rel]
+        text = (f"Split-half reliability of the model means is {format_number(min(rel)[0], 2)}–{format_number(max(rel)[0], 2)}"
+                f" across dimensions")
+        text += (f"; model differences in {_list(weak)} are below {min_rel} and not supported by these data."
+                 if weak else f", at least {min_rel} for all {len(strong)}.")
+        out.append(text)
+    elif n_models >= 2:
+        usable = sum(1 for c in groups["model"]["groups"].values() if c >= 2)
+        out.append(f"Only {usable} model{'s' if usable != 1 else ''} with 2 or more traces, and a split-half "
+                   f"reliability of model means needs 3: treat model differences as unconfirmed.")
+    if n_domains >= 2:
+        dom = sorted(((lc(e, "domain")["eps2_corrected"], e["variable"]) for e in dims
+                      if lc(e, "domain")["status"] == TESTED and (lc(e, "domain")["eps2_corrected"] or 0) >= floor),
+                     reverse=True)
+        if dom:
+            out.append("The domain matters most for " + _list([f"{v} (corrected ε² {format_number(x, 2)})" for x, v in dom[:2]])
+                       + " after length control.")
+        else:
+            out.append(f"No dimension depends on the domain beyond length and chance (every corrected ε² by "
+                       f"domain under {floor}).")
+    cv = stats["outcome"]["cross_validated"]
+    if cv["status"] == TESTED:
+        gain = cv["gain"]
+        verdict = "add to" if gain >= 0.02 else "add nothing to" if gain > -0.02 else "do worse than"
+        out.append(f"On {cv['n']} graded traces ({cv['n_wrong']} wrong) the indicators {verdict} model + length "
+                   f"in predicting a wrong answer (cross-validated AUROC {format_number(cv['auroc_model_length_indicators'], 2)} "
+                   f"with them, {format_number(cv['auroc_model_length'], 2)} without).")
+    return out[:5]
+
+
+def profile_ci_rows(stats: Mapping) -> list[list[str]]:
+    out = []
+    for mp in stats["model_profiles"]:
+        cells = [mp["model"], str(mp["n"])]
+        for d in DIMS:
+            v = mp["dimensions"][d]
+            ci = f" [{format_number(v['ci_low'], 2)}, {format_number(v['ci_high'], 2)}]" if v["ci_low"] is not None else ""
+            cells.append(f"{format_number(v['mean'], 2)}{ci}")
+        out.append(cells)
+    return out
+
+
+EFFECT_HEADER = ["variable", "ε² model", "ε² domain", "corrected model", "corrected domain", "ratio",
+                 "length-controlled model", "length-controlled domain", "length-controlled ratio", "split-half"]
+
+
+EFFECT_TITLES = {
+    "ε² model": "Kruskal-Wallis ε² = H / (n − 1) grouped by model, raw values; * Holm p < α",
+    "ε² domain": "Kruskal-Wallis ε² grouped by domain, raw values; * Holm p < α",
+    "corrected model": "ε²(model) minus the ε² random model labels give (permutations)",
+    "corrected domain": "ε²(domain) minus the ε² random domain labels give (permutations)",
+    "ratio": "corrected ε²(model) / corrected ε²(domain); – when both are under the floor; ≥ / ≤ when one side was "
+             "raised to the floor",
+    "length-controlled model": "corrected ε² by model of what a fit on log tokens leaves; * Holm p < α",
+    "length-controlled domain": "corrected ε² by domain of what a fit on log tokens leaves; * Holm p < α",
+    "length-controlled ratio": "the ratio of the two length-controlled corrected values",
+    "split-half": "split-half reliability of the model means (Spearman-Brown); ⚠ under the minimum: model "
+                  "differences not supported",
+}
+
+
+def _eps_cell(test: Mapping, key: str, html_out: bool) -> str:
+    if test["status"] != TESTED:
+        return f'<span title="{esc(test.get("reason", ""))}">{test["status"]}</span>' if html_out else test["status"]
+    text = format_number(test.get(key), 2)
+    if test.get("significant"):
+        p = f"Holm p = {format_number(test['p_holm'])}"
+        text = f'<span class="sig" title="{esc(p)}">{text} *</span>' if html_out else f"{text} *"
+    return text
+
+
+def _ratio_cell(ratio: Mapping) -> str:
+    if ratio["value"] is None:
+        return "–"
+    return {"domain": "≥ ", "model": "≤ ", None: ""}[ratio["floored"]] + format_number(ratio["value"], 2)
+
+
+def effect_rows(stats: Mapping, html_out: bool) -> list[list[str]]:
+    min_rel = stats["settings"]["min_reliability"]
+    out = []
+    for e in stats["variables"]:
+        name = e["variable"] if e["kind"] == "indicator" else f"{e['variable']} (dimension)"
+        if html_out:
+            name = f'<span title="{esc(GLOSSARY.get(e["variable"], ""))}">{esc(name)}</span>'
+        sb = e["reliability"]["split_half"]["spearman_brown"]
+        rel = format_number(sb, 2)
+        if sb is not None and sb < min_rel:
+            rel = f'<span class="flag" title="under {min_rel}">{rel} ⚠</span>' if html_out else f"{rel} ⚠"
+        lc = e["length_controlled"]
+        out.append([name, _eps_cell(e["model"], "eps2", html_out), _eps_cell(e["domain"], "eps2", html_out),
+                    format_number(e["model"].get("eps2_corrected"), 2), format_number(e["domain"].get("eps2_corrected"), 2),
+                    _ratio_cell(e["ratio_corrected"]), _eps_cell(lc["model"], "eps2_corrected", html_out),
+                    _eps_cell(lc["domain"], "eps2_corrected", html_out), _ratio_cell(e["ratio_length_corrected"]), rel])
+    return out
+
+
+def icc_rows(stats: Mapping) -> list[list[str]]:
+    rows = []
+    for e in stats["variables"]:
+        icc = e["reliability"]["icc"]
+        if icc["status"] == TESTED:
+            rows.append([e["variable"], format_number(icc["icc"], 2), format_number(icc["icc_mean"], 2), str(icc["clusters"]),
+                         format_number(icc["k0"], 2)])
+    return rows
+
+
+def outcome_rows(stats: Mapping) -> list[list[str]]:
+    return [[e["variable"], format_number(e["outcome"]["auroc_wrong"], 2), format_number(e["outcome"]["auroc_wrong_within_model"], 2)]
+            for e in stats["variables"] if e["outcome"] is not None]
+
+
+def too_few_text(stats: Mapping) -> str:
+    parts = [f"{by}: {', '.join(display_label(g) for g in info['too_few'])}"
+             for by, info in stats["groupings"].items() if info["too_few"]]
+    if not parts:
+        return ""
+    return (f"Groups with fewer than {stats['settings']['min_group']} traces, left out of the tests: "
+            + "; ".join(parts) + ".")
+
+
+def summary_text(run_dir: Path, stats: Mapping, pages: Mapping) -> list[str]:
+    groups = stats["groupings"]
+    lines = [f"{stats['n_traces']} traces from {len(groups['model']['groups'])} models and "
+             f"{len(groups['domain']['groups'])} domains (run folder `{run_dir.name}`)."]
+    if not pages:
+        lines.append("No per-trace pages: graphs.jsonl is missing or empty.")
+    elif stats["n_traces"] > len(pages):
+        lines.append(f"Per-trace pages exist for the first {len(pages)} traces of graphs.jsonl "
+                     f"(of {stats['n_traces']}); draw any other with `thinkprobe graph {run_dir.name} TRACE_ID`.")
+    return lines
+
+
+def method_note(stats: Mapping) -> str:
+    c = stats["settings"]
+    return (f"Kruskal-Wallis H per indicator and dimension, grouped by model and, separately, by domain; "
+            f"ε² = H / (n − 1). Chance: the mean ε² over {c['permutations']} random relabellings of the same traces "
+            f"(seed {c['permutation_seed']}); corrected = ε² − chance. Length-controlled: the test on the residuals of "
+            f"a least-squares line on log tokens fitted over the whole run. Ratio = corrected ε²(model) / corrected "
+            f"ε²(domain), none when both are under {c['ratio_floor']}, a side under it raised to it (≥, ≤: a bound). "
+            f"* Holm p < {c['alpha']}, Holm over all raw tests and, separately, all length-controlled tests. "
+            f"Split-half: {c['split_halves']} random halvings of every model's traces (seed {c['split_half_seed']}), "
+            f"mean Pearson r of the model means across halves, Spearman-Brown 2r / (1 + r); ⚠ under "
+            f"{c['min_reliability']}. Profile intervals: percentile bootstrap of the mean, "
+            f"{c['bootstrap_resamples']} resamples, seed {c['bootstrap_seed']}.")
+
+
+NO_RADAR = ("No radar chart: the run has one model, and z-scored against its own traces its mean profile is 0 on "
+            "every dimension by construction. Profile it with other models, or pass --norms from a reference run.")
+
+
+def outcome_text(stats: Mapping) -> str:
+    o = stats["outcome"]
+    cv = o["cross_validated"]
+    text = (f"{o['graded']} graded traces ({o['wrong']} wrong; labels from {o['labels_from']}). AUROC of each "
+            f"indicator for a wrong answer, pooled over all graded traces and within model (pairs of one model only). ")
+    if cv["status"] == TESTED:
+        text += (f"Cross-validated logistic regression ({cv['folds']} stratified folds, seed {cv['seed']}): model + "
+                 f"log tokens AUROC {format_number(cv['auroc_model_length'], 3)}; + the 19 indicators "
+                 f"{format_number(cv['auroc_model_length_indicators'], 3)} (gain {format_number(cv['gain'], 2)}).")
+    else:
+        text += f"No cross-validated comparison: {cv.get('reason', '')}."
+    return text

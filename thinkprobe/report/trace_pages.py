@@ -1,0 +1,187 @@
+"""Per-trace pages: a trace's text coloured by node type beside its Thought Graph (`thinkprobe graph`),
+and the pages the report links to, drawn by worker processes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import re
+import sys
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Mapping
+
+from ..indicators import INDICATORS
+from ..outputs import GRAPHS_FILE
+from ..records import BACKWARD_EDGES, EDGE_TYPES, NODE_TYPES, iter_graph_records
+from .figures import graph_figure
+from .markup import ZOOM_JS, data_uri, esc, html_page, html_table
+from .style import (EDGE_COLORS, MAX_TRACE_PAGES, NODE_COLORS, NODE_NAMES, PAGE_DPI, TRACE_DPI, display_label,
+                    figure_style, format_number, png_bytes, svg_bytes)
+
+__all__ = ["safe_trace_id", "write_trace_view", "write_trace_pages"]
+
+
+def _find_graph(run_dir: Path, trace_id: str) -> dict:
+    # Only parse lines that can hold the id, however the writer escaped non-ASCII characters.
+    needles = {json.dumps(trace_id), json.dumps(trace_id, ensure_ascii=False)}
+    path = run_dir / GRAPHS_FILE
+    if path.exists():
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if any(n in line for n in needles):
+                    rec = json.loads(line)
+                    if rec["trace_id"] == trace_id:
+                        return rec
+    raise ValueError(f"trace {trace_id!r} not found in {path}")
+
+
+def safe_trace_id(trace_id: str) -> str:
+    """A file name for a trace id: the id itself when it is a plain name, else a cleaned prefix + hash."""
+    if re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}", trace_id):
+        return trace_id
+    clean = re.sub(r"[^A-Za-z0-9._-]+", "_", trace_id).strip("._")[:60]
+    return f"{clean}-{hashlib.sha1(trace_id.encode('utf-8')).hexdigest()[:10]}"
+
+
+def _unit_title(u: Mapping, incoming: list, outgoing: list) -> str:
+    def fmt(es, key):
+        return ", ".join(f"{e[key]} {e['type']}" + (f"/{e['polarity']}" if e.get("polarity") else "") for e in es)
+
+    parts = [f"#{u['id']} {u['type']} ({NODE_NAMES.get(u['type'], '?')}), segment {u['segment']}"]
+    if incoming:
+        parts.append("in: " + fmt(incoming, "src"))
+    if outgoing:
+        parts.append("out: " + fmt(outgoing, "dst"))
+    if u.get("cues"):
+        parts.append("cues: " + ", ".join(u["cues"]))
+    return "\n".join(parts)
+
+
+def _trace_text_html(rec: Mapping) -> str:
+    """The original text of each section with every unit as a coloured span at its offsets."""
+    incoming: dict[int, list] = {}
+    outgoing: dict[int, list] = {}
+    for e in rec["edges"]:
+        outgoing.setdefault(e["src"], []).append(e)
+        incoming.setdefault(e["dst"], []).append(e)
+
+    def span(u, text):
+        color = NODE_COLORS.get(u["type"], "#000000")
+        title = esc(_unit_title(u, incoming.get(u["id"], []), outgoing.get(u["id"], [])))
+        return (f'<span class="u" id="u{u["id"]}" style="background:{color}33;border-bottom:2px solid {color}" '
+                f'title="{title}"><sup>{u["id"]}</sup>{esc(text)}</span>')
+
+    fields = rec.get("fields") or {}
+    out = []
+    for sec in rec.get("sections") or []:
+        units = sorted((u for u in rec["units"] if u["section"] == sec["name"]), key=lambda u: u["start"])
+        text = fields.get(sec["field"])
+        out.append(f"<h3>{esc(sec['name'])} <span class=note>(field <code>{esc(sec['field'])}</code>)</span></h3>")
+        parts, pos = [], sec["start"]
+        for u in units:
+            if text is None or u["start"] < pos or u["end"] > len(text):  # offsets unusable: show the unit text
+                parts.append(span(u, u["text"]) + " ")
+                continue
+            if u["start"] > pos:
+                parts.append(f'<span class="gap">{esc(text[pos:u["start"]])}</span>')
+            parts.append(span(u, text[u["start"]:u["end"]]))
+            pos = u["end"]
+        if text is not None and pos < sec["end"]:
+            parts.append(f'<span class="gap">{esc(text[pos:sec["end"]])}</span>')
+        out.append(f'<pre class="text">{"".join(parts)}</pre>')
+    if not rec.get("sections"):
+        out.append('<pre class="text">' + " ".join(span(u, u["text"]) for u in rec["units"]) + "</pre>")
+    return "\n".join(out)
+
+
+def _trace_page(rec: Mapping, png: bytes, back_link: str | None) -> str:
+    units = rec["units"]
+    counts = {t: sum(u["type"] == t for u in units) for t in NODE_TYPES}
+    legend = "".join(f'<span class="chip" style="background:{NODE_COLORS[t]}33;border-bottom:2px solid '
+                     f'{NODE_COLORS[t]}">{t} {NODE_NAMES[t]} ({counts[t]})</span>' for t in NODE_TYPES)
+    edge_counts = {t: sum(e["type"] == t for e in rec["edges"]) for t in EDGE_TYPES}
+    edge_legend = "".join(f'<span class="chip" style="border-bottom:3px {"dashed" if t in BACKWARD_EDGES else "solid"} '
+                          f'{EDGE_COLORS[t]}">{t} ({edge_counts[t]})</span>' for t in EDGE_TYPES)
+    meta = [("model", rec.get("model", "")), ("domain", display_label(rec.get("domain", ""))),
+            ("units", str(len(units))), ("edges", str(len(rec["edges"])))]
+    for key in ("question", "gold_answer", "correct"):
+        if rec.get(key) is not None:
+            meta.append((key, str(rec[key])))
+    ind = rec.get("indicators") or {}
+    ind_rows = [[esc(name), format_number(ind.get(name))] for name in INDICATORS if name in ind]
+    edge_rows = [[str(e["src"]), str(e["dst"]), esc(e["type"]), esc(e.get("polarity") or ""), format_number(e.get("score"))]
+                 for e in rec["edges"]]
+    back = f'<p><a href="{esc(back_link)}">← report</a></p>' if back_link else ""
+    body = f"""{back}<h1>Trace {esc(rec['trace_id'])}</h1>
+{html_table(["", ""], [[esc(k), esc(v)] for k, v in meta], left=2, cls="meta")}
+<p>{legend}</p>
+<p>{edge_legend}</p>
+<div class="zoom" role="toolbar" aria-label="graph zoom"><button type="button" data-zoom="fit">fit width</button>
+<button type="button" data-zoom="out">−</button><button type="button" data-zoom="in">+</button>
+<button type="button" data-zoom="full">100%</button> <span class="note">overview first; zoom in, then drag or
+scroll to pan ({len(units)} units)</span></div>
+<div class="graph" id="graph"><img alt="Thought Graph of {esc(rec['trace_id'])}" src="{data_uri(png)}"></div>
+<p class="note">Hover a unit for its type, edges and cues; the small number is its index on the graph's x axis.
+Grey text lies outside every unit.</p>
+{_trace_text_html(rec)}
+<h2>Indicators</h2>
+{html_table(["indicator", "value"], ind_rows)}
+<details><summary>Edges ({len(edge_rows)})</summary>
+{html_table(["src", "dst", "type", "polarity", "score"], edge_rows, left=0, cls="sortable")}
+</details>"""
+    return html_page(f"ThinkProbe · {rec['trace_id']}", body, ZOOM_JS)
+
+
+def write_trace_view(run_dir: str | Path, trace_id: str, out: str | Path | None = None) -> Path:
+    """The per-trace view of `trace_id`: <out>/<safe id>.html (text coloured by node type next to
+    the graph) plus the graph as .png and .svg; `out` defaults to <run_dir>/traces. Returns the HTML path."""
+    run_dir = Path(run_dir)
+    out_dir = Path(out) if out is not None else run_dir / "traces"
+    rec = _find_graph(run_dir, trace_id)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    name = safe_trace_id(trace_id)
+    with figure_style():
+        fig = graph_figure(rec)
+        png = png_bytes(fig, TRACE_DPI)
+        (out_dir / f"{name}.png").write_bytes(png)
+        (out_dir / f"{name}.svg").write_bytes(svg_bytes(fig))
+    in_run = out_dir.resolve() == (run_dir / "traces").resolve()
+    path = out_dir / f"{name}.html"
+    path.write_text(_trace_page(rec, png, "../report.html" if in_run else None), encoding="utf-8")
+    return path
+
+
+def _write_trace_page(job: tuple[dict, Path]) -> None:
+    rec, path = job
+    with figure_style():
+        png = png_bytes(graph_figure(rec), PAGE_DPI)
+    path.write_text(_trace_page(rec, png, "../report.html"), encoding="utf-8")
+
+
+def write_trace_pages(run_dir: Path, workers: int) -> dict[str, str]:
+    """traces/<safe id>.html for the first MAX_TRACE_PAGES traces; {trace_id: relative link}.
+
+    Drawing is most of the report's time (about 0.2 s per page, 0.5 s for 300 units), so on Linux the
+    pages are drawn by forked workers: the children use neither torch nor OpenMP, so threads the
+    caller holds do not matter to them, and unlike "spawn" no `__main__` guard is asked of scripts.
+    """
+    jobs, pages = [], {}
+    for k, rec in enumerate(iter_graph_records(run_dir, missing_ok=True)):
+        if k == MAX_TRACE_PAGES:
+            break
+        name = safe_trace_id(rec["trace_id"])
+        jobs.append((rec, run_dir / "traces" / f"{name}.html"))
+        pages[rec["trace_id"]] = f"traces/{name}.html"
+    if workers > 1 and len(jobs) >= 16 and sys.platform.startswith("linux"):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
+            context = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(min(workers, len(jobs) // 8), mp_context=context) as pool:
+                list(pool.map(_write_trace_page, jobs, chunksize=4))
+    else:
+        for job in jobs:
+            _write_trace_page(job)
+    return pages

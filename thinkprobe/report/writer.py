@@ -1,0 +1,78 @@
+"""`write_report`: a run folder into report.html, report.md, figures/*.png and traces/*.html.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from ..cognitive_profile import group_profiles
+from ..outputs import REDUNDANCY_TABLE
+from ..stats import compute_stats, load_table
+from .document import redundancy_table, report_html, report_md
+from .figures import boxplot_figure, effects_figure, heatmap_figure, radar_figure
+from .markup import html_page
+from .style import DIMS, FIGURE_DPI, figure_style, png_bytes
+from .trace_pages import write_trace_pages
+
+__all__ = ["write_report"]
+
+
+def _natural_key(text: str) -> list:
+    """Sort key that orders the numbers inside ids as numbers: t2 before t10."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text) if part]
+
+
+def _is_flat(by_model: Sequence[Mapping]) -> bool:
+    return all(abs(r[d]) < 1e-9 for r in by_model for d in DIMS if math.isfinite(r[d]))
+
+
+def write_report(run_dir: str | Path, workers: int | None = None) -> Path:
+    """report.html, report.md, figures/*.png and traces/*.html in `run_dir`; returns report.html's path.
+    `workers` processes draw the per-trace pages (default: up to 8, one per CPU). Trace pages left
+    in traces/ by an earlier report or `thinkprobe graph` are removed: they may show other graphs."""
+    run_dir = Path(run_dir)
+    stats = compute_stats(run_dir)
+    rows = load_table(run_dir)
+    if not rows:  # every trace failed to load: say so rather than draw empty charts
+        note = "No traces in this run: see errors.jsonl."
+        (run_dir / "report.html").write_text(html_page("ThinkProbe report", f"<h1>ThinkProbe report</h1><p>{note}</p>"),
+                                             encoding="utf-8")
+        (run_dir / "report.md").write_text(f"# ThinkProbe report\n\n{note}\n", encoding="utf-8")
+        return run_dir / "report.html"
+    rows = sorted(rows, key=lambda r: _natural_key(r["trace_id"]))
+    models = sorted({r["model"] for r in rows})
+    domains = sorted({r["domain"] for r in rows})
+    by_model = group_profiles(rows, ("model",))
+    cells = group_profiles(rows, ("model", "domain"))
+    fig_dir = run_dir / "figures"
+    fig_dir.mkdir(exist_ok=True)
+    (run_dir / "traces").mkdir(exist_ok=True)
+
+    # One model z-scored against its own traces sits at 0 on every dimension by construction: a
+    # radar of that says nothing, so the report says why there is none.
+    makers = {"radar": lambda: radar_figure(by_model), "boxplots": lambda: boxplot_figure(rows, models, stats),
+              "heatmap": lambda: heatmap_figure(cells, models, domains), "effects": lambda: effects_figure(stats)}
+    if len(models) < 2 and _is_flat(by_model):
+        del makers["radar"]
+        (fig_dir / "radar.png").unlink(missing_ok=True)
+    figures: dict[str, bytes] = {}
+    with figure_style():
+        for name, make in makers.items():
+            figures[name] = png_bytes(make(), FIGURE_DPI)
+            (fig_dir / f"{name}.png").write_bytes(figures[name])
+    pages = write_trace_pages(run_dir, workers if workers is not None else min(8, os.cpu_count() or 1))
+    # pages of an earlier report (traces since re-profiled, renamed or gone) would read as this run's
+    current = {Path(link).name for link in pages.values()}
+    for old in (run_dir / "traces").glob("*.html"):
+        if old.name not in current:
+            old.unlink()
+
+    redundancy = redundancy_table(run_dir / REDUNDANCY_TABLE.name)
+    html_doc = report_html(run_dir, stats, rows, cells, figures, pages, redundancy)
+    (run_dir / "report.html").write_text(html_doc, encoding="utf-8")
+    (run_dir / "report.md").write_text(report_md(run_dir, stats, rows, cells, figures, pages, redundancy),
+                                       encoding="utf-8")
+    return run_dir / "report.html"

@@ -1,0 +1,279 @@
+"""What both engines share (thinkprobe.pipeline runs locally, thinkprobe.ray_engine on a Ray
+cluster): the run's config and traces, the chunks and their commit folder (OUT/parts/, guarded by a
+manifest for --resume), the output line of one trace, and the assembly of the committed chunks into
+the output files and the corpus-level profile. The files a run writes are declared in
+thinkprobe.outputs.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import itertools
+import json
+import os
+import platform
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+from .version import __version__
+from .config import Config, IndicatorSettings
+from .encoder import Encoder, model_fingerprint
+from .indicators import CONTENT_TYPES, compute_indicators
+from .link import Linker
+from .io import Source, iter_inputs, source_path, unknown_fix
+from .options import RunOptions
+from .outputs import (ERRORS_FILE, GRAPHS_FILE, GRAPHS_PARQUET, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
+                      MODEL_PROFILES_TABLE, NORMS_FILE, PROFILE_TABLE, RUN_JSON, GraphsParquetWriter,
+                      write_table)
+from .cognitive_profile import Normalizer, group_profiles, profile_row
+from .io import count_inputs
+from .progress import Progress
+from .records import GraphRecord, InputError, ThoughtGraph, Trace, dump_graph_record, graph_record
+from .provenance import file_digest, package_version
+from .redundancy import RedundancyParams, annotate_record, table_row, write_redundancy_tables
+from .tables import write_atomic
+
+__all__ = ["MEMORY_SOURCE", "chunks", "run_config", "run_traces", "total_records", "manifest", "prepare_parts",
+           "part_path", "finish_line", "release_memory", "assemble"]
+
+MEMORY_SOURCE = "<memory>"  # the source named in graph records and errors of records given in memory
+
+
+def chunks(items: Iterable, size: int) -> Iterator[list]:
+    """`items` in lists of `size` (the last one shorter)."""
+    it = iter(items)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
+
+
+def records_digest(records: Sequence[dict]) -> str:
+    h = hashlib.sha256()
+    for rec in records:
+        h.update(json.dumps(rec, sort_keys=True, ensure_ascii=False, default=str).encode())
+        h.update(b"\n")
+    return h.hexdigest()[:16]
+
+
+def manifest(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker) -> dict:
+    """What a resumed run must share with the run that committed the chunks (OUT/parts/manifest.json)."""
+    inputs = {str(p): file_digest(source_path(p)) for p in opts.inputs}
+    if opts.records is not None:
+        inputs = {MEMORY_SOURCE: records_digest(opts.records), **inputs}
+    return {
+        "thinkprobe": __version__,
+        "config_digest": cfg.digest,
+        "inputs": inputs,
+        "selection": {"limit": opts.limit, "sample": opts.sample, "seed": opts.seed if opts.sample is not None else None},
+        "fields": asdict(opts.field_map),
+        "chunk_size": opts.chunk_size,
+        "encoder": str(encoder.path),
+        # a resumed run must not mix embeddings of other weights or of another device (fp16 on CUDA)
+        "encoder_fingerprint": model_fingerprint(str(encoder.path), encoder.max_seq_length),
+        "device": encoder.device,
+        "precision": encoder.precision,
+        "linker": linker.name,
+        "types": opts.types,
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def _libc():
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc (macOS, musl): nothing to trim
+        return None
+
+
+def release_memory() -> None:
+    """Hand the heap a finished chunk freed back to the OS (glibc's malloc_trim). Without it the
+    allocator keeps fragments of earlier chunks, and resident memory creeps up over a long run."""
+    libc = _libc()
+    if libc is not None and hasattr(libc, "malloc_trim"):
+        libc.malloc_trim(0)
+
+
+def part_path(parts: Path, k: int) -> Path:
+    """The file chunk k of a run is committed to."""
+    return parts / f"{k:06d}.jsonl"
+
+
+def prepare_parts(out: Path, manifest: dict, resume: bool) -> Path:
+    parts = out / "parts"
+    mpath = parts / "manifest.json"
+    if resume and mpath.exists():
+        old = json.loads(mpath.read_text(encoding="utf-8"))
+        changed = [k for k in manifest if old.get(k) != manifest[k]]
+        if changed:
+            detail = "; ".join(f"{k}: {old.get(k)!r} -> {manifest[k]!r}" for k in changed)
+            raise SystemExit(f"cannot resume {out}: the run changed ({detail}). Start afresh without --resume.")
+        return parts
+    if parts.exists():
+        shutil.rmtree(parts)
+    parts.mkdir(parents=True)
+    write_atomic(mpath, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return parts
+
+
+def finish_line(result: ThoughtGraph | InputError, trace_id: str | None, indicators: IndicatorSettings | None,
+                redundancy: RedundancyParams | None) -> str:
+    """One output line: the graph with its indicators, or the error."""
+    if isinstance(result, InputError):
+        item = {"error": result.as_dict() | {"trace_id": trace_id}}
+    else:
+        ind = compute_indicators(result.arrays(), cluster_distance=indicators.cluster_distance,
+                                 cluster_exact_max=indicators.cluster_exact_max)
+        item = {"graph": annotate_record(graph_record(result, ind), redundancy)}
+    return json.dumps(item, ensure_ascii=False) + "\n"
+
+
+def run_traces(opts: RunOptions) -> Iterator[Trace | InputError]:
+    """Every trace of the run in input order, with ids unique across the run: the in-memory
+    records (through the same detection as a file's, under the source "<memory>" and their
+    index), then each input's; a bad record yields its InputError."""
+    sources = ([Source(MEMORY_SOURCE, opts.field_map, opts.records)] if opts.records is not None else []) + list(opts.inputs)
+    return iter_inputs(sources, opts.field_map)
+
+
+def total_records(opts: RunOptions) -> int:
+    """Records in the run's inputs, before --limit / --sample."""
+    return len(opts.records or ()) + count_inputs([source_path(p) for p in opts.inputs])
+
+
+def run_config(opts: RunOptions, cfg: Config | None = None) -> Config:
+    """The run's config: `cfg` (else opts.config over the defaults) with the per-trace limits
+    given as options on top."""
+    cfg = cfg or Config.load(opts.config)
+    limit_options = {"max_units": opts.max_units, "trace_timeout_s": opts.trace_timeout}
+    limit_overrides = {k: v for k, v in limit_options.items() if v is not None}
+    return cfg.with_overrides({"limits": limit_overrides} if limit_overrides else {})
+
+
+# ----------------------------------------------------------------------------- assembling the outputs
+
+
+@dataclass
+class Joined:
+    """What joining the committed chunks gathers besides graphs.jsonl / graphs.parquet."""
+
+    rows: list[dict] = field(default_factory=list)  # indicators.csv rows
+    redundancy_rows: list[dict] = field(default_factory=list)
+    errors: list[dict] = field(default_factory=list)
+    duplicates: list[dict] = field(default_factory=list)
+    unknown: dict[str, int] = field(default_factory=lambda: {"model": 0, "domain": 0})
+    # traces whose semantic_spread was clustered on samples (over indicators.cluster_exact_max content units)
+    semantic_spread_sampled: list[str] = field(default_factory=list)
+
+
+def indicator_row(g: GraphRecord) -> dict:
+    """The indicators.csv row of a graph record."""
+    return {"trace_id": g["trace_id"], "model": g["model"], "domain": g["domain"], "units": len(g["units"]),
+            "edges": len(g["edges"]), "tokens": sum(u["tokens"] for u in g["units"]), **g["indicators"]}
+
+
+def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int) -> Joined:
+    """Join the committed chunks, in order, into graphs.jsonl and graphs.parquet; collect the
+    indicator and redundancy rows, the skipped records and the duplicate ids on the way."""
+    joined = Joined()
+    parquet = GraphsParquetWriter(out / GRAPHS_PARQUET)
+    with open(out / (GRAPHS_FILE + ".tmp"), "w", encoding="utf-8", newline="") as graphs:
+        for part in sorted((out / "parts").glob("[0-9]*.jsonl")):
+            with open(part, encoding="utf-8") as f:
+                for line in f:
+                    item = json.loads(line)
+                    if "error" in item:
+                        joined.errors.append(item["error"])
+                        continue
+                    g: GraphRecord = item["graph"]
+                    if "duplicate_of" in g["provenance"]:
+                        joined.duplicates.append({"trace_id": g["trace_id"], "duplicate_of": g["provenance"]["duplicate_of"],
+                                                  "file": g["source"], "record": g["record"]})
+                    for key in joined.unknown:
+                        joined.unknown[key] += g[key] == "unknown"
+                    if sum(u["type"] in CONTENT_TYPES for u in g["units"]) > cluster_exact_max:
+                        joined.semantic_spread_sampled.append(g["trace_id"])
+                    graphs.write(dump_graph_record(g))
+                    parquet.write(g)
+                    joined.redundancy_rows.append(table_row(g, redundancy))
+                    joined.rows.append(indicator_row(g))
+    parquet.close()
+    os.replace(out / (GRAPHS_FILE + ".tmp"), out / GRAPHS_FILE)
+    return joined
+
+
+def fit_norms(rows: Sequence[dict], norms_path: str | None) -> Normalizer:
+    """The z-score reference: a saved norms.json, else this run's own indicators."""
+    return Normalizer.load(norms_path) if norms_path else Normalizer().fit(rows)
+
+
+def profile_rows(rows: Sequence[dict], norms: Normalizer) -> list[dict]:
+    """profile.csv rows: the 5D profile of every trace."""
+    return [{"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"], **profile_row(norms.z(r))}
+            for r in rows]
+
+
+def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, joined: Joined) -> dict:
+    """run.json: what produced the outputs, and the counts."""
+    inputs = ([MEMORY_SOURCE] if opts.records is not None else []) + [str(p) for p in opts.inputs]
+    return {
+        "thinkprobe": __version__,
+        "inputs": inputs,
+        **({"selection": {"limit": opts.limit, "sample": opts.sample, "seed": opts.seed}}
+           if opts.limit is not None or opts.sample is not None else {}),
+        "norms": str(opts.norms) if opts.norms else "fit on this run",
+        "config": cfg.data,
+        "config_digest": cfg.digest,
+        "encoder": {"path": str(encoder.path), "name": encoder.name, "max_seq_length": encoder.max_seq_length,
+                    "precision": encoder.precision},
+        "tokenizer": encoder.tokenizer_name,
+        "linker": linker.name,
+        "device": encoder.device,
+        "versions": {"python": platform.python_version(),
+                     **{key: package_version(dist) or "not installed" for key, dist in (
+                         ("torch", "torch"), ("numba", "numba"), ("sentence_transformers", "sentence-transformers"),
+                         ("transformers", "transformers"))}},
+        "counts": {"traces": len(joined.rows), "errors": len(joined.errors), "duplicate_ids": len(joined.duplicates),
+                   "unknown_model": joined.unknown["model"], "unknown_domain": joined.unknown["domain"]},
+        "duplicate_ids": joined.duplicates,
+        "semantic_spread_sampled": joined.semantic_spread_sampled,
+        "unknown_fix": {key: unknown_fix(key) for key, count in joined.unknown.items() if count},
+    }
+
+
+def write_outputs(out: Path, joined: Joined, prof: list[dict], by_model: list[dict], by_model_domain: list[dict],
+                  norms: Normalizer, run: dict) -> None:
+    """The per-trace and per-model tables (with their Parquet twins), errors, norms and run.json."""
+    write_table(out, INDICATORS_TABLE, joined.rows)
+    write_table(out, PROFILE_TABLE, prof)
+    write_table(out, MODEL_PROFILES_TABLE, by_model)
+    write_table(out, MODEL_DOMAIN_PROFILES_TABLE, by_model_domain)
+    write_atomic(out / ERRORS_FILE, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in joined.errors))
+    write_atomic(out / NORMS_FILE, json.dumps(norms.to_json(), indent=2) + "\n")
+    write_atomic(out / RUN_JSON, json.dumps(run, indent=2, ensure_ascii=False) + "\n")
+
+
+def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: RunOptions, resumed: int = 0,
+             progress: Progress | None = None) -> dict:
+    """Join the committed chunks into the output files, compute the corpus profile and the statistics."""
+    from .stats import write_stats
+
+    stage = progress.stage if progress is not None else (lambda name: None)
+    stage("assemble: joining chunks")
+    joined = join_parts(out, RedundancyParams.from_config(cfg), cfg.indicators.cluster_exact_max)
+    stage("assemble: redundancy tables")
+    write_redundancy_tables(out, joined.redundancy_rows)
+    stage("assemble: norms and profiles")
+    norms = fit_norms(joined.rows, opts.norms)
+    prof = profile_rows(joined.rows, norms)
+    by_model = group_profiles(prof, ("model",))
+    by_model_domain = group_profiles(prof, ("model", "domain"))
+    stage("assemble: writing tables")
+    write_outputs(out, joined, prof, by_model, by_model_domain, norms, run_info(opts, cfg, encoder, linker, joined))
+    stage("stats")
+    write_stats(out, cfg.stats)
+    return {"out_dir": str(out), "traces": len(joined.rows), "errors": len(joined.errors), "resumed": resumed,
+            "duplicates": len(joined.duplicates), "unknown": joined.unknown,
+            "model_profiles": by_model, "model_domain_profiles": by_model_domain}
+

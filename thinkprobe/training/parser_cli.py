@@ -1,0 +1,376 @@
+"""`scripts/train_parser.py`'s commands (prepare, train, compare, ensemble), the model folder it
+writes and its model card.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..config import Config
+from ..link.features import SHAPE_PATTERNS as LINKER_SHAPE_PATTERNS
+from ..shared_data import REPO
+from .parser_data import (BF16_WORDS, FP32_WORDS, SILVER, encoding_of, examples, held_out, load_prepared, load_silver,
+                          prepare)
+from .parser_fit import DECODE_FLAGS, GRID, brief, fit_thresholds, fit_type_offsets, scored_doc, train_model
+
+__all__ = ["train", "compare", "ensemble", "save", "epochs_used", "model_card", "SHAPE_PATTERNS", "RATE_HELP", "parse_args", "main"]
+
+
+def train(args) -> None:
+
+    from thinkprobe.link.candidates import CandidateParams
+    from thinkprobe.link.parser import ParserFeaturizer
+
+    log = lambda msg: print(msg, flush=True)  # noqa: E731
+    cfg = Config.load()
+    docs = load_silver(Path(args.silver))
+    rows = load_prepared(args.cache)
+    if args.max_traces:
+        rows = rows[: args.max_traces]
+    log(f"{len(rows)} prepared silver traces of {len(docs)} ({sum(len(r['units']) for r in rows)} units)")
+    params = CandidateParams(window=args.window, top_k=args.top_k, plan_lookback=args.plan_lookback,
+                             conclusion_lookback=args.conclusion_lookback, block_lookback=args.block_lookback,
+                             number_lookback=args.number_lookback, horizon=args.horizon)
+    featurizer = ParserFeaturizer(list(cfg.lexicon), SHAPE_PATTERNS, args.lexical_pairs)
+    exs = examples(rows, docs, params, featurizer, log)
+    val = [x for x in exs if held_out(x["doc_id"], args.val_frac, args.val_start)]
+    tr = [x for x in exs if not held_out(x["doc_id"], args.val_frac, args.val_start)]
+    log(f"{len(tr)} training traces ({sum(len(x['units']) for x in tr)} units, {sum(len(x['i']) for x in tr)} pairs), "
+        f"{len(val)} held out ({sum(len(x['units']) for x in val)} units)")
+    dim = tr[0]["emb"].shape[1]
+    model, epoch = train_model(tr, val, dim, featurizer.size, args, log)
+    flags = {**DECODE_FLAGS, "type_offsets": fit_type_offsets(model, val, log, max_rate_ratio=args.type_rate_ratio)}
+    decode, held = fit_thresholds(model, val, docs, flags, log, GRID[::2] if args.coarse else GRID)
+    row = {"variant": args.variant or "", "context": args.context, "pair_feats": not args.no_pair_feats,
+           **{k: getattr(args, k) for k in ("window", "top_k", "epochs", "hidden", "proj", "arc_hidden")},
+           "best_epoch": epoch, **{k: decode[k] for k in ("threshold_near", "threshold_far")}, **held}
+    log("RESULT " + json.dumps(row))
+    if args.results:
+        with open(args.results, "a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
+    if args.out:
+        save(Path(args.out), args, cfg, params, featurizer, decode, model, dim, {
+            "train_traces": len(tr), "heldout_traces": len(val), "train_units": int(sum(len(x["units"]) for x in tr)),
+            "train_pairs": int(sum(len(x["i"]) for x in tr)), "best_epoch": epoch, "heldout_silver": held,
+            "generators": dict(sorted({g: sum(1 for x in exs if x["generator"] == g) for g in {x["generator"] for x in exs}}.items())),
+        }, [x["doc_id"] for x in exs], [x["doc_id"] for x in val])
+        log(f"saved {args.out}")
+
+
+def compare(args) -> None:
+    """The parser and the old default (pair MLP + type head) on the silver traces that neither saw
+    in training (held out by both splits), scored as eval-gold scores, from the cached units."""
+
+    from thinkprobe.evalgold import score
+    from thinkprobe.link import LinkInput, unit_typer
+    from thinkprobe.link.pairmlp import TrainedLinker, TypeHead
+    from thinkprobe.link.parser import ParserLinker
+
+    cfg = Config.load()
+    docs = load_silver(Path(args.silver))
+    old_dir = Path(args.old)
+    old_meta = json.loads((old_dir / "config.json").read_text(encoding="utf-8"))["training"]
+    old_ids = (old_dir / "traces.txt").read_text(encoding="utf-8").split()
+    import random
+
+    order = list(range(len(old_ids)))
+    random.Random(old_meta["seed"]).shuffle(order)
+    old_held = {old_ids[k] for k in order[: max(1, int(round(old_meta["val_frac"] * len(old_ids))))]}
+    new_ids = dict(line.split("\t") for line in (Path(args.parser) / "traces.txt").read_text(encoding="utf-8").splitlines())
+    rows = [r for r in load_prepared(args.cache) if new_ids.get(r["doc_id"]) == "heldout" and len(r["units"]) > 1]
+    both = [r for r in rows if r["doc_id"] in old_held]
+    print(f"{len(rows)} traces held out by the parser, {len(both)} of them also by the old default", flush=True)
+    old = TrainedLinker(old_dir, cfg)
+    typer_old = unit_typer(old, "head", TypeHead(old_dir))
+    parser = ParserLinker(args.parser, cfg)
+    systems = {"old default (pair MLP + type head)": (old, typer_old), "parser": (parser, parser.typer)}
+
+    def as_docs(linker, typer, subset):
+        items = [(r["units"], r["emb"]) for r in subset]
+        typed = typer.batch(items)
+        linked = linker.link([LinkInput(u, r["emb"]) for u, r in zip(typed, subset)])
+        return [scored_doc(docs[r["doc_index"]], units, edges) for r, units, edges in zip(subset, typed, linked)]
+
+    for subset_name, subset in (("held out by both", both), ("held out by the parser", rows)):
+        gold = [docs[r["doc_index"]] for r in subset]
+        for name, (linker, typer) in systems.items():
+            s = score(gold, as_docs(linker, typer, subset))
+            print(f"{subset_name} ({len(subset)} traces), {name}: {json.dumps({**brief(s), 'far10_recall': round(s['by_distance']['>10']['recall'], 4)})}",
+                  flush=True)
+
+
+def ensemble(args) -> None:
+    """An ensemble of trained parser folders (same candidates and features): weights stacked with
+    prefixes, thresholds refitted on their common held-out silver traces, scores written."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from thinkprobe.link.candidates import CandidateParams
+    from thinkprobe.link.parser import load_parser_model
+
+    log = lambda msg: print(msg, flush=True)  # noqa: E731
+    torch.set_num_threads(1)
+    metas = [json.loads((Path(m) / "config.json").read_text(encoding="utf-8")) for m in args.members]
+    if any(m["candidates"] != metas[0]["candidates"] or m["shape_patterns"] != metas[0]["shape_patterns"] for m in metas):
+        raise SystemExit("ensemble members must share candidates and features")
+    held = [{line.split("\t")[0] for line in (Path(m) / "traces.txt").read_text(encoding="utf-8").splitlines()
+             if line.endswith("heldout")} for m in args.members]
+    common = set.intersection(*held)
+    models = [load_parser_model(m)[0] for m in args.members]
+    _, featurizer, meta = load_parser_model(args.members[0])
+    docs = load_silver(Path(args.silver))
+    rows = [r for r in load_prepared(args.cache) if r["doc_id"] in common]
+    val = examples(rows, docs, CandidateParams.from_dict(meta["candidates"]), featurizer, log)
+    flags = {**DECODE_FLAGS, "type_offsets": fit_type_offsets(models, val, log, max_rate_ratio=args.type_rate_ratio)}
+    decode, held_scores = fit_thresholds(models, val, docs, flags, log)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    state = {}
+    for k, m in enumerate(args.members):
+        state.update({f"{k}.{name}": v for name, v in load_file(str(Path(m) / "parser.safetensors")).items()})
+    save_file(state, str(out / "parser.safetensors"))
+    new = dict(metas[0])
+    new.update(name=out.name, members=[m["model"] for m in metas], decode=decode)
+    new["training"] = {**metas[0]["training"], "encoding": metas[0]["training"].get("encoding") or encoding_of(args.cache),
+                       "heldout_silver": held_scores, "type_rate_ratio": args.type_rate_ratio,
+                       "members": [{"folder": Path(m).name, "epochs": mm["training"]["epochs"], "best_epoch": mm["training"]["best_epoch"],
+                                    "average_last": mm["training"].get("average_last", 0),
+                                    "heldout_silver": mm["training"]["heldout_silver"]} for m, mm in zip(args.members, metas)]}
+    (out / "config.json").write_text(json.dumps(new, indent=2) + "\n", encoding="utf-8")
+    (out / "traces.txt").write_text((Path(args.members[0]) / "traces.txt").read_text(encoding="utf-8"), encoding="utf-8")
+    (out / "README.md").write_text(model_card(new, out), encoding="utf-8")
+    log("RESULT " + json.dumps({"variant": "ensemble " + " + ".join(Path(m).name for m in args.members),
+                                **{k: decode[k] for k in ("threshold_near", "threshold_far")}, **held_scores}))
+
+
+def save(out: Path, args, cfg, params, featurizer, decode, model, dim, stats, doc_ids, held_ids) -> None:
+    from thinkprobe.link.parser import read_model_dir, write_model_dir
+
+    arch = {"dim": dim, "proj": args.proj, "hidden": args.hidden, "layers": args.layers, "arc_hidden": args.arc_hidden,
+            "context": args.context, "pair_feats": not args.no_pair_feats, "pair_size": featurizer.pair_size}
+    training = {"data": Path(args.silver).name, "encoding": encoding_of(args.cache), "seed": args.seed, "val_frac": args.val_frac, "val_start": args.val_start, "epochs": args.epochs,
+                "lr": args.lr, "weight_decay": args.wd, "dropout": args.dropout, "max_units": args.max_units,
+                "class_power": args.class_power, "type_class_power": args.type_class_power,
+                "label_weight": args.label_weight, "type_weight": args.type_weight, "listwise": args.listwise,
+                "listwise_min_bucket": args.listwise_min_bucket, "average_last": args.average_last, "type_rate_ratio": args.type_rate_ratio, **stats}
+    write_model_dir(out, model, featurizer, arch, params, decode, {"config_digest": cfg.digest, "training": training})
+    (out / "traces.txt").write_text("".join(f"{d}\t{'heldout' if d in set(held_ids) else 'train'}\n" for d in doc_ids),
+                                    encoding="utf-8")
+    (out / "README.md").write_text(model_card(read_model_dir(str(out)), out), encoding="utf-8")
+
+
+def epochs_used(t: dict) -> str:
+    """Which epochs' weights a network has, from its training record."""
+    if t.get("average_last"):
+        return f"weights averaged over epochs {t['epochs'] - t['average_last'] + 1}-{t['epochs']} of {t['epochs']}"
+    return f"best epoch {t['best_epoch']} of {t['epochs']}"
+
+
+def model_card(meta: dict, out: Path) -> str:
+    """The model card: what the model is, its data and splits, its held-out silver scores, how to
+    retrain it, and the licence caveat of its training data. Dev-set scores: docs/accuracy.md."""
+    from thinkprobe.reasoningflow import EDGE_LABEL_MAP, NODE_LABEL_MAP
+
+    t, m, h = meta["training"], meta["model"], meta["training"]["heldout_silver"]
+    size = sum(p.stat().st_size for p in out.glob("*.safetensors"))
+    gens = ", ".join(f"{g} {n}" for g, n in t["generators"].items())
+    edge_rows = "\n".join(f"| {label} | {kind}{' (' + pol + ')' if pol else ''} |" for label, (kind, pol) in EDGE_LABEL_MAP.items())
+    node_rows = "\n".join(f"| {label} | {kind} |" for label, kind in NODE_LABEL_MAP.items())
+    d = meta["decode"]
+    ens = ""
+    if meta.get("members"):
+        ens = ("\n\n**An ensemble** of " + str(len(meta["members"])) + " such networks trained alike (" + "; ".join(
+            f"{x['folder']}: {a['layers']}-layer BiLSTM {a['hidden']}, {epochs_used(x)}, held-out silver "
+            f"edge F1 {x['heldout_silver']['edge_f1']:.3f} / far {x['heldout_silver']['far_edge_f1']:.3f}"
+            for x, a in zip(t["members"], meta["members"])) + "); their probabilities are averaged and the thresholds "
+            "were refitted for the average (`python scripts/train_parser.py ensemble A B --out DIR`). The description "
+            "below is of the first member.")
+    flags = " --lexical-pairs" if meta.get("lexical_pairs") else ""
+    if meta["candidates"].get("number_lookback"):
+        flags += f" --number-lookback {meta['candidates']['number_lookback']}"
+    if t.get("listwise"):
+        flags += f" --listwise {t['listwise']:g}"
+    listwise = (f" + {t['listwise']:g} x parent ranking (for each unit with a silver parent among its candidates, minus the mean "
+                "log-softmax of its parents' arc logits over its candidates: `listwise_loss`, `--listwise`)") if t.get("listwise") else ""
+    rate = f" --type-rate-ratio {t['type_rate_ratio']:g}" if t.get("type_rate_ratio") else ""
+
+    def own_flags(x, a):
+        return "".join(f" --{name} {value:g}" for name, value, default in (
+            ("layers", a["layers"], 1), ("hidden", a["hidden"], 96), ("epochs", x["epochs"], 10),
+            ("average-last", x.get("average_last", 0), 0)) if value != default)
+
+    folders = [f"/tmp/{chr(65 + k)}" for k in range(len(meta.get("members") or ()))]
+    prepare = "prepare" if t.get("encoding") == FP32_WORDS else "prepare --bf16"
+    retrain = (f"    python scripts/train_parser.py {prepare} && python scripts/train_parser.py train{flags}{own_flags(t, m)}{rate} --out models/{meta['name']}"
+               if not meta.get("members") else
+               f"    python scripts/train_parser.py {prepare}\n" + "".join(
+                   f"    python scripts/train_parser.py train{flags}{own_flags(x, a)} --out {f}\n"
+                   for f, x, a in zip(folders, t["members"], meta["members"])) +
+               f"    python scripts/train_parser.py ensemble {' '.join(folders)}{rate} --out models/{meta['name']}")
+    return f"""# {meta['name']}: ThinkProbe's trace-level parser (linker and typer)
+
+{"Small torch networks" if meta.get("members") else "One small torch network"} ({size / 1e6:.2f} MB of safetensors weights) over the frozen all-MiniLM-L6-v2
+unit embeddings of the pipeline (nothing else is loaded; no network), `thinkprobe/link/parser.py`:
+
+- unit inputs: the embedding and {len(meta['cue_names'])} lexicon cue flags (from `configs/`), {len(meta['shape_patterns'])}
+  text-shape flags (patterns in `config.json`) and 10 numeric features (position, length, section, block
+  start, similarity to the neighbours and to the most similar earlier unit), projected to {m['proj']};
+- contextualizer: {"a " + str(m['layers']) + "-layer BiLSTM with " + str(m['hidden']) + " units per direction over the whole trace (cost linear in its length)" if m['context'] == 'bilstm' else 'none (ablation)'};
+- arc scorer per candidate pair (i < j): head and dependent projections of the two states ({m['arc_hidden']}),
+  their product, a distance-bucket embedding{" and 16 pair features (cosine, its rank among j's candidates, its gap to j's best earlier similarity, distance, blocks, sections, word overlap, candidate origin, plan / block-start relations)" if m['pair_feats'] else ''}{" and 3 lexical ones (word overlap weighted by inverse unit frequency within the trace, a shared number, i last wrote one of j's numbers)" if meta.get('lexical_pairs') else ''};
+  outputs one arc logit (a sigmoid per arc: several parents allowed) and 8 edge-label logits (the
+  6 edge types, critique split by polarity);
+- node-type head on the states: FAC RSN EXP CRT MET CON RPT (provisional; SYN and the final CRT /
+  RPT follow from the edges, `nodetypes.finalise_type`).{ens}
+
+Trained jointly: arc BCE{listwise} + {t['label_weight']} x label CE (positives only, class weights) + {t['type_weight']} x type CE.
+
+Candidates per unit j: {json.dumps(meta['candidates'])}: the window of preceding units, the top-k
+most similar earlier units beyond the window{" among the " + str(meta['candidates']['horizon']) + " before j (the horizon: time linear in the length)" if meta['candidates'].get('horizon') else ''} (found block by block, never an n x n matrix), earlier
+planning units, earlier conclusion units for concluding or critiquing units, recent block starts{", the units that last wrote one of j's numbers (number_lookback)" if meta['candidates'].get('number_lookback') else ''}.
+Types: the type head's most probable type after adding per-type offsets to its log-probabilities
+({d.get('type_offsets')}; fitted on the held-out silver units for macro-F1, `fit_type_offsets`{"; every type's predicted count kept within a factor " + format(t['type_rate_ratio'], 'g') + " of its silver count, since the indicators are type rates" if t.get('type_rate_ratio') else ""}).
+Decoding (`link.decode.decode_edges`): an edge where the arc probability is at least {d['threshold_near']:.2f}
+(window) / {d['threshold_far']:.2f} (beyond), labelled by the most probable label{" (critique and repetition labels only for units typed CRT / RPT: labels follow types)" if d.get('labels_follow_types') else ''}; a planning unit's
+critique pairs become elaborations; every unit but the first gets a forward parent in its window; a
+unit typed CRT or RPT gets its most probable critique / repetition target in its window.
+
+## Data and splits
+
+`{t['data']}` (ReasoningFlow v1 silver graphs annotated by Gemini-3.1-pro), all traces, long ones
+included ({t['train_traces'] + t['heldout_traces']} with two or more units; generators: {gens}). Each trace was split, encoded
+({t.get('encoding') or BF16_WORDS}) and
+tiled by our own pipeline; silver nodes were projected onto our units (most overlap) and labels
+mapped as below. Held out: the traces whose sha1(doc_id) falls in the {"lowest " + format(t['val_frac'], '.0%') if not t.get('val_start') else format(t['val_start'], '.0%') + " to " + format(t['val_start'] + t['val_frac'], '.0%')}
+({t['heldout_traces']} traces); {"the weights (" + epochs_used(t) + ")" if t.get("average_last") else "the epoch (" + str(t['best_epoch']) + " of " + str(t['epochs']) + ", lowest held-out loss)"}, the type offsets and the thresholds (grid
+0.1-0.7, maximising edge F1 + far-edge F1 scored as eval-gold scores) were chosen on them.
+`traces.txt` lists every trace with its split. {t['train_units']:,} training units, {t['train_pairs']:,} candidate pairs.
+The human-annotated v0 traces (v0_human_D, the dev set) were not used for training, epochs,
+thresholds or architecture.
+
+Retrain (after the one-off data preparation):
+
+{retrain}
+
+(seeded; one torch thread and deterministic algorithms: a second run of member A's command with
+`--epochs 14` repeated its first 10 epochs' losses and its held-out scores exactly, on the same
+machine. On 2 shared CPU cores: {"about 11 minutes of fp32 encoding once with `prepare --shards 2`" if prepare == "prepare" else "about 25 minutes of bf16 encoding once on CPUs with bf16 instructions (about 10 times slower on CPUs without them, where fp32 takes 11 minutes but changes the last bits of the training data)"},
+then about 4 minutes per 10 epochs of training (22 s an epoch on one free core) and 1-3 of fitting.)
+
+## Scores
+
+Held-out silver traces, scored as eval-gold scores (node pairs after projection onto the silver
+nodes): edge F1 {h['edge_f1']:.3f} (P {h['edge_p']:.3f}, R {h['edge_r']:.3f}), labelled edge F1 {h['labelled_edge_f1']:.3f},
+far-edge F1 {h['far_edge_f1']:.3f}, node type macro-F1 {h['type_macro_f1']:.3f}.
+Dev set (human annotator D) and the comparison with the old default: docs/accuracy.md.
+
+## Label mapping (spec section 7; `thinkprobe/evalgold.py`)
+
+| ReasoningFlow node | ours |
+|---|---|
+{node_rows}
+| reflection | CRT when an incoming reflect:* / validate:attack edge shows it evaluates an earlier node, else MET |
+
+| ReasoningFlow edge | ours |
+|---|---|
+{edge_rows}
+
+Synthesis has no ReasoningFlow label: a unit with inference edges from units of two or more other
+topical blocks gets synthesis edges instead when it is a conclusion or has a synthesis cue, or
+when the sources span three or more blocks. Edges from question (context) nodes are dropped.
+
+## Licence caveat
+
+The weights are derived from ReasoningFlow data (GitHub jinulee-v/reasoningflow), whose
+repository states no licence, with silver labels produced by Gemini-3.1-pro (Google's terms for
+model outputs may apply). Research use only; do not redistribute outside the project. The encoder
+it builds on, all-MiniLM-L6-v2, is Apache-2.0.
+"""
+
+
+# Text-shape flags for the model: stored in the model's config.json (the lexicon stays in configs/):
+# the pair MLP's, and two more.
+SHAPE_PATTERNS = {
+    **LINKER_SHAPE_PATTERNS,
+    "alternative": r"\b(?:alternatively|another (?:way|approach)|instead|or maybe|what if)\b",
+    "again": r"\b(?:again|as (?:before|above|computed|found|noted)|earlier|previously|recall that|we (?:had|found|got))\b",
+}
+
+
+RATE_HELP = "type offsets keep each type's predicted count within this factor of its held-out silver count (0: no bound)"
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare", help="segment + encode the silver traces once (cache)")
+    p.add_argument("--silver", default=str(SILVER))
+    p.add_argument("--cache", default=str(REPO.parent / "cache" / "silver"))
+    p.add_argument("--chunk", type=int, default=8)
+    p.add_argument("--threads", type=int, default=1, help="torch threads (1: on a shared machine, more spin)")
+    p.add_argument("--shards", type=int, default=1, help="run SHARDS processes, each with its own --shard")
+    p.add_argument("--shard", type=int, default=0)
+    p.add_argument("--long-chars", type=int, default=20000)
+    p.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=False,
+                   help="encode in bfloat16 (faster only on CPUs with bf16 instructions: about 10x slower on one without)")
+    t = sub.add_parser("train", help="train, pick the epoch and thresholds on held-out silver, save")
+    t.add_argument("--silver", default=str(SILVER))
+    t.add_argument("--cache", default=str(REPO.parent / "cache" / "silver"))
+    t.add_argument("--out", default=None, help="model folder to write (e.g. models/parser-minilm-bilstm)")
+    t.add_argument("--results", default=None, help="append the held-out result row (JSON) to this file")
+    t.add_argument("--variant", default=None, help="a name for the result row")
+    t.add_argument("--max-traces", type=int, default=0)
+    t.add_argument("--coarse", action="store_true", help="threshold grid in steps of 0.1 (design comparisons)")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--val-frac", type=float, default=0.15)
+    t.add_argument("--val-start", type=float, default=0.0, help="held-out hashes from here (another fold: e.g. 0.15)")
+    t.add_argument("--context", default="bilstm", choices=("bilstm", "none"))
+    t.add_argument("--no-pair-feats", action="store_true")
+    t.add_argument("--lexical-pairs", action="store_true",
+                   help="the arc scorer also reads idf-weighted word overlap, shared numbers and last number mention")
+    t.add_argument("--proj", type=int, default=128)
+    t.add_argument("--hidden", type=int, default=96)
+    t.add_argument("--layers", type=int, default=1)
+    t.add_argument("--arc-hidden", type=int, default=64)
+    t.add_argument("--dropout", type=float, default=0.2)
+    t.add_argument("--epochs", type=int, default=10)
+    t.add_argument("--average-last", type=int, default=0,
+                   help="the model is the mean of the weights of the last N epochs (0: the epoch of the lowest held-out loss)")
+    t.add_argument("--lr", type=float, default=2e-3)
+    t.add_argument("--wd", type=float, default=1e-4)
+    t.add_argument("--max-units", type=int, default=256, help="padded units per training batch")
+    t.add_argument("--class-power", type=float, default=0.25)
+    t.add_argument("--type-class-power", type=float, default=0.5)
+    t.add_argument("--listwise", type=float, default=0.0, help="weight of a per-unit parent-ranking loss (0: none)")
+    t.add_argument("--listwise-min-bucket", type=int, default=-1, help="that loss over the candidates in distance buckets above this (-1: all; 0: 2+ units away)")
+    t.add_argument("--type-rate-ratio", type=float, default=0.0, help=RATE_HELP)
+    t.add_argument("--label-weight", type=float, default=0.5)
+    t.add_argument("--type-weight", type=float, default=0.5)
+    for name, default in (("window", 6), ("top_k", 10), ("plan_lookback", 3), ("conclusion_lookback", 4), ("block_lookback", 3),
+                          ("number_lookback", 0), ("horizon", 2048)):
+        t.add_argument(f"--{name.replace('_', '-')}", type=int, default=default, help=f"candidates: {name}")
+    c = sub.add_parser("compare", help="parser vs the old default on silver traces neither trained on")
+    c.add_argument("--silver", default=str(SILVER))
+    c.add_argument("--cache", default=str(REPO.parent / "cache" / "silver"))
+    c.add_argument("--parser", default=str(REPO / "models" / "parser-minilm-bilstm"))
+    c.add_argument("--old", default=str(REPO / "models" / "linker-minilm-mlp"))
+    en = sub.add_parser("ensemble", help="stack trained parser folders into one ensemble, thresholds refitted")
+    en.add_argument("members", nargs="+")
+    en.add_argument("--out", required=True)
+    en.add_argument("--type-rate-ratio", type=float, default=0.0, help=RATE_HELP)
+    en.add_argument("--silver", default=str(SILVER))
+    en.add_argument("--cache", default=str(REPO.parent / "cache" / "silver"))
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    if args.cmd == "prepare":
+        prepare(args)
+    elif args.cmd == "train":
+        train(args)
+    elif args.cmd == "ensemble":
+        ensemble(args)
+    elif args.cmd == "compare":
+        compare(args)
