@@ -221,12 +221,12 @@ class RayPlan:
 def plan_resources(resources: dict[str, float], device: str, rcfg: RaySettings) -> RayPlan:
     """The actors and resources of a run on a cluster with `resources` (ray.cluster_resources()).
 
-    >>> p = plan_resources({"CPU": 2.0}, "auto", Config.load()["ray"])
+    >>> p = plan_resources({"CPU": 2.0}, "auto", Config.load().ray)
     >>> p.device, p.actors, p.encoder, p.task
-    ('cpu', 1, {'num_cpus': 1}, {'num_cpus': 0.5})
-    >>> p = plan_resources({"CPU": 64.0, "GPU": 4.0}, "auto", Config.load()["ray"])
+    ('cpu', 1, {'num_cpus': 1.0}, {'num_cpus': 0.5})
+    >>> p = plan_resources({"CPU": 64.0, "GPU": 4.0}, "auto", Config.load().ray)
     >>> p.device, p.actors, p.encoder, p.linker
-    ('cuda', 4, {'num_cpus': 1, 'num_gpus': 0.75}, {'num_cpus': 0.5, 'num_gpus': 0.25})
+    ('cuda', 4, {'num_cpus': 1.0, 'num_gpus': 0.75}, {'num_cpus': 0.5, 'num_gpus': 0.25})
     """
     gpus = int(resources.get("GPU", 0))
     if device == "auto":
