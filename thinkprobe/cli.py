@@ -293,18 +293,22 @@ def bench(count, device, batch_size, scale, encoder_path, workers, json_out, wor
 @click.option("--pred", type=click.Path(exists=True), default=None,
               help="ReasoningFlow graphs to score (folder or JSON/JSONL); default: run the profiler on the gold texts")
 @click.option("--baseline", is_flag=True, help="score the trivial baseline instead (sentences, chained, all reasoning)")
-@_options("linker", "linker_model", "types", "config", "encoder", "device", "precision")
+@_options("linker", "linker_model", "types", "config", "encoder", "device", "precision", "cache_dir")
+@click.option("--heldout-of", type=click.Path(exists=True, file_okay=False), default=None,
+              help="score only the documents this model folder's traces.txt marks held out (e.g. held-out silver)")
+@click.option("--indicators/--no-indicators", default=True, show_default=True,
+              help="also profile both graphs (--graph-source input) and report how close their indicators are")
 @click.option("--json", "json_out", default="eval_gold.json", show_default=True, help="write every score (and per-document scores) here")
 @click.option("--pred-out", default=None, help="also write the scored ReasoningFlow documents here (JSONL)")
-def eval_gold(gold, pred, baseline, linker, linker_model, types, config, encoder, device, precision, json_out,
-              pred_out):
+def eval_gold(gold, pred, baseline, linker, linker_model, types, config, encoder, device, precision, cache_dir,
+              heldout_of, indicators, json_out, pred_out):
     """Score Thought Graphs against ReasoningFlow annotations (spec section 7): boundaries, WindowDiff,
     node types, edges, far edges and the candidates' reach."""
     from .evalgold import evaluate, format_scores
 
     result = evaluate(gold, pred, baseline=baseline, linker=linker, linker_model=linker_model, types=types,
                       config_path=config, encoder_path=encoder, device=device, pred_out=pred_out,
-                      precision=precision)
+                      precision=precision, heldout_of=heldout_of, indicators=indicators, cache_dir=cache_dir)
     click.echo(format_scores(result, result["system"]))
     with open(json_out, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2)

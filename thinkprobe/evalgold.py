@@ -388,6 +388,10 @@ def format_scores(scores: Mapping[str, Any], title: str = "") -> str:
     if "by_distance" in scores:
         lines.append("  by gold distance (recall / precision): " + "  ".join(
             f"{name}: {v['recall']:.2f} / {v['precision']:.2f}" for name, v in scores["by_distance"].items()))
+    if "indicator_agreement" in scores:
+        from .agreement import format_agreement
+
+        lines += ["", format_agreement(scores["indicator_agreement"])]
     return "\n".join(lines)
 
 
@@ -421,22 +425,24 @@ def baseline_docs(gold_docs: Iterable[Mapping]) -> list[dict]:
     return out
 
 
-def profile_docs(gold_path: str | Path, cfg, encoder, linker, candidates=None, typer=None) -> list[dict]:
-    """Our pipeline on the texts of the gold documents (reasoning read from raw_text.response, as
-    for any ReasoningFlow file), as ReasoningFlow documents with offsets into raw_text.response.
+def profile_docs(gold: str | Path | Sequence[Mapping], cfg, encoder, linker, candidates=None, typer=None) -> list[dict]:
+    """Our pipeline on the texts of the gold documents (a path, or the documents; reasoning read
+    from raw_text.response, as for any ReasoningFlow file), as ReasoningFlow documents with offsets
+    into raw_text.response.
     Each document also lists `thinkprobe_candidates`: the unit pairs (i, j) the linker considered,
     from `candidates(LinkInput) -> list[array of i per j]` (default: the linker's own `candidates`
     method, else `link.candidate_pairs` over the configured window and top-k).
     `typer` ((units, embeddings) -> retyped units, see `link.unit_typer`) replaces the
     cue types before linking; structural types are then settled from the edges as in the pipeline."""
     from .graph import build_graphs
-    from .io import iter_traces
+    from .io import FieldMap, Source, iter_inputs
     from .link import LinkInput
     from .link.candidates import candidate_pairs
     from .records import InputError, graph_record
 
     traces = []
-    for item in iter_traces(gold_path):
+    source = Source("<gold>", FieldMap(), list(gold)) if not isinstance(gold, (str, Path)) else Source(str(gold), FieldMap())
+    for item in iter_inputs([source]):
         if isinstance(item, InputError):
             raise ValueError(str(item))
         traces.append(item)
@@ -459,14 +465,32 @@ def profile_docs(gold_path: str | Path, cfg, encoder, linker, candidates=None, t
     return docs
 
 
+def held_out_docs(docs: Sequence[Mapping], model_dir: str | Path) -> list[Mapping]:
+    """The documents a trained model held out from its training: those its traces.txt marks
+    `heldout` (the parser's "doc_id<TAB>train|heldout" lines)."""
+    listed = Path(model_dir) / "traces.txt"
+    if not listed.exists():
+        raise ValueError(f"{model_dir} has no traces.txt naming its training and held-out documents")
+    held = {line.split("\t")[0] for line in listed.read_text(encoding="utf-8").splitlines()
+            if line.endswith("\theldout")}
+    if not held:
+        raise ValueError(f"{listed} marks no document as held out (lines 'doc_id<TAB>heldout')")
+    return [d for d in docs if d["doc_id"] in held]
+
+
 def evaluate(gold: str | Path, pred: str | Path | None = None, *, baseline: bool = False, linker: str | None = None,
              linker_model: str | None = None, types: str = "head", config_path: str | None = None,
              encoder_path: str | None = None, device: str = "auto", pred_out: str | Path | None = None,
-             precision: str | None = None) -> dict[str, Any]:
+             precision: str | None = None, heldout_of: str | Path | None = None, indicators: bool = True,
+             cache_dir: str | None = None) -> dict[str, Any]:
     """What `thinkprobe eval-gold` computes: scores of `pred` (ReasoningFlow files), of the trivial
     baseline, or of our pipeline run on the gold texts (the default; `linker` and `types` as for
-    `profile`), against `gold`."""
+    `profile`), against `gold` (only the documents `heldout_of`'s model held out, when given); and,
+    with `indicators`, the agreement of the indicators and profile of both graphs
+    (thinkprobe.agreement; `cache_dir` keeps their embeddings)."""
     gold_docs = load_docs(gold)
+    if heldout_of is not None:
+        gold_docs = held_out_docs(gold_docs, heldout_of)
     if pred is not None:
         pred_docs, system = load_docs(pred), f"predictions {pred}"
     elif baseline:
@@ -479,11 +503,21 @@ def evaluate(gold: str | Path, pred: str | Path | None = None, *, baseline: bool
         cfg = Config.load(config_path)
         encoder = make_encoder(cfg, {"path": encoder_path, "device": device, "precision": precision})
         chosen = load_linker(linker, cfg, model_dir=linker_model, device=encoder.device)
-        pred_docs = profile_docs(gold, cfg, encoder, chosen, typer=unit_typer(chosen, types))
+        pred_docs = profile_docs(gold_docs, cfg, encoder, chosen, typer=unit_typer(chosen, types))
         system = f"thinkprobe (linker {chosen.name}, {types} types)"
     if pred_out:
         Path(pred_out).write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in pred_docs), encoding="utf-8")
     result = score(gold_docs, pred_docs)
     result["system"] = system
-    result["gold"] = str(gold)
+    result["gold"] = str(gold) + (f" (held out by {heldout_of})" if heldout_of is not None else "")
+    if indicators:
+        from .agreement import indicator_agreement, profile_graphs
+
+        common = {d["doc_id"] for d in gold_docs} & {d["doc_id"] for d in pred_docs}
+        run = {"config": config_path, "encoder": encoder_path, "device": device, "precision": precision,
+               "cache_dir": cache_dir}
+        gold_rows, gold_errors = profile_graphs([d for d in gold_docs if d["doc_id"] in common], **run)
+        pred_rows, pred_errors = profile_graphs([d for d in pred_docs if d["doc_id"] in common], **run)
+        result["indicator_agreement"] = {**indicator_agreement(gold_rows, pred_rows),
+                                         "skipped": {"gold": gold_errors, "pred": pred_errors}}
     return result

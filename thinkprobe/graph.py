@@ -23,7 +23,12 @@ __all__ = ["build_graphs", "link_graphs", "units_of", "tile_and_type", "over_uni
 
 
 def units_of(trace: Trace, cfg: Config) -> tuple[list[ThoughtUnit], list[int]]:
-    """Units of every section in order, without segments yet; and indices that force a block start."""
+    """Units of every section in order, without segments yet; and indices that force a block start.
+    A trace that carries its own graph (`Trace.given`) keeps its units and their types."""
+    if trace.given is not None:
+        texts = {s.name: s.text for s in trace.sections}
+        return [ThoughtUnit(k, section, start, end, texts[section][start:end], segment=0, node_type=node_type)
+                for k, (section, start, end, node_type) in enumerate(trace.given.units)], []
     units: list[ThoughtUnit] = []
     forced: list[int] = []
     for section in trace.sections:
@@ -79,7 +84,14 @@ def over_unit_limit(trace: Trace, n_units: int, cfg: Config) -> InputError | Non
 
 def link_graphs(graphs: Sequence[ThoughtGraph], linker: Linker, typer: Typer | None = None, mapper=map) -> None:
     """Type (with `typer`, when given) and link graphs that have embeddings but no edges yet, in
-    place: per-trace features through `mapper`, the trained models over the whole batch."""
+    place: per-trace features through `mapper`, the trained models over the whole batch. A graph
+    whose trace carries its own graph takes its edges and keeps its types as they are."""
+    for g in graphs:
+        if g.trace.given is not None:
+            g.edges = list(g.trace.given.edges)
+    graphs = [g for g in graphs if g.trace.given is None]
+    if not graphs:
+        return
     if typer is not None:
         retyped = typer.batch([(g.units, g.embeddings) for g in graphs], mapper)
         for g, units in zip(graphs, retyped):
@@ -104,8 +116,8 @@ def tile_and_type(trace: Trace, planned: tuple[list[ThoughtUnit], list[int]], em
     typed = []
     for u in units:
         cues = cue_categories(u.text, cfg)
-        typed.append(ThoughtUnit(u.index, u.section, u.start, u.end, u.text, int(seg[u.index]),
-                                 provisional_type(cues, cfg), cues))
+        node_type = u.node_type if trace.given is not None else provisional_type(cues, cfg)
+        typed.append(ThoughtUnit(u.index, u.section, u.start, u.end, u.text, int(seg[u.index]), node_type, cues))
     unit_set = frozenset(cfg["concreteness"]["units"])
     return ThoughtGraph(
         trace=trace, units=typed, edges=[], embeddings=emb, tokens=tok,

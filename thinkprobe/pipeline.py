@@ -17,13 +17,13 @@ from .config import Config
 from .encoder import Encoder, make_encoder
 from .graph import build_graphs
 from .isolation import TraceLimits, marker_path, profile_chunk_isolated
-from .link import Linker, load_linker, unit_typer
+from .link import Linker
 from .options import RunOptions
 from .progress import Progress, ProgressTimes, select, selected_total
 from .records import InputError, Trace
 from .redundancy import RedundancyParams
-from .runner import (assemble, chunks, total_records, finish_line, manifest, part_path, prepare_parts,
-                     release_memory, run_traces)
+from .runner import (assemble, chunks, finish_line, manifest, part_path, prepare_parts, release_memory, run_linker,
+                     run_traces, run_typer, total_records)
 from .tables import write_atomic
 from .timing import StageTimes
 
@@ -53,9 +53,8 @@ def run_local(opts: RunOptions, cfg: Config, linker: Linker | None, times: Stage
     cache = opts.cache_folder
     encoder = make_encoder(cfg, {"path": opts.encoder, "device": opts.device, "batch_size": opts.batch_size,
                                  "precision": opts.precision, "cache_dir": cache})
-    linker = linker or load_linker(opts.linker, cfg, model_dir=opts.linker_model, device=encoder.device,
-                                   cache_dir=cache)
-    typer = unit_typer(linker, opts.types, cache_dir=cache)
+    linker = linker or run_linker(opts, cfg, encoder.device, cache)
+    typer = run_typer(opts, linker, cache)
     out = Path(opts.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     parts = prepare_parts(out, manifest(opts, cfg, encoder, linker), opts.resume)

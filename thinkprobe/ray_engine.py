@@ -36,10 +36,9 @@ from .config import Config, IndicatorSettings, RaySettings
 from .encoder import Encoder, make_encoder, resolve_precision
 from .graph import link_graphs, over_unit_limit, tile_and_type, units_of
 from .isolation import TraceLimits, failure_line, time_limit
-from .link import load_linker, unit_typer
 from .options import RunOptions
-from .runner import (assemble, chunks, total_records, finish_line, manifest, part_path, prepare_parts,
-                     release_memory, run_traces)
+from .runner import (assemble, chunks, finish_line, manifest, part_path, prepare_parts, release_memory, run_linker,
+                     run_traces, run_typer, total_records)
 from .progress import Progress, select, selected_total
 from .records import InputError, Trace
 from .redundancy import RedundancyParams
@@ -183,9 +182,8 @@ class LinkStage:
     def __call__(self, batch: dict) -> dict:
         local, opts = self.local, self.opts
         if not hasattr(local, "linker"):
-            local.linker = load_linker(opts.linker, self.cfg, model_dir=opts.linker_model, device=self.device,
-                                       cache_dir=opts.cache_folder)
-            local.typer = unit_typer(local.linker, opts.types, cache_dir=opts.cache_folder)
+            local.linker = run_linker(opts, self.cfg, self.device, opts.cache_folder)
+            local.typer = run_typer(opts, local.linker, opts.cache_folder)
         return _whole_then_each(batch, lambda states: link_graphs([s["graph"] for s in states], local.linker, local.typer),
                                 _timeout(self.cfg))
 
@@ -304,7 +302,7 @@ def run_profile_ray(opts: RunOptions, cfg: Config, times: StageTimes) -> dict:
         logging.getLogger("ray.data").setLevel(logging.WARNING)  # no per-execution plan on stderr
         plan = plan_resources(ray.cluster_resources(), opts.device, rcfg)
         encoder, encoder_overrides = _driver_encoder(cfg, opts, plan.device)
-        linker = load_linker(opts.linker, cfg, model_dir=opts.linker_model, device="cpu")  # names the run
+        linker = run_linker(opts, cfg, "cpu", None)  # names the run
         out = Path(opts.out_dir)
         out.mkdir(parents=True, exist_ok=True)
         parts = prepare_parts(out, manifest(opts, cfg, encoder, linker), opts.resume)

@@ -114,8 +114,8 @@ def map_edge_label(label: str, dest_label: str | None = None, exported: bool = F
     return EDGE_LABEL_MAP.get(label)
 
 
-def node_types(doc: Mapping) -> list[str]:
-    """Our type for each response node, for scoring (SYN counts as RSN).
+def node_types(doc: Mapping, for_scoring: bool = True) -> list[str]:
+    """Our type for each response node; for scoring (the default) SYN counts as RSN.
 
     Nodes written by ThinkProbe carry `thinkprobe_type`. Otherwise the label is mapped; a
     reflection node is CRT when it evaluates an earlier node (an incoming reflect:* or
@@ -134,7 +134,7 @@ def node_types(doc: Mapping) -> list[str]:
             t = "CRT" if n["id"] in evaluated else "MET"
         else:
             t = NODE_LABEL_MAP.get(n.get("label"), "RSN")
-        out.append(_TYPE_FOR_SCORING.get(t, t))
+        out.append(_TYPE_FOR_SCORING.get(t, t) if for_scoring else t)
     return out
 
 

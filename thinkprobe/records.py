@@ -41,6 +41,17 @@ class Section:
 
 
 @dataclass(frozen=True)
+class GivenGraph:
+    """A Thought Graph a record carries (`profile --graph-source input`): its units as typed spans
+    of the trace's sections, (section name, start, end, node type) in text order, and its typed
+    edges between them, in our direction."""
+
+    units: tuple[tuple[str, int, int, str], ...]
+    edges: tuple["Edge", ...]
+    kind: str  # "reasoningflow" | "thinkprobe": what the record held
+
+
+@dataclass(frozen=True)
 class Trace:
     """One reasoning trace with its metadata and where every value came from."""
 
@@ -55,6 +66,7 @@ class Trace:
     source: str = ""  # file the record came from
     record: int = 0  # record index (0-based line / list position) inside that file
     code_tests: Any = None  # tests a programming record carries (run by the redundancy suite's sandbox)
+    given: GivenGraph | None = None  # the record's own graph, profiled instead of parsing the text
 
     @property
     def reasoning(self) -> Section | None:

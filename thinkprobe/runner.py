@@ -18,11 +18,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+import numpy as np
+
 from .version import __version__
 from .config import Config, IndicatorSettings
 from .encoder import Encoder, model_fingerprint
 from .indicators import CONTENT_TYPES, compute_indicators
-from .link import Linker
+from .link import Linker, Typer, load_linker, unit_typer
 from .io import Source, iter_inputs, source_path, unknown_fix
 from .options import RunOptions
 from .outputs import (ERRORS_FILE, GRAPHS_FILE, GRAPHS_PARQUET, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
@@ -36,7 +38,7 @@ from .provenance import file_digest, package_version
 from .redundancy import RedundancyParams, annotate_record, table_row, write_redundancy_tables
 from .tables import write_atomic
 
-__all__ = ["MEMORY_SOURCE", "chunks", "run_config", "run_traces", "total_records", "manifest", "prepare_parts",
+__all__ = ["MEMORY_SOURCE", "chunks", "run_config", "run_traces", "run_linker", "run_typer", "total_records", "manifest", "prepare_parts",
            "part_path", "finish_line", "release_memory", "assemble"]
 
 MEMORY_SOURCE = "<memory>"  # the source named in graph records and errors of records given in memory
@@ -76,6 +78,7 @@ def manifest(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker) ->
         "precision": encoder.precision,
         "linker": linker.name,
         "types": opts.types,
+        "graph_source": opts.graph_source,
     }
 
 
@@ -134,7 +137,35 @@ def run_traces(opts: RunOptions) -> Iterator[Trace | InputError]:
     records (through the same detection as a file's, under the source "<memory>" and their
     index), then each input's; a bad record yields its InputError."""
     sources = ([Source(MEMORY_SOURCE, opts.field_map, opts.records)] if opts.records is not None else []) + list(opts.inputs)
-    return iter_inputs(sources, opts.field_map)
+    return iter_inputs(sources, opts.field_map, graphs=opts.graph_source == "input")
+
+
+class RecordGraphs:
+    """The linker of a `--graph-source input` run: every trace brings its own edges and types
+    (`Trace.given`, set by thinkprobe.io.graphs), so nothing is linked or typed by a model."""
+
+    name = "input"
+    kind = "the graphs the records carry (--graph-source input)"
+    structural_types = False
+    cache_stats: dict[str, int] = {}
+
+    def link(self, batch, mapper=map):
+        raise RuntimeError("--graph-source input: a trace without its own graph reached the linker")
+
+    def candidates(self, item):
+        return [np.zeros(0, np.int64) for _ in item.units]
+
+
+def run_linker(opts: RunOptions, cfg: Config, device: str, cache_dir: str | None) -> Linker:
+    """The linker a run uses (both engines): the one --linker names, or none for --graph-source input."""
+    if opts.graph_source == "input":
+        return RecordGraphs()
+    return load_linker(opts.linker, cfg, model_dir=opts.linker_model, device=device, cache_dir=cache_dir)
+
+
+def run_typer(opts: RunOptions, linker: Linker, cache_dir: str | None) -> Typer | None:
+    """How the run's units get their provisional types (--types); none for --graph-source input."""
+    return None if opts.graph_source == "input" else unit_typer(linker, opts.types, cache_dir=cache_dir)
 
 
 def total_records(opts: RunOptions) -> int:
@@ -228,6 +259,7 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
         "encoder": {"path": str(encoder.path), "name": encoder.name, "max_seq_length": encoder.max_seq_length,
                     "precision": encoder.precision},
         "tokenizer": encoder.tokenizer_name,
+        "graph_source": opts.graph_source,
         "linker": linker.name,
         "device": encoder.device,
         "versions": {"python": platform.python_version(),

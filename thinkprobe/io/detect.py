@@ -14,7 +14,7 @@ from .formats import strip_extensions, type_name
 from .sources import FieldMap
 from .tags import Split, split_tags, trim
 
-__all__ = ["REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect"]
+__all__ = ["record_position", "REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect"]
 
 
 # Detection order (spec section 6). Additions found in real data: `think_content` (THINK-Bench),
@@ -125,7 +125,7 @@ def detect(
     if answer:
         sections.append(answer)
 
-    position = _position(record_index)
+    position = record_position(record_index)
     from_path = fields.from_path(source)
     model, model_from = _named(record, fields.model, fields.model_field, from_path.get("model"), MODEL_FIELDS)
     domain, domain_from = _named(record, fields.domain, fields.domain_field, from_path.get("domain"), DOMAIN_FIELDS)
@@ -484,7 +484,7 @@ def _role(turn: Any) -> str | None:
     return role.lower() if isinstance(role, str) else None
 
 
-def _position(locator: int | str) -> int:
+def record_position(locator: int | str) -> int:
     if isinstance(locator, int):
         return locator
     match = re.fullmatch(r"line (\d+)", str(locator))

@@ -9,6 +9,7 @@ from typing import Iterator, Sequence
 from ..records import InputError, Trace
 from .detect import detect
 from .formats import iter_records, strip_extensions
+from .graphs import is_graph_record, trace_of_graph_record, with_given_graph
 from .sources import FieldMap, Source, parse_source
 
 __all__ = ["record_traces", "iter_traces", "iter_inputs", "detect_inputs"]
@@ -78,19 +79,21 @@ def iter_traces(path: str | Path, fields: FieldMap = FieldMap()) -> Iterator[Tra
 
 
 def iter_inputs(
-    inputs: Sequence[str | Path | Source], fields: FieldMap = FieldMap()
+    inputs: Sequence[str | Path | Source], fields: FieldMap = FieldMap(), *, graphs: bool = False
 ) -> Iterator[Trace | InputError]:
     """Stream the Traces of all inputs of a run, in order, with ids unique across the run.
 
     An input is a path, a ``PATH::key=value,...`` spec (see `parse_source`) or a `Source`, whose own
-    overrides replace ``fields``. A bad record yields its InputError instead of raising.
+    overrides replace ``fields``. A bad record yields its InputError instead of raising. With
+    `graphs` (``--graph-source input``) every trace carries the graph its record holds
+    (thinkprobe.io.graphs), or is the InputError that says why it cannot.
     """
-    for _, item in detect_inputs(inputs, fields):
+    for _, item in detect_inputs(inputs, fields, graphs=graphs):
         yield item
 
 
 def detect_inputs(
-    inputs: Sequence[str | Path | Source], fields: FieldMap
+    inputs: Sequence[str | Path | Source], fields: FieldMap, *, graphs: bool = False
 ) -> Iterator[tuple[int | str, Trace | InputError]]:
     sources = [parse_source(i, fields) for i in inputs]
     labels = _input_labels([s.path for s in sources])
@@ -114,7 +117,13 @@ def detect_inputs(
                 stem = inner
             else:
                 stem = label
-            for item in record_traces(record, src.fields, source, locator, id_stem=stem):
+            if graphs and is_graph_record(record):
+                items = [trace_of_graph_record(record, source, locator)]
+            else:
+                items = record_traces(record, src.fields, source, locator, id_stem=stem)
+                if graphs:
+                    items = [item if isinstance(item, InputError) else with_given_graph(record, item, locator) for item in items]
+            for item in items:
                 yield locator, item if isinstance(item, InputError) else ids.claim(item, file_label)
 
 

@@ -1,0 +1,114 @@
+"""`profile --graph-source input`: records that carry their own graph (ReasoningFlow documents, or
+ThinkProbe's graphs.jsonl) are profiled on their own units and edges, with the label mapping
+eval-gold uses; a bad graph is a named error in errors.jsonl and the run goes on."""
+import json
+
+import pytest
+from click.testing import CliRunner
+
+import thinkprobe
+from thinkprobe.cli import main
+from thinkprobe.reasoningflow import read_edges, response_nodes
+
+from conftest import SAMPLES
+
+QUIET = ["--device", "cpu", "--no-progress", "--no-report", "--no-cache"]
+TEXT = "We need 2 + 3. That is 5. Wait, is that right? Yes, 2 + 3 = 5. So the answer is 5."
+
+
+def rf_doc(doc_id, nodes=None, edges=None, text=TEXT):
+    """A ReasoningFlow document over TEXT: one node per sentence, chained, the check critiquing."""
+    if nodes is None:
+        nodes, start = [], 0
+        for k, sentence in enumerate(["We need 2 + 3.", "That is 5.", "Wait, is that right?", "Yes, 2 + 3 = 5.",
+                                      "So the answer is 5."]):
+            start = text.index(sentence, start)
+            label = ("planning", "reasoning", "reflection", "reasoning", "conclusion")[k]
+            nodes.append({"id": f"resp{k}", "start": start, "end": start + len(sentence), "label": label,
+                          "source": "response", "text": sentence})
+            start += len(sentence)
+        nodes.insert(0, {"id": "ctx0", "start": 0, "end": 8, "label": "context", "source": "question"})
+    if edges is None:
+        edges = [{"id": f"e{k}", "source_node_id": f"resp{k}", "dest_node_id": f"resp{k + 1}", "label": "reason:infer"}
+                 for k in range(4)]
+        edges[1]["label"] = "reflect:uncertain"  # resp1 -> resp2: the check evaluates the sum
+        edges.append({"id": "eq", "source_node_id": "ctx0", "dest_node_id": "resp0", "label": "reason:restate"})
+    return {"doc_id": doc_id, "raw_text": {"question": "What is 2 + 3?", "response": text},
+            "metadata": {"generator": "m1", "domain": "math"}, "nodes": nodes, "edges": edges}
+
+
+def write_jsonl(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_units_and_edges_are_the_records_own(tmp_path):
+    src = write_jsonl(tmp_path / "rf.jsonl", [rf_doc("a"), rf_doc("b")])
+    res = CliRunner().invoke(main, ["profile", str(src), "-o", str(tmp_path / "out"), "--graph-source", "input", *QUIET])
+    assert res.exit_code == 0, res.output
+    graphs = [json.loads(line) for line in (tmp_path / "out" / "graphs.jsonl").read_text(encoding="utf-8").splitlines()]
+    doc = rf_doc("a")
+    assert [(u["start"], u["end"]) for u in graphs[0]["units"]] == [(n["start"], n["end"]) for n in response_nodes(doc)]
+    assert [u["type"] for u in graphs[0]["units"]] == ["MET", "RSN", "CRT", "RSN", "CON"]
+    # forward edges from the earlier unit; the critique from the checking unit back to what it checks
+    assert {(e["src"], e["dst"], e["type"], e["polarity"]) for e in graphs[0]["edges"]} == {
+        (0, 1, "inference", None), (2, 1, "critique", "uncertain"), (2, 3, "inference", None), (3, 4, "inference", None)}
+    assert graphs[0]["provenance"]["graph_from"] == "nodes, edges (ReasoningFlow)"
+    run = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
+    assert run["graph_source"] == "input" and run["linker"] == "input"
+
+
+@pytest.mark.parametrize("broken, field, reason", [
+    (lambda d: d.update(nodes=[]), "nodes", "no nodes"),
+    (lambda d: d.update(nodes=[d["nodes"][0]]), "nodes", "no response nodes"),
+    (lambda d: d["edges"].append({"id": "x", "source_node_id": "resp1", "dest_node_id": "resp9", "label": "reason:infer"}),
+     "edges[5]", "missing node 'resp9'"),
+    (lambda d: d["nodes"][2].update(end=10_000), "nodes[2]", "outside the response text"),
+    (lambda d: d["nodes"][3].update(label="musing"), "nodes[3].label", "unknown node label 'musing'"),
+    (lambda d: d["edges"][0].update(label="reason:wander"), "edges[0].label", "unknown edge label 'reason:wander'"),
+    (lambda d: d.pop("nodes"), "nodes", "carries no graph"),
+])
+def test_a_bad_graph_is_a_named_error_and_the_run_goes_on(tmp_path, broken, field, reason):
+    bad = rf_doc("bad")
+    broken(bad)
+    src = write_jsonl(tmp_path / "rf.jsonl", [rf_doc("good"), bad, rf_doc("also-good")])
+    res = CliRunner().invoke(main, ["profile", str(src), "-o", str(tmp_path / "out"), "--graph-source", "input", *QUIET])
+    assert res.exit_code == 0, res.output
+    errors = [json.loads(line) for line in (tmp_path / "out" / "errors.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(errors) == 1 and errors[0]["field"] == field and reason in errors[0]["reason"], errors
+    assert errors[0]["file"] == str(src) and errors[0]["record"] == "line 2"
+    ids = [json.loads(line)["trace_id"] for line in (tmp_path / "out" / "graphs.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert ids == ["good", "also-good"]
+
+
+def test_our_own_graphs_profiled_again_give_the_same_indicators(tmp_path):
+    """A run's graphs.jsonl as input: the same units, edges and types, so the same tables."""
+    first = thinkprobe.profile(str(SAMPLES), tmp_path / "a", linker="cue", types="cue", device="cpu", progress=False,
+                               report=False, cache=False)
+    again = thinkprobe.profile(str(first.folder / "graphs.jsonl"), tmp_path / "b", graph_source="input", device="cpu",
+                               progress=False, report=False, cache=False)
+    for name in ("indicators.csv", "profile.csv", "redundancy.csv"):
+        assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "a" / name).read_bytes(), name
+    assert [g["edges"] for g in again.graphs] == [g["edges"] for g in first.graphs]
+
+
+def test_gold_graphs_of_the_dev_set(shared_data, tmp_path):
+    """The 20 human-annotated traces: units are D's response nodes, edges D's mapped edges, and
+    the Python API gives the same indicators as the command."""
+    gold = shared_data / "reasoningflow" / "v0" / "v0_human_D"
+    res = CliRunner().invoke(main, ["profile", str(gold), "-o", str(tmp_path / "cli"), "--graph-source", "input",
+                                    "--device", "cpu", "--no-progress", "--no-report",
+                                    "--cache-dir", str(tmp_path / "cache")])
+    assert res.exit_code == 0, res.output
+    graphs = [json.loads(line) for line in (tmp_path / "cli" / "graphs.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(graphs) == 20
+    for g in graphs:
+        doc = json.loads((gold / f"{g['trace_id']}.json").read_text(encoding="utf-8"))
+        assert [(u["start"], u["end"]) for u in g["units"]] == [(n["start"], n["end"]) for n in response_nodes(doc)]
+        mapped = {(max(a, b), min(a, b)) if t in ("critique", "synthesis", "repetition") else (a, b)
+                  for a, b, t, _ in read_edges(doc)}
+        assert {(e["src"], e["dst"]) for e in g["edges"]} == mapped
+    run = thinkprobe.profile(str(gold), tmp_path / "api", graph_source="input", device="cpu", progress=False,
+                             report=False, cache_dir=tmp_path / "cache")
+    assert (tmp_path / "api" / "indicators.csv").read_bytes() == (tmp_path / "cli" / "indicators.csv").read_bytes()
+    assert len(run.indicators) == 20

@@ -1,0 +1,153 @@
+"""Graphs that records carry (`profile --graph-source input`): a ReasoningFlow document's response
+nodes and edges (human, LLM-annotated, or exported by ThinkProbe), or a ThinkProbe graph record
+(a line of graphs.jsonl), read onto the trace as a `GivenGraph` so that the run profiles those
+units and edges instead of segmenting and linking the text. Labels are mapped by
+thinkprobe.reasoningflow, the mapping eval-gold uses. A graph that is missing, points outside its
+text, names a missing node or carries an unknown label is an InputError naming the field.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Mapping
+
+from ..records import BACKWARD_EDGES, EDGE_TYPES, NODE_TYPES, Edge, GivenGraph, InputError, Section, Trace
+from .detect import record_position
+
+__all__ = ["GRAPH_SOURCES", "is_graph_record", "with_given_graph", "trace_of_graph_record"]
+
+# --graph-source: "parse" segments and links the text (the default); "input" reads the record's graph.
+GRAPH_SOURCES = ("parse", "input")
+
+
+def is_graph_record(record: Any) -> bool:
+    """A ThinkProbe graph record: a graphs.jsonl line (units, edges, sections and their field texts)."""
+    return isinstance(record, dict) and all(k in record for k in ("units", "edges", "sections", "fields"))
+
+
+def _oriented(a: int, b: int, kind: str, polarity: str = "", score: float = 1.0) -> Edge:
+    """Our direction: forward edges from the earlier unit, backward ones (critique, synthesis,
+    repetition) from the later unit to the earlier one it acts on."""
+    lo, hi = min(a, b), max(a, b)
+    return Edge(hi, lo, kind, polarity, score) if kind in BACKWARD_EDGES else Edge(lo, hi, kind, polarity, score)
+
+
+def with_given_graph(record: Mapping, trace: Trace, locator: int | str) -> Trace | InputError:
+    """`trace` with the graph its record carries (a ReasoningFlow document's nodes and edges), or
+    the InputError that says what is wrong with it; `locator` names the record (as errors do)."""
+    if "nodes" not in record:
+        return InputError(trace.source, locator, "nodes",
+                          "--graph-source input: the record carries no graph (ReasoningFlow `nodes` and `edges`, "
+                          "or a ThinkProbe graph record with `units` and `edges`)")
+    try:
+        return replace(trace, given=_reasoningflow_graph(record, trace, locator),
+                       provenance={**trace.provenance, "graph_from": "nodes, edges (ReasoningFlow)"})
+    except InputError as exc:
+        return exc
+
+
+def _reasoningflow_graph(doc: Mapping, trace: Trace, locator: int | str) -> GivenGraph:
+    from ..reasoningflow import NODE_LABEL_MAP, map_edge_label, node_types, read_edges, response_nodes, written_by_thinkprobe
+
+    def error(field: str, reason: str) -> InputError:
+        return InputError(trace.source, locator, field, reason)
+
+    nodes = doc.get("nodes")
+    if not isinstance(nodes, list) or not nodes:
+        raise error("nodes", "--graph-source input: no nodes in the record")
+    position = {id(n): k for k, n in enumerate(nodes)}
+    for k, n in enumerate(nodes):
+        if not isinstance(n, dict) or "id" not in n or not isinstance(n.get("start"), int) or not isinstance(n.get("end"), int):
+            raise error(f"nodes[{k}]", "a node needs an id and integer start / end offsets")
+    response = response_nodes(doc)
+    if not response:
+        raise error("nodes", "--graph-source input: no response nodes (only context nodes)")
+    text = _response_text(doc, trace, locator)
+    sections = [s for s in trace.sections if s.text == text]
+    units = []
+    known_nodes = sorted(NODE_LABEL_MAP) + ["reflection"]
+    for n in response:
+        k = position[id(n)]
+        start, end = n["start"], n["end"]
+        if not 0 <= start < end <= len(text):
+            raise error(f"nodes[{k}]", f"offsets {start}-{end} are outside the response text ({len(text)} characters)")
+        if not n.get("thinkprobe_type") and n.get("label") not in known_nodes:
+            raise error(f"nodes[{k}].label", f"unknown node label {n.get('label')!r} (known: {', '.join(known_nodes)})")
+        if not sections:
+            raise error("raw_text.response", "the trace's reasoning and answer were not read from raw_text.response")
+        # the section it overlaps most; a node outside both (a <think> tag made a node) joins the nearest
+        section = max(sections, key=lambda s: (min(end, s.end) - max(start, s.start), -abs(start - s.start)))
+        units.append((section.name, start, end))
+    types = node_types(doc, for_scoring=False)
+    bad_types = [t for t in types if t not in NODE_TYPES]
+    if bad_types:
+        raise error("nodes", f"unknown thinkprobe_type {bad_types[0]!r} (known: {', '.join(NODE_TYPES)})")
+    ids = {n["id"]: n for n in nodes}
+    exported = written_by_thinkprobe(doc)
+    for k, e in enumerate(doc.get("edges") or ()):
+        ends = [e.get("source_node_id"), e.get("dest_node_id")] if isinstance(e, dict) else [None, None]
+        missing = [i for i in ends if i not in ids]
+        if missing:
+            raise error(f"edges[{k}]", f"points to a missing node {missing[0]!r}")
+        if any(ids[i].get("source", "response") != "response" for i in ends):
+            continue  # question edges are left out, as eval-gold leaves them
+        if e.get("thinkprobe_type"):
+            if e["thinkprobe_type"] not in EDGE_TYPES:
+                raise error(f"edges[{k}].thinkprobe_type", f"unknown edge type {e['thinkprobe_type']!r}")
+        elif map_edge_label(str(e.get("label")), ids[ends[1]].get("label"), exported) is None:
+            raise error(f"edges[{k}].label", f"unknown edge label {e.get('label')!r}")
+    edges = sorted({_oriented(a, b, kind, pol) for a, b, kind, pol in read_edges(doc)},
+                   key=lambda e: (e.src, e.dst, e.edge_type))
+    return GivenGraph(tuple((s, a, b, t) for (s, a, b), t in zip(units, types)), tuple(edges), "reasoningflow")
+
+
+def _response_text(doc: Mapping, trace: Trace, locator: int | str) -> str:
+    raw = doc.get("raw_text")
+    text = raw.get("response") if isinstance(raw, dict) else None
+    if not isinstance(text, str):
+        raise InputError(trace.source, locator, "raw_text.response",
+                         "--graph-source input: a ReasoningFlow document needs raw_text.response, the text its "
+                         "node offsets point into")
+    return text
+
+
+def trace_of_graph_record(record: Mapping, source: str, index: int | str) -> Trace | InputError:
+    """The trace of a ThinkProbe graph record, with its own units and edges as the given graph."""
+    def error(field: str, reason: str) -> InputError:
+        return InputError(source, index, field, reason)
+
+    fields = record.get("fields") or {}
+    sections = []
+    for k, s in enumerate(record.get("sections") or ()):
+        text = fields.get(s.get("field")) if isinstance(s, dict) else None
+        if not isinstance(text, str):
+            return error(f"sections[{k}]", "names a field whose text the record does not carry (`fields`)")
+        sections.append(Section(s["name"], s["field"], text, int(s["start"]), int(s["end"])))
+    units = record.get("units")
+    if not sections or not isinstance(units, list) or not units:
+        return error("units", "--graph-source input: no units in the graph record")
+    by_name = {s.name: s for s in sections}
+    given_units = []
+    for k, u in enumerate(units):
+        section = by_name.get(u.get("section")) if isinstance(u, dict) else None
+        if section is None:
+            return error(f"units[{k}].section", f"names no section of the record: {u!r}"[:200])
+        if not 0 <= u["start"] < u["end"] <= len(section.text):
+            return error(f"units[{k}]", f"offsets {u['start']}-{u['end']} are outside its field text")
+        if u.get("type") not in NODE_TYPES:
+            return error(f"units[{k}].type", f"unknown node type {u.get('type')!r} (known: {', '.join(NODE_TYPES)})")
+        given_units.append((section.name, int(u["start"]), int(u["end"]), u["type"]))
+    edges = set()
+    for k, e in enumerate(record.get("edges") or ()):
+        if not all(isinstance(e.get(x), int) and 0 <= e[x] < len(units) for x in ("src", "dst")):
+            return error(f"edges[{k}]", f"points to a missing unit: {e!r}"[:200])
+        if e.get("type") not in EDGE_TYPES:
+            return error(f"edges[{k}].type", f"unknown edge type {e.get('type')!r} (known: {', '.join(EDGE_TYPES)})")
+        if e["src"] != e["dst"]:
+            edges.add(_oriented(e["src"], e["dst"], e["type"], e.get("polarity") or "", float(e.get("score", 1.0))))
+    given = GivenGraph(tuple(given_units), tuple(sorted(edges, key=lambda e: (e.src, e.dst, e.edge_type))), "thinkprobe")
+    trace_id = record.get("trace_id")
+    return Trace(str(trace_id) if trace_id is not None else f"{source}:{index}", str(record.get("model") or "unknown"),
+                 str(record.get("domain") or "unknown"), tuple(sections), question=record.get("question"),
+                 gold_answer=record.get("gold_answer"), correct=record.get("correct"),
+                 provenance={**(record.get("provenance") or {}), "graph_from": "units, edges (ThinkProbe graph record)"},
+                 source=source, record=record_position(index), given=given)
