@@ -71,7 +71,7 @@ THINK_TAG = re.compile(r"</?think>|<\|(?:begin|end)_of_(?:thought|solution)\|>")
 
 def load_docs(path: str | Path) -> list[dict]:
     """ReasoningFlow documents from a folder of JSON files or a JSON / JSONL file (gzipped or not)."""
-    from .io import iter_records
+    from .io.formats import iter_records
 
     docs = []
     for _, _, record in iter_records(path):
