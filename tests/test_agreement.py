@@ -50,7 +50,7 @@ def test_constant_values_and_unmatched_documents():
 def test_the_interval_brackets_rho_and_is_seeded():
     gold = rows(30)
     noisy = {k: {name: x + np.random.default_rng(7).normal(0, 0.5) for name, x in r.items()} for k, r in gold.items()}
-    a, b = indicator_agreement(gold, noisy, seed=3), indicator_agreement(gold, noisy, seed=3)
+    a, b = (indicator_agreement(gold, noisy, resamples=200, seed=3) for _ in range(2))
     assert a == b
     for v in a["variables"]:
         lo, hi = v["ci"]
@@ -79,5 +79,5 @@ def test_eval_gold_prints_and_writes_the_agreement(tmp_path):
     agreement = scores["indicator_agreement"]
     assert agreement["docs"] == 4 and len(agreement["variables"]) == 24
     res = CliRunner().invoke(main, ["eval-gold", str(gold), "--baseline", "--no-indicators", "--device", "cpu",
-                                    "--json", str(tmp_path / "plain.json")])
+                                    "--json", str(tmp_path / "plain.json")])  # nothing is profiled: fast
     assert "indicator_agreement" not in json.loads((tmp_path / "plain.json").read_text(encoding="utf-8"))

@@ -58,7 +58,7 @@ def test_units_and_edges_are_the_records_own(tmp_path):
     assert run["graph_source"] == "input" and run["linker"] == "input"
 
 
-@pytest.mark.parametrize("broken, field, reason", [
+BROKEN = [  # (how the record is broken, the field its error names, what the reason says)
     (lambda d: d.update(nodes=[]), "nodes", "no nodes"),
     (lambda d: d.update(nodes=[d["nodes"][0]]), "nodes", "no response nodes"),
     (lambda d: d["edges"].append({"id": "x", "source_node_id": "resp1", "dest_node_id": "resp9", "label": "reason:infer"}),
@@ -67,16 +67,25 @@ def test_units_and_edges_are_the_records_own(tmp_path):
     (lambda d: d["nodes"][3].update(label="musing"), "nodes[3].label", "unknown node label 'musing'"),
     (lambda d: d["edges"][0].update(label="reason:wander"), "edges[0].label", "unknown edge label 'reason:wander'"),
     (lambda d: d.pop("nodes"), "nodes", "carries no graph"),
-])
-def test_a_bad_graph_is_a_named_error_and_the_run_goes_on(tmp_path, broken, field, reason):
-    bad = rf_doc("bad")
-    broken(bad)
-    src = write_jsonl(tmp_path / "rf.jsonl", [rf_doc("good"), bad, rf_doc("also-good")])
+]
+
+
+def test_each_bad_graph_is_a_named_error_and_the_run_goes_on(tmp_path):
+    """One run over good records and one broken record per case (a run costs an encoder load)."""
+    records = [rf_doc("good")]
+    for k, (broken, _, _) in enumerate(BROKEN):
+        bad = rf_doc(f"bad{k}")
+        broken(bad)
+        records.append(bad)
+    records.append(rf_doc("also-good"))
+    src = write_jsonl(tmp_path / "rf.jsonl", records)
     res = CliRunner().invoke(main, ["profile", str(src), "-o", str(tmp_path / "out"), "--graph-source", "input", *QUIET])
     assert res.exit_code == 0, res.output
     errors = [json.loads(line) for line in (tmp_path / "out" / "errors.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert len(errors) == 1 and errors[0]["field"] == field and reason in errors[0]["reason"], errors
-    assert errors[0]["file"] == str(src) and errors[0]["record"] == "line 2"
+    assert len(errors) == len(BROKEN)
+    for k, ((_, field, reason), error) in enumerate(zip(BROKEN, errors)):
+        assert error["field"] == field and reason in error["reason"], (k, error)
+        assert error["file"] == str(src) and error["record"] == f"line {k + 2}"
     ids = [json.loads(line)["trace_id"] for line in (tmp_path / "out" / "graphs.jsonl").read_text(encoding="utf-8").splitlines()]
     assert ids == ["good", "also-good"]
 
