@@ -281,7 +281,7 @@ def test_metadata(record, model, domain, trace_id):
 @pytest.mark.parametrize(
     "value, expected",
     [(True, True), (False, False), (1, True), (0, False), ("true", True), ("False", False),
-     ("A", True), ("B", False), ("C", False), (None, None), ("maybe", None), (3, None)],
+     ("A", True), ("B", False), ("C", None), ("not_attempted", None), (None, None), ("maybe", None), (3, None)],
 )
 def test_correctness_values(value, expected):
     trace = one({"reasoning": "x", "grading": value})
@@ -456,12 +456,16 @@ def test_reasoningflow_v0_human_directory_keeps_node_offsets(shared_data):
 def test_tts_knowledge_thought_with_tags_and_grading(shared_data):
     path = real(shared_data, "tts_knowledge/outputs/qwen3-8b/Qwen3-8B_simpleqa_exd0.jsonl.gz")
     traces = list(islice(iter_traces(path), 20))
+    grades = [r["grading"] for _, _, r in islice(iter_records(path), 20)]
     assert all(isinstance(t, Trace) for t in traces)
-    for t in traces:
+    assert {"A", "C"} <= set(grades)  # SimpleQA's grader: A correct, B incorrect, C not attempted
+    for t, grade in zip(traces, grades):
         assert t.reasoning.field == "thought" and t.provenance["tag"] == "<think>"
         assert "</think>" not in span(t.reasoning) and span(t.reasoning)
         assert t.answer.field == "response" and not span(t.answer).endswith("<|im_end|>")
-        assert t.provenance["correct_from"] == "grading" and t.correct is not None
+        # "not attempted" is not graded: neither right nor wrong
+        assert t.correct is {"A": True, "B": False, "C": None}[grade]
+        assert t.provenance["correct_from"] == ("grading" if grade != "C" else None)
         assert t.provenance["gold_from"] == "answer" and t.question
 
 

@@ -17,12 +17,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .options import RunOptions, option_specs, options_doc
+from .options import OptionError, RunOptions, option_specs, options_doc
+from .runner import field_warnings
 from .outputs import (ERRORS_FILE, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE, MODEL_PROFILES_TABLE,
                       OUTPUT_FILES, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, Table)
 from .records import GraphRecord, iter_graph_records
 
-__all__ = ["profile", "Run", "load_run", "as_records"]
+__all__ = ["profile", "Run", "load_run", "as_records", "OutputFolderError", "prepare_out_dir", "field_warnings"]
 
 REPORT_FILES = ("report.html", "report.md", "figures", "traces")
 
@@ -79,6 +80,69 @@ def as_records(data: Any) -> tuple[list[str], list[Any] | None]:
     return paths, (records if records or not paths else None)
 
 
+# ----------------------------------------------------------------------------- the output folder
+
+
+class OutputFolderError(OptionError):
+    """An output folder that holds something other than a run of the same inputs."""
+
+
+def _run_inputs(out: Path) -> list[str] | None:
+    """The inputs of the run in `out` (finished: run.json; interrupted: parts/manifest.json), or None."""
+    import json
+
+    for path, key in ((out / RUN_JSON, "inputs"), (out / "parts" / "manifest.json", "inputs")):
+        try:
+            value = json.loads(path.read_text(encoding="utf-8")).get(key)
+        except (OSError, ValueError, AttributeError):
+            continue
+        if value is not None:
+            return list(value)
+    return None
+
+
+def _clear(out: Path) -> None:
+    for child in out.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+
+
+def prepare_out_dir(out: Path, opts: RunOptions) -> str | None:
+    """Make `out` ready for the run, so that its files are never a mix of two runs; returns what was done.
+
+    Empty or missing: used as it is. --resume: kept (the chunks' manifest says whether they can be
+    resumed). A run of the same inputs: cleared and run afresh. Anything else (another run, other
+    files) is refused unless --overwrite, which clears it first (never a folder holding .git, the
+    working folder or one above it)."""
+    from .runner import MEMORY_SOURCE
+
+    if not out.exists() or not any(out.iterdir()):
+        return None
+    if not out.is_dir():
+        raise OutputFolderError(f"-o {out}: not a folder")
+    if opts.resume:
+        return "resumed"
+    here = Path.cwd().resolve()
+    target = out.resolve()
+    inputs = ([MEMORY_SOURCE] if opts.records is not None else []) + [str(p) for p in opts.inputs]
+    if _run_inputs(out) == inputs:
+        _clear(out)
+        return "cleared (an earlier run of the same inputs)"
+    if opts.overwrite:
+        if (target / ".git").exists() or target == here or target in here.parents or target == Path.home().resolve():
+            raise OutputFolderError(f"-o {out}: --overwrite will not clear a folder that holds .git, the working "
+                                    "folder, one above it or the home folder; choose another output folder")
+        _clear(out)
+        return "cleared (--overwrite)"
+    names = sorted(p.name for p in out.iterdir())
+    shown = ", ".join(names[:8]) + (f", ... ({len(names)} entries)" if len(names) > 8 else "")
+    what = "a run of other inputs" if _run_inputs(out) is not None else "other files"
+    raise OutputFolderError(f"-o {out} is not empty and holds {what} ({shown}): pass --overwrite to clear it "
+                            "first, --resume to continue an interrupted run of the same inputs, or choose another folder")
+
+
 # ----------------------------------------------------------------------------- profiling
 
 
@@ -107,7 +171,14 @@ def profile(data: Any, out_dir: str | os.PathLike | None = None, **options: Any)
     out = Path(tempfile.mkdtemp(prefix="thinkprobe-run-")) if temporary else Path(out_dir)
     opts = RunOptions(inputs=paths, records=records, out_dir=str(out),
                       **{k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in options.items()})
+    warnings = field_warnings(opts)  # also recorded in run.json
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    prepared = prepare_out_dir(out, opts)
+    if prepared and prepared != "resumed" and opts.show_progress:
+        print(f"output folder {out}: {prepared}", file=sys.stderr)
     summary = run_profile(opts)
+    summary["field_warnings"] = [str(w) for w in warnings]
     run = Run(out, summary=summary, temporary=temporary)
     if opts.report:
         from .report import write_report

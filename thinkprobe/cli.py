@@ -140,8 +140,15 @@ def profile(inputs, out_dir, summary, strict, **options):
     or not) into OUT. An INPUT may carry its own overrides: PATH::model=NAME,reasoning-field=steps."""
     from .api import profile as profile_run
 
+    sources = _sources(inputs, _fields(options))
+    if strict:  # a named field that matches no record is an error, before any work
+        from .io.check import check_fields
+
+        problems = check_fields(sources, _fields(options))
+        if problems:
+            raise click.UsageError("--strict: " + "; ".join(map(str, problems)))
     try:
-        run = profile_run(_sources(inputs, _fields(options)), out_dir, **options)
+        run = profile_run(sources, out_dir, **options)
     except OptionError as exc:  # a value the declaration refuses (the API's own check)
         raise click.UsageError(str(exc)) from exc
     result = run.summary
@@ -165,11 +172,20 @@ def format_summary(result: dict) -> str:
     if result.get("duplicates"):
         lines.append(f"{result['duplicates']} duplicate trace ids were renamed (<file>:<id>, or #2, #3... within "
                      "a file; listed in run.json duplicate_ids)")
+    for warning in result.get("field_warnings", ()):
+        lines.append(f"warning: {warning}")
+    if result.get("untagged"):
+        lines.append(f"{result['untagged']} traces are untagged text (no reasoning field or tags: a non-reasoning "
+                     "model's output?) profiled as chain of thought; provenance marks them, --untagged skip leaves "
+                     "them out")
     for key, count in result.get("unknown", {}).items():
         if count:
             from .io import unknown_fix
 
-            lines.append(f"{count} traces have no {key} and are grouped as 'unknown': {unknown_fix(key)}")
+            named = next((w for w in result.get("field_warnings", ()) if w.startswith(f"--{key}-field ")), None)
+            lines.append(f"{count} traces have no {key} and are grouped as 'unknown': "
+                         + (f"the {named.split(' matched')[0]} given matched no record (see the warning above)"
+                            if named else unknown_fix(key)))
     if result.get("report"):
         lines.append(f"report: {result['report']}")
     rows = result["model_profiles"]

@@ -57,6 +57,12 @@ class ProfileOptions:
 
     reasoning_field: str | None = _option(
         None, "field holding the reasoning text (dotted paths like raw_text.response work)", fields_group=True)
+    answer_field: str | None = _option(
+        None, "field holding the final answer (default: detected beside the reasoning: content, text, response, ...)",
+        fields_group=True)
+    question_field: str | None = _option(
+        None, "field holding the question (default: question, problem, prompt, doc.query, input, ...); questions "
+              "answered by several models are recognised by it", fields_group=True)
     model_field: str | None = _option(None, "field holding the model name", fields_group=True)
     domain_field: str | None = _option(None, "field holding the domain / task", fields_group=True)
     id_field: str | None = _option(None, "field holding the trace id", fields_group=True)
@@ -67,6 +73,12 @@ class ProfileOptions:
     path_pattern: str | None = _option(
         None, "take model/domain from the file path: a regex with named groups, e.g. "
               "'(?P<model>[^/]+)/[^/]+\\.jsonl', or a template like '{model}_{domain}_{}.jsonl'", fields_group=True)
+    untagged: str = _option(
+        "profile", "text with no reasoning field and no reasoning tags (a non-reasoning model's output): profile "
+                   "it as chain of thought, marked and counted, or skip it (listed in errors.jsonl)",
+        choices=("profile", "skip"), show_default=True, fields_group=True)
+    overwrite: bool = _option(False, "clear a non-empty output folder that holds another run or other files first",
+                              kind=bool)
     graph_source: str = _option(
         "parse", "parse: segment the text and link the units (the default); input: profile the graph each record "
                  "carries (ReasoningFlow nodes and edges, or a ThinkProbe graphs.jsonl record)",

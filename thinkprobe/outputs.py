@@ -7,7 +7,7 @@ of a finished run with what it holds and the function that writes it.
 >>> INDICATORS_TABLE.name, INDICATORS_TABLE.parquet_name
 ('indicators.csv', 'indicators.parquet')
 >>> PROFILE_TABLE.columns
-('trace_id', 'model', 'domain', 'Breadth', 'Depth', 'Structure', 'Metacognition', 'Efficiency')
+('trace_id', 'model', 'domain', 'source_id', 'Breadth', 'Depth', 'Structure', 'Metacognition', 'Efficiency')
 """
 from __future__ import annotations
 
@@ -27,7 +27,9 @@ __all__ = ["Table", "RunFile", "INDICATORS_TABLE", "PROFILE_TABLE", "MODEL_PROFI
            "NORMS_FILE", "RUN_JSON", "STATS_JSON", "STATS_CSV", "RUN_FILES", "OUTPUT_FILES",
            "write_table", "read_table", "graphs_arrow_schema", "graph_rows"]
 
-KEYS = ("trace_id", "model", "domain")
+# source_id: the record's own id (a question or sample id), null when the record has none; unlike
+# trace_id it does not depend on the other inputs of the run, so runs of several models join on it.
+KEYS = ("trace_id", "model", "domain", "source_id")
 
 # Column types: "str", "int" (nullable integer) or "float"; the CSV writes floats at 6 significant
 # digits and None as an empty cell, and the Parquet twin holds exactly the values the CSV shows.
@@ -36,7 +38,7 @@ _FLOAT_METRICS = frozenset({"D", "Self", "Back", "R"})
 # CoTJudger's redundancy columns, in its order (thinkprobe.redundancy computes them).
 REDUNDANCY_COLUMNS: tuple[str, ...] = (*KEYS, "Acc", "Tokens", "|V|", "Iso", "|E|", "D", "in_max", "out_max",
                                        "Self", "Back", "L_eff", "R", "Unc", "DR", "SV", "EE", "EB")
-REDUNDANCY_METRICS: tuple[str, ...] = REDUNDANCY_COLUMNS[3:]
+REDUNDANCY_METRICS: tuple[str, ...] = REDUNDANCY_COLUMNS[len(KEYS):]
 
 
 @dataclass(frozen=True)

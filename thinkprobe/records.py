@@ -268,6 +268,12 @@ def graph_record(g: ThoughtGraph, indicators: Mapping[str, float]) -> GraphRecor
     }
 
 
+def source_id(record: GraphRecord | Mapping[str, Any]) -> str | None:
+    """The record's own id (provenance ``source_id``), None when the input record had none."""
+    value = (record.get("provenance") or {}).get("source_id")
+    return None if value is None else str(value)
+
+
 def dump_graph_record(record: GraphRecord) -> str:
     """One graphs.jsonl line (newline included)."""
     return json.dumps(record, ensure_ascii=False) + "\n"

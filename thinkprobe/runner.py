@@ -33,7 +33,7 @@ from .outputs import (ERRORS_FILE, GRAPHS_FILE, GRAPHS_PARQUET, INDICATORS_TABLE
 from .cognitive_profile import Normalizer, group_profiles, profile_row
 from .io import count_inputs
 from .progress import Progress
-from .records import GraphRecord, InputError, ThoughtGraph, Trace, dump_graph_record, graph_record
+from .records import GraphRecord, InputError, ThoughtGraph, Trace, dump_graph_record, graph_record, source_id
 from .provenance import file_digest, package_version
 from .redundancy import RedundancyParams, annotate_record, table_row, write_redundancy_tables
 from .tables import write_atomic
@@ -173,6 +173,13 @@ def total_records(opts: RunOptions) -> int:
     return len(opts.records or ()) + count_inputs([source_path(p) for p in opts.inputs])
 
 
+def field_warnings(opts: RunOptions) -> list:
+    """Named fields (--*-field) that none of the first records of an input has (thinkprobe.io.check)."""
+    from .io.check import check_fields
+
+    return check_fields(list(opts.inputs), opts.field_map, records=opts.records)
+
+
 def run_config(opts: RunOptions, cfg: Config | None = None) -> Config:
     """The run's config: `cfg` (else opts.config over the defaults) with the per-trace limits
     given as options on top."""
@@ -194,13 +201,15 @@ class Joined:
     errors: list[dict] = field(default_factory=list)
     duplicates: list[dict] = field(default_factory=list)
     unknown: dict[str, int] = field(default_factory=lambda: {"model": 0, "domain": 0})
+    untagged: int = 0  # traces whose reasoning is untagged whole text (provenance "untagged")
     # traces whose semantic_spread was clustered on samples (over indicators.cluster_exact_max content units)
     semantic_spread_sampled: list[str] = field(default_factory=list)
 
 
 def indicator_row(g: GraphRecord) -> dict:
     """The indicators.csv row of a graph record."""
-    return {"trace_id": g["trace_id"], "model": g["model"], "domain": g["domain"], "units": len(g["units"]),
+    return {"trace_id": g["trace_id"], "model": g["model"], "domain": g["domain"], "source_id": source_id(g),
+            "units": len(g["units"]),
             "edges": len(g["edges"]), "tokens": sum(u["tokens"] for u in g["units"]), **g["indicators"]}
 
 
@@ -223,6 +232,7 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int) 
                                                   "file": g["source"], "record": g["record"]})
                     for key in joined.unknown:
                         joined.unknown[key] += g[key] == "unknown"
+                    joined.untagged += bool(g["provenance"].get("untagged"))
                     if sum(u["type"] in CONTENT_TYPES for u in g["units"]) > cluster_exact_max:
                         joined.semantic_spread_sampled.append(g["trace_id"])
                     graphs.write(dump_graph_record(g))
@@ -241,7 +251,8 @@ def fit_norms(rows: Sequence[dict], norms_path: str | None) -> Normalizer:
 
 def profile_rows(rows: Sequence[dict], norms: Normalizer) -> list[dict]:
     """profile.csv rows: the 5D profile of every trace."""
-    return [{"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"], **profile_row(norms.z(r))}
+    return [{"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"], "source_id": r.get("source_id"),
+             **profile_row(norms.z(r))}
             for r in rows]
 
 
@@ -267,7 +278,12 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
                          ("torch", "torch"), ("numba", "numba"), ("sentence_transformers", "sentence-transformers"),
                          ("transformers", "transformers"))}},
         "counts": {"traces": len(joined.rows), "errors": len(joined.errors), "duplicate_ids": len(joined.duplicates),
-                   "unknown_model": joined.unknown["model"], "unknown_domain": joined.unknown["domain"]},
+                   "unknown_model": joined.unknown["model"], "unknown_domain": joined.unknown["domain"],
+                   "untagged": joined.untagged},
+        "untagged": {"policy": opts.untagged, "profiled": joined.untagged,
+                     "what": "traces whose reasoning is a whole text with no reasoning field and no reasoning tags "
+                             "(provenance untagged: true); --untagged skip leaves them out"},
+        "field_warnings": [w.as_dict() for w in field_warnings(opts)],
         "duplicate_ids": joined.duplicates,
         "semantic_spread_sampled": joined.semantic_spread_sampled,
         "unknown_fix": {key: unknown_fix(key) for key, count in joined.unknown.items() if count},
@@ -306,6 +322,6 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     stage("stats")
     write_stats(out, cfg.stats)
     return {"out_dir": str(out), "traces": len(joined.rows), "errors": len(joined.errors), "resumed": resumed,
-            "duplicates": len(joined.duplicates), "unknown": joined.unknown,
+            "duplicates": len(joined.duplicates), "unknown": joined.unknown, "untagged": joined.untagged,
             "model_profiles": by_model, "model_domain_profiles": by_model_domain}
 

@@ -14,7 +14,7 @@ from .formats import strip_extensions, type_name
 from .sources import FieldMap
 from .tags import Split, split_tags, trim
 
-__all__ = ["record_position", "REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect"]
+__all__ = ["GRADES", "ENCRYPTED", "UNTAGGED", "CHOICE_MESSAGES", "record_position", "REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect"]
 
 
 # Detection order (spec section 6). Additions found in real data: `think_content` (THINK-Bench),
@@ -31,17 +31,18 @@ TAGGED_FIELDS = ("response", "output", "prediction", "content", "model_answer")
 ANSWER_FIELDS = ("content", "response", "output", "prediction")
 
 
-MODEL_FIELDS = ("model", "model_name", "generator", "metadata.generator", "response.body.model")
+MODEL_FIELDS = ("model", "model_name", "generator", "metadata.generator", "response.body.model", "eval.model")
 
 
 DOMAIN_FIELDS = ("domain", "task", "subject", "source", "problem_type", "category", "metadata.domain")
 
 
-ID_FIELDS = ("trace_id", "id", "doc_id", "uid", "_id", "uuid")  # uuid: OpenR1
+ID_FIELDS = ("trace_id", "id", "doc_id", "uid", "_id", "uuid", "custom_id")  # uuid: OpenR1; custom_id: OpenAI Batch
 
 
 # doc.*, target, exact_match: lm-eval samples files
-QUESTION_FIELDS = ("question", "problem", "prompt", "raw_text.question", "doc.question", "doc.problem", "Question")
+QUESTION_FIELDS = ("question", "problem", "prompt", "raw_text.question", "doc.question", "doc.problem", "Question",
+                   "doc.query", "input")
 
 
 GOLD_FIELDS = ("answer", "correct_answer", "gold", "gold_answer", "metadata.correct_answer", "target",
@@ -63,8 +64,27 @@ TURN_LISTS = ("messages", "conversations")
 TURN_REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
 
 
-# OpenAI chat completions (vLLM, DeepSeek API): choices[0].message.reasoning(_content)
+# OpenAI chat completions (vLLM, DeepSeek API): choices[0].message.reasoning(_content); inspect_ai's
+# ModelOutput keeps the same under output.
 CHOICE_MESSAGE = "choices[0].message"
+
+
+CHOICE_MESSAGES = (CHOICE_MESSAGE, "output.choices[0].message")
+
+
+# Grades read from a correctness field, written down once (docs/inputs.md): True correct, False
+# incorrect, None not graded. SimpleQA's grader letters: A correct, B incorrect, C not attempted.
+GRADES: dict[str, bool | None] = {
+    "true": True, "yes": True, "correct": True, "1": True, "a": True, "pass": True, "passed": True,
+    "false": False, "no": False, "incorrect": False, "0": False, "b": False, "fail": False, "failed": False,
+    "c": None, "not_attempted": None, "not attempted": None, "partial": None, "n/a": None,
+}
+
+
+# Why a record holds no reasoning to profile although it has a place for it.
+ENCRYPTED = "reasoning is encrypted or redacted only (no visible text): nothing to profile"
+UNTAGGED = ("untagged text: no reasoning field and no reasoning tags, so the whole text would be profiled as "
+            "reasoning; left out by --untagged skip")
 
 
 # OpenAI Responses API objects: an `output` list of typed items, also inside a batch result
@@ -117,11 +137,19 @@ def detect(
     found = _locate_reasoning(record, fields, error, generation)
     reasoning_from, text = found.path, found.text
     split = split_tags(text)
+    untagged = not found.dedicated and split.tag is None
+    if untagged and fields.untagged == "skip":
+        raise error(_origin(record, reasoning_from), UNTAGGED)
     start, end = trim(text, *split.reasoning)
     if start >= end:
-        raise error(reasoning_from, "empty reasoning")
-    sections = [Section("reasoning", reasoning_from, text, start, end)]
-    answer = _answer_section(record, found.answer_fields, reasoning_from, text, split)
+        raise error(_origin(record, reasoning_from), "empty reasoning")
+    sections = [Section("reasoning", _origin(record, reasoning_from), text, start, end)]
+    answer_fields = found.answer_fields
+    if fields.answer_field:
+        answer_fields = (fields.answer_field, *answer_fields)
+    answer = _answer_section(record, answer_fields, reasoning_from, text, split)
+    if answer is not None:
+        answer = Section("answer", _origin(record, answer.field), answer.text, answer.start, answer.end)
     if answer:
         sections.append(answer)
 
@@ -130,6 +158,8 @@ def detect(
     model, model_from = _named(record, fields.model, fields.model_field, from_path.get("model"), MODEL_FIELDS)
     domain, domain_from = _named(record, fields.domain, fields.domain_field, from_path.get("domain"), DOMAIN_FIELDS)
     trace_id, trace_id_from = _first_scalar(record, _with_override(fields.id_field, ID_FIELDS))
+    # the record's own id, kept apart from the run-unique trace id so runs join across models
+    source_id = trace_id if fields.id_field or "source_id" not in record else record["source_id"]
     if trace_id is None:
         stem = id_stem if id_stem is not None else strip_extensions(Path(source).name)
         trace_id, trace_id_from = f"{stem}:{position}", "file:record"
@@ -139,17 +169,22 @@ def detect(
     gold, gold_from = _first_scalar(record, _with_override(fields.gold_field, gold_fields))
     correct, correct_from = _correctness(record, generation)
     provenance = {
-        "reasoning_from": reasoning_from,
+        "reasoning_from": _origin(record, reasoning_from),
         "tag": split.tag,
         "open_tag_missing": split.open_tag_missing,
         "truncated": split.truncated,
         "answer_from": answer.field if answer else None,
-        "model_from": model_from or "default",
-        "domain_from": domain_from or "default",
-        "trace_id_from": trace_id_from,
-        "gold_from": gold_from,
-        "correct_from": correct_from,
+        "model_from": _origin(record, model_from) or "default",
+        "domain_from": _origin(record, domain_from) or "default",
+        "trace_id_from": _origin(record, trace_id_from),
+        "gold_from": _origin(record, gold_from),
+        "correct_from": _origin(record, correct_from),
+        "untagged": untagged,
     }
+    if "layout" in record:
+        provenance["layout"] = record["layout"]
+    if source_id is not None:
+        provenance["source_id"] = str(source_id)
     if found.joined:
         provenance["joined"] = found.joined
     if generation is not None:
@@ -159,7 +194,7 @@ def detect(
         model=model or "unknown",
         domain=domain or "unknown",
         sections=tuple(sections),
-        question=_question(record),
+        question=_question(record, fields.question_field),
         gold_answer=gold,
         correct=correct,
         provenance=provenance,
@@ -167,6 +202,12 @@ def detect(
         record=position,
         code_tests=next((record[k] for k in CODE_TEST_FIELDS if record.get(k)), None),
     )
+
+
+def _origin(record: dict, path: str | None) -> str | None:
+    """Where a value a framework layout derived (thinkprobe.io.layouts) was read from."""
+    derived = record.get("derived_from")
+    return derived.get(path, path) if isinstance(derived, dict) and path is not None else path
 
 
 def _named(record: dict, constant: str | None, field: str | None, from_path: str | None,
@@ -186,12 +227,18 @@ def _named(record: dict, constant: str | None, field: str | None, from_path: str
 @dataclass(frozen=True)
 class _Found:
     """Where the reasoning text is: a field path, its text, the fields a separate answer may be in,
-    and, when several pieces were joined into one text, how."""
+    whether the place is a dedicated one (a reasoning field, thinking blocks, a chat turn's reasoning
+    key, a field the user named) and, when several pieces were joined into one text, how. ``empty``
+    marks a dedicated place that is present but holds no text (null, "", or only encrypted /
+    redacted blocks when ``reason`` says so)."""
 
     path: str
-    text: str
+    text: Any
     answer_fields: tuple[str, ...]
     joined: dict | None = None
+    dedicated: bool = False
+    empty: bool = False
+    reason: str = "empty reasoning"
 
 
 def _joined(path: str, pieces: list[tuple[str, str]], separator: str) -> tuple[str, str, dict | None]:
@@ -200,6 +247,19 @@ def _joined(path: str, pieces: list[tuple[str, str]], separator: str) -> tuple[s
         return pieces[0][0], pieces[0][1], None
     text = separator.join(piece for _, piece in pieces)
     return path, text, {"field": path, "parts": len(pieces), "separator": separator}
+
+
+_ANSWER_SIBLINGS = ("content", "text", "answer", "response", "output")
+
+
+def _siblings(path: str) -> tuple[str, ...]:
+    """Answer fields beside a named reasoning field: ``choices[0].message.reasoning`` ->
+    ``choices[0].message.content``; ``model_response.reasonings[2]`` -> ``model_response.text[2]``."""
+    match = re.fullmatch(r"(?:(.*)\.)?[^.\[\]]+((?:\[-?\d+\])*)", path)
+    if not match:
+        return ()
+    parent, index = match.group(1), match.group(2)
+    return tuple(f"{parent + '.' if parent else ''}{name}{index}" for name in _ANSWER_SIBLINGS)
 
 
 def _locate_reasoning(
@@ -219,34 +279,24 @@ def _locate_reasoning(
             raise error(path, f"expected text or a list of texts, found {type_name(value)}")
         if not value.strip():
             raise error(path, "empty reasoning")
-        return _Found(path, value, tuple(f for f in ANSWER_FIELDS if f != path), joined)
+        # the answer detection would have found stays: beside the named field, then where the record keeps one
+        try:
+            auto = _locate_reasoning(record, FieldMap(), error, generation).answer_fields
+        except InputError:
+            auto = ()
+        answers = tuple(dict.fromkeys(f for f in (*_siblings(path), *auto, *ANSWER_FIELDS) if f != path))
+        return _Found(path, value, answers, joined, dedicated=True)
 
-    empty_dedicated = None
-    for path in REASONING_FIELDS:
-        found, value = _get(record, path)
-        if not found or value is None:
-            continue
-        if path == "reasonings" and isinstance(value, list):
-            if not value:
-                empty_dedicated = empty_dedicated or path
-                continue
-            if isinstance(value[0], str):
-                path, value = "reasonings[0]", value[0]
-        if not isinstance(value, str):
-            raise error(path, f"expected text, found {type_name(value)}")
-        if not value.strip():
-            empty_dedicated = empty_dedicated or path
-            continue
-        return _Found(path, value, ANSWER_FIELDS)
-
-    # Inline text: prefer the first field that carries reasoning tags (or a reasoning key inside a
-    # chat turn, a thinking block); a tagless field counts only when nothing better exists and no
-    # dedicated reasoning field said "empty" -- otherwise a final answer would be profiled as if it
-    # were reasoning.
-    tried = [*REASONING_FIELDS]
-    plain = wrong = empty_inline = None
-    for candidate, strong in _inline_candidates(record, generation):
+    # Every candidate is tried before giving up; a place of the wrong type is only reported when no
+    # other holds reasoning. A dedicated place that is present but empty (null reasoning_content,
+    # encrypted blocks) means the record has no reasoning to show: its answer is never profiled as
+    # if it were reasoning, unless another place carries reasoning tags.
+    tried, wrong, empty, plain, empty_inline = [*REASONING_FIELDS], None, None, None, None
+    for candidate, strong in (*_dedicated_candidates(record), *_inline_candidates(record, generation)):
         tried.append(candidate.path)
+        if candidate.empty:
+            empty = empty or candidate
+            continue
         value = candidate.text
         if value is None:
             continue
@@ -254,13 +304,16 @@ def _locate_reasoning(
             wrong = wrong or (candidate.path, value)
             continue
         if not value.strip():
-            empty_inline = empty_inline or candidate.path
+            if candidate.dedicated:
+                empty = empty or candidate
+            else:
+                empty_inline = empty_inline or candidate.path
             continue
-        if strong or split_tags(value).tag is not None:
+        if strong or candidate.dedicated or split_tags(value).tag is not None:
             return candidate
         plain = plain or candidate
-    if empty_dedicated:
-        raise error(empty_dedicated, "empty reasoning")
+    if empty:
+        raise error(empty.path, empty.reason)  # never the answer profiled as if it were reasoning
     if plain:
         return plain
     if wrong:
@@ -269,6 +322,23 @@ def _locate_reasoning(
         raise error(empty_inline, "empty reasoning")
     raise error("reasoning", f"no reasoning text found; tried: {', '.join(dict.fromkeys(tried))}; "
                              f"{_keys_hint(record, '')} (name the field with --reasoning-field)")
+
+
+def _dedicated_candidates(record: dict) -> Iterator[tuple[_Found, bool]]:
+    """The dedicated reasoning fields, in order (a list of reasoning texts gives its first)."""
+    for path in REASONING_FIELDS:
+        found, value = _get(record, path)
+        if not found:
+            continue
+        if path == "reasonings" and isinstance(value, list):
+            if not value or value[0] is None:
+                yield _Found(path, None, ANSWER_FIELDS, dedicated=True, empty=True), True
+                continue
+            path, value = "reasonings[0]", value[0]
+        if value is None:
+            yield _Found(path, None, ANSWER_FIELDS, dedicated=True, empty=True), True
+        else:
+            yield _Found(path, value, ANSWER_FIELDS, dedicated=True), True
 
 
 def _keys_hint(record: dict, path: str) -> str:
@@ -312,6 +382,10 @@ def _inline_candidates(record: dict, generation: int | None = None) -> Iterator[
         yield _Found(f"generations[{g}]", generations[g], ()), generation is not None
     elif generations is not None and not isinstance(generations, list):
         yield _Found("generations", generations, ()), False
+    for choice in CHOICE_MESSAGES:
+        found, message = _get(record, choice)
+        if found and isinstance(message, dict):
+            yield from _turn_candidates(message, choice)
     for list_name in TURN_LISTS:
         turns = record.get(list_name)
         if not isinstance(turns, list):
@@ -319,9 +393,6 @@ def _inline_candidates(record: dict, generation: int | None = None) -> Iterator[
         index = next((i for i in range(len(turns) - 1, -1, -1) if _role(turns[i]) in ASSISTANT_ROLES), None)
         if index is not None:
             yield from _turn_candidates(turns[index], f"{list_name}[{index}]")
-    found, message = _get(record, CHOICE_MESSAGE)
-    if found and isinstance(message, dict):
-        yield from _turn_candidates(message, CHOICE_MESSAGE)
     found, value = _get(record, "raw_text.response")
     yield _Found("raw_text.response", value if found else None, ()), False
 
@@ -330,8 +401,13 @@ def _turn_candidates(turn: dict, prefix: str) -> Iterator[tuple[_Found, bool]]:
     content_key = "content" if "content" in turn else "value"
     content_path = f"{prefix}.{content_key}"
     for key in TURN_REASONING_KEYS:
-        if isinstance(turn.get(key), str) and turn[key].strip():
-            yield _Found(f"{prefix}.{key}", turn[key], (content_path,)), True
+        if key not in turn:
+            continue
+        value = turn[key]
+        if isinstance(value, str) and value.strip():
+            yield _Found(f"{prefix}.{key}", value, (content_path,), dedicated=True), True
+        elif value is None or isinstance(value, str):  # reasoning_content: null -> content is the answer
+            yield _Found(f"{prefix}.{key}", None, (content_path,), dedicated=True, empty=True), True
     yield from _field_candidates(turn.get(content_key), content_path)
 
 
@@ -348,19 +424,32 @@ def _field_candidates(value, path: str) -> Iterator[tuple[_Found, bool]]:
 
 def _typed_blocks(items: list, path: str) -> _Found | None | bool:
     """Reasoning in a list of typed blocks: Anthropic ``{"type": "thinking", "thinking": ...}`` content
-    blocks, or OpenAI Responses ``{"type": "reasoning", "summary"/"content": [{"text": ...}]}`` output
-    items. Several pieces are joined; the answer is the first text block / output_text part.
-    Returns None when ``items`` are not typed blocks, False when they are but hold no reasoning."""
+    blocks, OpenAI Responses ``{"type": "reasoning", "summary"/"content": [{"text": ...}]}`` output
+    items, inspect_ai ``{"type": "reasoning", "reasoning": ..., "redacted": false}`` content. Several
+    pieces are joined; the answer is the first text block / output_text part.
+    Returns None when ``items`` are not typed blocks, False when they are but hold no reasoning, and
+    an empty `_Found` (reason ENCRYPTED) when their reasoning is encrypted or redacted only."""
     if not items or not all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in items):
         return None
     pieces: list[tuple[str, str]] = []
     answers: list[str] = []
+    hidden = None  # the first encrypted / redacted reasoning block
     for i, block in enumerate(items):
         kind = block["type"]
         if kind == "thinking" and isinstance(block.get("thinking"), str):
             pieces.append((f"{path}[{i}].thinking", block["thinking"]))
+        elif kind == "redacted_thinking":
+            hidden = hidden or f"{path}[{i}]"
+        elif kind == "reasoning" and isinstance(block.get("reasoning"), str):  # inspect_ai ContentReasoning
+            if not block.get("redacted"):
+                pieces.append((f"{path}[{i}].reasoning", block["reasoning"]))
+            elif isinstance(block.get("summary"), str) and block["summary"].strip():
+                pieces.append((f"{path}[{i}].summary", block["summary"]))
+            else:
+                hidden = hidden or f"{path}[{i}]"
         elif kind == "reasoning":
             # raw reasoning text (content) when the API returns it, else the summary
+            before = len(pieces)
             for part_list in ("content", "summary"):
                 parts = block.get(part_list)
                 texts = [(f"{path}[{i}].{part_list}[{k}].text", p["text"]) for k, p in enumerate(parts or ())
@@ -368,6 +457,8 @@ def _typed_blocks(items: list, path: str) -> _Found | None | bool:
                 if texts:
                     pieces.extend(texts)
                     break
+            if len(pieces) == before and block.get("encrypted_content"):
+                hidden = hidden or f"{path}[{i}].encrypted_content"
         elif kind == "text" and isinstance(block.get("text"), str):
             answers.append(f"{path}[{i}].text")
         elif kind == "message" and isinstance(block.get("content"), list):
@@ -375,9 +466,11 @@ def _typed_blocks(items: list, path: str) -> _Found | None | bool:
                            if isinstance(part, dict) and part.get("type") == "output_text")
     pieces = [(p, t) for p, t in pieces if t.strip()]
     if not pieces:
+        if hidden:
+            return _Found(hidden, None, tuple(answers[:1]), dedicated=True, empty=True, reason=ENCRYPTED)
         return False
     field, text, joined = _joined(path, pieces, BLOCK_SEPARATOR)
-    return _Found(field, text, tuple(answers[:1]), joined)
+    return _Found(field, text, tuple(answers[:1]), joined, dedicated=True)
 
 
 def _answer_section(
@@ -403,8 +496,8 @@ def _answer_section(
     return None
 
 
-def _question(record: dict) -> str | None:
-    for path in QUESTION_FIELDS:
+def _question(record: dict, field: str | None = None) -> str | None:
+    for path in _with_override(field, QUESTION_FIELDS):
         found, value = _get(record, path)
         if found and isinstance(value, str) and value.strip():
             return value
@@ -432,16 +525,13 @@ def _correctness(record: dict, generation: int | None = None) -> tuple[bool | No
 
 
 def _to_bool(value: Any) -> bool | None:
+    """A grade as True (correct), False (incorrect) or None (not graded), by `GRADES`."""
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, float)) and value in (0, 1):
         return bool(value)
     if isinstance(value, str):
-        word = value.strip().lower()
-        if word in {"true", "yes", "correct", "1", "a"}:  # "A": SimpleQA grader's "correct"
-            return True
-        if word in {"false", "no", "incorrect", "0", "b", "c"}:  # "B" incorrect, "C" not attempted
-            return False
+        return GRADES.get(value.strip().lower())
     return None
 
 

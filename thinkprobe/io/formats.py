@@ -1,18 +1,24 @@
 """Raw records from the files people have: JSONL, JSON (lists, record objects, columnar objects),
-Parquet, Arrow and Hugging Face `save_to_disk` folders, gzipped or not, or a folder of them: one
-reader per format in `READERS`; records counted cheaply (lines, Parquet metadata) for the progress bar.
+Parquet, Arrow, Hugging Face `save_to_disk` folders, CSV / TSV and inspect_ai `.eval` logs, gzipped
+or not, or a folder of them: one reader per format in `READERS`; a record in an evaluation
+framework's layout is expanded into its traces' records (thinkprobe.io.layouts); records counted
+cheaply (lines, Parquet metadata) for the progress bar.
 """
 from __future__ import annotations
 
+import csv
 import gzip
 import io
 import json
 import re
+import sys
+import zipfile
 from itertools import islice
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Sequence
 
 from ..records import InputError
+from .layouts import expand
 
 __all__ = ["READERS", "count_records", "count_inputs", "RECORD_LIST_KEYS", "FORMATS", "HF_METADATA_FILES", "RECORD_OBJECT_LISTS", "RECORD_VALUE_LISTS", "PARQUET_BATCH_ROWS", "WHOLE_FILE", "iter_records", "strip_extensions", "type_name"]
 
@@ -21,7 +27,8 @@ RECORD_LIST_KEYS = ("records", "data", "traces")
 
 
 # File name ending (before an optional .gz) -> format; each format has its reader in READERS.
-FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".parquet": "parquet", ".arrow": "arrow"}
+FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".parquet": "parquet", ".arrow": "arrow",
+           ".csv": "csv", ".tsv": "tsv", ".eval": "inspect_eval"}
 
 
 # Hugging Face `save_to_disk` writes these beside its data-*.arrow files; they describe, not hold, records.
@@ -101,7 +108,12 @@ def _iter_file(file: Path) -> Iterator[tuple[str, int | str, dict | InputError]]
     gz = file.name.lower().endswith(".gz")
     try:
         with (gzip.open(file, "rb") if gz else open(file, "rb")) as fh:
-            yield from READERS[fmt](source, fh)
+            for source, locator, record in READERS[fmt](source, fh):
+                if isinstance(record, InputError):
+                    yield source, locator, record
+                    continue
+                for inner, item in expand(source, locator, record):
+                    yield source, inner, item
     except (OSError, EOFError) as exc:  # corrupt gzip, unreadable file: report it and move to the next file
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"cannot read file: {exc}")
 
@@ -265,9 +277,103 @@ def _iter_parquet(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, d
         yield source, index, InputError(source, index, "", f"cannot read Parquet: {exc}")
 
 
+def _iter_delimited(delimiter: str) -> Callable[[str, BinaryIO], Iterator[tuple[str, int | str, dict | InputError]]]:
+    """CSV or TSV with a header row: one record per row, the header names as fields (quoted cells
+    may span lines; an empty cell is a missing value). The locator is the row's 0-based position."""
+
+    kind = "TSV" if delimiter == "\t" else "CSV"
+
+    def read(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, dict | InputError]]:
+        csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # reasoning cells are long
+        text = io.TextIOWrapper(fh, encoding="utf-8-sig", newline="")
+        index = 0
+        try:
+            reader = csv.reader(text, delimiter=delimiter)
+            header = next(reader, None)
+            if not header:
+                yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", "no header row")
+                return
+            header = [h.strip() for h in header]
+            for index, row in enumerate(reader):
+                if not any(cell.strip() for cell in row):
+                    continue
+                if len(row) != len(header):
+                    yield source, index, InputError(source, index, "", f"row has {len(row)} cells, the header {len(header)}")
+                    continue
+                yield source, index, {k: (v if v != "" else None) for k, v in zip(header, row)}
+        except UnicodeDecodeError as exc:
+            yield source, index, InputError(source, index, "", f"invalid UTF-8 at byte {exc.start}")
+        except csv.Error as exc:
+            yield source, index, InputError(source, index, "", f"malformed {kind}: {exc}")
+
+    return read
+
+
+_EVAL_SAMPLE = re.compile(r"^samples/.+_epoch_(\d+)\.json$")
+
+
+ZIP_ZSTANDARD = 93  # the compression inspect_ai writes .eval members with (Python's zipfile reads it from 3.14)
+
+
+def _zip_member(archive: zipfile.ZipFile, name: str) -> bytes:
+    """One member's bytes; zstd members are decompressed with `zstandard` from their raw bytes."""
+    info = archive.getinfo(name)
+    if info.compress_type != ZIP_ZSTANDARD:
+        return archive.read(info)
+    import struct
+
+    import zstandard
+
+    fp = archive.fp
+    fp.seek(info.header_offset)
+    local = fp.read(30)
+    if local[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile(f"bad local header of {name}")
+    name_len, extra_len = struct.unpack("<HH", local[26:30])
+    fp.seek(info.header_offset + 30 + name_len + extra_len)
+    raw = fp.read(info.compress_size)
+    with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw), read_across_frames=True) as reader:
+        return reader.read()
+
+
+def _iter_inspect_eval(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, dict | InputError]]:
+    """An inspect_ai `.eval` log (a zip: header.json with the eval spec, samples/<id>_epoch_<n>.json):
+    one record per sample and epoch, in the order the log stored them."""
+    from .layouts import inspect_sample
+
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(fh.read()))
+        names = archive.namelist()
+        head_name = "header.json" if "header.json" in names else "_journal/start.json"
+        if head_name not in names:
+            yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "header.json", "not an inspect_ai .eval log (no header.json)")
+            return
+        header = json.loads(_zip_member(archive, head_name))
+        spec = header.get("eval") if isinstance(header, dict) else None
+        if not isinstance(spec, dict):
+            yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "header.json", "no eval spec")
+            return
+        samples = [n for n in names if _EVAL_SAMPLE.match(n)]
+        if not samples:
+            yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "samples", "inspect_ai log has no samples "
+                                                 "(written with log_samples=False, or a run that did not finish)")
+            return
+        for index, name in enumerate(samples):
+            try:
+                sample = json.loads(_zip_member(archive, name))
+            except (ValueError, UnicodeDecodeError) as exc:
+                yield source, index, InputError(source, index, name, f"malformed sample JSON: {exc}")
+                continue
+            yield source, index, inspect_sample(spec, sample) if isinstance(sample, dict) else \
+                InputError(source, index, name, "sample is not an object")
+    except (zipfile.BadZipFile, ValueError, KeyError, ImportError) as exc:
+        yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"cannot read inspect_ai .eval log: {exc}")
+
+
 # One reader per format: (source name, binary file handle) -> (source, locator, record or InputError).
 READERS: dict[str, Callable[[str, BinaryIO], Iterator[tuple[str, int | str, dict | InputError]]]] = {
     "jsonl": _iter_jsonl, "json": _iter_json, "arrow": _iter_arrow, "parquet": _iter_parquet,
+    "csv": _iter_delimited(","), "tsv": _iter_delimited("\t"), "inspect_eval": _iter_inspect_eval,
 }
 
 

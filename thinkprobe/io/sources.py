@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["FieldMap", "PATH_GROUPS", "Source", "parse_source", "source_path"]
+__all__ = ["FieldMap", "NAMED_FIELDS", "UNTAGGED_CHOICES", "PATH_GROUPS", "Source", "parse_source", "source_path"]
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,8 @@ class FieldMap:
     """
 
     reasoning_field: str | None = None
+    answer_field: str | None = None
+    question_field: str | None = None
     model_field: str | None = None
     domain_field: str | None = None
     id_field: str | None = None
@@ -32,8 +34,11 @@ class FieldMap:
     model: str | None = None
     domain: str | None = None
     path_pattern: str | None = None
+    untagged: str = "profile"  # "skip": leave out traces whose reasoning is untagged whole text
 
     def __post_init__(self) -> None:
+        if self.untagged not in UNTAGGED_CHOICES:
+            raise ValueError(f"untagged={self.untagged!r}: use one of {', '.join(UNTAGGED_CHOICES)}")
         if self.path_pattern:
             groups = set(_path_regex(self.path_pattern).groupindex)
             if not groups or groups - PATH_GROUPS:
@@ -49,6 +54,14 @@ class FieldMap:
 
 
 PATH_GROUPS = frozenset({"model", "domain"})
+
+
+UNTAGGED_CHOICES = ("profile", "skip")
+
+
+# the options that name one field of the records (checked against the records: thinkprobe.io.check)
+NAMED_FIELDS = ("reasoning_field", "answer_field", "question_field", "model_field", "domain_field", "id_field",
+                "gold_field")
 
 
 _TEMPLATE_SLOT = re.compile(r"\{(\w*)\}|\*")
@@ -71,8 +84,7 @@ def _path_regex(pattern: str) -> re.Pattern:
 
 
 _OVERRIDE_KEYS = {f.replace("_", "-"): f for f in
-                  ("reasoning_field", "model_field", "domain_field", "id_field", "gold_field", "model", "domain",
-                   "path_pattern")}
+                  (*NAMED_FIELDS, "model", "domain", "path_pattern", "untagged")}
 
 
 @dataclass(frozen=True)
@@ -88,8 +100,9 @@ class Source:
 def parse_source(spec: str | Path | Source, base: FieldMap = FieldMap()) -> Source:
     """``PATH`` or ``PATH::key=value,key=value``: one input with per-input overrides over ``base``.
 
-    Keys are the option names without dashes: reasoning-field, model-field, domain-field, id-field,
-    gold-field, model, domain, path-pattern (underscores work too).
+    Keys are the option names without dashes: reasoning-field, answer-field, question-field,
+    model-field, domain-field, id-field, gold-field, model, domain, path-pattern, untagged
+    (underscores work too).
 
     >>> parse_source("a.jsonl::model=R1,reasoning-field=steps").fields.reasoning_field
     'steps'

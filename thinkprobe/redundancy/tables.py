@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..outputs import MODEL_REDUNDANCY_TABLE, REDUNDANCY_TABLE, RUN_JSON, write_table
-from ..records import iter_graph_records
+from ..records import iter_graph_records, source_id
 from .annotate import METRICS, RedundancyParams, redundancy_row
 
 __all__ = ["MODEL_COLUMNS", "model_means", "write_redundancy", "table_row", "write_redundancy_tables",
@@ -51,7 +51,7 @@ def table_row(record: dict, params: RedundancyParams = RedundancyParams()) -> di
     stored = record.get("redundancy")
     if isinstance(stored, dict) and isinstance(stored.get("metrics"), dict):
         return {"trace_id": record.get("trace_id"), "model": record.get("model"),
-                "domain": record.get("domain"), **stored["metrics"]}
+                "domain": record.get("domain"), "source_id": source_id(record), **stored["metrics"]}
     return redundancy_row(record, params)[0]
 
 

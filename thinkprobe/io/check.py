@@ -1,0 +1,69 @@
+"""Named fields checked against the records: a `--*-field` that no record has is a misspelling far
+more often than a choice, and without this check it is ignored in silence (every trace grouped as
+`unknown`, the answer or gold answer missing).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Sequence
+
+from ..records import InputError
+from .detect import _get
+from .formats import iter_records
+from .sources import NAMED_FIELDS, FieldMap, Source, parse_source
+
+__all__ = ["FieldWarning", "check_fields", "CHECKED_RECORDS"]
+
+
+CHECKED_RECORDS = 200  # records read per input for the check (the first ones, in input order)
+
+
+@dataclass(frozen=True)
+class FieldWarning:
+    """A named field that none of the records checked has."""
+
+    option: str  # e.g. "--model-field"
+    field: str
+    input: str
+    checked: int  # records read
+    keys: tuple[str, ...]  # the top-level keys those records do have
+
+    def __str__(self) -> str:
+        shown = ", ".join(self.keys[:30]) + (f", ... ({len(self.keys)} keys)" if len(self.keys) > 30 else "")
+        return (f"{self.option} {self.field!r} matched none of the first {self.checked} records of {self.input}; "
+                f"their keys: {shown or 'none'}")
+
+    def as_dict(self) -> dict:
+        return {"option": self.option, "field": self.field, "input": self.input, "checked": self.checked,
+                "keys": list(self.keys)}
+
+
+def check_fields(inputs: Sequence[str | Path | Source], fields: FieldMap = FieldMap(),
+                 records: Sequence[dict] | None = None, limit: int = CHECKED_RECORDS) -> list[FieldWarning]:
+    """One warning per named field (per input) that none of the first `limit` records has."""
+    sources = [parse_source(i, fields) for i in inputs]
+    if records is not None:
+        sources.insert(0, Source("<memory>", fields, records))
+    warnings = []
+    for src in sources:
+        named = {name: getattr(src.fields, name) for name in NAMED_FIELDS if getattr(src.fields, name)}
+        if not named:
+            continue
+        rows = (r for r in src.records) if src.records is not None else \
+            (r for _, _, r in iter_records(src.path) if not isinstance(r, InputError))
+        seen, keys, checked = set(), {}, 0
+        for record in islice(rows, limit):
+            if not isinstance(record, dict):
+                continue
+            checked += 1
+            keys.update(dict.fromkeys(map(str, record)))
+            seen.update(name for name, path in named.items() if _get(record, path)[0])
+            if len(seen) == len(named):
+                break
+        if not checked:
+            continue
+        warnings.extend(FieldWarning("--" + name.replace("_", "-"), path, src.path, checked, tuple(keys))
+                        for name, path in named.items() if name not in seen)
+    return warnings

@@ -1,0 +1,305 @@
+"""The layouts evaluation frameworks write, turned into plain records that detection reads.
+
+A file reader (thinkprobe.io.formats) yields raw records; a record in a framework's layout is
+expanded here into the records of its traces, each keeping the framework's own fields (so
+``--*-field`` paths into them still work) plus the few it derives, all named in `DERIVED`:
+
+- inspect_ai logs (`.json` whole, `.eval` zip samples): one record per sample and epoch;
+- lighteval details (current nested ``doc`` / ``model_response`` / ``metric`` columns, and the
+  flat layout of releases before 0.11, whose lists were saved as strings up to 0.7): one record per
+  generation, ``:g<N>`` when a row holds several (pass@k);
+- OpenAI Batch output lines (``custom_id`` + ``response.body``): the body, with the request's id.
+
+`LAYOUTS` is the table: (name, test, expand) in the order tried; the first whose test passes
+expands the record. A record no layout claims passes through unchanged.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ..records import InputError
+
+__all__ = ["LAYOUTS", "DERIVED", "INSPECT_GRADES", "expand", "lighteval_path_parts", "resolve_attachments",
+           "literal"]
+
+
+# Keys a layout adds to a record (besides the framework's own): provenance names them.
+DERIVED = ("trace_id", "source_id", "model", "task", "reasoning", "response", "question", "gold", "correct", "layout",
+           "derived_from", "generation")
+
+
+# inspect_ai's scorer values (inspect_ai.scorer: CORRECT "C", INCORRECT "I", PARTIAL "P", NOANSWER
+# "N"); partial and no-answer are not graded either way.
+INSPECT_GRADES = {"C": True, "I": False, "P": None, "N": None}
+
+
+ATTACHMENT = "attachment://"
+
+
+def literal(value: Any) -> Any:
+    """A list or dict saved as its Python repr (lighteval before 0.8 stringified every column),
+    decoded with `ast.literal_eval` (never `eval`); anything else as it is."""
+    if isinstance(value, str) and value[:1] in "[{(" and value[-1:] in "]})":
+        try:
+            return ast.literal_eval(value)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return value
+    return value
+
+
+# ----------------------------------------------------------------------------- inspect_ai
+
+
+def is_inspect_log(record: dict) -> bool:
+    """A whole inspect_ai EvalLog (`.json`): an `eval` spec with task and model, and `samples`."""
+    spec = record.get("eval")
+    return isinstance(spec, dict) and "task" in spec and "model" in spec and (
+        "samples" in record or "status" in record)
+
+
+def resolve_attachments(value: Any, attachments: dict) -> Any:
+    """inspect_ai moves long strings to ``sample.attachments`` and leaves ``attachment://<hash>``."""
+    if not attachments:
+        return value
+    if isinstance(value, str):
+        if value.startswith(ATTACHMENT):
+            return attachments.get(value[len(ATTACHMENT):], value)
+        return value
+    if isinstance(value, list):
+        return [resolve_attachments(v, attachments) for v in value]
+    if isinstance(value, dict):
+        return {k: resolve_attachments(v, attachments) for k, v in value.items()}
+    return value
+
+
+def inspect_sample(spec: dict, sample: dict) -> dict:
+    """One inspect_ai EvalSample as a record: its own fields, the eval spec under `eval`, and the
+    derived id (`<sample id>:e<epoch>`), model, task, question, gold and grade."""
+    sample = resolve_attachments({k: v for k, v in sample.items() if k not in ("events", "attachments")},
+                                 sample.get("attachments") or {})
+    record = {**sample, "eval": spec, "layout": "inspect_ai"}
+    sid = sample.get("id")
+    record["source_id"] = None if sid is None else str(sid)
+    record["trace_id"] = f"{sid}:e{sample.get('epoch', 1)}"
+    record["model"] = spec.get("model")
+    record["task"] = spec.get("task")
+    question = sample.get("input")
+    if isinstance(question, list):  # chat messages: the last user turn's text
+        texts = [_message_text(m) for m in question if isinstance(m, dict) and m.get("role") == "user"]
+        question = next((t for t in reversed(texts) if t), None)
+    record["question"] = question if isinstance(question, str) else None
+    target = sample.get("target")
+    if isinstance(target, list):
+        target = target[0] if len(target) == 1 else (" | ".join(map(str, target)) or None)
+    record["gold"] = target
+    record["correct"] = _inspect_grade(sample.get("scores"))
+    record["derived_from"] = {"trace_id": "id:epoch", "source_id": "id", "model": "eval.model", "task": "eval.task",
+                              "question": "input", "gold": "target", "correct": "scores"}
+    return record
+
+
+def _message_text(message: dict) -> str | None:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        return "\n".join(t for t in texts if isinstance(t, str)) or None
+    return None
+
+
+def _inspect_grade(scores: Any) -> bool | None:
+    """The first scorer whose value is a grade (C / I, or a boolean / 0-1 number)."""
+    if not isinstance(scores, dict):
+        return None
+    for score in scores.values():
+        value = score.get("value") if isinstance(score, dict) else None
+        if isinstance(value, str) and value in INSPECT_GRADES:
+            if INSPECT_GRADES[value] is not None:
+                return INSPECT_GRADES[value]
+        elif isinstance(value, bool):
+            return value
+        elif isinstance(value, (int, float)) and value in (0, 1):
+            return bool(value)
+    return None
+
+
+def _expand_inspect(record: dict, source: str, locator: int | str) -> Iterator[tuple[int | str, dict | InputError]]:
+    samples = record.get("samples")
+    if not isinstance(samples, list) or not samples:
+        yield locator, InputError(source, locator, "samples", "inspect_ai log has no samples (a log written with "
+                                  "log_samples=False, or a run that did not finish)")
+        return
+    for k, sample in enumerate(samples):
+        if isinstance(sample, dict):
+            yield k, inspect_sample(record["eval"], sample)
+        else:
+            yield k, InputError(source, k, "samples", "sample is not an object")
+
+
+# ----------------------------------------------------------------------------- lighteval
+
+_DETAILS_NAME = re.compile(r"^details_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[\d\-.]+)\.parquet$")
+
+
+def lighteval_path_parts(source: str) -> dict[str, str]:
+    """Model and task from lighteval's details path: ``.../details/<model...>/<date>/details_<task>_<date>.parquet``
+    (the model name may hold slashes: ``deepseek-ai/DeepSeek-R1``)."""
+    path = Path(source)
+    match = _DETAILS_NAME.match(path.name)
+    if not match:
+        return {}
+    parts = {"task": match["task"]}
+    folders = path.parent.parts
+    if "details" in folders[:-1]:
+        at = len(folders) - 1 - folders[::-1].index("details")
+        model = "/".join(folders[at + 1 : -1])
+        if model:
+            parts["model"] = model
+    return parts
+
+
+def is_lighteval_nested(record: dict) -> bool:
+    return isinstance(record.get("doc"), (dict, str)) and isinstance(record.get("model_response"), (dict, str)) \
+        and "metric" in record
+
+
+def is_lighteval_flat(record: dict) -> bool:
+    return "predictions" in record and "metrics" in record and ("full_prompt" in record or "example" in record)
+
+
+# metric names whose 0/1 value is the per-sample grade, most specific first
+LIGHTEVAL_GRADE_METRICS = ("extractive_match", "exact_match", "quasi_exact_match", "prefix_exact_match",
+                           "expr_gold_metric", "em", "acc", "pass@1", "pass@k")
+
+
+def _lighteval_grade(metrics: Any, generations: int) -> bool | None:
+    """The sample's grade from its metric dict, only when it holds one generation (a pass@k
+    metric is over all generations, not any one of them)."""
+    if generations != 1 or not isinstance(metrics, dict):
+        return None
+    names = sorted(metrics, key=lambda n: next((i for i, m in enumerate(LIGHTEVAL_GRADE_METRICS) if n.startswith(m)),
+                                               len(LIGHTEVAL_GRADE_METRICS)))
+    for name in names:
+        value = metrics[name]
+        if not isinstance(value, bool) and isinstance(value, (int, float)) and value in (0, 1) and \
+                any(name.startswith(m) for m in LIGHTEVAL_GRADE_METRICS):
+            return bool(value)
+    return None
+
+
+# Columns lighteval saved as Python reprs before 0.8 (and that a round trip through pandas may stringify):
+# only these are decoded, so a question that happens to look like a list stays text.
+LIGHTEVAL_LIST_COLUMNS = frozenset({"doc", "model_response", "metric", "predictions", "gold", "metrics", "specifics",
+                                    "choices", "gold_index", "text", "reasonings", "specific", "text_post_processed"})
+
+
+def _decoded(row: dict) -> dict:
+    return {k: literal(v) if k in LIGHTEVAL_LIST_COLUMNS else v for k, v in row.items()}
+
+
+def _expand_lighteval(record: dict, source: str, locator: int | str) -> Iterator[tuple[int | str, dict | InputError]]:
+    nested = is_lighteval_nested(record)
+    record = _decoded(record)
+    if nested:
+        doc = _decoded(record["doc"]) if isinstance(record.get("doc"), dict) else {}
+        response = _decoded(record["model_response"]) if isinstance(record.get("model_response"), dict) else {}
+        record["doc"], record["model_response"] = doc, response
+        texts, reasonings = response.get("text"), response.get("reasonings")
+        question = doc.get("query") if isinstance(doc.get("query"), str) else doc.get("original_query")
+        choices, gold_index = doc.get("choices"), doc.get("gold_index")
+        if isinstance(gold_index, list):
+            gold_index = gold_index[0] if len(gold_index) == 1 else None
+        gold = choices[gold_index] if isinstance(choices, list) and isinstance(gold_index, int) and \
+            0 <= gold_index < len(choices) else None
+        source_id = doc.get("id")
+        metrics = record.get("metric")
+        text_field, reasoning_field = "model_response.text", "model_response.reasonings"
+    else:
+        texts, reasonings = record.get("predictions"), None
+        question = record.get("example") if isinstance(record.get("example"), str) else record.get("full_prompt")
+        golds = record.get("gold")
+        gold = golds[0] if isinstance(golds, list) and len(golds) == 1 else (golds if isinstance(golds, str) else None)
+        specifics = record.get("specifics")
+        source_id = specifics.get("id") if isinstance(specifics, dict) else None
+        metrics = record.get("metrics")
+        text_field, reasoning_field = "predictions", None
+    if isinstance(texts, str):
+        texts = [texts]
+    if not isinstance(texts, list) or not texts:
+        yield locator, InputError(source, locator, text_field, "lighteval details row without generated text "
+                                  "(a log-likelihood task: nothing to profile)")
+        return
+    where = lighteval_path_parts(source)
+    position = locator if isinstance(locator, int) else 0
+    base_id = str(source_id) if source_id not in (None, "") else None
+    for g, text in enumerate(texts):
+        reasoning = reasonings[g] if isinstance(reasonings, list) and g < len(reasonings) else None
+        derived = {
+            "layout": "lighteval",
+            "source_id": base_id,
+            "trace_id": (base_id or f"{Path(source).name}:{position}") + (f":g{g}" if len(texts) > 1 else ""),
+            "model": where.get("model"),
+            "task": where.get("task"),
+            "response": text,
+            "question": question if isinstance(question, str) else None,
+            "gold": None if gold is None else str(gold),
+            "correct": _lighteval_grade(metrics, len(texts)),
+        }
+        if isinstance(reasoning, str) and reasoning.strip():
+            derived["reasoning"] = reasoning
+        out = {k: v for k, v in record.items() if k not in DERIVED}
+        out.update({k: v for k, v in derived.items() if v is not None or k in ("correct",)})
+        out["generation"] = g
+        out["derived_from"] = {
+            "response": f"{text_field}[{g}]", "reasoning": f"{reasoning_field}[{g}]",
+            "trace_id": ("doc.id" if nested else "specifics.id") if base_id else "file:record",
+            "source_id": "doc.id" if nested else "specifics.id", "model": "path", "task": "path",
+            "question": "doc.query" if nested else "example", "gold": "doc.choices[doc.gold_index]" if nested else "gold",
+            "correct": "metric" if nested else "metrics"}
+        yield locator, out
+
+
+# ----------------------------------------------------------------------------- OpenAI Batch
+
+
+def is_openai_batch(record: dict) -> bool:
+    return "custom_id" in record and isinstance(record.get("response"), (dict, type(None))) and (
+        record.get("response") is None or "body" in record["response"])
+
+
+def _expand_batch(record: dict, source: str, locator: int | str) -> Iterator[tuple[int | str, dict | InputError]]:
+    response = record.get("response")
+    body = response.get("body") if isinstance(response, dict) else None
+    if not isinstance(body, dict):
+        error = record.get("error")
+        reason = error.get("message") if isinstance(error, dict) else None
+        yield locator, InputError(source, locator, "response.body", f"batch request failed: {reason or 'no response body'}")
+        return
+    out = {k: v for k, v in body.items() if k not in ("id",)}
+    out.update(layout="openai_batch", trace_id=str(record["custom_id"]), source_id=str(record["custom_id"]),
+               batch={k: v for k, v in record.items() if k != "response"},
+               derived_from={"trace_id": "custom_id", "source_id": "custom_id", "model": "response.body.model"})
+    out["response_id"] = body.get("id")
+    yield locator, out
+
+
+LAYOUTS: tuple[tuple[str, Callable[[dict], bool], Callable[..., Iterator]], ...] = (
+    ("inspect_ai", is_inspect_log, _expand_inspect),
+    ("lighteval", is_lighteval_nested, _expand_lighteval),
+    ("lighteval (before 0.11)", is_lighteval_flat, _expand_lighteval),
+    ("openai_batch", is_openai_batch, _expand_batch),
+)
+
+
+def expand(source: str, locator: int | str, record: dict) -> Iterator[tuple[int | str, dict | InputError]]:
+    """The records one raw record stands for: expanded by the first layout that claims it, else itself."""
+    if isinstance(record, dict) and "layout" not in record:
+        for _, test, expander in LAYOUTS:
+            if test(record):
+                yield from expander(record, source, locator)
+                return
+    yield locator, record
