@@ -404,7 +404,7 @@ def test_peek(tmp_path):
         "file": str(path), "joined": None, "record": "line 1", "trace_id": "x", "trace_id_from": "id", "model": "M", "model_from": "model",
         "domain": "math", "domain_from": "domain", "reasoning_from": "response", "tag": "<think>",
         "open_tag_missing": True, "truncated": False, "answer_from": "response", "reasoning_chars": 5,
-        "answer_chars": 2, "gold_from": "answer", "correct_from": "correct", "error": None,
+        "answer_chars": 2, "gold_from": "answer", "correct_from": "correct", "untagged": False, "layout": None, "error": None,
     }
     assert rows[1]["record"] == "line 2" and "reasoning" in rows[1]["error"] and rows[1]["trace_id"] is None
     table = format_peek(rows)

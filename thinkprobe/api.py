@@ -183,9 +183,7 @@ def profile(data: Any, out_dir: str | os.PathLike | None = None, **options: Any)
     if opts.report:
         from .report import write_report
 
-        if opts.show_progress:
-            print("report: writing report.html, report.md, figures and per-trace pages", file=sys.stderr)
-        summary["report"] = str(write_report(out))
+        summary["report"] = str(write_report(out, progress=opts.show_progress))
     return run
 
 

@@ -97,6 +97,7 @@ def _profile_chunks(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Lin
                 resumed += len(chunk)
                 progress.traces(len(chunk))
             else:
+                progress.begin_chunk(len(chunk))
                 text = profile_chunk_isolated(
                     chunk, lambda items: _process_chunk(items, cfg, encoder, linker, times, pool, typer, progress),
                     lambda items: _process_chunk(items, cfg, encoder, linker, times, None, typer), part, limits,

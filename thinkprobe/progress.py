@@ -1,6 +1,7 @@
 """What a person watching a run sees: the number of records counted up front (cheaply: lines of
-JSONL, Parquet metadata: thinkprobe.io.formats), a bar over traces with rate and ETA, and below it the current stage with
-the units encoded so far, redrawn every second so it moves even while one stage is busy.
+JSONL, Parquet metadata: thinkprobe.io.formats), a bar over traces with rate and ETA that moves
+within each chunk, and below it the current stage, named for a reader, with the units encoded so
+far, redrawn every second so it moves even while one stage is busy.
 Also the trace selection behind --limit and --sample."""
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Iterable, Iterator, TypeVar
 
 from .timing import StageTimes
 
-__all__ = ["select", "selected_total", "Progress", "ProgressTimes"]
+__all__ = ["select", "selected_total", "Progress", "ProgressTimes", "STAGE_NAMES"]
 
 T = TypeVar("T")
 
@@ -61,20 +62,38 @@ def selected_total(total: int | None, limit: int | None, sample: int | None) -> 
     return total
 
 
+# What each pipeline stage is called on the progress display.
+STAGE_NAMES = {
+    "load": "reading records", "split": "splitting into sentences", "encode": "encoding units",
+    "tile_type": "tiling and typing units", "link": "linking units", "indicators_serialise": "computing indicators",
+    "write": "committing the chunk", "assemble": "assembling the outputs", "report": "writing the report",
+}
+
+
+# Where a chunk's traces stand, as a share of their work, when each stage starts: the bar moves
+# inside a chunk (units encoded move it through the encode share) instead of jumping per chunk.
+_CHUNK_SHARE = {"split": 0.0, "encode": 0.05, "tile_type": 0.65, "link": 0.75, "indicators_serialise": 0.9}
+
+
 class Progress:
     """Two lines on stderr: traces done of the total (rate, ETA), and the stage running now with
-    its unit counter. Disabled, every method does nothing."""
+    its unit counter. The trace count moves within a chunk as its stages and units advance, so the
+    rate and ETA show from the first trace on. tqdm.auto draws a widget in a notebook and a bar
+    that fits the width of any terminal. Disabled, every method does nothing."""
 
     def __init__(self, total: int | None, enabled: bool = True, refresh_s: float = 1.0):
         self.enabled = enabled
         if not enabled:
             return
-        from tqdm import tqdm
+        from tqdm.auto import tqdm
 
         self.bar = tqdm(total=total, desc="traces", unit="trace", file=sys.stderr, position=0, dynamic_ncols=True,
-                        smoothing=0.1)
+                        smoothing=0.1, bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total_fmt} "
+                                                  "[{elapsed}<{remaining}, {rate_fmt}]" if total else None)
         self.status = tqdm(total=None, desc="starting", unit="unit", file=sys.stderr, position=1, dynamic_ncols=True,
                            bar_format="{desc}: {n_fmt} units encoded [{rate_fmt}]")
+        self._chunk = (0.0, 0)  # (bar count when the chunk started, traces in it)
+        self._share, self._units_expected, self._units_seen, self._finished = 0.0, 0, 0, 0
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._tick, args=(refresh_s,), daemon=True)
@@ -86,20 +105,59 @@ class Progress:
                 self.bar.refresh()
                 self.status.refresh()
 
+    def _advance_to(self, share: float) -> None:
+        start, n = self._chunk
+        target = start + n * min(share, 1.0)
+        if target > self.bar.n:
+            self.bar.update(target - self.bar.n)
+
+    def begin_chunk(self, n: int) -> None:
+        """A chunk of `n` traces starts (the bar moves through it as its stages run)."""
+        if self.enabled:
+            with self._lock:
+                self._advance_to(1.0)  # whatever the last chunk left
+                self._chunk, self._share = (float(self.bar.n), n), 0.0
+                self._units_expected = self._units_seen = self._finished = 0
+
+    def expect_units(self, n: int) -> None:
+        """The chunk's units about to be encoded (the encode share moves with them)."""
+        if self.enabled:
+            with self._lock:
+                self._units_expected, self._units_seen = n, 0
+
     def stage(self, name: str) -> None:
         if self.enabled:
             with self._lock:
-                self.status.set_description_str(name, refresh=True)
+                if name in _CHUNK_SHARE and self._chunk[1]:
+                    self._share = _CHUNK_SHARE[name]
+                    self._advance_to(self._share)
+                self.status.set_description_str(STAGE_NAMES.get(name, name), refresh=True)
 
     def units(self, n: int) -> None:
         if self.enabled:
             with self._lock:
                 self.status.update(n)
+                if self._units_expected and self._chunk[1]:
+                    self._units_seen += n
+                    done = min(self._units_seen / self._units_expected, 1.0)
+                    self._advance_to(_CHUNK_SHARE["encode"] + done * (_CHUNK_SHARE["tile_type"] - _CHUNK_SHARE["encode"]))
 
     def traces(self, n: int = 1) -> None:
+        """`n` traces finished (of the current chunk, when one is open)."""
         if self.enabled:
             with self._lock:
-                self.bar.update(n)
+                start, size = self._chunk
+                if size:
+                    self._finished += n
+                    if self._finished >= size:
+                        self._advance_to(1.0)
+                        self.bar.n = round(self.bar.n)  # whole traces again between chunks
+                        self._chunk = (float(self.bar.n), 0)
+                    else:
+                        first = _CHUNK_SHARE["indicators_serialise"]
+                        self._advance_to(first + (1.0 - first) * self._finished / size)
+                else:
+                    self.bar.update(n)
 
     def close(self) -> None:
         if self.enabled:
@@ -118,3 +176,6 @@ class ProgressTimes:
     def __call__(self, stage: str):
         self.progress.stage(stage)
         return self.times(stage)
+
+    def expect_units(self, n: int) -> None:
+        self.progress.expect_units(n)

@@ -301,6 +301,9 @@ def _locate_reasoning(
         if value is None:
             continue
         if not isinstance(value, str):
+            if candidate.dedicated and empty is None:  # a reasoning field that holds no text blocks the fallback
+                empty = _Found(candidate.path, None, (), dedicated=True, empty=True,
+                               reason=f"expected text, found {type_name(value)}")
             wrong = wrong or (candidate.path, value)
             continue
         if not value.strip():

@@ -20,7 +20,7 @@ from typing import Any, BinaryIO, Callable, Iterator, Sequence
 from ..records import InputError
 from .layouts import expand
 
-__all__ = ["READERS", "count_records", "count_inputs", "RECORD_LIST_KEYS", "FORMATS", "HF_METADATA_FILES", "RECORD_OBJECT_LISTS", "RECORD_VALUE_LISTS", "PARQUET_BATCH_ROWS", "WHOLE_FILE", "iter_records", "strip_extensions", "type_name"]
+__all__ = ["READERS", "data_files", "count_records", "count_inputs", "RECORD_LIST_KEYS", "FORMATS", "HF_METADATA_FILES", "RECORD_OBJECT_LISTS", "RECORD_VALUE_LISTS", "PARQUET_BATCH_ROWS", "WHOLE_FILE", "iter_records", "strip_extensions", "type_name"]
 
 
 RECORD_LIST_KEYS = ("records", "data", "traces")
@@ -60,12 +60,13 @@ def iter_records(path: str | Path) -> Iterator[tuple[str, int | str, dict | Inpu
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"no such file or directory: {root}")
-    files = _data_files(root) if root.is_dir() else [root]
+    files = data_files(root) if root.is_dir() else [root]
     for file in files:
         yield from _iter_file(file)
 
 
-def _data_files(root: Path) -> list[Path]:
+def data_files(root: Path) -> list[Path]:
+    """The data files of a folder, sorted; hidden ones and Hugging Face metadata left out."""
     return sorted(
         p for p in root.rglob("*")
         if p.is_file() and _format_of(p) and not any(part.startswith(".") for part in p.relative_to(root).parts)

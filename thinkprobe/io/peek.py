@@ -7,21 +7,40 @@ from pathlib import Path
 from typing import Sequence
 
 from ..records import InputError, Trace
-from .sources import FieldMap, Source
+from .formats import data_files
+from .sources import FieldMap, Source, parse_source
 from .traces import detect_inputs
 
 __all__ = ["peek", "format_peek", "usable", "unknown_fix"]
 
 
+PEEK_MAX_FILES = 20  # files of one folder shown by peek; a row says how many more there are
+
+
 def peek(paths: str | Path | Source | Sequence[str | Path | Source], n: int = 5,
-         fields: FieldMap = FieldMap()) -> list[dict]:
-    """The detected mapping for the first ``n`` traces or errors of each input: what `thinkprobe peek`
-    shows. Each row names its file; an error row carries the whole reason."""
+         fields: FieldMap = FieldMap(), max_files: int = PEEK_MAX_FILES) -> list[dict]:
+    """The detected mapping for the first ``n`` traces or errors of each input file (a folder: of
+    each of its first ``max_files`` data files): what `thinkprobe peek` shows. Each row names its
+    file; an error row carries the whole reason."""
     inputs = [paths] if isinstance(paths, (str, Path, Source)) else list(paths)
     rows = []
     for spec in inputs:
-        for locator, item in islice(detect_inputs([spec], fields), n):
-            rows.append(_peek_row(locator, item))
+        src = parse_source(spec, fields)
+        files = [src]
+        if src.records is None and Path(src.path).is_dir():
+            found = data_files(Path(src.path))
+            files = [Source(str(f), src.fields) for f in found[:max_files]]
+            if len(found) > max_files:
+                row = dict.fromkeys(_PEEK_KEYS)
+                row.update(file=src.path, record="...", error=f"{len(found) - max_files} more files not shown "
+                                                               f"(peek a file, or the folder with fewer files)")
+                files.append(row)
+        for item in files:
+            if isinstance(item, dict):
+                rows.append(item)
+                continue
+            for locator, traced in islice(detect_inputs([item], fields), n):
+                rows.append(_peek_row(locator, traced))
     return rows
 
 
@@ -51,6 +70,8 @@ def _peek_row(locator: int | str, item: Trace | InputError) -> dict:
             "gold_from": p["gold_from"],
             "correct_from": p["correct_from"],
             "joined": p.get("joined"),
+            "untagged": bool(p.get("untagged")),
+            "layout": p.get("layout"),
             "error": None,
     }
 
@@ -58,7 +79,7 @@ def _peek_row(locator: int | str, item: Trace | InputError) -> dict:
 _PEEK_KEYS = (
     "file", "record", "trace_id", "trace_id_from", "model", "model_from", "domain", "domain_from",
     "reasoning_from", "tag", "open_tag_missing", "truncated", "answer_from", "reasoning_chars",
-    "answer_chars", "gold_from", "correct_from", "joined", "error",
+    "answer_chars", "gold_from", "correct_from", "joined", "untagged", "layout", "error",
 )
 
 
@@ -78,7 +99,7 @@ def format_peek(rows: list[dict]) -> str:
             spans.add(len(lines))
             lines.append((str(row["record"]), f"ERROR {row['error']}"))
             continue
-        flags = [name for name in ("open_tag_missing", "truncated") if row[name]]
+        flags = [name for name in ("open_tag_missing", "truncated", "untagged") if row.get(name)]
         if row.get("joined"):
             flags.append(f"joined {row['joined']['parts']} parts")
         tag = row["tag"] or "no tag"

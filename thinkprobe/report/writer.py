@@ -29,11 +29,47 @@ def _is_flat(by_model: Sequence[Mapping]) -> bool:
     return all(abs(r[d]) < 1e-9 for r in by_model for d in DIMS if math.isfinite(r[d]))
 
 
-def write_report(run_dir: str | Path, workers: int | None = None) -> Path:
+class _Steps:
+    """The report's steps on a progress bar (stderr), named as they start; silent when disabled."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.bar = None
+        if enabled:
+            import sys
+
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc="report", unit="step", file=sys.stderr, dynamic_ncols=True,
+                            bar_format="{desc} |{bar}| {n_fmt}/{total_fmt} steps [{elapsed}]")
+        self.started = False
+
+    def __call__(self, name: str) -> None:
+        if self.bar is not None:
+            if self.started:
+                self.bar.update(1)
+            self.started = True
+            self.bar.set_description_str(f"report: {name}")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.update(self.bar.total - self.bar.n)
+            self.bar.close()
+
+
+def write_report(run_dir: str | Path, workers: int | None = None, progress: bool = False) -> Path:
     """report.html, report.md, figures/*.png and traces/*.html in `run_dir`; returns report.html's path.
     `workers` processes draw the per-trace pages (default: up to 8, one per CPU). Trace pages left
-    in traces/ by an earlier report or `thinkprobe graph` are removed: they may show other graphs."""
-    run_dir = Path(run_dir)
+    in traces/ by an earlier report or `thinkprobe graph` are removed: they may show other graphs.
+    `progress` shows the steps on stderr."""
+    step = _Steps(8, progress)
+    try:
+        return _write_report(Path(run_dir), workers, step)
+    finally:
+        step.close()
+
+
+def _write_report(run_dir: Path, workers: int | None, step: _Steps) -> Path:
+    step("statistics")
     stats = compute_stats(run_dir)
     rows = load_table(run_dir)
     if not rows:  # every trace failed to load: say so rather than draw empty charts
@@ -61,8 +97,10 @@ def write_report(run_dir: str | Path, workers: int | None = None) -> Path:
     figures: dict[str, bytes] = {}
     with figure_style():
         for name, make in makers.items():
+            step(f"figure: {name}")
             figures[name] = png_bytes(make(), FIGURE_DPI)
             (fig_dir / f"{name}.png").write_bytes(figures[name])
+    step("per-trace pages")
     pages = write_trace_pages(run_dir, workers if workers is not None else min(8, os.cpu_count() or 1))
     # pages of an earlier report (traces since re-profiled, renamed or gone) would read as this run's
     current = {Path(link).name for link in pages.values()}
@@ -70,6 +108,7 @@ def write_report(run_dir: str | Path, workers: int | None = None) -> Path:
         if old.name not in current:
             old.unlink()
 
+    step("report.html and report.md")
     redundancy = redundancy_table(run_dir / REDUNDANCY_TABLE.name)
     html_doc = report_html(run_dir, stats, rows, cells, figures, pages, redundancy)
     (run_dir / "report.html").write_text(html_doc, encoding="utf-8")
