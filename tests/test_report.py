@@ -224,6 +224,9 @@ def test_report_renders_in_chromium(run_dir, browser, tmp_path, width):
     assert probe, "the page's scripts did not run"
     images, broken, sortable = map(int, probe.groups())
     assert images >= 4 and broken == 0 and sortable > 0
+    # CoTJudger's analyses render as sections with their figures (or the line saying why one is missing)
+    assert "CoTJudger's analyses" in dom and "Where redundancy sits" in dom and "Accuracy against redundancy" in dom
+    assert images >= 4 + 7 and ('class="best"' in dom and 'class="worst"' in dom)
     first, last = re.search(r'data-order="([^"]*)"', dom).group(1).split("&lt;=")
     assert first <= last
     bounds = re.search(r'data-bounds="vw=(\d+);bad=([^"]*)"', dom)

@@ -24,7 +24,9 @@ from .tables import csv_text, fmt_float, read_csv, write_atomic
 __all__ = ["Table", "RunFile", "INDICATORS_TABLE", "PROFILE_TABLE", "MODEL_PROFILES_TABLE",
            "MODEL_DOMAIN_PROFILES_TABLE", "REDUNDANCY_TABLE", "MODEL_REDUNDANCY_TABLE", "TABLES",
            "REDUNDANCY_COLUMNS", "REDUNDANCY_METRICS", "GRAPHS_FILE", "GRAPHS_PARQUET", "ERRORS_FILE",
-           "NORMS_FILE", "RUN_JSON", "STATS_JSON", "STATS_CSV", "RUN_FILES", "OUTPUT_FILES",
+           "NORMS_FILE", "RUN_JSON", "STATS_JSON", "STATS_CSV", "ANALYSES_JSON", "ANALYSIS_TABLES",
+           "LEVEL_REDUNDANCY_TABLE", "POSITIONS_TABLE", "OUTCOME_TOKENS_TABLE", "LENGTHS_TABLE", "TRANSITIONS_TABLE",
+           "PARETO_TABLE", "ROLES_TABLE", "DYNAMICS_TABLE", "RUN_FILES", "OUTPUT_FILES",
            "write_table", "read_table", "graphs_arrow_schema", "graph_rows"]
 
 # source_id: the record's own id (a question or sample id), null when the record has none; unlike
@@ -76,13 +78,34 @@ MODEL_PROFILES_TABLE = _table("model_profiles.csv", ("model", "n", *DIMENSION_NA
                               floats=DIMENSION_NAMES)
 MODEL_DOMAIN_PROFILES_TABLE = _table("model_domain_profiles.csv", ("model", "domain", "n", *DIMENSION_NAMES),
                                      ints=("n",), floats=DIMENSION_NAMES)
-REDUNDANCY_TABLE = _table("redundancy.csv", REDUNDANCY_COLUMNS, parquet=True,
-                          ints=[c for c in REDUNDANCY_METRICS if c not in _FLOAT_METRICS], floats=_FLOAT_METRICS)
+# level: the question's difficulty level 1 (easiest) - 5 from the share of models that answered it
+# correctly (thinkprobe.redundancy.analyses), null where fewer than 3 models answered it graded.
+REDUNDANCY_TABLE = _table("redundancy.csv", (*REDUNDANCY_COLUMNS, "level"), parquet=True,
+                          ints=[*(c for c in REDUNDANCY_METRICS if c not in _FLOAT_METRICS), "level"],
+                          floats=_FLOAT_METRICS)
 # Model means: every metric is a float (a mean), empty where no trace of the model has a value.
 MODEL_REDUNDANCY_TABLE = _table("model_redundancy.csv", ("model", "n", *REDUNDANCY_METRICS), ints=("n",),
                                 floats=REDUNDANCY_METRICS)
+# CoTJudger's analyses (thinkprobe.redundancy.analyses): one table behind each report figure.
+LEVEL_REDUNDANCY_TABLE = _table("redundancy_by_level.csv", ("model", "level", "n", "questions", *REDUNDANCY_METRICS),
+                                ints=("level", "n", "questions"), floats=REDUNDANCY_METRICS)
+POSITIONS_TABLE = _table("positions.csv", ("model", "bin", "start", "end", "units", "off_sep", "density", "off_share"),
+                         ints=("bin", "units", "off_sep"), floats=("start", "end", "density", "off_share"))
+OUTCOME_TOKENS_TABLE = _table("outcome_tokens.csv", ("model", "outcome", "n", "mean", "median", "q1", "q3"),
+                              ints=("n",), floats=("mean", "median", "q1", "q3"))
+LENGTHS_TABLE = _table("lengths.csv", ("model", "n", "mean", "min", "p10", "q1", "median", "q3", "p90", "max"),
+                       ints=("n",), floats=("mean", "min", "p10", "q1", "median", "q3", "p90", "max"))
+TRANSITIONS_TABLE = _table("transitions.csv", ("model", "n", "DR", "SV", "EE", "EB"), ints=("n",),
+                           floats=("DR", "SV", "EE", "EB"))
+PARETO_TABLE = _table("pareto.csv", ("model", "n", "Acc", "R", "frontier"), ints=("n", "frontier"), floats=("Acc", "R"))
+ROLES_TABLE = _table("roles.csv", ("by", "group", "type", "units", "share", "traces"), ints=("units", "traces"),
+                     floats=("share",))
+DYNAMICS_TABLE = _table("dynamics.csv", ("model", "bin", "start", "end", "type", "units", "share"),
+                        ints=("bin", "units"), floats=("start", "end", "share"))
+ANALYSIS_TABLES: tuple[Table, ...] = (LEVEL_REDUNDANCY_TABLE, POSITIONS_TABLE, OUTCOME_TOKENS_TABLE, LENGTHS_TABLE,
+                                      TRANSITIONS_TABLE, PARETO_TABLE, ROLES_TABLE, DYNAMICS_TABLE)
 TABLES: tuple[Table, ...] = (INDICATORS_TABLE, PROFILE_TABLE, MODEL_PROFILES_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
-                             REDUNDANCY_TABLE, MODEL_REDUNDANCY_TABLE)
+                             REDUNDANCY_TABLE, MODEL_REDUNDANCY_TABLE, *ANALYSIS_TABLES)
 
 GRAPHS_PARQUET = "graphs.parquet"
 ERRORS_FILE = "errors.jsonl"
@@ -90,6 +113,7 @@ NORMS_FILE = "norms.json"
 RUN_JSON = "run.json"
 STATS_JSON = "stats.json"
 STATS_CSV = "stats.csv"
+ANALYSES_JSON = "analyses.json"
 
 
 @dataclass(frozen=True)
@@ -109,6 +133,8 @@ RUN_FILES: tuple[RunFile, ...] = (
     RunFile(RUN_JSON, "thinkprobe.pipeline.write_outputs", "config, versions, encoder, device, counts, duplicate ids"),
     RunFile(STATS_JSON, "thinkprobe.stats.write_stats", "Kruskal-Wallis tests (raw and length-controlled, chance-corrected), model/domain ratios, reliabilities, outcome validity, bootstrap intervals"),
     RunFile(STATS_CSV, "thinkprobe.stats.write_stats", "the tests of stats.json as a table"),
+    RunFile(ANALYSES_JSON, "thinkprobe.redundancy.analyses.write_analyses",
+            "CoTJudger's analyses: the difficulty-level rule, questions per level, and why an analysis is missing"),
 )
 OUTPUT_FILES: tuple[str, ...] = tuple(f.name for f in RUN_FILES)
 

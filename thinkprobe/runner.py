@@ -36,6 +36,7 @@ from .progress import Progress
 from .records import GraphRecord, InputError, ThoughtGraph, Trace, dump_graph_record, graph_record, source_id
 from .provenance import file_digest, package_version
 from .redundancy import RedundancyParams, annotate_record, table_row, write_redundancy_tables
+from .redundancy.analyses import Analyses
 from .tables import write_atomic
 
 __all__ = ["MEMORY_SOURCE", "chunks", "run_config", "run_traces", "run_linker", "run_typer", "total_records", "manifest", "prepare_parts",
@@ -197,7 +198,7 @@ class Joined:
     """What joining the committed chunks gathers besides graphs.jsonl / graphs.parquet."""
 
     rows: list[dict] = field(default_factory=list)  # indicators.csv rows
-    redundancy_rows: list[dict] = field(default_factory=list)
+    analyses: Analyses = field(default_factory=Analyses)  # redundancy.csv rows and CoTJudger's analyses
     errors: list[dict] = field(default_factory=list)
     duplicates: list[dict] = field(default_factory=list)
     unknown: dict[str, int] = field(default_factory=lambda: {"model": 0, "domain": 0})
@@ -237,7 +238,7 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int) 
                         joined.semantic_spread_sampled.append(g["trace_id"])
                     graphs.write(dump_graph_record(g))
                     parquet.write(g)
-                    joined.redundancy_rows.append(table_row(g, redundancy))
+                    joined.analyses.add(g, table_row(g, redundancy))
                     joined.rows.append(indicator_row(g))
     parquet.close()
     os.replace(out / (GRAPHS_FILE + ".tmp"), out / GRAPHS_FILE)
@@ -311,7 +312,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     stage("assemble: joining chunks")
     joined = join_parts(out, RedundancyParams.from_config(cfg), cfg.indicators.cluster_exact_max)
     stage("assemble: redundancy tables")
-    write_redundancy_tables(out, joined.redundancy_rows)
+    write_redundancy_tables(out, joined.analyses)
     stage("assemble: norms and profiles")
     norms = fit_norms(joined.rows, opts.norms)
     prof = profile_rows(joined.rows, norms)

@@ -495,7 +495,23 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
                     "cross_validated": outcome_validity(rows, cfg)},
         "variables": results,
         "model_profiles": bootstrap_model_profiles(rows, cfg),
+        "redundancy_by_level": _level_means(run_dir),
     })
+
+
+def _level_means(run_dir: Path) -> list[dict]:
+    """The redundancy metrics by model x difficulty level (redundancy_by_level.csv), as numbers."""
+    from .outputs import LEVEL_REDUNDANCY_TABLE, read_table
+
+    if not (Path(run_dir) / LEVEL_REDUNDANCY_TABLE.name).exists():
+        return []
+    out = []
+    for row in read_table(run_dir, LEVEL_REDUNDANCY_TABLE):
+        out.append({c: (row[c] if LEVEL_REDUNDANCY_TABLE.types[c] == "str" else
+                        None if row[c] in ("", None) else
+                        int(row[c]) if LEVEL_REDUNDANCY_TABLE.types[c] == "int" else float(row[c]))
+                    for c in LEVEL_REDUNDANCY_TABLE.columns})
+    return out
 
 
 def _csv_fields() -> list[tuple[str, tuple]]:

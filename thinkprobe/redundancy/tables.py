@@ -7,7 +7,7 @@ from typing import Sequence
 
 from ..outputs import MODEL_REDUNDANCY_TABLE, REDUNDANCY_TABLE, RUN_JSON, write_table
 from ..records import iter_graph_records, source_id
-from .annotate import METRICS, RedundancyParams, redundancy_row
+from .annotate import METRICS, RedundancyParams, annotate_record, redundancy_row
 
 __all__ = ["MODEL_COLUMNS", "model_means", "write_redundancy", "table_row", "write_redundancy_tables",
            "format_model_table"]
@@ -42,8 +42,14 @@ def write_redundancy(run_dir: str | Path, params: RedundancyParams | None = None
         run_json = run / RUN_JSON
         config = json.loads(run_json.read_text(encoding="utf-8")).get("config") if run_json.exists() else None
         params = RedundancyParams.from_config(config)
-    rows = [table_row(record, params) for record in iter_graph_records(run, missing_ok=True)]
-    return write_redundancy_tables(run, rows)
+    from .analyses import Analyses
+
+    analyses = Analyses()
+    for record in iter_graph_records(run, missing_ok=True):
+        if not isinstance(record.get("redundancy"), dict):  # a record made elsewhere: its SEP is needed too
+            record = annotate_record(record, params)
+        analyses.add(record, table_row(record, params))
+    return write_redundancy_tables(run, analyses)
 
 
 def table_row(record: dict, params: RedundancyParams = RedundancyParams()) -> dict:
@@ -55,13 +61,14 @@ def table_row(record: dict, params: RedundancyParams = RedundancyParams()) -> di
     return redundancy_row(record, params)[0]
 
 
-def write_redundancy_tables(run: Path, rows: Sequence[dict]) -> dict:
-    """redundancy.csv and model_redundancy.csv from the per-trace rows."""
-    models = model_means(rows)
-    write_table(run, REDUNDANCY_TABLE, rows)
-    write_table(run, MODEL_REDUNDANCY_TABLE, models)
+def write_redundancy_tables(run: Path, analyses) -> dict:
+    """redundancy.csv (with difficulty levels), model_redundancy.csv and CoTJudger's analysis tables
+    from the rows an `analyses.Analyses` gathered."""
+    from .analyses import write_analyses
+
+    info = write_analyses(run, analyses)
     return {"redundancy_csv": str(run / "redundancy.csv"), "model_redundancy_csv": str(run / "model_redundancy.csv"),
-            "traces": len(rows), "models": models}
+            "traces": len(analyses.rows), "models": model_means(analyses.rows), "analyses": info}
 
 
 def format_model_table(models: Sequence[dict]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Sequence
 
 from ..outputs import INDICATORS_TABLE, read_table
 from ..tables import read_csv
@@ -17,6 +18,40 @@ from .text import (EFFECT_HEADER, EFFECT_TITLES, NO_RADAR, effect_rows, headline
 __all__ = ["redundancy_table", "report_html", "report_md"]
 
 
+# Which way is better in each redundancy column (our reading of CoTJudger's Table 1): accuracy and
+# recoveries from a wrong answer (EB) up; length, structure, redundancy and every other transition down.
+BETTER: dict[str, str] = {"Acc": "higher", "EB": "higher", **{c: "lower" for c in (
+    "Tokens", "|V|", "Iso", "|E|", "D", "in_max", "out_max", "Self", "Back", "L_eff", "R", "Unc", "DR", "SV", "EE")}}
+
+
+def best_worst(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[dict[int, str]]:
+    """Per row, the columns holding the best ("best") and worst ("worst") model value of a column
+    with a direction in BETTER (the "all" row and empty cells take no part; ties all marked)."""
+    marks: list[dict[int, str]] = [{} for _ in rows]
+    for i, name in enumerate(header):
+        if name not in BETTER:
+            continue
+        values = {k: _float(row[i]) for k, row in enumerate(rows) if row[0] != "all"}
+        values = {k: v for k, v in values.items() if math.isfinite(v)}
+        if len(set(values.values())) < 2:
+            continue
+        top, bottom = (max, min) if BETTER[name] == "higher" else (min, max)
+        best, worst = top(values.values()), bottom(values.values())
+        for k, v in values.items():
+            if v == best:
+                marks[k][i] = "best"
+            elif v == worst:
+                marks[k][i] = "worst"
+    return marks
+
+
+def _float(cell: str) -> float:
+    try:
+        return float(cell)
+    except (TypeError, ValueError):
+        return math.nan
+
+
 def redundancy_table(path: Path) -> tuple[list[str], list[list[str]], str] | None:
     """redundancy.csv as (header, rows, caption): per-model means in the file's column order
     (CoTJudger's) when it has one row per trace, the file as it is otherwise. A column known for
@@ -27,7 +62,7 @@ def redundancy_table(path: Path) -> tuple[list[str], list[list[str]], str] | Non
     if not rows:
         return None
     columns = list(rows[0])
-    keys = {"trace_id", "model", "domain"}
+    keys = {"trace_id", "model", "domain", "source_id", "level"}
     metrics = [c for c in columns if c not in keys]
 
     def value(r, c):
@@ -53,11 +88,39 @@ def redundancy_table(path: Path) -> tuple[list[str], list[list[str]], str] | Non
                     cells.append(str(len(vals)))
             out.append(cells)
         note = (f" Columns known for only some traces carry their own n: {', '.join(partial)}." if partial else "")
-        return header, out, "Mean per model over traces (columns in CoTJudger's order)." + note
+        return header, out, ("Mean per model over traces (columns in CoTJudger's order); per column the best "
+                             "model value is marked ▲ and the worst ▼ (higher is better for Acc and EB, lower for "
+                             "the others)." + note)
     return columns, [[r[c] for c in columns] for r in rows[:500]], "As written in redundancy.csv."
 
 
-def report_html(run_dir, stats, rows, cells, figures, pages, redundancy) -> str:
+def cot_sections(analyses: dict | None, figures: dict, image) -> list[str]:
+    """CoTJudger's analyses, one block per figure (title, definition, the figure via `image(name,
+    alt)`, its table), or one line saying why it is missing; shared by the HTML and Markdown."""
+    from .cot_figures import COT_FIGURES
+
+    if analyses is None:
+        return []
+    out = []
+    for name, (title, definition) in COT_FIGURES.items():
+        if name in figures:
+            out.append((title, definition, image(name, title)))
+        else:
+            reason = analyses.get("missing", {}).get(name, "no data for it in this run")
+            out.append((title, f"Not drawn: {reason}.", None))
+    return out
+
+
+def _levels_line(analyses: dict | None) -> str:
+    if not analyses:
+        return ""
+    lv = analyses["levels"]
+    counts = ", ".join(f"level {k}: {v}" for k, v in lv["questions_per_level"].items())
+    return (f"{lv['questions_with_level']} of {lv['questions_graded']} graded questions have a difficulty level "
+            f"({counts}). {lv['rule']}")
+
+
+def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=None) -> str:
     def img(name, alt):
         return f'<img class="fig" alt="{esc(alt)}" src="{data_uri(figures[name])}">'
 
@@ -83,9 +146,18 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy) -> str:
     red = ""
     if redundancy:
         header, red_rows, caption = redundancy
+        marks = best_worst(header, red_rows)
+        sign = {"best": "▲ ", "worst": "▼ "}
+        cells_html = [[f'<span class="{m[i]}">{sign[m[i]]}{esc(v)}</span>' if i in m else esc(v)
+                       for i, v in enumerate(row)] for row, m in zip(red_rows, marks)]
         red = (f"<h2>Redundancy (CoTJudger's metrics)</h2><p class=note>{esc(caption)}</p>"
-               + html_table(header, [[esc(v) for v in row] for row in red_rows], cls="sortable",
-                             titles=titled(header)))
+               + html_table(header, cells_html, cls="sortable", titles=titled(header)))
+    cot = ""
+    if analyses is not None:
+        blocks = cot_sections(analyses, figures, img)
+        cot = (f"<h2>CoTJudger's analyses</h2><p class=note>{esc(_levels_line(analyses))}</p>"
+               + "".join(f"<h3>{esc(title)}</h3><p class=note>{esc(text)}</p>{figure or ''}"
+                         for title, text, figure in blocks))
     icc = icc_rows(stats)
     icc_html = (html_table(["variable", "ICC", "ICC of a question's mean", "(model, question) pairs", "traces per pair"],
                             [[esc(c) for c in r] for r in icc])
@@ -125,6 +197,7 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy) -> str:
 <h2>Indicators by model</h2>
 {img("boxplots", "Box plots of every indicator by model")}
 {red}
+{cot}
 <h2>Traces</h2>
 <p class=note>Click a column header to sort (numbers inside ids sort as numbers).</p>
 {html_table(trace_header, trace_rows, left=3, cls="sortable traces", titles=titled(trace_header))}
@@ -138,7 +211,7 @@ def _read_counts(run_dir: Path) -> dict[str, tuple[str, str, str]]:
             for r in read_table(run_dir, INDICATORS_TABLE)}
 
 
-def report_md(run_dir, stats, rows, cells, figures, pages, redundancy) -> str:
+def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=None) -> str:
     radar = "![Radar chart of the model profiles](figures/radar.png)" if "radar" in figures else NO_RADAR
     parts = ["# ThinkProbe report", "", *summary_text(run_dir, stats, pages), "", "**Headline**", "",
              *(f"- {line}" for line in headline(stats)), "",
@@ -163,7 +236,14 @@ def report_md(run_dir, stats, rows, cells, figures, pages, redundancy) -> str:
               "## Indicators by model", "", "![Box plots](figures/boxplots.png)", ""]
     if redundancy:
         header, red_rows, caption = redundancy
-        parts += ["## Redundancy (CoTJudger's metrics)", "", caption, "", md_table(header, red_rows), ""]
+        marks = best_worst(header, red_rows)
+        shown = [[f"**{v}** ▲" if m.get(i) == "best" else f"{v} ▼" if m.get(i) == "worst" else v
+                  for i, v in enumerate(row)] for row, m in zip(red_rows, marks)]
+        parts += ["## Redundancy (CoTJudger's metrics)", "", caption, "", md_table(header, shown), ""]
+    if analyses is not None:
+        parts += ["## CoTJudger's analyses", "", _levels_line(analyses), ""]
+        for title, text, figure in cot_sections(analyses, figures, lambda name, alt: f"![{alt}](figures/{name}.png)"):
+            parts += [f"### {title}", "", text, ""] + ([figure, ""] if figure else [])
     counts = _read_counts(run_dir)
     trace_rows = []
     for r in rows:

@@ -12,6 +12,7 @@ from ..cognitive_profile import group_profiles
 from ..outputs import REDUNDANCY_TABLE
 from ..stats import compute_stats, load_table
 from .document import redundancy_table, report_html, report_md
+from .cot_figures import COT_FIGURES
 from .figures import boxplot_figure, effects_figure, heatmap_figure, radar_figure
 from .markup import html_page
 from .style import DIMS, FIGURE_DPI, figure_style, png_bytes
@@ -56,12 +57,57 @@ class _Steps:
             self.bar.close()
 
 
+def _analyses(run_dir: Path) -> dict | None:
+    """analyses.json; for a run made before CoTJudger's analyses existed they are computed from its
+    graphs.jsonl first (no re-profiling). None for a folder without graph records."""
+    import json
+
+    from ..outputs import ANALYSES_JSON
+    from ..records import GRAPHS_FILE
+    from ..redundancy.analyses import analyses_from_run
+
+    path = run_dir / ANALYSES_JSON
+    if not path.exists():
+        if not (run_dir / GRAPHS_FILE).exists():
+            return None
+        analyses_from_run(run_dir)
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _cot_rows(run_dir: Path) -> dict[str, list[dict]]:
+    from ..outputs import ANALYSIS_TABLES, REDUNDANCY_TABLE, read_table
+
+    rows = {t.name: read_table(run_dir, t) for t in ANALYSIS_TABLES if (run_dir / t.name).exists()}
+    rows[REDUNDANCY_TABLE.name] = read_table(run_dir, REDUNDANCY_TABLE)
+    traces: dict[str, int] = {}
+    for r in rows[REDUNDANCY_TABLE.name]:
+        traces[r["model"]] = traces.get(r["model"], 0) + 1
+    rows["traces"] = traces  # type: ignore[assignment]
+    return rows
+
+
+def _cot_figure(name: str, rows: Mapping):
+    from . import cot_figures as f
+
+    table = {"difficulty": "redundancy_by_level.csv", "positions": "positions.csv", "transitions": "transitions.csv",
+             "pareto": "pareto.csv", "roles": "roles.csv", "dynamics": "dynamics.csv"}
+    if name in ("outcome_tokens", "lengths"):
+        data = rows["redundancy.csv"]
+        return (f.outcome_tokens_figure if name == "outcome_tokens" else f.lengths_figure)(data) if data else None
+    data = rows.get(table[name])
+    if not data:
+        return None
+    if name in ("positions", "dynamics"):
+        return getattr(f, f"{name}_figure")(data, rows["traces"])
+    return getattr(f, f"{name}_figure")(data)
+
+
 def write_report(run_dir: str | Path, workers: int | None = None, progress: bool = False) -> Path:
     """report.html, report.md, figures/*.png and traces/*.html in `run_dir`; returns report.html's path.
     `workers` processes draw the per-trace pages (default: up to 8, one per CPU). Trace pages left
     in traces/ by an earlier report or `thinkprobe graph` are removed: they may show other graphs.
     `progress` shows the steps on stderr."""
-    step = _Steps(8, progress)
+    step = _Steps(9, progress)
     try:
         return _write_report(Path(run_dir), workers, step)
     finally:
@@ -100,6 +146,19 @@ def _write_report(run_dir: Path, workers: int | None, step: _Steps) -> Path:
             step(f"figure: {name}")
             figures[name] = png_bytes(make(), FIGURE_DPI)
             (fig_dir / f"{name}.png").write_bytes(figures[name])
+    step("CoTJudger's analyses")
+    analyses = _analyses(run_dir)
+    if analyses is not None:
+        cot_rows = _cot_rows(run_dir)
+        with figure_style():
+            for name in COT_FIGURES:
+                target = fig_dir / f"{name}.png"
+                fig = None if name in analyses["missing"] else _cot_figure(name, cot_rows)
+                if fig is None:
+                    target.unlink(missing_ok=True)
+                    continue
+                figures[name] = png_bytes(fig, FIGURE_DPI)
+                target.write_bytes(figures[name])
     step("per-trace pages")
     pages = write_trace_pages(run_dir, workers if workers is not None else min(8, os.cpu_count() or 1))
     # pages of an earlier report (traces since re-profiled, renamed or gone) would read as this run's
@@ -110,8 +169,8 @@ def _write_report(run_dir: Path, workers: int | None, step: _Steps) -> Path:
 
     step("report.html and report.md")
     redundancy = redundancy_table(run_dir / REDUNDANCY_TABLE.name)
-    html_doc = report_html(run_dir, stats, rows, cells, figures, pages, redundancy)
+    html_doc = report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyses)
     (run_dir / "report.html").write_text(html_doc, encoding="utf-8")
-    (run_dir / "report.md").write_text(report_md(run_dir, stats, rows, cells, figures, pages, redundancy),
+    (run_dir / "report.md").write_text(report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses),
                                        encoding="utf-8")
     return run_dir / "report.html"

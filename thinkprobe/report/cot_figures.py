@@ -1,0 +1,244 @@
+"""The figures of CoTJudger's analyses (thinkprobe.redundancy.analyses), each drawn from the table
+of the same name in the run folder, with labelled axes and n per group in the legend.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..records import NODE_TYPES
+from .style import NODE_COLORS, NODE_NAMES, model_colors
+
+__all__ = ["COT_FIGURES", "difficulty_figure", "positions_figure", "outcome_tokens_figure", "lengths_figure",
+           "transitions_figure", "pareto_figure", "roles_figure", "dynamics_figure"]
+
+
+def _num(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _figure(width: float, height: float):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _by_model(rows: Sequence[Mapping]) -> dict[str, list[Mapping]]:
+    out: dict[str, list[Mapping]] = defaultdict(list)
+    for r in rows:
+        out[r["model"]].append(r)
+    return dict(sorted(out.items()))
+
+
+def difficulty_figure(level_rows: Sequence[Mapping]):
+    """D and R by difficulty level, one line per model (CoTJudger Fig. 6)."""
+    fig = _figure(10, 4.2)
+    groups = _by_model(level_rows)
+    colors = model_colors(list(groups))
+    for k, (metric, label) in enumerate((("D", "average degree D = |E| / (|V| - 1)"), ("R", "redundancy ratio R"))):
+        ax = fig.add_subplot(1, 2, k + 1)
+        for model, rows in groups.items():
+            rows = sorted(rows, key=lambda r: int(r["level"]))
+            n = sum(int(r["n"]) for r in rows)
+            ax.plot([int(r["level"]) for r in rows], [_num(r[metric]) for r in rows], marker="o",
+                    color=colors[model], label=f"{model} (n={n})")
+        ax.set_xticks(range(1, 6))
+        ax.set_xlabel("difficulty level (1 = every model right, 5 = none)")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    fig.axes[0].legend(fontsize=8, frameon=False)
+    fig.suptitle("Redundancy by question difficulty, per model")
+    return fig
+
+
+def positions_figure(position_rows: Sequence[Mapping], traces: Mapping[str, int]):
+    """Density of units outside the Shortest Effective Path over normalised position (Fig. 3)."""
+    fig = _figure(8, 4.2)
+    ax = fig.add_subplot(1, 1, 1)
+    groups = _by_model(position_rows)
+    colors = model_colors(list(groups))
+    for model, rows in groups.items():
+        rows = sorted(rows, key=lambda r: int(r["bin"]))
+        centres = [(_num(r["start"]) + _num(r["end"])) / 2 for r in rows]
+        off = sum(int(r["off_sep"]) for r in rows)
+        ax.plot(centres, [_num(r["density"]) for r in rows], marker=".", color=colors[model],
+                label=f"{model} (n={traces.get(model, 0)} traces, {off} off-path units)")
+    ax.axhline(1.0, color="black", lw=0.8, ls="--")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("position in the trace (0 = first unit, 1 = last)")
+    ax.set_ylabel("density of units off the Shortest Effective Path")
+    ax.set_title("Where redundant units sit (dashed: uniform)")
+    ax.legend(fontsize=8, frameon=False)
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def _boxes(ax, data: Sequence[Sequence[float]], labels: Sequence[str], colors: Sequence[str], positions=None):
+    parts = ax.boxplot(data, positions=positions, widths=0.35, patch_artist=True, showfliers=False)
+    for patch, color in zip(parts["boxes"], colors):
+        patch.set_facecolor(color)
+        patch.set_alpha(0.55)
+    return parts
+
+
+def outcome_tokens_figure(redundancy_rows: Sequence[Mapping]):
+    """Tokens of correct against incorrect traces per model (Fig. 8)."""
+    groups = {m: rows for m, rows in _by_model(redundancy_rows).items()
+              if any(_num(r.get("Acc")) in (0.0, 1.0) for r in rows)}
+    fig = _figure(max(6, 1.4 * len(groups) + 2), 4.4)
+    ax = fig.add_subplot(1, 1, 1)
+    ticks, labels = [], []
+    for k, (model, rows) in enumerate(groups.items()):
+        right = [_num(r["Tokens"]) for r in rows if _num(r.get("Acc")) == 1.0]
+        wrong = [_num(r["Tokens"]) for r in rows if _num(r.get("Acc")) == 0.0]
+        for offset, values, color in ((-0.2, right, "#4c956c"), (0.2, wrong, "#d1495b")):
+            if values:
+                _boxes(ax, [values], [""], [color], positions=[k + offset])
+        ticks.append(k)
+        labels.append(f"{model}\ncorrect n={len(right)}\nwrong n={len(wrong)}")
+    ax.set_xticks(ticks, labels, fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("tokens per trace (log scale)")
+    ax.set_title("Tokens of correct (green) and incorrect (red) answers")
+    ax.grid(alpha=0.3, axis="y")
+    return fig
+
+
+def lengths_figure(redundancy_rows: Sequence[Mapping]):
+    """Token-length distribution per model (Fig. 4)."""
+    groups = _by_model(redundancy_rows)
+    colors = model_colors(list(groups))
+    fig = _figure(max(6, 1.1 * len(groups) + 2), 4.2)
+    ax = fig.add_subplot(1, 1, 1)
+    data = [[max(_num(r["Tokens"]), 1.0) for r in rows] for rows in groups.values()]
+    ax.violinplot(data, showmedians=True)
+    ax.set_xticks(range(1, len(groups) + 1), [f"{m}\nn={len(v)}" for m, v in zip(groups, data)], fontsize=8)
+    for body, model in zip(ax.collections, groups):
+        body.set_color(colors[model])
+    ax.set_yscale("log")
+    ax.set_ylabel("tokens per trace (log scale)")
+    ax.set_title("Token-length distribution per model (line: median)")
+    ax.grid(alpha=0.3, axis="y")
+    return fig
+
+
+def transitions_figure(transition_rows: Sequence[Mapping]):
+    """DR / SV / EE / EB per model as grouped bars (Fig. 7)."""
+    rows = sorted(transition_rows, key=lambda r: r["model"])
+    fig = _figure(max(6, 1.2 * len(rows) + 2), 4.2)
+    ax = fig.add_subplot(1, 1, 1)
+    kinds = (("DR", "correct → incorrect", "#d1495b"), ("SV", "correct → correct", "#4c956c"),
+             ("EE", "incorrect → incorrect", "#edae49"), ("EB", "incorrect → correct", "#00798c"))
+    x = np.arange(len(rows))
+    for k, (col, label, color) in enumerate(kinds):
+        ax.bar(x + (k - 1.5) * 0.2, [_num(r[col]) for r in rows], width=0.2, color=color, label=f"{col}: {label}")
+    ax.set_xticks(x, [f"{r['model']}\nn={r['n']}" for r in rows], fontsize=8)
+    ax.set_ylabel("transitions per trace (mean)")
+    ax.set_title("Answer transitions between successive candidate answers")
+    ax.legend(fontsize=8, frameon=False)
+    ax.grid(alpha=0.3, axis="y")
+    return fig
+
+
+def pareto_figure(pareto_rows: Sequence[Mapping]):
+    """Accuracy against the redundancy ratio R, the Pareto frontier marked and named (Section 5.2)."""
+    fig = _figure(7, 5)
+    ax = fig.add_subplot(1, 1, 1)
+    rows = sorted(pareto_rows, key=lambda r: _num(r["R"]))
+    for r in rows:
+        front = str(r["frontier"]) == "1"
+        ax.scatter(_num(r["R"]), _num(r["Acc"]), s=60 if front else 30, color="#d1495b" if front else "#6c757d",
+                   zorder=3)
+        ax.annotate(f"{r['model']} (n={r['n']})", (_num(r["R"]), _num(r["Acc"])), textcoords="offset points",
+                    xytext=(5, 4), fontsize=8, fontweight="bold" if front else "normal")
+    frontier = [r for r in rows if str(r["frontier"]) == "1"]
+    ax.plot([_num(r["R"]) for r in frontier], [_num(r["Acc"]) for r in frontier], color="#d1495b", lw=1.2,
+            label="Pareto frontier (no model more accurate and less redundant)")
+    ax.margins(x=0.15, y=0.1)
+    ax.set_xlabel("redundancy ratio R (mean per trace; lower is leaner)")
+    ax.set_ylabel("accuracy (share of graded traces correct)")
+    ax.set_title("Accuracy against redundancy")
+    ax.legend(fontsize=8, frameon=False, loc="best")
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def _stacked(ax, groups: Mapping[str, Mapping[str, float]], labels: Sequence[str]):
+    bottom = np.zeros(len(groups))
+    for t in NODE_TYPES:
+        values = np.array([groups[g].get(t, 0.0) for g in groups])
+        ax.barh(range(len(groups)), values, left=bottom, color=NODE_COLORS[t], label=f"{t} {NODE_NAMES[t]}")
+        bottom += values
+    ax.set_yticks(range(len(groups)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+
+
+def roles_figure(role_rows: Sequence[Mapping]):
+    """Node-type shares per domain and per model (Fig. 5, with our node types)."""
+    fig = _figure(10, 4.6)
+    for k, by in enumerate(("domain", "model")):
+        ax = fig.add_subplot(1, 2, k + 1)
+        groups: dict[str, dict[str, float]] = defaultdict(dict)
+        traces: dict[str, str] = {}
+        for r in role_rows:
+            if r["by"] == by:
+                groups[r["group"]][r["type"]] = _num(r["share"]) if r["share"] not in ("", None) else 0.0
+                traces[r["group"]] = r["traces"]
+        groups = dict(sorted(groups.items()))
+        _stacked(ax, groups, [f"{g} (n={traces[g]})" for g in groups])
+        ax.set_xlabel("share of Thought Units")
+        ax.set_title(f"Node types per {by}")
+    fig.axes[-1].legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+    return fig
+
+
+def dynamics_figure(dynamic_rows: Sequence[Mapping], traces: Mapping[str, int]):
+    """Node-type shares over normalised position, one panel per model (ThinkARM's view)."""
+    groups = _by_model(dynamic_rows)
+    ncols = min(3, len(groups))
+    nrows = math.ceil(len(groups) / ncols)
+    fig = _figure(4 * ncols + 1.5, 3.0 * nrows + 0.4)
+    for k, (model, rows) in enumerate(groups.items()):
+        ax = fig.add_subplot(nrows, ncols, k + 1)
+        bins = sorted({int(r["bin"]) for r in rows})
+        centres = {int(r["bin"]): (_num(r["start"]) + _num(r["end"])) / 2 for r in rows}
+        share = {(int(r["bin"]), r["type"]): _num(r["share"]) if r["share"] not in ("", None) else 0.0 for r in rows}
+        ax.stackplot([centres[b] for b in bins], [[share.get((b, t), 0.0) for b in bins] for t in NODE_TYPES],
+                     colors=[NODE_COLORS[t] for t in NODE_TYPES], labels=[f"{t} {NODE_NAMES[t]}" for t in NODE_TYPES])
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_title(f"{model} (n={traces.get(model, 0)})", fontsize=9)
+        ax.set_xlabel("position in the trace")
+        ax.set_ylabel("share of units")
+    fig.axes[-1].legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.suptitle("Node types over the course of a trace")
+    return fig
+
+
+# name -> (title, definition) in report order
+COT_FIGURES: dict[str, tuple[str, str]] = {
+    "difficulty": ("Redundancy by difficulty level",
+                   "D and R by model over the questions' difficulty levels (redundancy_by_level.csv)."),
+    "positions": ("Where redundancy sits",
+                  "Density of the units outside the Shortest Effective Path over normalised position, per model "
+                  "(positions.csv: 20 bins; density 1 = spread evenly)."),
+    "outcome_tokens": ("Tokens of correct and incorrect answers",
+                       "Tokens per trace for graded traces, split by the final answer's verdict (outcome_tokens.csv)."),
+    "lengths": ("Token lengths", "Distribution of tokens per trace, per model (lengths.csv)."),
+    "transitions": ("Answer transitions",
+                    "DR, SV, EE and EB per trace, mean per model, over traces whose candidate answers have "
+                    "verdicts (transitions.csv)."),
+    "pareto": ("Accuracy against redundancy",
+               "Accuracy and mean R per model; the Pareto frontier joins the models no other model beats on both "
+               "(pareto.csv)."),
+    "roles": ("Node types per domain and per model", "Share of each node type among all units (roles.csv)."),
+    "dynamics": ("Node types over the course of a trace",
+                 "Share of each node type in 10 bins of normalised position, per model (dynamics.csv)."),
+}
