@@ -29,6 +29,18 @@ def _figure(width: float, height: float):
     return Figure(figsize=(width, height), layout="constrained")
 
 
+def _style(models: Sequence[str]) -> dict[str, dict]:
+    """Colour and, past the palette's length, a dashed or dotted line: every model stays distinct."""
+    colors = model_colors(models)
+    palette = len(set(colors.values())) or 1
+    dashes = ("-", "--", ":", "-.")
+    return {m: {"color": colors[m], "ls": dashes[(i // palette) % len(dashes)]} for i, m in enumerate(models)}
+
+
+def _legend_outside(fig, ax) -> None:
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
+
+
 def _by_model(rows: Sequence[Mapping]) -> dict[str, list[Mapping]]:
     out: dict[str, list[Mapping]] = defaultdict(list)
     for r in rows:
@@ -38,43 +50,43 @@ def _by_model(rows: Sequence[Mapping]) -> dict[str, list[Mapping]]:
 
 def difficulty_figure(level_rows: Sequence[Mapping]):
     """D and R by difficulty level, one line per model (CoTJudger Fig. 6)."""
-    fig = _figure(10, 4.2)
+    fig = _figure(12, 4.4)
     groups = _by_model(level_rows)
-    colors = model_colors(list(groups))
+    style = _style(list(groups))
     for k, (metric, label) in enumerate((("D", "average degree D = |E| / (|V| - 1)"), ("R", "redundancy ratio R"))):
         ax = fig.add_subplot(1, 2, k + 1)
         for model, rows in groups.items():
             rows = sorted(rows, key=lambda r: int(r["level"]))
             n = sum(int(r["n"]) for r in rows)
             ax.plot([int(r["level"]) for r in rows], [_num(r[metric]) for r in rows], marker="o",
-                    color=colors[model], label=f"{model} (n={n})")
+                    **style[model], label=f"{model} (n={n})")
         ax.set_xticks(range(1, 6))
         ax.set_xlabel("difficulty level (1 = every model right, 5 = none)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-    fig.axes[0].legend(fontsize=8, frameon=False)
+    _legend_outside(fig, fig.axes[-1])
     fig.suptitle("Redundancy by question difficulty, per model")
     return fig
 
 
 def positions_figure(position_rows: Sequence[Mapping], traces: Mapping[str, int]):
     """Density of units outside the Shortest Effective Path over normalised position (Fig. 3)."""
-    fig = _figure(8, 4.2)
+    fig = _figure(10, 4.4)
     ax = fig.add_subplot(1, 1, 1)
     groups = _by_model(position_rows)
-    colors = model_colors(list(groups))
+    style = _style(list(groups))
     for model, rows in groups.items():
         rows = sorted(rows, key=lambda r: int(r["bin"]))
         centres = [(_num(r["start"]) + _num(r["end"])) / 2 for r in rows]
         off = sum(int(r["off_sep"]) for r in rows)
-        ax.plot(centres, [_num(r["density"]) for r in rows], marker=".", color=colors[model],
+        ax.plot(centres, [_num(r["density"]) for r in rows], marker=".", **style[model],
                 label=f"{model} (n={traces.get(model, 0)} traces, {off} off-path units)")
     ax.axhline(1.0, color="black", lw=0.8, ls="--")
     ax.set_xlim(0, 1)
     ax.set_xlabel("position in the trace (0 = first unit, 1 = last)")
     ax.set_ylabel("density of units off the Shortest Effective Path")
-    ax.set_title("Where redundant units sit (dashed: uniform)")
-    ax.legend(fontsize=8, frameon=False)
+    ax.set_title("Where redundant units sit (dashed black: spread evenly)")
+    _legend_outside(fig, ax)
     ax.grid(alpha=0.3)
     return fig
 
@@ -91,7 +103,7 @@ def outcome_tokens_figure(redundancy_rows: Sequence[Mapping]):
     """Tokens of correct against incorrect traces per model (Fig. 8)."""
     groups = {m: rows for m, rows in _by_model(redundancy_rows).items()
               if any(_num(r.get("Acc")) in (0.0, 1.0) for r in rows)}
-    fig = _figure(max(6, 1.4 * len(groups) + 2), 4.4)
+    fig = _figure(min(16, max(6, 1.1 * len(groups) + 2)), 4.6)
     ax = fig.add_subplot(1, 1, 1)
     ticks, labels = [], []
     for k, (model, rows) in enumerate(groups.items()):
@@ -114,7 +126,7 @@ def lengths_figure(redundancy_rows: Sequence[Mapping]):
     """Token-length distribution per model (Fig. 4)."""
     groups = _by_model(redundancy_rows)
     colors = model_colors(list(groups))
-    fig = _figure(max(6, 1.1 * len(groups) + 2), 4.2)
+    fig = _figure(min(16, max(6, 0.9 * len(groups) + 2)), 4.4)
     ax = fig.add_subplot(1, 1, 1)
     data = [[max(_num(r["Tokens"]), 1.0) for r in rows] for rows in groups.values()]
     ax.violinplot(data, showmedians=True)
@@ -131,7 +143,7 @@ def lengths_figure(redundancy_rows: Sequence[Mapping]):
 def transitions_figure(transition_rows: Sequence[Mapping]):
     """DR / SV / EE / EB per model as grouped bars (Fig. 7)."""
     rows = sorted(transition_rows, key=lambda r: r["model"])
-    fig = _figure(max(6, 1.2 * len(rows) + 2), 4.2)
+    fig = _figure(min(16, max(6, 1.0 * len(rows) + 2)), 4.4)
     ax = fig.add_subplot(1, 1, 1)
     kinds = (("DR", "correct → incorrect", "#d1495b"), ("SV", "correct → correct", "#4c956c"),
              ("EE", "incorrect → incorrect", "#edae49"), ("EB", "incorrect → correct", "#00798c"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..indicators import dimension_glossary, indicator_glossary
 
-__all__ = ["DIMENSION_GLOSSARY", "INDICATOR_GLOSSARY", "REDUNDANCY_GLOSSARY", "STATS_GLOSSARY", "GLOSSARY",
+__all__ = ["ANALYSES_GLOSSARY", "DIMENSION_GLOSSARY", "INDICATOR_GLOSSARY", "REDUNDANCY_GLOSSARY", "STATS_GLOSSARY", "GLOSSARY",
            "glossary_items"]
 
 DIMENSION_GLOSSARY: dict[str, str] = dimension_glossary()
@@ -39,11 +39,28 @@ STATS_GLOSSARY: dict[str, str] = {
 }
 
 
-GLOSSARY: dict[str, str] = {**DIMENSION_GLOSSARY, **INDICATOR_GLOSSARY, **REDUNDANCY_GLOSSARY, **STATS_GLOSSARY}
+ANALYSES_GLOSSARY: dict[str, str] = {
+    "level": "a question's difficulty, 1 (every model that answered it was right) to 5 (none was): "
+             "min(5, 1 + floor(5 (1 - s))) with s the mean over models of their accuracy on it; needs 3 models",
+    "solve rate s": "mean over the models that answered a question (graded) of the share of their traces that are correct",
+    "off-path unit": "a Thought Unit outside the Shortest Effective Path to the answer",
+    "density": "share of a model's off-path units that fall in a position bin, divided by the bin width "
+               "(1 everywhere = spread evenly)",
+    "off_share": "share of the units in a position bin that are off the path",
+    "position": "unit index / (units - 1): 0 is the first unit of a trace, 1 the last",
+    "frontier": "a model on the Pareto frontier: no other model has higher accuracy and lower mean R",
+    "node-type share": "units of a type / all units of the group (per domain, per model, or per position bin)",
+    "n": "traces in the group; for the difficulty levels, traces of the model at that level",
+}
+
+
+GLOSSARY: dict[str, str] = {**DIMENSION_GLOSSARY, **INDICATOR_GLOSSARY, **REDUNDANCY_GLOSSARY, **STATS_GLOSSARY,
+                            **ANALYSES_GLOSSARY}
 
 
 def glossary_items() -> list[tuple[str, list[tuple[str, str]]]]:
     return [("Dimensions (5D cognitive profile: mean signed z-score of their indicators)", list(DIMENSION_GLOSSARY.items())),
             ("Indicators", list(INDICATOR_GLOSSARY.items())),
             ("Redundancy columns (CoTJudger's metrics)", list(REDUNDANCY_GLOSSARY.items())),
-            ("Statistics", list(STATS_GLOSSARY.items()))]
+            ("Statistics", list(STATS_GLOSSARY.items())),
+            ("CoTJudger's analyses", list(ANALYSES_GLOSSARY.items()))]
