@@ -269,3 +269,27 @@ def test_readme_table_covers_every_layout_read():
         assert layout in table.split("\n\n")[0], layout
     with open(FRAMEWORKS / "traces.csv", newline="") as f:
         assert next(csv.reader(f)) == ["model", "question", "response"]
+
+
+def test_unknown_hint_names_the_misspelt_option_instead_of_suggesting_it_again():
+    from thinkprobe.cli import format_summary
+
+    summary = {"traces": 2, "out_dir": "out", "resumed": 0, "errors": 0, "model_profiles": [], "untagged": 1,
+               "unknown": {"model": 2, "domain": 0},
+               "field_warnings": ["--model-field 'modle' matched none of the first 2 records of a.jsonl; their keys: "
+                                  "id, model_name, response"]}
+    text = format_summary(summary)
+    assert "warning: --model-field 'modle' matched none" in text
+    assert "the --model-field 'modle' given matched no record" in text and "--model-field FIELD" not in text
+    assert "1 traces are untagged text" in text
+
+
+def test_report_steps_are_shown(tmp_path, capsys):
+    from thinkprobe.report.writer import _Steps
+
+    steps = _Steps(3, enabled=True)
+    for name in ("statistics", "figure: radar", "per-trace pages"):
+        steps(name)
+    steps.close()
+    err = capsys.readouterr().err
+    assert "report: statistics" in err and "report: per-trace pages" in err and "3/3 steps" in err

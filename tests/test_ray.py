@@ -4,6 +4,7 @@ that fails (raises, runs out of memory, runs past --trace-timeout) listed in err
 local engine lists it while the run goes on. The Ray run encodes and scores afresh (its own cache
 folder), so its actors' results are what is compared. The failures are planted by trace id in every
 worker by tests/ray_failures.py (Ray's worker setup hook); no other input uses those ids."""
+import csv
 import gzip
 import json
 import os
@@ -139,7 +140,8 @@ def test_max_units_skips_the_same_traces_on_ray(local_ray, tmp_path):
     src = tmp_path / "six.jsonl"
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
     full = profile([src], tmp_path / "full", chunk_size=3)
-    sizes = sorted(int(r.split(",")[3]) for r in (tmp_path / "full" / "indicators.csv").read_text().splitlines()[1:])
+    with open(tmp_path / "full" / "indicators.csv", newline="", encoding="utf-8") as f:
+        sizes = sorted(int(r["units"]) for r in csv.DictReader(f))
     limit = sizes[-2] - 1  # at least the two largest traces go over it
     local = profile([src], tmp_path / "local", chunk_size=3, max_units=limit)
     remote = profile([src], tmp_path / "ray", chunk_size=3, max_units=limit, engine="ray", cache_dir=str(tmp_path / "cache"))

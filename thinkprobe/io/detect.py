@@ -72,7 +72,7 @@ CHOICE_MESSAGE = "choices[0].message"
 CHOICE_MESSAGES = (CHOICE_MESSAGE, "output.choices[0].message")
 
 
-# Grades read from a correctness field, written down once (docs/inputs.md): True correct, False
+# Grades read from a correctness field, written down once (README, "Profile your traces"): True correct, False
 # incorrect, None not graded. SimpleQA's grader letters: A correct, B incorrect, C not attempted.
 GRADES: dict[str, bool | None] = {
     "true": True, "yes": True, "correct": True, "1": True, "a": True, "pass": True, "passed": True,
@@ -249,7 +249,8 @@ def _joined(path: str, pieces: list[tuple[str, str]], separator: str) -> tuple[s
     return path, text, {"field": path, "parts": len(pieces), "separator": separator}
 
 
-_ANSWER_SIBLINGS = ("content", "text", "answer", "response", "output")
+# "answer" is not among them: records keep their gold answer under that name more often than the model's.
+_ANSWER_SIBLINGS = ("content", "text")
 
 
 def _siblings(path: str) -> tuple[str, ...]:
