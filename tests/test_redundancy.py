@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from thinkprobe.outputs import REDUNDANCY_TABLE
+
 from thinkprobe.redundancy import (COLUMNS, METRICS, MODEL_COLUMNS, annotate_record, isolated_units, redundancy_row,
                                    shortest_effective_path, write_redundancy)
 
@@ -235,8 +237,8 @@ def test_write_redundancy(tmp_path: Path):
     assert result["traces"] == 4
     with open(tmp_path / "redundancy.csv", newline="") as f:
         rows = list(csv.reader(f))
-    assert tuple(rows[0]) == COLUMNS
-    by_id = {r[0]: dict(zip(COLUMNS, r)) for r in rows[1:]}
+    assert tuple(rows[0]) == REDUNDANCY_TABLE.columns == (*COLUMNS, "level")
+    by_id = {r[0]: dict(zip(REDUNDANCY_TABLE.columns, r)) for r in rows[1:]}
     assert (by_id["a"]["Acc"], by_id["b"]["Acc"], by_id["c"]["Acc"]) == ("1", "0", "")
     assert by_id["c"]["DR"] == "" and by_id["a"]["R"] == "0"
     with open(tmp_path / "model_redundancy.csv", newline="") as f:
@@ -250,7 +252,7 @@ def test_write_redundancy(tmp_path: Path):
 def test_write_redundancy_on_an_empty_run(tmp_path: Path):
     (tmp_path / "graphs.jsonl").write_text("")
     write_redundancy(tmp_path)
-    assert (tmp_path / "redundancy.csv").read_text().strip().split(",") == list(COLUMNS)
+    assert (tmp_path / "redundancy.csv").read_text().strip().split(",") == [*COLUMNS, "level"]
     assert (tmp_path / "model_redundancy.csv").read_text().strip().split(",") == list(MODEL_COLUMNS)
 
 

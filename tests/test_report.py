@@ -278,12 +278,11 @@ def test_effect_table_has_length_controlled_corrected_and_reliability(run_dir):
 
 def test_acc_has_its_own_n(tmp_path):
     rows = [{"trace_id": t, "model": m, "domain": d} for t, m, d, _ in TRACES[:6]]
-    run = write_run(tmp_path, rows, [make_graph(*t) for t in TRACES[:6]])
-    with open(run / "redundancy.csv", "w", encoding="utf-8") as f:
-        f.write("trace_id,model,domain,Acc,Tokens\n")
-        for k, (trace_id, model, domain, n) in enumerate(TRACES[:6]):
-            f.write(f"{trace_id},{model},{domain},{'1' if k < 2 else ''},{9 * n}\n")  # two graded traces
-    page = write_report(run).read_text(encoding="utf-8")
+    graphs = [make_graph(*t) for t in TRACES[:6]]
+    for g in graphs[2:]:  # two graded traces: the others have no gold answer
+        g["gold_answer"] = g["correct"] = None
+    run = write_run(tmp_path, rows, graphs)
+    page = write_report(run).read_text(encoding="utf-8")  # redundancy.csv made from graphs.jsonl
     red = page[page.index("<h2>Redundancy"):page.index("<h2>Traces")]
     assert ">n (Acc)</th>" in red
     r1 = re.search(r"<tr><td class=l>r1</td><td>3</td><td>([^<]*)</td><td>(\d+)</td>", red)

@@ -171,22 +171,33 @@ def is_lighteval_flat(record: dict) -> bool:
     return "predictions" in record and "metrics" in record and ("full_prompt" in record or "example" in record)
 
 
-# metric names whose 0/1 value is the per-sample grade, most specific first
-LIGHTEVAL_GRADE_METRICS = ("extractive_match", "exact_match", "quasi_exact_match", "prefix_exact_match",
-                           "expr_gold_metric", "em", "acc", "pass@1", "pass@k")
+# Metric names whose 0/1 value is a sample's grade: exact names of older releases (qem, em, ...),
+# then name parts of current ones (extractive_match, math_pass@1:1_samples, gpqa_pass@1:...), in this
+# order of preference; a metric that is not 0 or 1 (a score, a mean over samples) is no grade.
+LIGHTEVAL_GRADE_NAMES = ("qem", "em", "pem", "pqem", "acc", "acc_norm")
+LIGHTEVAL_GRADE_PARTS = ("extractive_match", "exact_match", "quasi_exact_match", "expr_gold_metric", "pass@1:1",
+                         "pass@1", "accuracy")
+
+
+def _grade_rank(name: str) -> int | None:
+    if name in LIGHTEVAL_GRADE_NAMES:
+        return LIGHTEVAL_GRADE_NAMES.index(name)
+    return next((len(LIGHTEVAL_GRADE_NAMES) + i for i, part in enumerate(LIGHTEVAL_GRADE_PARTS) if part in name), None)
 
 
 def _lighteval_grade(metrics: Any, generations: int) -> bool | None:
     """The sample's grade from its metric dict, only when it holds one generation (a pass@k
-    metric is over all generations, not any one of them)."""
+    metric is over all generations, not any one of them).
+
+    >>> _lighteval_grade({"math_pass@1:1_samples": 1.0, "length": 812}, 1), _lighteval_grade({"qem": 0}, 1)
+    (True, False)
+    """
     if generations != 1 or not isinstance(metrics, dict):
         return None
-    names = sorted(metrics, key=lambda n: next((i for i, m in enumerate(LIGHTEVAL_GRADE_METRICS) if n.startswith(m)),
-                                               len(LIGHTEVAL_GRADE_METRICS)))
-    for name in names:
+    ranked = sorted((rank, name) for name in metrics if (rank := _grade_rank(str(name))) is not None)
+    for _, name in ranked:
         value = metrics[name]
-        if not isinstance(value, bool) and isinstance(value, (int, float)) and value in (0, 1) and \
-                any(name.startswith(m) for m in LIGHTEVAL_GRADE_METRICS):
+        if not isinstance(value, bool) and isinstance(value, (int, float)) and value in (0, 1):
             return bool(value)
     return None
 
