@@ -147,11 +147,11 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
     if redundancy:
         header, red_rows, caption = redundancy
         marks = best_worst(header, red_rows)
-        sign = {"best": "▲ ", "worst": "▼ "}
-        cells_html = [[f'<span class="{m[i]}">{sign[m[i]]}{esc(v)}</span>' if i in m else esc(v)
+        sign = {"best": "▲", "worst": "▼"}
+        cells_html = [[f'<span class="{m[i]}">{esc(v)}<sup>{sign[m[i]]}</sup></span>' if i in m else esc(v)
                        for i, v in enumerate(row)] for row, m in zip(red_rows, marks)]
         red = (f"<h2>Redundancy (CoTJudger's metrics)</h2><p class=note>{esc(caption)}</p>"
-               + html_table(header, cells_html, cls="sortable", titles=titled(header)))
+               + html_table(header, cells_html, cls="sortable dense", titles=titled(header)))
     cot = ""
     if analyses is not None:
         blocks = cot_sections(analyses, figures, img)
