@@ -16,8 +16,7 @@ from run_folder import make_graph, write_run
 from thinkprobe.cli import main
 from thinkprobe.indicators import DIMENSIONS, INDICATORS
 from thinkprobe.outputs import ANALYSIS_TABLES, REDUNDANCY_TABLE, read_table
-from thinkprobe.redundancy.analyses import (LEVEL_RULE, Analyses, difficulty_level, pareto_frontier, question_key,
-                                            write_analyses)
+from thinkprobe.redundancy.analyses import LEVEL_RULE, Analyses, difficulty_level, pareto_frontier, question_key
 from thinkprobe.report import write_report
 from thinkprobe.stats import compute_stats
 

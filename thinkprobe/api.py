@@ -127,7 +127,8 @@ def prepare_out_dir(out: Path, opts: RunOptions) -> str | None:
     here = Path.cwd().resolve()
     target = out.resolve()
     inputs = ([MEMORY_SOURCE] if opts.records is not None else []) + [str(p) for p in opts.inputs]
-    if _run_inputs(out) == inputs:
+    held = _run_inputs(out)
+    if held == inputs:
         _clear(out)
         return "cleared (an earlier run of the same inputs)"
     if opts.overwrite:
@@ -138,7 +139,7 @@ def prepare_out_dir(out: Path, opts: RunOptions) -> str | None:
         return "cleared (--overwrite)"
     names = sorted(p.name for p in out.iterdir())
     shown = ", ".join(names[:8]) + (f", ... ({len(names)} entries)" if len(names) > 8 else "")
-    what = "a run of other inputs" if _run_inputs(out) is not None else "other files"
+    what = "a run of other inputs" if held is not None else "other files"
     raise OutputFolderError(f"-o {out} is not empty and holds {what} ({shown}): pass --overwrite to clear it "
                             "first, --resume to continue an interrupted run of the same inputs, or choose another folder")
 

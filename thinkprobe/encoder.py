@@ -132,6 +132,7 @@ class Encoder:
     cache_dir: str | Path | None = None
     precision: str = "auto"  # auto | fp32 | fp16 (CUDA) | bf16; resolved in __post_init__
     on_encoded: Callable[[int], None] | None = field(default=None, repr=False, compare=False)  # progress: texts done
+    on_encoding: Callable[[int], None] | None = field(default=None, repr=False, compare=False)  # progress: texts asked
     _model: object = field(default=None, init=False, repr=False)
     _cache: EmbeddingCache | None = field(default=None, init=False, repr=False)
 
@@ -177,6 +178,8 @@ class Encoder:
 
     def encode_and_count(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Embeddings and token counts of `texts`, in their order, from the cache where present."""
+        if self.on_encoding is not None:
+            self.on_encoding(len(texts))
         if self._cache is None:
             return self._encode_and_count(texts)
         cache = self._cache

@@ -57,9 +57,6 @@ def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker:
     too_long = {k: err for k, (units, _) in enumerate(planned) if (err := over_unit_limit(traces[k], len(units), cfg))}
     planned = [([], []) if k in too_long else p for k, p in enumerate(planned)]
     texts = [u.text for units, _ in planned for u in units]
-    expect = getattr(times, "expect_units", None)  # a progress display moves with the units
-    if expect is not None:
-        expect(len(texts))
     with times("encode"):
         embeddings, tokens = encoder.encode_and_count(texts)
     with times("tile_type"):

@@ -93,7 +93,7 @@ class Progress:
         self.status = tqdm(total=None, desc="starting", unit="unit", file=sys.stderr, position=1, dynamic_ncols=True,
                            bar_format="{desc}: {n_fmt} units encoded [{rate_fmt}]")
         self._chunk = (0.0, 0)  # (bar count when the chunk started, traces in it)
-        self._share, self._units_expected, self._units_seen, self._finished = 0.0, 0, 0, 0
+        self._units_expected, self._units_seen, self._finished = 0, 0, 0
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._tick, args=(refresh_s,), daemon=True)
@@ -116,7 +116,7 @@ class Progress:
         if self.enabled:
             with self._lock:
                 self._advance_to(1.0)  # whatever the last chunk left
-                self._chunk, self._share = (float(self.bar.n), n), 0.0
+                self._chunk = (float(self.bar.n), n)
                 self._units_expected = self._units_seen = self._finished = 0
 
     def expect_units(self, n: int) -> None:
@@ -129,8 +129,7 @@ class Progress:
         if self.enabled:
             with self._lock:
                 if name in _CHUNK_SHARE and self._chunk[1]:
-                    self._share = _CHUNK_SHARE[name]
-                    self._advance_to(self._share)
+                    self._advance_to(_CHUNK_SHARE[name])
                 self.status.set_description_str(STAGE_NAMES.get(name, name), refresh=True)
 
     def units(self, n: int) -> None:
@@ -176,6 +175,3 @@ class ProgressTimes:
     def __call__(self, stage: str):
         self.progress.stage(stage)
         return self.times(stage)
-
-    def expect_units(self, n: int) -> None:
-        self.progress.expect_units(n)

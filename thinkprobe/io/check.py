@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..records import InputError
-from .detect import _get
+from .detect import get_path
 from .formats import iter_records
 from .sources import NAMED_FIELDS, FieldMap, Source, parse_source
 
@@ -59,7 +59,7 @@ def check_fields(inputs: Sequence[str | Path | Source], fields: FieldMap = Field
                 continue
             checked += 1
             keys.update(dict.fromkeys(map(str, record)))
-            seen.update(name for name, path in named.items() if _get(record, path)[0])
+            seen.update(name for name, path in named.items() if get_path(record, path)[0])
             if len(seen) == len(named):
                 break
         if not checked:

@@ -14,7 +14,7 @@ from .formats import strip_extensions, type_name
 from .sources import FieldMap
 from .tags import Split, split_tags, trim
 
-__all__ = ["GRADES", "ENCRYPTED", "UNTAGGED", "CHOICE_MESSAGES", "record_position", "REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect"]
+__all__ = ["get_path", "GRADES", "ENCRYPTED", "UNTAGGED", "CHOICE_MESSAGES", "record_position", "REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect"]
 
 
 # Detection order (spec section 6). Additions found in real data: `think_content` (THINK-Bench),
@@ -269,7 +269,7 @@ def _locate_reasoning(
     if fields.reasoning_field:
         # An explicit choice never falls back silently to another field.
         path = fields.reasoning_field
-        found, value = _get(record, path)
+        found, value = get_path(record, path)
         if not found or value is None:
             raise error(path, f"field not found; {_keys_hint(record, path)}")
         joined = None
@@ -331,7 +331,7 @@ def _locate_reasoning(
 def _dedicated_candidates(record: dict) -> Iterator[tuple[_Found, bool]]:
     """The dedicated reasoning fields, in order (a list of reasoning texts gives its first)."""
     for path in REASONING_FIELDS:
-        found, value = _get(record, path)
+        found, value = get_path(record, path)
         if not found:
             continue
         if path == "reasonings" and isinstance(value, list):
@@ -350,7 +350,7 @@ def _keys_hint(record: dict, path: str) -> str:
     node, walked = record, ""
     for key, index in _PATH_TOKEN.findall(path)[:-1]:
         step = f"{'.' if walked else ''}{key}" if key else f"[{index}]"
-        found, value = _get(record, walked + step)
+        found, value = get_path(record, walked + step)
         if not found or not isinstance(value, (dict, list)):
             break
         node, walked = value, walked + step
@@ -368,7 +368,7 @@ def _inline_candidates(record: dict, generation: int | None = None) -> Iterator[
     for name in TAGGED_FIELDS:
         yield from _field_candidates(record.get(name), name)
     for base in RESPONSES_OUTPUT[1:]:  # a Responses API object nested in a batch result
-        found, value = _get(record, base)
+        found, value = get_path(record, base)
         blocks = _typed_blocks(value, base) if found and isinstance(value, list) else None
         if blocks:
             yield blocks, True
@@ -387,7 +387,7 @@ def _inline_candidates(record: dict, generation: int | None = None) -> Iterator[
     elif generations is not None and not isinstance(generations, list):
         yield _Found("generations", generations, ()), False
     for choice in CHOICE_MESSAGES:
-        found, message = _get(record, choice)
+        found, message = get_path(record, choice)
         if found and isinstance(message, dict):
             yield from _turn_candidates(message, choice)
     for list_name in TURN_LISTS:
@@ -397,7 +397,7 @@ def _inline_candidates(record: dict, generation: int | None = None) -> Iterator[
         index = next((i for i in range(len(turns) - 1, -1, -1) if _role(turns[i]) in ASSISTANT_ROLES), None)
         if index is not None:
             yield from _turn_candidates(turns[index], f"{list_name}[{index}]")
-    found, value = _get(record, "raw_text.response")
+    found, value = get_path(record, "raw_text.response")
     yield _Found("raw_text.response", value if found else None, ()), False
 
 
@@ -483,7 +483,7 @@ def _answer_section(
     for path in answer_fields:
         if path == reasoning_from:
             continue
-        found, value = _get(record, path)
+        found, value = get_path(record, path)
         if not found or not isinstance(value, str) or not value.strip():
             continue
         # The answer field may repeat the reasoning inside tags; only what follows them is the answer.
@@ -502,7 +502,7 @@ def _answer_section(
 
 def _question(record: dict, field: str | None = None) -> str | None:
     for path in _with_override(field, QUESTION_FIELDS):
-        found, value = _get(record, path)
+        found, value = get_path(record, path)
         if found and isinstance(value, str) and value.strip():
             return value
     for list_name in TURN_LISTS:
@@ -521,7 +521,7 @@ def _correctness(record: dict, generation: int | None = None) -> tuple[bool | No
     if generation is not None:
         paths = (*(f"{name}[{generation}]" for name in GENERATION_CORRECT_FIELDS), *CORRECT_FIELDS)
     for path in paths:
-        found, value = _get(record, path)
+        found, value = get_path(record, path)
         verdict = _to_bool(value) if found else None
         if verdict is not None:
             return verdict, path
@@ -541,7 +541,7 @@ def _to_bool(value: Any) -> bool | None:
 
 def _first_scalar(record: dict, paths: tuple[str, ...]) -> tuple[str | None, str | None]:
     for path in paths:
-        found, value = _get(record, path)
+        found, value = get_path(record, path)
         if not found or isinstance(value, bool):
             continue
         if isinstance(value, (int, float)) or (isinstance(value, str) and value.strip()):
@@ -553,7 +553,7 @@ def _with_override(override: str | None, paths: tuple[str, ...]) -> tuple[str, .
     return (override, *paths) if override else paths
 
 
-def _get(record: dict, path: str) -> tuple[bool, Any]:
+def get_path(record: dict, path: str) -> tuple[bool, Any]:
     """Resolve ``a.b[0].c``; a key that literally equals the whole path wins (keys may hold dots)."""
     if path in record:
         return True, record[path]

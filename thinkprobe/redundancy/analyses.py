@@ -11,11 +11,11 @@
 - accuracy against the redundancy ratio R with the Pareto frontier (pareto.csv);
 - node-type shares per domain and per model (roles.csv) and over normalised position (dynamics.csv).
 
-`Analyses` takes graph records one at a time (the run's assembly streams them; `thinkprobe report`
-re-reads graphs.jsonl for a run made before these analyses existed), so memory holds small
-per-trace rows and fixed-size histograms. `write_analyses` writes every table, redundancy.csv
-with its levels, model_redundancy.csv and analyses.json (the level rule, and why an analysis is
-missing). Same graph records in, same bytes out.
+`Analyses` takes graph records one at a time (the run's assembly streams them;
+thinkprobe.redundancy.write_redundancy re-reads graphs.jsonl, as `thinkprobe report` does for a run
+made before these analyses existed), so memory holds small per-trace rows and fixed-size
+histograms. `write_analyses` writes every table, redundancy.csv with its levels and analyses.json
+(the level rule, and why an analysis is missing). Same graph records in, same bytes out.
 """
 from __future__ import annotations
 
@@ -29,14 +29,14 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..outputs import (ANALYSES_JSON, DYNAMICS_TABLE, LENGTHS_TABLE, LEVEL_REDUNDANCY_TABLE, MODEL_REDUNDANCY_TABLE,
+from ..outputs import (ANALYSES_JSON, ANALYSIS_TABLES, DYNAMICS_TABLE, LENGTHS_TABLE, LEVEL_REDUNDANCY_TABLE,
                        OUTCOME_TOKENS_TABLE, PARETO_TABLE, POSITIONS_TABLE, REDUNDANCY_METRICS, REDUNDANCY_TABLE,
                        ROLES_TABLE, TRANSITIONS_TABLE, write_table)
 from ..records import NODE_TYPES, source_id
 from ..tables import write_atomic
 
 __all__ = ["MIN_MODELS", "LEVELS", "POSITION_BINS", "DYNAMICS_BINS", "LEVEL_RULE", "Analyses", "question_key",
-           "difficulty_level", "pareto_frontier", "write_analyses", "analyses_from_run"]
+           "difficulty_level", "pareto_frontier", "write_analyses"]
 
 MIN_MODELS = 3  # models that must have answered a question (graded) for it to get a level
 LEVELS = 5
@@ -174,12 +174,13 @@ class Analyses:
 
         # difficulty levels
         cells: dict[tuple[str, int], list[dict]] = defaultdict(list)
-        for r in rows:
+        cell_questions: dict[tuple[str, int], set] = defaultdict(set)
+        for r, key in zip(rows, self.keys):
             if r["level"] is not None:
                 cells[(r["model"], r["level"])].append(r)
+                cell_questions[(r["model"], r["level"])].add(key)
         out[LEVEL_REDUNDANCY_TABLE.name] = [
-            {"model": m, "level": lv, "n": len(members), "questions": len({self.keys[i] for i, r in enumerate(rows)
-                                                                            if r["model"] == m and r["level"] == lv}),
+            {"model": m, "level": lv, "n": len(members), "questions": len(cell_questions[(m, lv)]),
              **{c: _mean(x.get(c) for x in members) for c in REDUNDANCY_METRICS}}
             for (m, lv), members in sorted(cells.items())]
 
@@ -282,23 +283,12 @@ class Analyses:
 
 
 def write_analyses(run_dir: str | Path, analyses: Analyses) -> dict:
-    """redundancy.csv (with levels), model_redundancy.csv, every analysis table and analyses.json."""
-    from .tables import model_means
-
+    """redundancy.csv (with levels), every analysis table and analyses.json; returns analyses.json's data.
+    model_redundancy.csv is written beside them by thinkprobe.redundancy.tables.write_redundancy_tables."""
     run_dir = Path(run_dir)
     out, info = analyses.tables()
-    tables = {t.name: t for t in (REDUNDANCY_TABLE, LEVEL_REDUNDANCY_TABLE, POSITIONS_TABLE, OUTCOME_TOKENS_TABLE,
-                                  LENGTHS_TABLE, TRANSITIONS_TABLE, PARETO_TABLE, ROLES_TABLE, DYNAMICS_TABLE)}
+    tables = {t.name: t for t in (REDUNDANCY_TABLE, *ANALYSIS_TABLES)}
     for name, rows in out.items():
         write_table(run_dir, tables[name], rows)
-    write_table(run_dir, MODEL_REDUNDANCY_TABLE, model_means(out[REDUNDANCY_TABLE.name]))
     write_atomic(run_dir / ANALYSES_JSON, json.dumps(info, indent=2, sort_keys=True) + "\n")
     return info
-
-
-def analyses_from_run(run_dir: str | Path) -> dict:
-    """Recompute and write the analyses of a finished run from its graphs.jsonl (no re-profiling):
-    thinkprobe.redundancy.write_redundancy with the run's own settings."""
-    from .tables import write_redundancy
-
-    return write_redundancy(run_dir)["analyses"]

@@ -5,8 +5,9 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from ..outputs import MODEL_REDUNDANCY_TABLE, REDUNDANCY_TABLE, RUN_JSON, write_table
+from ..outputs import MODEL_REDUNDANCY_TABLE, RUN_JSON, write_table
 from ..records import iter_graph_records, source_id
+from .analyses import Analyses, write_analyses
 from .annotate import METRICS, RedundancyParams, annotate_record, redundancy_row
 
 __all__ = ["MODEL_COLUMNS", "model_means", "write_redundancy", "table_row", "write_redundancy_tables",
@@ -42,8 +43,6 @@ def write_redundancy(run_dir: str | Path, params: RedundancyParams | None = None
         run_json = run / RUN_JSON
         config = json.loads(run_json.read_text(encoding="utf-8")).get("config") if run_json.exists() else None
         params = RedundancyParams.from_config(config)
-    from .analyses import Analyses
-
     analyses = Analyses()
     for record in iter_graph_records(run, missing_ok=True):
         if not isinstance(record.get("redundancy"), dict):  # a record made elsewhere: its SEP is needed too
@@ -61,14 +60,14 @@ def table_row(record: dict, params: RedundancyParams = RedundancyParams()) -> di
     return redundancy_row(record, params)[0]
 
 
-def write_redundancy_tables(run: Path, analyses) -> dict:
+def write_redundancy_tables(run: Path, analyses: Analyses) -> dict:
     """redundancy.csv (with difficulty levels), model_redundancy.csv and CoTJudger's analysis tables
-    from the rows an `analyses.Analyses` gathered."""
-    from .analyses import write_analyses
-
+    from the rows an `Analyses` gathered."""
     info = write_analyses(run, analyses)
+    models = model_means(analyses.rows)
+    write_table(run, MODEL_REDUNDANCY_TABLE, models)
     return {"redundancy_csv": str(run / "redundancy.csv"), "model_redundancy_csv": str(run / "model_redundancy.csv"),
-            "traces": len(analyses.rows), "models": model_means(analyses.rows), "analyses": info}
+            "traces": len(analyses.rows), "models": models, "analyses": info}
 
 
 def format_model_table(models: Sequence[dict]) -> str:

@@ -10,17 +10,10 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..records import NODE_TYPES
-from .style import NODE_COLORS, NODE_NAMES, model_colors
+from .style import NODE_COLORS, NODE_NAMES, as_number, model_colors
 
 __all__ = ["COT_FIGURES", "difficulty_figure", "positions_figure", "outcome_tokens_figure", "lengths_figure",
            "transitions_figure", "pareto_figure", "roles_figure", "dynamics_figure"]
-
-
-def _num(value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def _figure(width: float, height: float):
@@ -58,7 +51,7 @@ def difficulty_figure(level_rows: Sequence[Mapping]):
         for model, rows in groups.items():
             rows = sorted(rows, key=lambda r: int(r["level"]))
             n = sum(int(r["n"]) for r in rows)
-            ax.plot([int(r["level"]) for r in rows], [_num(r[metric]) for r in rows], marker="o",
+            ax.plot([int(r["level"]) for r in rows], [as_number(r[metric]) for r in rows], marker="o",
                     **style[model], label=f"{model} (n={n})")
         ax.set_xticks(range(1, 6))
         ax.set_xlabel("difficulty level (1 = every model right, 5 = none)")
@@ -77,9 +70,9 @@ def positions_figure(position_rows: Sequence[Mapping], traces: Mapping[str, int]
     style = _style(list(groups))
     for model, rows in groups.items():
         rows = sorted(rows, key=lambda r: int(r["bin"]))
-        centres = [(_num(r["start"]) + _num(r["end"])) / 2 for r in rows]
+        centres = [(as_number(r["start"]) + as_number(r["end"])) / 2 for r in rows]
         off = sum(int(r["off_sep"]) for r in rows)
-        ax.plot(centres, [_num(r["density"]) for r in rows], marker=".", **style[model],
+        ax.plot(centres, [as_number(r["density"]) for r in rows], marker=".", **style[model],
                 label=f"{model} (n={traces.get(model, 0)} traces, {off} off-path units)")
     ax.axhline(1.0, color="black", lw=0.8, ls="--")
     ax.set_xlim(0, 1)
@@ -99,26 +92,31 @@ def _boxes(ax, data: Sequence[Sequence[float]], labels: Sequence[str], colors: S
     return parts
 
 
+def _token_axis(ax, title: str) -> None:
+    """The y axis both token figures share: tokens per trace on a log scale."""
+    ax.set_yscale("log")
+    ax.set_ylabel("tokens per trace (log scale)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3, axis="y")
+
+
 def outcome_tokens_figure(redundancy_rows: Sequence[Mapping]):
     """Tokens of correct against incorrect traces per model (Fig. 8)."""
     groups = {m: rows for m, rows in _by_model(redundancy_rows).items()
-              if any(_num(r.get("Acc")) in (0.0, 1.0) for r in rows)}
+              if any(as_number(r.get("Acc")) in (0.0, 1.0) for r in rows)}
     fig = _figure(min(16, max(6, 1.1 * len(groups) + 2)), 4.6)
     ax = fig.add_subplot(1, 1, 1)
     ticks, labels = [], []
     for k, (model, rows) in enumerate(groups.items()):
-        right = [_num(r["Tokens"]) for r in rows if _num(r.get("Acc")) == 1.0]
-        wrong = [_num(r["Tokens"]) for r in rows if _num(r.get("Acc")) == 0.0]
+        right = [as_number(r["Tokens"]) for r in rows if as_number(r.get("Acc")) == 1.0]
+        wrong = [as_number(r["Tokens"]) for r in rows if as_number(r.get("Acc")) == 0.0]
         for offset, values, color in ((-0.2, right, "#4c956c"), (0.2, wrong, "#d1495b")):
             if values:
                 _boxes(ax, [values], [""], [color], positions=[k + offset])
         ticks.append(k)
         labels.append(f"{model}\ncorrect n={len(right)}\nwrong n={len(wrong)}")
     ax.set_xticks(ticks, labels, fontsize=8)
-    ax.set_yscale("log")
-    ax.set_ylabel("tokens per trace (log scale)")
-    ax.set_title("Tokens of correct (green) and incorrect (red) answers")
-    ax.grid(alpha=0.3, axis="y")
+    _token_axis(ax, "Tokens of correct (green) and incorrect (red) answers")
     return fig
 
 
@@ -128,15 +126,12 @@ def lengths_figure(redundancy_rows: Sequence[Mapping]):
     colors = model_colors(list(groups))
     fig = _figure(min(16, max(6, 0.9 * len(groups) + 2)), 4.4)
     ax = fig.add_subplot(1, 1, 1)
-    data = [[max(_num(r["Tokens"]), 1.0) for r in rows] for rows in groups.values()]
+    data = [[max(as_number(r["Tokens"]), 1.0) for r in rows] for rows in groups.values()]
     ax.violinplot(data, showmedians=True)
     ax.set_xticks(range(1, len(groups) + 1), [f"{m}\nn={len(v)}" for m, v in zip(groups, data)], fontsize=8)
     for body, model in zip(ax.collections, groups):
         body.set_color(colors[model])
-    ax.set_yscale("log")
-    ax.set_ylabel("tokens per trace (log scale)")
-    ax.set_title("Token-length distribution per model (line: median)")
-    ax.grid(alpha=0.3, axis="y")
+    _token_axis(ax, "Token-length distribution per model (line: median)")
     return fig
 
 
@@ -149,7 +144,7 @@ def transitions_figure(transition_rows: Sequence[Mapping]):
              ("EE", "incorrect → incorrect", "#edae49"), ("EB", "incorrect → correct", "#00798c"))
     x = np.arange(len(rows))
     for k, (col, label, color) in enumerate(kinds):
-        ax.bar(x + (k - 1.5) * 0.2, [_num(r[col]) for r in rows], width=0.2, color=color, label=f"{col}: {label}")
+        ax.bar(x + (k - 1.5) * 0.2, [as_number(r[col]) for r in rows], width=0.2, color=color, label=f"{col}: {label}")
     ax.set_xticks(x, [f"{r['model']}\nn={r['n']}" for r in rows], fontsize=8)
     ax.set_ylabel("transitions per trace (mean)")
     ax.set_title("Answer transitions between successive candidate answers")
@@ -162,15 +157,15 @@ def pareto_figure(pareto_rows: Sequence[Mapping]):
     """Accuracy against the redundancy ratio R, the Pareto frontier marked and named (Section 5.2)."""
     fig = _figure(7, 5)
     ax = fig.add_subplot(1, 1, 1)
-    rows = sorted(pareto_rows, key=lambda r: _num(r["R"]))
+    rows = sorted(pareto_rows, key=lambda r: as_number(r["R"]))
     for r in rows:
         front = str(r["frontier"]) == "1"
-        ax.scatter(_num(r["R"]), _num(r["Acc"]), s=60 if front else 30, color="#d1495b" if front else "#6c757d",
+        ax.scatter(as_number(r["R"]), as_number(r["Acc"]), s=60 if front else 30, color="#d1495b" if front else "#6c757d",
                    zorder=3)
-        ax.annotate(f"{r['model']} (n={r['n']})", (_num(r["R"]), _num(r["Acc"])), textcoords="offset points",
+        ax.annotate(f"{r['model']} (n={r['n']})", (as_number(r["R"]), as_number(r["Acc"])), textcoords="offset points",
                     xytext=(5, 4), fontsize=8, fontweight="bold" if front else "normal")
     frontier = [r for r in rows if str(r["frontier"]) == "1"]
-    ax.plot([_num(r["R"]) for r in frontier], [_num(r["Acc"]) for r in frontier], color="#d1495b", lw=1.2,
+    ax.plot([as_number(r["R"]) for r in frontier], [as_number(r["Acc"]) for r in frontier], color="#d1495b", lw=1.2,
             label="Pareto frontier (no model more accurate and less redundant)")
     ax.margins(x=0.15, y=0.1)
     ax.set_xlabel("redundancy ratio R (mean per trace; lower is leaner)")
@@ -201,7 +196,7 @@ def roles_figure(role_rows: Sequence[Mapping]):
         traces: dict[str, str] = {}
         for r in role_rows:
             if r["by"] == by:
-                groups[r["group"]][r["type"]] = _num(r["share"]) if r["share"] not in ("", None) else 0.0
+                groups[r["group"]][r["type"]] = as_number(r["share"]) if r["share"] not in ("", None) else 0.0
                 traces[r["group"]] = r["traces"]
         groups = dict(sorted(groups.items()))
         _stacked(ax, groups, [f"{g} (n={traces[g]})" for g in groups])
@@ -220,8 +215,8 @@ def dynamics_figure(dynamic_rows: Sequence[Mapping], traces: Mapping[str, int]):
     for k, (model, rows) in enumerate(groups.items()):
         ax = fig.add_subplot(nrows, ncols, k + 1)
         bins = sorted({int(r["bin"]) for r in rows})
-        centres = {int(r["bin"]): (_num(r["start"]) + _num(r["end"])) / 2 for r in rows}
-        share = {(int(r["bin"]), r["type"]): _num(r["share"]) if r["share"] not in ("", None) else 0.0 for r in rows}
+        centres = {int(r["bin"]): (as_number(r["start"]) + as_number(r["end"])) / 2 for r in rows}
+        share = {(int(r["bin"]), r["type"]): as_number(r["share"]) if r["share"] not in ("", None) else 0.0 for r in rows}
         ax.stackplot([centres[b] for b in bins], [[share.get((b, t), 0.0) for b in bins] for t in NODE_TYPES],
                      colors=[NODE_COLORS[t] for t in NODE_TYPES], labels=[f"{t} {NODE_NAMES[t]}" for t in NODE_TYPES])
         ax.set_xlim(0, 1)

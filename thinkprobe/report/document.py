@@ -11,7 +11,7 @@ from ..outputs import INDICATORS_TABLE, read_table
 from ..tables import read_csv
 from .glossary import GLOSSARY, glossary_items
 from .markup import data_uri, esc, html_page, html_table, md_table
-from .style import DIMS, display_label, format_number
+from .style import DIMS, as_number, display_label, format_number
 from .text import (EFFECT_HEADER, EFFECT_TITLES, NO_RADAR, effect_rows, headline, icc_rows, method_note, outcome_rows,
                    outcome_text, profile_ci_rows, summary_text, too_few_text)
 
@@ -31,7 +31,7 @@ def best_worst(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[dic
     for i, name in enumerate(header):
         if name not in BETTER:
             continue
-        values = {k: _float(row[i]) for k, row in enumerate(rows) if row[0] != "all"}
+        values = {k: as_number(row[i]) for k, row in enumerate(rows) if row[0] != "all"}
         values = {k: v for k, v in values.items() if math.isfinite(v)}
         if len(set(values.values())) < 2:
             continue
@@ -43,13 +43,6 @@ def best_worst(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[dic
             elif v == worst:
                 marks[k][i] = "worst"
     return marks
-
-
-def _float(cell: str) -> float:
-    try:
-        return float(cell)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def redundancy_table(path: Path) -> tuple[list[str], list[list[str]], str] | None:
@@ -66,10 +59,7 @@ def redundancy_table(path: Path) -> tuple[list[str], list[list[str]], str] | Non
     metrics = [c for c in columns if c not in keys]
 
     def value(r, c):
-        try:
-            return float(r[c])
-        except (TypeError, ValueError):
-            return math.nan
+        return as_number(r[c])
 
     numeric = [c for c in metrics if any(math.isfinite(value(r, c)) for r in rows)]
     partial = [c for c in numeric if not all(math.isfinite(value(r, c)) for r in rows)]

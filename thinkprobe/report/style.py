@@ -52,6 +52,14 @@ def display_label(value: str) -> str:
     return value if value else "(none)"
 
 
+def as_number(value) -> float:
+    """A table cell as a float; nan when it is empty or not a number."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
 def format_number(x: float | None, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "–"

@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ..cognitive_profile import group_profiles
-from ..outputs import REDUNDANCY_TABLE
+from ..outputs import (DYNAMICS_TABLE, LEVEL_REDUNDANCY_TABLE, PARETO_TABLE, POSITIONS_TABLE, REDUNDANCY_TABLE,
+                       ROLES_TABLE, TRANSITIONS_TABLE)
 from ..stats import compute_stats, load_table
 from .document import redundancy_table, report_html, report_md
-from .cot_figures import COT_FIGURES
+from .cot_figures import (COT_FIGURES, difficulty_figure, dynamics_figure, lengths_figure, outcome_tokens_figure,
+                          pareto_figure, positions_figure, roles_figure, transitions_figure)
 from .figures import boxplot_figure, effects_figure, heatmap_figure, radar_figure
 from .markup import html_page
 from .style import DIMS, FIGURE_DPI, figure_style, png_bytes
@@ -64,13 +66,13 @@ def _analyses(run_dir: Path) -> dict | None:
 
     from ..outputs import ANALYSES_JSON
     from ..records import GRAPHS_FILE
-    from ..redundancy.analyses import analyses_from_run
+    from ..redundancy import write_redundancy
 
     path = run_dir / ANALYSES_JSON
     if not path.exists():
         if not (run_dir / GRAPHS_FILE).exists():
             return None
-        analyses_from_run(run_dir)
+        write_redundancy(run_dir)  # the run's own redundancy settings
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -86,20 +88,25 @@ def _cot_rows(run_dir: Path) -> dict[str, list[dict]]:
     return rows
 
 
-def _cot_figure(name: str, rows: Mapping):
-    from . import cot_figures as f
+# figure -> (the table it is drawn from, its drawing function, whether it also takes traces per model)
+_COT_SOURCES = {
+    "difficulty": (LEVEL_REDUNDANCY_TABLE.name, difficulty_figure, False),
+    "positions": (POSITIONS_TABLE.name, positions_figure, True),
+    "outcome_tokens": (REDUNDANCY_TABLE.name, outcome_tokens_figure, False),
+    "lengths": (REDUNDANCY_TABLE.name, lengths_figure, False),
+    "transitions": (TRANSITIONS_TABLE.name, transitions_figure, False),
+    "pareto": (PARETO_TABLE.name, pareto_figure, False),
+    "roles": (ROLES_TABLE.name, roles_figure, False),
+    "dynamics": (DYNAMICS_TABLE.name, dynamics_figure, True),
+}
 
-    table = {"difficulty": "redundancy_by_level.csv", "positions": "positions.csv", "transitions": "transitions.csv",
-             "pareto": "pareto.csv", "roles": "roles.csv", "dynamics": "dynamics.csv"}
-    if name in ("outcome_tokens", "lengths"):
-        data = rows["redundancy.csv"]
-        return (f.outcome_tokens_figure if name == "outcome_tokens" else f.lengths_figure)(data) if data else None
-    data = rows.get(table[name])
+
+def _cot_figure(name: str, rows: Mapping):
+    table, draw, with_traces = _COT_SOURCES[name]
+    data = rows.get(table)
     if not data:
         return None
-    if name in ("positions", "dynamics"):
-        return getattr(f, f"{name}_figure")(data, rows["traces"])
-    return getattr(f, f"{name}_figure")(data)
+    return draw(data, rows["traces"]) if with_traces else draw(data)
 
 
 def write_report(run_dir: str | Path, workers: int | None = None, progress: bool = False) -> Path:
