@@ -12,7 +12,24 @@ from ..records import Edge, ThoughtUnit
 from .candidates import FROM_WINDOW
 from .protocol import CRITIQUE_CLASSES, FORWARD_CLASSES, PAIR_CLASSES, REPETITION_CLASS
 
-__all__ = ["decode_edges"]
+__all__ = ["decode_edges", "thresholds"]
+
+
+def thresholds(i: np.ndarray, j: np.ndarray, near: np.ndarray, decode: Mapping) -> np.ndarray:
+    """The edge-probability threshold of each candidate pair: with `thresholds_by_distance`
+    ([[max distance, threshold], ...], increasing distances; the last entry's threshold beyond
+    them), by the distance j - i; else `threshold_near` for window pairs, `threshold_far` for others.
+
+    >>> thresholds(np.array([0, 0, 0]), np.array([1, 3, 20]), np.array([True, True, False]),
+    ...            {"thresholds_by_distance": [[1, 0.2], [3, 0.4], [10, 0.5], [10**9, 0.6]]}).tolist()
+    [0.2, 0.4, 0.6]
+    """
+    table = decode.get("thresholds_by_distance")
+    if not table:
+        return np.where(near, decode["threshold_near"], decode["threshold_far"])
+    limits = np.array([row[0] for row in table])
+    values = np.array([row[1] for row in table], dtype=np.float64)
+    return values[np.minimum(np.searchsorted(limits, j - i, side="left"), len(values) - 1)]
 
 
 def decode_edges(units: Sequence[ThoughtUnit], probs: np.ndarray, i: np.ndarray, j: np.ndarray, origin: np.ndarray,
@@ -20,7 +37,7 @@ def decode_edges(units: Sequence[ThoughtUnit], probs: np.ndarray, i: np.ndarray,
     """Edges of one trace from the class probabilities of its candidate pairs (the decoding `pairmlp.TrainedLinker` describes).
 
     `decode` holds the thresholds on the edge probability (1 - P(none)): `threshold_near` (pairs
-    from the window) and `threshold_far` (the others). `labels_follow_types`: a unit that is not
+    from the window) and `threshold_far` (the others), or `thresholds_by_distance` (see `thresholds`). `labels_follow_types`: a unit that is not
     provisionally CRT (RPT) takes no critique (repetition) label; that pair keeps its edge
     probability and takes its most probable other label, so that a unit's structural type
     (`nodetypes.finalise_type`) comes from the type head rather than from one pair's label."""
@@ -38,7 +55,7 @@ def decode_edges(units: Sequence[ThoughtUnit], probs: np.ndarray, i: np.ndarray,
         # pair stays, as an elaboration, and the unit stays MET; the check's verdict critiques.
         plan = np.array([units[b].node_type == "MET" for b in j], dtype=bool)
         label[plan & np.isin(label, CRITIQUE_CLASSES)] = FORWARD_CLASSES[1]
-    keep = edge_p >= np.where(near, decode["threshold_near"], decode["threshold_far"])
+    keep = edge_p >= thresholds(i, j, near, decode)
     picked = {(int(k), int(label[k])) for k in np.flatnonzero(keep)}
     have: dict[int, set[int]] = {}
     for k, c in picked:

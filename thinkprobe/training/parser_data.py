@@ -16,7 +16,7 @@ import numpy as np
 from ..config import Config
 from ..shared_data import REPO, data_dir
 
-__all__ = ["SILVER", "load_silver", "prepare", "FP32_WORDS", "BF16_WORDS", "prepared_precision", "encoding_of", "load_prepared", "held_out", "examples", "batches"]
+__all__ = ["SILVER", "load_silver", "prepare", "encode_rows", "FP32_WORDS", "BF16_WORDS", "prepared_precision", "encoding_of", "load_prepared", "held_out", "examples", "batches"]
 
 
 SILVER = (data_dir() or REPO.parent / "shared" / "data") / "reasoningflow" / "v1" / "v1_llm_gemini-3.1-pro-preview.jsonl.gz"
@@ -34,9 +34,6 @@ def prepare(args) -> None:
     import torch
 
     from thinkprobe.encoder import Encoder
-    from thinkprobe.graph import tile_and_type, units_of
-    from thinkprobe.io import FieldMap, detect
-    from thinkprobe.records import InputError, ThoughtGraph
 
     torch.set_num_threads(args.threads)
     cfg = Config.load()
@@ -65,18 +62,8 @@ def prepare(args) -> None:
         chars = sum(len(docs[k]["raw_text"]["response"]) for k in chunk)
         if path.exists():
             continue
-        traces = [detect(docs[k], FieldMap(), "silver", k) for k in chunk]
-        planned = [units_of(t, cfg) for t in traces]
-        texts = [u.text for units, _ in planned for u in units]
-        emb, tok = encoder.encode_and_count(texts)
-        bounds = np.cumsum([0] + [len(units) for units, _ in planned])
-        rows = []
-        for k, t, p, a, b in zip(chunk, traces, planned, bounds, bounds[1:]):
-            g = tile_and_type(t, p, emb[a:b], tok[a:b], cfg)
-            if isinstance(g, InputError) or not isinstance(g, ThoughtGraph):
-                continue
-            rows.append({"doc_index": k, "doc_id": docs[k]["doc_id"], "generator": docs[k]["metadata"].get("generator", ""),
-                         "units": g.units, "emb": np.asarray(g.embeddings, np.float32)})
+        rows = encode_rows(docs, chunk, encoder, cfg)
+        texts = [u for r in rows for u in r["units"]]
         with open(str(path) + ".tmp", "wb") as f:
             pickle.dump(rows, f)
         os.replace(str(path) + ".tmp", path)
@@ -88,6 +75,28 @@ def prepare(args) -> None:
         print(f"chunk {c + 1}/{len(chunks)}: {len(texts)} units; {done_chars / total_chars:.1%} of the text done, "
               f"{el:.0f} s elapsed, ETA {eta:.0f} s", flush=True)
     print("prepared", flush=True)
+
+
+def encode_rows(docs: list[dict], chunk: list[int], encoder, cfg) -> list[dict]:
+    """Documents `docs[k]` (k in chunk) split, encoded and tiled by the pipeline: per document its
+    index, id, generator, units and unit embeddings (documents that give no graph are left out)."""
+    from thinkprobe.graph import tile_and_type, units_of
+    from thinkprobe.io import FieldMap, detect
+    from thinkprobe.records import InputError, ThoughtGraph
+
+    traces = [detect(docs[k], FieldMap(), "silver", k) for k in chunk]
+    planned = [units_of(t, cfg) for t in traces]
+    texts = [u.text for units, _ in planned for u in units]
+    emb, tok = encoder.encode_and_count(texts)
+    bounds = np.cumsum([0] + [len(units) for units, _ in planned])
+    rows = []
+    for k, t, p, a, b in zip(chunk, traces, planned, bounds, bounds[1:]):
+        g = tile_and_type(t, p, emb[a:b], tok[a:b], cfg)
+        if isinstance(g, InputError) or not isinstance(g, ThoughtGraph):
+            continue
+        rows.append({"doc_index": k, "doc_id": docs[k]["doc_id"], "generator": (docs[k].get("metadata") or {}).get("generator", ""),
+                     "units": g.units, "emb": np.asarray(g.embeddings, np.float32)})
+    return rows
 
 
 FP32_WORDS = "fp32 on CPU, as the pipeline encodes on CPU"
@@ -127,23 +136,25 @@ def held_out(doc_id: str, val_frac: float, val_start: float = 0.0) -> bool:
     return val_start * 1000 <= h < (val_start + val_frac) * 1000
 
 
-def examples(rows: list[dict], docs: list[dict], params, featurizer, log=print) -> list[dict]:
+def examples(rows: list[dict], docs: list[dict], params, featurizer, log=print, retrieved=None) -> list[dict]:
     """Per trace: the parser's features (trace_features) plus targets: arc (0/1 per candidate),
-    label (PAIR_CLASSES index, 0 where no arc), types (TYPE_CLASSES index, -1 where no node)."""
+    label (PAIR_CLASSES index, 0 where no arc), types (TYPE_CLASSES index, -1 where no node), and
+    every silver pair (pairs: (i, j), i < j). `retrieved`: per row, a learned retriever's output
+    (`retriever.retrieve`), or None."""
     from thinkprobe.evalgold import silver_labels
     from thinkprobe.link.parser import trace_features
     from thinkprobe.link.protocol import TYPE_CLASSES
 
     out = []
-    cov = [0, 0, 0, 0]
+    cov = [0, 0, 0, 0, 0, 0]
     t0 = time.time()
-    for r in rows:
+    for n_row, r in enumerate(rows):
         units = r["units"]
         if len(units) < 2:
             continue
         doc = docs[r["doc_index"]]
         unit_types, labels = silver_labels(doc, units)
-        f = trace_features(units, r["emb"], params, featurizer)
+        f = trace_features(units, r["emb"], params, featurizer, None if retrieved is None else retrieved[n_row])
         lab = np.array([labels.get((int(a), int(b)), 0) for a, b in zip(f["i"], f["j"])], dtype=np.int64)
         cand = set(zip(f["i"].tolist(), f["j"].tolist()))
         for (a, b) in labels:
@@ -151,11 +162,14 @@ def examples(rows: list[dict], docs: list[dict], params, featurizer, log=print) 
             cov[1] += (a, b) in cand
             cov[2] += b - a > 1
             cov[3] += b - a > 1 and (a, b) in cand
+            cov[4] += b - a > 10
+            cov[5] += b - a > 10 and (a, b) in cand
         out.append({**f, "doc_id": r["doc_id"], "doc_index": r["doc_index"], "generator": r["generator"], "units": units,
-                    "emb": r["emb"], "label": lab, "arc": (lab > 0).astype(np.float32),
+                    "emb": r["emb"], "label": lab, "pairs": np.array(sorted(labels), dtype=np.int64).reshape(-1, 2), "arc": (lab > 0).astype(np.float32),
                     "types": np.array([TYPE_CLASSES.index(t) if t else -1 for t in unit_types], dtype=np.int64)})
     log(f"{len(out)} traces featurised ({time.time() - t0:.0f} s); candidates cover {cov[1] / max(cov[0], 1):.1%} of "
-        f"silver unit pairs, {cov[3] / max(cov[2], 1):.1%} of those more than one unit apart")
+        f"silver unit pairs, {cov[3] / max(cov[2], 1):.1%} of those more than one unit apart, {cov[5] / max(cov[4], 1):.1%} of "
+        f"those more than 10 apart; {sum(len(x['i']) for x in out) / max(1, sum(len(x['units']) for x in out)):.1f} candidates per unit")
     return out
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from .parser_data import batches
 
-__all__ = ["BestEpoch", "WeightMean", "listwise_loss", "train_model", "predicted_docs", "scored_doc", "brief", "GRID", "fit_thresholds", "DECODE_FLAGS", "OFFSET_GRID", "unit_type_scores", "fit_type_offsets"]
+__all__ = ["BestEpoch", "WeightMean", "listwise_loss", "batch_losses", "class_weights", "fit_epochs", "train_model", "predicted_docs", "scored_doc", "brief", "GRID", "fit_thresholds", "DECODE_FLAGS", "OFFSET_GRID", "unit_type_scores", "fit_type_offsets"]
 
 
 class BestEpoch:
@@ -84,53 +84,70 @@ def listwise_loss(logit, gj, arc):
     return -(target * logp).sum(dim=1).mean()
 
 
-def train_model(train: list[dict], val: list[dict], dim: int, unit_size: int, args, log=print):
+def batch_losses(model, exs: list[dict], group: list[int], lw, tw, args, train_mode: bool, extra=None):
+    """(arc, label, type) losses of one padded batch of examples `group` and its number of pairs;
+    `lw` / `tw`: label and type class weights; the parent-ranking loss joins the arc loss in training.
+    `extra`: a tensor (B, T, k) of more unit inputs (the reader's vectors), appended to the embeddings."""
     import torch
 
-    from thinkprobe.link.parser import build_parser_model
+    from thinkprobe.link.protocol import TYPE_CLASSES
+
+    dim, unit_size = exs[group[0]]["emb"].shape[1], exs[group[0]]["uf"].shape[1]
+    T = max(len(exs[k]["units"]) for k in group)
+    e = np.zeros((len(group), T, dim), np.float32)
+    u = np.zeros((len(group), T, unit_size), np.float32)
+    ty = np.full((len(group), T), -1, np.int64)
+    gi, gj, bk, pf, arc, lab = [], [], [], [], [], []
+    for r, k in enumerate(group):
+        x = exs[k]
+        n = len(x["units"])
+        e[r, :n], u[r, :n], ty[r, :n] = x["emb"], x["uf"], x["types"]
+        gi.append(x["i"] + r * T)
+        gj.append(x["j"] + r * T)
+        bk.append(x["bucket"]); pf.append(x["pf"]); arc.append(x["arc"]); lab.append(x["label"])
+    lens = torch.tensor([len(exs[k]["units"]) for k in group])
+    et = torch.from_numpy(e) if extra is None else torch.cat([torch.from_numpy(e), extra], dim=-1)
+    h = model.states(et, torch.from_numpy(u), lens)
+    tl = model.type_logits(h).reshape(-1, len(TYPE_CLASSES))
+    ty_t = torch.from_numpy(ty.reshape(-1))
+    type_loss = torch.nn.functional.cross_entropy(tl, ty_t, weight=tw, ignore_index=-1)
+    flat = h.reshape(-1, h.shape[-1])
+    logits = model.pair_logits(flat, *(torch.from_numpy(np.concatenate(a)) for a in (gi, gj, bk, pf)))
+    arc_t, lab_t = torch.from_numpy(np.concatenate(arc)), torch.from_numpy(np.concatenate(lab))
+    arc_loss = torch.nn.functional.binary_cross_entropy_with_logits(logits[:, 0], arc_t)
+    if args.listwise and train_mode:
+        # training only: the held-out loss that picks the epoch stays BCE + label + type
+        scope = torch.from_numpy(np.concatenate(bk)) > args.listwise_min_bucket
+        arc_loss = arc_loss + args.listwise * listwise_loss(logits[scope, 0], torch.from_numpy(np.concatenate(gj))[scope], arc_t[scope])
+    pos = lab_t > 0
+    label_loss = (torch.nn.functional.cross_entropy(logits[pos][:, 1:], lab_t[pos] - 1, weight=lw[1:])
+                  if pos.any() else logits.sum() * 0)
+    return arc_loss, label_loss, type_loss, len(arc_t)
+
+
+def class_weights(train: list[dict], args):
+    """Label and type class weights (torch) of training examples."""
+    import torch
+
     from thinkprobe.link.protocol import PAIR_CLASSES, TYPE_CLASSES
 
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(True)
-    model = build_parser_model(dim, unit_size, args.proj, args.hidden, args.layers, args.arc_hidden, args.context,
-                               not args.no_pair_feats, args.dropout, train[0]["pf"].shape[1])
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.wd)
     lw = torch.from_numpy(_class_weights(np.concatenate([e["label"] for e in train]), len(PAIR_CLASSES), args.class_power))
     lw[0] = 0.0
     tw = torch.from_numpy(_class_weights(np.concatenate([e["types"] for e in train]), len(TYPE_CLASSES), args.type_class_power))
-    rng = np.random.default_rng(args.seed)
+    return lw, tw
 
-    def losses(exs, group, train_mode):
-        T = max(len(exs[k]["units"]) for k in group)
-        e = np.zeros((len(group), T, dim), np.float32)
-        u = np.zeros((len(group), T, unit_size), np.float32)
-        ty = np.full((len(group), T), -1, np.int64)
-        gi, gj, bk, pf, arc, lab = [], [], [], [], [], []
-        for r, k in enumerate(group):
-            x = exs[k]
-            n = len(x["units"])
-            e[r, :n], u[r, :n], ty[r, :n] = x["emb"], x["uf"], x["types"]
-            gi.append(x["i"] + r * T)
-            gj.append(x["j"] + r * T)
-            bk.append(x["bucket"]); pf.append(x["pf"]); arc.append(x["arc"]); lab.append(x["label"])
-        lens = torch.tensor([len(exs[k]["units"]) for k in group])
-        h = model.states(torch.from_numpy(e), torch.from_numpy(u), lens)
-        tl = model.type_logits(h).reshape(-1, len(TYPE_CLASSES))
-        ty_t = torch.from_numpy(ty.reshape(-1))
-        type_loss = torch.nn.functional.cross_entropy(tl, ty_t, weight=tw, ignore_index=-1)
-        flat = h.reshape(-1, h.shape[-1])
-        logits = model.pair_logits(flat, *(torch.from_numpy(np.concatenate(a)) for a in (gi, gj, bk, pf)))
-        arc_t, lab_t = torch.from_numpy(np.concatenate(arc)), torch.from_numpy(np.concatenate(lab))
-        arc_loss = torch.nn.functional.binary_cross_entropy_with_logits(logits[:, 0], arc_t)
-        if args.listwise and train_mode:
-            # training only: the held-out loss that picks the epoch stays BCE + label + type
-            scope = torch.from_numpy(np.concatenate(bk)) > args.listwise_min_bucket
-            arc_loss = arc_loss + args.listwise * listwise_loss(logits[scope, 0], torch.from_numpy(np.concatenate(gj))[scope], arc_t[scope])
-        pos = lab_t > 0
-        label_loss = (torch.nn.functional.cross_entropy(logits[pos][:, 1:], lab_t[pos] - 1, weight=lw[1:])
-                      if pos.any() else logits.sum() * 0)
-        return arc_loss, label_loss, type_loss, len(arc_t)
+
+def fit_epochs(model, train: list[dict], val: list[dict], args, log=print, lr: float | None = None, epochs: int | None = None,
+               weights=None):
+    """Train `model` on `train` for `epochs` (args.epochs), AdamW at `lr` (args.lr); the epoch of the
+    lowest held-out loss on `val` is kept (with args.average_last, the mean of the last epochs'
+    weights instead). Returns (model, epoch)."""
+    import torch
+
+    epochs = epochs or args.epochs
+    opt = torch.optim.AdamW(model.parameters(), lr=lr or args.lr, weight_decay=args.wd)
+    lw, tw = weights or class_weights(train, args)
+    rng = np.random.default_rng(args.seed)
 
     def held_out_loss():
         model.eval()
@@ -138,7 +155,7 @@ def train_model(train: list[dict], val: list[dict], dim: int, unit_size: int, ar
             v = np.zeros(3)
             vg = batches(val, args.max_units, np.random.default_rng(0))
             for group in vg:
-                a, l, t, _ = losses(val, group, False)
+                a, l, t, _ = batch_losses(model, val, group, lw, tw, args, False)
                 v += [float(a), float(l), float(t)]
             v /= max(len(vg), 1)
         return v, v[0] + args.label_weight * v[1] + args.type_weight * v[2]
@@ -146,35 +163,57 @@ def train_model(train: list[dict], val: list[dict], dim: int, unit_size: int, ar
     best = BestEpoch()
     mean = WeightMean()
     t0 = time.time()
-    for epoch in range(1, args.epochs + 1):
+    if val:
+        v, vloss = held_out_loss()
+        best.offer(vloss, model, 0)
+    for epoch in range(1, epochs + 1):
         model.train()
         groups = batches(train, args.max_units, rng)
         tot = np.zeros(3)
         for g, group in enumerate(groups):
-            a, l, t, _ = losses(train, group, True)
+            a, l, t, _ = batch_losses(model, train, group, lw, tw, args, True)
             loss = a + args.label_weight * l + args.type_weight * t
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
             opt.step()
             tot += [float(a.detach()), float(l.detach()), float(t.detach())]
-        v, vloss = held_out_loss()
         el = time.time() - t0
-        log(f"epoch {epoch}/{args.epochs}: train arc/label/type {np.round(tot / len(groups), 4).tolist()}  held-out "
-            f"{np.round(v, 4).tolist()} (sum {vloss:.4f}); {el:.0f} s, ETA {el / epoch * (args.epochs - epoch):.0f} s")
+        if not val:
+            log(f"epoch {epoch}/{epochs}: train arc/label/type {np.round(tot / len(groups), 4).tolist()}; {el:.0f} s")
+            continue
+        v, vloss = held_out_loss()
+        log(f"epoch {epoch}/{epochs}: train arc/label/type {np.round(tot / len(groups), 4).tolist()}  held-out "
+            f"{np.round(v, 4).tolist()} (sum {vloss:.4f}); {el:.0f} s, ETA {el / epoch * (epochs - epoch):.0f} s")
         best.offer(vloss, model, epoch)
-        if epoch > args.epochs - args.average_last:
+        if epoch > epochs - args.average_last:
             mean.offer(model)
+    if not val:
+        model.eval()
+        return model, epochs
     if args.average_last:
         # the mean of the last epochs' weights (stochastic weight averaging); no epoch is picked
         mean.apply(model)
         v, vloss = held_out_loss()
-        log(f"mean of the weights of epochs {args.epochs - args.average_last + 1}-{args.epochs}: held-out "
+        log(f"mean of the weights of epochs {epochs - args.average_last + 1}-{epochs}: held-out "
             f"{np.round(v, 4).tolist()} (sum {vloss:.4f}; best single epoch {best.epoch}: {best.value:.4f})")
-        return model, args.epochs
+        return model, epochs
     best.restore(model)
     log(f"best epoch {best.epoch} (held-out loss {best.value:.4f})")
     return model, best.epoch
+
+
+def train_model(train: list[dict], val: list[dict], dim: int, unit_size: int, args, log=print):
+    import torch
+
+    from thinkprobe.link.parser import build_parser_model
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    model = build_parser_model(dim, unit_size, args.proj, args.hidden, args.layers, args.arc_hidden, args.context,
+                               not args.no_pair_feats, args.dropout, train[0]["pf"].shape[1])
+    return fit_epochs(model, train, val, args, log)
 
 
 def predicted_docs(model, exs: list[dict], docs: list[dict], decode: dict, probs_cache: dict | None = None) -> list[dict]:
