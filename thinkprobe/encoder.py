@@ -262,7 +262,7 @@ class Encoder:
                 else:  # the same forward pass, the reader fed by the lower layers' output
                     with reader.tap(model) as lower:
                         emb = model(features)["sentence_embedding"][: len(idx)].float()
-                    vec = reader.vectors(lower[0][: len(idx)]).cpu().numpy()
+                    vec = reader.vectors(lower[0]).cpu().numpy()[: len(idx)]  # the padded batch: min_rows holds here too
                     self._read.update((texts[i], v) for i, v in zip(idx, vec))
                 out[idx] = torch.nn.functional.normalize(emb, dim=1).cpu().numpy()
                 if self.on_encoded is not None:

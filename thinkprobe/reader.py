@@ -87,8 +87,9 @@ def build_reader(model=None, frozen: int = 4, config=None):
 class Reader:
     """A trained reader (the parser folder's reader.safetensors) applied inside the encoder's
     forward pass (`Encoder.attach_reader`): `tap` catches the token states after the frozen layers,
-    `vectors` runs the fine-tuned layers on them. The states are rounded to float16 first, as the
-    training cache held them."""
+    `vectors` runs the fine-tuned layers on them (in the encoder's precision: rounding the states to
+    float16, as the training cache held them, made the vectors depend on the batch through rounding
+    flips)."""
 
     def __init__(self, layers, frozen: int, hidden: int):
         self.layers, self.frozen, self.hidden = layers.eval(), frozen, hidden
@@ -125,10 +126,13 @@ class Reader:
         return tapped()
 
     def vectors(self, h):
-        """Normalised reader vectors of a batch of unpadded token states (B, L, hidden)."""
+        """Normalised reader vectors of a batch of unpadded token states (B, L, hidden). No attention
+        mask (nothing is padded): the path the encoder's own layers take, whose rows do not depend
+        on how many rows share the batch (with an explicit mask they moved in the fifth decimal)."""
         import torch
 
         with torch.inference_mode():
-            h = h.half().float()
-            mask = torch.ones(h.shape[:2], dtype=h.dtype, device=h.device)
-            return torch.nn.functional.normalize(upper_states(self.layers, h, mask), dim=1)
+            for layer in self.layers:
+                h = layer(h)
+                h = h[0] if isinstance(h, tuple) else h
+            return torch.nn.functional.normalize(h.mean(dim=1), dim=1)
