@@ -1,5 +1,6 @@
 """Memory and time of the parser (typing + linking) on one synthetic trace of N units with random
-embeddings (docs/accuracy.md, "Any length"), one torch thread:
+embeddings (docs/accuracy.md, "Any length"), one torch thread; a parser with a reader also runs the
+encoder on the units' texts (four distinct sentences here):
 
     python scripts/parser_memory.py 40000
 """
@@ -23,11 +24,11 @@ from thinkprobe.records import ThoughtUnit  # noqa: E402
 TEXTS = ["So x = 3 and then we check it.", "Wait, is that right?", "Let me plan the next step.", "Therefore the answer is 4."]
 
 
-def main(n: int) -> None:
+def main(n: int, model: str) -> None:
     import torch
 
     torch.set_num_threads(1)  # one thread: on a shared machine more threads spin
-    parser = ParserLinker(REPO / "models" / "parser-minilm-bilstm", Config.load())
+    parser = ParserLinker(REPO / "models" / model, Config.load())
     rng = np.random.default_rng(0)
     emb = rng.normal(size=(n, 384)).astype(np.float32)
     emb /= np.linalg.norm(emb, axis=1, keepdims=True)
@@ -47,4 +48,6 @@ def main(n: int) -> None:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("units", type=int, nargs="?", default=40000, help="units in the synthetic trace")
-    main(ap.parse_args().units)
+    ap.add_argument("--model", default="parser-minilm-reader", help="a parser folder in models/")
+    args = ap.parse_args()
+    main(args.units, args.model)

@@ -80,14 +80,14 @@ def dev_examples(model_dir: Path, docs: list[dict], rows: list[dict]) -> list[di
     return out
 
 
-def adapted_outputs(model_dir: Path, exs: list[dict], train: list[int], epochs: int, lr: float, log=print) -> list[dict]:
-    """The parser fine-tuned on the examples `train` (D's labels) for `epochs` at `lr`, then run on
-    every example: per trace i, j, origin, probs, types (as `outputs`)."""
+def adapted_model(model_dir: Path, exs: list[dict], train: list[int], epochs: int, lr: float):
+    """The parser of `model_dir` fine-tuned on the examples `train` (D's labels) for `epochs` at `lr`
+    (seeded, one thread, the losses and weights it was trained with)."""
     import argparse
 
     import torch
 
-    from thinkprobe.link.parser import load_parser_model, run_parser
+    from thinkprobe.link.parser import load_parser_model
 
     from .parser_fit import fit_epochs
 
@@ -104,6 +104,14 @@ def adapted_outputs(model_dir: Path, exs: list[dict], train: list[int], epochs: 
     if epochs:
         for m in members:
             fit_epochs(m, [exs[k] for k in train], [], args, lambda msg: None)
+    return model
+
+
+def adapted_outputs(model_dir: Path, exs: list[dict], train: list[int], epochs: int, lr: float, log=print) -> list[dict]:
+    """`adapted_model` run on every example: per trace i, j, origin, probs, types (as `outputs`)."""
+    from thinkprobe.link.parser import run_parser
+
+    model = adapted_model(model_dir, exs, train, epochs, lr)
     res = run_parser(model, exs, [x["emb"] for x in exs])
     return [{"i": x["i"], "j": x["j"], "origin": x["origin"], "probs": r["probs"], "types": r["types"]} for x, r in zip(exs, res)]
 
@@ -194,7 +202,8 @@ def calibrate(docs, rows, outs, decode: dict, keep: list[int], gold_types: list[
 
 def _brief(s: dict) -> dict:
     return {"edge_f1": s["edges"]["f1"], "far_edge_f1": s["far_edges"]["f1"], "type_macro_f1": s["types"]["macro_f1"],
-            "labelled_edge_f1": s["edges_labelled"]["f1"], "recall_gt10": s["by_distance"][">10"]["recall"],
+            "labelled_edge_f1": s["edges_labelled"]["f1"], "recall_2_3": s["by_distance"]["2-3"]["recall"],
+            "precision_2_3": s["by_distance"]["2-3"]["precision"], "recall_gt10": s["by_distance"][">10"]["recall"],
             "precision_gt10": s["by_distance"][">10"]["precision"]}
 
 
@@ -217,7 +226,7 @@ def cross_validate(docs, rows, outs, decode: dict, folds: list[list[str]], log=p
         gold = [docs[rows[k]["doc_index"]] for k in test]
         s = _brief(score(gold, pred))
         r = _brief(score(gold, predicted(docs, rows, base, decode, test)))
-        log(f"fold {f}: {json.dumps({k: round(v, 4) for k, v in s.items()})} (uncalibrated {r['edge_f1']:.4f} / {r['far_edge_f1']:.4f} / {r['type_macro_f1']:.4f})")
+        log(f"fold {f}: {json.dumps({k: round(v, 4) for k, v in s.items()})} (unadapted {r['edge_f1']:.4f} / {r['far_edge_f1']:.4f} / {r['type_macro_f1']:.4f})")
         per_fold.append({"fold": f, "docs": fold, "calibration": {k: fitted.get(k) for k in ("type_offsets", "thresholds_by_distance")}, **s})
         raw.append(r)
         pooled_pred += pred
@@ -225,8 +234,9 @@ def cross_validate(docs, rows, outs, decode: dict, folds: list[list[str]], log=p
     keys = list(_brief(score(pooled_gold[:1], pooled_pred[:1])))
     mean = {k: float(np.mean([p[k] for p in per_fold])) for k in keys}
     sd = {k: float(np.std([p[k] for p in per_fold], ddof=1)) for k in keys}
-    return {"folds": per_fold, "mean": mean, "sd": sd, "pooled": _brief(score(pooled_gold, pooled_pred)),
-            "uncalibrated_mean": {k: float(np.mean([p[k] for p in raw])) for k in keys}}
+    pooled = score(pooled_gold, pooled_pred)
+    return {"folds": per_fold, "mean": mean, "sd": sd, "pooled": _brief(pooled), "pooled_types": pooled["types"],
+            "unadapted_mean": {k: float(np.mean([p[k] for p in raw])) for k in keys}, "predictions": pooled_pred}
 
 
 def main_cv(args) -> None:
@@ -249,16 +259,43 @@ def main_cv(args) -> None:
     log("CV mean " + json.dumps({k: round(v, 4) for k, v in result["mean"].items()}))
     log("CV sd   " + json.dumps({k: round(v, 4) for k, v in result["sd"].items()}))
     log("pooled  " + json.dumps({k: round(v, 4) for k, v in result["pooled"].items()}))
-    log("uncalibrated mean " + json.dumps({k: round(v, 4) for k, v in result["uncalibrated_mean"].items()}))
+    log("unadapted, uncalibrated mean " + json.dumps({k: round(v, 4) for k, v in result["unadapted_mean"].items()}))
+    predictions = result.pop("predictions")
+    if args.indicators:
+        # indicator agreement of the cross-validated graphs (each trace's from the model adapted without it)
+        from thinkprobe.agreement import indicator_agreement, profile_graphs
+
+        gold_rows, gold_errors = profile_graphs([docs[r["doc_index"]] for r in rows], device="cpu")
+        pred_rows, pred_errors = profile_graphs(predictions, device="cpu")
+        result["indicator_agreement"] = {**indicator_agreement(gold_rows, pred_rows),
+                                         "skipped": {"gold": gold_errors, "pred": pred_errors}}
+        log("indicator agreement of the cross-validated graphs: median rho over indicators " + json.dumps(result["indicator_agreement"]["median_spearman_indicators"]))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     if args.write:
-        # the shipped calibration: fitted once more on all twenty traces, after CV chose the recipe
-        final = calibrate(docs, rows, outs, decode, list(range(len(rows))), _gold_types(docs, rows))
-        meta["silver_decode"] = {k: decode[k] for k in ("threshold_near", "threshold_far", "type_offsets") if k in decode}
-        meta["decode"] = {**final, "calibrated_on": "reasoningflow/v0/v0_human_D (all 20 traces; recipe chosen by CV over configs/dev_folds.json)"}
-        meta.setdefault("training", {})["dev_cv"] = {"mean": result["mean"], "sd": result["sd"], "pooled": result["pooled"],
-                                                     "uncalibrated_mean": result["uncalibrated_mean"],
-                                                     "folds": [{k: v for k, v in p.items() if k != "calibration"} for p in result["folds"]]}
+        # what ships: the recipe CV chose, applied once more to all twenty traces
+        everything = list(range(len(rows)))
+        record = {"recipe": {"adapt_epochs": args.adapt_epochs, "adapt_lr": args.adapt_lr, "calibrate": args.calibrate},
+                  "gold": "reasoningflow/v0/v0_human_D", "folds": "configs/dev_folds.json", "mean": result["mean"],
+                  "sd": result["sd"], "pooled": result["pooled"], "unadapted_mean": result["unadapted_mean"],
+                  "per_fold": [{k: v for k, v in p.items() if k != "calibration"} for p in result["folds"]]}
+        if args.adapt_epochs:
+            from safetensors.torch import save_file
+
+            model = adapted_model(model_dir, exs, everything, args.adapt_epochs, args.adapt_lr)
+            members = model if isinstance(model, list) else [model]
+            prefixes = [f"{k}." for k in range(len(members))] if "members" in meta else [""]
+            meta.setdefault("silver_heldout_before_adaptation", meta.get("training", {}).get("heldout_silver"))
+            save_file({p + k: v.contiguous() for p, m in zip(prefixes, members) for k, v in m.state_dict().items()},
+                      str(model_dir / "parser.safetensors"))
+        if args.calibrate:
+            final = calibrate(docs, rows, outs if not args.adapt_epochs else adapted_outputs(model_dir, exs, [], 0, 0.0),
+                              decode, everything, _gold_types(docs, rows))
+            meta["silver_decode"] = {k: decode[k] for k in ("threshold_near", "threshold_far", "type_offsets") if k in decode}
+            meta["decode"] = final
+        meta["adaptation"] = record
         (model_dir / "config.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-        log(f"wrote the calibration fitted on all {len(rows)} dev traces into {model_dir / 'config.json'}")
+        from .parser_cli import model_card
+
+        (model_dir / "README.md").write_text(model_card(meta, model_dir), encoding="utf-8")
+        log(f"wrote the model adapted to all {len(rows)} dev traces into {model_dir}")

@@ -53,7 +53,18 @@ def train(args) -> None:
 
         log(f"held-out candidates: {json.dumps(coverage(val, docs))}")
     reader = None
-    if args.reader_epochs:
+    if args.reader_from:
+        # phase 2 only: the reader of an earlier run, frozen (another parser over the same vectors)
+        from .reader_data import LowerStates
+        from .reader_fit import attach_reader, load_trained_reader, vectors_of_folder
+
+        lower = LowerStates(Path(args.lower))
+        vectors_of_folder(args.reader_from, lower, exs, args.reader_cache, log)
+        attach_reader(exs)
+        src = json.loads((Path(args.reader_from) / "config.json").read_text(encoding="utf-8"))["reader"]
+        args.reader_epochs, args.reader_lr = src["epochs"], src["lr"]
+        reader = (load_trained_reader(args.reader_from), lower.frozen)
+    elif args.reader_epochs:
         # phase 1: the encoder's top layers fine-tuned with a parser, from the cached lower states;
         # phase 2 (below): the shipped parser trained on [frozen embedding, reader vector]
         from .reader_data import LowerStates
@@ -64,6 +75,9 @@ def train(args) -> None:
         reader_vectors(reader, lower, exs)
         attach_reader(exs)
         reader = (reader, lower.frozen)
+    if reader is not None:
+        val = [x for x in exs if held_out(x["doc_id"], args.val_frac, args.val_start)]
+        tr = [x for x in exs if not held_out(x["doc_id"], args.val_frac, args.val_start)]
     log(f"{len(tr)} training traces ({sum(len(x['units']) for x in tr)} units, {sum(len(x['i']) for x in tr)} pairs), "
         f"{len(val)} held out ({sum(len(x['units']) for x in val)} units)")
     dim = tr[0]["emb"].shape[1]
@@ -153,6 +167,15 @@ def ensemble(args) -> None:
     docs = load_silver(Path(args.silver))
     rows = [r for r in load_prepared(args.cache) if r["doc_id"] in common]
     val = examples(rows, docs, CandidateParams.from_dict(meta["candidates"]), featurizer, log)
+    if "reader" in metas[0]:
+        from .reader_data import LowerStates
+        from .reader_fit import attach_reader, vectors_of_folder
+
+        digests = {(Path(m) / "reader.safetensors").read_bytes() for m in args.members}
+        if len(digests) != 1 or any("reader" not in m for m in metas):
+            raise SystemExit("ensemble members with a reader must share it (train the others with --reader-from)")
+        vectors_of_folder(args.members[0], LowerStates(Path(args.lower)), val, args.reader_cache, log)
+        attach_reader(val)
     flags = {**DECODE_FLAGS, "type_offsets": fit_type_offsets(models, val, log, max_rate_ratio=args.type_rate_ratio)}
     decode, held_scores = fit_thresholds(models, val, docs, flags, log)
     out = Path(args.out)
@@ -161,11 +184,16 @@ def ensemble(args) -> None:
     for k, m in enumerate(args.members):
         state.update({f"{k}.{name}": v for name, v in load_file(str(Path(m) / "parser.safetensors")).items()})
     save_file(state, str(out / "parser.safetensors"))
+    if "reader" in metas[0]:
+        import shutil
+
+        shutil.copyfile(Path(args.members[0]) / "reader.safetensors", out / "reader.safetensors")
     new = dict(metas[0])
     new.update(name=out.name, members=[m["model"] for m in metas], decode=decode)
     new["training"] = {**metas[0]["training"], "encoding": metas[0]["training"].get("encoding") or encoding_of(args.cache),
                        "heldout_silver": held_scores, "type_rate_ratio": args.type_rate_ratio,
                        "members": [{"folder": Path(m).name, "epochs": mm["training"]["epochs"], "best_epoch": mm["training"]["best_epoch"],
+                                    "seed": mm["training"].get("seed", 0),
                                     "average_last": mm["training"].get("average_last", 0),
                                     "heldout_silver": mm["training"]["heldout_silver"]} for m, mm in zip(args.members, metas)]}
     (out / "config.json").write_text(json.dumps(new, indent=2) + "\n", encoding="utf-8")
@@ -245,24 +273,46 @@ def model_card(meta: dict, out: Path) -> str:
                 "log-softmax of its parents' arc logits over its candidates: `listwise_loss`, `--listwise`)") if t.get("listwise") else ""
     rate = f" --type-rate-ratio {t['type_rate_ratio']:g}" if t.get("type_rate_ratio") else ""
     reader = meta.get("reader")
-    if reader:
-        flags += f" --reader-epochs {reader['epochs']} --reader-lr {reader['lr']:g}"
+    reader_flags = f" --reader-epochs {reader['epochs']} --reader-lr {reader['lr']:g}" if reader else ""
 
     def own_flags(x, a):
         return "".join(f" --{name} {value:g}" for name, value, default in (
             ("layers", a["layers"], 1), ("hidden", a["hidden"], 96), ("epochs", x["epochs"], 10),
-            ("average-last", x.get("average_last", 0), 0)) if value != default)
+            ("average-last", x.get("average_last", 0), 0), ("seed", x.get("seed", 0), 0)) if value != default)
 
+    adapt = meta.get("adaptation")
+    human = ("The human-annotated v0 traces (v0_human_D, the dev set) were not used for training, epochs,\n"
+             "thresholds or architecture.")
+    if adapt:
+        r, cvm, cvs = adapt["recipe"], adapt["mean"], adapt["sd"]
+        human = (f"**Adapted to human annotations**: after silver training, every network was fine-tuned on the 20 dev "
+                 f"traces of human annotator D ({adapt['gold']}) for {r['adapt_epochs']} epochs (AdamW, lr {r['adapt_lr']:g}, "
+                 f"the same losses; decoding {'recalibrated' if r['calibrate'] else 'unchanged'}). The recipe was chosen by "
+                 f"document-level 5-fold cross-validation with the folds of {adapt['folds']}, fixed before training: "
+                 f"adapted on four folds, scored on the fifth, edge F1 {cvm['edge_f1']:.3f} (sd {cvs['edge_f1']:.3f}), "
+                 f"far-edge F1 {cvm['far_edge_f1']:.3f} ({cvs['far_edge_f1']:.3f}), type macro-F1 {cvm['type_macro_f1']:.3f} "
+                 f"({cvs['type_macro_f1']:.3f}), recall of links > 10 apart {cvm['recall_gt10']:.3f} ({cvs['recall_gt10']:.3f}); "
+                 f"without adaptation {adapt['unadapted_mean']['edge_f1']:.3f} / {adapt['unadapted_mean']['far_edge_f1']:.3f} / "
+                 f"{adapt['unadapted_mean']['type_macro_f1']:.3f} / {adapt['unadapted_mean']['recall_gt10']:.3f}. So the dev set "
+                 "is no longer a test of this model: only those cross-validated numbers are.")
+        retrain_adapt = (f"\n    python scripts/train_parser.py cv --model models/{meta['name']} --adapt-epochs {r['adapt_epochs']} "
+                         f"--adapt-lr {r['adapt_lr']:g}{'' if r['calibrate'] else ' --no-calibrate'} --write")
     folders = [f"/tmp/{chr(65 + k)}" for k in range(len(meta.get("members") or ()))]
-    prepare = "prepare" if t.get("encoding") == FP32_WORDS else "prepare --bf16"
+    fp32 = t.get("encoding") == FP32_WORDS
+    prepare = "prepare" if fp32 else "prepare --bf16"
     if reader:
         prepare += f" && python scripts/train_parser.py lower --frozen {reader['frozen']}"
-    retrain = (f"    python scripts/train_parser.py {prepare} && python scripts/train_parser.py train{flags}{own_flags(t, m)}{rate} --out models/{meta['name']}"
+    retrain = (f"    python scripts/train_parser.py {prepare} && python scripts/train_parser.py train{flags}{reader_flags}{own_flags(t, m)}{rate} --out models/{meta['name']}"
                if not meta.get("members") else
-               f"    python scripts/train_parser.py {prepare}\n" + "".join(
-                   f"    python scripts/train_parser.py train{flags}{own_flags(x, a)} --out {f}\n"
+               f"    python scripts/train_parser.py {prepare}\n" +
+               # with a reader: one run fine-tunes it (with a 1-layer parser of its own), every member reuses it
+               (f"    python scripts/train_parser.py train{flags}{reader_flags} --out /tmp/R\n" if reader else "") + "".join(
+                   f"    python scripts/train_parser.py train{flags}{' --reader-from /tmp/R' if reader else ''}"
+                   f"{own_flags(x, a)} --out {f}\n"
                    for f, x, a in zip(folders, t["members"], meta["members"])) +
                f"    python scripts/train_parser.py ensemble {' '.join(folders)}{rate} --out models/{meta['name']}")
+    if adapt:
+        retrain += retrain_adapt
     reader_line = ""
     if reader:
         reader_line = (f"- reader: the encoder's top {reader['layers']} layers (above its {reader['frozen']} frozen ones), fine-tuned "
@@ -273,7 +323,7 @@ def model_card(meta: dict, out: Path) -> str:
     return f"""# {meta['name']}: ThinkProbe's trace-level parser (linker and typer)
 
 {"Small torch networks" if meta.get("members") else "One small torch network"} ({size / 1e6:.2f} MB of safetensors weights) over the frozen all-MiniLM-L6-v2
-unit embeddings of the pipeline (nothing else is loaded; no network), `thinkprobe/link/parser.py`:
+unit embeddings of the pipeline{" and the vectors of its reader (below)" if reader else ""} (nothing else is loaded; no network), `thinkprobe/link/parser.py`:
 
 - unit inputs: the embedding and {len(meta['cue_names'])} lexicon cue flags (from `configs/`), {len(meta['shape_patterns'])}
   text-shape flags (patterns in `config.json`) and 10 numeric features (position, length, section, block
@@ -308,8 +358,7 @@ mapped as below. Held out: the traces whose sha1(doc_id) falls in the {"lowest "
 ({t['heldout_traces']} traces); {"the weights (" + epochs_used(t) + ")" if t.get("average_last") else "the epoch (" + str(t['best_epoch']) + " of " + str(t['epochs']) + ", lowest held-out loss)"}, the type offsets and the thresholds (grid
 0.1-0.7, maximising edge F1 + far-edge F1 scored as eval-gold scores) were chosen on them.
 `traces.txt` lists every trace with its split. {t['train_units']:,} training units, {t['train_pairs']:,} candidate pairs.
-The human-annotated v0 traces (v0_human_D, the dev set) were not used for training, epochs,
-thresholds or architecture.
+{human}
 
 Retrain (after the one-off data preparation):
 
@@ -317,8 +366,8 @@ Retrain (after the one-off data preparation):
 
 (seeded; one torch thread and deterministic algorithms: a second run of member A's command with
 `--epochs 14` repeated its first 10 epochs' losses and its held-out scores exactly, on the same
-machine. On 2 shared CPU cores: {"about 11 minutes of fp32 encoding once with `prepare --shards 2`" if prepare == "prepare" else "about 25 minutes of bf16 encoding once on CPUs with bf16 instructions (about 10 times slower on CPUs without them, where fp32 takes 11 minutes but changes the last bits of the training data)"},
-then about 4 minutes per 10 epochs of training (22 s an epoch on one free core) and 1-3 of fitting.)
+machine. On 2 shared CPU cores: {"about 11 minutes of fp32 encoding once with `prepare --shards 2`" if fp32 else "about 25 minutes of bf16 encoding once on CPUs with bf16 instructions (about 10 times slower on CPUs without them, where fp32 takes 11 minutes but changes the last bits of the training data)"},
+{"then about 5 minutes caching the lower layers' token states (`lower`), about 18 minutes per epoch of fine-tuning the reader with its parser on both cores, " if reader else ""}then about 4 minutes per 10 epochs of training (22 s an epoch on one free core) and 1-3 of fitting{"; the adaptation takes about a minute" if adapt else ""}.)
 
 ## Scores
 
@@ -418,6 +467,8 @@ def parse_args(argv=None):
     t.add_argument("--reader-lr", type=float, default=5e-5)
     t.add_argument("--lower", default=str(REPO.parent / "cache" / "lower"), help="the `lower` command's cache")
     t.add_argument("--threads", type=int, default=2, help="torch threads of the reader's phase")
+    t.add_argument("--reader-from", default=None, help="a model folder whose reader to reuse, frozen (phase 2 only)")
+    t.add_argument("--reader-cache", default=str(REPO.parent / "cache"), help="where reader vectors are kept for reuse")
     t.add_argument("--label-weight", type=float, default=0.5)
     t.add_argument("--type-weight", type=float, default=0.5)
     for name, default in (("window", 6), ("top_k", 10), ("plan_lookback", 3), ("conclusion_lookback", 4), ("block_lookback", 3),
@@ -434,7 +485,7 @@ def parse_args(argv=None):
     lo.add_argument("--frozen", type=int, default=4, help="encoder layers kept frozen (the reader fine-tunes the rest)")
     lo.add_argument("--threads", type=int, default=2)
     cv = sub.add_parser("cv", help="calibrate a parser's decoding on the dev set under document-level CV (configs/dev_folds.json)")
-    cv.add_argument("--model", default=str(REPO / "models" / "parser-minilm-bilstm"))
+    cv.add_argument("--model", default=str(REPO / "models" / "parser-minilm-reader"))
     cv.add_argument("--gold", default=None, help="human-annotated folder (default: reasoningflow/v0/v0_human_D)")
     cv.add_argument("--dev-cache", default=str(REPO.parent / "cache" / "dev_D.pkl"))
     cv.add_argument("--json", default=None, help="write every fold's scores and calibration here")
@@ -442,6 +493,7 @@ def parse_args(argv=None):
     cv.add_argument("--adapt-lr", type=float, default=5e-4)
     cv.add_argument("--calibrate", action=argparse.BooleanOptionalAction, default=True,
                     help="fit type offsets and distance thresholds on the training folds")
+    cv.add_argument("--indicators", action="store_true", help="also the indicator agreement of the cross-validated graphs")
     cv.add_argument("--write", action="store_true", help="store the calibration fitted on all the dev traces in the model folder")
     en = sub.add_parser("ensemble", help="stack trained parser folders into one ensemble, thresholds refitted")
     en.add_argument("members", nargs="+")
@@ -449,6 +501,8 @@ def parse_args(argv=None):
     en.add_argument("--type-rate-ratio", type=float, default=0.0, help=RATE_HELP)
     en.add_argument("--silver", default=str(SILVER))
     en.add_argument("--cache", default=str(REPO.parent / "cache" / "silver"))
+    en.add_argument("--lower", default=str(REPO.parent / "cache" / "lower"))
+    en.add_argument("--reader-cache", default=str(REPO.parent / "cache"))
     return ap.parse_args(argv)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from .parser_data import batches
 
-__all__ = ["reader_vectors", "train_reader", "attach_reader"]
+__all__ = ["reader_vectors", "train_reader", "attach_reader", "load_trained_reader", "vectors_of_folder"]
 
 
 
@@ -130,3 +130,41 @@ def attach_reader(exs: list[dict]) -> None:
     """Phase 2's inputs: each example's embeddings become [frozen embedding, reader vector]."""
     for x in exs:
         x["emb"] = np.concatenate([x["emb"], x.pop("reader")], axis=1).astype(np.float32)
+
+
+def load_trained_reader(folder):
+    """The reader layers saved in a model folder (reader.safetensors), in float32, evaluation mode."""
+    import json
+    from pathlib import Path
+
+    from thinkprobe.encoder import Encoder
+    from thinkprobe.reader import READER_FILE, Reader
+
+    meta = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    return Reader.load(Path(folder) / READER_FILE, meta["reader"]["frozen"], Encoder(device="cpu", precision="fp32").model).layers
+
+
+def vectors_of_folder(folder, lower, exs: list[dict], cache=None, log=print) -> None:
+    """`reader_vectors` of the reader saved in `folder`, kept in the pickle `cache` (keyed by the
+    folder's reader weights' digest) so that further members and ensembles reuse them."""
+    import hashlib
+    import pickle
+    from pathlib import Path
+
+    from thinkprobe.reader import READER_FILE
+
+    digest = hashlib.sha256((Path(folder) / READER_FILE).read_bytes()).hexdigest()[:16]
+    path = Path(cache) / f"reader_{digest}.pkl" if cache else None
+    if path is not None and path.exists():
+        with open(path, "rb") as f:
+            got = pickle.load(f)
+        if all(x["doc_id"] in got for x in exs):
+            for x in exs:
+                x["reader"] = got[x["doc_id"]]
+            log(f"reader vectors from {path}")
+            return
+    reader_vectors(load_trained_reader(folder), lower, exs)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as f:
+            pickle.dump({x["doc_id"]: x["reader"] for x in exs}, f)
