@@ -28,9 +28,8 @@ from conftest import SAMPLES
 DIM = 384  # the pair MLP reads MiniLM-sized embeddings
 POLARITIES = ("affirm", "negate", "uncertain")  # spec: a critique edge carries one
 # Every registered backend (tests/toy_linker.py registers one more, as a plugin would), plus variants
-# of two of them: the parser with the shipped model's features (and with a reader), and a seven-way
-# cross-encoder.
-BACKENDS = [*LINKERS, "parser-lexical", "parser-reader", "cross-encoder-7"]
+# of two of them: the parser with the shipped model's features, and a seven-way cross-encoder.
+BACKENDS = [*LINKERS, "parser-lexical", "cross-encoder-7"]
 
 
 def sample_sentences() -> list[str]:
@@ -94,7 +93,7 @@ def linker(request, config, tmp_path_factory):
         # parser-lexical: with the shipped model's features, candidates and decoding
         from thinkprobe.link.parser import init_model_dir
 
-        # parser-reader: with a reader (the encoder's top layers read each unit's tokens)
+        # parser-reader: with a reader too (the encoder's top layers, here untrained, read each unit's tokens)
         folder = init_model_dir(tmp_path_factory.mktemp("parser") / "p", config, seed=0,
                                 lexical_pairs=name != "parser", reader=name == "parser-reader")
         return load_linker(str(folder), config)

@@ -58,6 +58,10 @@ def register_typer(backend: Backend) -> Backend:
     return backend
 
 
+register_linker(Backend("parser-reader", "thinkprobe.link.parser:ParserLinker.load",
+                        "trace-level parser that reads the units' tokens: the encoder's top layers fine-tuned for "
+                        "linking (the reader) and BiLSTMs over [embedding, reader vector] link and type units jointly",
+                        model="parser-minilm-reader"))
 register_linker(Backend("parser", "thinkprobe.link.parser:ParserLinker.load",
                         "trace-level parser: a BiLSTM over the unit embeddings links and types units jointly",
                         model="parser-minilm-bilstm"))
@@ -72,9 +76,10 @@ register_typer(Backend("head", "thinkprobe.link.pairmlp:head_typer",
                        "the linker's own type scores, else the pair MLP's type head"))
 register_typer(Backend("cue", "thinkprobe.link.registry:cue_typer", "the cue lexicons in configs/"))
 
-# What a run uses unless told otherwise (`thinkprobe doctor` names it): the parser, which beat the
-# pair MLP on held-out silver traces (edge, labelled, far-edge and type F1; docs/accuracy.md).
-DEFAULT_LINKER = "parser"
+# What a run uses unless told otherwise (`thinkprobe doctor` names it): the parser with a reader,
+# which beat the BiLSTM-only parser on held-out silver traces and, cross-validated, on the human
+# dev set (edge, labelled, far-edge and type F1; docs/accuracy.md).
+DEFAULT_LINKER = "parser-reader"
 
 
 def linker_names() -> tuple[str, ...]:
