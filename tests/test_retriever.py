@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from thinkprobe.link.parser import distance_bucket  # noqa: E402
-from thinkprobe.link.retriever import build_retriever, learned_topk, retrieval_margin, retrieve  # noqa: E402
+from thinkprobe.link.retriever import learned_topk, retrieval_margin, retrieve  # noqa: E402
 from thinkprobe.training.retriever_fit import far_targets, retriever_loss, train_retriever  # noqa: E402
 
 

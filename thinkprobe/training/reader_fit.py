@@ -29,7 +29,6 @@ def _unit_vectors(layers, states: list[np.ndarray], max_tokens: int = 8192):
     out, parts = [None] * len(states), []
     s = 0
     while s < len(order):
-        L = len(states[order[min(len(order) - 1, s)]])
         e = s + 1
         while e < len(order) and (e - s + 1) * len(states[order[e]]) <= max_tokens:
             e += 1
@@ -37,7 +36,6 @@ def _unit_vectors(layers, states: list[np.ndarray], max_tokens: int = 8192):
         h, m = pad_states([np.asarray(states[k], np.float32) for k in idx])
         parts.append((idx, torch.nn.functional.normalize(upper_states(layers, h, m), dim=1)))
         s = e
-        del L
     vec = torch.cat([p for _, p in parts])
     where = torch.from_numpy(np.concatenate([i for i, _ in parts]))
     inv = torch.empty_like(where)
