@@ -16,6 +16,7 @@ from thinkprobe.io import FieldMap, detect
 from thinkprobe.records import BACKWARD_EDGES, FORWARD_EDGES, NODE_TYPES, ThoughtUnit
 
 PAIR_MLP, PARSER = LINKERS["pair-mlp"].model, LINKERS["parser"].model  # the shipped folders in models/
+READER_PARSER = LINKERS["parser-reader"].model
 
 TRACES = [
     "Let me find the area of the circle first. The radius is 3, so the area is pi r^2 = 9 pi. "
@@ -65,6 +66,8 @@ def test_load_linker_names(config, tmp_path):
     from thinkprobe.link.parser import ParserLinker
 
     assert load_linker(None, config).name == LINKERS[DEFAULT_LINKER].model == PARSER  # the parser is the default
+    assert "reader" in load_linker("parser-reader", config).meta and "reader" not in load_linker(None, config).meta
+    assert load_linker("parser-reader", config).name == READER_PARSER
     assert isinstance(load_linker("parser", config), ParserLinker)
     assert isinstance(load_linker("pair-mlp", config), TrainedLinker)
     assert isinstance(load_linker(str(MODELS_DIR / PAIR_MLP), config), TrainedLinker)  # backend read from the folder
