@@ -12,11 +12,23 @@ import numpy as np
 
 from ..records import ThoughtUnit
 
-__all__ = ["FROM_WINDOW", "FROM_SIMILARITY", "FROM_LOOKBACK", "SIM_BLOCK", "Similarity", "as_similarity",
+__all__ = ["FROM_WINDOW", "FROM_SIMILARITY", "FROM_LOOKBACK", "DISTANCE_BUCKETS", "distance_bucket", "SIM_BLOCK", "Similarity", "as_similarity",
            "CandidateParams", "candidate_pairs", "candidates", "candidate_arrays"]
 
 # Candidate origins (bit flags, also pair features).
 FROM_WINDOW, FROM_SIMILARITY, FROM_LOOKBACK = 1, 2, 4
+
+# Distance buckets (j - i): 1, 2, 3, 4-5, 6-10, 11-20, 21-50, 51-100, > 100.
+DISTANCE_BUCKETS = (1, 2, 3, 5, 10, 20, 50, 100)
+
+
+def distance_bucket(d: np.ndarray) -> np.ndarray:
+    """Bucket index of distances d >= 1.
+
+    >>> distance_bucket(np.array([1, 2, 3, 4, 10, 11, 1000])).tolist()
+    [0, 1, 2, 3, 4, 5, 8]
+    """
+    return np.searchsorted(np.array(DISTANCE_BUCKETS), d, side="left").astype(np.int64)
 
 
 def candidate_pairs(sim: "Similarity | np.ndarray", window: int, top_k: int) -> list[np.ndarray]:

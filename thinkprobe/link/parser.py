@@ -37,7 +37,7 @@ from ..cache import ScoreCache, through_cache
 from ..config import Config
 from ..provenance import files_digest
 from ..records import Edge, ThoughtUnit
-from .candidates import FROM_LOOKBACK, FROM_SIMILARITY, FROM_WINDOW, CandidateParams
+from .candidates import DISTANCE_BUCKETS, FROM_LOOKBACK, FROM_SIMILARITY, FROM_WINDOW, CandidateParams, distance_bucket
 from .decode import decode_edges
 from .features import (SHARED_PAIR_FEATURES, TextFlags, shared_count, shared_pair_features, shared_weight,
                        symbol_rates, token_index, word_index)
@@ -49,19 +49,6 @@ __all__ = [
     "build_parser_model", "ParserLinker", "ParserTyper", "distance_bucket", "LEXICAL_PAIR_FEATURES", "lexical_pair_features",
     "number_index", "last_mentions", "predict_types", "unit_features",
 ]
-
-# Distance buckets (j - i): 1, 2, 3, 4-5, 6-10, 11-20, 21-50, 51-100, > 100.
-DISTANCE_BUCKETS = (1, 2, 3, 5, 10, 20, 50, 100)
-
-
-def distance_bucket(d: np.ndarray) -> np.ndarray:
-    """Bucket index of distances d >= 1.
-
-    >>> distance_bucket(np.array([1, 2, 3, 4, 10, 11, 1000])).tolist()
-    [0, 1, 2, 3, 4, 5, 8]
-    """
-    return np.searchsorted(np.array(DISTANCE_BUCKETS), d, side="left").astype(np.int64)
-
 
 def earlier_topk(emb: np.ndarray, k: int, skip: int = 0, block_values: int = 1 << 20,
                  horizon: int = 0) -> tuple[np.ndarray, np.ndarray]:

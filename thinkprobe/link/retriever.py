@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .parser import DISTANCE_BUCKETS, distance_bucket
+from .candidates import DISTANCE_BUCKETS, distance_bucket
 
 __all__ = ["build_retriever", "learned_topk", "retrieval_margin", "load_retriever", "retrieve", "RETRIEVER_FILE"]
 

@@ -295,7 +295,7 @@ def main_cv(args) -> None:
             meta["decode"] = final
         meta["adaptation"] = record
         (model_dir / "config.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-        from .parser_cli import model_card
+        from .model_card import model_card
 
         (model_dir / "README.md").write_text(model_card(meta, model_dir), encoding="utf-8")
         log(f"wrote the model adapted to all {len(rows)} dev traces into {model_dir}")
