@@ -19,7 +19,7 @@ import numpy as np
 
 from ..shared_data import REPO, data_dir
 
-__all__ = ["FOLDS", "DISTANCE_LIMITS", "dev_rows", "outputs", "predicted", "fit_offsets", "fit_distance_thresholds",
+__all__ = ["FOLDS", "DISTANCE_LIMITS", "dev_rows", "dev_examples", "adapted_model", "adapted_outputs", "predicted", "fit_offsets", "fit_distance_thresholds",
            "calibrate", "cross_validate", "main_cv"]
 
 FOLDS = REPO / "configs" / "dev_folds.json"
@@ -49,14 +49,6 @@ def dev_rows(gold: Path, cache: Path) -> tuple[list[dict], list[dict]]:
     with open(cache, "wb") as f:
         pickle.dump(rows, f)
     return docs, rows
-
-
-def outputs(model_dir: Path, rows: list[dict]) -> list[dict]:
-    """The parser's candidates and probabilities per trace (as the linker computes them)."""
-    from thinkprobe.link.parser import ParserLinker
-
-    linker = ParserLinker(model_dir)
-    return linker.score([(r["units"], r["emb"]) for r in rows])
 
 
 def dev_examples(model_dir: Path, docs: list[dict], rows: list[dict]) -> list[dict]:
@@ -108,7 +100,8 @@ def adapted_model(model_dir: Path, exs: list[dict], train: list[int], epochs: in
 
 
 def adapted_outputs(model_dir: Path, exs: list[dict], train: list[int], epochs: int, lr: float, log=print) -> list[dict]:
-    """`adapted_model` run on every example: per trace i, j, origin, probs, types (as `outputs`)."""
+    """`adapted_model` run on every example: per trace i, j, origin, probs, types (what the linker scores;
+    `epochs` 0: the model as it is)."""
     from thinkprobe.link.parser import run_parser
 
     model = adapted_model(model_dir, exs, train, epochs, lr)
@@ -248,11 +241,10 @@ def main_cv(args) -> None:
     meta = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     decode = {k: v for k, v in meta["decode"].items() if k not in ("thresholds_by_distance", "calibrated_on")}
     decode = {**decode, **meta.get("silver_decode", {})}
-    outs = outputs(model_dir, rows)
+    exs = dev_examples(model_dir, docs, rows)  # the linker's features and inputs, computed once
+    outs = adapted_outputs(model_dir, exs, [], 0, 0.0)  # the model as it is
     adapt = None
     if args.adapt_epochs:
-        exs = dev_examples(model_dir, docs, rows)
-
         def adapt(train):
             return adapted_outputs(model_dir, exs, train, args.adapt_epochs, args.adapt_lr, log)
     result = cross_validate(docs, rows, outs, decode, folds, log, adapt, args.calibrate)
@@ -289,8 +281,7 @@ def main_cv(args) -> None:
             save_file({p + k: v.contiguous() for p, m in zip(prefixes, members) for k, v in m.state_dict().items()},
                       str(model_dir / "parser.safetensors"))
         if args.calibrate:
-            final = calibrate(docs, rows, outs if not args.adapt_epochs else adapted_outputs(model_dir, exs, [], 0, 0.0),
-                              decode, everything, _gold_types(docs, rows))
+            final = calibrate(docs, rows, adapted_outputs(model_dir, exs, [], 0, 0.0), decode, everything, _gold_types(docs, rows))
             meta["silver_decode"] = {k: decode[k] for k in ("threshold_near", "threshold_far", "type_offsets") if k in decode}
             meta["decode"] = final
         meta["adaptation"] = record
