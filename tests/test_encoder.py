@@ -72,3 +72,34 @@ def test_batch_composition_does_not_change_an_embedding(fresh):
     for precision in ("fp32", "bf16"):
         alone = make_encoder(overrides={"device": "cpu", "precision": precision, "batch_size": 2}).encode_and_count(TEXTS[1:3])
         assert alone[0].tobytes() == fresh[precision][0][1:3].tobytes()
+
+
+def test_embeddings_do_not_depend_on_batches_or_threads():
+    """Hundreds of sentences of the sample traces, encoded in one call (batch 32, two threads) and
+    again in other batches, companions and thread counts: the same bytes per text (with several
+    threads inside each pass they moved in the last bit, which the trained parser carried into its
+    scores)."""
+    import json
+    import re
+
+    import torch
+
+    from conftest import SAMPLES
+
+    texts = []
+    for line in SAMPLES.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        texts += [s for v in record.values() if isinstance(v, str) for s in re.split(r"(?<=[.!?])\s+", v) if s.strip()]
+    texts = list(dict.fromkeys(texts))[:400]
+    assert len(texts) == 400
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        whole = make_encoder(overrides={"device": "cpu", "precision": "fp32", "batch_size": 32}).encode_and_count(texts)[0]
+        for batch_size, step, n_threads in ((7, 1, 2), (5, 3, 1), (64, 2, 3)):
+            torch.set_num_threads(n_threads)
+            part = make_encoder(overrides={"device": "cpu", "precision": "fp32", "batch_size": batch_size}).encode_and_count(texts[::step])[0]
+            assert torch.get_num_threads() == n_threads  # the encoder gives the process its threads back
+            assert part.tobytes() == whole[::step].tobytes(), (batch_size, step, n_threads)
+    finally:
+        torch.set_num_threads(threads)

@@ -107,15 +107,18 @@ class Reader:
 
     def tap(self, model):
         """Context manager: a list that holds the output of the encoder's last frozen layer of the
-        forward pass run inside it."""
+        forward pass run inside it (by this thread: the encoder runs passes on several threads)."""
         import contextlib
+        import threading
 
         @contextlib.contextmanager
         def tapped():
             caught: list = []
+            me = threading.get_ident()
 
             def hook(_module, _inputs, output):
-                caught.append(output[0] if isinstance(output, tuple) else output)
+                if threading.get_ident() == me:
+                    caught.append(output[0] if isinstance(output, tuple) else output)
 
             handle = _bert(model).encoder.layer[self.frozen - 1].register_forward_hook(hook)
             try:
