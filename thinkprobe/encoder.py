@@ -133,6 +133,7 @@ class Encoder:
     batch_size: int | None = None  # None: the config's encoder.batch_size
     max_seq_length: int | None = None  # None: the config's encoder.max_seq_length
     min_rows: int = 4
+    min_tokens: int = 32  # a pass holds at least this many token positions (rows x length)
     cache_dir: str | Path | None = None
     precision: str = "auto"  # auto | fp32 | fp16 (CUDA) | bf16; resolved in __post_init__
     on_encoded: Callable[[int], None] | None = field(default=None, repr=False, compare=False)  # progress: texts done
@@ -238,9 +239,10 @@ class Encoder:
         embedding (and reader vector) is then independent of which other texts share its batch and
         of how many threads the process has: on CPU every pass runs on one thread, the batches
         spread over `torch.get_num_threads()` threads (one-thread kernels give bit-identical rows for
-        any number of same-length rows, except a single short row, so a pass holds at least
-        `min_rows`, repeating a text to get there; with more threads per pass the rows moved in the
-        last bit with the batch). Batches on parallel threads are also faster on CPU than threads
+        any number of same-length rows, except in passes of few token positions (measured: rows of
+        3 tokens moved up to 5 rows a pass, of 4 tokens up to 3), so a pass holds at least
+        `min_rows` rows and `min_tokens` positions, repeating a text to get there; with more threads
+        per pass the rows moved in the last bit with the batch). Batches on parallel threads are also faster on CPU than threads
         inside each pass (about 1.3x on 2 cores).
         """
         n = len(texts)
@@ -256,7 +258,7 @@ class Encoder:
         for length in np.unique(lengths):
             members = order[lengths[order] == length]
             batches += [members[i : i + self.batch_size] for i in range(0, len(members), self.batch_size)]
-        for idx, emb, vec in self._forward(texts, batches):
+        for idx, emb, vec in self._forward(texts, batches, lengths):
             out[idx] = emb
             if vec is not None:
                 self._read.update((texts[i], v) for i, v in zip(idx, vec))
@@ -264,7 +266,7 @@ class Encoder:
                 self.on_encoded(len(idx))
         return out, tokens
 
-    def _forward(self, texts: Sequence[str], batches: list[np.ndarray]):
+    def _forward(self, texts: Sequence[str], batches: list[np.ndarray], lengths: np.ndarray):
         """(indices, normalised embeddings, reader vectors or None) of each batch, in order: the
         batches tokenised here (a fast tokenizer is not safe to share between threads), their
         forward passes on a pool of one-thread workers on CPU, one after the other on CUDA."""
@@ -274,7 +276,8 @@ class Encoder:
 
         def features(idx):
             batch = [texts[i] for i in idx]
-            batch += batch[:1] * max(0, self.min_rows - len(batch))
+            rows = max(self.min_rows, -(-self.min_tokens // int(lengths[idx[0]])))
+            batch += batch[:1] * max(0, rows - len(batch))
             return {k: v.to(model.device) if isinstance(v, torch.Tensor) else v for k, v in self._preprocess(batch).items()}
 
         def run(idx, feats):
@@ -284,7 +287,7 @@ class Encoder:
                 else:  # the same forward pass, the reader fed by the lower layers' output
                     with reader.tap(model) as lower:
                         emb = model(feats)["sentence_embedding"][: len(idx)].float()
-                    vec = reader.vectors(lower[0]).cpu().numpy()[: len(idx)]  # the padded batch: min_rows holds here too
+                    vec = reader.vectors(lower[0]).cpu().numpy()[: len(idx)]  # the padded batch: the same minimum holds here
                 return idx, torch.nn.functional.normalize(emb, dim=1).cpu().numpy(), vec
 
         threads = torch.get_num_threads()
