@@ -180,3 +180,26 @@ def test_paired_bootstrap_over_documents():
     assert 0 <= e["low"] <= e["diff"] <= e["high"] and e["p_not_better"] < 0.05
     same = paired_bootstrap(perfect, perfect, samples=50)
     assert all(r["diff"] == 0 and r["low"] == r["high"] == 0 for r in same.values())
+
+
+def test_documents_a_model_trained_or_adapted_on_are_named(tmp_path):
+    from thinkprobe.evalgold import held_out_docs, seen_docs
+
+    (tmp_path / "traces.txt").write_text("d1\ttrain\nd2\theldout\nd3\tadapted\n", encoding="utf-8")
+    docs = [doc(doc_id=d) for d in ("d1", "d2", "d3", "d4")]
+    assert seen_docs(docs, tmp_path) == ["d1", "d3"]
+    assert [d["doc_id"] for d in held_out_docs(docs, tmp_path)] == ["d2"]
+    assert seen_docs(docs, None) == [] and seen_docs(docs, tmp_path / "no-model") == []
+
+
+def test_the_shipped_reader_parser_lists_the_dev_traces_it_was_adapted_on(shared_data):
+    """Its adaptation used every trace of v0_human_D: eval-gold must not pass those off as a test."""
+    import json
+
+    from thinkprobe.evalgold import load_docs, seen_docs
+    from thinkprobe.link import LINKERS, MODELS_DIR
+
+    dev = load_docs(shared_data / "reasoningflow" / "v0" / "v0_human_D")
+    folder = MODELS_DIR / LINKERS["parser-reader"].model
+    assert json.loads((folder / "config.json").read_text(encoding="utf-8"))["adaptation"]["gold"].endswith("v0_human_D")
+    assert len(dev) == 20 and sorted(seen_docs(dev, folder)) == sorted(d["doc_id"] for d in dev)

@@ -465,6 +465,17 @@ def profile_docs(gold: str | Path | Sequence[Mapping], cfg, encoder, linker, can
     return docs
 
 
+def seen_docs(docs: Sequence[Mapping], model_dir: str | Path | None) -> list[str]:
+    """The ids of `docs` that a trained model saw: those its traces.txt marks `train` or `adapted`
+    (a parser adapted to human annotations lists those documents). Scores on them are not a test."""
+    listed = Path(model_dir) / "traces.txt" if model_dir else None
+    if listed is None or not listed.exists():
+        return []
+    seen = {line.split("\t")[0] for line in listed.read_text(encoding="utf-8").splitlines()
+            if line.endswith(("\ttrain", "\tadapted"))}
+    return [d["doc_id"] for d in docs if d["doc_id"] in seen]
+
+
 def held_out_docs(docs: Sequence[Mapping], model_dir: str | Path) -> list[Mapping]:
     """The documents a trained model held out from its training: those its traces.txt marks
     `heldout` (the parser's "doc_id<TAB>train|heldout" lines)."""
@@ -491,6 +502,7 @@ def evaluate(gold: str | Path, pred: str | Path | None = None, *, baseline: bool
     gold_docs = load_docs(gold)
     if heldout_of is not None:
         gold_docs = held_out_docs(gold_docs, heldout_of)
+    seen: list[str] = []  # gold documents the linker was trained or adapted on
     if pred is not None:
         pred_docs, system = load_docs(pred), f"predictions {pred}"
     elif baseline:
@@ -505,10 +517,15 @@ def evaluate(gold: str | Path, pred: str | Path | None = None, *, baseline: bool
         chosen = load_linker(linker, cfg, model_dir=linker_model, device=encoder.device)
         pred_docs = profile_docs(gold_docs, cfg, encoder, chosen, typer=unit_typer(chosen, types))
         system = f"thinkprobe (linker {chosen.name}, {types} types)"
+        seen = seen_docs(gold_docs, getattr(chosen, "model_dir", None))
+        if seen:
+            system += (f" -- NOT A TEST: the linker was trained or adapted on {len(seen)} of these {len(gold_docs)}"
+                       f" documents (its traces.txt); score another linker or the held-out ones")
     if pred_out:
         Path(pred_out).write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in pred_docs), encoding="utf-8")
     result = score(gold_docs, pred_docs)
     result["system"] = system
+    result["seen_by_linker"] = seen
     result["gold"] = str(gold) + (f" (held out by {heldout_of})" if heldout_of is not None else "")
     if indicators:
         from .agreement import indicator_agreement, profile_graphs

@@ -285,6 +285,10 @@ def main_cv(args) -> None:
             meta["silver_decode"] = {k: decode[k] for k in ("threshold_near", "threshold_far", "type_offsets") if k in decode}
             meta["decode"] = final
         meta["adaptation"] = record
+        listed = model_dir / "traces.txt"  # eval-gold flags these documents as seen by the model
+        kept = [line for line in listed.read_text(encoding="utf-8").splitlines() if not line.endswith("\tadapted")]
+        adapted = [f"{docs[r['doc_index']]['doc_id']}\tadapted" for r in rows]
+        listed.write_text("".join(line + "\n" for line in kept + adapted), encoding="utf-8")
         (model_dir / "config.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         from .model_card import model_card
 

@@ -68,7 +68,8 @@ def model_card(meta: dict, out: Path) -> str:
                  f"({cvs['type_macro_f1']:.3f}), recall of links > 10 apart {cvm['recall_gt10']:.3f} ({cvs['recall_gt10']:.3f}); "
                  f"without adaptation {adapt['unadapted_mean']['edge_f1']:.3f} / {adapt['unadapted_mean']['far_edge_f1']:.3f} / "
                  f"{adapt['unadapted_mean']['type_macro_f1']:.3f} / {adapt['unadapted_mean']['recall_gt10']:.3f}. So the dev set "
-                 "is no longer a test of this model: only those cross-validated numbers are.")
+                 "is no longer a test of this model: only those cross-validated numbers are (traces.txt marks those "
+                 "twenty traces `adapted`, and eval-gold says so when it scores them).")
         retrain_adapt = (f"\n    python scripts/train_parser.py cv --model models/{meta['name']} --adapt-epochs {r['adapt_epochs']} "
                          f"--adapt-lr {r['adapt_lr']:g}{'' if r['calibrate'] else ' --no-calibrate'} --write")
     folders = [f"/tmp/{chr(65 + k)}" for k in range(len(meta.get("members") or ()))]
