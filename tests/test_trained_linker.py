@@ -65,9 +65,9 @@ def test_load_linker_names(config, tmp_path):
     assert isinstance(load_linker("cue", config), CueLinker)
     from thinkprobe.link.parser import ParserLinker
 
-    assert load_linker(None, config).name == LINKERS[DEFAULT_LINKER].model == PARSER  # the parser is the default
-    assert "reader" in load_linker("parser-reader", config).meta and "reader" not in load_linker(None, config).meta
-    assert load_linker("parser-reader", config).name == READER_PARSER
+    assert load_linker(None, config).name == LINKERS[DEFAULT_LINKER].model == READER_PARSER  # the reader parser is the default
+    assert "reader" in load_linker(None, config).meta and "reader" not in load_linker("parser", config).meta
+    assert load_linker("parser", config).name == PARSER  # the BiLSTM parser stays a named backend
     assert isinstance(load_linker("parser", config), ParserLinker)
     assert isinstance(load_linker("pair-mlp", config), TrainedLinker)
     assert isinstance(load_linker(str(MODELS_DIR / PAIR_MLP), config), TrainedLinker)  # backend read from the folder
