@@ -2,7 +2,7 @@
 """The validity ceiling (docs/findings.md, "Does graph fidelity limit the profile?"): on
 ReasoningFlow v1 (five generators on AIME, ArgKP and GPQA questions), what the 19 indicators and
 the 5D profile can tell apart when computed from Gemini's silver graphs (`--graph-source input`)
-and from our graphs of the same traces (the default parser), side by side:
+and from our graphs of the same traces (the default linker), side by side:
 
 - model identification from the 19 indicators (nearest centroid on z-scores, stratified 5-fold
   cross-validation, seed 0), and domain identification the same way;
@@ -32,7 +32,7 @@ import thinkprobe  # noqa: E402
 from thinkprobe.agreement import indicator_agreement, model_identification  # noqa: E402
 from thinkprobe.cognitive_profile import DIMENSION_NAMES  # noqa: E402
 from thinkprobe.indicators import INDICATORS  # noqa: E402
-from thinkprobe.link import LINKERS, MODELS_DIR  # noqa: E402
+from thinkprobe.link import DEFAULT_LINKER, LINKERS, MODELS_DIR  # noqa: E402
 from thinkprobe.shared_data import data_dir  # noqa: E402
 
 SOURCES = ("gemini", "parser")  # Gemini-3.1-pro's silver graphs; ours (the default linker)
@@ -44,7 +44,7 @@ def rows_of(run: Path) -> list[dict]:
 
 
 def held_out_ids() -> set[str]:
-    listed = MODELS_DIR / LINKERS["parser"].model / "traces.txt"
+    listed = MODELS_DIR / LINKERS[DEFAULT_LINKER].model / "traces.txt"  # the held-out silver traces of the default
     return {line.split("\t")[0] for line in listed.read_text(encoding="utf-8").splitlines() if line.endswith("\theldout")}
 
 
