@@ -475,7 +475,14 @@ class ParserLinker:
     the batch's unit spans)."""
 
     structural_types = True
-    kind = "trace-level parser (BiLSTM over MiniLM unit embeddings): edges and node types jointly"
+
+    @property
+    def kind(self) -> str:
+        """What `thinkprobe doctor` says the loaded model is."""
+        if "reader" in self.meta:
+            return ("trace-level parser reading the units' tokens (fine-tuned top encoder layers, BiLSTMs over "
+                    "[embedding, reader vector]): edges and node types jointly")
+        return "trace-level parser (BiLSTM over MiniLM unit embeddings): edges and node types jointly"
 
     @classmethod
     def load(cls, cfg: Config, *, model_dir: str | Path, device: str = "cpu",
