@@ -290,21 +290,17 @@ class Encoder:
                     vec = reader.vectors(lower[0]).cpu().numpy()[: len(idx)]  # the padded batch: the same minimum holds here
                 return idx, torch.nn.functional.normalize(emb, dim=1).cpu().numpy(), vec
 
-        threads = torch.get_num_threads()
-        if str(model.device) != "cpu" or threads == 1 or len(batches) == 1:
-            if str(model.device) == "cpu":
-                torch.set_num_threads(1)
-            try:
+        cpu, threads = str(model.device) == "cpu", torch.get_num_threads()
+        if cpu:
+            torch.set_num_threads(1)
+        try:
+            if not cpu or threads == 1 or len(batches) == 1:
                 for idx in batches:
                     yield run(idx, features(idx))
-            finally:
-                torch.set_num_threads(threads)
-            return
-        from collections import deque
-        from concurrent.futures import ThreadPoolExecutor
+                return
+            from collections import deque
+            from concurrent.futures import ThreadPoolExecutor
 
-        torch.set_num_threads(1)
-        try:
             with ThreadPoolExecutor(threads, thread_name_prefix="encoder") as pool:
                 pending: deque = deque()
                 for idx in batches:  # tokenised a few batches ahead of the workers

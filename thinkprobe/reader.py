@@ -43,15 +43,19 @@ def lower_states(model, input_ids, frozen: int):
     return h.float()
 
 
-def upper_states(layers, h, mask):
-    """The remaining layers over padded token states h (B, L, hidden) with mask (B, L) (1 = token),
-    mean-pooled over the tokens (as the encoder pools): (B, hidden)."""
+def upper_states(layers, h, mask=None):
+    """The remaining layers over token states h (B, L, hidden), mean-pooled over the tokens (as the
+    encoder pools): (B, hidden). `mask` (B, L) (1 = token) for padded states; None for unpadded
+    ones, which then take the encoder's own unmasked path (its rows do not depend on how many rows
+    share the batch; with an all-ones mask they moved in the fifth decimal)."""
     import torch
 
-    add = (1.0 - mask[:, None, None, :].to(h.dtype)) * torch.finfo(h.dtype).min
+    add = None if mask is None else (1.0 - mask[:, None, None, :].to(h.dtype)) * torch.finfo(h.dtype).min
     for layer in layers:
         h = layer(h, add)
         h = h[0] if isinstance(h, tuple) else h
+    if mask is None:
+        return h.mean(dim=1)
     m = mask[:, :, None].to(h.dtype)
     return (h * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
 
@@ -129,13 +133,8 @@ class Reader:
         return tapped()
 
     def vectors(self, h):
-        """Normalised reader vectors of a batch of unpadded token states (B, L, hidden). No attention
-        mask (nothing is padded): the path the encoder's own layers take, whose rows do not depend
-        on how many rows share the batch (with an explicit mask they moved in the fifth decimal)."""
+        """Normalised reader vectors of a batch of unpadded token states (B, L, hidden), no mask."""
         import torch
 
         with torch.inference_mode():
-            for layer in self.layers:
-                h = layer(h)
-                h = h[0] if isinstance(h, tuple) else h
-            return torch.nn.functional.normalize(h.mean(dim=1), dim=1)
+            return torch.nn.functional.normalize(upper_states(self.layers, h), dim=1)
