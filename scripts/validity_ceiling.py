@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import thinkprobe  # noqa: E402
 from thinkprobe.agreement import indicator_agreement, model_identification  # noqa: E402
 from thinkprobe.cognitive_profile import DIMENSION_NAMES  # noqa: E402
+from thinkprobe.evalgold import marked_docs  # noqa: E402
 from thinkprobe.indicators import INDICATORS  # noqa: E402
 from thinkprobe.link import DEFAULT_LINKER, LINKERS, MODELS_DIR  # noqa: E402
 from thinkprobe.shared_data import data_dir  # noqa: E402
@@ -44,8 +45,7 @@ def rows_of(run: Path) -> list[dict]:
 
 
 def held_out_ids() -> set[str]:
-    listed = MODELS_DIR / LINKERS[DEFAULT_LINKER].model / "traces.txt"  # the held-out silver traces of the default
-    return {line.split("\t")[0] for line in listed.read_text(encoding="utf-8").splitlines() if line.endswith("\theldout")}
+    return marked_docs(MODELS_DIR / LINKERS[DEFAULT_LINKER].model, "heldout")  # the held-out silver traces of the default
 
 
 def profile(data, out: Path, args, **options) -> Path:

@@ -465,14 +465,18 @@ def profile_docs(gold: str | Path | Sequence[Mapping], cfg, encoder, linker, can
     return docs
 
 
+def marked_docs(model_dir: str | Path, *marks: str) -> set[str]:
+    """The document ids a model folder's traces.txt marks with one of `marks` (its
+    "doc_id<TAB>train|heldout|adapted" lines)."""
+    listed = Path(model_dir) / "traces.txt"
+    return {doc for doc, _, mark in (line.partition("\t") for line in listed.read_text(encoding="utf-8").splitlines())
+            if mark in marks}
+
+
 def seen_docs(docs: Sequence[Mapping], model_dir: str | Path | None) -> list[str]:
     """The ids of `docs` that a trained model saw: those its traces.txt marks `train` or `adapted`
     (a parser adapted to human annotations lists those documents). Scores on them are not a test."""
-    listed = Path(model_dir) / "traces.txt" if model_dir else None
-    if listed is None or not listed.exists():
-        return []
-    seen = {line.split("\t")[0] for line in listed.read_text(encoding="utf-8").splitlines()
-            if line.endswith(("\ttrain", "\tadapted"))}
+    seen = marked_docs(model_dir, "train", "adapted") if model_dir and (Path(model_dir) / "traces.txt").exists() else set()
     return [d["doc_id"] for d in docs if d["doc_id"] in seen]
 
 
@@ -482,8 +486,7 @@ def held_out_docs(docs: Sequence[Mapping], model_dir: str | Path) -> list[Mappin
     listed = Path(model_dir) / "traces.txt"
     if not listed.exists():
         raise ValueError(f"{model_dir} has no traces.txt naming its training and held-out documents")
-    held = {line.split("\t")[0] for line in listed.read_text(encoding="utf-8").splitlines()
-            if line.endswith("\theldout")}
+    held = marked_docs(model_dir, "heldout")
     if not held:
         raise ValueError(f"{listed} marks no document as held out (lines 'doc_id<TAB>heldout')")
     return [d for d in docs if d["doc_id"] in held]

@@ -99,7 +99,7 @@ def adapted_model(model_dir: Path, exs: list[dict], train: list[int], epochs: in
     return model
 
 
-def adapted_outputs(model_dir: Path, exs: list[dict], train: list[int], epochs: int, lr: float, log=print) -> list[dict]:
+def adapted_outputs(model_dir: Path, exs: list[dict], train: list[int], epochs: int, lr: float) -> list[dict]:
     """`adapted_model` run on every example: per trace i, j, origin, probs, types (what the linker scores;
     `epochs` 0: the model as it is)."""
     from thinkprobe.link.parser import run_parser
@@ -246,7 +246,7 @@ def main_cv(args) -> None:
     adapt = None
     if args.adapt_epochs:
         def adapt(train):
-            return adapted_outputs(model_dir, exs, train, args.adapt_epochs, args.adapt_lr, log)
+            return adapted_outputs(model_dir, exs, train, args.adapt_epochs, args.adapt_lr)
     result = cross_validate(docs, rows, outs, decode, folds, log, adapt, args.calibrate)
     log("CV mean " + json.dumps({k: round(v, 4) for k, v in result["mean"].items()}))
     log("CV sd   " + json.dumps({k: round(v, 4) for k, v in result["sd"].items()}))

@@ -152,6 +152,7 @@ def ensemble(args) -> None:
     from safetensors.torch import load_file, save_file
 
     from thinkprobe.link.candidates import CandidateParams
+    from thinkprobe.evalgold import marked_docs
     from thinkprobe.link.parser import load_parser_model
 
     log = lambda msg: print(msg, flush=True)  # noqa: E731
@@ -159,9 +160,7 @@ def ensemble(args) -> None:
     metas = [json.loads((Path(m) / "config.json").read_text(encoding="utf-8")) for m in args.members]
     if any(m["candidates"] != metas[0]["candidates"] or m["shape_patterns"] != metas[0]["shape_patterns"] for m in metas):
         raise SystemExit("ensemble members must share candidates and features")
-    held = [{line.split("\t")[0] for line in (Path(m) / "traces.txt").read_text(encoding="utf-8").splitlines()
-             if line.endswith("heldout")} for m in args.members]
-    common = set.intersection(*held)
+    common = set.intersection(*(marked_docs(m, "heldout") for m in args.members))
     models = [load_parser_model(m)[0] for m in args.members]
     _, featurizer, meta = load_parser_model(args.members[0])
     docs = load_silver(Path(args.silver))
