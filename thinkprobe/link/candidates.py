@@ -212,7 +212,8 @@ class CandidateParams:
     block_lookback: int = 2  # starts of the unit's topical block and of the blocks before it
     number_lookback: int = 0  # the parser's: earlier units that last mentioned a number of the unit
     horizon: int = 0  # the parser's: similar units searched among this many before the unit (0: all)
-    learned_k: int = 0  # the parser's: units a learned retriever ranks highest beyond the window
+    learned_k: int = 0  # the parser's: units a learned retriever (or the reranker) ranks highest beyond the window
+    rerank_pool: int = 0  # the parser's: the most similar units beyond the window its reranker chooses learned_k from
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "CandidateParams":

@@ -269,31 +269,50 @@ def pair_features(units: Sequence[ThoughtUnit], emb: np.ndarray, best: np.ndarra
 
 
 def trace_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: CandidateParams,
-                   featurizer: ParserFeaturizer, retrieved: tuple | None = None) -> dict[str, np.ndarray]:
+                   featurizer: ParserFeaturizer, retrieved: tuple | None = None, reranker=None) -> dict[str, np.ndarray]:
     """What the parser reads of one trace: unit features (uf), candidate pairs (i, j, origin), their
     distance buckets (bucket) and pair features (pf). NumPy and numba only (worker processes).
     `retrieved`: a learned retriever's (queries, keys, distance bias) of the trace (`retriever.retrieve`,
     computed from `unit_features`): its top `params.learned_k` join the candidates and each pair's
-    retrieval margin is the last pair feature."""
+    retrieval margin is the last pair feature. `reranker` (`rerank.Reranker`, with
+    `params.rerank_pool`): its `params.learned_k` best of the `rerank_pool` most similar units
+    beyond the window join the candidates (`pool_features`)."""
     emb = np.asarray(emb, dtype=np.float32)
-    topk, best = earlier_topk(emb, params.top_k, skip=params.window, horizon=params.horizon)
+    topk, best = earlier_topk(emb, max(params.top_k, params.rerank_pool if reranker is not None else 0),
+                              skip=params.window, horizon=params.horizon)
     numbers = number_index(units) if featurizer.lexical_pairs or params.number_lookback else None
     last = last_mentions(numbers) if numbers is not None else None
+    words = word_index(units)
+    uf = featurizer(units, emb, best)
     learned = rbest = None
     if retrieved is not None:
         from .retriever import learned_topk
 
         learned, rbest = learned_topk(*retrieved, params.learned_k, skip=params.window, horizon=params.horizon)
-    i, j, origin = parser_candidates(units, topk, params, last, learned)
-    words = word_index(units)
-    pf = pair_features(units, emb, best, i, j, origin, words)
-    if featurizer.lexical_pairs:
-        pf = np.concatenate([pf, lexical_pair_features(len(units), i, j, words, numbers, last)], axis=1)
+    elif reranker is not None and params.rerank_pool:
+        from .rerank import best_per_unit
+
+        pool = _pairs(units, emb, best, uf, topk, replace(params, top_k=params.rerank_pool, learned_k=0), featurizer, last,
+                      numbers, words)
+        sel = (pool["origin"] & FROM_SIMILARITY) > 0
+        i, j = pool["i"][sel], pool["j"][sel]
+        score = reranker.pair_scores(pool["pf"][sel], pool["bucket"][sel], uf, i, j)
+        learned = best_per_unit(i, j, score, len(units), params.learned_k)
+    out = _pairs(units, emb, best, uf, topk, params, featurizer, last, numbers, words, learned)
     if retrieved is not None:
         from .retriever import retrieval_margin
 
-        pf = np.concatenate([pf, retrieval_margin(*retrieved, rbest, i, j)[:, None]], axis=1)
-    return {"uf": featurizer(units, emb, best), "i": i, "j": j, "origin": origin, "bucket": distance_bucket(j - i), "pf": pf}
+        out["pf"] = np.concatenate([out["pf"], retrieval_margin(*retrieved, rbest, out["i"], out["j"])[:, None]], axis=1)
+    return out
+
+
+def _pairs(units, emb, best, uf, topk, params, featurizer, last, numbers, words, learned=None) -> dict[str, np.ndarray]:
+    """`trace_features` of one candidate set."""
+    i, j, origin = parser_candidates(units, topk, params, last, learned)
+    pf = pair_features(units, emb, best, i, j, origin, words)
+    if featurizer.lexical_pairs:
+        pf = np.concatenate([pf, lexical_pair_features(len(units), i, j, words, numbers, last)], axis=1)
+    return {"uf": uf, "i": i, "j": j, "origin": origin, "bucket": distance_bucket(j - i), "pf": pf}
 
 
 def unit_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: CandidateParams,
@@ -479,10 +498,11 @@ class ParserLinker:
     @property
     def kind(self) -> str:
         """What `thinkprobe doctor` says the loaded model is."""
+        rerank = "; far candidates chosen by a learned reranker" if "rerank" in self.meta else ""
         if "reader" in self.meta:
             return ("trace-level parser reading the units' tokens (fine-tuned top encoder layers, BiLSTMs over "
-                    "[embedding, reader vector]): edges and node types jointly")
-        return "trace-level parser (BiLSTM over MiniLM unit embeddings): edges and node types jointly"
+                    f"[embedding, reader vector]): edges and node types jointly{rerank}")
+        return f"trace-level parser (BiLSTM over MiniLM unit embeddings): edges and node types jointly{rerank}"
 
     @classmethod
     def load(cls, cfg: Config, *, model_dir: str | Path, device: str = "cpu",
@@ -501,14 +521,27 @@ class ParserLinker:
         self.device = device
         self._model = None
         self._retriever = None
+        self._reranker = None
         self._reader = None
         self._encoder = None
         self._memo: dict = {}
         self.cache = None
         if cache_dir:  # per-trace outputs on disk, keyed by the model's files and what it reads of a trace
-            names = ["config.json", "parser.safetensors"] + [f"{part}.safetensors" for part in ("retriever", "reader") if part in self.meta]
+            names = ["config.json", "parser.safetensors"] + [f"{part}.safetensors" for part in ("retriever", "reader", "rerank")
+                                                             if part in self.meta]
             fingerprint = files_digest((n, self.model_dir / n) for n in names)
             self.cache = ScoreCache(cache_dir, "parser", f"{fingerprint}:{device.split(':')[0]}")
+
+    @property
+    def reranker(self):
+        """The candidate reranker of the model folder (`rerank.Reranker`; None: the model has none)."""
+        if "rerank" not in self.meta:
+            return None
+        if self._reranker is None:
+            from .rerank import RERANK_FILE, Reranker
+
+            self._reranker = Reranker.load(self.model_dir / RERANK_FILE)
+        return self._reranker
 
     @property
     def model(self):
@@ -578,7 +611,7 @@ class ParserLinker:
 
     def features(self, items: Sequence[tuple[Sequence[ThoughtUnit], np.ndarray]], mapper=map) -> list[dict[str, np.ndarray]]:
         """`trace_features` of each trace (through `mapper`); with a learned retriever, its queries and
-        keys first (each trace alone, on the model's device)."""
+        keys first (each trace alone, on the model's device); with a reranker, it chooses candidates there."""
         units = [u for u, _ in items]
         embs = [np.asarray(e, np.float32).reshape(len(u), self.embedding_dim) for u, e in items]
         retrieved: Sequence = [None] * len(items)
@@ -588,7 +621,7 @@ class ParserLinker:
             ufs = list(mapper(unit_features, units, embs, itertools.repeat(self.params), itertools.repeat(self.featurizer)))
             retrieved = [retrieve(self.retriever, e, uf, self.device) for e, uf in zip(embs, ufs)]
         return list(mapper(trace_features, units, embs, itertools.repeat(self.params), itertools.repeat(self.featurizer),
-                           retrieved))
+                           retrieved, itertools.repeat(self.reranker)))
 
     def candidates(self, item: LinkInput) -> list[np.ndarray]:
         f = self.features([(item.units, item.embeddings)])[0]  # the pairs it scores
@@ -678,11 +711,12 @@ def write_model_dir(folder: str | Path, model, featurizer: ParserFeaturizer, arc
 
 
 def init_model_dir(folder: str | Path, cfg: Config, seed: int = 0, dim: int = 384, lexical_pairs: bool = False,
-                   reader: bool = False, **arch) -> Path:
+                   reader: bool = False, rerank: bool = False, **arch) -> Path:
     """A parser model folder with untrained (seeded random) weights: for tests of the contract.
     `lexical_pairs`: with the lexical pair features, the number look-back and the decoding the
     shipped model uses (type offsets, labels following types). `reader`: with a reader (the
-    encoder's own top two layers, untrained), so the network reads [embedding, reader vector]."""
+    encoder's own top two layers, untrained), so the network reads [embedding, reader vector].
+    `rerank`: candidates beyond the window chosen by a (random) reranker from a pool of 8."""
     import torch
 
     torch.manual_seed(seed)
@@ -699,7 +733,17 @@ def init_model_dir(folder: str | Path, cfg: Config, seed: int = 0, dim: int = 38
     if lexical_pairs:
         decode.update(labels_follow_types=True, type_offsets=[0.0, 0.5, 0.0, -0.5, 0.0, 0.0, 0.0])
     params = CandidateParams(window=4, top_k=4, number_lookback=2 if lexical_pairs else 0)
-    extra = None
+    extra: dict = {}
+    if rerank:
+        from .rerank import RERANK_FILE, Reranker
+
+        params = replace(params, top_k=0, rerank_pool=8, learned_k=3)
+        rng = np.random.default_rng(seed)
+        size = featurizer.pair_size + len(DISTANCE_BUCKETS) + 1 + 2 * featurizer.size
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        Reranker({"mean": np.zeros(size), "scale": np.ones(size), "w0": rng.normal(size=(8, size)), "b0": np.zeros(8),
+                  "w1": rng.normal(size=(1, 8)), "b1": np.zeros(1)}).save(Path(folder) / RERANK_FILE)
+        extra["rerank"] = {"pool": 8, "keep": 3, "inputs": size, "hidden": 8}
     if reader:
         from safetensors.torch import save_file
 
@@ -709,5 +753,5 @@ def init_model_dir(folder: str | Path, cfg: Config, seed: int = 0, dim: int = 38
         Path(folder).mkdir(parents=True, exist_ok=True)
         layers = build_reader(Encoder(device="cpu", precision="fp32").model, 4)
         save_file({k: v.detach().half().contiguous() for k, v in layers.state_dict().items()}, str(Path(folder) / READER_FILE))
-        extra = {"reader": {"frozen": 4, "layers": len(layers), "weights": "float16"}}
+        extra["reader"] = {"frozen": 4, "layers": len(layers), "weights": "float16"}
     return write_model_dir(folder, model, featurizer, a, params, decode, extra)

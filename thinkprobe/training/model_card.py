@@ -48,6 +48,10 @@ def model_card(meta: dict, out: Path) -> str:
     rate = f" --type-rate-ratio {t['type_rate_ratio']:g}" if t.get("type_rate_ratio") else ""
     reader = meta.get("reader")
     reader_flags = f" --reader-epochs {reader['epochs']} --reader-lr {reader['lr']:g}" if reader else ""
+    rerank = meta.get("rerank")
+    cand_flags = f" --top-k 0 --rerank-pool {rerank['pool']} --learned-k {rerank['keep']}" if rerank else ""
+    own_rerank = [cand_flags + (f" --rerank-hidden {rerank['hidden']}" if rerank and rerank["hidden"] != 128 else "")] + \
+        [cand_flags + " --rerank-from /tmp/A" if rerank else ""] * 8
 
     def own_flags(x, a):
         return "".join(f" --{name} {value:g}" for name, value, default in (
@@ -77,14 +81,14 @@ def model_card(meta: dict, out: Path) -> str:
     prepare = "prepare" if fp32 else "prepare --bf16"
     if reader:
         prepare += f" && python scripts/train_parser.py lower --frozen {reader['frozen']}"
-    retrain = (f"    python scripts/train_parser.py {prepare} && python scripts/train_parser.py train{flags}{reader_flags}{own_flags(t, m)}{rate} --out models/{meta['name']}"
+    retrain = (f"    python scripts/train_parser.py {prepare} && python scripts/train_parser.py train{flags}{reader_flags}{own_rerank[0]}{own_flags(t, m)}{rate} --out models/{meta['name']}"
                if not meta.get("members") else
                f"    python scripts/train_parser.py {prepare}\n" +
                # with a reader: one run fine-tunes it (with a 1-layer parser of its own), every member reuses it
                (f"    python scripts/train_parser.py train{flags}{reader_flags} --out /tmp/R\n" if reader else "") + "".join(
-                   f"    python scripts/train_parser.py train{flags}{' --reader-from /tmp/R' if reader else ''}"
+                   f"    python scripts/train_parser.py train{flags}{' --reader-from /tmp/R' if reader else ''}{r}"
                    f"{own_flags(x, a)} --out {f}\n"
-                   for f, x, a in zip(folders, t["members"], meta["members"])) +
+                   for f, x, a, r in zip(folders, t["members"], meta["members"], own_rerank)) +
                f"    python scripts/train_parser.py ensemble {' '.join(folders)}{rate} --out models/{meta['name']}")
     if adapt:
         retrain += retrain_adapt
@@ -95,6 +99,13 @@ def model_card(meta: dict, out: Path) -> str:
                        "states, then frozen (`thinkprobe/reader.py`, reader.safetensors, float16); in the pipeline they run "
                        "inside the encoder's forward pass on its lower layers' output (`Encoder.attach_reader`), and their "
                        "mean-pooled, normalised vector of each unit joins its embedding as the network's input;\n")
+    rerank_words = ""
+    if rerank:
+        rerank_words = (f"the {rerank['keep']} units a learned reranker scores highest among the {rerank['pool']} most similar earlier "
+                        "units beyond the window (rerank.safetensors, `thinkprobe/link/rerank.py`: an MLP with two hidden layers of "
+                        f"{rerank['hidden']} over the pair features, the distance bucket and both units' features, trained with a "
+                        "softmax over each unit's pool against its silver parents, the epoch of the lowest held-out loss kept; "
+                        "it replaces ")
     return f"""# {meta['name']}: ThinkProbe's trace-level parser (linker and typer)
 
 {"Small torch networks" if meta.get("members") else "One small torch network"} ({size / 1e6:.2f} MB of safetensors weights) over the frozen all-MiniLM-L6-v2
@@ -113,7 +124,7 @@ unit embeddings of the pipeline{" and the vectors of its reader (below)" if read
 
 Trained jointly: arc BCE{listwise} + {t['label_weight']} x label CE (positives only, class weights) + {t['type_weight']} x type CE.
 
-Candidates per unit j: {json.dumps(meta['candidates'])}: the window of preceding units, the top-k
+Candidates per unit j: {json.dumps(meta['candidates'])}: the window of preceding units, {rerank_words}the top-k
 most similar earlier units beyond the window{" among the " + str(meta['candidates']['horizon']) + " before j (the horizon: time linear in the length)" if meta['candidates'].get('horizon') else ''} (found block by block, never an n x n matrix), earlier
 planning units, earlier conclusion units for concluding or critiquing units, recent block starts{", the units that last wrote one of j's numbers (number_lookback)" if meta['candidates'].get('number_lookback') else ''}.
 Types: the type head's most probable type after adding per-type offsets to its log-probabilities

@@ -31,11 +31,30 @@ def train(args) -> None:
     log(f"{len(rows)} prepared silver traces of {len(docs)} ({sum(len(r['units']) for r in rows)} units)")
     params = CandidateParams(window=args.window, top_k=args.top_k, plan_lookback=args.plan_lookback,
                              conclusion_lookback=args.conclusion_lookback, block_lookback=args.block_lookback,
-                             number_lookback=args.number_lookback, horizon=args.horizon, learned_k=args.learned_k)
+                             number_lookback=args.number_lookback, horizon=args.horizon, learned_k=args.learned_k,
+                             rerank_pool=args.rerank_pool)
     featurizer = ParserFeaturizer(list(cfg.lexicon), SHAPE_PATTERNS, args.lexical_pairs)
-    exs = examples(rows, docs, params, featurizer, log)
-    retriever = None
-    if args.learned_k:
+    retriever = reranker = None
+    if args.rerank_pool:
+        # the coarse stage first: a reranker of each unit's rerank_pool most similar earlier units
+        # beyond the window (trained here, or another run's); its learned_k best are the candidates
+        from thinkprobe.link.rerank import RERANK_FILE, Reranker
+
+        if args.rerank_from:
+            reranker = Reranker.load(Path(args.rerank_from) / RERANK_FILE)
+            log(f"reranker from {args.rerank_from}")
+        else:
+            from dataclasses import replace
+
+            from .rerank_fit import train_reranker
+
+            pool = examples(rows, docs, replace(params, top_k=args.rerank_pool, learned_k=0, rerank_pool=0), featurizer, log)
+            reranker = train_reranker([x for x in pool if not held_out(x["doc_id"], args.val_frac, args.val_start)],
+                                      [x for x in pool if held_out(x["doc_id"], args.val_frac, args.val_start)],
+                                      args.rerank_pool, args, log)
+            del pool
+    exs = examples(rows, docs, params, featurizer, log, reranker=reranker)
+    if args.learned_k and not args.rerank_pool:
         # the coarse stage first: a retriever trained on the training traces' silver pairs beyond the
         # window; its top learned_k per unit then join the candidates the parser is trained on
         from .retriever_fit import retrieved_of, train_retriever
@@ -95,7 +114,7 @@ def train(args) -> None:
         with open(args.results, "a", encoding="utf-8") as f:
             f.write(json.dumps(row) + "\n")
     if args.out:
-        save(Path(args.out), args, cfg, params, featurizer, decode, model, dim, tr[0]["pf"].shape[1], retriever, reader, {
+        save(Path(args.out), args, cfg, params, featurizer, decode, model, dim, tr[0]["pf"].shape[1], retriever, reader, reranker, {
             "train_traces": len(tr), "heldout_traces": len(val), "train_units": int(sum(len(x["units"]) for x in tr)),
             "train_pairs": int(sum(len(x["i"]) for x in tr)), "best_epoch": epoch, "heldout_silver": held,
             "generators": dict(sorted({g: sum(1 for x in exs if x["generator"] == g) for g in {x["generator"] for x in exs}}.items())),
@@ -165,7 +184,14 @@ def ensemble(args) -> None:
     _, featurizer, meta = load_parser_model(args.members[0])
     docs = load_silver(Path(args.silver))
     rows = [r for r in load_prepared(args.cache) if r["doc_id"] in common]
-    val = examples(rows, docs, CandidateParams.from_dict(meta["candidates"]), featurizer, log)
+    reranker = None
+    if "rerank" in metas[0]:
+        from thinkprobe.link.rerank import RERANK_FILE, Reranker
+
+        if len({(Path(m) / RERANK_FILE).read_bytes() for m in args.members}) != 1 or any("rerank" not in m for m in metas):
+            raise SystemExit("ensemble members with a reranker must share it (train the others with --rerank-from)")
+        reranker = Reranker.load(Path(args.members[0]) / RERANK_FILE)
+    val = examples(rows, docs, CandidateParams.from_dict(meta["candidates"]), featurizer, log, reranker=reranker)
     if "reader" in metas[0]:
         from .reader_data import LowerStates
         from .reader_fit import attach_reader, vectors_of_folder
@@ -183,10 +209,11 @@ def ensemble(args) -> None:
     for k, m in enumerate(args.members):
         state.update({f"{k}.{name}": v for name, v in load_file(str(Path(m) / "parser.safetensors")).items()})
     save_file(state, str(out / "parser.safetensors"))
-    if "reader" in metas[0]:
-        import shutil
+    import shutil
 
-        shutil.copyfile(Path(args.members[0]) / "reader.safetensors", out / "reader.safetensors")
+    for part in ("reader", "rerank"):
+        if part in metas[0]:
+            shutil.copyfile(Path(args.members[0]) / f"{part}.safetensors", out / f"{part}.safetensors")
     new = dict(metas[0])
     new.update(name=out.name, members=[m["model"] for m in metas], decode=decode)
     new["training"] = {**metas[0]["training"], "encoding": metas[0]["training"].get("encoding") or encoding_of(args.cache),
@@ -202,7 +229,8 @@ def ensemble(args) -> None:
                                 **{k: decode[k] for k in ("threshold_near", "threshold_far")}, **held_scores}))
 
 
-def save(out: Path, args, cfg, params, featurizer, decode, model, dim, pair_size, retriever, reader, stats, doc_ids, held_ids) -> None:
+def save(out: Path, args, cfg, params, featurizer, decode, model, dim, pair_size, retriever, reader, reranker, stats, doc_ids,
+         held_ids) -> None:
     from thinkprobe.link.parser import read_model_dir, write_model_dir
     from thinkprobe.link.retriever import RETRIEVER_FILE
 
@@ -216,6 +244,14 @@ def save(out: Path, args, cfg, params, featurizer, decode, model, dim, pair_size
         save_file({k: v.contiguous() for k, v in retriever.state_dict().items()}, str(out / RETRIEVER_FILE))
         extra["retriever"] = {"dim": dim, "unit_size": featurizer.size, "proj": args.retriever_proj,
                               "hidden": args.retriever_hidden, "rank": args.retriever_rank, "epochs": args.retriever_epochs}
+    if reranker is not None:
+        from thinkprobe.link.rerank import RERANK_FILE
+
+        out.mkdir(parents=True, exist_ok=True)
+        reranker.save(out / RERANK_FILE)
+        extra["rerank"] = {"pool": args.rerank_pool, "keep": args.learned_k, "inputs": reranker.inputs,
+                           "hidden": int(reranker.w["w0"].shape[0]),
+                           "epochs": args.rerank_epochs, "from": Path(args.rerank_from).name if args.rerank_from else None}
     training = {"data": Path(args.silver).name, "encoding": encoding_of(args.cache), "seed": args.seed, "val_frac": args.val_frac, "val_start": args.val_start, "epochs": args.epochs,
                 "lr": args.lr, "weight_decay": args.wd, "dropout": args.dropout, "max_units": args.max_units,
                 "class_power": args.class_power, "type_class_power": args.type_class_power,
@@ -295,6 +331,12 @@ def parse_args(argv=None):
     t.add_argument("--type-rate-ratio", type=float, default=0.0, help=RATE_HELP)
     t.add_argument("--learned-k", type=int, default=0,
                    help="train a candidate retriever first; its top K per unit beyond the window join the candidates")
+    t.add_argument("--rerank-pool", type=int, default=0,
+                   help="a learned reranker chooses each unit's --learned-k candidates among its this many most similar earlier "
+                        "units beyond the window (instead of the bilinear retriever; use with --top-k 0)")
+    t.add_argument("--rerank-from", default=None, help="a model folder whose reranker to reuse (ensemble members share it)")
+    t.add_argument("--rerank-epochs", type=int, default=10)
+    t.add_argument("--rerank-hidden", type=int, default=128)
     t.add_argument("--retriever-epochs", type=int, default=6)
     t.add_argument("--retriever-rank", type=int, default=64)
     t.add_argument("--retriever-hidden", type=int, default=96)

@@ -136,11 +136,11 @@ def held_out(doc_id: str, val_frac: float, val_start: float = 0.0) -> bool:
     return val_start * 1000 <= h < (val_start + val_frac) * 1000
 
 
-def examples(rows: list[dict], docs: list[dict], params, featurizer, log=print, retrieved=None) -> list[dict]:
+def examples(rows: list[dict], docs: list[dict], params, featurizer, log=print, retrieved=None, reranker=None) -> list[dict]:
     """Per trace: the parser's features (trace_features) plus targets: arc (0/1 per candidate),
     label (PAIR_CLASSES index, 0 where no arc), types (TYPE_CLASSES index, -1 where no node), and
     every silver pair (pairs: (i, j), i < j). `retrieved`: per row, a learned retriever's output
-    (`retriever.retrieve`), or None."""
+    (`retriever.retrieve`), or None; `reranker`: the candidate reranker (`rerank.Reranker`), or None."""
     from thinkprobe.evalgold import silver_labels
     from thinkprobe.link.parser import trace_features
     from thinkprobe.link.protocol import TYPE_CLASSES
@@ -154,7 +154,7 @@ def examples(rows: list[dict], docs: list[dict], params, featurizer, log=print, 
             continue
         doc = docs[r["doc_index"]]
         unit_types, labels = silver_labels(doc, units)
-        f = trace_features(units, r["emb"], params, featurizer, None if retrieved is None else retrieved[n_row])
+        f = trace_features(units, r["emb"], params, featurizer, None if retrieved is None else retrieved[n_row], reranker)
         lab = np.array([labels.get((int(a), int(b)), 0) for a, b in zip(f["i"], f["j"])], dtype=np.int64)
         cand = set(zip(f["i"].tolist(), f["j"].tolist()))
         for (a, b) in labels:

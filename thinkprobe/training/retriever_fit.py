@@ -121,24 +121,39 @@ def retrieved_of(net, exs: list[dict]) -> list[tuple]:
 
 
 def coverage(exs: list[dict], docs: list[dict], min_distance: int = 10) -> dict:
-    """What the candidates can reach, counted as eval-gold counts: of the annotated links between
-    nodes more than `min_distance` nodes apart (nodes in text order), the share joined by at least
-    one candidate pair of units (each unit projected onto the node it overlaps most); and the mean
-    number of candidates per unit."""
+    """What the candidates can reach, counted three ways, each unit projected onto the silver node
+    it overlaps most: of the silver unit pairs more than `min_distance` units apart, the share that
+    are candidates (`units_covered`: a link between nodes of several units counts once per unit
+    pair); of the silver links whose units are all more than `min_distance` apart, the share
+    joined by at least one candidate pair (`links_covered`); of the links between nodes more than
+    `min_distance` nodes apart (nodes in text order, as eval-gold's far edges), the share joined by
+    at least one candidate pair (`covered`); and the mean number of candidates per unit."""
     from thinkprobe.evalgold import projection
     from thinkprobe.reasoningflow import edge_types, response_nodes
 
-    found = total = 0
+    count = dict.fromkeys(("units", "units_found", "links", "links_found", "nodes", "nodes_found"), 0)
     for x in exs:
         doc = docs[x["doc_index"]]
         proj = projection(response_nodes(doc), [{"start": u.start, "end": u.end} for u in x["units"]])
-        far = {(min(a, b), max(a, b)) for a, b, _, _ in edge_types(doc) if abs(b - a) > min_distance}
-        cand = set()
-        for a, b in zip(x["i"].tolist(), x["j"].tolist()):
-            ga, gb = proj[a], proj[b]
-            if ga is not None and gb is not None and ga != gb:
-                cand.add((min(ga, gb), max(ga, gb)))
-        total += len(far)
-        found += len(far & cand)
+        units_of: dict[int, list[int]] = {}
+        for u, g in enumerate(proj):
+            if g is not None:
+                units_of.setdefault(g, []).append(u)
+        cand = set(zip(x["i"].tolist(), x["j"].tolist()))
+        for a, b, _, _ in edge_types(doc):
+            pairs = {(min(u, v), max(u, v)) for u in units_of.get(a, ()) for v in units_of.get(b, ()) if u != v}
+            found = bool(pairs & cand)
+            far = [p for p in pairs if p[1] - p[0] > min_distance]
+            count["units"] += len(far)
+            count["units_found"] += len(cand.intersection(far))
+            if pairs and len(far) == len(pairs):
+                count["links"] += 1
+                count["links_found"] += found
+            if abs(b - a) > min_distance:
+                count["nodes"] += 1
+                count["nodes_found"] += found
     units = sum(len(x["units"]) for x in exs)
-    return {"far_links": total, "covered": found / max(total, 1), "candidates_per_unit": sum(len(x["i"]) for x in exs) / max(units, 1)}
+    return {"far_links": count["nodes"], "covered": count["nodes_found"] / max(count["nodes"], 1),
+            "links_covered": count["links_found"] / max(count["links"], 1),
+            "units_covered": count["units_found"] / max(count["units"], 1),
+            "candidates_per_unit": sum(len(x["i"]) for x in exs) / max(units, 1)}

@@ -1,0 +1,111 @@
+"""Learned candidate reranking for the parser (issue 27): the coarse stage of a coarse-to-fine
+linker. For each unit j, a pool of earlier units beyond the parser's window (its `rerank_pool`
+most cosine-similar ones) is scored by a small MLP over what the parser already computes for a
+pair: the pair features (cosine, its rank and gap to j's best, distance, blocks, sections, word
+and number overlap, origin, plan / block relations), the distance bucket and both units' features
+(cue and text-shape flags, position, length...). Its `learned_k` best per unit replace the most
+similar ones among the parser's candidates. Trained with a softmax over each unit's pool (the
+marginal likelihood of its silver parents there), so it learns which similar units a unit builds
+on, not which are merely alike.
+
+NumPy only (it runs inside `trace_features`, in worker processes), in float64 so that a unit's
+choice never depends on the BLAS's blocking; cost linear in the trace length (pool pairs per
+unit).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .candidates import DISTANCE_BUCKETS
+
+__all__ = ["RERANK_FILE", "Reranker", "rerank_features", "best_per_unit"]
+
+RERANK_FILE = "rerank.safetensors"
+
+
+def rerank_features(pf: np.ndarray, bucket: np.ndarray, uf: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """The reranker's input of pairs (i, j): pair features, a one-hot distance bucket, and the
+    unit features of i and of j.
+
+    >>> rerank_features(np.ones((1, 2)), np.array([1]), np.eye(2), np.array([0]), np.array([1])).tolist()
+    [[1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0]]
+    """
+    onehot = np.eye(len(DISTANCE_BUCKETS) + 1, dtype=np.float32)[bucket]
+    return np.concatenate([np.asarray(pf, np.float32), onehot, uf[i], uf[j]], axis=1)
+
+
+def best_per_unit(i: np.ndarray, j: np.ndarray, score: np.ndarray, n: int, k: int) -> np.ndarray:
+    """For each unit q < n, the (at most) `k` units i of its pairs (i, q) with the highest scores,
+    best first, ties to the earlier unit; -1 where there are fewer.
+
+    >>> best_per_unit(np.array([0, 1, 0, 1, 2]), np.array([2, 2, 3, 3, 3]), np.array([1., 2., 5., 5., 0.]), 4, 2).tolist()
+    [[-1, -1], [-1, -1], [1, 0], [0, 1]]
+    """
+    out = np.full((n, max(k, 0)), -1, dtype=np.int64)
+    if not len(i) or not k:
+        return out
+    order = np.lexsort((i, -score, j))  # by unit, then best score, then earlier unit
+    js = j[order]
+    rank = np.arange(len(js)) - np.searchsorted(js, js, side="left")
+    keep = rank < k
+    out[js[keep], rank[keep]] = i[order][keep]
+    return out
+
+
+class Reranker:
+    """The trained scorer: standardised inputs, ReLU layers, one score per pair. Weights are held as
+    stored (float32), computed in float64."""
+
+    def __init__(self, weights: dict[str, np.ndarray]):
+        self.w = {name: np.asarray(v, np.float32).astype(np.float64) for name, v in weights.items()}
+        self.layers = sum(1 for name in self.w if name.startswith("w"))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Reranker":
+        from safetensors.numpy import load_file
+
+        return cls(load_file(str(path)))
+
+    def save(self, path: str | Path) -> None:
+        from safetensors.numpy import save_file
+
+        save_file({name: np.ascontiguousarray(v, np.float32) for name, v in self.w.items()}, str(path))
+
+    @property
+    def inputs(self) -> int:
+        return len(self.w["mean"])
+
+    def __call__(self, x: np.ndarray, block: int = 65536) -> np.ndarray:
+        """Scores of the rows of x (`rerank_features`; in blocks of rows: memory bounded on long traces)."""
+        out = np.zeros(len(x), dtype=np.float64)
+        for s in range(0, len(x), block):
+            h = (np.asarray(x[s:s + block], np.float64) - self.w["mean"]) / self.w["scale"]
+            out[s:s + block] = self._upper(h @ self.w["w0"].T + self.w["b0"])
+        return out
+
+    def pair_scores(self, pf: np.ndarray, bucket: np.ndarray, uf: np.ndarray, i: np.ndarray, j: np.ndarray,
+                    block: int = 65536) -> np.ndarray:
+        """The scores of `rerank_features(pf, bucket, uf, i, j)` without building it: the first layer's
+        unit parts are computed once per unit and gathered per pair (the same sums, up to rounding)."""
+        p, u = pf.shape[1], uf.shape[1]
+        b = len(DISTANCE_BUCKETS) + 1
+        mean, scale, w0 = self.w["mean"], self.w["scale"], self.w["w0"]
+        cut = np.cumsum([0, p, b, u, u])
+
+        def part(x, k):
+            return ((np.asarray(x, np.float64) - mean[cut[k]:cut[k + 1]]) / scale[cut[k]:cut[k + 1]]) @ w0[:, cut[k]:cut[k + 1]].T
+
+        per_i, per_j, per_bucket = part(uf, 2), part(uf, 3), part(np.eye(b), 1) + self.w["b0"]
+        out = np.zeros(len(i), dtype=np.float64)
+        for s in range(0, len(i), block):
+            e = s + block
+            out[s:e] = self._upper(part(pf[s:e], 0) + per_i[i[s:e]] + per_j[j[s:e]] + per_bucket[bucket[s:e]])
+        return out
+
+    def _upper(self, h: np.ndarray) -> np.ndarray:
+        """The layers above the first, from its pre-activations."""
+        for k in range(1, self.layers):
+            h = np.maximum(h, 0.0) @ self.w[f"w{k}"].T + self.w[f"b{k}"]
+        return h[:, 0]

@@ -1,0 +1,93 @@
+"""Training the parser's candidate reranker (thinkprobe.link.rerank): on examples whose candidates
+hold each unit's `rerank_pool` most similar earlier units beyond the window, for every unit with a
+silver parent in that pool, minus the log of the softmax mass of its parents among the pool; the
+epoch of the lowest held-out loss is kept.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from thinkprobe.link.candidates import FROM_SIMILARITY
+from thinkprobe.link.rerank import Reranker, rerank_features
+
+__all__ = ["pools", "train_reranker"]
+
+
+def pools(exs: list[dict], size: int, positives_only: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pool pairs of each unit, padded to `size`: inputs (rows, size, F), a mask of real pairs and
+    a mask of silver parents; only units with a parent in their pool when `positives_only`."""
+    xs, ms, ys = [], [], []
+    for x in exs:
+        sel = (x["origin"] & FROM_SIMILARITY) > 0
+        i, j = x["i"][sel], x["j"][sel]
+        if not len(i):
+            continue
+        f = rerank_features(x["pf"][sel], x["bucket"][sel], x["uf"], i, j)
+        rows, start = np.unique(j, return_index=True)  # pairs are ordered by j
+        count = np.diff(np.append(start, len(j)))
+        slot = np.arange(len(j)) - np.repeat(start, count)
+        row = np.repeat(np.arange(len(rows)), count)
+        xx = np.zeros((len(rows), size, f.shape[1]), np.float32)
+        mm = np.zeros((len(rows), size), bool)
+        yy = np.zeros((len(rows), size), bool)
+        xx[row, slot], mm[row, slot], yy[row, slot] = f, True, x["arc"][sel] > 0
+        keep = yy.any(axis=1) if positives_only else np.ones(len(rows), bool)
+        xs.append(xx[keep])
+        ms.append(mm[keep])
+        ys.append(yy[keep])
+    return np.concatenate(xs), np.concatenate(ms), np.concatenate(ys)
+
+
+def train_reranker(train: list[dict], val: list[dict], size: int, args, log=print) -> Reranker:
+    """The reranker trained on the pools of `train`, its epoch chosen by the held-out loss on `val`."""
+    import torch
+
+    from .parser_fit import BestEpoch
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)
+    xt, mt, yt = (torch.from_numpy(a) for a in pools(train, size))
+    xv, mv, yv = (torch.from_numpy(a) for a in pools(val, size))
+    mean = xt[mt].mean(0)
+    scale = xt[mt].std(0) + 1e-4
+    h = args.rerank_hidden
+    net = torch.nn.Sequential(torch.nn.Linear(xt.shape[2], h), torch.nn.ReLU(), torch.nn.Dropout(0.1),
+                              torch.nn.Linear(h, h), torch.nn.ReLU(), torch.nn.Linear(h, 1))
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=1e-4)
+
+    def loss_of(x, m, y):
+        s = net((x - mean) / scale).squeeze(-1).masked_fill(~m, -1e9)
+        return -(torch.logsumexp(s.masked_fill(~y, -1e9), 1) - torch.logsumexp(s, 1)).mean()
+
+    log(f"reranker: {len(xt)} training units with a silver parent in their pool of {size}, {len(xv)} held out")
+    best = BestEpoch()
+    gen = torch.Generator().manual_seed(args.seed)
+    t0 = time.time()
+    for epoch in range(1, args.rerank_epochs + 1):
+        net.train()
+        perm = torch.randperm(len(xt), generator=gen)
+        total = 0.0
+        for s in range(0, len(xt), 512):
+            b = perm[s:s + 512]
+            loss = loss_of(xt[b], mt[b], yt[b])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * len(b)
+        net.eval()
+        with torch.no_grad():
+            held = float(loss_of(xv, mv, yv))
+        el = time.time() - t0
+        log(f"reranker epoch {epoch}/{args.rerank_epochs}: train {total / len(xt):.4f}  held-out {held:.4f}; "
+            f"{el:.0f} s, ETA {el / epoch * (args.rerank_epochs - epoch):.0f} s")
+        best.offer(held, net, epoch)
+    best.restore(net)
+    log(f"reranker: best epoch {best.epoch} (held-out loss {best.value:.4f})")
+    linear = [m for m in net if isinstance(m, torch.nn.Linear)]
+    weights = {"mean": mean.numpy(), "scale": scale.numpy()}
+    for k, m in enumerate(linear):
+        weights[f"w{k}"] = m.weight.detach().numpy()
+        weights[f"b{k}"] = m.bias.detach().numpy()
+    return Reranker(weights)
