@@ -105,7 +105,7 @@ def model_card(meta: dict, out: Path) -> str:
                         "units beyond the window (rerank.safetensors, `thinkprobe/link/rerank.py`: an MLP with two hidden layers of "
                         f"{rerank['hidden']} over the pair features, the distance bucket and both units' features, trained with a "
                         "softmax over each unit's pool against its silver parents, the epoch of the lowest held-out loss kept; "
-                        "it replaces ")
+                        "about a minute per epoch on one core) in place of ")
     return f"""# {meta['name']}: ThinkProbe's trace-level parser (linker and typer)
 
 {"Small torch networks" if meta.get("members") else "One small torch network"} ({size / 1e6:.2f} MB of safetensors weights) over the frozen all-MiniLM-L6-v2
