@@ -275,8 +275,9 @@ def trace_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: Candid
     `retrieved`: a learned retriever's (queries, keys, distance bias) of the trace (`retriever.retrieve`,
     computed from `unit_features`): its top `params.learned_k` join the candidates and each pair's
     retrieval margin is the last pair feature. `reranker` (`rerank.Reranker`, with
-    `params.rerank_pool`): its `params.learned_k` best of the `rerank_pool` most similar units
-    beyond the window join the candidates (`pool_features`)."""
+    `params.rerank_pool`): the `rerank_pool` most similar units beyond the window get the pair
+    features of a candidate set that holds them, and the reranker's `params.learned_k` best by
+    those join the candidates."""
     emb = np.asarray(emb, dtype=np.float32)
     topk, best = earlier_topk(emb, max(params.top_k, params.rerank_pool if reranker is not None else 0),
                               skip=params.window, horizon=params.horizon)
