@@ -60,7 +60,8 @@ def register_typer(backend: Backend) -> Backend:
 
 register_linker(Backend("parser-reader", "thinkprobe.link.parser:ParserLinker.load",
                         "trace-level parser that reads the units' tokens: the encoder's top layers fine-tuned for "
-                        "linking (the reader) and BiLSTMs over [embedding, reader vector] link and type units jointly",
+                        "linking (the reader), a learned reranker picks far candidates, and BiLSTMs over [embedding, reader "
+                        "vector] link and type units jointly",
                         model="parser-minilm-reader"))
 register_linker(Backend("parser", "thinkprobe.link.parser:ParserLinker.load",
                         "trace-level parser: a BiLSTM over the unit embeddings links and types units jointly",
