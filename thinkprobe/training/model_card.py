@@ -51,7 +51,7 @@ def model_card(meta: dict, out: Path) -> str:
     rerank = meta.get("rerank")
     cand_flags = f" --top-k 0 --rerank-pool {rerank['pool']} --learned-k {rerank['keep']}" if rerank else ""
     own_rerank = [cand_flags + (f" --rerank-hidden {rerank['hidden']}" if rerank and rerank["hidden"] != 128 else "")] + \
-        [cand_flags + " --rerank-from /tmp/A" if rerank else ""] * 8
+        [cand_flags + " --rerank-from runs/A" if rerank else ""] * 8
 
     def own_flags(x, a):
         return "".join(f" --{name} {value:g}" for name, value, default in (
@@ -76,7 +76,7 @@ def model_card(meta: dict, out: Path) -> str:
                  "twenty traces `adapted`, and eval-gold says so when it scores them).")
         retrain_adapt = (f"\n    python scripts/train_parser.py cv --model models/{meta['name']} --adapt-epochs {r['adapt_epochs']} "
                          f"--adapt-lr {r['adapt_lr']:g}{'' if r['calibrate'] else ' --no-calibrate'} --write")
-    folders = [f"/tmp/{chr(65 + k)}" for k in range(len(meta.get("members") or ()))]
+    folders = [f"runs/{chr(65 + k)}" for k in range(len(meta.get("members") or ()))]
     fp32 = t.get("encoding") == FP32_WORDS
     prepare = "prepare" if fp32 else "prepare --bf16"
     if reader:
@@ -85,8 +85,8 @@ def model_card(meta: dict, out: Path) -> str:
                if not meta.get("members") else
                f"    python scripts/train_parser.py {prepare}\n" +
                # with a reader: one run fine-tunes it (with a 1-layer parser of its own), every member reuses it
-               (f"    python scripts/train_parser.py train{flags}{reader_flags} --out /tmp/R\n" if reader else "") + "".join(
-                   f"    python scripts/train_parser.py train{flags}{' --reader-from /tmp/R' if reader else ''}{r}"
+               (f"    python scripts/train_parser.py train{flags}{reader_flags} --out runs/R\n" if reader else "") + "".join(
+                   f"    python scripts/train_parser.py train{flags}{' --reader-from runs/R' if reader else ''}{r}"
                    f"{own_flags(x, a)} --out {f}\n"
                    for f, x, a, r in zip(folders, t["members"], meta["members"], own_rerank)) +
                f"    python scripts/train_parser.py ensemble {' '.join(folders)}{rate} --out models/{meta['name']}")
