@@ -14,7 +14,8 @@ from ..records import ThoughtUnit
 from .candidates import FROM_LOOKBACK, FROM_SIMILARITY, FROM_WINDOW
 
 __all__ = ["token_index", "word_index", "jaccard", "shared_weight", "shared_count", "SHAPE_PATTERNS", "TextFlags",
-           "symbol_rates", "SHARED_PAIR_FEATURES", "shared_pair_features"]
+           "symbol_rates", "SHARED_PAIR_FEATURES", "RANK_COLUMN", "ORIGIN_COLUMNS", "rank_and_origin_columns",
+           "shared_pair_features"]
 
 _WORDS = re.compile(r"\w+", re.UNICODE)
 
@@ -130,6 +131,16 @@ def symbol_rates(texts: Sequence[str], length: np.ndarray) -> tuple[np.ndarray, 
 
 # columns of `shared_pair_features`
 SHARED_PAIR_FEATURES = 16
+# the columns of `shared_pair_features` that depend on the candidate set around a pair rather than
+# on the pair alone: the rank term and the origin flags (see `rank_and_origin_columns`)
+RANK_COLUMN, ORIGIN_COLUMNS = 1, slice(10, 13)
+
+
+def rank_and_origin_columns(out: np.ndarray, rank: np.ndarray, origin: np.ndarray) -> None:
+    """Fill the rank term (1 / (1 + rank)) and the origin flags (window, similarity, look-back) of
+    pair features `out` in place."""
+    out[:, RANK_COLUMN] = 1.0 / (1.0 + rank)
+    out[:, ORIGIN_COLUMNS] = np.stack([(origin & f) > 0 for f in (FROM_WINDOW, FROM_SIMILARITY, FROM_LOOKBACK)], axis=1)
 
 
 def shared_pair_features(units: Sequence[ThoughtUnit], i: np.ndarray, j: np.ndarray, origin: np.ndarray,
@@ -150,7 +161,6 @@ def shared_pair_features(units: Sequence[ThoughtUnit], i: np.ndarray, j: np.ndar
     answer = np.array([u.section == "answer" for u in units])
     d = (j - i).astype(np.float32)
     out[:, 0] = s
-    out[:, 1] = 1.0 / (1.0 + rank)
     out[:, 2] = s - best
     out[:, 3] = 1.0 / d
     out[:, 4] = np.log1p(d) / np.log1p(max(n, 2))
@@ -159,9 +169,7 @@ def shared_pair_features(units: Sequence[ThoughtUnit], i: np.ndarray, j: np.ndar
     out[:, 7] = answer[i]
     out[:, 8] = answer[j]
     out[:, 9] = jaccard(words[0], words[1], i, j)
-    out[:, 10] = (origin & FROM_WINDOW) > 0
-    out[:, 11] = (origin & FROM_SIMILARITY) > 0
-    out[:, 12] = (origin & FROM_LOOKBACK) > 0
+    rank_and_origin_columns(out, rank, origin)
     last_plan = np.full(n, -1)
     block_start = np.zeros(n, dtype=np.int64)
     prev_start = np.full(n, -1)

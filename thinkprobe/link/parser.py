@@ -39,7 +39,7 @@ from ..provenance import files_digest
 from ..records import Edge, ThoughtUnit
 from .candidates import DISTANCE_BUCKETS, FROM_LOOKBACK, FROM_SIMILARITY, FROM_WINDOW, CandidateParams, distance_bucket
 from .decode import decode_edges
-from .features import (SHARED_PAIR_FEATURES, TextFlags, shared_count, shared_pair_features, shared_weight,
+from .features import (SHARED_PAIR_FEATURES, TextFlags, rank_and_origin_columns, shared_count, shared_pair_features, shared_weight,
                        symbol_rates, token_index, word_index)
 from .models import read_model_dir
 from .protocol import PAIR_CLASSES, TYPE_CLASSES, LinkInput
@@ -260,12 +260,20 @@ def pair_features(units: Sequence[ThoughtUnit], emb: np.ndarray, best: np.ndarra
     s = np.zeros(m, dtype=np.float32)
     for c in range(0, m, 8192):  # in chunks: two (pairs x dim) gathers would dominate memory on long traces
         s[c:c + 8192] = np.einsum("ij,ij->i", emb[i[c:c + 8192]], emb[j[c:c + 8192]])
-    # rank of each pair's cosine among its unit's candidates (0 = the most similar candidate)
+    return shared_pair_features(units, i, j, origin, s, candidate_rank(s, j), best[j], words)
+
+
+def candidate_rank(s: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """The rank of each pair's cosine `s` among its unit j's candidates (0 = the most similar).
+
+    >>> candidate_rank(np.array([0.1, 0.5, 0.3, 0.2], np.float32), np.array([1, 1, 1, 2])).tolist()
+    [2, 0, 1, 0]
+    """
     order = np.lexsort((-s, j))
-    rank = np.empty(m, dtype=np.int64)
+    rank = np.empty(len(s), dtype=np.int64)
     starts = np.searchsorted(j[order], j[order], side="left")
-    rank[order] = np.arange(m) - starts
-    return shared_pair_features(units, i, j, origin, s, rank, best[j], words)
+    rank[order] = np.arange(len(s)) - starts
+    return rank
 
 
 def trace_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: CandidateParams,
@@ -298,13 +306,28 @@ def trace_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: Candid
         sel = (pool["origin"] & FROM_SIMILARITY) > 0
         i, j = pool["i"][sel], pool["j"][sel]
         score = reranker.pair_scores(pool["pf"][sel], pool["bucket"][sel], uf, i, j)
-        learned = best_per_unit(i, j, score, len(units), params.learned_k)
+        return _chosen(pool, best_per_unit(i, j, score, len(units), params.learned_k), topk[:, :params.top_k])
     out = _pairs(units, emb, best, uf, topk, params, featurizer, last, numbers, words, learned)
     if retrieved is not None:
         from .retriever import retrieval_margin
 
         out["pf"] = np.concatenate([out["pf"], retrieval_margin(*retrieved, rbest, out["i"], out["j"])[:, None]], axis=1)
     return out
+
+
+def _chosen(pool: dict[str, np.ndarray], learned: np.ndarray, topk: np.ndarray) -> dict[str, np.ndarray]:
+    """The candidate set that keeps, of the pool's similar units, those `learned` (and `topk`) name
+    per unit, taken from the pool's features: `parser_candidates` would list the same pairs in the
+    same order (every other source is the same in both), and of a pair's features only its rank
+    among its unit's candidates and its origin flags depend on the rest of the set."""
+    i, j, origin = pool["i"], pool["j"], pool["origin"]
+    named = np.concatenate([learned, topk], axis=1)[j]
+    similar = ((origin & FROM_SIMILARITY) > 0) & (named == i[:, None]).any(axis=1)
+    keep = ((origin & ~FROM_SIMILARITY) > 0) | similar
+    origin = np.where(similar, origin, origin & ~FROM_SIMILARITY)[keep]
+    i, j, pf = i[keep], j[keep], pool["pf"][keep]
+    rank_and_origin_columns(pf, candidate_rank(pf[:, 0], j), origin)
+    return {"uf": pool["uf"], "i": i, "j": j, "origin": origin, "bucket": pool["bucket"][keep], "pf": pf}
 
 
 def _pairs(units, emb, best, uf, topk, params, featurizer, last, numbers, words, learned=None) -> dict[str, np.ndarray]:
