@@ -66,6 +66,46 @@ def test_candidates_cover_window_similar_and_lookback():
     assert len(pairs) == len(i)  # one row per pair, origins merged
 
 
+def _candidates_by_the_rules(units, topk, p, last, learned):
+    """Each unit's candidates read off the rules one unit at a time (what `parser_candidates` computes with arrays)."""
+    met = [k for k, u in enumerate(units) if "MET" in u.cues]
+    con = [k for k, u in enumerate(units) if "CON" in u.cues]
+    starts = [k for k in range(len(units)) if k == 0 or units[k].segment != units[k - 1].segment]
+    out = []
+    for j in range(len(units)):
+        lo = max(0, j - p.window)
+        origin = dict.fromkeys(range(lo, j), 1)
+        similar = [int(i) for i in topk[j, :p.top_k]] + ([int(i) for i in learned[j, :p.learned_k]] if learned is not None else [])
+        look = [k for k in met if k < lo][-p.plan_lookback:] if p.plan_lookback else []
+        if p.conclusion_lookback and ("CON" in units[j].cues or "CRT" in units[j].cues):
+            look += [k for k in con if k < lo][-p.conclusion_lookback:]
+        look += [k for k in starts if k < lo][-p.block_lookback:] if p.block_lookback else []
+        look += [i for i in last[j] if i < lo][:p.number_lookback] if last is not None else []
+        for i in similar:
+            if 0 <= i < lo:
+                origin[i] = origin.get(i, 0) | 2
+        for i in look:
+            origin[i] = origin.get(i, 0) | 4
+        out += [(i, j, origin[i]) for i in sorted(origin)]
+    return out
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 9, 45])
+@pytest.mark.parametrize("p", [CandidateParams(window=3, top_k=2, plan_lookback=1, conclusion_lookback=2, block_lookback=2, number_lookback=2),
+                               CandidateParams(window=0, top_k=4, plan_lookback=0, conclusion_lookback=0, block_lookback=0, learned_k=3),
+                               CandidateParams(window=6, top_k=0, plan_lookback=3, conclusion_lookback=4, block_lookback=3, number_lookback=3,
+                                               learned_k=5)])
+def test_candidates_equal_the_rules_read_unit_by_unit(n, p):
+    units = _units(n, segment_every=4)
+    emb = _emb(max(n, 1))[:n]
+    topk, _ = earlier_topk(emb, max(p.top_k, 1), skip=p.window)
+    last = last_mentions(number_index(units))
+    learned = np.random.default_rng(n).integers(-1, max(n, 1), size=(n, 6))  # any units, -1 for none
+    i, j, origin = parser_candidates(units, topk, p, last, learned)
+    assert [a.dtype for a in (i, j, origin)] == [np.int64] * 3
+    assert list(zip(i.tolist(), j.tolist(), origin.tolist())) == _candidates_by_the_rules(units, topk, p, last, learned)
+
+
 def test_features_have_declared_shapes_and_buckets():
     cfg = Config.load()
     units, emb = _units(12), _emb(12)

@@ -174,46 +174,64 @@ def parser_candidates(units: Sequence[ThoughtUnit], topk: np.ndarray, p: Candida
     concludes or critiques, the starts of recent topical blocks, and (`number_lookback`, with
     `last` from `last_mentions`) the units beyond the window that last wrote one of j's numbers, and
     (`learned_k`, with `learned` from `retriever.learned_topk`) the units a learned retriever ranks
-    highest beyond the window (origin: similarity)."""
-    n = len(units)
-    ii, jj, oo = [], [], []
-    met_all = [k for k, u in enumerate(units) if "MET" in u.cues]
-    con_all = [k for k, u in enumerate(units) if "CON" in u.cues]
-    starts_all = [k for k in range(n) if k == 0 or units[k].segment != units[k - 1].segment]
-    import bisect
+    highest beyond the window (origin: similarity). Array operations per source, then one sort:
+    time linear in the number of pairs.
 
-    for j in range(1, n):
-        origin: dict[int, int] = {}
-        lo = max(0, j - p.window)
-        for i in range(lo, j):
-            origin[i] = FROM_WINDOW
-        if lo and p.top_k:
-            for i in topk[j, : p.top_k]:
-                if 0 <= i < lo:
-                    origin[int(i)] = origin.get(int(i), 0) | FROM_SIMILARITY
-        if lo and p.learned_k and learned is not None:
-            for i in learned[j, : p.learned_k]:
-                if 0 <= i < lo:
-                    origin[int(i)] = origin.get(int(i), 0) | FROM_SIMILARITY
-        look: list[int] = []
-        if p.plan_lookback:
-            look += met_all[max(0, bisect.bisect_left(met_all, lo) - p.plan_lookback): bisect.bisect_left(met_all, lo)]
-        cues = units[j].cues
-        if p.conclusion_lookback and ("CON" in cues or "CRT" in cues):
-            c = bisect.bisect_left(con_all, lo)
-            look += con_all[max(0, c - p.conclusion_lookback): c]
-        if p.block_lookback:
-            c = bisect.bisect_left(starts_all, lo)
-            look += starts_all[max(0, c - p.block_lookback): c]
-        if p.number_lookback and last is not None:
-            look += [i for i in last[j] if i < lo][: p.number_lookback]
-        for i in look:
-            origin[i] = origin.get(i, 0) | FROM_LOOKBACK
-        for i in sorted(origin):
-            ii.append(i)
-            jj.append(j)
-            oo.append(origin[i])
-    return np.array(ii, dtype=np.int64), np.array(jj, dtype=np.int64), np.array(oo, dtype=np.int64)
+    >>> from thinkprobe.records import ThoughtUnit as U
+    >>> us = [U(k, "reasoning", 0, 1, "x", segment=k // 3, cues=("MET",) if k == 1 else ()) for k in range(6)]
+    >>> i, j, o = parser_candidates(us, np.array([[-1]] * 4 + [[0], [2]]), CandidateParams(window=2, top_k=1))
+    >>> list(zip(i.tolist(), j.tolist(), o.tolist()))[-9:]  # (i, j, origin): 1 window, 2 similar, 4 look-back
+    [(0, 4, 6), (1, 4, 4), (2, 4, 1), (3, 4, 1), (0, 5, 4), (1, 5, 4), (2, 5, 2), (3, 5, 1), (4, 5, 1)]
+    """
+    n = len(units)
+    lo = np.maximum(0, np.arange(n) - p.window)
+    parts: list[tuple[np.ndarray, np.ndarray, int]] = []
+    j = np.arange(n)
+    for d in range(1, p.window + 1):
+        parts.append((j[d:] - d, j[d:], FROM_WINDOW))
+    for table, k in ((topk, p.top_k), (learned if p.learned_k else None, p.learned_k)):
+        if table is not None and k and n:
+            i = np.asarray(table)[:, :k]
+            j = np.broadcast_to(np.arange(len(i))[:, None], i.shape)
+            ok = (i >= 0) & (i < lo[: len(i), None])
+            parts.append((i[ok], j[ok], FROM_SIMILARITY))
+
+    def last_of(marked: list[int], count: int, rows: np.ndarray) -> None:
+        """The `count` last of the sorted units `marked` before lo[j], for each j in `rows`."""
+        if not count or not marked or not len(rows):
+            return
+        marked_arr = np.asarray(marked, dtype=np.int64)
+        end = np.searchsorted(marked_arr, lo[rows], side="left")
+        for d in range(1, count + 1):
+            ok = end - d >= 0
+            parts.append((marked_arr[end[ok] - d], rows[ok], FROM_LOOKBACK))
+
+    rows = np.arange(1, n)
+    last_of([k for k, u in enumerate(units) if "MET" in u.cues], p.plan_lookback, rows)
+    if p.conclusion_lookback:
+        concluding = np.array([k for k in range(1, n) if "CON" in units[k].cues or "CRT" in units[k].cues], dtype=np.int64)
+        last_of([k for k, u in enumerate(units) if "CON" in u.cues], p.conclusion_lookback, concluding)
+    last_of([k for k in range(n) if k == 0 or units[k].segment != units[k - 1].segment], p.block_lookback, rows)
+    if p.number_lookback and last is not None and n:
+        sizes = np.array([len(row) for row in last[:n]], dtype=np.int64)
+        i = np.array([x for row in last[:n] for x in row], dtype=np.int64)
+        j = np.repeat(np.arange(len(sizes)), sizes)
+        ok = i < lo[j]
+        i, j = i[ok], j[ok]
+        first = np.searchsorted(j, j, side="left")  # rows stay in order: the kept ones' rank within j
+        keep = np.arange(len(j)) - first < p.number_lookback
+        parts.append((i[keep], j[keep], FROM_LOOKBACK))
+    if not sum(len(a) for a, _, _ in parts):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    i = np.concatenate([a for a, _, _ in parts]).astype(np.int64)
+    j = np.concatenate([b for _, b, _ in parts]).astype(np.int64)
+    flag = np.concatenate([np.full(len(a), f, dtype=np.int64) for a, _, f in parts])
+    key = j * n + i  # one pair per key; sorted: by j, then i
+    order = np.argsort(key, kind="stable")
+    key, flag = key[order], flag[order]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    key = key[first]
+    return key % n, key // n, np.bitwise_or.reduceat(flag, first)
 
 
 class ParserFeaturizer(TextFlags):
