@@ -293,8 +293,8 @@ def parse_args(argv=None):
     p.add_argument("--cache", default=str(REPO.parent / "cache" / "silver"))
     p.add_argument("--chunk", type=int, default=8)
     p.add_argument("--threads", type=int, default=1, help="torch threads (1: on a shared machine, more spin)")
-    p.add_argument("--shards", type=int, default=1, help="run SHARDS processes, each with its own --shard")
-    p.add_argument("--shard", type=int, default=0)
+    p.add_argument("--shards", type=int, default=1, help="encode in SHARDS processes at once (started here unless --shard is given)")
+    p.add_argument("--shard", type=int, default=None, help="encode only this shard's chunks (0 .. SHARDS-1)")
     p.add_argument("--long-chars", type=int, default=20000)
     p.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=False,
                    help="encode in bfloat16 (faster only on CPUs with bf16 instructions: about 10x slower on one without)")

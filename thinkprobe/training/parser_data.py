@@ -31,6 +31,20 @@ def prepare(args) -> None:
     """Split, encode (fp32, as the pipeline on CPU; `--bf16`: bfloat16) and tile every silver trace; one
     pickle per chunk of traces in args.cache, skipped when present (an interrupted run resumes);
     the precision is recorded in args.cache/meta.json for the model card."""
+    if args.shard is None and args.shards > 1:
+        # one process per shard, each encoding every SHARDS-th chunk; they share nothing but the folder
+        import subprocess
+        import sys
+
+        common = ["prepare", "--silver", str(args.silver), "--cache", str(args.cache), "--chunk", str(args.chunk),
+                  "--threads", str(args.threads), "--shards", str(args.shards), "--long-chars", str(args.long_chars),
+                  "--bf16" if args.bf16 else "--no-bf16"]
+        code = "from thinkprobe.training.parser_cli import main; main()"
+        procs = [subprocess.Popen([sys.executable, "-c", code, *common, "--shard", str(k)]) for k in range(args.shards)]
+        if any(proc.wait() for proc in procs):
+            raise SystemExit("a prepare shard failed (its output is above); run the same command again to resume")
+        print("prepared", flush=True)
+        return
     import torch
 
     from thinkprobe.encoder import Encoder
@@ -56,7 +70,7 @@ def prepare(args) -> None:
     total_chars = sum(len(docs[k]["raw_text"]["response"]) for k in order)
     done_chars, t0, enc_chars = 0, time.time(), 0
     for c, chunk in enumerate(chunks):
-        if c % args.shards != args.shard:
+        if c % args.shards != (args.shard or 0):
             continue
         path = cache / f"chunk_{c:04d}.pkl"
         chars = sum(len(docs[k]["raw_text"]["response"]) for k in chunk)
