@@ -11,7 +11,7 @@ import pytest
 from thinkprobe.config import Config
 from thinkprobe.link.candidates import FROM_SIMILARITY, CandidateParams
 from thinkprobe.link.parser import ParserFeaturizer, earlier_topk, trace_features
-from thinkprobe.link.rerank import Reranker, best_per_unit, rerank_features
+from thinkprobe.link.rerank import Reranker, best_in_trace, best_per_unit, rerank_features
 from thinkprobe.records import ThoughtUnit
 
 
@@ -81,18 +81,11 @@ def test_best_per_unit_against_a_direct_sort():
         assert got[q].tolist() == [int(a) for _, a in pairs] + [-1] * (4 - len(pairs))
 
 
-def test_the_reranker_learns_which_similar_unit_a_unit_builds_on():
-    """Trained on traces where a unit's parent is the pool member that wrote its number, the
-    reranker ranks that parent first for most held-out units, where cosine ranks it first rarely."""
-    import argparse
-
-    from thinkprobe.training.rerank_fit import train_reranker
-
-    cfg = Config.load()
-    featurizer = ParserFeaturizer(list(cfg.lexicon), {"question": r"\?\s*$"}, lexical_pairs=True)
-    params = CandidateParams(window=2, top_k=8, number_lookback=0)
+def _number_traces(featurizer, params, count=40):
+    """Traces where an odd unit past the sixth reuses the number an earlier even unit wrote (its
+    silver parent) and the other units have no parent: the parent is similar, never the most."""
     exs = []
-    for seed in range(40):
+    for seed in range(count):
         rng = np.random.default_rng(100 + seed)
         n = 40
         texts = [f"Value {100 + k} here." for k in range(n)]
@@ -114,7 +107,21 @@ def test_the_reranker_learns_which_similar_unit_a_unit_builds_on():
         emb /= np.linalg.norm(emb, axis=1, keepdims=True)
         f = trace_features(units, emb, params, featurizer)
         f["arc"] = np.array([float(parent.get(b) == a) for a, b in zip(f["i"], f["j"])], np.float32)
+        f["parents"] = parent
         exs.append(f)
+    return exs
+
+
+def test_the_reranker_learns_which_similar_unit_a_unit_builds_on():
+    """Trained on traces where a unit's parent is the pool member that wrote its number, the
+    reranker ranks that parent first for most held-out units, where cosine ranks it first rarely."""
+    import argparse
+
+    from thinkprobe.training.rerank_fit import train_reranker
+
+    cfg = Config.load()
+    featurizer = ParserFeaturizer(list(cfg.lexicon), {"question": r"\?\s*$"}, lexical_pairs=True)
+    exs = _number_traces(featurizer, CandidateParams(window=2, top_k=8, number_lookback=0))
     args = argparse.Namespace(seed=0, rerank_hidden=16, rerank_epochs=200)
     reranker = train_reranker(exs[:30], exs[30:], 8, args, log=lambda m: None)
     first = cos_first = total = 0
@@ -131,6 +138,34 @@ def test_the_reranker_learns_which_similar_unit_a_unit_builds_on():
                 cos_first += cos[q, 0] == p[0]
     assert total > 50
     assert first / total > 0.8 > 0.4 > cos_first / total
+
+
+def test_a_reranker_trained_per_trace_spends_the_budget_on_units_with_a_parent():
+    """Trained with the "none of them" option on the same traces, where half the units have no
+    parent: with a budget of one pair per unit whose parent is in its pool, most kept pairs are silver
+    parents (cosine, whichever units it picked, finds few)."""
+    import argparse
+
+    from thinkprobe.training.rerank_fit import train_reranker
+
+    cfg = Config.load()
+    featurizer = ParserFeaturizer(list(cfg.lexicon), {"question": r"\?\s*$"}, lexical_pairs=True)
+    exs = _number_traces(featurizer, CandidateParams(window=2, top_k=8, number_lookback=0))
+    args = argparse.Namespace(seed=0, rerank_hidden=16, rerank_epochs=200)
+    reranker = train_reranker(exs[:30], exs[30:], 0, args, log=lambda m: None, per_trace=True, unit_size=featurizer.size)
+    assert reranker.per_trace
+    hits = cos_hits = total = 0
+    for f in exs[30:]:
+        sel = (f["origin"] & 1) == 0
+        i, j, pf = f["i"][sel], f["j"][sel], f["pf"][sel]
+        budget = int(f["arc"][sel].sum())  # the units whose parent is in their pool
+        keep = best_in_trace(i, j, reranker.pair_scores(pf, f["bucket"][sel], f["uf"], i, j), reranker.null_scores(f["uf"]), budget)
+        cos_keep = best_in_trace(i, j, pf[:, 0].astype(np.float64), np.full(len(f["uf"]), -np.inf), budget)
+        hits += int(f["arc"][sel][keep].sum())
+        cos_hits += int(f["arc"][sel][cos_keep].sum())
+        total += budget
+    assert total > 50
+    assert hits / total > 0.7 > 0.3 > cos_hits / total
 
 
 def test_pair_scores_equal_the_scores_of_the_full_inputs():
@@ -167,3 +202,46 @@ def test_coverage_counts_unit_pairs_links_and_node_pairs():
     assert got["links_covered"] == pytest.approx(2 / 3)
     assert got["covered"] == pytest.approx(1 / 2) and got["far_links"] == 2
     assert got["candidates_per_unit"] == pytest.approx(2 / n)
+
+
+def test_best_in_trace_keeps_the_pairs_most_probable_as_parents():
+    """Against a direct computation: each pair's probability under a softmax over its unit's pool
+    and the unit's "none of them" score; the `budget` most probable kept, ties to the earlier (j, i)."""
+    rng = np.random.default_rng(4)
+    j = np.sort(rng.integers(3, 40, size=300))
+    i = rng.integers(0, 3, size=300) + j - 3  # any earlier units; repeats do not matter here
+    s = np.round(rng.normal(size=300), 1)
+    null = np.round(rng.normal(size=40), 1)
+    for budget in (0, 1, 57, 300, 400):
+        got = best_in_trace(i, j, s, null, budget)
+        logp = np.array([s[k] - np.log(np.exp(s[j == j[k]]).sum() + np.exp(null[j[k]])) for k in range(300)])
+        order = sorted(range(300), key=lambda k: (-round(logp[k], 9), j[k], i[k]))[:budget]
+        assert got.sum() == min(budget, 300)
+        assert set(np.flatnonzero(got).tolist()) == set(order)
+
+
+def test_a_reranker_choosing_per_trace_gives_far_candidates_to_the_units_that_need_them():
+    """With a "none of them" score high for the first half of the trace and low for the second, the
+    candidates beyond the window all go to the second half's units, as many as the rules would give
+    the whole trace (the learned_k most similar units and the look-backs); the window is untouched."""
+    cfg = Config.load()
+    featurizer = ParserFeaturizer(list(cfg.lexicon), {"question": r"\?\s*$"}, lexical_pairs=True)
+    units, emb = _trace(60)
+    params = CandidateParams(window=4, top_k=0, rerank_pool=12, learned_k=3, number_lookback=2)
+    size = featurizer.pair_size + 9 + 2 * featurizer.size
+    position = featurizer.size - featurizer.numeric  # the first numeric unit feature: k / (n - 1)
+    null_w = np.zeros((1, featurizer.size))
+    null_w[0, position] = -40.0
+    reranker = Reranker({"mean": np.zeros(size), "scale": np.ones(size), "w0": np.zeros((1, size)), "b0": np.zeros(1),
+                         "null_w": null_w, "null_b": np.array([20.0])})
+    assert reranker.per_trace
+    got = trace_features(units, emb, params, featurizer, reranker=reranker)
+    rules = trace_features(units, emb, replace(params, top_k=3, rerank_pool=0, learned_k=0), featurizer)
+    window = (got["j"] - got["i"]) <= 4
+    beyond = ~window
+    assert beyond.sum() == ((rules["j"] - rules["i"]) > 4).sum()
+    assert got["j"][beyond].min() >= 30 and got["j"][beyond].max() == 59
+    assert (got["origin"][window] & 1).all() and window.sum() == ((rules["j"] - rules["i"]) <= 4).sum()
+    pool = trace_features(units, emb, replace(params, top_k=12, rerank_pool=0, learned_k=0), featurizer)
+    pool_pairs = set(zip(pool["i"].tolist(), pool["j"].tolist()))
+    assert set(zip(got["i"].tolist(), got["j"].tolist())) <= pool_pairs

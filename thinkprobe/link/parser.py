@@ -321,6 +321,8 @@ def trace_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: Candid
 
         pool = _pairs(units, emb, best, uf, topk, replace(params, top_k=params.rerank_pool, learned_k=0), featurizer, last,
                       numbers, words)
+        if reranker.per_trace:
+            return _chosen_in_trace(pool, topk[:, :params.learned_k], reranker)
         sel = (pool["origin"] & FROM_SIMILARITY) > 0
         i, j = pool["i"][sel], pool["j"][sel]
         score = reranker.pair_scores(pool["pf"][sel], pool["bucket"][sel], uf, i, j)
@@ -336,14 +338,36 @@ def trace_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: Candid
 def _chosen(pool: dict[str, np.ndarray], learned: np.ndarray, topk: np.ndarray) -> dict[str, np.ndarray]:
     """The candidate set that keeps, of the pool's similar units, those `learned` (and `topk`) name
     per unit, taken from the pool's features: `parser_candidates` would list the same pairs in the
-    same order (every other source is the same in both), and of a pair's features only its rank
-    among its unit's candidates and its origin flags depend on the rest of the set."""
+    same order (every other source is the same in both)."""
     i, j, origin = pool["i"], pool["j"], pool["origin"]
     named = np.concatenate([learned, topk], axis=1)[j]
     similar = ((origin & FROM_SIMILARITY) > 0) & (named == i[:, None]).any(axis=1)
     keep = ((origin & ~FROM_SIMILARITY) > 0) | similar
-    origin = np.where(similar, origin, origin & ~FROM_SIMILARITY)[keep]
-    i, j, pf = i[keep], j[keep], pool["pf"][keep]
+    return _subset(pool, keep, np.where(similar, origin, origin & ~FROM_SIMILARITY))
+
+
+def _chosen_in_trace(pool: dict[str, np.ndarray], similar: np.ndarray, reranker) -> dict[str, np.ndarray]:
+    """The candidate set of a reranker that chooses for the whole trace: the window, and of the
+    pool's pairs beyond it (its most similar units and every look-back) the ones `best_in_trace`
+    keeps, as many as the rule-based candidates hold beyond the window (each unit's look-backs and
+    its `similar` units: its learned_k most similar)."""
+    from .rerank import best_in_trace
+
+    origin = pool["origin"]
+    scored = (origin & FROM_WINDOW) == 0
+    i, j, o = pool["i"][scored], pool["j"][scored], origin[scored]
+    named = (similar[j] == i[:, None]).any(axis=1) if similar.shape[1] else np.zeros(len(i), dtype=bool)
+    budget = int((((o & FROM_LOOKBACK) > 0) | (((o & FROM_SIMILARITY) > 0) & named)).sum())
+    score = reranker.pair_scores(pool["pf"][scored], pool["bucket"][scored], pool["uf"], i, j)
+    keep = ~scored
+    keep[np.flatnonzero(scored)[best_in_trace(i, j, score, reranker.null_scores(pool["uf"]), budget)]] = True
+    return _subset(pool, keep, origin)
+
+
+def _subset(pool: dict[str, np.ndarray], keep: np.ndarray, origin: np.ndarray) -> dict[str, np.ndarray]:
+    """The pool's pairs `keep`, with their new origin flags: of a pair's features only its rank among
+    its unit's candidates and its origin flags depend on the rest of the set."""
+    i, j, pf, origin = pool["i"][keep], pool["j"][keep], pool["pf"][keep], origin[keep]
     rank_and_origin_columns(pf, candidate_rank(pf[:, 0], j), origin)
     return {"uf": pool["uf"], "i": i, "j": j, "origin": origin, "bucket": pool["bucket"][keep], "pf": pf}
 
@@ -753,12 +777,13 @@ def write_model_dir(folder: str | Path, model, featurizer: ParserFeaturizer, arc
 
 
 def init_model_dir(folder: str | Path, cfg: Config, seed: int = 0, dim: int = 384, lexical_pairs: bool = False,
-                   reader: bool = False, rerank: bool = False, **arch) -> Path:
+                   reader: bool = False, rerank: bool | str = False, **arch) -> Path:
     """A parser model folder with untrained (seeded random) weights: for tests of the contract.
     `lexical_pairs`: with the lexical pair features, the number look-back and the decoding the
     shipped model uses (type offsets, labels following types). `reader`: with a reader (the
     encoder's own top two layers, untrained), so the network reads [embedding, reader vector].
-    `rerank`: candidates beyond the window chosen by a (random) reranker from a pool of 8."""
+    `rerank`: candidates beyond the window chosen by a (random) reranker from a pool of 8, each
+    unit's own (True) or the trace's together ("trace", as `--rerank-trace` trains)."""
     import torch
 
     torch.manual_seed(seed)
@@ -783,9 +808,12 @@ def init_model_dir(folder: str | Path, cfg: Config, seed: int = 0, dim: int = 38
         rng = np.random.default_rng(seed)
         size = featurizer.pair_size + len(DISTANCE_BUCKETS) + 1 + 2 * featurizer.size
         Path(folder).mkdir(parents=True, exist_ok=True)
-        Reranker({"mean": np.zeros(size), "scale": np.ones(size), "w0": rng.normal(size=(8, size)), "b0": np.zeros(8),
-                  "w1": rng.normal(size=(1, 8)), "b1": np.zeros(1)}).save(Path(folder) / RERANK_FILE)
-        extra["rerank"] = {"pool": 8, "keep": 3, "inputs": size, "hidden": 8}
+        weights = {"mean": np.zeros(size), "scale": np.ones(size), "w0": rng.normal(size=(8, size)), "b0": np.zeros(8),
+                   "w1": rng.normal(size=(1, 8)), "b1": np.zeros(1)}
+        if rerank == "trace":
+            weights.update(null_w=rng.normal(size=(1, featurizer.size)), null_b=np.zeros(1))
+        Reranker(weights).save(Path(folder) / RERANK_FILE)
+        extra["rerank"] = {"pool": 8, "keep": 3, "inputs": size, "select": "trace" if rerank == "trace" else "unit", "hidden": 8}
     if reader:
         from safetensors.torch import save_file
 

@@ -8,6 +8,11 @@ similar ones among the parser's candidates. Trained with a softmax over each uni
 marginal likelihood of its silver parents there), so it learns which similar units a unit builds
 on, not which are merely alike.
 
+A reranker trained per trace (`--rerank-trace`) scores every pair beyond the window (the pool and
+the look-backs) and has a "none of them" score per unit: its probabilities compare across units, so
+it keeps the trace's most probable pairs (`best_in_trace`), as many as the rules would propose there.
+Units that build on something far get several candidates, units that need none give theirs up.
+
 NumPy only (it runs inside `trace_features`, in worker processes), in float64 so that a unit's
 choice never depends on the BLAS's blocking; cost linear in the trace length (pool pairs per
 unit).
@@ -20,7 +25,7 @@ import numpy as np
 
 from .candidates import DISTANCE_BUCKETS
 
-__all__ = ["RERANK_FILE", "Reranker", "rerank_features", "best_per_unit"]
+__all__ = ["RERANK_FILE", "Reranker", "rerank_features", "best_per_unit", "best_in_trace"]
 
 RERANK_FILE = "rerank.safetensors"
 
@@ -54,13 +59,48 @@ def best_per_unit(i: np.ndarray, j: np.ndarray, score: np.ndarray, n: int, k: in
     return out
 
 
+def best_in_trace(i: np.ndarray, j: np.ndarray, score: np.ndarray, null: np.ndarray, budget: int) -> np.ndarray:
+    """Which of one trace's pool pairs (i, j) to keep: the `budget` pairs most probable as a parent of
+    their unit, the probability a softmax over the unit's pool and a "none of them" option (logit
+    null[j]). A unit whose parent is likely far gets several, one that needs none few or none.
+    Ties to the earlier unit j, then i. Pairs ordered by j.
+
+    >>> best_in_trace(np.array([0, 1, 0, 1]), np.array([5, 5, 6, 6]), np.array([2., 2., 0., 0.]), np.zeros(7), 2).tolist()
+    [True, True, False, False]
+    >>> best_in_trace(np.array([0, 1, 0, 1]), np.array([5, 5, 6, 6]), np.array([2., 2., 0., 0.]), np.array([0.] * 5 + [9., -9.]), 2).tolist()
+    [False, False, True, True]
+    """
+    keep = np.zeros(len(i), dtype=bool)
+    if not len(i) or budget <= 0:
+        return keep
+    units, start, count = np.unique(j, return_index=True, return_counts=True)
+    top = np.maximum(np.maximum.reduceat(score, start), null[units])
+    total = np.add.reduceat(np.exp(score - np.repeat(top, count)), start) + np.exp(null[units] - top)
+    logp = score - np.repeat(top + np.log(total), count)
+    keep[np.lexsort((i, j, -logp))[:budget]] = True
+    return keep
+
+
 class Reranker:
     """The trained scorer: standardised inputs, ReLU layers, one score per pair. Weights are held as
-    stored (float32), computed in float64."""
+    stored (float32), computed in float64. A reranker trained with a "none of them" option
+    (`null_w`, `null_b`: a linear score of the unit's own features) chooses a trace's candidates
+    together (`best_in_trace`); one without, each unit's best (`best_per_unit`)."""
 
     def __init__(self, weights: dict[str, np.ndarray]):
         self.w = {name: np.asarray(v, np.float32).astype(np.float64) for name, v in weights.items()}
         self.layers = sum(1 for name in self.w if name.startswith("w"))
+
+    @property
+    def per_trace(self) -> bool:
+        """Whether it chooses a trace's candidates together (it has a "none of them" score)."""
+        return "null_w" in self.w
+
+    def null_scores(self, uf: np.ndarray) -> np.ndarray:
+        """The "none of them" logit of each unit, from its unit features (the last inputs of a pair)."""
+        u = uf.shape[1]
+        z = (np.asarray(uf, np.float64) - self.w["mean"][-u:]) / self.w["scale"][-u:]
+        return z @ self.w["null_w"][0] + self.w["null_b"][0]
 
     @classmethod
     def load(cls, path: str | Path) -> "Reranker":

@@ -49,7 +49,8 @@ def model_card(meta: dict, out: Path) -> str:
     reader = meta.get("reader")
     reader_flags = f" --reader-epochs {reader['epochs']} --reader-lr {reader['lr']:g}" if reader else ""
     rerank = meta.get("rerank")
-    cand_flags = f" --top-k 0 --rerank-pool {rerank['pool']} --learned-k {rerank['keep']}" if rerank else ""
+    per_trace = bool(rerank) and rerank.get("select") == "trace"
+    cand_flags = f" --top-k 0 --rerank-pool {rerank['pool']} --learned-k {rerank['keep']}{' --rerank-trace' if per_trace else ''}" if rerank else ""
     own_rerank = [cand_flags + (f" --rerank-hidden {rerank['hidden']}" if rerank and rerank["hidden"] != 128 else "")] + \
         [cand_flags + " --rerank-from runs/A" if rerank else ""] * 8
 
@@ -100,12 +101,31 @@ def model_card(meta: dict, out: Path) -> str:
                        "inside the encoder's forward pass on its lower layers' output (`Encoder.attach_reader`), and their "
                        "mean-pooled, normalised vector of each unit joins its embedding as the network's input;\n")
     rerank_words = ""
-    if rerank:
+    c = meta["candidates"]
+    lookbacks = (f"earlier planning units, earlier conclusion units for concluding or critiquing units, recent block starts"
+                 f"{', the units that last wrote one of j' + chr(39) + 's numbers (number_lookback)' if c.get('number_lookback') else ''}")
+    horizon = f" among the {c['horizon']} before j (the horizon: time linear in the length)" if c.get("horizon") else ""
+    if per_trace:
+        candidates_line = (
+            f"Candidates per unit j: {json.dumps(c)}: the window of preceding units and, beyond it, the pairs of the trace a "
+            f"learned reranker finds most probable as parents, as many as rules would propose beyond the window (each unit's "
+            f"{rerank['keep']} most similar earlier units and its look-backs), chosen from each unit's pool: its {rerank['pool']} most "
+            f"similar earlier units beyond the window{horizon} (found block by block, never an n x n matrix) and its look-backs "
+            f"({lookbacks}). So a unit whose parent is likely far gets many, one that needs none few (rerank.safetensors, "
+            f"`thinkprobe/link/rerank.py`: an MLP with two hidden layers of {rerank['hidden']} over the pair features, the distance "
+            "bucket and both units' features, and a \"none of them\" score from the unit's features; trained with a softmax over "
+            "each unit's pool and that option against its silver parents, every unit with a pool counted, the epoch of the lowest "
+            "held-out loss kept; `best_in_trace`).")
+    elif rerank:
         rerank_words = (f"the {rerank['keep']} units a learned reranker scores highest among the {rerank['pool']} most similar earlier "
                         "units beyond the window (rerank.safetensors, `thinkprobe/link/rerank.py`: an MLP with two hidden layers of "
                         f"{rerank['hidden']} over the pair features, the distance bucket and both units' features, trained with a "
                         "softmax over each unit's pool against its silver parents, the epoch of the lowest held-out loss kept; "
                         "about a minute per epoch on one core) in place of ")
+    if not per_trace:
+        candidates_line = (f"Candidates per unit j: {json.dumps(c)}: the window of preceding units, {rerank_words}the top-k\n"
+                           f"most similar earlier units beyond the window{horizon} (found block by block, never an n x n matrix), earlier\n"
+                           f"{lookbacks.replace('earlier planning units, ', 'planning units, ', 1)}.")
     return f"""# {meta['name']}: ThinkProbe's trace-level parser (linker and typer)
 
 {"Small torch networks" if meta.get("members") else "One small torch network"} ({size / 1e6:.2f} MB of safetensors weights) over the frozen all-MiniLM-L6-v2
@@ -124,9 +144,7 @@ unit embeddings of the pipeline{" and the vectors of its reader (below)" if read
 
 Trained jointly: arc BCE{listwise} + {t['label_weight']} x label CE (positives only, class weights) + {t['type_weight']} x type CE.
 
-Candidates per unit j: {json.dumps(meta['candidates'])}: the window of preceding units, {rerank_words}the top-k
-most similar earlier units beyond the window{" among the " + str(meta['candidates']['horizon']) + " before j (the horizon: time linear in the length)" if meta['candidates'].get('horizon') else ''} (found block by block, never an n x n matrix), earlier
-planning units, earlier conclusion units for concluding or critiquing units, recent block starts{", the units that last wrote one of j's numbers (number_lookback)" if meta['candidates'].get('number_lookback') else ''}.
+{candidates_line}
 Types: the type head's most probable type after adding per-type offsets to its log-probabilities
 ({d.get('type_offsets')}; fitted on the held-out silver units for macro-F1, `fit_type_offsets`{"; every type's predicted count kept within a factor " + format(t['type_rate_ratio'], 'g') + " of its silver count, since the indicators are type rates" if t.get('type_rate_ratio') else ""}).
 Decoding (`link.decode.decode_edges`): an edge where the arc probability is at least {d['threshold_near']:.2f}

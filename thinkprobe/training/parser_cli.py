@@ -51,7 +51,7 @@ def train(args) -> None:
             pool = examples(rows, docs, replace(params, top_k=args.rerank_pool, learned_k=0, rerank_pool=0), featurizer, log)
             reranker = train_reranker([x for x in pool if not held_out(x["doc_id"], args.val_frac, args.val_start)],
                                       [x for x in pool if held_out(x["doc_id"], args.val_frac, args.val_start)],
-                                      args.rerank_pool, args, log)
+                                      args.rerank_pool, args, log, per_trace=args.rerank_trace, unit_size=featurizer.size)
             del pool
     exs = examples(rows, docs, params, featurizer, log, reranker=reranker)
     if args.learned_k and not args.rerank_pool:
@@ -250,6 +250,7 @@ def save(out: Path, args, cfg, params, featurizer, decode, model, dim, pair_size
         out.mkdir(parents=True, exist_ok=True)
         reranker.save(out / RERANK_FILE)
         extra["rerank"] = {"pool": args.rerank_pool, "keep": args.learned_k, "inputs": reranker.inputs,
+                           "select": "trace" if reranker.per_trace else "unit",
                            "hidden": int(reranker.w["w0"].shape[0]),
                            "epochs": args.rerank_epochs, "from": Path(args.rerank_from).name if args.rerank_from else None}
     training = {"data": Path(args.silver).name, "encoding": encoding_of(args.cache), "seed": args.seed, "val_frac": args.val_frac, "val_start": args.val_start, "epochs": args.epochs,
@@ -336,6 +337,9 @@ def parse_args(argv=None):
                         "units beyond the window (instead of the bilinear retriever; use with --top-k 0)")
     t.add_argument("--rerank-from", default=None, help="a model folder whose reranker to reuse (ensemble members share it)")
     t.add_argument("--rerank-epochs", type=int, default=10)
+    t.add_argument("--rerank-trace", action="store_true",
+                   help="the reranker scores every candidate beyond the window (pool and look-backs) with a 'none of them' option and "
+                        "keeps the trace's most probable pairs, as many as the learned-k most similar and the look-backs would be")
     t.add_argument("--rerank-hidden", type=int, default=128)
     t.add_argument("--retriever-epochs", type=int, default=6)
     t.add_argument("--retriever-rank", type=int, default=64)
