@@ -94,9 +94,9 @@ def linker(request, config, tmp_path_factory):
         from thinkprobe.link.parser import init_model_dir
 
         # parser-reader: with a reader too (the encoder's top layers, here untrained, read each unit's tokens)
-        # and a candidate reranker that chooses a trace's far candidates together, as the shipped model
-        folder = init_model_dir(tmp_path_factory.mktemp("parser") / "p", config, seed=0, lexical_pairs=name != "parser",
-                                reader=name == "parser-reader", rerank="trace" if name == "parser-reader" else False)
+        # and a candidate reranker, as the shipped model
+        folder = init_model_dir(tmp_path_factory.mktemp("parser") / "p", config, seed=0,
+                                lexical_pairs=name != "parser", reader=name == "parser-reader", rerank=name == "parser-reader")
         return load_linker(str(folder), config)
     if not name.startswith("cross-encoder"):
         return load_linker(name, config)  # what the registry loads for a run

@@ -242,6 +242,9 @@ def test_a_reranker_choosing_per_trace_gives_far_candidates_to_the_units_that_ne
     assert beyond.sum() == ((rules["j"] - rules["i"]) > 4).sum()
     assert got["j"][beyond].min() >= 30 and got["j"][beyond].max() == 59
     assert (got["origin"][window] & 1).all() and window.sum() == ((rules["j"] - rules["i"]) <= 4).sum()
+    # the reranker's log-probability of each pair is the parser's last pair feature (scaled; 0 in the window)
+    assert got["pf"].shape[1] == rules["pf"].shape[1] + 1
+    assert (got["pf"][window, -1] == 0).all() and (got["pf"][beyond, -1] <= 0).all() and (got["pf"][beyond, -1] >= -1).all()
     pool = trace_features(units, emb, replace(params, top_k=12, rerank_pool=0, learned_k=0), featurizer)
     pool_pairs = set(zip(pool["i"].tolist(), pool["j"].tolist()))
     assert set(zip(got["i"].tolist(), got["j"].tolist())) <= pool_pairs

@@ -350,8 +350,9 @@ def _chosen_in_trace(pool: dict[str, np.ndarray], similar: np.ndarray, reranker)
     """The candidate set of a reranker that chooses for the whole trace: the window, and of the
     pool's pairs beyond it (its most similar units and every look-back) the ones `best_in_trace`
     keeps, as many as the rule-based candidates hold beyond the window (each unit's look-backs and
-    its `similar` units: its learned_k most similar)."""
-    from .rerank import best_in_trace
+    its `similar` units: its learned_k most similar). The reranker's log-probability of each kept pair
+    (0 in the window) becomes the last pair feature: the coarse stage's score, read by the fine one."""
+    from .rerank import best_in_trace, parent_log_probs
 
     origin = pool["origin"]
     scored = (origin & FROM_WINDOW) == 0
@@ -359,9 +360,16 @@ def _chosen_in_trace(pool: dict[str, np.ndarray], similar: np.ndarray, reranker)
     named = (similar[j] == i[:, None]).any(axis=1) if similar.shape[1] else np.zeros(len(i), dtype=bool)
     budget = int((((o & FROM_LOOKBACK) > 0) | (((o & FROM_SIMILARITY) > 0) & named)).sum())
     score = reranker.pair_scores(pool["pf"][scored], pool["bucket"][scored], pool["uf"], i, j)
+    null = reranker.null_scores(pool["uf"])
     keep = ~scored
-    keep[np.flatnonzero(scored)[best_in_trace(i, j, score, reranker.null_scores(pool["uf"]), budget)]] = True
-    return _subset(pool, keep, origin)
+    keep[np.flatnonzero(scored)[best_in_trace(i, j, score, null, budget)]] = True
+    logp = np.zeros(len(origin), dtype=np.float32)
+    logp[scored] = np.maximum(parent_log_probs(j, score, null), -LOGP_FLOOR) / LOGP_FLOOR
+    return _subset({**pool, "pf": np.concatenate([pool["pf"], logp[:, None]], axis=1)}, keep, origin)
+
+
+# The coarse stage's log-probability as a pair feature: floored at -LOGP_FLOOR, divided by it.
+LOGP_FLOOR = 20.0
 
 
 def _subset(pool: dict[str, np.ndarray], keep: np.ndarray, origin: np.ndarray) -> dict[str, np.ndarray]:
@@ -792,7 +800,7 @@ def init_model_dir(folder: str | Path, cfg: Config, seed: int = 0, dim: int = 38
     a = {"dim": dim, "proj": 32, "hidden": 16, "layers": 1, "arc_hidden": 16, "context": "bilstm", "pair_feats": True}
     a.update(arch)
     featurizer = ParserFeaturizer(list(cfg.lexicon), {"question": r"\?\s*$"}, lexical_pairs)
-    a["pair_size"] = featurizer.pair_size
+    a["pair_size"] = featurizer.pair_size + (rerank == "trace")  # a per-trace reranker's score is a pair feature
     model = build_parser_model(a["dim"], featurizer.size, a["proj"], a["hidden"], a["layers"], a["arc_hidden"],
                                a["context"], a["pair_feats"], 0.0, a["pair_size"])
     decode = {"threshold_near": 0.5, "threshold_far": 0.5, "plans_elaborate": True, "force_structural": True,

@@ -25,7 +25,7 @@ import numpy as np
 
 from .candidates import DISTANCE_BUCKETS
 
-__all__ = ["RERANK_FILE", "Reranker", "rerank_features", "best_per_unit", "best_in_trace"]
+__all__ = ["RERANK_FILE", "Reranker", "rerank_features", "best_per_unit", "best_in_trace", "parent_log_probs"]
 
 RERANK_FILE = "rerank.safetensors"
 
@@ -73,12 +73,23 @@ def best_in_trace(i: np.ndarray, j: np.ndarray, score: np.ndarray, null: np.ndar
     keep = np.zeros(len(i), dtype=bool)
     if not len(i) or budget <= 0:
         return keep
+    keep[np.lexsort((i, j, -parent_log_probs(j, score, null)))[:budget]] = True
+    return keep
+
+
+def parent_log_probs(j: np.ndarray, score: np.ndarray, null: np.ndarray) -> np.ndarray:
+    """Each pair's log-probability of being its unit's parent: a softmax over the unit's pairs and its
+    "none of them" logit null[j]. Pairs ordered by j.
+
+    >>> np.round(np.exp(parent_log_probs(np.array([3, 3]), np.array([0., 0.]), np.zeros(4))), 3).tolist()
+    [0.333, 0.333]
+    """
+    if not len(j):
+        return np.zeros(0, dtype=np.float64)
     units, start, count = np.unique(j, return_index=True, return_counts=True)
     top = np.maximum(np.maximum.reduceat(score, start), null[units])
     total = np.add.reduceat(np.exp(score - np.repeat(top, count)), start) + np.exp(null[units] - top)
-    logp = score - np.repeat(top + np.log(total), count)
-    keep[np.lexsort((i, j, -logp))[:budget]] = True
-    return keep
+    return score - np.repeat(top + np.log(total), count)
 
 
 class Reranker:
