@@ -352,7 +352,7 @@ def _chosen_in_trace(pool: dict[str, np.ndarray], similar: np.ndarray, reranker)
     keeps, as many as the rule-based candidates hold beyond the window (each unit's look-backs and
     its `similar` units: its learned_k most similar). The reranker's log-probability of each kept pair
     (0 in the window) becomes the last pair feature: the coarse stage's score, read by the fine one."""
-    from .rerank import best_in_trace, parent_log_probs
+    from .rerank import most_probable, parent_log_probs
 
     origin = pool["origin"]
     scored = (origin & FROM_WINDOW) == 0
@@ -360,12 +360,12 @@ def _chosen_in_trace(pool: dict[str, np.ndarray], similar: np.ndarray, reranker)
     named = (similar[j] == i[:, None]).any(axis=1) if similar.shape[1] else np.zeros(len(i), dtype=bool)
     budget = int((((o & FROM_LOOKBACK) > 0) | (((o & FROM_SIMILARITY) > 0) & named)).sum())
     score = reranker.pair_scores(pool["pf"][scored], pool["bucket"][scored], pool["uf"], i, j)
-    null = reranker.null_scores(pool["uf"])
+    logp = parent_log_probs(j, score, reranker.null_scores(pool["uf"]))
     keep = ~scored
-    keep[np.flatnonzero(scored)[best_in_trace(i, j, score, null, budget)]] = True
-    logp = np.zeros(len(origin), dtype=np.float32)
-    logp[scored] = np.maximum(parent_log_probs(j, score, null), -LOGP_FLOOR) / LOGP_FLOOR
-    return _subset({**pool, "pf": np.concatenate([pool["pf"], logp[:, None]], axis=1)}, keep, origin)
+    keep[np.flatnonzero(scored)[most_probable(i, j, logp, budget)]] = True  # = best_in_trace
+    feature = np.zeros(len(origin), dtype=np.float32)
+    feature[scored] = np.maximum(logp, -LOGP_FLOOR) / LOGP_FLOOR
+    return _subset({**pool, "pf": np.concatenate([pool["pf"], feature[:, None]], axis=1)}, keep, origin)
 
 
 # The coarse stage's log-probability as a pair feature: floored at -LOGP_FLOOR, divided by it.

@@ -25,7 +25,7 @@ import numpy as np
 
 from .candidates import DISTANCE_BUCKETS
 
-__all__ = ["RERANK_FILE", "Reranker", "rerank_features", "best_per_unit", "best_in_trace", "parent_log_probs"]
+__all__ = ["RERANK_FILE", "Reranker", "rerank_features", "best_per_unit", "best_in_trace", "most_probable", "parent_log_probs"]
 
 RERANK_FILE = "rerank.safetensors"
 
@@ -70,10 +70,14 @@ def best_in_trace(i: np.ndarray, j: np.ndarray, score: np.ndarray, null: np.ndar
     >>> best_in_trace(np.array([0, 1, 0, 1]), np.array([5, 5, 6, 6]), np.array([2., 2., 0., 0.]), np.array([0.] * 5 + [9., -9.]), 2).tolist()
     [False, False, True, True]
     """
+    return most_probable(i, j, parent_log_probs(j, score, null), budget)
+
+
+def most_probable(i: np.ndarray, j: np.ndarray, logp: np.ndarray, budget: int) -> np.ndarray:
+    """The `budget` pairs of highest `logp` (a mask), ties to the earlier unit j, then i."""
     keep = np.zeros(len(i), dtype=bool)
-    if not len(i) or budget <= 0:
-        return keep
-    keep[np.lexsort((i, j, -parent_log_probs(j, score, null)))[:budget]] = True
+    if len(i) and budget > 0:
+        keep[np.lexsort((i, j, -logp))[:budget]] = True
     return keep
 
 

@@ -115,7 +115,7 @@ def model_card(meta: dict, out: Path) -> str:
             f"`thinkprobe/link/rerank.py`: an MLP with two hidden layers of {rerank['hidden']} over the pair features, the distance "
             "bucket and both units' features, and a \"none of them\" score from the unit's features; trained with a softmax over "
             "each unit's pool and that option against its silver parents, every unit with a pool counted, the epoch of the lowest "
-            "held-out loss kept; `best_in_trace`).")
+            "held-out loss kept; `best_in_trace`); its log-probability of each kept pair is the parser's last pair feature.")
     elif rerank:
         rerank_words = (f"the {rerank['keep']} units a learned reranker scores highest among the {rerank['pool']} most similar earlier "
                         "units beyond the window (rerank.safetensors, `thinkprobe/link/rerank.py`: an MLP with two hidden layers of "
