@@ -317,13 +317,13 @@ def trace_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: Candid
 
         learned, rbest = learned_topk(*retrieved, params.learned_k, skip=params.window, horizon=params.horizon)
     elif reranker is not None and params.rerank_pool:
-        from .rerank import best_per_unit
+        from .rerank import best_per_unit, scored_pairs
 
         pool = _pairs(units, emb, best, uf, topk, replace(params, top_k=params.rerank_pool, learned_k=0), featurizer, last,
                       numbers, words)
         if reranker.per_trace:
             return _chosen_in_trace(pool, topk[:, :params.learned_k], reranker)
-        sel = (pool["origin"] & FROM_SIMILARITY) > 0
+        sel = scored_pairs(pool["origin"], per_trace=False)
         i, j = pool["i"][sel], pool["j"][sel]
         score = reranker.pair_scores(pool["pf"][sel], pool["bucket"][sel], uf, i, j)
         return _chosen(pool, best_per_unit(i, j, score, len(units), params.learned_k), topk[:, :params.top_k])
@@ -352,10 +352,10 @@ def _chosen_in_trace(pool: dict[str, np.ndarray], similar: np.ndarray, reranker)
     keeps, as many as the rule-based candidates hold beyond the window (each unit's look-backs and
     its `similar` units: its learned_k most similar). The reranker's log-probability of each kept pair
     (0 in the window) becomes the last pair feature: the coarse stage's score, read by the fine one."""
-    from .rerank import most_probable, parent_log_probs
+    from .rerank import most_probable, parent_log_probs, scored_pairs
 
     origin = pool["origin"]
-    scored = (origin & FROM_WINDOW) == 0
+    scored = scored_pairs(origin, per_trace=True)
     i, j, o = pool["i"][scored], pool["j"][scored], origin[scored]
     named = (similar[j] == i[:, None]).any(axis=1) if similar.shape[1] else np.zeros(len(i), dtype=bool)
     budget = int((((o & FROM_LOOKBACK) > 0) | (((o & FROM_SIMILARITY) > 0) & named)).sum())

@@ -23,11 +23,21 @@ from pathlib import Path
 
 import numpy as np
 
-from .candidates import DISTANCE_BUCKETS
+from .candidates import DISTANCE_BUCKETS, FROM_SIMILARITY, FROM_WINDOW
 
-__all__ = ["RERANK_FILE", "Reranker", "rerank_features", "best_per_unit", "best_in_trace", "most_probable", "parent_log_probs"]
+__all__ = ["RERANK_FILE", "Reranker", "scored_pairs", "rerank_features", "best_per_unit", "best_in_trace", "most_probable", "parent_log_probs"]
 
 RERANK_FILE = "rerank.safetensors"
+
+
+def scored_pairs(origin: np.ndarray, per_trace: bool) -> np.ndarray:
+    """Which pairs of a pool (by their origin flags) a reranker scores, in training and at run time:
+    the similar ones, or (`per_trace`) every pair beyond the window.
+
+    >>> scored_pairs(np.array([1, 2, 3, 4]), False).tolist(), scored_pairs(np.array([1, 2, 3, 4]), True).tolist()
+    ([False, True, True, False], [False, True, False, True])
+    """
+    return (origin & FROM_WINDOW) == 0 if per_trace else (origin & FROM_SIMILARITY) > 0
 
 
 def rerank_features(pf: np.ndarray, bucket: np.ndarray, uf: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:

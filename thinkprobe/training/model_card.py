@@ -100,7 +100,6 @@ def model_card(meta: dict, out: Path) -> str:
                        "states, then frozen (`thinkprobe/reader.py`, reader.safetensors, float16); in the pipeline they run "
                        "inside the encoder's forward pass on its lower layers' output (`Encoder.attach_reader`), and their "
                        "mean-pooled, normalised vector of each unit joins its embedding as the network's input;\n")
-    rerank_words = ""
     c = meta["candidates"]
     lookbacks = (f"earlier planning units, earlier conclusion units for concluding or critiquing units, recent block starts"
                  f"{', the units that last wrote one of j' + chr(39) + 's numbers (number_lookback)' if c.get('number_lookback') else ''}")
@@ -116,13 +115,12 @@ def model_card(meta: dict, out: Path) -> str:
             "bucket and both units' features, and a \"none of them\" score from the unit's features; trained with a softmax over "
             "each unit's pool and that option against its silver parents, every unit with a pool counted, the epoch of the lowest "
             "held-out loss kept; `best_in_trace`); its log-probability of each kept pair is the parser's last pair feature.")
-    elif rerank:
+    else:
         rerank_words = (f"the {rerank['keep']} units a learned reranker scores highest among the {rerank['pool']} most similar earlier "
                         "units beyond the window (rerank.safetensors, `thinkprobe/link/rerank.py`: an MLP with two hidden layers of "
                         f"{rerank['hidden']} over the pair features, the distance bucket and both units' features, trained with a "
                         "softmax over each unit's pool against its silver parents, the epoch of the lowest held-out loss kept; "
-                        "about a minute per epoch on one core) in place of ")
-    if not per_trace:
+                        "about a minute per epoch on one core) in place of ") if rerank else ""
         candidates_line = (f"Candidates per unit j: {json.dumps(c)}: the window of preceding units, {rerank_words}the top-k\n"
                            f"most similar earlier units beyond the window{horizon} (found block by block, never an n x n matrix), earlier\n"
                            f"{lookbacks.replace('earlier planning units, ', 'planning units, ', 1)}.")

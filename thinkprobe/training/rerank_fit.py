@@ -13,16 +13,9 @@ import time
 
 import numpy as np
 
-from thinkprobe.link.candidates import FROM_SIMILARITY, FROM_WINDOW
-from thinkprobe.link.rerank import Reranker, rerank_features
+from thinkprobe.link.rerank import Reranker, rerank_features, scored_pairs
 
-__all__ = ["pools", "pool_size", "scored_pairs", "train_reranker"]
-
-
-def scored_pairs(x: dict, per_trace: bool) -> np.ndarray:
-    """The pairs of a pool example the reranker scores: its similar ones, or (`per_trace`) every pair
-    beyond the window."""
-    return (x["origin"] & FROM_WINDOW) == 0 if per_trace else (x["origin"] & FROM_SIMILARITY) > 0
+__all__ = ["pools", "pool_size", "train_reranker"]
 
 
 def pools(exs: list[dict], size: int, positives_only: bool = True, per_trace: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -30,7 +23,7 @@ def pools(exs: list[dict], size: int, positives_only: bool = True, per_trace: bo
     a mask of silver parents; only units with a parent in their pool when `positives_only`."""
     xs, ms, ys = [], [], []
     for x in exs:
-        sel = scored_pairs(x, per_trace)
+        sel = scored_pairs(x["origin"], per_trace)
         i, j = x["i"][sel], x["j"][sel]
         if not len(i):
             continue
@@ -52,7 +45,7 @@ def pools(exs: list[dict], size: int, positives_only: bool = True, per_trace: bo
 
 def pool_size(exs: list[dict], per_trace: bool) -> int:
     """The most pairs one unit has in its pool."""
-    return max((int(np.bincount(x["j"][sel]).max()) for x in exs if (sel := scored_pairs(x, per_trace)).any()), default=1)
+    return max((int(np.bincount(x["j"][sel]).max()) for x in exs if (sel := scored_pairs(x["origin"], per_trace)).any()), default=1)
 
 
 def train_reranker(train: list[dict], val: list[dict], size: int, args, log=print, per_trace: bool = False,
