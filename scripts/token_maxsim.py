@@ -91,6 +91,8 @@ def train_model_with_maxsim(tr, val, dim, unit_size, args, log=print):
     from thinkprobe.training.reader_data import LowerStates
     from thinkprobe.training.reader_fit import load_trained_reader
 
+    if not args.reader_from:
+        sys.exit("token_maxsim.py: give --reader-from (the reader whose token states are compared)")
     torch.set_num_threads(1)
     exs = tr + val
     digest = hashlib.sha256((Path(args.reader_from) / READER_FILE).read_bytes()).hexdigest()[:16]
@@ -121,7 +123,5 @@ if __name__ == "__main__":
     if "--no-maxsim" in argv:
         argv.remove("--no-maxsim")
     else:
-        if "--reader-from" not in argv:
-            sys.exit("token_maxsim.py: give --reader-from (the reader whose token states are compared)")
         parser_cli.train_model = train_model_with_maxsim
     parser_cli.main(argv)
