@@ -33,27 +33,17 @@ def token_states(layers, states: list) -> list:
     """Each unit's reader token states (tokens x hidden), normalised, [CLS] and [SEP] dropped."""
     import torch
 
-    from thinkprobe.reader import pad_states
+    from thinkprobe.reader import pad_states, upper_token_states
+    from thinkprobe.training.reader_fit import length_batches
 
-    order = np.argsort([len(x) for x in states], kind="stable")
     out = [None] * len(states)
-    s = 0
-    while s < len(order):
-        e = s + 1
-        while e < len(order) and (e - s + 1) * len(states[order[e]]) <= 8192:
-            e += 1
-        idx = order[s:e]
+    for idx in length_batches(states):
         h, m = pad_states([np.asarray(states[k], np.float32) for k in idx])
-        add = (1.0 - m[:, None, None, :]) * torch.finfo(h.dtype).min
         with torch.inference_mode():
-            for layer in layers:
-                h = layer(h, add)
-                h = h[0] if isinstance(h, tuple) else h
-            h = torch.nn.functional.normalize(h, dim=2)
+            h = torch.nn.functional.normalize(upper_token_states(layers, h, m), dim=2)
         for r, k in enumerate(idx):
             n = len(states[k])
             out[k] = h[r, 1:n - 1] if n > 2 else h[r, :n]
-        s = e
     return out
 
 

@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["tokenize", "lower_states", "upper_states", "build_reader", "READER_FILE", "pad_states", "Reader"]
+__all__ = ["tokenize", "lower_states", "upper_token_states", "upper_states", "build_reader", "READER_FILE", "pad_states", "Reader"]
 
 READER_FILE = "reader.safetensors"
 
@@ -43,17 +43,23 @@ def lower_states(model, input_ids, frozen: int):
     return h.float()
 
 
-def upper_states(layers, h, mask=None):
-    """The remaining layers over token states h (B, L, hidden), mean-pooled over the tokens (as the
-    encoder pools): (B, hidden). `mask` (B, L) (1 = token) for padded states; None for unpadded
-    ones, which then take the encoder's own unmasked path (its rows do not depend on how many rows
-    share the batch; with an all-ones mask they moved in the fifth decimal)."""
+def upper_token_states(layers, h, mask=None):
+    """The remaining layers over token states h (B, L, hidden): their token states (B, L, hidden).
+    `mask` (B, L) (1 = token) for padded states; None for unpadded ones, which then take the
+    encoder's own unmasked path (its rows do not depend on how many rows share the batch; with an
+    all-ones mask they moved in the fifth decimal)."""
     import torch
 
     add = None if mask is None else (1.0 - mask[:, None, None, :].to(h.dtype)) * torch.finfo(h.dtype).min
     for layer in layers:
         h = layer(h, add)
         h = h[0] if isinstance(h, tuple) else h
+    return h
+
+
+def upper_states(layers, h, mask=None):
+    """`upper_token_states` mean-pooled over the tokens (as the encoder pools): (B, hidden)."""
+    h = upper_token_states(layers, h, mask)
     if mask is None:
         return h.mean(dim=1)
     m = mask[:, :, None].to(h.dtype)

@@ -14,28 +14,33 @@ import numpy as np
 
 from .parser_data import batches
 
-__all__ = ["reader_vectors", "train_reader", "attach_reader", "load_trained_reader", "vectors_of_folder"]
+__all__ = ["reader_vectors", "train_reader", "attach_reader", "load_trained_reader", "vectors_of_folder", "length_batches"]
 
 
-
-def _unit_vectors(layers, states: list[np.ndarray], max_tokens: int = 8192):
-    """Normalised pooled vectors of units (token-state arrays) through the reader's layers, in
-    length-sorted sub-batches of at most `max_tokens` padded tokens; in the units' order."""
-    import torch
-
-    from thinkprobe.reader import pad_states, upper_states
-
+def length_batches(states: list[np.ndarray], max_tokens: int = 8192):
+    """Index arrays of `states` (token-state arrays) in length-sorted sub-batches of at most
+    `max_tokens` padded tokens (a longer single unit is a batch of its own)."""
     order = np.argsort([len(x) for x in states], kind="stable")
-    out, parts = [None] * len(states), []
     s = 0
     while s < len(order):
         e = s + 1
         while e < len(order) and (e - s + 1) * len(states[order[e]]) <= max_tokens:
             e += 1
-        idx = order[s:e]
+        yield order[s:e]
+        s = e
+
+
+def _unit_vectors(layers, states: list[np.ndarray], max_tokens: int = 8192):
+    """Normalised pooled vectors of units (token-state arrays) through the reader's layers, in
+    `length_batches`; in the units' order."""
+    import torch
+
+    from thinkprobe.reader import pad_states, upper_states
+
+    parts = []
+    for idx in length_batches(states, max_tokens):
         h, m = pad_states([np.asarray(states[k], np.float32) for k in idx])
         parts.append((idx, torch.nn.functional.normalize(upper_states(layers, h, m), dim=1)))
-        s = e
     vec = torch.cat([p for _, p in parts])
     where = torch.from_numpy(np.concatenate([i for i, _ in parts]))
     inv = torch.empty_like(where)
