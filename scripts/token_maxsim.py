@@ -16,7 +16,6 @@ only, not for `--linker`.
 
 Result (docs/accuracy.md, "Token-level pair features"): no gain on held-out silver.
 """
-import hashlib
 import pickle
 import sys
 import time
@@ -79,16 +78,14 @@ def train_model_with_maxsim(tr, val, dim, unit_size, args, log=print):
     import torch
 
     from thinkprobe.encoder import Encoder
-    from thinkprobe.reader import READER_FILE
     from thinkprobe.training.reader_data import LowerStates
-    from thinkprobe.training.reader_fit import load_trained_reader
+    from thinkprobe.training.reader_fit import load_trained_reader, reader_digest
 
     if not args.reader_from:
         sys.exit("token_maxsim.py: give --reader-from (the reader whose token states are compared)")
     torch.set_num_threads(1)
     exs = tr + val
-    digest = hashlib.sha256((Path(args.reader_from) / READER_FILE).read_bytes()).hexdigest()[:16]
-    path = Path(args.reader_cache) / f"maxsim_{digest}.pkl"
+    path = Path(args.reader_cache) / f"maxsim_{reader_digest(args.reader_from)}.pkl"
     got = pickle.loads(path.read_bytes()) if path.exists() else {}
     key = {x["doc_id"]: np.asarray(x["j"], np.int64) * 1_000_000 + np.asarray(x["i"], np.int64) for x in exs}
     need = [x for x in exs if x["doc_id"] not in got or not np.array_equal(got[x["doc_id"]][0], key[x["doc_id"]])]

@@ -14,7 +14,7 @@ import numpy as np
 
 from .parser_data import batches
 
-__all__ = ["reader_vectors", "train_reader", "attach_reader", "load_trained_reader", "vectors_of_folder", "length_batches"]
+__all__ = ["reader_vectors", "train_reader", "attach_reader", "load_trained_reader", "vectors_of_folder", "length_batches", "reader_digest"]
 
 
 def length_batches(states: list[np.ndarray], max_tokens: int = 8192):
@@ -147,17 +147,24 @@ def load_trained_reader(folder):
     return Reader.load(Path(folder) / READER_FILE, meta["reader"]["frozen"], Encoder(device="cpu", precision="fp32").model).layers
 
 
-def vectors_of_folder(folder, lower, exs: list[dict], cache=None, log=print) -> None:
-    """`reader_vectors` of the reader saved in `folder`, kept in the pickle `cache` (keyed by the
-    folder's reader weights' digest) so that further members and ensembles reuse them."""
+def reader_digest(folder) -> str:
+    """The first 16 hex digits of the sha256 of a model folder's reader weights: the key of caches
+    computed from that reader."""
     import hashlib
-    import pickle
     from pathlib import Path
 
     from thinkprobe.reader import READER_FILE
 
-    digest = hashlib.sha256((Path(folder) / READER_FILE).read_bytes()).hexdigest()[:16]
-    path = Path(cache) / f"reader_{digest}.pkl" if cache else None
+    return hashlib.sha256((Path(folder) / READER_FILE).read_bytes()).hexdigest()[:16]
+
+
+def vectors_of_folder(folder, lower, exs: list[dict], cache=None, log=print) -> None:
+    """`reader_vectors` of the reader saved in `folder`, kept in the pickle `cache` (keyed by the
+    folder's reader weights' digest) so that further members and ensembles reuse them."""
+    import pickle
+    from pathlib import Path
+
+    path = Path(cache) / f"reader_{reader_digest(folder)}.pkl" if cache else None
     if path is not None and path.exists():
         with open(path, "rb") as f:
             got = pickle.load(f)
