@@ -41,10 +41,7 @@ NEGATIVES = float(os.environ.get("XATTN_NEGATIVES", "0.25"))
 def token_cache(folder, lower, doc_ids: list[str], cache_dir, log=print):
     """The reader's token states of every unit of `doc_ids` ([CLS]/[SEP] dropped, at most MAX_TOKENS):
     a flat float16 array (tokens x hidden) and {doc_id: unit offsets into it}, cached on disk."""
-    import torch
-
-    from thinkprobe.reader import pad_states, upper_token_states
-    from thinkprobe.training.reader_fit import length_batches, load_trained_reader, reader_digest
+    from thinkprobe.training.reader_fit import load_trained_reader, reader_digest, unit_token_states
 
     base = Path(cache_dir) / f"xtok_{reader_digest(folder)}"
     npy, idx = base.with_suffix(".npy"), base.with_suffix(".json")
@@ -55,16 +52,7 @@ def token_cache(folder, lower, doc_ids: list[str], cache_dir, log=print):
     layers = load_trained_reader(folder)
     chunks, offsets, at, t0 = [], {}, 0, time.time()
     for c, d in enumerate(doc_ids):
-        states = lower.units(d)
-        out = [None] * len(states)
-        for b in length_batches(states):
-            h, m = pad_states([np.asarray(states[k], np.float32) for k in b])
-            with torch.inference_mode():
-                h = upper_token_states(layers, h, m)
-            for r, k in enumerate(b):
-                n = len(states[k])
-                t = h[r, 1:n - 1] if n > 2 else h[r, :n]
-                out[k] = t[:MAX_TOKENS].numpy().astype(np.float16)
+        out = [t[:MAX_TOKENS].numpy().astype(np.float16) for t in unit_token_states(layers, lower.units(d))]
         offs = [at]
         for t in out:
             chunks.append(t)

@@ -32,18 +32,9 @@ def token_states(layers, states: list) -> list:
     """Each unit's reader token states (tokens x hidden), normalised, [CLS] and [SEP] dropped."""
     import torch
 
-    from thinkprobe.reader import pad_states, upper_token_states
-    from thinkprobe.training.reader_fit import length_batches
+    from thinkprobe.training.reader_fit import unit_token_states
 
-    out = [None] * len(states)
-    for idx in length_batches(states):
-        h, m = pad_states([np.asarray(states[k], np.float32) for k in idx])
-        with torch.inference_mode():
-            h = torch.nn.functional.normalize(upper_token_states(layers, h, m), dim=2)
-        for r, k in enumerate(idx):
-            n = len(states[k])
-            out[k] = h[r, 1:n - 1] if n > 2 else h[r, :n]
-    return out
+    return [torch.nn.functional.normalize(t, dim=1) for t in unit_token_states(layers, states)]
 
 
 def maxsim_features(x: dict, lower, layers, tokenizer) -> np.ndarray:

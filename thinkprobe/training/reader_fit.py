@@ -14,7 +14,7 @@ import numpy as np
 
 from .parser_data import batches
 
-__all__ = ["reader_vectors", "train_reader", "attach_reader", "load_trained_reader", "vectors_of_folder", "length_batches", "reader_digest"]
+__all__ = ["reader_vectors", "train_reader", "attach_reader", "load_trained_reader", "vectors_of_folder", "length_batches", "unit_token_states", "reader_digest"]
 
 
 def length_batches(states: list[np.ndarray], max_tokens: int = 8192):
@@ -28,6 +28,25 @@ def length_batches(states: list[np.ndarray], max_tokens: int = 8192):
             e += 1
         yield order[s:e]
         s = e
+
+
+def unit_token_states(layers, states: list[np.ndarray]) -> list:
+    """Each unit's token states (tokens x hidden, float32 tensors) through the reader's layers,
+    [CLS] and [SEP] dropped (a unit of two tokens or fewer keeps them), in `length_batches`; in the
+    units' order."""
+    import torch
+
+    from thinkprobe.reader import pad_states, upper_token_states
+
+    out = [None] * len(states)
+    for idx in length_batches(states):
+        h, m = pad_states([np.asarray(states[k], np.float32) for k in idx])
+        with torch.inference_mode():
+            h = upper_token_states(layers, h, m)
+        for r, k in enumerate(idx):
+            n = len(states[k])
+            out[k] = h[r, 1:n - 1] if n > 2 else h[r, :n]
+    return out
 
 
 def _unit_vectors(layers, states: list[np.ndarray], max_tokens: int = 8192):
