@@ -26,6 +26,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -219,6 +220,7 @@ if __name__ == "__main__":
     argv = sys.argv[1:]
     if "--no-cross" in argv:
         argv.remove("--no-cross")
+        parser_cli.main(argv)
     else:
-        parser_cli.train_model = train_model_with_cross
-    parser_cli.main(argv)
+        with mock.patch.object(parser_cli, "train_model", train_model_with_cross):
+            parser_cli.main(argv)

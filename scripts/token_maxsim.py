@@ -20,6 +20,7 @@ import pickle
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -102,6 +103,7 @@ if __name__ == "__main__":
     argv = sys.argv[1:]
     if "--no-maxsim" in argv:
         argv.remove("--no-maxsim")
+        parser_cli.main(argv)
     else:
-        parser_cli.train_model = train_model_with_maxsim
-    parser_cli.main(argv)
+        with mock.patch.object(parser_cli, "train_model", train_model_with_maxsim):
+            parser_cli.main(argv)
