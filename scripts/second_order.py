@@ -16,6 +16,7 @@ Memory stays linear (messages are sums over the candidate pairs, index_add by un
     python scripts/second_order.py train --first-order <the same flags>       # the same run without
 
 Scoring runs a trace's pairs in one block (the refinement needs all of a trace's pairs at once).
+A folder written with --out holds this network's weights, which the product's loader cannot read.
 """
 import sys
 from functools import partial
