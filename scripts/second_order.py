@@ -96,12 +96,6 @@ def build_second_order(dim, unit_size, proj=128, hidden=128, layers=1, arc_hidde
 
 
 if __name__ == "__main__":
-    argv = sys.argv[1:]
-    if "--first-order" in argv:
-        argv.remove("--first-order")
-        parser_cli.main(argv)
-    else:
-        # the refinement needs all of a trace's pairs at once: one scoring block per trace
-        with mock.patch.object(parser_mod, "build_parser_model", build_second_order), \
-                mock.patch.object(parser_mod, "run_parser", partial(parser_mod.run_parser, block=1 << 40)):
-            parser_cli.main(argv)
+    # the refinement needs all of a trace's pairs at once: one scoring block per trace
+    parser_cli.main_with(sys.argv[1:], "--first-order", mock.patch.object(parser_mod, "build_parser_model", build_second_order),
+                         mock.patch.object(parser_mod, "run_parser", partial(parser_mod.run_parser, block=1 << 40)))

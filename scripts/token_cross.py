@@ -217,10 +217,4 @@ def train_model_with_cross(tr, val, dim, unit_size, args, log=print):
 _train_model = parser_cli.train_model
 
 if __name__ == "__main__":
-    argv = sys.argv[1:]
-    if "--no-cross" in argv:
-        argv.remove("--no-cross")
-        parser_cli.main(argv)
-    else:
-        with mock.patch.object(parser_cli, "train_model", train_model_with_cross):
-            parser_cli.main(argv)
+    parser_cli.main_with(sys.argv[1:], "--no-cross", mock.patch.object(parser_cli, "train_model", train_model_with_cross))

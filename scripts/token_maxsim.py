@@ -100,10 +100,4 @@ def train_model_with_maxsim(tr, val, dim, unit_size, args, log=print):
 
 
 if __name__ == "__main__":
-    argv = sys.argv[1:]
-    if "--no-maxsim" in argv:
-        argv.remove("--no-maxsim")
-        parser_cli.main(argv)
-    else:
-        with mock.patch.object(parser_cli, "train_model", train_model_with_maxsim):
-            parser_cli.main(argv)
+    parser_cli.main_with(sys.argv[1:], "--no-maxsim", mock.patch.object(parser_cli, "train_model", train_model_with_maxsim))

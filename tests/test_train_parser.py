@@ -131,3 +131,21 @@ def test_held_out_folds_are_disjoint_and_the_first_is_unchanged(train_parser):
     assert not first & second
     assert 0.12 < len(first) / len(ids) < 0.18 and 0.12 < len(second) / len(ids) < 0.18
     assert first == {d for d in ids if int(hashlib.sha1(d.encode()).hexdigest()[:8], 16) % 1000 < 150}
+
+
+def test_main_with_patches_the_run_only_and_the_flag_runs_without(monkeypatch):
+    """The experiment scripts' A/B switch: the patch is in force during the run and gone after it;
+    with the `without` flag the plain run happens and the flag never reaches the argument parser."""
+    from unittest import mock
+
+    from thinkprobe.training import parser_cli
+
+    runs = []
+    monkeypatch.setattr(parser_cli, "train", lambda args: runs.append(("plain", args.epochs)))
+    plain = parser_cli.train
+    patched = lambda args: runs.append(("patched", args.epochs))  # noqa: E731
+    parser_cli.main_with(["train", "--epochs", "2"], "--no-x", mock.patch.object(parser_cli, "train", patched))
+    assert parser_cli.train is plain
+    parser_cli.main_with(["train", "--no-x", "--epochs", "3"], "--no-x", mock.patch.object(parser_cli, "train", patched))
+    assert runs == [("patched", 2), ("plain", 3)]
+    assert parser_cli.train is plain

@@ -14,7 +14,7 @@ from .model_card import epochs_used, model_card
 from .parser_data import SILVER, encoding_of, examples, held_out, load_prepared, load_silver, prepare
 from .parser_fit import DECODE_FLAGS, GRID, brief, fit_thresholds, fit_type_offsets, scored_doc, train_model
 
-__all__ = ["train", "compare", "ensemble", "save", "epochs_used", "model_card", "SHAPE_PATTERNS", "RATE_HELP", "parse_args", "main"]
+__all__ = ["train", "compare", "ensemble", "save", "epochs_used", "model_card", "SHAPE_PATTERNS", "RATE_HELP", "parse_args", "main", "main_with"]
 
 
 def train(args) -> None:
@@ -387,6 +387,22 @@ def parse_args(argv=None):
     en.add_argument("--lower", default=str(REPO.parent / "cache" / "lower"))
     en.add_argument("--reader-cache", default=str(REPO.parent / "cache"))
     return ap.parse_args(argv)
+
+
+def main_with(argv: list[str], without: str, *patches) -> None:
+    """`main(argv)` with `patches` (unittest.mock patchers) in force for the run only, unless the
+    flag `without` is in argv (removed; then the plain run): how an experiment script compares a
+    design with the same run without it."""
+    import contextlib
+
+    argv = list(argv)
+    if without in argv:
+        argv.remove(without)
+        patches = ()
+    with contextlib.ExitStack() as stack:
+        for patch in patches:
+            stack.enter_context(patch)
+        main(argv)
 
 
 def main(argv=None) -> None:
