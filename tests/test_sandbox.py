@@ -1,9 +1,11 @@
-"""Model-written code runs in a child the operating system isolates (namespaces, Landlock, seccomp).
-Hostile snippets fail or are blocked, with the profiler and its files unharmed; benign code is
-graded as before (assert tests and stdin/stdout cases). Tests that run code skip, naming what is
-missing, on a machine that cannot isolate it."""
+"""Model-written code: never run unless the run allows it (--allow-code-execution), and then run in
+a child the operating system isolates (namespaces, Landlock, seccomp). Hostile snippets fail or are
+blocked, with the profiler, its files and the rest of the batch unharmed; benign code is graded as
+before (assert tests and stdin/stdout cases). Tests that run code skip, naming what is missing, on a
+machine that cannot isolate it (where the profiler refuses to run code at all)."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -12,8 +14,15 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-from thinkprobe.redundancy.sandbox import isolation_problem, run_code_tests
+import thinkprobe
+from thinkprobe.cli import main
+from thinkprobe.options import OptionError, RunOptions
+from thinkprobe.redundancy import (NOT_ALLOWED, RedundancyParams, isolation_problem, redundancy_row,
+                                   run_code_tests)
+from thinkprobe.redundancy import sandbox
+from thinkprobe.report.text import summary_text  # the report's opening lines
 
 ISOLATION = isolation_problem()
 isolated = pytest.mark.skipif(ISOLATION is not None, reason=f"this machine cannot isolate model-written code "
@@ -131,3 +140,119 @@ def test_errors_are_reported_not_raised():
 def test_nothing_to_run():
     assert run_code_tests("", "assert True") == (None, "no code")
     assert run_code_tests("x = 1", 42) == (None, "no usable tests")
+
+
+def code_record(trace_id: str, code: str, tests) -> dict:
+    units = [{"id": 0, "section": "reasoning", "start": 0, "end": 10, "text": "I will write it.", "type": "PLN",
+              "segment": 0, "cues": [], "tokens": 4},
+             {"id": 1, "section": "answer", "start": 10, "end": 20, "text": f"```python\n{code}\n```", "type": "CON",
+              "segment": 0, "cues": [], "tokens": 4}]
+    return {"trace_id": trace_id, "model": "m", "domain": "code", "question": "Write add(a, b).", "gold_answer": None,
+            "correct": None, "units": units, "edges": [{"src": 0, "dst": 1, "type": "inference", "polarity": None,
+                                                          "score": 1.0}], "tests": tests}
+
+
+def test_default_runs_no_code_and_leaves_it_ungraded(tmp_path):
+    marker = tmp_path / "ran.txt"
+    rec = code_record("t", f"{ADD}\nopen({str(marker)!r}, 'w')", ["assert add(1, 2) == 3"])
+    row, extra = redundancy_row(rec)
+    assert not marker.exists()
+    assert row["Acc"] is None and extra["final_correct"] is None
+    assert extra["candidates"][0]["reason"] == NOT_ALLOWED and sandbox.code_not_run({"redundancy": extra})
+
+
+@isolated
+def test_a_hostile_batch_leaves_the_rest_graded(home):
+    folder, port = home
+    params = RedundancyParams(code_timeout_s=1, code_memory_mb=256, allow_code_execution=True)
+    tests = ["assert add(1, 2) == 3"]
+    batch = [code_record(name, f"{ADD}\n{HOSTILE[name].format(home=folder, port=port, pid=os.getpid())}", tests)
+             for name in ("infinite loop", "memory bomb", "fork bomb", "delete a file", "posix.system")]
+    batch += [code_record("good", ADD, tests), code_record("wrong", "def add(a, b):\n    return a - b", tests),
+              code_record("io", "a, b = map(int, input().split())\nprint(a + b)", [{"input": "1 2", "output": "3"}])]
+    acc = {rec["trace_id"]: redundancy_row(rec, params)[0]["Acc"] for rec in batch}
+    assert acc == {"infinite loop": 0, "memory bomb": 0, "fork bomb": 0, "delete a file": 0, "posix.system": 0,
+                   "good": 1, "wrong": 0, "io": 1}
+
+
+def test_no_isolation_means_no_run_and_says_what_is_missing(monkeypatch, tmp_path):
+    marker = tmp_path / "ran.txt"
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name, *a, **k: None)
+    passed, reason = run_code_tests(f"open({str(marker)!r}, 'w')", "assert True")
+    assert passed is None and "unshare" in reason and "not run" in reason and not marker.exists()
+    sandbox.isolation_problem.cache_clear()
+    try:
+        with pytest.raises(OptionError, match="unshare"):
+            thinkprobe.profile([{"reasoning": "x", "tests": "assert True"}], tmp_path / "out", allow_code_execution=True)
+    finally:
+        sandbox.isolation_problem.cache_clear()
+    assert not (tmp_path / "out").exists()
+
+
+def test_only_the_option_allows_code_not_a_config_file():
+    from thinkprobe.config import Config
+    from thinkprobe.runner import run_config
+
+    permissive = Config.load(overrides={"redundancy": {"allow_code_execution": True}})
+    assert RedundancyParams.from_config(run_config(RunOptions(), permissive)).allow_code_execution is False
+    assert RedundancyParams.from_config(run_config(RunOptions(allow_code_execution=True))).allow_code_execution
+
+
+# ----------------------------------------------------------------------------- whole runs
+
+def hostile_trace(folder, port) -> dict:
+    """The issue's trace: a correct add(a, b) whose final code block also tries to write a file,
+    delete one, start a process, connect and read a secret; its own test lists what worked."""
+    code = f"""import os, posix, _socket
+{ADD}
+ESCAPED = []
+def attempt(name, worked):
+    try:
+        if worked():
+            ESCAPED.append(name)
+    except OSError:
+        pass
+attempt("write", lambda: open("{folder}/written.txt", "w").write("x") == 1)
+attempt("delete", lambda: os.remove("{folder}/keep.txt") is None)
+attempt("spawn", lambda: posix.system("touch {folder}/spawned.txt") == 0)
+attempt("connect", lambda: _socket.socket().connect(("127.0.0.1", {port})) is None)
+attempt("read", lambda: open("{folder}/secret.txt").read() == "s3cret")"""
+    return {"id": "hostile", "model": "m", "question": "Write add(a, b).", "reasoning": "I will write add.",
+            "content": f"```python\n{code}\n```", "tests": ["assert add(1, 2) == 3", "assert ESCAPED == []"]}
+
+
+def add_trace(trace_id: str, body: str, **tests) -> dict:
+    return {"id": trace_id, "model": "m", "question": "Write add(a, b).", "reasoning": "I will write add.",
+            "content": f"```python\n{body}\n```", **tests}
+
+
+def test_whole_runs_default_then_allowed(home, tmp_path):
+    """Default options: nothing runs, the answers are ungraded and run.json, the summary and the
+    report's opening lines say how many and how to allow it. --allow-code-execution: the hostile trace is contained,
+    the correct answers graded correct and the wrong one incorrect."""
+    folder, port = home
+    src = tmp_path / "code.jsonl"
+    traces = [hostile_trace(folder, port), add_trace("good", ADD, tests=["assert add(1, 2) == 3"]),
+              add_trace("wrong", "def add(a, b):\n    return a - b", tests=["assert add(1, 2) == 3"]),
+              add_trace("io", "a, b = map(int, input().split())\nprint(a + b)",
+                        test_cases=[{"input": "1 2", "output": "3"}])]
+    src.write_text("".join(json.dumps(t) + "\n" for t in traces), encoding="utf-8")
+    quick = ["--device", "cpu", "--no-progress", "--no-cache", "--linker", "cue", "--types", "cue", "--domain", "code",
+             "--no-report"]
+    res = CliRunner().invoke(main, ["profile", str(src), "-o", str(tmp_path / "off"), *quick])
+    assert res.exit_code == 0, res.output
+    assert "4 code answers were not graded" in res.output and "--allow-code-execution" in res.output
+    run = json.loads((tmp_path / "off" / "run.json").read_text(encoding="utf-8"))
+    assert run["counts"]["code_not_run"] == 4 and run["code_execution"]["allowed"] is False
+    assert "--allow-code-execution" in run["code_execution"]["how"]
+    stats = json.loads((tmp_path / "off" / "stats.json").read_text(encoding="utf-8"))
+    assert any("4 code answers were not graded" in line for line in summary_text(tmp_path / "off", stats, {}))
+    graphs = [json.loads(line) for line in (tmp_path / "off" / "graphs.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [g["redundancy"]["final_correct"] for g in graphs] == [None] * 4
+    if ISOLATION is not None:
+        pytest.skip(f"the allowed run needs isolation this machine lacks: {ISOLATION}")
+    allowed = thinkprobe.profile(str(src), tmp_path / "on", device="cpu", progress=False, cache=False, linker="cue",
+                                 types="cue", domain="code", report=False, allow_code_execution=True)
+    verdicts = {g["trace_id"]: g["redundancy"]["final_correct"] for g in allowed.graphs}
+    assert verdicts == {"hostile": True, "good": True, "wrong": False, "io": True}  # hostile: nothing escaped
+    assert allowed.summary["code_not_run"] == 0
