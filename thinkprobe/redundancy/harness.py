@@ -13,8 +13,8 @@ with what the kernel offers, and stops (reporting which mechanism is missing) wh
    where the kernel's Landlock has them, no signals or abstract sockets outside);
 4. seccomp (through libseccomp): no new processes (fork, vfork, clone without CLONE_THREAD,
    clone3, execve), no sockets, no changes to files' modes, owners, times or extended attributes,
-   no truncate by path, no mounts, namespaces, ptrace, io_uring, BPF or kernel keys; syscalls newer
-   than those reviewed here (Linux 6.18) answer ENOSYS.
+   no truncate by path, no mounts, namespaces, ptrace, io_uring, BPF or kernel keys; syscalls
+   numbered above 466 (Linux 6.15 and later: not reviewed here) answer ENOSYS.
 
 The namespaces (an empty network, its own PID space where it is process 1, and a user namespace,
 which takes every capability over the rest of the system away, root included) come from `unshare`.
