@@ -101,9 +101,11 @@ def run_code_tests(code: str, tests: Any, timeout_s: float = 5, memory_mb: int =
                 timed_out = True
             finally:
                 _kill_group(proc)
-            lines = _head(out).splitlines()
-            err_tail = _head(err).decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+            lines = _read(out).splitlines()
+            err_tail = _read(err, tail=True).decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
     if not lines or lines[0] != b'"started"':
+        if timed_out:  # a machine too busy to start it in time
+            return False, f"timeout after {timeout_s:g} s, before the child started"
         return None, NO_ISOLATION + f"the isolated child did not start ({err_tail[0][:200]})"
     result = _json(lines[1]) if len(lines) > 1 else None
     if isinstance(result, dict) and "unavailable" in result:
@@ -122,8 +124,10 @@ def run_code_tests(code: str, tests: Any, timeout_s: float = 5, memory_mb: int =
     return False, f"no result (exit code {proc.returncode}) {err_tail[0][:200]}".strip()
 
 
-def _head(f) -> bytes:
-    f.seek(0)
+def _read(f, tail: bool = False) -> bytes:
+    """At most _READ_LIMIT bytes of a file the child wrote: its head, or its tail."""
+    size = f.seek(0, os.SEEK_END)
+    f.seek(max(0, size - _READ_LIMIT) if tail else 0)
     return f.read(_READ_LIMIT)
 
 
