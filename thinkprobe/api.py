@@ -172,6 +172,14 @@ def profile(data: Any, out_dir: str | os.PathLike | None = None, **options: Any)
     out = Path(tempfile.mkdtemp(prefix="thinkprobe-run-")) if temporary else Path(out_dir)
     opts = RunOptions(inputs=paths, records=records, out_dir=str(out),
                       **{k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in options.items()})
+    if opts.allow_code_execution:  # refused before any work where the code cannot be isolated
+        from .redundancy import isolation_problem
+
+        problem = isolation_problem()
+        if problem:
+            raise OptionError(f"allow_code_execution (--allow-code-execution): model-written code cannot be run "
+                              f"isolated on this machine, so it is not run: {problem}. Profile without it (code "
+                              f"answers stay ungraded); docs/redundancy.md says what the isolation needs")
     warnings = field_warnings(opts)  # also recorded in run.json
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)

@@ -178,6 +178,10 @@ def format_summary(result: dict) -> str:
         lines.append(f"{result['untagged']} traces are untagged text (no reasoning field or tags: a non-reasoning "
                      "model's output?) profiled as chain of thought; provenance marks them, --untagged skip leaves "
                      "them out")
+    if result.get("code_not_run"):
+        from .redundancy import not_run_line
+
+        lines.append(not_run_line(result["code_not_run"]))
     for key, count in result.get("unknown", {}).items():
         if count:
             from .io import unknown_fix

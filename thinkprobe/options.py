@@ -68,6 +68,11 @@ class ProfileOptions:
     id_field: str | None = _option(None, "field holding the trace id", fields_group=True)
     gold_field: str | None = _option(
         None, "field holding the gold answer (default: answer, correct_answer, gold, ...)", fields_group=True)
+    allow_code_execution: bool = _option(
+        False, "grade code answers by running them against the tests their records carry (tests, test_cases, "
+               "test): model-written code, run isolated by the operating system (Linux user, PID and network "
+               "namespaces, Landlock, seccomp; docs/redundancy.md); without it those answers are left ungraded",
+        kind=bool)
     model: str | None = _option(None, "model of every trace of the inputs (a constant)", fields_group=True)
     domain: str | None = _option(None, "domain of every trace of the inputs (a constant)", fields_group=True)
     path_pattern: str | None = _option(

@@ -35,7 +35,8 @@ from .io import count_inputs
 from .progress import Progress
 from .records import GraphRecord, InputError, ThoughtGraph, Trace, dump_graph_record, graph_record, source_id
 from .provenance import file_digest, package_version
-from .redundancy import RedundancyParams, annotate_record, table_row, write_redundancy_tables
+from .redundancy import (RedundancyParams, annotate_record, code_not_run, not_run_line, table_row,
+                         write_redundancy_tables)
 from .redundancy.analyses import Analyses
 from .tables import write_atomic
 
@@ -183,11 +184,12 @@ def field_warnings(opts: RunOptions) -> list:
 
 def run_config(opts: RunOptions, cfg: Config | None = None) -> Config:
     """The run's config: `cfg` (else opts.config over the defaults) with the per-trace limits
-    given as options on top."""
+    given as options on top, and whether code answers are run: the option alone decides."""
     cfg = cfg or Config.load(opts.config)
     limit_options = {"max_units": opts.max_units, "trace_timeout_s": opts.trace_timeout}
     limit_overrides = {k: v for k, v in limit_options.items() if v is not None}
-    return cfg.with_overrides({"limits": limit_overrides} if limit_overrides else {})
+    code = {"redundancy": {"allow_code_execution": bool(opts.allow_code_execution)}}
+    return cfg.with_overrides({"limits": limit_overrides, **code} if limit_overrides else code)
 
 
 # ----------------------------------------------------------------------------- assembling the outputs
@@ -203,6 +205,7 @@ class Joined:
     duplicates: list[dict] = field(default_factory=list)
     unknown: dict[str, int] = field(default_factory=lambda: {"model": 0, "domain": 0})
     untagged: int = 0  # traces whose reasoning is untagged whole text (provenance "untagged")
+    code_not_run: int = 0  # traces whose final answer is code left ungraded: code execution was off
     # traces whose semantic_spread was clustered on samples (over indicators.cluster_exact_max content units)
     semantic_spread_sampled: list[str] = field(default_factory=list)
 
@@ -234,6 +237,7 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int) 
                     for key in joined.unknown:
                         joined.unknown[key] += g[key] == "unknown"
                     joined.untagged += bool(g["provenance"].get("untagged"))
+                    joined.code_not_run += code_not_run(g)
                     if sum(u["type"] in CONTENT_TYPES for u in g["units"]) > cluster_exact_max:
                         joined.semantic_spread_sampled.append(g["trace_id"])
                     graphs.write(dump_graph_record(g))
@@ -280,10 +284,12 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
                          ("transformers", "transformers"))}},
         "counts": {"traces": len(joined.rows), "errors": len(joined.errors), "duplicate_ids": len(joined.duplicates),
                    "unknown_model": joined.unknown["model"], "unknown_domain": joined.unknown["domain"],
-                   "untagged": joined.untagged},
+                   "untagged": joined.untagged, "code_not_run": joined.code_not_run},
         "untagged": {"policy": opts.untagged, "profiled": joined.untagged,
                      "what": "traces whose reasoning is a whole text with no reasoning field and no reasoning tags "
                              "(provenance untagged: true); --untagged skip leaves them out"},
+        "code_execution": {"allowed": bool(opts.allow_code_execution), "not_run": joined.code_not_run,
+                           **({"how": not_run_line(joined.code_not_run)} if joined.code_not_run else {})},
         "field_warnings": [w.as_dict() for w in field_warnings(opts)],
         "duplicate_ids": joined.duplicates,
         "semantic_spread_sampled": joined.semantic_spread_sampled,
@@ -324,5 +330,6 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     write_stats(out, cfg.stats)
     return {"out_dir": str(out), "traces": len(joined.rows), "errors": len(joined.errors), "resumed": resumed,
             "duplicates": len(joined.duplicates), "unknown": joined.unknown, "untagged": joined.untagged,
+            "code_not_run": joined.code_not_run,
             "model_profiles": by_model, "model_domain_profiles": by_model_domain}
 

@@ -188,12 +188,25 @@ def summary_text(run_dir: Path, stats: Mapping, pages: Mapping) -> list[str]:
     groups = stats["groupings"]
     lines = [f"{stats['n_traces']} traces from {len(groups['model']['groups'])} models and "
              f"{len(groups['domain']['groups'])} domains (run folder `{run_dir.name}`)."]
+    lines += _code_not_run_lines(run_dir)
     if not pages:
         lines.append("No per-trace pages: graphs.jsonl is missing or empty.")
     elif stats["n_traces"] > len(pages):
         lines.append(f"Per-trace pages exist for the first {len(pages)} traces of graphs.jsonl "
                      f"(of {stats['n_traces']}); draw any other with `thinkprobe graph {run_dir.name} TRACE_ID`.")
     return lines
+
+
+def _code_not_run_lines(run_dir: Path) -> list[str]:
+    """run.json's count of code answers left ungraded (code execution off), with how to allow it."""
+    import json
+
+    from ..outputs import RUN_JSON
+    from ..redundancy import not_run_line
+
+    path = run_dir / RUN_JSON
+    count = json.loads(path.read_text(encoding="utf-8")).get("counts", {}).get("code_not_run") if path.exists() else 0
+    return [not_run_line(count)] if count else []
 
 
 def method_note(stats: Mapping) -> str:
