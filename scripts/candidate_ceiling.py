@@ -18,6 +18,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import thinkprobe.link.parser as parser_mod  # noqa: E402
+import thinkprobe.link.parser.linker as parser_linker  # noqa: E402
 import thinkprobe.training.parser_cli as parser_cli  # noqa: E402
 from thinkprobe.link.protocol import PAIR_CLASSES, TYPE_CLASSES  # noqa: E402
 
@@ -41,5 +42,7 @@ def no_training(tr, val, dim, unit_size, args, log=print):
 
 
 if __name__ == "__main__":
-    with mock.patch.object(parser_cli, "train_model", no_training), mock.patch.object(parser_mod, "run_parser", oracle_scores):
+    # the training code looks run_parser up in thinkprobe.link.parser, the parser's linker in its own module
+    with mock.patch.object(parser_cli, "train_model", no_training), mock.patch.object(parser_mod, "run_parser", oracle_scores), \
+            mock.patch.object(parser_linker, "run_parser", oracle_scores):
         parser_cli.main(sys.argv[1:])
