@@ -12,8 +12,8 @@ out-degree. A residual update of each unit's state from those messages feeds a s
 The loss is the parser's usual one on the final logits, so the first pass learns through both.
 Memory stays linear (messages are sums over the candidate pairs, index_add by unit).
 
-    python scripts/second_order.py train <train_parser.py train flags>        # with the refinement
-    python scripts/second_order.py train --first-order <the same flags>       # the same run without
+    python experiments/second_order.py train <train_parser.py train flags>        # with the refinement
+    python experiments/second_order.py train --first-order <the same flags>       # the same run without
 
 Scoring runs a trace's pairs in one block (the refinement needs all of a trace's pairs at once).
 A folder written with --out holds this network's weights, which the product's loader cannot read.

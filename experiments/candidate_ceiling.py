@@ -1,13 +1,13 @@
 """Experiment (issue 27), not part of the product: what would a perfect pair scorer reach?
 
-Runs `train_parser.py train` with the network replaced by an oracle that knows the silver labels:
-each candidate pair gets probability 1 for its silver class ("none" where silver has no link), each
-unit its silver node's type (RSN for units under no silver node). Type offsets and thresholds are
-then fitted and the held-out silver traces decoded and scored exactly as for a trained parser, so
-the RESULT line is the ceiling that the candidates, the segmentation into units and the decoding
-leave to any scorer (the candidate flags decide which pairs it can see).
+Runs `scripts/train_parser.py train` with the network replaced by an oracle that knows the silver
+labels: each candidate pair gets probability 1 for its silver class ("none" where silver has no
+link), each unit its silver node's type (RSN for units under no silver node). Type offsets and
+thresholds are then fitted and the held-out silver traces decoded and scored exactly as for a
+trained parser, so the RESULT line is the ceiling that the candidates, the segmentation into units
+and the decoding leave to any scorer (the candidate flags decide which pairs it can see).
 
-    python scripts/candidate_ceiling.py train <train_parser.py train candidate flags> --epochs 1
+    python experiments/candidate_ceiling.py train <train_parser.py train candidate flags> --epochs 1
 """
 import sys
 from pathlib import Path
