@@ -14,7 +14,7 @@ lines only, not for `--linker`.
     python experiments/token_maxsim.py train <train_parser.py train flags>         # with the features
     python experiments/token_maxsim.py train --no-maxsim <the same flags>          # the same run without
 
-Result (docs/accuracy.md, "Token-level pair features"): no gain on held-out silver.
+Result (docs/notes/accuracy-designs-tried.md, "Token-level pair features"): no gain on held-out silver.
 """
 import pickle
 import sys
