@@ -25,7 +25,7 @@ from .config import Config, IndicatorSettings
 from .encoder import Encoder, model_fingerprint
 from .indicators import CONTENT_TYPES, compute_indicators
 from .link import Linker, Typer, load_linker, unit_typer
-from .io import Source, iter_inputs, source_path, unknown_fix
+from .io import InputLimits, Source, iter_inputs, source_path, unknown_fix
 from .options import RunOptions
 from .outputs import (ERRORS_FILE, GRAPHS_FILE, GRAPHS_PARQUET, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
                       MODEL_PROFILES_TABLE, NORMS_FILE, PROFILE_TABLE, RUN_JSON, GraphsParquetWriter,
@@ -133,12 +133,14 @@ def finish_line(result: ThoughtGraph | InputError, trace_id: str | None, indicat
     return json.dumps(item, ensure_ascii=False) + "\n"
 
 
-def run_traces(opts: RunOptions) -> Iterator[Trace | InputError]:
+def run_traces(opts: RunOptions, cfg: Config | None = None) -> Iterator[Trace | InputError]:
     """Every trace of the run in input order, with ids unique across the run: the in-memory
     records (through the same detection as a file's, under the source "<memory>" and their
-    index), then each input's; a bad record yields its InputError."""
+    index), then each input's; a bad record, or one over the size limits of `cfg` (the run's
+    config, run_config), yields its InputError."""
     sources = ([Source(MEMORY_SOURCE, opts.field_map, opts.records)] if opts.records is not None else []) + list(opts.inputs)
-    return iter_inputs(sources, opts.field_map, graphs=opts.graph_source == "input")
+    return iter_inputs(sources, opts.field_map, graphs=opts.graph_source == "input",
+                       limits=InputLimits.from_config(cfg or run_config(opts)))
 
 
 class RecordGraphs:
@@ -169,9 +171,10 @@ def run_typer(opts: RunOptions, linker: Linker, cache_dir: str | None) -> Typer 
     return None if opts.graph_source == "input" else unit_typer(linker, opts.types, cache_dir=cache_dir)
 
 
-def total_records(opts: RunOptions) -> int:
+def total_records(opts: RunOptions, cfg: Config | None = None) -> int:
     """Records in the run's inputs, before --limit / --sample."""
-    return len(opts.records or ()) + count_inputs([source_path(p) for p in opts.inputs])
+    limits = InputLimits.from_config(cfg or run_config(opts))
+    return len(opts.records or ()) + count_inputs([source_path(p) for p in opts.inputs], limits)
 
 
 def field_warnings(opts: RunOptions) -> list:
@@ -183,11 +186,16 @@ def field_warnings(opts: RunOptions) -> list:
 
 def run_config(opts: RunOptions, cfg: Config | None = None) -> Config:
     """The run's config: `cfg` (else opts.config over the defaults) with the per-trace limits
-    given as options on top."""
+    given as options on top (checked: a bad limits.oversize is a ConfigError)."""
     cfg = cfg or Config.load(opts.config)
-    limit_options = {"max_units": opts.max_units, "trace_timeout_s": opts.trace_timeout}
+    limit_options = {"max_units": opts.max_units, "trace_timeout_s": opts.trace_timeout,
+                     "max_record_mb": opts.max_record_mb, "max_file_mb": opts.max_file_mb,
+                     "max_inflate_ratio": opts.max_inflate_ratio, "max_trace_chars": opts.max_trace_chars,
+                     "oversize": opts.oversize}
     limit_overrides = {k: v for k, v in limit_options.items() if v is not None}
-    return cfg.with_overrides({"limits": limit_overrides} if limit_overrides else {})
+    cfg = cfg.with_overrides({"limits": limit_overrides} if limit_overrides else {})
+    InputLimits.from_config(cfg)
+    return cfg
 
 
 # ----------------------------------------------------------------------------- assembling the outputs
