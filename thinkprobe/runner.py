@@ -207,7 +207,7 @@ class Joined:
 
     rows: list[dict] = field(default_factory=list)  # indicators.csv rows
     analyses: Analyses = field(default_factory=Analyses)  # redundancy.csv rows and CoTJudger's analyses
-    errors: list[dict] = field(default_factory=list)
+    errors: int = 0  # skipped records, written to errors.jsonl as they are joined (never all held)
     duplicates: list[dict] = field(default_factory=list)
     unknown: dict[str, int] = field(default_factory=lambda: {"model": 0, "domain": 0})
     untagged: int = 0  # traces whose reasoning is untagged whole text (provenance "untagged")
@@ -223,17 +223,21 @@ def indicator_row(g: GraphRecord) -> dict:
 
 
 def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int) -> Joined:
-    """Join the committed chunks, in order, into graphs.jsonl and graphs.parquet; collect the
-    indicator and redundancy rows, the skipped records and the duplicate ids on the way."""
+    """Join the committed chunks, in order, into graphs.jsonl and graphs.parquet, and the skipped
+    records into errors.jsonl.tmp (put in place by write_outputs); collect the indicator and
+    redundancy rows and the duplicate ids on the way. Errors are streamed to the file, not held:
+    a run of millions of bad records stays small in memory."""
     joined = Joined()
     parquet = GraphsParquetWriter(out / GRAPHS_PARQUET)
-    with open(out / (GRAPHS_FILE + ".tmp"), "w", encoding="utf-8", newline="") as graphs:
+    with open(out / (GRAPHS_FILE + ".tmp"), "w", encoding="utf-8", newline="") as graphs, \
+            open(out / (ERRORS_FILE + ".tmp"), "w", encoding="utf-8", newline="") as errors:
         for part in sorted((out / "parts").glob("[0-9]*.jsonl")):
             with open(part, encoding="utf-8") as f:
                 for line in f:
                     item = json.loads(line)
                     if "error" in item:
-                        joined.errors.append(item["error"])
+                        errors.write(json.dumps(item["error"], ensure_ascii=False) + "\n")
+                        joined.errors += 1
                         continue
                     g: GraphRecord = item["graph"]
                     if "duplicate_of" in g["provenance"]:
@@ -286,7 +290,7 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
                      **{key: package_version(dist) or "not installed" for key, dist in (
                          ("torch", "torch"), ("numba", "numba"), ("sentence_transformers", "sentence-transformers"),
                          ("transformers", "transformers"))}},
-        "counts": {"traces": len(joined.rows), "errors": len(joined.errors), "duplicate_ids": len(joined.duplicates),
+        "counts": {"traces": len(joined.rows), "errors": joined.errors, "duplicate_ids": len(joined.duplicates),
                    "unknown_model": joined.unknown["model"], "unknown_domain": joined.unknown["domain"],
                    "untagged": joined.untagged},
         "untagged": {"policy": opts.untagged, "profiled": joined.untagged,
@@ -299,6 +303,13 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
     }
 
 
+def _sync_replace(tmp: Path, path: Path) -> None:
+    """Put a finished temporary file in place, as write_atomic does (its bytes on disk first)."""
+    with open(tmp, "rb+") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
 def write_outputs(out: Path, joined: Joined, prof: list[dict], by_model: list[dict], by_model_domain: list[dict],
                   norms: Normalizer, run: dict) -> None:
     """The per-trace and per-model tables (with their Parquet twins), errors, norms and run.json."""
@@ -306,7 +317,7 @@ def write_outputs(out: Path, joined: Joined, prof: list[dict], by_model: list[di
     write_table(out, PROFILE_TABLE, prof)
     write_table(out, MODEL_PROFILES_TABLE, by_model)
     write_table(out, MODEL_DOMAIN_PROFILES_TABLE, by_model_domain)
-    write_atomic(out / ERRORS_FILE, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in joined.errors))
+    _sync_replace(out / (ERRORS_FILE + ".tmp"), out / ERRORS_FILE)  # written by join_parts
     write_atomic(out / NORMS_FILE, json.dumps(norms.to_json(), indent=2) + "\n")
     write_atomic(out / RUN_JSON, json.dumps(run, indent=2, ensure_ascii=False) + "\n")
 
@@ -330,7 +341,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     write_outputs(out, joined, prof, by_model, by_model_domain, norms, run_info(opts, cfg, encoder, linker, joined))
     stage("stats")
     write_stats(out, cfg.stats)
-    return {"out_dir": str(out), "traces": len(joined.rows), "errors": len(joined.errors), "resumed": resumed,
+    return {"out_dir": str(out), "traces": len(joined.rows), "errors": joined.errors, "resumed": resumed,
             "duplicates": len(joined.duplicates), "unknown": joined.unknown, "untagged": joined.untagged,
             "model_profiles": by_model, "model_domain_profiles": by_model_domain}
 
