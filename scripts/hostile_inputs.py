@@ -4,12 +4,19 @@ peak memory (maximum resident set size) and what the run did with the two record
 
     python scripts/hostile_inputs.py OUT_DIR              # the true sizes of the issue
     python scripts/hostile_inputs.py OUT_DIR --scale 0.01 # the same files a hundred times smaller
+    python scripts/hostile_inputs.py OUT_DIR --only giant_line --progress   # other options go to `profile`
+    python scripts/hostile_inputs.py --scan ../shared/data   # what the default limits make of real files
 
 - eval_bomb.eval: an inspect_ai log whose second sample member inflates to 2 GiB (zstd), beside a
   good sample; and eval_liar.eval, the same member with a declared size of 1 KB, so that the
   streaming guard, not the declared size, has to stop it;
 - giant_line.jsonl.gz: a JSONL whose first record is one 1 GiB line, then a good record;
-- deep.jsonl: a record nested 200,000 lists deep, then a good record.
+- deep.jsonl: a record nested 200,000 lists deep, then a good record;
+- many_tiny.jsonl: 200,000 one-field records (each skipped: no reasoning), then a good record.
+
+--scan reads every data file of a folder with the default limits (no profiling) and prints the
+traces, the refusals by a size limit, the largest JSONL line, the longest trace text and the
+highest gzip ratio: the figures the defaults were chosen against.
 
 The files are written in 1 MiB chunks (zstd / deflate / gzip streaming compressors), so the generator
 stays small in memory whatever the size. tests/test_hostile_inputs.py writes the same files at a few
@@ -122,6 +129,46 @@ def write_deep(path: Path, depth: int) -> None:
         f.write(json.dumps(good_record()).encode() + b"\n")
 
 
+def write_many_tiny(path: Path, n: int) -> None:
+    with open(path, "w") as f:
+        f.writelines(json.dumps({"x": i}) + "\n" for i in range(n))
+        f.write(json.dumps(good_record()) + "\n")
+
+
+def scan(root: Path) -> dict:
+    """Every data file under `root` read with the default limits: what would be refused, and the sizes."""
+    sys.path.insert(0, str(REPO))
+    from thinkprobe.io import iter_traces
+    from thinkprobe.io.formats import data_files
+    from thinkprobe.records import InputError
+
+    options = ("--max-record-mb", "--max-file-mb", "--max-inflate-ratio", "--max-trace-chars")
+    files = data_files(root)
+    counts = {"files": len(files), "traces": 0, "other_errors": 0, "limit_refusals": []}
+    longest = line = ratio = 0
+    for file in files:
+        for item in iter_traces(file):
+            if not isinstance(item, InputError):
+                counts["traces"] += 1
+                longest = max(longest, sum(s.end - s.start for s in item.sections))
+            elif any(o in item.reason for o in options):
+                counts["limit_refusals"].append(item.as_dict())
+            else:
+                counts["other_errors"] += 1  # not found, malformed...: nothing to do with size
+        opener = gzip.open if file.name.endswith(".gz") else open
+        with opener(file, "rb") as f:
+            size = 0
+            while chunk := f.read(CHUNK):
+                size += len(chunk)
+        if file.name.endswith(".gz"):
+            ratio = max(ratio, size / file.stat().st_size)
+        if ".jsonl" in file.name:
+            with opener(file, "rb") as f:
+                line = max([line, *(len(x) for x in f)])
+    return {**counts, "longest_trace_chars": longest, "largest_jsonl_line_bytes": line,
+            "highest_gzip_ratio": round(ratio, 1)}
+
+
 def measure(path: Path, out: Path, extra: list[str]) -> dict:
     """Profile `path` into `out` in a fresh process under /usr/bin/time -v."""
     cmd = ["/usr/bin/time", "-v", sys.executable, "-m", "thinkprobe.cli", "profile", str(path), "-o", str(out),
@@ -142,18 +189,24 @@ def measure(path: Path, out: Path, extra: list[str]) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("out", type=Path, help="folder for the files and the runs")
+    ap.add_argument("out", type=Path, nargs="?", help="folder for the files and the runs")
+    ap.add_argument("--scan", type=Path, help="read a folder of real data files with the default limits instead")
     ap.add_argument("--scale", type=float, default=1.0, help="size factor of the eval bomb and the giant line")
-    ap.add_argument("--only", choices=("eval_bomb", "eval_liar", "giant_line", "deep"), action="append",
+    ap.add_argument("--only", choices=("eval_bomb", "eval_liar", "giant_line", "deep", "many_tiny"), action="append",
                     help="only these files (repeatable)")
-    ap.add_argument("profile_args", nargs="*", help="more `thinkprobe profile` options, after --")
-    args = ap.parse_args()
+    args, profile_args = ap.parse_known_args()  # the rest: `thinkprobe profile` options (--progress, --max-file-mb 512)
+    if args.scan:
+        print(json.dumps(scan(args.scan), indent=1))
+        return
+    if args.out is None:
+        ap.error("give OUT (or --scan FOLDER)")
     args.out.mkdir(parents=True, exist_ok=True)
     files = {
         "eval_bomb": ("eval_bomb.eval", lambda p: write_eval_bomb(p, int(2 * (1 << 30) * args.scale))),
         "eval_liar": ("eval_liar.eval", lambda p: write_eval_bomb(p, int(2 * (1 << 30) * args.scale), declared=1000)),
         "giant_line": ("giant_line.jsonl.gz", lambda p: write_giant_line(p, int((1 << 30) * args.scale))),
         "deep": ("deep.jsonl", lambda p: write_deep(p, 200_000)),
+        "many_tiny": ("many_tiny.jsonl", lambda p: write_many_tiny(p, 200_000)),
     }
     for key, (name, write) in files.items():
         if args.only and key not in args.only:
@@ -162,7 +215,7 @@ def main() -> None:
         t = time.time()
         write(path)
         print(f"{name}: {path.stat().st_size:,} bytes, written in {time.time() - t:.1f} s", flush=True)
-        print(json.dumps(measure(path, args.out / f"run_{key}", args.profile_args), indent=1), flush=True)
+        print(json.dumps(measure(path, args.out / f"run_{key}", profile_args), indent=1), flush=True)
 
 
 if __name__ == "__main__":
