@@ -130,6 +130,23 @@ class ProfileOptions:
     trace_timeout: float | None = _option(
         None, "skip (list in errors.jsonl) a trace that takes longer, in seconds [default: the config's "
               "limits.trace_timeout_s; 0: none]", kind=float, minimum=0)
+    max_record_mb: float | None = _option(
+        None, "skip unread (list in errors.jsonl) a record, one JSONL or CSV line, over this many MiB [default: the "
+              "config's limits.max_record_mb; 0: none]", kind=float, minimum=0)
+    max_file_mb: float | None = _option(
+        None, "refuse what is read whole over this many MiB decompressed: a JSON file, an .eval sample member, a "
+              "Parquet row group [default: the config's limits.max_file_mb; 0: none]", kind=float, minimum=0)
+    max_inflate_ratio: float | None = _option(
+        None, "stop reading a .gz file or .eval member that decompresses to more than this many times its "
+              "compressed size (past limits.inflate_grace_mb per file) [default: the config's "
+              "limits.max_inflate_ratio; 0: none]", kind=float, minimum=0)
+    max_trace_chars: int | None = _option(
+        None, "a trace whose text (reasoning plus answer) has more characters is refused or cut (--oversize) "
+              "[default: the config's limits.max_trace_chars; 0: none]", kind=int, minimum=0)
+    oversize: str | None = _option(
+        None, "a trace over --max-trace-chars: refuse (list it in errors.jsonl with its size) or truncate (profile "
+              "its first characters, marked cut_to_limit in provenance) [default: the config's limits.oversize]",
+        choices=("refuse", "truncate"))
 
     def __post_init__(self) -> None:
         for f, spec in option_specs(type(self)):

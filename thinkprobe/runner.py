@@ -25,7 +25,7 @@ from .config import Config, IndicatorSettings
 from .encoder import Encoder, model_fingerprint
 from .indicators import CONTENT_TYPES, compute_indicators
 from .link import Linker, Typer, load_linker, unit_typer
-from .io import Source, iter_inputs, source_path, unknown_fix
+from .io import InputLimits, Source, iter_inputs, source_path, unknown_fix
 from .options import RunOptions
 from .outputs import (ERRORS_FILE, GRAPHS_FILE, GRAPHS_PARQUET, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
                       MODEL_PROFILES_TABLE, NORMS_FILE, PROFILE_TABLE, RUN_JSON, GraphsParquetWriter,
@@ -134,12 +134,14 @@ def finish_line(result: ThoughtGraph | InputError, trace_id: str | None, indicat
     return json.dumps(item, ensure_ascii=False) + "\n"
 
 
-def run_traces(opts: RunOptions) -> Iterator[Trace | InputError]:
+def run_traces(opts: RunOptions, cfg: Config | None = None) -> Iterator[Trace | InputError]:
     """Every trace of the run in input order, with ids unique across the run: the in-memory
     records (through the same detection as a file's, under the source "<memory>" and their
-    index), then each input's; a bad record yields its InputError."""
+    index), then each input's; a bad record, or one over the size limits of `cfg` (the run's
+    config, run_config), yields its InputError."""
     sources = ([Source(MEMORY_SOURCE, opts.field_map, opts.records)] if opts.records is not None else []) + list(opts.inputs)
-    return iter_inputs(sources, opts.field_map, graphs=opts.graph_source == "input")
+    return iter_inputs(sources, opts.field_map, graphs=opts.graph_source == "input",
+                       limits=InputLimits.from_config(cfg or run_config(opts)))
 
 
 class RecordGraphs:
@@ -170,9 +172,10 @@ def run_typer(opts: RunOptions, linker: Linker, cache_dir: str | None) -> Typer 
     return None if opts.graph_source == "input" else unit_typer(linker, opts.types, cache_dir=cache_dir)
 
 
-def total_records(opts: RunOptions) -> int:
+def total_records(opts: RunOptions, cfg: Config | None = None) -> int:
     """Records in the run's inputs, before --limit / --sample."""
-    return len(opts.records or ()) + count_inputs([source_path(p) for p in opts.inputs])
+    limits = InputLimits.from_config(cfg or run_config(opts))
+    return len(opts.records or ()) + count_inputs([source_path(p) for p in opts.inputs], limits)
 
 
 def field_warnings(opts: RunOptions) -> list:
@@ -184,12 +187,18 @@ def field_warnings(opts: RunOptions) -> list:
 
 def run_config(opts: RunOptions, cfg: Config | None = None) -> Config:
     """The run's config: `cfg` (else opts.config over the defaults) with the per-trace limits
-    given as options on top, and whether code answers are run: the option alone decides."""
+    given as options on top (checked: a bad limits.oversize is a ConfigError), and whether code answers
+    are run: the option alone decides."""
     cfg = cfg or Config.load(opts.config)
-    limit_options = {"max_units": opts.max_units, "trace_timeout_s": opts.trace_timeout}
+    limit_options = {"max_units": opts.max_units, "trace_timeout_s": opts.trace_timeout,
+                     "max_record_mb": opts.max_record_mb, "max_file_mb": opts.max_file_mb,
+                     "max_inflate_ratio": opts.max_inflate_ratio, "max_trace_chars": opts.max_trace_chars,
+                     "oversize": opts.oversize}
     limit_overrides = {k: v for k, v in limit_options.items() if v is not None}
     code = {"redundancy": {"allow_code_execution": bool(opts.allow_code_execution)}}
-    return cfg.with_overrides({"limits": limit_overrides, **code} if limit_overrides else code)
+    cfg = cfg.with_overrides({"limits": limit_overrides, **code} if limit_overrides else code)
+    InputLimits.from_config(cfg)
+    return cfg
 
 
 # ----------------------------------------------------------------------------- assembling the outputs
@@ -201,7 +210,7 @@ class Joined:
 
     rows: list[dict] = field(default_factory=list)  # indicators.csv rows
     analyses: Analyses = field(default_factory=Analyses)  # redundancy.csv rows and CoTJudger's analyses
-    errors: list[dict] = field(default_factory=list)
+    errors: int = 0  # skipped records, written to errors.jsonl as they are joined (never all held)
     duplicates: list[dict] = field(default_factory=list)
     unknown: dict[str, int] = field(default_factory=lambda: {"model": 0, "domain": 0})
     untagged: int = 0  # traces whose reasoning is untagged whole text (provenance "untagged")
@@ -218,17 +227,21 @@ def indicator_row(g: GraphRecord) -> dict:
 
 
 def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int) -> Joined:
-    """Join the committed chunks, in order, into graphs.jsonl and graphs.parquet; collect the
-    indicator and redundancy rows, the skipped records and the duplicate ids on the way."""
+    """Join the committed chunks, in order, into graphs.jsonl and graphs.parquet, and the skipped
+    records into errors.jsonl.tmp (put in place by write_outputs); collect the indicator and
+    redundancy rows and the duplicate ids on the way. Errors are streamed to the file, not held:
+    a run of millions of bad records stays small in memory."""
     joined = Joined()
     parquet = GraphsParquetWriter(out / GRAPHS_PARQUET)
-    with open(out / (GRAPHS_FILE + ".tmp"), "w", encoding="utf-8", newline="") as graphs:
+    with open(out / (GRAPHS_FILE + ".tmp"), "w", encoding="utf-8", newline="") as graphs, \
+            open(out / (ERRORS_FILE + ".tmp"), "w", encoding="utf-8", newline="") as errors:
         for part in sorted((out / "parts").glob("[0-9]*.jsonl")):
             with open(part, encoding="utf-8") as f:
                 for line in f:
                     item = json.loads(line)
                     if "error" in item:
-                        joined.errors.append(item["error"])
+                        errors.write(json.dumps(item["error"], ensure_ascii=False) + "\n")
+                        joined.errors += 1
                         continue
                     g: GraphRecord = item["graph"]
                     if "duplicate_of" in g["provenance"]:
@@ -282,7 +295,7 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
                      **{key: package_version(dist) or "not installed" for key, dist in (
                          ("torch", "torch"), ("numba", "numba"), ("sentence_transformers", "sentence-transformers"),
                          ("transformers", "transformers"))}},
-        "counts": {"traces": len(joined.rows), "errors": len(joined.errors), "duplicate_ids": len(joined.duplicates),
+        "counts": {"traces": len(joined.rows), "errors": joined.errors, "duplicate_ids": len(joined.duplicates),
                    "unknown_model": joined.unknown["model"], "unknown_domain": joined.unknown["domain"],
                    "untagged": joined.untagged, "code_not_run": joined.code_not_run},
         "untagged": {"policy": opts.untagged, "profiled": joined.untagged,
@@ -297,6 +310,13 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
     }
 
 
+def _sync_replace(tmp: Path, path: Path) -> None:
+    """Put a finished temporary file in place, as write_atomic does (its bytes on disk first)."""
+    with open(tmp, "rb+") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
 def write_outputs(out: Path, joined: Joined, prof: list[dict], by_model: list[dict], by_model_domain: list[dict],
                   norms: Normalizer, run: dict) -> None:
     """The per-trace and per-model tables (with their Parquet twins), errors, norms and run.json."""
@@ -304,7 +324,7 @@ def write_outputs(out: Path, joined: Joined, prof: list[dict], by_model: list[di
     write_table(out, PROFILE_TABLE, prof)
     write_table(out, MODEL_PROFILES_TABLE, by_model)
     write_table(out, MODEL_DOMAIN_PROFILES_TABLE, by_model_domain)
-    write_atomic(out / ERRORS_FILE, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in joined.errors))
+    _sync_replace(out / (ERRORS_FILE + ".tmp"), out / ERRORS_FILE)  # written by join_parts
     write_atomic(out / NORMS_FILE, json.dumps(norms.to_json(), indent=2) + "\n")
     write_atomic(out / RUN_JSON, json.dumps(run, indent=2, ensure_ascii=False) + "\n")
 
@@ -328,7 +348,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     write_outputs(out, joined, prof, by_model, by_model_domain, norms, run_info(opts, cfg, encoder, linker, joined))
     stage("stats")
     write_stats(out, cfg.stats)
-    return {"out_dir": str(out), "traces": len(joined.rows), "errors": len(joined.errors), "resumed": resumed,
+    return {"out_dir": str(out), "traces": len(joined.rows), "errors": joined.errors, "resumed": resumed,
             "duplicates": len(joined.duplicates), "unknown": joined.unknown, "untagged": joined.untagged,
             "code_not_run": joined.code_not_run,
             "model_profiles": by_model, "model_domain_profiles": by_model_domain}
