@@ -84,14 +84,14 @@ def boxplot_figure(rows: Sequence[Mapping], models: Sequence[str], stats: Mappin
     return fig
 
 
-def heatmap_figure(cells: Sequence[Mapping], models: Sequence[str], domains: Sequence[str]):
-    """Model x domain mean profile, one panel per dimension, one diverging colour scale."""
+def heatmap_figure(cells: Sequence[Mapping], models: Sequence[str], domains: Sequence[str], by: str = "domain"):
+    """Model x domain (or x group: `by`) mean profile, one panel per dimension, one diverging colour scale."""
     from matplotlib.figure import Figure
 
     grid = np.full((len(DIMS), len(models), len(domains)), np.nan)
     counts = np.zeros((len(models), len(domains)), dtype=int)
     for c in cells:
-        i, j = models.index(c["model"]), domains.index(c["domain"])
+        i, j = models.index(c["model"]), domains.index(c[by])
         counts[i, j] = c["n"]
         for k, d in enumerate(DIMS):
             grid[k, i, j] = c[d]
@@ -115,27 +115,31 @@ def heatmap_figure(cells: Sequence[Mapping], models: Sequence[str], domains: Seq
                         ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7,
                                 color="white" if abs(v) > 0.6 * vmax else "black")
     fig.colorbar(image, ax=list(axes), shrink=0.9, label="mean signed z-score")
-    fig.suptitle("Model × domain profiles (grey: no traces)")
+    fig.suptitle(f"Model × {by} profiles (grey: no traces)")
     return fig
 
 
 def effects_figure(stats: Mapping):
-    """eps2 by model next to eps2 by domain for every indicator and dimension: raw on the left;
-    length-controlled and chance-corrected on the right."""
+    """eps2 by model next to eps2 by domain (and by group, in a run with groups) for every indicator
+    and dimension: raw on the left; length-controlled and chance-corrected on the right."""
     from matplotlib.figure import Figure
 
     entries = stats["variables"]
     names = [e["variable"] for e in entries]
     y = np.arange(len(entries))
-    fig = Figure(figsize=(11, 0.3 * len(entries) + 1.6), layout="constrained")
+    bars = [(by, color) for by, color in (("model", "#1f77b4"), ("domain", "#ff7f0e"), ("group", "#2ca02c"))
+            if by in stats["groupings"]]
+    height = 0.8 / len(bars)
+    fig = Figure(figsize=(11, 0.15 * len(bars) * len(entries) + 1.6), layout="constrained")
     axes = fig.subplots(1, 2, sharey=True)
     panels = (("raw ε² = H / (n − 1)", lambda e, by: e[by]),
               ("length-controlled ε² − chance ε²", lambda e, by: e["length_controlled"][by]))
     for ax, (title, test_of) in zip(axes, panels):
         key = "eps2" if ax is axes[0] else "eps2_corrected"
-        for offset, by, color in ((-0.2, "model", "#1f77b4"), (0.2, "domain", "#ff7f0e")):
+        for k_bar, (by, color) in enumerate(bars):
+            offset = (k_bar - (len(bars) - 1) / 2) * height
             values = [test_of(e, by).get(key) or 0.0 for e in entries]
-            ax.barh(y + offset, values, height=0.4, color=color, label=f"by {by}")
+            ax.barh(y + offset, values, height=height, color=color, label=f"by {by}")
             for k, e in enumerate(entries):
                 if test_of(e, by)["status"] != TESTED:
                     ax.text(0.01, k + offset, f"{by}: {test_of(e, by)['status']}", va="center", fontsize=7,
@@ -150,7 +154,8 @@ def effects_figure(stats: Mapping):
             tick.set_fontweight("bold")
     axes[0].invert_yaxis()
     axes[1].legend(loc="lower right", fontsize=9)
-    fig.suptitle("Effect size: how much model and domain explain (Kruskal-Wallis)")
+    names = [by for by, _ in bars]
+    fig.suptitle(f"Effect size: how much {', '.join(names[:-1])} and {names[-1]} explain (Kruskal-Wallis)")
     return fig
 
 

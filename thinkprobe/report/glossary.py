@@ -32,6 +32,9 @@ STATS_GLOSSARY: dict[str, str] = {
     "corrected": "ε² − chance ε²",
     "length-controlled": "the same test on what a straight-line fit on log tokens (whole run) leaves of the variable",
     "ratio": "corrected ε²(model) / corrected ε²(domain), none when both are under the floor",
+    "group": "a third grouping factor beside model and domain, named at profiling time (--group-field, --group or "
+             "(?P<group>...) in --path-pattern: a design condition, a thinking budget); tested like the domain over "
+             "the traces that have one; a run where no trace has one has no group tests",
     "split-half": "reliability of the model means: correlation of model means between random halves of each "
                   "model's traces, Spearman-Brown corrected",
     "ICC": "intraclass correlation of traces of one model on one question (needs repeated answers)",

@@ -136,6 +136,8 @@ def _write_report(run_dir: Path, workers: int | None, step: _Steps) -> Path:
     domains = sorted({r["domain"] for r in rows})
     by_model = group_profiles(rows, ("model",))
     cells = group_profiles(rows, ("model", "domain"))
+    # the third grouping factor, over the traces that have a group (none: no section, no figure)
+    group_cells = group_profiles([r for r in rows if r.get("group") is not None], ("model", "group"))
     fig_dir = run_dir / "figures"
     fig_dir.mkdir(exist_ok=True)
     (run_dir / "traces").mkdir(exist_ok=True)
@@ -144,6 +146,11 @@ def _write_report(run_dir: Path, workers: int | None, step: _Steps) -> Path:
     # radar of that says nothing, so the report says why there is none.
     makers = {"radar": lambda: radar_figure(by_model), "boxplots": lambda: boxplot_figure(rows, models, stats),
               "heatmap": lambda: heatmap_figure(cells, models, domains), "effects": lambda: effects_figure(stats)}
+    if group_cells:
+        makers["group_heatmap"] = lambda: heatmap_figure(group_cells, sorted({c["model"] for c in group_cells}),
+                                                         sorted({c["group"] for c in group_cells}), by="group")
+    else:
+        (fig_dir / "group_heatmap.png").unlink(missing_ok=True)
     if len(models) < 2 and _is_flat(by_model):
         del makers["radar"]
         (fig_dir / "radar.png").unlink(missing_ok=True)
@@ -176,8 +183,8 @@ def _write_report(run_dir: Path, workers: int | None, step: _Steps) -> Path:
 
     step("report.html and report.md")
     redundancy = redundancy_table(run_dir / REDUNDANCY_TABLE.name)
-    html_doc = report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyses)
+    html_doc = report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyses, group_cells)
     (run_dir / "report.html").write_text(html_doc, encoding="utf-8")
-    (run_dir / "report.md").write_text(report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses),
-                                       encoding="utf-8")
+    (run_dir / "report.md").write_text(report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses,
+                                                 group_cells), encoding="utf-8")
     return run_dir / "report.html"
