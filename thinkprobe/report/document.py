@@ -9,7 +9,7 @@ from typing import Sequence
 
 from ..outputs import INDICATORS_TABLE, read_table
 from ..tables import read_csv
-from .glossary import GLOSSARY, glossary_items
+from .glossary import GLOSSARY, definition, glossary_items
 from .markup import data_uri, esc, html_page, html_table, md_table
 from .style import DIMS, as_number, display_label, format_number
 from .text import (EFFECT_TITLES, NO_RADAR, effect_header, effect_rows, has_group, headline, icc_rows, method_note,
@@ -110,6 +110,14 @@ def _levels_line(analyses: dict | None) -> str:
             f"({counts}). {lv['rule']}")
 
 
+INDICATORS_NOTE = ("Each cell: the model's median of the indicator over its traces; its colour: that median as a "
+                   "z-score over all traces of the run (blue below the run's mean, red above). Under each name: "
+                   "ε² by model (Kruskal-Wallis), * Holm p < α. Per-trace values: indicators.csv.")
+
+
+OUTCOME_HEADER = ["variable", "AUROC (wrong), pooled", "AUROC (wrong), within model"]
+
+
 GROUP_NOTE = ("Mean profile per model and group (the third grouping factor: --group-field, --group or "
               "(?P<group>...) in --path-pattern), over the traces that have a group; grey: no traces.")
 
@@ -129,7 +137,7 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
         return f'<img class="fig" alt="{esc(alt)}" src="{data_uri(figures[name])}">'
 
     def titled(header):
-        return {h: GLOSSARY.get(h, EFFECT_TITLES.get(h, "")) for h in header}
+        return {h: definition(h) or EFFECT_TITLES.get(h, "") for h in header}
 
     summary = "".join(f"<p>{esc(line).replace('`', '')}</p>" for line in summary_text(run_dir, stats, pages))
     head = "".join(f"<li>{esc(line)}</li>" for line in headline(stats))
@@ -152,7 +160,8 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
         group_section = (f"<h2>Model × group profiles</h2><p class=note>{esc(GROUP_NOTE)}</p>"
                          + img("group_heatmap", "Heat map of the model by group profiles")
                          + "<details><summary>Values</summary>"
-                         + html_table(["model", "group", "n", *DIMS], group_rows, left=2, titles=titled(DIMS))
+                         + html_table(["model", "group", "n", *DIMS], group_rows, left=2,
+                                      titles=titled(["n", *DIMS]))
                          + "</details>")
 
     radar = img("radar", "Radar chart of the model profiles over the five dimensions") if "radar" in figures \
@@ -173,16 +182,16 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
                + "".join(f"<h3>{esc(title)}</h3><p class=note>{esc(text)}</p>{figure or ''}"
                          for title, text, figure in blocks))
     icc = icc_rows(stats)
-    icc_html = (html_table(["variable", "ICC", "ICC of a question's mean", "(model, question) pairs", "traces per pair"],
-                            [[esc(c) for c in r] for r in icc])
+    icc_header = ["variable", "ICC", "ICC of a question's mean", "(model, question) pairs", "traces per pair"]
+    icc_html = (html_table(icc_header, [[esc(c) for c in r] for r in icc], titles=titled(icc_header))
                 if icc else "<p class=note>No ICC: no model answered one question more than once in this run.</p>")
     outcome = ""
     if stats["outcome"]["graded"]:
         o_rows = outcome_rows(stats)
         outcome = (f"<h2>Outcome validity</h2><p class=note>{esc(outcome_text(stats))}</p>"
-                   + (html_table(["variable", "AUROC (wrong), pooled", "AUROC (wrong), within model"],
+                   + (html_table(OUTCOME_HEADER,
                                   [[f'<span title="{esc(GLOSSARY.get(r[0], ""))}">{esc(r[0])}</span>', r[1], r[2]]
-                                   for r in o_rows]) if o_rows else ""))
+                                   for r in o_rows], titles=titled(OUTCOME_HEADER)) if o_rows else ""))
     glossary = "".join(f"<h3>{esc(title)}</h3><dl class=glossary>"
                        + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items) + "</dl>"
                        for title, items in glossary_items())
@@ -194,7 +203,7 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
 <div class="headline"><strong>Headline</strong><ul>{head}</ul></div>
 <h2>Model profiles</h2>
 {radar}
-{html_table(["model", "n", *DIMS], [[esc(c) for c in r] for r in profile_ci_rows(stats)], titles=titled(DIMS))}
+{html_table(["model", "n", *DIMS], [[esc(c) for c in r] for r in profile_ci_rows(stats)], titles=titled(["n", *DIMS]))}
 <p class=note>Mean signed z-score per dimension with its 95% bootstrap interval; 0 is the corpus mean.</p>
 <h2>{esc(_effects_title(stats))}</h2>
 {html_table(effect_header(stats), effect_rows(stats, html_out=True), left=1, titles=EFFECT_TITLES,
@@ -207,10 +216,11 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
 {outcome}
 <h2>Model × domain profiles</h2>
 {img("heatmap", "Heat map of the model by domain profiles")}
-<details><summary>Values</summary>{html_table(["model", "domain", "n", *DIMS], cell_rows, left=2, titles=titled(DIMS))}</details>
+<details><summary>Values</summary>{html_table(["model", "domain", "n", *DIMS], cell_rows, left=2, titles=titled(["n", *DIMS]))}</details>
 {group_section}
 <h2>Indicators by model</h2>
-{img("boxplots", "Box plots of every indicator by model")}
+<p class=note>{esc(INDICATORS_NOTE)}</p>
+{img("indicators", "Heat map of the median of every indicator by model")}
 {red}
 {cot}
 <h2>Traces</h2>
@@ -243,7 +253,7 @@ def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=
     if stats["outcome"]["graded"]:
         parts += ["## Outcome validity", "", outcome_text(stats), ""]
         if outcome_rows(stats):
-            parts += [md_table(["variable", "AUROC (wrong), pooled", "AUROC (wrong), within model"],
+            parts += [md_table(OUTCOME_HEADER,
                                 outcome_rows(stats)), ""]
     parts += ["## Model × domain profiles", "", "![Heat map](figures/heatmap.png)", "",
               md_table(["model", "domain", "n", *DIMS],
@@ -253,7 +263,7 @@ def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=
                   md_table(["model", "group", "n", *DIMS],
                            [[c["model"], c["group"], c["n"], *(format_number(c[d], 2) for d in DIMS)] for c in group_cells]),
                   ""]
-    parts += ["## Indicators by model", "", "![Box plots](figures/boxplots.png)", ""]
+    parts += ["## Indicators by model", "", INDICATORS_NOTE, "", "![Indicators by model](figures/indicators.png)", ""]
     if redundancy:
         header, red_rows, caption = redundancy
         marks = best_worst(header, red_rows)
