@@ -357,5 +357,6 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     return {"out_dir": str(out), "traces": len(joined.rows), "errors": len(joined.errors), "resumed": resumed,
             "duplicates": len(joined.duplicates), "unknown": joined.unknown, "untagged": joined.untagged,
             "code_not_run": joined.code_not_run,
-            "model_profiles": by_model, "model_domain_profiles": by_model_domain}
+            "model_profiles": by_model, "model_domain_profiles": by_model_domain,
+            "norms": str(opts.norms) if opts.norms else None}
 

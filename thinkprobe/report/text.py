@@ -107,14 +107,19 @@ def headline(stats: Mapping) -> list[str]:
     return out[:5]
 
 
+def _z(value: float | None) -> str:
+    """A z-score at 2 decimals: 0.00, not the 1e-07 that profile.csv's 6 significant digits leave of 0."""
+    return format_number(0.0 if value is not None and abs(value) < 5e-5 else value, 2)
+
+
 def profile_ci_rows(stats: Mapping) -> list[list[str]]:
     out = []
     for mp in stats["model_profiles"]:
         cells = [mp["model"], str(mp["n"])]
         for d in DIMS:
             v = mp["dimensions"][d]
-            ci = f" [{format_number(v['ci_low'], 2)}, {format_number(v['ci_high'], 2)}]" if v["ci_low"] is not None else ""
-            cells.append(f"{format_number(v['mean'], 2)}{ci}")
+            ci = f" [{_z(v['ci_low'])}, {_z(v['ci_high'])}]" if v["ci_low"] is not None else ""
+            cells.append(f"{_z(v['mean'])}{ci}")
         out.append(cells)
     return out
 
@@ -265,7 +270,10 @@ def method_note(stats: Mapping) -> str:
 
 
 NO_RADAR = ("No radar chart: the run has one model, and z-scored against its own traces its mean profile is 0 on "
-            "every dimension by construction. Profile it with other models, or pass --norms from a reference run.")
+            "every dimension by construction (the z-scores are relative to this run's own mean; each trace's profile "
+            "in the table of traces still says how it differs from that mean). To place the model, profile it with "
+            "other models, or pass --norms NORMS.json: the norms.json of a run over several models or of a reference "
+            "corpus, whose means and spreads then give the z-scores.")
 
 
 def outcome_text(stats: Mapping) -> str:
