@@ -15,7 +15,7 @@ from thinkprobe.report import write_report, write_trace_view
 from thinkprobe.report.cot_figures import MIN_DENSITY_TRACES, positions_figure
 from thinkprobe.report.glossary import GLOSSARY
 from thinkprobe.report.style import FIGURE_DPI, clipped_texts, figure_style, overlapping_texts
-from thinkprobe.report.writer import _analyses, _cot_rows, figure_makers
+from thinkprobe.report.writer import cot_tables, figure_makers, load_analyses
 from thinkprobe.stats import compute_stats, load_table
 
 from run_folder import make_graph, write_run
@@ -59,7 +59,7 @@ def ten_run(tmp_path_factory):
 def ten_figures(ten_run):
     stats, rows = compute_stats(ten_run), load_table(ten_run)
     with figure_style():
-        figs = {name: make() for name, make in figure_makers(ten_run, stats, rows, _analyses(ten_run)).items()}
+        figs = {name: make() for name, make in figure_makers(ten_run, stats, rows, load_analyses(ten_run)).items()}
     return {name: fig for name, fig in figs.items() if fig is not None}
 
 
@@ -101,7 +101,7 @@ def test_the_checks_can_fail():
 
 
 def test_models_with_few_traces_are_points_in_the_position_plot(ten_run):
-    rows = _cot_rows(ten_run)
+    rows = cot_tables(ten_run)
     with figure_style():
         fig = positions_figure(rows["positions.csv"], rows["traces"])
     dense_ax, sparse_ax = fig.axes[:2]

@@ -21,7 +21,7 @@ from .markup import html_page
 from .style import DIMS, FIGURE_DPI, figure_style, png_bytes
 from .trace_pages import write_trace_pages
 
-__all__ = ["write_report", "figure_makers", "FIGURE_NAMES"]
+__all__ = ["write_report", "figure_makers", "FIGURE_NAMES", "load_analyses", "cot_tables"]
 
 
 def _natural_key(text: str) -> list:
@@ -61,7 +61,7 @@ class _Steps:
             self.bar.close()
 
 
-def _analyses(run_dir: Path) -> dict | None:
+def load_analyses(run_dir: Path) -> dict | None:
     """analyses.json; for a run made before CoTJudger's analyses existed they are computed from its
     graphs.jsonl first (no re-profiling). None for a folder without graph records."""
     import json
@@ -78,7 +78,7 @@ def _analyses(run_dir: Path) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _cot_rows(run_dir: Path) -> dict[str, list[dict]]:
+def cot_tables(run_dir: Path) -> dict[str, list[dict]]:
     from ..outputs import ANALYSIS_TABLES, REDUNDANCY_TABLE, read_table
 
     rows = {t.name: read_table(run_dir, t) for t in ANALYSIS_TABLES if (run_dir / t.name).exists()}
@@ -133,7 +133,7 @@ def figure_makers(run_dir: Path, stats: Mapping, rows: Sequence[Mapping], analys
     if len(models) < 2 and _is_flat(by_model):
         del makers["radar"]
     if analyses is not None:
-        cot_rows = _cot_rows(run_dir)
+        cot_rows = cot_tables(run_dir)
         for name in COT_FIGURES:
             if name not in analyses["missing"]:
                 makers[name] = functools.partial(_cot_figure, name, cot_rows)
@@ -170,7 +170,7 @@ def _write_report(run_dir: Path, workers: int | None, step: _Steps) -> Path:
     fig_dir.mkdir(exist_ok=True)
     (run_dir / "traces").mkdir(exist_ok=True)
     step("CoTJudger's analyses")
-    analyses = _analyses(run_dir)
+    analyses = load_analyses(run_dir)
     figures: dict[str, bytes] = {}
     makers = figure_makers(run_dir, stats, rows, analyses)
     with figure_style():
