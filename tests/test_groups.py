@@ -133,7 +133,7 @@ def test_traces_without_a_group_take_no_part(tmp_path):
     assert "eps2_group" in table[0] and {r["eps2_group"] for r in table} == {""}  # one schema, empty cells
     page = write_report(run).read_text(encoding="utf-8")
     assert "Model × group profiles" not in page and ">ε² group</th>" not in page
-    assert not (run / "figures" / "group_heatmap.png").exists() and "third grouping factor" not in page
+    assert not (run / "figures" / "group_heatmap.png").exists() and "A third grouping factor, the group" not in page
 
 
 def test_report_has_the_group(grouped_run):
