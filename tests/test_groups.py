@@ -19,6 +19,7 @@ from thinkprobe.report import write_report
 from thinkprobe.stats import compute_stats, stats_csv
 
 from run_folder import make_graph, write_run
+from test_report import _probe, _render, browser  # noqa: F401  (the Chromium fixture)
 
 
 # --------------------------------------------------------------------------- where a group comes from
@@ -149,6 +150,14 @@ def test_report_has_the_group(grouped_run):
     assert "<th>group</th>" in traces or re.search(r"<th[^>]*>group</th>", traces)
     assert "<td>high</td>" in traces or "<td class=l>high</td>" in traces
     assert "| group |" in md
+
+
+def test_grouped_report_fits_a_narrow_window_in_chromium(grouped_run, browser, tmp_path):  # noqa: F811
+    # the effect table has three more columns with a group: still no column behind a scroll bar at 1000 px
+    dom, console = _render(browser, _probe(grouped_run / "report.html"), tmp_path / "profile", 1000)
+    assert console == []
+    bounds = re.search(r'data-bounds="vw=(\d+);bad=([^"]*)"', dom)
+    assert bounds and bounds.group(2) == "", bounds.group(2)
 
 
 # --------------------------------------------------------------------------- real files: tts_knowledge budgets

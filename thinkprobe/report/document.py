@@ -207,6 +207,7 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
 <p class=note>Mean signed z-score per dimension with its 95% bootstrap interval; 0 is the corpus mean.</p>
 <h2>{esc(_effects_title(stats))}</h2>
 {html_table(effect_header(stats), effect_rows(stats, html_out=True), left=1, titles=EFFECT_TITLES,
+             cls="dense wrap" if has_group(stats) else "",
              row_classes=["dim" if e["kind"] == "dimension" else "" for e in stats["variables"]])}
 <p class=note>{esc(method_note(stats))} {esc(too_few_text(stats))}</p>
 {f'<p class="flag">⚠ Split-half reliability of the model means under {min_rel}: model differences in {esc(", ".join(flagged))} are not supported by this run.</p>' if flagged else ""}

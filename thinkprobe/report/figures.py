@@ -75,17 +75,17 @@ def indicator_figure(rows: Sequence[Mapping], models: Sequence[str], stats: Mapp
                 raw[i, j] = float(np.median(own))
                 z[i, j] = (raw[i, j] - mean) / sd if sd > 0 else 0.0
     longest = max(len(m) for m in models)
-    fig = Figure(figsize=(1.0 + 0.075 * min(longest, 40) + 0.52 * len(order), 2.9 + 0.36 * len(models)),
+    fig = Figure(figsize=(1.0 + 0.075 * min(longest, 40) + 0.52 * len(order), max(4.0, 2.9 + 0.36 * len(models))),
                  layout="constrained")
     ax = fig.add_subplot()
     limit = max(1.0, min(2.5, float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0))
     image = ax.imshow(np.ma.masked_invalid(z), cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto")
     ax.set_facecolor("#dddddd")
 
-    def label(name):
+    def label(name):  # no ε² where the test did not run (one model, a constant indicator)
         test = eps[name]
         if test["status"] != TESTED:
-            return f"{name} ({test['status']})"
+            return name
         return f"{name} (ε² {format_number(test['eps2'], 2)}{'*' if test.get('significant') else ''})"
 
     ax.set_xticks(range(len(order)), [label(n) for n in order], rotation=40, ha="right", rotation_mode="anchor",
@@ -105,7 +105,7 @@ def indicator_figure(rows: Sequence[Mapping], models: Sequence[str], stats: Mapp
     top.set_xticks([e - len(names) / 2 - 0.5 for e, names in zip(edges, DIMENSIONS.values())], list(DIMENSIONS),
                    fontsize=9, fontweight="bold")
     top.tick_params(length=0)
-    fig.colorbar(image, ax=ax, shrink=0.9, pad=0.01, label="median z-score (0 = the run's mean)")
+    fig.colorbar(image, ax=ax, shrink=0.9, pad=0.01, label="median z-score")
     alpha = stats["settings"]["alpha"]
     fig.suptitle(f"Indicators by model: median per model (in the cell), coloured by its z-score; ε² by model, "
                  f"* Holm p < {alpha}", fontsize=11)

@@ -224,8 +224,9 @@ def too_few_text(stats: Mapping) -> str:
 
 def summary_text(run_dir: Path, stats: Mapping, pages: Mapping) -> list[str]:
     groups = stats["groupings"]
-    lines = [f"{stats['n_traces']} traces from {len(groups['model']['groups'])} models and "
-             f"{len(groups['domain']['groups'])} domains (run folder `{run_dir.name}`)."]
+    n_models, n_domains = len(groups["model"]["groups"]), len(groups["domain"]["groups"])
+    lines = [f"{stats['n_traces']} traces from {n_models} model{'s' if n_models != 1 else ''} and "
+             f"{n_domains} domain{'s' if n_domains != 1 else ''} (run folder `{run_dir.name}`)."]
     lines += _code_not_run_lines(run_dir)
     if has_group(stats):
         named = groups["group"]["groups"]
