@@ -269,7 +269,8 @@ def report(run_dir, workers):
 @click.argument("trace_id")
 @click.option("-o", "--out", default=None, help="folder for the HTML, PNG and SVG (default RUN_DIR/traces)")
 def graph(run_dir, trace_id, out):
-    """Draw one trace: its text coloured by node type next to its Thought Graph."""
+    """Draw one trace: its text coloured by node type next to its Thought Graph. TRACE_ID is a trace id
+    or the record's own id in the input (source_id) when one trace of the run has it."""
     _require_run(run_dir, "graphs.jsonl")
     from .report import write_trace_view
 
