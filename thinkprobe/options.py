@@ -65,6 +65,10 @@ class ProfileOptions:
               "answered by several models are recognised by it", fields_group=True)
     model_field: str | None = _option(None, "field holding the model name", fields_group=True)
     domain_field: str | None = _option(None, "field holding the domain / task", fields_group=True)
+    group_field: str | None = _option(
+        None, "field holding a third grouping factor beside model and domain (a design condition: normal vs "
+              "missing premise, a thinking budget); tested and tabled as the domain is. No group: no group "
+              "statistics", fields_group=True)
     id_field: str | None = _option(None, "field holding the trace id", fields_group=True)
     gold_field: str | None = _option(
         None, "field holding the gold answer (default: answer, correct_answer, gold, ...)", fields_group=True)
@@ -75,9 +79,12 @@ class ProfileOptions:
         kind=bool)
     model: str | None = _option(None, "model of every trace of the inputs (a constant)", fields_group=True)
     domain: str | None = _option(None, "domain of every trace of the inputs (a constant)", fields_group=True)
+    group: str | None = _option(None, "group of every trace of the inputs (a constant; per input: PATH::group=NAME)",
+                                fields_group=True)
     path_pattern: str | None = _option(
-        None, "take model/domain from the file path: a regex with named groups, e.g. "
-              "'(?P<model>[^/]+)/[^/]+\\.jsonl', or a template like '{model}_{domain}_{}.jsonl'", fields_group=True)
+        None, "take model/domain/group from the file path: a regex with named groups, e.g. "
+              "'(?P<model>[^/]+)/[^/]+\\.jsonl', or a template like '{model}_{domain}_{group}.jsonl'",
+        fields_group=True)
     untagged: str = _option(
         "profile", "text with no reasoning field and no reasoning tags (a non-reasoning model's output): profile "
                    "it as chain of thought, marked and counted, or skip it (listed in errors.jsonl)",
@@ -161,7 +168,7 @@ class ProfileOptions:
 
     @property
     def field_map(self) -> "FieldMap":
-        """Where each record's reasoning, model, domain, id and gold answer are read from."""
+        """Where each record's reasoning, model, domain, group, id and gold answer are read from."""
         from .io import FieldMap
 
         return FieldMap(**{name: getattr(self, name) for name in field_option_names()})

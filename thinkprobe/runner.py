@@ -28,12 +28,13 @@ from .link import Linker, Typer, load_linker, unit_typer
 from .io import InputLimits, Source, iter_inputs, source_path, unknown_fix
 from .options import RunOptions
 from .outputs import (ERRORS_FILE, GRAPHS_FILE, GRAPHS_PARQUET, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
-                      MODEL_PROFILES_TABLE, NORMS_FILE, PROFILE_TABLE, RUN_JSON, GraphsParquetWriter,
-                      write_table)
+                      MODEL_GROUP_PROFILES_TABLE, MODEL_PROFILES_TABLE, NORMS_FILE, PROFILE_TABLE, RUN_JSON,
+                      GraphsParquetWriter, write_table)
 from .cognitive_profile import Normalizer, group_profiles, profile_row
 from .io import count_inputs
 from .progress import Progress
-from .records import GraphRecord, InputError, ThoughtGraph, Trace, dump_graph_record, graph_record, source_id
+from .records import (GraphRecord, InputError, ThoughtGraph, Trace, dump_graph_record, graph_record, group_of,
+                      source_id)
 from .provenance import file_digest, package_version
 from .redundancy import (RedundancyParams, annotate_record, code_not_run, not_run_line, table_row,
                          write_redundancy_tables)
@@ -215,13 +216,16 @@ class Joined:
     unknown: dict[str, int] = field(default_factory=lambda: {"model": 0, "domain": 0})
     untagged: int = 0  # traces whose reasoning is untagged whole text (provenance "untagged")
     code_not_run: int = 0  # traces whose final answer is code left ungraded: code execution was off
+    groups: dict[str, int] = field(default_factory=dict)  # traces per group (the third design factor)
+    group_from: dict[str, int] = field(default_factory=dict)  # traces per place the group was read from
     # traces whose semantic_spread was clustered on samples (over indicators.cluster_exact_max content units)
     semantic_spread_sampled: list[str] = field(default_factory=list)
 
 
 def indicator_row(g: GraphRecord) -> dict:
     """The indicators.csv row of a graph record."""
-    return {"trace_id": g["trace_id"], "model": g["model"], "domain": g["domain"], "source_id": source_id(g),
+    return {"trace_id": g["trace_id"], "model": g["model"], "domain": g["domain"], "group": group_of(g),
+            "source_id": source_id(g),
             "units": len(g["units"]),
             "edges": len(g["edges"]), "tokens": sum(u["tokens"] for u in g["units"]), **g["indicators"]}
 
@@ -251,6 +255,10 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int) 
                         joined.unknown[key] += g[key] == "unknown"
                     joined.untagged += bool(g["provenance"].get("untagged"))
                     joined.code_not_run += code_not_run(g)
+                    if (group := group_of(g)) is not None:
+                        joined.groups[group] = joined.groups.get(group, 0) + 1
+                        origin = str(g["provenance"].get("group_from") or "graph record")
+                        joined.group_from[origin] = joined.group_from.get(origin, 0) + 1
                     if sum(u["type"] in CONTENT_TYPES for u in g["units"]) > cluster_exact_max:
                         joined.semantic_spread_sampled.append(g["trace_id"])
                     graphs.write(dump_graph_record(g))
@@ -269,7 +277,8 @@ def fit_norms(rows: Sequence[dict], norms_path: str | None) -> Normalizer:
 
 def profile_rows(rows: Sequence[dict], norms: Normalizer) -> list[dict]:
     """profile.csv rows: the 5D profile of every trace."""
-    return [{"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"], "source_id": r.get("source_id"),
+    return [{"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"], "group": r.get("group"),
+             "source_id": r.get("source_id"),
              **profile_row(norms.z(r))}
             for r in rows]
 
@@ -303,6 +312,7 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
                              "(provenance untagged: true); --untagged skip leaves them out"},
         "code_execution": {"allowed": bool(opts.allow_code_execution), "not_run": joined.code_not_run,
                            **({"how": not_run_line(joined.code_not_run)} if joined.code_not_run else {})},
+        "group": group_info(joined),
         "field_warnings": [w.as_dict() for w in field_warnings(opts)],
         "duplicate_ids": joined.duplicates,
         "semantic_spread_sampled": joined.semantic_spread_sampled,
@@ -317,6 +327,21 @@ def _sync_replace(tmp: Path, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def group_info(joined: Joined) -> dict:
+    """run.json's account of the third grouping factor: traces per group, where the groups were read
+    from, and how many traces have none (they take no part in the group statistics)."""
+    with_group = sum(joined.groups.values())
+    return {"groups": dict(sorted(joined.groups.items())), "from": dict(sorted(joined.group_from.items())),
+            "traces_with_group": with_group, "traces_without_group": len(joined.rows) - with_group,
+            "what": "a design factor beside model and domain (--group-field, --group, (?P<group>...) in "
+                    "--path-pattern); tested, tabled and reported as the domain is, over the traces that have one"}
+
+
+def model_group_profiles(prof: Sequence[dict]) -> list[dict]:
+    """model_group_profiles.csv rows: the mean profile per model and group, over traces with a group."""
+    return group_profiles([r for r in prof if r.get("group") is not None], ("model", "group"))
+
+
 def write_outputs(out: Path, joined: Joined, prof: list[dict], by_model: list[dict], by_model_domain: list[dict],
                   norms: Normalizer, run: dict) -> None:
     """The per-trace and per-model tables (with their Parquet twins), errors, norms and run.json."""
@@ -324,6 +349,7 @@ def write_outputs(out: Path, joined: Joined, prof: list[dict], by_model: list[di
     write_table(out, PROFILE_TABLE, prof)
     write_table(out, MODEL_PROFILES_TABLE, by_model)
     write_table(out, MODEL_DOMAIN_PROFILES_TABLE, by_model_domain)
+    write_table(out, MODEL_GROUP_PROFILES_TABLE, model_group_profiles(prof))
     _sync_replace(out / (ERRORS_FILE + ".tmp"), out / ERRORS_FILE)  # written by join_parts
     write_atomic(out / NORMS_FILE, json.dumps(norms.to_json(), indent=2) + "\n")
     write_atomic(out / RUN_JSON, json.dumps(run, indent=2, ensure_ascii=False) + "\n")
@@ -351,5 +377,6 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     return {"out_dir": str(out), "traces": len(joined.rows), "errors": joined.errors, "resumed": resumed,
             "duplicates": len(joined.duplicates), "unknown": joined.unknown, "untagged": joined.untagged,
             "code_not_run": joined.code_not_run,
-            "model_profiles": by_model, "model_domain_profiles": by_model_domain}
+            "model_profiles": by_model, "model_domain_profiles": by_model_domain,
+            "norms": str(opts.norms) if opts.norms else None}
 
