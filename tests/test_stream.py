@@ -5,13 +5,17 @@ carry their fields with unit counts that only grow; the repetition-loop signal f
 text and on no real trace; `watch` follows a file being written and standard input."""
 import gzip
 import json
+import threading
+import time
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import thinkprobe
 from conftest import SAMPLES
+from thinkprobe.cli import main
 from thinkprobe.config import Config
 from thinkprobe.graph import units_of
 from thinkprobe.indicators import INDICATORS
@@ -262,6 +266,46 @@ def test_critique_signals_count_cue_units(no_encoding_config):
     signals = s.snapshot(analyse=False).signals
     assert signals["critique_run"].value == 4 and signals["critique_run"].fired
     assert signals["revision_without_conclusion"].value == 6 and not signals["revision_without_conclusion"].fired
+
+
+# ----------------------------------------------------------------------------- watch
+
+
+def test_watch_follows_a_growing_file(tmp_path, sample_once, memo, reuse):
+    reuse(memo)
+    path = tmp_path / "generation.txt"
+    path.write_text("", encoding="utf-8")
+    text = SAMPLE["response"]
+
+    def write():
+        with open(path, "a", encoding="utf-8") as f:
+            for piece in _split(text, 150):
+                f.write(piece)
+                f.flush()
+                time.sleep(0.05)
+            f.write("[[END]] anything after the sentinel is not profiled")
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    res = CliRunner().invoke(main, ["watch", str(path), "--follow", "--until", "[[END]]", "--idle-timeout", "60",
+                                    "--every", "5", "--json", "--device", "cpu", "--cache-dir", str(tmp_path / "c"),
+                                    "--model", "qwq-style"])
+    writer.join()
+    assert res.exit_code == 0, res.output
+    lines = [json.loads(line) for line in res.output.splitlines() if line.startswith("{")]
+    snaps = [x["snapshot"] for x in lines if "snapshot" in x]
+    assert len(snaps) >= 3 and [s["units"] for s in snaps] == sorted(s["units"] for s in snaps)
+    final = lines[-1]["final"]
+    assert final["indicators"] == _rows(sample_once)[0] and final["units"] == len(_spans(sample_once))
+
+
+def test_watch_reads_standard_input(tmp_path, sample_once, memo, reuse):
+    reuse(memo)
+    res = CliRunner().invoke(main, ["watch", "-", "--every", "5", "--device", "cpu", "--cache-dir", str(tmp_path)],
+                             input=SAMPLE["response"])
+    assert res.exit_code == 0, res.output
+    assert "units=" in res.output and "final profile of the whole text" in res.output
+    assert f"{len(_spans(sample_once))} units" in res.output and "needs norms" in res.output
 
 
 def test_stream_refuses_what_it_cannot_do():
