@@ -173,13 +173,13 @@ def watch(source: str, *, out_dir: str | None = None, follow: bool = False, unti
             snap = s.feed(piece)
             if snap is not None:
                 show(snap)
+        if s.units:
+            show(s.snapshot())  # every settled unit analysed
     except KeyboardInterrupt:
         print("interrupted: closing the stream", file=sys.stderr)
     finally:
         if view is not None:
             view.stop()
-    if s.units:
-        show(s.snapshot())
     run = s.close(out_dir)
     final = final_summary(run, s.norms)
     if out_dir:
