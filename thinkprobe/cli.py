@@ -280,12 +280,27 @@ def graph(run_dir, trace_id, out):
 @click.option("--long", "long_sizes", default=None,
               help="long-trace mode: comma-separated unit counts (e.g. 1000,4000,16000,40000), one trace each, "
                    "each profiled in a fresh process; seconds, peak MB and the growth exponent")
-@click.option("--linker", default=None, help="with --long: the linker to measure (default: the trained one)")
+@click.option("--linker", default=None, help="with --long or --stream: the linker to measure (default: the trained one)")
 @click.option("--timeout", type=float, default=0, help="with --long: give up on a size after this many seconds (0: never)")
-def bench(count, device, batch_size, scale, encoder_path, workers, json_out, workdir, long_sizes, linker, timeout):
+@click.option("--stream", "stream_units", type=int, default=None,
+              help="streaming mode: one trace of this many units fed to thinkprobe.stream in 200-character pieces "
+                   "(a snapshot every 20 units) against profiling it at once; the cost ratio")
+@click.option("--rounds", default=1, show_default=True,
+              help="with --stream: streams, each between two one-shot runs (ratio of the medians)")
+def bench(count, device, batch_size, scale, encoder_path, workers, json_out, workdir, long_sizes, linker, timeout,
+          stream_units, rounds):
     """Throughput: raw encoder vs full pipeline vs naive per-trace baseline, cache, memory."""
     from .bench import format_bench, format_long_bench, run_bench, run_long_bench
 
+    if stream_units:
+        from .bench import format_stream_bench, run_stream_bench
+
+        report = run_stream_bench(stream_units, device="cpu" if device == "auto" else device, linker=linker,
+                                  rounds=rounds)
+        click.echo(format_stream_bench(report))
+        if json_out:
+            Path(json_out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        return
     if long_sizes:
         sizes = tuple(int(s) for s in long_sizes.split(","))
         report = run_long_bench(sizes, device=device, linker=linker, workdir=workdir, timeout=timeout)
