@@ -9,7 +9,7 @@
 
 What is done once per unit and what is redone (docs/stream.md):
 - Segmentation: only the text after the last settled point is split again
-  (`segment.settled_spans`); a unit is final once a line break that no later text can move
+  (`segment.settled_fragments`); a unit is final once a line break that no later text can move
   follows it.
 - Encoding: every unit text is encoded once (`UnitMemo`: embedding, token count and the parser's
   reader vector, kept by text). Settled units wait until enough are pending for the encoder's
@@ -168,7 +168,7 @@ class _Section:
     name: str
     start: int
     first: int  # index of its first unit in the stream's units
-    resume: int  # where `settled_spans` goes on
+    resume: int  # where `settled_fragments` goes on
     seen_break: int = -1  # the last line break it was asked about
     closed_end: int | None = None  # the section's end once a later section exists (its tail then settled too)
     pending: list = field(default_factory=list)  # settled filler fragments waiting for the next content fragment
