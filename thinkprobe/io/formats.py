@@ -20,7 +20,7 @@ from typing import Any, BinaryIO, Callable, Iterator, Sequence
 from ..records import InputError
 from .layouts import expand
 
-__all__ = ["READERS", "data_files", "count_records", "count_inputs", "RECORD_LIST_KEYS", "FORMATS", "HF_METADATA_FILES", "RECORD_OBJECT_LISTS", "RECORD_VALUE_LISTS", "PARQUET_BATCH_ROWS", "WHOLE_FILE", "iter_records", "strip_extensions", "type_name"]
+__all__ = ["READERS", "data_files", "count_records", "count_inputs", "RECORD_LIST_KEYS", "FORMATS", "HF_METADATA_FILES", "RECORD_OBJECT_LISTS", "RECORD_VALUE_LISTS", "PARQUET_BATCH_ROWS", "WHOLE_FILE", "EMPTY_FILE", "iter_records", "strip_extensions", "type_name"]
 
 
 RECORD_LIST_KEYS = ("records", "data", "traces")
@@ -49,6 +49,9 @@ PARQUET_BATCH_ROWS = 1024
 
 
 WHOLE_FILE = "file"  # record locator for errors that concern the whole file
+
+
+EMPTY_FILE = "empty file: it holds no records"
 
 
 def iter_records(path: str | Path) -> Iterator[tuple[str, int | str, dict | InputError]]:
@@ -107,9 +110,11 @@ def _iter_file(file: Path) -> Iterator[tuple[str, int | str, dict | InputError]]
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"unsupported file type (expected {supported}, optionally .gz)")
         return
     gz = file.name.lower().endswith(".gz")
+    read = 0
     try:
         with (gzip.open(file, "rb") if gz else open(file, "rb")) as fh:
             for source, locator, record in READERS[fmt](source, fh):
+                read += 1
                 if isinstance(record, InputError):
                     yield source, locator, record
                     continue
@@ -117,10 +122,28 @@ def _iter_file(file: Path) -> Iterator[tuple[str, int | str, dict | InputError]]
                     yield source, inner, item
     except (OSError, EOFError) as exc:  # corrupt gzip, unreadable file: report it and move to the next file
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"cannot read file: {exc}")
+        return
+    if not read:  # never silent: a file that holds nothing says so
+        yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", EMPTY_FILE)
 
 
 def _iter_jsonl(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, dict | InputError]]:
-    # Bytes, line by line: never the whole file, and a bad line spoils only itself.
+    # Bytes, line by line: never the whole file, and a bad line spoils only itself. A file that
+    # opens with "[" is read whole first: a JSON array saved under a .jsonl name is its records.
+    try:
+        head = fh.peek(64)[:64] if hasattr(fh, "peek") else b""
+    except (OSError, EOFError):  # not gzip, cut short: the loop below names the line
+        head = b""
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
+        data = fh.read()
+        try:
+            is_array = isinstance(json.loads(data.decode("utf-8-sig")), list)
+        except (ValueError, RecursionError):
+            is_array = False
+        if is_array:
+            yield from _iter_json(source, io.BytesIO(data))
+            return
+        fh = io.BytesIO(data)
     number = 0
     try:
         for number, raw in enumerate(fh, start=1):
