@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..indicators import dimension_glossary, indicator_glossary
 
-__all__ = ["ANALYSES_GLOSSARY", "DIMENSION_GLOSSARY", "INDICATOR_GLOSSARY", "REDUNDANCY_GLOSSARY", "STATS_GLOSSARY", "GLOSSARY",
+__all__ = ["ANALYSES_GLOSSARY", "COVERAGE_GLOSSARY", "DIMENSION_GLOSSARY", "INDICATOR_GLOSSARY", "REDUNDANCY_GLOSSARY", "STATS_GLOSSARY", "GLOSSARY",
            "glossary_items"]
 
 DIMENSION_GLOSSARY: dict[str, str] = dimension_glossary()
@@ -54,8 +54,17 @@ ANALYSES_GLOSSARY: dict[str, str] = {
 }
 
 
+COVERAGE_GLOSSARY: dict[str, str] = {
+    "records": "records read from the file, or of the model (a record may give several traces: one per generation)",
+    "traces": "traces profiled",
+    "skipped": "records (or traces) left out, each listed in errors.jsonl with its file, record, field and reason",
+    "reasons": "why they were left out, counted; 'answer without thinking': untagged text of a model whose other "
+               "records carry reasoning, shorter than its median reasoning",
+}
+
+
 GLOSSARY: dict[str, str] = {**DIMENSION_GLOSSARY, **INDICATOR_GLOSSARY, **REDUNDANCY_GLOSSARY, **STATS_GLOSSARY,
-                            **ANALYSES_GLOSSARY}
+                            **ANALYSES_GLOSSARY, **COVERAGE_GLOSSARY}
 
 
 def glossary_items() -> list[tuple[str, list[tuple[str, str]]]]:
@@ -63,4 +72,5 @@ def glossary_items() -> list[tuple[str, list[tuple[str, str]]]]:
             ("Indicators", list(INDICATOR_GLOSSARY.items())),
             ("Redundancy columns (CoTJudger's metrics)", list(REDUNDANCY_GLOSSARY.items())),
             ("Statistics", list(STATS_GLOSSARY.items())),
-            ("CoTJudger's analyses", list(ANALYSES_GLOSSARY.items()))]
+            ("CoTJudger's analyses", list(ANALYSES_GLOSSARY.items())),
+            ("Records read, profiled and skipped", list(COVERAGE_GLOSSARY.items()))]
