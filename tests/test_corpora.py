@@ -191,6 +191,10 @@ def test_no_abbreviation_ends_a_unit(abbreviation, after, config):
     # an abbreviation that can end a sentence does so before a word that starts one
     ("The shop opens at 9 a.m. The queue is long.", ["The shop opens at 9 a.m.", "The queue is long."]),
     ("Is it 4? No. Let me recompute.", ["Is it 4?", "No.", "Let me recompute."]),
+    # opening its sentence "No." is the answer no; "etc." ends sentences in reasoning traces
+    ("Divisible by 5? No. 7? Yes.", ["Divisible by 5?", "No.", "7?", "Yes."]),
+    ("See Symphony No. 5 today.", ["See Symphony No. 5 today."]),
+    ("At 75°, 105°, etc. Might it hold?", ["At 75°, 105°, etc.", "Might it hold?"]),
 ])
 def test_abbreviations_in_context(text, expected):
     from thinkprobe.segment import fragment_spans

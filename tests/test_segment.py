@@ -160,6 +160,8 @@ def _reference_abbreviation(text, cut):
         return False
     if m.group(1) in seg.abbreviations:
         return True
+    if m.group(1) in seg.sentence_words and re.search(r"(?:\A|[.!?:;])\s*\Z", text[:m.start()]):
+        return False
     following = text[cut:].split()
     word = re.match(r"[\w'’]+", following[0]).group() if following and re.match(r"[\w'’]+", following[0]) else None
     return word not in seg.sentence_starters

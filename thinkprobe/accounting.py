@@ -200,11 +200,14 @@ class Accounting:
         }
 
     def warnings(self) -> list[str]:
-        """One line per input file and per model of which no trace was profiled."""
+        """One line per input file and per model (a named one) of which no trace was profiled; none when
+        the run profiled nothing at all (the run says that itself)."""
         out = []
+        if not any(t.traces for t in self.files.values()):
+            return out
         for kind, tallies in (("file", self.files), ("model", self.models)):
             for name, t in sorted(tallies.items()):
-                if t.traces == 0:
+                if t.traces == 0 and not (kind == "model" and name == "unknown"):
                     why = ", ".join(f"{reason} {n}" for reason, n in t.row()["reasons"].items())
                     out.append(f"{kind} {name}: no trace profiled from its {len(t.records)} records "
                                f"({sum(t.reasons.values())} skipped: {why}; see errors.jsonl)")

@@ -154,7 +154,7 @@ def profile(inputs, out_dir, summary, strict, **options):
     result = run.summary
     if summary:
         click.echo(format_summary(result))
-    elif result["errors"]:  # --no-summary still says that records were skipped
+    elif result["errors"] and result["traces"]:  # --no-summary still says that records were skipped
         click.echo(skipped_line(result), err=True)
     if not result["traces"]:
         click.echo(f"no trace was profiled: all {result['errors']} records were skipped (see {out_dir}/errors.jsonl)",

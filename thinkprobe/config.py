@@ -244,6 +244,7 @@ class SegmentSettings:
     abbreviations: list  # a period after one never ends a unit
     final_abbreviations: list  # ... ends one only before a word of sentence_starters
     sentence_starters: list
+    sentence_words: list  # abbreviations that, opening a sentence, are the word ("No.")
     tiling: TilingSettings
 
 

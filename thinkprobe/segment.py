@@ -50,11 +50,13 @@ class Abbreviations:
     always: tuple[str, ...] = ()
     final: tuple[str, ...] = ()
     starters: frozenset[str] = frozenset()
+    words: frozenset[str] = frozenset()  # opening a sentence, these are words, not abbreviations
 
     @classmethod
     def of(cls, seg) -> "Abbreviations":
         """The abbreviations of a config's segment section (one object, one compiled pattern, per lists)."""
-        return _abbreviations(tuple(seg.abbreviations), tuple(seg.final_abbreviations), tuple(seg.sentence_starters))
+        return _abbreviations(tuple(seg.abbreviations), tuple(seg.final_abbreviations), tuple(seg.sentence_starters),
+                              tuple(seg.sentence_words))
 
     @cached_property
     def _pattern(self) -> re.Pattern:
@@ -77,13 +79,23 @@ class Abbreviations:
             return False
         if m.group(1) not in self.final or m.group(1) in self.always:
             return True
+        if m.group(1) in self.words and _opens_sentence(text, m.start()):
+            return False
         word = _NEXT_WORD.match(text, cut)
         return not (word and word.group() in self.starters)
 
 
+def _opens_sentence(text: str, start: int) -> bool:
+    """Whether the word at `start` is the first of its sentence (only spaces back to an end mark)."""
+    while start > 0 and text[start - 1].isspace():
+        start -= 1
+    return start == 0 or text[start - 1] in ".!?:;"
+
+
 @lru_cache(maxsize=8)
-def _abbreviations(always: tuple[str, ...], final: tuple[str, ...], starters: tuple[str, ...]) -> Abbreviations:
-    return Abbreviations(always, final, frozenset(starters))
+def _abbreviations(always: tuple[str, ...], final: tuple[str, ...], starters: tuple[str, ...],
+                   words: tuple[str, ...]) -> Abbreviations:
+    return Abbreviations(always, final, frozenset(starters), frozenset(words))
 
 
 @lru_cache(maxsize=1)
