@@ -187,8 +187,10 @@ def format_summary(result: dict) -> str:
              + (f"; {skipped_line(result)}" if result["errors"] else "")]
     coverage = result.get("coverage") or {}
     several = len(coverage.get("by_file", ())) > 1 or len(coverage.get("by_model", ())) > 1
-    if result["errors"] or several or result.get("grades", {}).get("matcher_disagrees"):
-        lines += ["", format_coverage(coverage if result["errors"] or several else {}, result.get("grades")), ""]
+    grades = result.get("grades") or {}
+    graded = sum(grades.get("from_records", {}).values()) + sum(grades.get("from_matcher", {}).values())
+    if result["errors"] or several or graded or grades.get("unread_codes"):
+        lines += ["", format_coverage(coverage if result["errors"] or several else {}, grades or None), ""]
     if result.get("duplicates"):
         lines.append(f"{result['duplicates']} duplicate trace ids were renamed (<file>:<id>, or #2, #3... within "
                      "a file; listed in run.json duplicate_ids)")
