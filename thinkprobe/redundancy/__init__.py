@@ -18,10 +18,11 @@ Columns, in CoTJudger's order (Table 1), one row per trace:
            (empty when correctness is unknown)
 
 Verdicts. A record's own grade (thinkprobe.io.grades: `correct`, or a grade read as not graded,
-such as SimpleQA's C) always decides the final verdict; an earlier candidate with the same value as
-the final one takes it too; any other candidate keeps its gold / tests verdict, else is incorrect
-when the final answer is graded correct and unknown otherwise. Only a record without a grade is
-judged by matching: with a gold answer every candidate is compared with it (answers_match); a code
+such as SimpleQA's C) always decides the final verdict over matching (a final code answer with tests
+excepted: its tests decide); an earlier candidate with the same value as the final one takes it too;
+any other candidate keeps its gold verdict, else is incorrect when the final answer is graded
+correct and unknown otherwise. Only a record without a grade is judged by matching: with a gold
+answer every candidate is compared with it (answers_match); a code
 candidate of a record that carries tests ("tests" / "test_cases" / "test") is run against them in
 the sandbox instead, and only when the run allows it (RedundancyParams.allow_code_execution, set by
 --allow-code-execution alone); otherwise it stays ungraded (reason NOT_ALLOWED), and so does the

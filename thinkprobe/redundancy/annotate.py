@@ -158,9 +158,11 @@ def _verdicts(record: dict, candidates: Sequence[Candidate], final: Candidate | 
         reasons.append(why)
     k_final = candidates.index(final) if final is not None else None
 
-    if has_grade(record):
-        # The record's own grade wins: it speaks for the final answer, and for an earlier candidate
-        # with the same value; another candidate keeps the gold / tests verdict when it has one.
+    code_tested = tests is not None and final is not None and final.kind == "code"
+    if has_grade(record) and not code_tested:
+        # The record's own grade wins over matching: it speaks for the final answer, and for an earlier
+        # candidate with the same value; another candidate keeps its gold verdict when it has one. (A
+        # code answer with tests is judged by its tests, run or not, as before.)
         for k, c in enumerate(candidates):
             if k == k_final or answers_match(c.value, final.value):
                 verdicts[k], reasons[k] = label, "the record's grade of the final answer"
