@@ -144,8 +144,9 @@ def prepare_out_dir(out: Path, opts: RunOptions) -> str | None:
     held = _run_inputs(out)
     if held == inputs:  # a rerun: only what the tool wrote goes (TOOL_FILES); the user's own files stay
         kept = _clear(out, TOOL_FILES)
+        what = "1 file that is" if len(kept) == 1 else f"{len(kept)} files that are"
         return "cleared (an earlier run of the same inputs)" + (
-            f"; kept {len(kept)} files that are not the tool's: {', '.join(kept[:8])}" if kept else "")
+            f"; kept {what} not the tool's: {', '.join(kept[:8])}{' ...' if len(kept) > 8 else ''}" if kept else "")
     if opts.overwrite:
         if (target / ".git").exists() or target == here or target in here.parents or target == Path.home().resolve():
             raise OutputFolderError(f"-o {out}: --overwrite will not clear a folder that holds .git, the working "
