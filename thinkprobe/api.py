@@ -19,8 +19,8 @@ from typing import Any, Iterable, Mapping
 
 from .options import OptionError, RunOptions, option_specs, options_doc
 from .runner import field_warnings
-from .outputs import (ERRORS_FILE, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE, MODEL_PROFILES_TABLE,
-                      OUTPUT_FILES, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, Table)
+from .outputs import (ERRORS_FILE, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE, MODEL_GROUP_PROFILES_TABLE,
+                      MODEL_PROFILES_TABLE, OUTPUT_FILES, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, Table)
 from .records import GraphRecord, iter_graph_records
 
 __all__ = ["profile", "Run", "load_run", "as_records", "OutputFolderError", "prepare_out_dir", "field_warnings",
@@ -262,17 +262,21 @@ class Run:
         return frame
 
     indicators = _frame(INDICATORS_TABLE,
-                        "One row per trace: trace_id, model, domain, units, edges, tokens and the 19 indicators.")
+                        "One row per trace: trace_id, model, domain, group, units, edges, tokens and the 19 "
+                        "indicators.")
     profiles = _frame(PROFILE_TABLE, "One row per trace: the 5D cognitive profile (mean signed z-score per dimension).")
     model_profiles = _frame(MODEL_PROFILES_TABLE, "One row per model: its trace count n and mean profile.")
     model_domain_profiles = _frame(MODEL_DOMAIN_PROFILES_TABLE,
                                    "One row per model and domain: its trace count n and mean profile.")
+    model_group_profiles = _frame(MODEL_GROUP_PROFILES_TABLE,
+                                  "One row per model and group (over the traces that have a group): its trace count n "
+                                  "and mean profile.")
     redundancy = _frame(REDUNDANCY_TABLE,
                         "One row per trace: CoTJudger's redundancy metrics (Acc and DR/SV/EE/EB null when unknown).")
 
     @cached_property
     def stats(self):
-        """Kruskal-Wallis tests per indicator and dimension, by model and by domain (stats.csv)."""
+        """Kruskal-Wallis tests per indicator and dimension, by model, by domain and by group (stats.csv)."""
         import pandas as pd
 
         return pd.read_csv(self.folder / STATS_CSV)

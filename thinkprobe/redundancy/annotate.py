@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ..records import FORWARD_EDGES, source_id
+from ..records import FORWARD_EDGES, group_of, source_id
 from .extraction import Candidate, code_tests_of, final_candidate, find_candidates
 from .normalise import answers_match
 from .sandbox import NOT_ALLOWED, run_code_tests
@@ -247,7 +247,7 @@ def redundancy_row(record: dict, params: RedundancyParams = RedundancyParams()) 
     transitions = _transitions(verdicts) if known else dict.fromkeys(("DR", "SV", "EE", "EB"))
     row = {
         "trace_id": record.get("trace_id"), "model": record.get("model"), "domain": record.get("domain"),
-        "source_id": source_id(record),
+        "group": group_of(record), "source_id": source_id(record),
         "Acc": int(final_correct) if known else None,
         "Tokens": sum(_tokens(u) for u in units),
         "|V|": n,
