@@ -396,3 +396,8 @@ def test_a_rerun_keeps_the_users_files_and_no_summary_still_warns(tmp_path):
     assert (out / "NOTES.txt").read_text() == "x\n" and (out / "mine" / "a.txt").read_text() == "y"
     assert "kept 2 files that are not the tool's: NOTES.txt, mine" in second.stderr
     assert (out / "run.json").exists() and json.loads((out / "run.json").read_text())["counts"]["traces"] == 2
+    # --strict: the model with no trace profiled is an error naming it and its count, and the exit status is 3
+    strict = CliRunner().invoke(main, [*args, "--strict"])
+    assert strict.exit_code == 3, strict.output
+    assert "error: model x: no trace profiled from its 1 record (1 skipped" in strict.stderr
+    assert (out / "NOTES.txt").read_text() == "x\n"

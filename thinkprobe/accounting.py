@@ -209,7 +209,8 @@ class Accounting:
             for name, t in sorted(tallies.items()):
                 if t.traces == 0 and not (kind == "model" and name == "unknown"):
                     why = ", ".join(f"{reason} {n}" for reason, n in t.row()["reasons"].items())
-                    out.append(f"{kind} {name}: no trace profiled from its {len(t.records)} records "
+                    n = len(t.records)
+                    out.append(f"{kind} {name}: no trace profiled from its {n} record{'' if n == 1 else 's'} "
                                f"({sum(t.reasons.values())} skipped: {why}; see errors.jsonl)")
         return out
 
