@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from thinkprobe.io import FieldMap, detect, iter_traces, parse_source, peek
+from thinkprobe.io import FieldMap, count_records, detect, iter_traces, parse_source, peek
 from thinkprobe.io.grades import parse_correct_values, read_grade
 from thinkprobe.io.detect import get_path
 from thinkprobe.records import InputError, Trace
@@ -41,6 +41,7 @@ def test_a_json_array_saved_as_jsonl_is_read_as_records(tmp_path, name):
     (tmp_path / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
     traces = list(iter_traces(tmp_path / name))
     assert [t.trace_id for t in traces] == ["t1", "t2"] and all(isinstance(t, Trace) for t in traces)
+    assert count_records(tmp_path / name) == 2  # the progress total counts records, not the array's lines
 
 
 def test_jsonl_lines_that_are_lists_stay_bad_lines(tmp_path):

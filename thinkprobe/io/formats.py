@@ -521,8 +521,10 @@ def count_records(path: str | Path, limits: InputLimits | None = None) -> int:
     if path.is_file() and stem.endswith((".jsonl", ".ndjson")):
         try:
             with contextlib.ExitStack() as stack:
-                return count_lines(open_input(path, InputLimits(), stack))
-        except (OSError, EOFError):  # a damaged file: the loader reports it; count what it will read
+                fh = open_input(path, InputLimits(), stack)
+                if not fh.peek(64)[:64].lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
+                    return count_lines(fh)  # else a JSON array saved as .jsonl: its records are counted below
+        except (OSError, EOFError, TooLarge):  # a damaged file: the loader reports it; count what it will read
             pass
     if path.is_file() and name.endswith(".parquet"):
         import pyarrow.parquet as pq
