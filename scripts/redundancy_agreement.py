@@ -211,11 +211,12 @@ def compare_matchers(results: list[dict]) -> dict:
 
 def write_sample(records: list[dict], path: Path) -> None:
     """The sample in a form `thinkprobe profile` reads without flags: reasoning inside <think> tags
-    of `response`, the gold answer in `answer`, the dataset's label in `correct`."""
+    of `response`, the gold answer in `answer`, the dataset's label in `label` (not a grade field: a
+    grade the records carry would win over the verdict measured here)."""
     with open(path, "w", encoding="utf-8") as f:
         for r in records:
             f.write(json.dumps({"id": r["trace_id"], "model": r["model"], "domain": r["domain"], "question": r["question"],
-                                "answer": r["gold"], "correct": r["label"],
+                                "answer": r["gold"], "label": r["label"],
                                 "response": f"<think>\n{r['reasoning'].strip()}\n</think>\n\n{r['answer'].strip()}"},
                                ensure_ascii=False) + "\n")
 

@@ -208,9 +208,10 @@ def test_output_folder_never_mixes_two_runs(tmp_path):
     other.write_text(json.dumps({"id": "b", "model": "m", "response": "<think>Three. Four.</think>4"}) + "\n")
     out = tmp_path / "out"
     thinkprobe.profile(str(data), out, **FAST)
-    (out / "stale_export.graphml").write_text("old")
-    thinkprobe.profile(str(data), out, **FAST)  # the same inputs: cleared and run afresh
-    assert not (out / "stale_export.graphml").exists()
+    (out / "notes_on_run.txt").write_text("mine")
+    (out / "indicators.csv").write_text("stale")
+    thinkprobe.profile(str(data), out, **FAST)  # the same inputs: the run's files replaced, the user's kept
+    assert (out / "notes_on_run.txt").read_text() == "mine" and (out / "indicators.csv").read_text() != "stale"
     with pytest.raises(thinkprobe.api.OutputFolderError, match="--overwrite"):
         thinkprobe.profile(str(other), out, **FAST)
     run = thinkprobe.profile(str(other), out, overwrite=True, **FAST)

@@ -91,7 +91,7 @@ def test_a_trace_that_raises_is_listed_and_the_others_are_profiled_as_alone(tmp_
     result = profile([path], tmp_path / "out", chunk_size=4)
     assert (result["traces"], result["errors"]) == (5, 1)
     assert read_jsonl(tmp_path / "out" / "errors.jsonl") == [
-        {"file": str(path), "record": 3, "field": "response", "reason": reason, "trace_id": "t3"}]
+        {"file": str(path), "record": 3, "field": "response", "reason": reason, "model": "m", "trace_id": "t3"}]
     assert indicators_by_id(tmp_path / "out") == five_alone
     assert not list((tmp_path / "out" / "parts").glob("*.running"))
 
@@ -234,7 +234,8 @@ def test_good_traces_a_2mb_trace_over_the_unit_limit_and_bad_records_in_one_file
     [over] = [e for e in errors if e.get("trace_id") == "odd-2mb"]
     n_units = int(over["reason"].split()[0])
     assert n_units > limit >= 10
-    assert over == {"file": str(mixed), "record": 5 + len(BAD), "field": "response", "trace_id": "odd-2mb",
+    assert over == {"file": str(mixed), "record": 5 + len(BAD), "field": "response", "model": "odd",
+                    "trace_id": "odd-2mb",
                     "reason": f"{n_units} Thought Units, over the limit of {limit} (raise it with --max-units)"}
     assert indicators_by_id(tmp_path / "mixed") == indicators_by_id(tmp_path / "alone")
     run = json.loads((tmp_path / "mixed" / "run.json").read_text())

@@ -279,14 +279,19 @@ def test_metadata(record, model, domain, trace_id):
 
 
 @pytest.mark.parametrize(
-    "value, expected",
-    [(True, True), (False, False), (1, True), (0, False), ("true", True), ("False", False),
-     ("A", True), ("B", False), ("C", None), ("not_attempted", None), (None, None), ("maybe", None), (3, None)],
+    "value, expected, graded",
+    [(True, True, True), (False, False, True), (1, True, True), (0, False, True), ("true", True, True),
+     ("False", False, True), ("A", True, True), ("B", False, True),
+     # a grade read as not graded is still the record's grade (the answer matcher does not replace it)
+     ("C", None, True), ("not_attempted", None, True),
+     # values that are no grade: the field is not taken for one
+     (None, None, False), ("maybe", None, False), (3, None, False)],
 )
-def test_correctness_values(value, expected):
+def test_correctness_values(value, expected, graded):
     trace = one({"reasoning": "x", "grading": value})
     assert trace.correct is expected
-    assert trace.provenance["correct_from"] == ("grading" if expected is not None else None)
+    assert trace.provenance["correct_from"] == ("grading" if graded else None)
+    assert trace.provenance.get("grade") == (str(value) if graded else None)
 
 
 @pytest.mark.parametrize(
@@ -404,7 +409,8 @@ def test_peek(tmp_path):
         "file": str(path), "joined": None, "record": "line 1", "trace_id": "x", "trace_id_from": "id", "model": "M", "model_from": "model",
         "domain": "math", "domain_from": "domain", "group": None, "group_from": None, "reasoning_from": "response", "tag": "<think>",
         "open_tag_missing": True, "truncated": False, "answer_from": "response", "reasoning_chars": 5,
-        "answer_chars": 2, "gold_from": "answer", "correct_from": "correct", "untagged": False, "layout": None, "error": None,
+        "answer_chars": 2, "gold_from": "answer", "correct_from": "correct", "grade": "True", "correct": True,
+        "unread_grade": None, "untagged": False, "layout": None, "error": None,
     }
     assert rows[1]["record"] == "line 2" and "reasoning" in rows[1]["error"] and rows[1]["trace_id"] is None
     table = format_peek(rows)
@@ -465,7 +471,7 @@ def test_tts_knowledge_thought_with_tags_and_grading(shared_data):
         assert t.answer.field == "response" and not span(t.answer).endswith("<|im_end|>")
         # "not attempted" is not graded: neither right nor wrong
         assert t.correct is {"A": True, "B": False, "C": None}[grade]
-        assert t.provenance["correct_from"] == ("grading" if grade != "C" else None)
+        assert t.provenance["correct_from"] == "grading" and t.provenance["grade"] == grade
         assert t.provenance["gold_from"] == "answer" and t.question
 
 

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from thinkprobe.indicators import INDICATORS, compute_indicators, reference_indicators
 from thinkprobe.io import FieldMap, detect
 from thinkprobe.records import EDGE_TYPES, NODE_TYPES, GraphArrays, InputError, Section, Trace
+from thinkprobe.io.tags import SPECIAL_TOKEN
 from thinkprobe.segment import unit_spans
 
 SCALE = max(1, int(os.environ.get("THINKPROBE_HYPOTHESIS_SCALE", "1")))
@@ -43,7 +44,7 @@ PIECES = [
     "\\begin{proof}", "\\end{proof}", "\\frac{a}{b}", "e.g.", "i.e.", "Dr.", "3.14", "1.", "2)", "(a)", "iv.",
     "...", "?!", "Hmm.", "Wait,", "Okay.", "So", "Let me think.", "## Step 1\n", "# ", "- ", "* ",
     "\n\n", "  ", " ", "word", "The answer is 4.", "We compute x = 3.", "我们需要计算。", "然后得到答案！",
-    "هذا هو الجواب.", "`code.x()`", "<think>", "</think>",
+    "هذا هو الجواب.", "`code.x()`", "<think>", "</think>", "<|im_end|>", "<｜end▁of▁sentence｜>",
 ]
 fragments = st.one_of(st.sampled_from(PIECES), st.text(alphabet=CHARS, max_size=6))
 structured_text = st.lists(fragments, max_size=40).map("".join)
@@ -61,10 +62,11 @@ def assert_tiles(text: str, start: int, end: int, spans: list[tuple[int, int]]) 
         for i in range(s, e):
             covered[i] += 1
         last = e
+    special = {i for m in SPECIAL_TOKEN.finditer(text, start, end) for i in range(m.start(), m.end())}
     for i in range(start, end):
-        if not text[i].isspace():
-            assert covered[i] == 1, (i, text[i], covered[i])
-    assert bool(spans) == bool(text[start:end].strip())
+        if not text[i].isspace():  # a chat-template token (<|im_end|>) is never inside a unit
+            assert covered[i] == (0 if i in special else 1), (i, text[i], covered[i])
+    assert bool(spans) == bool(SPECIAL_TOKEN.sub("", text[start:end]).strip())
 
 
 # --------------------------------------------------------------------------- the splitter

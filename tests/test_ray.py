@@ -201,8 +201,8 @@ def test_failing_traces_are_listed_and_the_ray_run_goes_on(failing_runs):
                "t5": "ran out of memory while profiling this trace",
                "t6": "profiling failed: ValueError: cannot link t6"}
     errors = [json.loads(x) for x in (tmp / "ray" / "errors.jsonl").read_text().splitlines()]
-    assert errors == [{"file": str(src), "record": int(i[1:]), "field": "response", "reason": reason, "trace_id": i}
-                      for i, reason in reasons.items()]
+    assert errors == [{"file": str(src), "record": int(i[1:]), "field": "response", "reason": reason, "model": "m",
+                       "trace_id": i} for i, reason in reasons.items()]
     ids = [json.loads(x)["trace_id"] for x in (tmp / "ray" / "graphs.jsonl").read_text().splitlines()]
     assert ids == ["t0", "t1", "t7"]
 

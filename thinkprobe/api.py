@@ -23,9 +23,15 @@ from .outputs import (ERRORS_FILE, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE
                       MODEL_PROFILES_TABLE, OUTPUT_FILES, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, Table)
 from .records import GraphRecord, iter_graph_records
 
-__all__ = ["profile", "profile_run", "Run", "load_run", "as_records", "OutputFolderError", "prepare_out_dir", "field_warnings"]
+__all__ = ["profile", "profile_run", "Run", "load_run", "as_records", "OutputFolderError", "prepare_out_dir",
+           "field_warnings", "TOOL_FILES"]
 
 REPORT_FILES = ("report.html", "report.md", "figures", "traces")
+
+
+# Everything the tool writes into a run folder: the run's files (outputs.RUN_FILES), the committed
+# chunks, the report, and what `thinkprobe export` writes there by default. A rerun removes these only.
+TOOL_FILES = (*OUTPUT_FILES, *REPORT_FILES, "parts", "reasoningflow.jsonl", "graphs.node_link.jsonl", "graphml")
 
 
 # ----------------------------------------------------------------------------- input data
@@ -101,19 +107,27 @@ def _run_inputs(out: Path) -> list[str] | None:
     return None
 
 
-def _clear(out: Path) -> None:
-    for child in out.iterdir():
-        if child.is_dir() and not child.is_symlink():
+def _clear(out: Path, names: Iterable[str] | None = None) -> list[str]:
+    """Remove the entries of `out` (only those in `names`, with their .tmp twins, when given); returns
+    the names of the entries left in place."""
+    wanted = None if names is None else {*names, *(f"{n}.tmp" for n in names)}
+    kept = []
+    for child in sorted(out.iterdir()):
+        if wanted is not None and child.name not in wanted:
+            kept.append(child.name)
+        elif child.is_dir() and not child.is_symlink():
             shutil.rmtree(child)
         else:
             child.unlink()
+    return kept
 
 
 def prepare_out_dir(out: Path, opts: RunOptions) -> str | None:
     """Make `out` ready for the run, so that its files are never a mix of two runs; returns what was done.
 
     Empty or missing: used as it is. --resume: kept (the chunks' manifest says whether they can be
-    resumed). A run of the same inputs: cleared and run afresh. Anything else (another run, other
+    resumed). A run of the same inputs: its files (TOOL_FILES) removed and run afresh; any other file
+    (notes the user put there) is left in place. Anything else (another run, other
     files) is refused unless --overwrite, which clears it first (never a folder holding .git, the
     working folder or one above it)."""
     from .runner import MEMORY_SOURCE
@@ -128,9 +142,11 @@ def prepare_out_dir(out: Path, opts: RunOptions) -> str | None:
     target = out.resolve()
     inputs = ([MEMORY_SOURCE] if opts.records is not None else []) + [str(p) for p in opts.inputs]
     held = _run_inputs(out)
-    if held == inputs:
-        _clear(out)
-        return "cleared (an earlier run of the same inputs)"
+    if held == inputs:  # a rerun: only what the tool wrote goes (TOOL_FILES); the user's own files stay
+        kept = _clear(out, TOOL_FILES)
+        what = "1 file that is" if len(kept) == 1 else f"{len(kept)} files that are"
+        return "cleared (an earlier run of the same inputs)" + (
+            f"; kept {what} not the tool's: {', '.join(kept[:8])}{' ...' if len(kept) > 8 else ''}" if kept else "")
     if opts.overwrite:
         if (target / ".git").exists() or target == here or target in here.parents or target == Path.home().resolve():
             raise OutputFolderError(f"-o {out}: --overwrite will not clear a folder that holds .git, the working "
@@ -193,11 +209,13 @@ def profile_run(opts: RunOptions, temporary: bool = False, *, encoder=None, link
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     prepared = prepare_out_dir(out, opts)
-    if prepared and prepared != "resumed" and opts.show_progress:
+    if prepared and prepared != "resumed" and (opts.show_progress or "kept" in prepared):
         print(f"output folder {out}: {prepared}", file=sys.stderr)
     given = {k: v for k, v in (("linker", linker), ("encoder", encoder)) if v is not None}
     summary = run_profile(opts, **given)
     summary["field_warnings"] = [str(w) for w in warnings]
+    for warning in summary.get("coverage_warnings", ()):  # a file or model with no trace: never silent
+        print(f"warning: {warning}", file=sys.stderr)
     run = Run(out, summary=summary, temporary=temporary)
     if opts.report:
         from .report import write_report

@@ -154,21 +154,43 @@ def profile(inputs, out_dir, summary, strict, **options):
     result = run.summary
     if summary:
         click.echo(format_summary(result))
+    elif result["errors"] and result["traces"]:  # --no-summary still says that records were skipped
+        click.echo(skipped_line(result), err=True)
     if not result["traces"]:
         click.echo(f"no trace was profiled: all {result['errors']} records were skipped (see {out_dir}/errors.jsonl)",
                    err=True)
         sys.exit(EXIT_NOTHING_PROFILED)
     if strict and result["errors"]:
+        for warning in result.get("coverage_warnings", ()):
+            click.echo(f"error: {warning}", err=True)
         click.echo(f"--strict: {result['errors']} records were skipped (see {out_dir}/errors.jsonl)", err=True)
         sys.exit(3)
 
 
+def skipped_line(result: dict) -> str:
+    """'N records skipped (reason n, ...), see errors.jsonl' over the whole run."""
+    from collections import Counter
+
+    reasons: Counter = Counter()
+    for row in result.get("coverage", {}).get("by_file", ()):
+        reasons.update(row["reasons"])
+    why = ", ".join(f"{k} {v}" for k, v in reasons.most_common())
+    return f"{result['errors']} records skipped ({why}), see {Path(result['out_dir']) / 'errors.jsonl'}"
+
+
 def format_summary(result: dict) -> str:
+    from .accounting import format_coverage
     from .cognitive_profile import DIMENSION_NAMES
 
     lines = [f"profiled {result['traces']} traces into {result['out_dir']}"
              + (f" ({result['resumed']} from committed chunks)" if result["resumed"] else "")
-             + (f"; {result['errors']} records skipped, see errors.jsonl" if result["errors"] else "")]
+             + (f"; {skipped_line(result)}" if result["errors"] else "")]
+    coverage = result.get("coverage") or {}
+    several = len(coverage.get("by_file", ())) > 1 or len(coverage.get("by_model", ())) > 1
+    grades = result.get("grades") or {}
+    graded = sum(grades.get("from_records", {}).values()) + sum(grades.get("from_matcher", {}).values())
+    if result["errors"] or several or graded or grades.get("unread_codes"):
+        lines += ["", format_coverage(coverage if result["errors"] or several else {}, grades or None), ""]
     if result.get("duplicates"):
         lines.append(f"{result['duplicates']} duplicate trace ids were renamed (<file>:<id>, or #2, #3... within "
                      "a file; listed in run.json duplicate_ids)")

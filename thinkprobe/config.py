@@ -241,6 +241,10 @@ class SegmentSettings:
     filler: str  # a fragment matching this merges into the next unit
     min_unit_chars: int
     max_line_chars: int
+    abbreviations: list  # a period after one never ends a unit
+    final_abbreviations: list  # ... ends one only before a word of sentence_starters
+    sentence_starters: list
+    sentence_words: list  # abbreviations that, opening a sentence, are the word ("No.")
     tiling: TilingSettings
 
 

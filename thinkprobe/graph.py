@@ -82,7 +82,7 @@ def over_unit_limit(trace: Trace, n_units: int, cfg: Config) -> InputError | Non
         return None
     field = trace.reasoning.field if trace.reasoning else "reasoning"
     return InputError(trace.source, trace.record, field,
-                      f"{n_units} Thought Units, over the limit of {max_units} (raise it with --max-units)")
+                      f"{n_units} Thought Units, over the limit of {max_units} (raise it with --max-units)", trace.model)
 
 
 def link_graphs(graphs: Sequence[ThoughtGraph], linker: Linker, typer: Typer | None = None, mapper=map) -> None:
@@ -111,7 +111,8 @@ def tile_and_type(trace: Trace, planned: tuple[list[ThoughtUnit], list[int]], em
     units, forced = planned
     if not units:
         field = trace.reasoning.field if trace.reasoning else "reasoning"
-        return InputError(trace.source, trace.record, field, "no text to segment (empty after tags and whitespace)")
+        return InputError(trace.source, trace.record, field, "no text to segment (empty after tags and whitespace)",
+                          trace.model)
     tiling = cfg.tiling
     lex = cfg.lexicon
     seg = tile(emb, forced, window=tiling.window, min_block_units=tiling.min_block_units,

@@ -124,7 +124,7 @@ def marker_path(part: Path) -> Path:
 def _error_line(item, reason: str) -> str:
     if isinstance(item, Trace):
         field = item.reasoning.field if item.reasoning else "reasoning"
-        error = InputError(item.source, item.record, field, reason)
+        error = InputError(item.source, item.record, field, reason, item.model)
         return json.dumps({"error": error.as_dict() | {"trace_id": item.trace_id}}, ensure_ascii=False) + "\n"
     return ""  # not reached: load errors cannot fail later
 

@@ -72,6 +72,12 @@ class ProfileOptions:
     id_field: str | None = _option(None, "field holding the trace id", fields_group=True)
     gold_field: str | None = _option(
         None, "field holding the gold answer (default: answer, correct_answer, gold, ...)", fields_group=True)
+    correct_field: str | None = _option(
+        None, "field holding the record's own grade (default: correct, is_correct, correctness, grading, score, "
+              "...); a grade always wins over matching the answer against the gold answer", fields_group=True)
+    correct_values: str | None = _option(
+        None, "what the grade's values mean, e.g. '1=correct,2=incorrect,0=ungraded,3=ungraded' (default: "
+              "true/1/A/pass correct, false/0/B/fail incorrect, C/partial not graded)", fields_group=True)
     allow_code_execution: bool = _option(
         False, "grade code answers by running them against the tests their records carry (tests, test_cases, "
                "test): model-written code, run isolated by the operating system (Linux user, PID and network "
@@ -87,8 +93,10 @@ class ProfileOptions:
         fields_group=True)
     untagged: str = _option(
         "profile", "text with no reasoning field and no reasoning tags (a non-reasoning model's output): profile "
-                   "it as chain of thought, marked and counted, or skip it (listed in errors.jsonl)",
-        choices=("profile", "skip"), show_default=True, fields_group=True)
+                   "it as chain of thought, marked and counted, or skip it (listed in errors.jsonl). Such a text of "
+                   "a model whose other records carry reasoning, shorter than its median reasoning, is its answer "
+                   "without thinking: skipped, or with 'separate' profiled as the model '<model>:no-think'",
+        choices=("profile", "separate", "skip"), show_default=True, fields_group=True)
     overwrite: bool = _option(False, "clear a non-empty output folder that holds another run or other files first",
                               kind=bool)
     graph_source: str = _option(

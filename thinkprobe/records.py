@@ -150,12 +150,14 @@ class GraphArrays:
 class InputError(ValueError):
     """A record that cannot be profiled: says which file, record and field, and why."""
 
-    def __init__(self, source: str, record: int | str, field: str, reason: str):
+    def __init__(self, source: str, record: int | str, field: str, reason: str, model: str | None = None):
         self.source, self.record, self.field, self.reason = source, record, field, reason
+        self.model = model  # the record's model where it is known (run.json counts skips per model)
         super().__init__(f"{source}: record {record}: field {field!r}: {reason}")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"file": self.source, "record": self.record, "field": self.field, "reason": self.reason}
+        out = {"file": self.source, "record": self.record, "field": self.field, "reason": self.reason}
+        return out if self.model is None else {**out, "model": self.model}
 
 
 # ----------------------------------------------------------------------------- the graph record

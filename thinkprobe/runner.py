@@ -21,6 +21,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from .version import __version__
+from .accounting import NO_THINK, Accounting, UntaggedAnswers
 from .config import Config, IndicatorSettings
 from .encoder import Encoder, model_fingerprint
 from .indicators import CONTENT_TYPES, compute_indicators
@@ -216,6 +217,7 @@ class Joined:
     unknown: dict[str, int] = field(default_factory=lambda: {"model": 0, "domain": 0})
     untagged: int = 0  # traces whose reasoning is untagged whole text (provenance "untagged")
     code_not_run: int = 0  # traces whose final answer is code left ungraded: code execution was off
+    accounting: Accounting = field(default_factory=Accounting)  # coverage per file and model, grades
     groups: dict[str, int] = field(default_factory=dict)  # traces per group (the third design factor)
     group_from: dict[str, int] = field(default_factory=dict)  # traces per place the group was read from
     # traces whose semantic_spread was clustered on samples (over indicators.cluster_exact_max content units)
@@ -230,24 +232,33 @@ def indicator_row(g: GraphRecord) -> dict:
             "edges": len(g["edges"]), "tokens": sum(u["tokens"] for u in g["units"]), **g["indicators"]}
 
 
-def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int) -> Joined:
+def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, untagged: str = "profile") -> Joined:
     """Join the committed chunks, in order, into graphs.jsonl and graphs.parquet, and the skipped
     records into errors.jsonl.tmp (put in place by write_outputs); collect the indicator and
-    redundancy rows and the duplicate ids on the way. Errors are streamed to the file, not held:
-    a run of millions of bad records stays small in memory."""
+    redundancy rows, the coverage counts and the duplicate ids on the way. Errors are streamed to
+    the file, not held: a run of millions of bad records stays small in memory. A model's answers
+    without thinking are skipped, or renamed under ``untagged="separate"`` (thinkprobe.accounting)."""
     joined = Joined()
     parquet = GraphsParquetWriter(out / GRAPHS_PARQUET)
+    part_files = sorted((out / "parts").glob("[0-9]*.jsonl"))
+    answers = UntaggedAnswers.scan(part_files)
     with open(out / (GRAPHS_FILE + ".tmp"), "w", encoding="utf-8", newline="") as graphs, \
             open(out / (ERRORS_FILE + ".tmp"), "w", encoding="utf-8", newline="") as errors:
-        for part in sorted((out / "parts").glob("[0-9]*.jsonl")):
+        for part in part_files:
             with open(part, encoding="utf-8") as f:
                 for line in f:
                     item = json.loads(line)
+                    g: GraphRecord | None = item.get("graph")
+                    if g is not None and (kept := answers.apply(g, untagged)) is not g:
+                        if kept is None:
+                            item = {"error": answers.error(g)}
+                        else:
+                            g = kept
                     if "error" in item:
                         errors.write(json.dumps(item["error"], ensure_ascii=False) + "\n")
                         joined.errors += 1
+                        joined.accounting.skipped(item["error"])
                         continue
-                    g: GraphRecord = item["graph"]
                     if "duplicate_of" in g["provenance"]:
                         joined.duplicates.append({"trace_id": g["trace_id"], "duplicate_of": g["provenance"]["duplicate_of"],
                                                   "file": g["source"], "record": g["record"]})
@@ -261,6 +272,7 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int) 
                         joined.group_from[origin] = joined.group_from.get(origin, 0) + 1
                     if sum(u["type"] in CONTENT_TYPES for u in g["units"]) > cluster_exact_max:
                         joined.semantic_spread_sampled.append(g["trace_id"])
+                    joined.accounting.trace(g)
                     graphs.write(dump_graph_record(g))
                     parquet.write(g)
                     joined.analyses.add(g, table_row(g, redundancy))
@@ -308,10 +320,17 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
                    "unknown_model": joined.unknown["model"], "unknown_domain": joined.unknown["domain"],
                    "untagged": joined.untagged, "code_not_run": joined.code_not_run},
         "untagged": {"policy": opts.untagged, "profiled": joined.untagged,
+                     "answers_without_thinking": sum(m["reasons"].get("answer without thinking", 0)
+                                                     for m in joined.accounting.coverage()["by_model"]),
                      "what": "traces whose reasoning is a whole text with no reasoning field and no reasoning tags "
-                             "(provenance untagged: true); --untagged skip leaves them out"},
+                             "(provenance untagged: true); --untagged skip leaves them out. Such a text of a model "
+                             "whose other records carry reasoning, shorter than its median reasoning, is its answer "
+                             f"without thinking: skipped, or with --untagged separate profiled as <model>{NO_THINK}"},
         "code_execution": {"allowed": bool(opts.allow_code_execution), "not_run": joined.code_not_run,
                            **({"how": not_run_line(joined.code_not_run)} if joined.code_not_run else {})},
+        "coverage": joined.accounting.coverage(),
+        "coverage_warnings": joined.accounting.warnings(),
+        "grades": joined.accounting.grade_summary(),
         "group": group_info(joined),
         "field_warnings": [w.as_dict() for w in field_warnings(opts)],
         "duplicate_ids": joined.duplicates,
@@ -362,7 +381,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
 
     stage = progress.stage if progress is not None else (lambda name: None)
     stage("assemble: joining chunks")
-    joined = join_parts(out, RedundancyParams.from_config(cfg), cfg.indicators.cluster_exact_max)
+    joined = join_parts(out, RedundancyParams.from_config(cfg), cfg.indicators.cluster_exact_max, opts.untagged)
     stage("assemble: redundancy tables")
     write_redundancy_tables(out, joined.analyses)
     stage("assemble: norms and profiles")
@@ -377,6 +396,8 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     return {"out_dir": str(out), "traces": len(joined.rows), "errors": joined.errors, "resumed": resumed,
             "duplicates": len(joined.duplicates), "unknown": joined.unknown, "untagged": joined.untagged,
             "code_not_run": joined.code_not_run,
+            "coverage": joined.accounting.coverage(), "coverage_warnings": joined.accounting.warnings(),
+            "grades": joined.accounting.grade_summary(),
             "model_profiles": by_model, "model_domain_profiles": by_model_domain,
             "norms": str(opts.norms) if opts.norms else None}
 

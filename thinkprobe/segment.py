@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import bisect
 import re
-from functools import lru_cache
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from typing import Iterable
 
 import numba
 import numpy as np
 
 from .config import Config
+from .io.tags import SPECIAL_TOKEN
 from .records import Section
 
-__all__ = ["fragment_spans", "unit_spans", "settled_fragments", "is_filler", "merge_fragments", "tile", "word_chars"]
+__all__ = ["Abbreviations", "fragment_spans", "unit_spans", "settled_fragments", "is_filler", "merge_fragments", "tile",
+           "word_chars"]
 
 # Blocks kept whole: fenced code, display math, LaTeX environments.
 _BLOCK = re.compile(
@@ -37,8 +40,68 @@ _WORD = re.compile(r"\w", re.UNICODE)
 # spaCy's English exceptions read "B.", "Q.", "Pa." as abbreviations; before a capital (or an
 # opening bracket / LaTeX command) they end a sentence unless they are a real abbreviation.
 _MISSED_END = re.compile(r"[.!?]\s+(?=[A-Z(\[\\])")
-_ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|Dr|Mr|Mrs|Ms|Prof|Fig|Eq|Eqs|No|St|approx|resp)\.$", re.IGNORECASE)
-_ABBREVIATION_CHARS = 8
+_NEXT_WORD = re.compile(r"[\w'’]+")
+
+
+@dataclass(frozen=True)
+class Abbreviations:
+    """The config's abbreviations (segment.abbreviations, final_abbreviations, sentence_starters): a cut
+    right after one of them is dropped, after a final one unless the next word starts a sentence."""
+
+    always: tuple[str, ...] = ()
+    final: tuple[str, ...] = ()
+    starters: frozenset[str] = frozenset()
+    words: frozenset[str] = frozenset()  # opening a sentence, these are words, not abbreviations
+
+    @classmethod
+    def of(cls, seg) -> "Abbreviations":
+        """The abbreviations of a config's segment section (one object, one compiled pattern, per lists)."""
+        return _abbreviations(tuple(seg.abbreviations), tuple(seg.final_abbreviations), tuple(seg.sentence_starters),
+                              tuple(seg.sentence_words))
+
+    @cached_property
+    def _pattern(self) -> re.Pattern:
+        names = sorted({*self.always, *self.final}, key=len, reverse=True)
+        alternation = "|".join(re.escape(n) for n in names) or r"(?!x)x"
+        # not inside a longer word or dotted name ("Co." of "Co.", never of "Mexico."); the period included
+        return re.compile(rf"(?<![\w.])({alternation})\.\Z")
+
+    @cached_property
+    def longest(self) -> int:
+        return max((len(n) for n in (*self.always, *self.final)), default=0) + 2
+
+    def holds(self, text: str, cut: int) -> bool:
+        """Whether the cut before text[cut] follows an abbreviation that does not end a sentence there."""
+        end = cut
+        while end > 0 and text[end - 1].isspace():
+            end -= 1
+        m = self._pattern.search(text, max(0, end - self.longest), end)
+        if m is None:
+            return False
+        if m.group(1) not in self.final or m.group(1) in self.always:
+            return True
+        if m.group(1) in self.words and _opens_sentence(text, m.start()):
+            return False
+        word = _NEXT_WORD.match(text, cut)
+        return not (word and word.group() in self.starters)
+
+
+def _opens_sentence(text: str, start: int) -> bool:
+    """Whether the word at `start` is the first of its sentence (only spaces back to an end mark)."""
+    while start > 0 and text[start - 1].isspace():
+        start -= 1
+    return start == 0 or text[start - 1] in ".!?:;"
+
+
+@lru_cache(maxsize=8)
+def _abbreviations(always: tuple[str, ...], final: tuple[str, ...], starters: tuple[str, ...],
+                   words: tuple[str, ...]) -> Abbreviations:
+    return Abbreviations(always, final, frozenset(starters), frozenset(words))
+
+
+@lru_cache(maxsize=1)
+def _default_abbreviations() -> Abbreviations:
+    return Abbreviations.of(Config.load().segment)
 # Sentence-final punctuation beyond spaCy's defaults: ellipses end sentences in reasoning traces.
 _EXTRA_PUNCT = ["...", "…", "?!", "!?", "??", "!!"]
 
@@ -81,7 +144,7 @@ def _line_spans(text: str, start: int, end: int) -> Iterable[tuple[int, int, boo
     pos = start
     for m in _BLOCK.finditer(text, start, end):
         yield from _lines(text, pos, m.start())
-        yield m.start(), m.end(), True
+        yield from _cut_special(text, m.start(), m.end(), True)
         pos = m.end()
     yield from _lines(text, pos, end)
 
@@ -91,8 +154,17 @@ def _lines(text: str, start: int, end: int) -> Iterable[tuple[int, int, bool]]:
     while pos < end:
         nl = text.find("\n", pos, end)
         stop = end if nl < 0 else nl
-        yield pos, stop, bool(HEADER.match(text, pos, stop))
+        yield from _cut_special(text, pos, stop, bool(HEADER.match(text, pos, stop)))
         pos = stop + 1
+
+
+def _cut_special(text: str, start: int, end: int, whole: bool) -> Iterable[tuple[int, int, bool]]:
+    """[start, end) without the chat-template special tokens in it (<|im_end|> ...): never part of a unit."""
+    if "<" in text[start:end]:
+        for m in SPECIAL_TOKEN.finditer(text, start, end):
+            yield start, m.start(), whole
+            start = m.end()
+    yield start, end, whole
 
 
 def _before_enum_marker(text: str, cut: int) -> int:
@@ -107,20 +179,16 @@ def _before_enum_marker(text: str, cut: int) -> int:
     return m.start() if m else cut
 
 
-def _abbreviation_before(text: str, end: int) -> bool:
-    """Whether text[:end] ends with an abbreviation; only its tail is searched (the longest is
-    "approx.", 7 characters; \\b still sees the character before the window)."""
-    return _ABBREVIATION.search(text, max(0, end - _ABBREVIATION_CHARS), end) is not None
-
-
 def _inside(spans: list[tuple[int, int]], pos: int) -> bool:
     """Whether pos falls strictly inside one of the sorted, disjoint (start, end) spans."""
     k = bisect.bisect_left(spans, (pos,)) - 1  # the last span starting before pos
     return k >= 0 and spans[k][0] < pos < spans[k][1]
 
 
-def fragment_spans(text: str, start: int, end: int, max_line_chars: int = 20000) -> list[tuple[int, int]]:
-    """Rule-based fragments of text[start:end]: stripped (start, end) pairs in order.
+def fragment_spans(text: str, start: int, end: int, max_line_chars: int = 20000,
+                   abbreviations: Abbreviations | None = None) -> list[tuple[int, int]]:
+    """Rule-based fragments of text[start:end]: stripped (start, end) pairs in order; no fragment ends
+    at an abbreviation (`abbreviations`, default: the default config's).
 
     >>> t = "Okay. Let x = 3.14, e.g. pi.\\n\\n```py\\nprint(1)\\n```\\nSo $a. b$ holds."
     >>> [t[s:e] for s, e in fragment_spans(t, 0, len(t))]
@@ -132,6 +200,7 @@ def fragment_spans(text: str, start: int, end: int, max_line_chars: int = 20000)
         if span:
             for a, b in _cut_long(text, span[0], span[1], max_line_chars) if not whole else [span]:
                 pieces.append((a, b, whole))
+    abbreviations = abbreviations or _default_abbreviations()
     prose = [(s, e) for s, e, whole in pieces if not whole]
     sentences = iter(_nlp().pipe(text[s:e] for s, e in prose))
     out: list[tuple[int, int]] = []
@@ -144,8 +213,9 @@ def fragment_spans(text: str, start: int, end: int, max_line_chars: int = 20000)
         piece = doc.text
         protected = [(m.start(), m.end()) for m in _INLINE.finditer(piece)]
         cuts = {sent.start_char for sent in doc.sents} | {m.start() for m in _CJK_END.finditer(piece)}
-        cuts |= {m.end() for m in _MISSED_END.finditer(piece) if not _abbreviation_before(piece, m.start() + 1)}
-        cuts = sorted(c for c in cuts if 0 < c < len(piece) and not _inside(protected, c))
+        cuts |= {m.end() for m in _MISSED_END.finditer(piece)}
+        cuts = sorted(c for c in cuts if 0 < c < len(piece) and not _inside(protected, c)
+                      and not abbreviations.holds(piece, c))
         bounds = [0]
         for c in (_before_enum_marker(piece, c) for c in cuts):
             # An enumeration marker ("1.", "(b)") opening the line stays with its item.
@@ -170,15 +240,20 @@ def merge_fragments(text: str, frags: list[tuple[int, int]], cfg: Config) -> lis
     previous one at the end)."""
     units: list[tuple[int, int]] = []
     pending: int | None = None  # start of filler waiting for the next content fragment
+    pending_end = 0
     for s, e in frags:
+        if pending is not None and _special_between(text, pending_end, s):
+            units.append((pending, pending_end))  # a merge never spans a chat-template token
+            pending = None
         if is_filler(text[s:e], cfg):
             pending = s if pending is None else pending
+            pending_end = e
             continue
         units.append((pending if pending is not None else s, e))
         pending = None
     if pending is not None:
         last_end = frags[-1][1]
-        if units:
+        if units and not _special_between(text, units[-1][1], pending):
             units[-1] = (units[-1][0], last_end)
         else:
             units.append((pending, last_end))
@@ -188,7 +263,9 @@ def merge_fragments(text: str, frags: list[tuple[int, int]], cfg: Config) -> lis
 def unit_spans(text: str, section: Section, cfg: Config) -> list[tuple[int, int]]:
     """Thought Unit spans of a section: fragments with filler and enumeration markers merged into
     the following fragment (into the previous one at the end of the section)."""
-    return merge_fragments(text, fragment_spans(text, section.start, section.end, cfg.segment.max_line_chars), cfg)
+    seg = cfg.segment
+    frags = fragment_spans(text, section.start, section.end, seg.max_line_chars, Abbreviations.of(seg))
+    return merge_fragments(text, frags, cfg)
 
 
 def settled_fragments(text: str, start: int, end: int, cfg: Config) -> tuple[list[tuple[int, int]], int]:
@@ -215,7 +292,11 @@ def settled_fragments(text: str, start: int, end: int, cfg: Config) -> tuple[lis
         cut = text.rfind("\n", start, blocks[bisect.bisect_left(blocks, (cut,)) - 1][0])
     if cut < 0:
         return [], start
-    return fragment_spans(text, start, cut, cfg.segment.max_line_chars), cut + 1
+    return fragment_spans(text, start, cut, cfg.segment.max_line_chars, Abbreviations.of(cfg.segment)), cut + 1
+
+
+def _special_between(text: str, start: int, end: int) -> bool:
+    return "<" in text[start:end] and SPECIAL_TOKEN.search(text, start, end) is not None
 
 
 @numba.njit(cache=True)

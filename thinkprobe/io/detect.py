@@ -11,10 +11,12 @@ from typing import Any, Callable, Iterator
 
 from ..records import InputError, Section, Trace
 from .formats import strip_extensions, type_name
+from .grades import CORRECT_FIELDS, GENERATION_CORRECT_FIELDS, GRADES, parse_correct_values, read_grade, unread_codes
 from .sources import FieldMap
+from .guess import longest_text_hint, tagged_field
 from .tags import Split, split_tags, trim
 
-__all__ = ["get_path", "GRADES", "ENCRYPTED", "UNTAGGED", "CHOICE_MESSAGES", "record_position", "REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect"]
+__all__ = ["get_path", "GRADES", "ENCRYPTED", "UNTAGGED", "CHOICE_MESSAGES", "record_position", "REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect", "record_model"]
 
 
 # Detection order (spec section 6). Additions found in real data: `think_content` (THINK-Bench),
@@ -49,15 +51,6 @@ GOLD_FIELDS = ("answer", "correct_answer", "gold", "gold_answer", "metadata.corr
                "Ground_Truth_Answer")
 
 
-# final_answer_correct: ProcessBench; Model_Solution_Correctness ("correct"/"incorrect"): MR-BEN
-CORRECT_FIELDS = ("correct", "is_correct", "correctness", "grading", "metadata.correctness", "exact_match",
-                  "final_answer_correct", "Model_Solution_Correctness")
-
-
-# OpenR1: one verdict per generation
-GENERATION_CORRECT_FIELDS = ("correctness_math_verify", "correctness_llama", "correctness")
-
-
 TURN_LISTS = ("messages", "conversations")
 
 
@@ -70,15 +63,6 @@ CHOICE_MESSAGE = "choices[0].message"
 
 
 CHOICE_MESSAGES = (CHOICE_MESSAGE, "output.choices[0].message")
-
-
-# Grades read from a correctness field, written down once (README, "Profile your traces"): True correct, False
-# incorrect, None not graded. SimpleQA's grader letters: A correct, B incorrect, C not attempted.
-GRADES: dict[str, bool | None] = {
-    "true": True, "yes": True, "correct": True, "1": True, "a": True, "pass": True, "passed": True,
-    "false": False, "no": False, "incorrect": False, "0": False, "b": False, "fail": False, "failed": False,
-    "c": None, "not_attempted": None, "not attempted": None, "partial": None, "n/a": None,
-}
 
 
 # Why a record holds no reasoning to profile although it has a place for it.
@@ -169,7 +153,7 @@ def detect(
         trace_id = f"{trace_id}:g{generation}"
     gold_fields = tuple(f for f in GOLD_FIELDS if f != reasoning_from)
     gold, gold_from = _first_scalar(record, _with_override(fields.gold_field, gold_fields))
-    correct, correct_from = _correctness(record, generation)
+    grade = read_grade(record, get_path, fields.correct_field, parse_correct_values(fields.correct_values), generation)
     provenance = {
         "reasoning_from": _origin(record, reasoning_from),
         "tag": split.tag,
@@ -181,9 +165,13 @@ def detect(
         **({"group_from": _origin(record, group_from)} if group is not None else {}),
         "trace_id_from": _origin(record, trace_id_from),
         "gold_from": _origin(record, gold_from),
-        "correct_from": _origin(record, correct_from),
+        "correct_from": _origin(record, grade.field) if grade else None,
         "untagged": untagged,
     }
+    if grade is not None:
+        provenance["grade"] = grade.value
+    elif codes := unread_codes(record, get_path):  # e.g. MiP's eval_result: a grade only --correct-values reads
+        provenance["unread_grade"] = ", ".join(f"{field}={value}" for field, value in codes)
     if "layout" in record:
         provenance["layout"] = record["layout"]
     if source_id is not None:
@@ -200,12 +188,21 @@ def detect(
         sections=tuple(sections),
         question=_question(record, fields.question_field),
         gold_answer=gold,
-        correct=correct,
+        correct=grade.verdict if grade else None,
         provenance=provenance,
         source=source,
         record=position,
         code_tests=next((record[k] for k in CODE_TEST_FIELDS if record.get(k)), None),
     )
+
+
+def record_model(record: Any, fields: FieldMap, source: str) -> str | None:
+    """The model a record would be grouped under, by the same precedence as its trace's (for a
+    record that gives no trace: its skip is counted per model)."""
+    from_path = fields.from_path(source).get("model")
+    if not isinstance(record, dict):
+        return fields.model or from_path
+    return _named(record, fields.model, fields.model_field, from_path, MODEL_FIELDS)[0]
 
 
 def _origin(record: dict, path: str | None) -> str | None:
@@ -322,6 +319,10 @@ def _locate_reasoning(
         plain = plain or candidate
     if empty:
         raise error(empty.path, empty.reason)  # never the answer profiled as if it were reasoning
+    known = (*tried, *QUESTION_FIELDS, *GOLD_FIELDS, *ID_FIELDS, *MODEL_FIELDS, *DOMAIN_FIELDS)
+    other = tagged_field(record, known)  # a field no list names, holding reasoning tags
+    if other:
+        return _Found(other[0], other[1], ())
     if plain:
         return plain
     if wrong:
@@ -329,7 +330,8 @@ def _locate_reasoning(
     if empty_inline:
         raise error(empty_inline, "empty reasoning")
     raise error("reasoning", f"no reasoning text found; tried: {', '.join(dict.fromkeys(tried))}; "
-                             f"{_keys_hint(record, '')} (name the field with --reasoning-field)")
+                             f"{_keys_hint(record, '')} (name the field with --reasoning-field)"
+                             f"{longest_text_hint(record, known)}")
 
 
 def _dedicated_candidates(record: dict) -> Iterator[tuple[_Found, bool]]:
@@ -517,29 +519,6 @@ def _question(record: dict, field: str | None = None) -> str | None:
                     value = turn.get("content", turn.get("value"))
                     if isinstance(value, str) and value.strip():
                         return value
-    return None
-
-
-def _correctness(record: dict, generation: int | None = None) -> tuple[bool | None, str | None]:
-    paths = CORRECT_FIELDS
-    if generation is not None:
-        paths = (*(f"{name}[{generation}]" for name in GENERATION_CORRECT_FIELDS), *CORRECT_FIELDS)
-    for path in paths:
-        found, value = get_path(record, path)
-        verdict = _to_bool(value) if found else None
-        if verdict is not None:
-            return verdict, path
-    return None, None
-
-
-def _to_bool(value: Any) -> bool | None:
-    """A grade as True (correct), False (incorrect) or None (not graded), by `GRADES`."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str):
-        return GRADES.get(value.strip().lower())
     return None
 
 

@@ -23,7 +23,7 @@ from .layouts import expand
 from .limits import (READ_CHUNK, GuardedStream, InflateGuard, InputLimits, Skipped, TooLarge, bounded_lines, count_lines,
                      file_reason, open_input, read_whole, record_reason)
 
-__all__ = ["READERS", "data_files", "count_records", "count_inputs", "RECORD_LIST_KEYS", "FORMATS", "HF_METADATA_FILES", "RECORD_OBJECT_LISTS", "RECORD_VALUE_LISTS", "PARQUET_BATCH_ROWS", "WHOLE_FILE", "iter_records", "strip_extensions", "type_name"]
+__all__ = ["READERS", "data_files", "count_records", "count_inputs", "RECORD_LIST_KEYS", "FORMATS", "HF_METADATA_FILES", "RECORD_OBJECT_LISTS", "RECORD_VALUE_LISTS", "PARQUET_BATCH_ROWS", "WHOLE_FILE", "EMPTY_FILE", "iter_records", "strip_extensions", "type_name"]
 
 
 RECORD_LIST_KEYS = ("records", "data", "traces")
@@ -52,6 +52,9 @@ PARQUET_BATCH_ROWS = 1024
 
 
 WHOLE_FILE = "file"  # record locator for errors that concern the whole file
+
+
+EMPTY_FILE = "empty file: it holds no records"
 
 
 def iter_records(path: str | Path, limits: InputLimits | None = None) -> Iterator[tuple[str, int | str, dict | InputError]]:
@@ -111,10 +114,12 @@ def _iter_file(file: Path, limits: InputLimits) -> Iterator[tuple[str, int | str
         supported = ", ".join(FORMATS)
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"unsupported file type (expected {supported}, optionally .gz)")
         return
+    read = 0
     try:
         with contextlib.ExitStack() as stack:
             fh = open_input(file, limits, stack)
             for source, locator, record in READERS[fmt](source, fh, limits):
+                read += 1
                 if isinstance(record, InputError):
                     yield source, locator, record
                     continue
@@ -122,13 +127,36 @@ def _iter_file(file: Path, limits: InputLimits) -> Iterator[tuple[str, int | str
                     yield source, inner, item
     except (OSError, EOFError) as exc:  # corrupt gzip, unreadable file: report it and move to the next file
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"cannot read file: {exc}")
+        return
     except TooLarge as exc:  # over a size limit where the reader cannot name a record
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", str(exc))
+        return
+    if not read:  # never silent: a file that holds nothing says so
+        yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", EMPTY_FILE)
 
 
 def _iter_jsonl(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple[str, int | str, dict | InputError]]:
     # Bytes, line by line: never the whole file, never more than the record limit of one line,
-    # and a bad line spoils only itself.
+    # and a bad line spoils only itself. A file that opens with "[" is read whole first (within
+    # the file limit, as a .json file is): a JSON array saved under a .jsonl name is its records.
+    try:
+        head = fh.peek(64)[:64] if hasattr(fh, "peek") else b""
+    except (OSError, EOFError, TooLarge):  # not gzip, cut short, inflated too far: the loop below names it
+        head = b""
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
+        try:
+            data = bytes(read_whole(fh, limits, "JSON file"))
+        except TooLarge as exc:
+            yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", str(exc))
+            return
+        try:
+            is_array = isinstance(json.loads(data.decode("utf-8-sig")), list)
+        except (ValueError, RecursionError):
+            is_array = False
+        if is_array:
+            yield from _iter_json(source, io.BytesIO(data), limits)
+            return
+        fh = io.BytesIO(data)
     number = 0
     try:
         for number, raw in bounded_lines(fh, limits.record_bytes):
@@ -493,8 +521,10 @@ def count_records(path: str | Path, limits: InputLimits | None = None) -> int:
     if path.is_file() and stem.endswith((".jsonl", ".ndjson")):
         try:
             with contextlib.ExitStack() as stack:
-                return count_lines(open_input(path, InputLimits(), stack))
-        except (OSError, EOFError):  # a damaged file: the loader reports it; count what it will read
+                fh = open_input(path, InputLimits(), stack)
+                if not fh.peek(64)[:64].lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
+                    return count_lines(fh)  # else a JSON array saved as .jsonl: its records are counted below
+        except (OSError, EOFError, TooLarge):  # a damaged file: the loader reports it; count what it will read
             pass
     if path.is_file() and name.endswith(".parquet"):
         import pyarrow.parquet as pq

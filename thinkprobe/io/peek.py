@@ -8,6 +8,7 @@ from typing import Sequence
 
 from ..records import InputError, Trace
 from .formats import data_files
+from .grades import verdict_name
 from .sources import FieldMap, Source, parse_source
 from .traces import detect_inputs
 
@@ -71,6 +72,9 @@ def _peek_row(locator: int | str, item: Trace | InputError) -> dict:
             "answer_chars": answer.end - answer.start if answer else 0,
             "gold_from": p["gold_from"],
             "correct_from": p["correct_from"],
+            "grade": p.get("grade"),
+            "correct": item.correct,
+            "unread_grade": p.get("unread_grade"),
             "joined": p.get("joined"),
             "untagged": bool(p.get("untagged")),
             "layout": p.get("layout"),
@@ -81,7 +85,7 @@ def _peek_row(locator: int | str, item: Trace | InputError) -> dict:
 _PEEK_KEYS = (
     "file", "record", "trace_id", "trace_id_from", "model", "model_from", "domain", "domain_from", "group", "group_from",
     "reasoning_from", "tag", "open_tag_missing", "truncated", "answer_from", "reasoning_chars",
-    "answer_chars", "gold_from", "correct_from", "joined", "untagged", "layout", "error",
+    "answer_chars", "gold_from", "correct_from", "grade", "correct", "unread_grade", "joined", "untagged", "layout", "error",
 )
 
 
@@ -119,7 +123,7 @@ def format_peek(rows: list[dict]) -> str:
             reasoning,
             answer,
             row["gold_from"] or "-",
-            row["correct_from"] or "-",
+            _grade_cell(row),
         ))
     cells = [[c.replace("\n", " ") if k in spans else _clip(c, 60) for c in line] for k, line in enumerate(lines)]
     table = [line for k, line in enumerate(cells) if k not in spans]
@@ -133,6 +137,17 @@ def format_peek(rows: list[dict]) -> str:
         else:
             out.append("  ".join(f"{c:<{w}}" for c, w in zip(line, widths)).rstrip())
     return "\n".join(out)
+
+
+def _grade_cell(row: dict) -> str:
+    """What decides the trace's verdict: the record's grade (field=value -> verdict), else the answer
+    matched against the gold answer, else nothing; a grade in codes only --correct-values reads is named."""
+    if row.get("correct_from"):
+        return f"{row['correct_from']}={row['grade']} -> {verdict_name(row.get('correct'))}"
+    cell = "matcher vs gold" if row.get("gold_from") else "-"
+    if row.get("unread_grade"):
+        cell += f"; {row['unread_grade']} needs --correct-values"
+    return cell
 
 
 def usable(rows: list[dict]) -> bool:

@@ -9,6 +9,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable
 
+from .grades import parse_correct_values
+
 __all__ = ["FieldMap", "NAMED_FIELDS", "UNTAGGED_CHOICES", "PATH_GROUPS", "Source", "parse_source", "source_path"]
 
 
@@ -34,13 +36,16 @@ class FieldMap:
     group_field: str | None = None
     id_field: str | None = None
     gold_field: str | None = None
+    correct_field: str | None = None
+    correct_values: str | None = None  # 'V=correct,V=incorrect,V=ungraded,...' (thinkprobe.io.grades)
     model: str | None = None
     domain: str | None = None
     group: str | None = None
     path_pattern: str | None = None
-    untagged: str = "profile"  # "skip": leave out traces whose reasoning is untagged whole text
+    untagged: str = "profile"  # UNTAGGED_CHOICES; "skip": leave out traces whose reasoning is untagged whole text
 
     def __post_init__(self) -> None:
+        parse_correct_values(self.correct_values)  # a ValueError names what cannot be read
         if self.untagged not in UNTAGGED_CHOICES:
             raise ValueError(f"untagged={self.untagged!r}: use one of {', '.join(UNTAGGED_CHOICES)}")
         if self.path_pattern:
@@ -60,12 +65,14 @@ class FieldMap:
 PATH_GROUPS = frozenset({"model", "domain", "group"})
 
 
-UNTAGGED_CHOICES = ("profile", "skip")
+# profile: untagged text profiled as chain of thought (a model's answers without thinking are skipped at
+# the join, thinkprobe.accounting); separate: those answers profiled as <model>:no-think; skip: none profiled.
+UNTAGGED_CHOICES = ("profile", "separate", "skip")
 
 
 # the options that name one field of the records (checked against the records: thinkprobe.io.check)
 NAMED_FIELDS = ("reasoning_field", "answer_field", "question_field", "model_field", "domain_field", "group_field",
-                "id_field", "gold_field")
+                "id_field", "gold_field", "correct_field")
 
 
 _TEMPLATE_SLOT = re.compile(r"\{(\w*)\}|\*")
@@ -88,7 +95,7 @@ def _path_regex(pattern: str) -> re.Pattern:
 
 
 _OVERRIDE_KEYS = {f.replace("_", "-"): f for f in
-                  (*NAMED_FIELDS, "model", "domain", "group", "path_pattern", "untagged")}
+                  (*NAMED_FIELDS, "correct_values", "model", "domain", "group", "path_pattern", "untagged")}
 
 
 @dataclass(frozen=True)
@@ -105,12 +112,13 @@ def parse_source(spec: str | Path | Source, base: FieldMap = FieldMap()) -> Sour
     """``PATH`` or ``PATH::key=value,key=value``: one input with per-input overrides over ``base``.
 
     Keys are the option names without dashes: reasoning-field, answer-field, question-field,
-    model-field, domain-field, group-field, id-field, gold-field, model, domain, group, path-pattern,
-    untagged
-    (underscores work too).
+    model-field, domain-field, group-field, id-field, gold-field, correct-field, correct-values, model,
+    domain, group, path-pattern, untagged (underscores work too). correct-values keeps its own commas.
 
     >>> parse_source("a.jsonl::model=R1,reasoning-field=steps").fields.reasoning_field
     'steps'
+    >>> parse_source("a.json::correct-field=eval_result,correct-values=1=correct,2=incorrect").fields.correct_values
+    '1=correct,2=incorrect'
     """
     if isinstance(spec, Source):
         return spec
@@ -118,9 +126,13 @@ def parse_source(spec: str | Path | Source, base: FieldMap = FieldMap()) -> Sour
     path, sep, options = spec.partition("::")
     if not sep or Path(spec).exists():
         return Source(spec, base)
-    overrides = {}
+    overrides: dict[str, str | None] = {}
+    name = None
     for item in re.split(r",(?=[\w-]+=)", options):
         key, eq, value = item.partition("=")
+        if name == "correct_values" and key.strip().replace("_", "-") not in _OVERRIDE_KEYS:
+            overrides[name] = f"{overrides[name] or ''},{item.strip()}"  # the next VALUE=LABEL pair
+            continue
         name = _OVERRIDE_KEYS.get(key.strip().replace("_", "-"))
         if not eq or name is None:
             raise ValueError(f"input {spec!r}: cannot read override {item!r}; use key=value with key among "

@@ -3,9 +3,11 @@ text into its reasoning and answer parts.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-__all__ = ["TAG_PAIRS", "OSS_ANALYSIS", "OSS_FINAL", "OSS_BARE_ANALYSIS", "OSS_BARE_FINAL", "LEADING_TOKENS", "TRAILING_TOKENS", "Split", "split_tags", "trim"]
+__all__ = ["TAG_PAIRS", "OSS_ANALYSIS", "OSS_FINAL", "OSS_BARE_ANALYSIS", "OSS_BARE_FINAL", "S1_THINK", "S1_ANSWER",
+           "S1_BARE_THINK", "LEADING_TOKENS", "TRAILING_TOKENS", "SPECIAL_TOKEN", "Split", "split_tags", "trim"]
 
 
 TAG_PAIRS = (
@@ -29,6 +31,15 @@ OSS_FINAL = "<|channel|>final<|message|>"
 OSS_BARE_ANALYSIS, OSS_BARE_FINAL = "analysis", "assistantfinal"
 
 
+# s1 / s1.1 (budget forcing): "<|im_start|>think\n<reasoning><|im_start|>answer\n<answer>". Decoded with
+# special tokens skipped the markers are bare lines, "think\n<reasoning>\nanswer\n<answer>" (MiP-Overthinking's
+# s1.1 files): the bare form is read only when the text opens with a line that is exactly "think".
+S1_THINK, S1_ANSWER = "<|im_start|>think", "<|im_start|>answer"
+S1_BARE_THINK = "think"
+_S1_BARE_OPEN = re.compile(r"\s*think[ \t]*\n")
+_S1_BARE_ANSWER = re.compile(r"\n[ \t]*answer[ \t]*(?:\n|\Z)")
+
+
 # Chat-template tokens that often survive at the edges of a span; they are not the model's words.
 LEADING_TOKENS = ("<|begin_of_solution|>",)
 
@@ -37,6 +48,12 @@ TRAILING_TOKENS = (
     "<|end_of_solution|>", "<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<｜end▁of▁sentence｜>",
     "<|return|>", "<|end|>", "</s>",
 )
+
+
+# Any chat-template special token: <|im_end|>, <|eot_id|>, <|endoftext|>, DeepSeek's <｜end▁of▁sentence｜>, </s>.
+# Trimmed from the edges of every span (trim) and never inside a Thought Unit (thinkprobe.segment cuts there).
+SPECIAL_TOKEN = re.compile(r"<\|[A-Za-z0-9_.:-]{1,40}\|>|<｜[^｜\s<>]{1,40}｜>|</s>")
+_SPECIAL_AT_END = re.compile(rf"(?:{SPECIAL_TOKEN.pattern})\Z")
 
 
 @dataclass(frozen=True)
@@ -52,7 +69,7 @@ class Split:
 
 def split_tags(text: str) -> Split:
     """Find the reasoning span by inline tags; without tags the whole text is the reasoning."""
-    split = _split_gpt_oss(text) or _split_paired_tags(text)
+    split = _split_gpt_oss(text) or _split_s1(text) or _split_paired_tags(text)
     if split:
         return split
     lead = len(text) - len(text.lstrip())
@@ -79,6 +96,24 @@ def _split_gpt_oss(text: str) -> Split | None:
     if end < 0:
         return Split(OSS_ANALYSIS, (start, len(text)), None, truncated=True)
     return Split(OSS_ANALYSIS, (start, end), None)
+
+
+def _split_s1(text: str) -> Split | None:
+    """s1 / s1.1's think / answer markers, raw (<|im_start|>think) or bare (a first line "think")."""
+    begin = text.find(S1_THINK)
+    if begin >= 0:
+        start = begin + len(S1_THINK)
+        answer = text.find(S1_ANSWER, start)
+        if answer < 0:
+            return Split(S1_THINK, (start, len(text)), None, truncated=True)
+        return Split(S1_THINK, (start, answer), (answer + len(S1_ANSWER), len(text)))
+    opening = _S1_BARE_OPEN.match(text)
+    if not opening:
+        return None
+    marker = _S1_BARE_ANSWER.search(text, opening.end() - 1)
+    if marker is None:
+        return Split(S1_BARE_THINK, (opening.end(), len(text)), None, truncated=True)
+    return Split(S1_BARE_THINK, (opening.end(), marker.start()), (marker.end(), len(text)))
 
 
 def _split_paired_tags(text: str) -> Split | None:
@@ -115,5 +150,11 @@ def trim(text: str, start: int, end: int) -> tuple[int, int]:
         for token in TRAILING_TOKENS:
             if end - start >= len(token) and text.endswith(token, start, end):
                 end -= len(token)
+        lead = SPECIAL_TOKEN.match(text, start, end)
+        if lead:
+            start = lead.end()
+        tail = _SPECIAL_AT_END.search(text, max(start, end - 48), end)
+        if tail:
+            end = tail.start()
         if (start, end) == before:
             return start, end

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from ..records import InputError, Trace
-from .detect import detect
+from .detect import detect, record_model
 from .formats import iter_records, strip_extensions
 from .graphs import is_graph_record, trace_of_graph_record, with_given_graph
 from .limits import InputLimits, clip_trace
@@ -32,6 +32,7 @@ def record_traces(
     try:
         first: Trace | InputError = detect(record, fields, source, index, id_stem=id_stem)
     except InputError as exc:
+        exc.model = record_model(record, fields, source)
         first = exc
     where = first.field if isinstance(first, InputError) else first.provenance["reasoning_from"]
     generations = record.get("generations") if isinstance(record, dict) else None
@@ -42,6 +43,7 @@ def record_traces(
         try:
             out.append(detect(record, fields, source, index, id_stem=id_stem, generation=g))
         except InputError as exc:
+            exc.model = record_model(record, fields, source)
             out.append(exc)
     return out
 
@@ -113,6 +115,7 @@ def detect_inputs(
             records = iter_records(root, limits)
         for source, locator, record in records:
             if isinstance(record, InputError):
+                record.model = record.model or src.fields.model or src.fields.from_path(source).get("model")
                 yield locator, record
                 continue
             # In a folder, files like */base_solution.json share a stem; the relative path does not.

@@ -17,14 +17,17 @@ Columns, in CoTJudger's order (Table 1), one row per trace:
            correct -> incorrect, correct -> correct, incorrect -> incorrect, incorrect -> correct
            (empty when correctness is unknown)
 
-Verdicts. With a gold answer every candidate is compared with it (answers_match); a code
+Verdicts. A record's own grade (thinkprobe.io.grades: `correct`, or a grade read as not graded,
+such as SimpleQA's C) always decides the final verdict over matching (a final code answer with tests
+excepted: its tests decide); an earlier candidate with the same value as the final one takes it too;
+any other candidate keeps its gold verdict, else is incorrect when the final answer is graded
+correct and unknown otherwise. Only a record without a grade is judged by matching: with a gold
+answer every candidate is compared with it (answers_match); a code
 candidate of a record that carries tests ("tests" / "test_cases" / "test") is run against them in
 the sandbox instead, and only when the run allows it (RedundancyParams.allow_code_execution, set by
 --allow-code-execution alone); otherwise it stays ungraded (reason NOT_ALLOWED), and so does the
-trace when it is the final answer. With a correctness field and no gold, the final answer takes the
-label; an earlier candidate with the same value as the final one takes it too, a different value
-is incorrect when the final answer is correct and unknown otherwise. With neither, every verdict is
-unknown. With a gold answer and no candidate at all the final answer counts as incorrect.
+trace when it is the final answer. With neither, every verdict is unknown. With a gold answer and
+no candidate at all the final answer counts as incorrect.
 
 Iso. Graph records carry no embeddings, so "low similarity" is lexical: a unit is isolated when
 (a) structurally it has nothing beyond the backbone: no backward edge at either end, at most one
@@ -40,7 +43,7 @@ harness (code tests in a child process the operating system isolates), sep (the 
 Path), annotate (the per-trace row and verdicts, Iso) and tables (redundancy.csv,
 model_redundancy.csv).
 """
-from .annotate import (COLUMNS, METRICS, RedundancyParams, annotate_record, isolated_units,
+from .annotate import (COLUMNS, METRICS, RedundancyParams, annotate_record, has_grade, isolated_units,
                        redundancy_row)
 from .extraction import (Candidate, KIND_RANK, boxed_values, code_tests_of, conclusion_number, final_candidate,
                          find_candidates)
@@ -51,7 +54,7 @@ from .tables import (MODEL_COLUMNS, format_model_table, model_means, table_row, 
                      write_redundancy_tables)
 
 __all__ = ["COLUMNS", "METRICS", "MODEL_COLUMNS", "RedundancyParams", "SEP", "shortest_effective_path",
-           "isolated_units", "redundancy_row", "annotate_record", "table_row", "write_redundancy",
+           "isolated_units", "redundancy_row", "annotate_record", "has_grade", "table_row", "write_redundancy",
            "write_redundancy_tables", "model_means", "format_model_table",
            "Candidate", "KIND_RANK", "find_candidates", "final_candidate", "code_tests_of", "boxed_values",
            "conclusion_number", "normalise", "to_number", "answers_match", "run_code_tests", "isolation_problem",

@@ -14,7 +14,7 @@ from .sandbox import NOT_ALLOWED, run_code_tests
 from .sep import SEP, edge_tuple, shortest_effective_path
 from ..outputs import REDUNDANCY_COLUMNS, REDUNDANCY_METRICS
 
-__all__ = ["COLUMNS", "METRICS", "RedundancyParams", "isolated_units", "redundancy_row", "annotate_record"]
+__all__ = ["COLUMNS", "METRICS", "RedundancyParams", "isolated_units", "redundancy_row", "annotate_record", "has_grade"]
 
 COLUMNS: tuple[str, ...] = REDUNDANCY_COLUMNS  # declared with the run's other tables (thinkprobe.outputs)
 METRICS: tuple[str, ...] = REDUNDANCY_METRICS
@@ -130,6 +130,13 @@ def _has_gold(record: dict) -> bool:
     return gold is not None and str(gold).strip() != ""
 
 
+def has_grade(record: Mapping) -> bool:
+    """Whether the record carries its own grade (correct, incorrect, or a value read as not graded,
+    such as SimpleQA's C): then the grade, not the gold answer, decides the final verdict."""
+    provenance = record.get("provenance") or {}
+    return isinstance(record.get("correct"), bool) or bool(provenance.get("correct_from"))
+
+
 def _verdicts(record: dict, candidates: Sequence[Candidate], final: Candidate | None,
               params: RedundancyParams) -> tuple[list[bool | None], list[str], bool | None]:
     """Verdict and reason per candidate, and the verdict on the final answer."""
@@ -151,16 +158,21 @@ def _verdicts(record: dict, candidates: Sequence[Candidate], final: Candidate | 
         reasons.append(why)
     k_final = candidates.index(final) if final is not None else None
 
-    if gold is None and not (tests is not None and final is not None and final.kind == "code") and isinstance(label, bool):
-        # Correctness label only: it speaks for the final answer; same value, same verdict.
+    code_tested = tests is not None and final is not None and final.kind == "code"
+    if has_grade(record) and not code_tested:
+        # The record's own grade wins over matching: it speaks for the final answer, and for an earlier
+        # candidate with the same value; another candidate keeps its gold verdict when it has one. (A
+        # code answer with tests is judged by its tests, run or not, as before.)
         for k, c in enumerate(candidates):
             if k == k_final or answers_match(c.value, final.value):
-                verdicts[k], reasons[k] = label, "correctness label of the final answer"
+                verdicts[k], reasons[k] = label, "the record's grade of the final answer"
+            elif verdicts[k] is not None:
+                continue
             elif label:
-                verdicts[k], reasons[k] = False, "differs from the final answer, labelled correct"
+                verdicts[k], reasons[k] = False, "differs from the final answer, graded correct"
             else:
-                verdicts[k], reasons[k] = None, "differs from the final answer, labelled incorrect"
-        return verdicts, reasons, label
+                verdicts[k], reasons[k] = None, "differs from the final answer, not graded correct"
+        return verdicts, reasons, label if isinstance(label, bool) else None
 
     if k_final is not None and verdicts[k_final] is not None:
         return verdicts, reasons, verdicts[k_final]

@@ -9,6 +9,7 @@ from typing import Sequence
 
 from ..outputs import INDICATORS_TABLE, read_table
 from ..tables import read_csv
+from .coverage import coverage_html, coverage_md
 from .glossary import GLOSSARY, definition, glossary_items
 from .markup import data_uri, esc, html_page, html_table, md_table
 from .style import DIMS, as_number, display_label, format_number
@@ -224,6 +225,7 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
 {img("indicators", "Heat map of the median of every indicator by model")}
 {red}
 {cot}
+{coverage_html(run_dir)}
 <h2>Traces</h2>
 <p class=note>Click a column header to sort (numbers inside ids sort as numbers).</p>
 {html_table(trace_header, trace_rows, left=4 if grouped else 3, cls="sortable traces", titles=titled(trace_header))}
@@ -275,6 +277,7 @@ def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=
         parts += ["## CoTJudger's analyses", "", _levels_line(analyses), ""]
         for title, text, figure in cot_sections(analyses, figures, lambda name, alt: f"![{alt}](figures/{name}.png)"):
             parts += [f"### {title}", "", text, ""] + ([figure, ""] if figure else [])
+    parts += coverage_md(run_dir)
     counts = _read_counts(run_dir)
     trace_header, grouped = _trace_columns(rows)
     trace_rows = []

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from ..indicators import dimension_glossary, indicator_glossary
 
-__all__ = ["ANALYSES_GLOSSARY", "DIMENSION_GLOSSARY", "INDICATOR_GLOSSARY", "REDUNDANCY_GLOSSARY", "STATS_GLOSSARY",
-           "TABLE_GLOSSARY", "GLOSSARY", "definition",
+__all__ = ["ANALYSES_GLOSSARY", "COVERAGE_GLOSSARY", "DIMENSION_GLOSSARY", "INDICATOR_GLOSSARY", "REDUNDANCY_GLOSSARY",
+           "STATS_GLOSSARY", "TABLE_GLOSSARY", "GLOSSARY", "definition",
            "glossary_items"]
 
 DIMENSION_GLOSSARY: dict[str, str] = dimension_glossary()
@@ -58,6 +58,15 @@ ANALYSES_GLOSSARY: dict[str, str] = {
 }
 
 
+COVERAGE_GLOSSARY: dict[str, str] = {
+    "records": "records read from the file, or of the model (a record may give several traces: one per generation)",
+    "traces": "traces profiled",
+    "skipped": "records (or traces) left out, each listed in errors.jsonl with its file, record, field and reason",
+    "reasons": "why they were left out, counted; 'answer without thinking': untagged text of a model whose other "
+               "records carry reasoning, shorter than its median reasoning",
+}
+
+
 TABLE_GLOSSARY: dict[str, str] = {
     "units": "Thought Units of the trace (its reasoning and answer sections cut into units)",
     "edges": "typed edges of the trace's Thought Graph",
@@ -85,7 +94,7 @@ TABLE_GLOSSARY: dict[str, str] = {
 
 
 GLOSSARY: dict[str, str] = {**DIMENSION_GLOSSARY, **INDICATOR_GLOSSARY, **REDUNDANCY_GLOSSARY, **STATS_GLOSSARY,
-                            **ANALYSES_GLOSSARY, **TABLE_GLOSSARY}
+                            **ANALYSES_GLOSSARY, **TABLE_GLOSSARY, **COVERAGE_GLOSSARY}
 
 
 def definition(term: str) -> str:
@@ -101,4 +110,5 @@ def glossary_items() -> list[tuple[str, list[tuple[str, str]]]]:
             ("Redundancy columns (CoTJudger's metrics)", list(REDUNDANCY_GLOSSARY.items())),
             ("Statistics", list(STATS_GLOSSARY.items())),
             ("CoTJudger's analyses", list(ANALYSES_GLOSSARY.items())),
-            ("Tables and trace pages", list(TABLE_GLOSSARY.items()))]
+            ("Tables and trace pages", list(TABLE_GLOSSARY.items())),
+            ("Records read, profiled and skipped", list(COVERAGE_GLOSSARY.items()))]

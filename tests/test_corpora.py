@@ -1,0 +1,404 @@
+"""Real corpora as they come (issue 41, the input side): a record's own grade wins over answer
+matching, answers are never profiled as reasoning, nothing is skipped without a word, a rerun
+keeps the user's files, abbreviations do not end a unit, empty files and JSON arrays in .jsonl.
+The real-data tests read ../shared/data in its native layouts (the `shared_data` fixture)."""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from thinkprobe.io import FieldMap, count_records, detect, iter_traces, parse_source, peek
+from thinkprobe.io.grades import parse_correct_values, read_grade
+from thinkprobe.io.detect import get_path
+from thinkprobe.records import InputError, Trace
+from thinkprobe.redundancy import answers_match, redundancy_row
+
+
+def one(record: dict, fields: FieldMap = FieldMap()) -> Trace:
+    return detect(record, fields, "mem.jsonl", "line 1")
+
+
+# ----------------------------------------------------------------------------- files (item 8)
+
+
+@pytest.mark.parametrize("content", [b"", b"\n  \n", b"[]", b"[]\n"])
+def test_an_empty_file_says_it_is_empty(tmp_path, content):
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(content)
+    items = list(iter_traces(path))
+    assert len(items) == 1 and isinstance(items[0], InputError)
+    assert (items[0].record, items[0].reason) == ("file", "empty file: it holds no records")
+    assert peek(path)[0]["error"] == "empty file: it holds no records"
+
+
+@pytest.mark.parametrize("name", ["a.jsonl", "a.jsonl.gz"])
+def test_a_json_array_saved_as_jsonl_is_read_as_records(tmp_path, name):
+    records = [{"id": "t1", "reasoning": "First thought."}, {"id": "t2", "response": "<think>Second.</think>2"}]
+    data = json.dumps(records, indent=2).encode()  # pretty-printed: "[" alone on the first line
+    (tmp_path / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    traces = list(iter_traces(tmp_path / name))
+    assert [t.trace_id for t in traces] == ["t1", "t2"] and all(isinstance(t, Trace) for t in traces)
+    assert count_records(tmp_path / name) == 2  # the progress total counts records, not the array's lines
+
+
+def test_jsonl_lines_that_are_lists_stay_bad_lines(tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_text('[1, 2]\n{"id": "ok", "reasoning": "x"}\n')
+    items = list(iter_traces(path))
+    assert isinstance(items[0], InputError) and "list" in items[0].reason and items[1].trace_id == "ok"
+
+
+# ----------------------------------------------------------------------------- grades (item 1)
+
+
+def test_correct_values_are_parsed_and_checked():
+    assert parse_correct_values("1=correct,2=incorrect,0=ungraded,3=ungraded") == {
+        "1": True, "2": False, "0": None, "3": None}
+    assert parse_correct_values(None) is None
+    with pytest.raises(ValueError, match="correct-values"):
+        FieldMap(correct_values="1=right")
+
+
+@pytest.mark.parametrize("record, fields, expected", [
+    # the usual fields
+    ({"is_correct": True}, FieldMap(), ("is_correct", True)),
+    ({"score": 1.0}, FieldMap(), ("score", True)),
+    ({"score": 0.93}, FieldMap(), None),  # a reward score is no grade
+    ({"grading": "C"}, FieldMap(), ("grading", None)),  # SimpleQA: not attempted
+    # MiP's eval_result codes mean nothing by themselves (0 abstains): read only when mapped
+    ({"eval_result": 0}, FieldMap(), None),
+    ({"eval_result": 0}, FieldMap(correct_values="1=correct,2=incorrect,0=ungraded,3=ungraded"), ("eval_result", None)),
+    ({"eval_result": 2}, FieldMap(correct_field="eval_result", correct_values="1=correct,2=incorrect,0=ungraded"),
+     ("eval_result", False)),
+    # a value the mapping does not name is not graded
+    ({"eval_result": 7}, FieldMap(correct_field="eval_result", correct_values="1=correct"), ("eval_result", None)),
+    # --correct-field reads only that field
+    ({"correct": True, "verdict": "fail"}, FieldMap(correct_field="verdict"), ("verdict", False)),
+])
+def test_grade_fields_and_values(record, fields, expected):
+    grade = read_grade(record, get_path, fields.correct_field, parse_correct_values(fields.correct_values))
+    assert (None if grade is None else (grade.field, grade.verdict)) == expected
+
+
+def test_correct_values_per_input_keep_their_commas():
+    src = parse_source("a.json::correct-field=eval_result,correct-values=1=correct,2=incorrect,model=Q")
+    assert (src.fields.correct_field, src.fields.correct_values, src.fields.model) == (
+        "eval_result", "1=correct,2=incorrect", "Q")
+
+
+def _graph(answer: str, gold: str | None, trace: Trace) -> dict:
+    units = [{"id": 0, "section": "reasoning", "start": 0, "end": 5, "text": "Think.", "type": "RSN", "segment": 0,
+              "cues": [], "tokens": 1},
+             {"id": 1, "section": "answer", "start": 0, "end": len(answer), "text": answer, "type": "CON",
+              "segment": 0, "cues": [], "tokens": 3}]
+    return {"trace_id": "t", "model": "m", "domain": "d", "question": "When?", "gold_answer": gold,
+            "correct": trace.correct, "provenance": dict(trace.provenance), "units": units,
+            "edges": [{"src": 0, "dst": 1, "type": "inference", "polarity": None, "score": 1.0}]}
+
+
+@pytest.mark.parametrize("grading, acc", [("A", 1), ("B", 0), ("C", None)])
+def test_the_records_grade_wins_over_answer_matching(grading, acc):
+    # tts_knowledge, Qwen3-8B: "August 10, 843" was graded A against the gold "10 August 843"
+    trace = one({"thought": "<think>x</think>", "response": "The answer is August 10, 843.",
+                 "answer": "10 August 843", "grading": grading})
+    assert not answers_match("August 10, 843", "10 August 843")  # the matcher alone would say incorrect
+    row, extra = redundancy_row(_graph("The answer is August 10, 843.", "10 August 843", trace))
+    assert row["Acc"] == acc and extra["final_correct"] == (None if acc is None else bool(acc))
+
+
+def test_without_a_grade_the_answer_is_matched():
+    trace = one({"thought": "<think>x</think>", "response": "The answer is 843.", "answer": "843"})
+    assert trace.provenance["correct_from"] is None
+    row, _ = redundancy_row(_graph("The answer is 843.", "843", trace))
+    assert row["Acc"] == 1
+
+
+# ----------------------------------------------------------------------------- reasoning, never answers (item 2)
+
+
+def test_s1_think_and_answer_markers_split_reasoning_from_answer():
+    bare = one({"model_answer": "think\nLet me add 2 and 3.\nSo 5.\nanswer\nAnswer: 5"})
+    raw = one({"model_answer": "<|im_start|>think\nLet me add.<|im_start|>answer\nAnswer: 5<|im_end|>"})
+    for trace, tag in ((bare, "think"), (raw, "<|im_start|>think")):
+        assert trace.provenance["tag"] == tag and not trace.provenance["untagged"]
+        assert "answer" not in trace.reasoning.content.lower().split() and trace.answer.content == "Answer: 5"
+    # "think" is a marker only as the whole first line
+    assert one({"model_answer": "thinking about it\nanswer\nyes"}).provenance["tag"] is None
+
+
+def test_chat_template_tokens_are_trimmed_and_never_inside_units(config):
+    from thinkprobe.io.tags import SPECIAL_TOKEN
+    from thinkprobe.segment import unit_spans
+
+    trace = one({"thought": "<think>\nHmm.<|im_end|> It is 5.\n</think>", "response": "Answer: 5<|eot_id|>"})
+    assert trace.answer.content == "Answer: 5"
+    r = trace.reasoning
+    units = [r.text[s:e] for s, e in unit_spans(r.text, r, config)]
+    assert units and not any(SPECIAL_TOKEN.search(u) for u in units)
+
+
+def test_answers_without_thinking_are_told_apart_from_long_untagged_reasoning():
+    from thinkprobe.accounting import NO_THINK, UntaggedAnswers
+
+    def g(model, chars, untagged):
+        return {"trace_id": f"{model}{chars}", "model": model, "source": "f", "record": 0,
+                "provenance": {"untagged": untagged}, "sections": [{"name": "reasoning", "field": "response",
+                                                                   "start": 0, "end": chars}]}
+
+    answers = UntaggedAnswers({"Qwen3": 3000.0})
+    assert answers.apply(g("Qwen3", 40, True), "profile") is None  # skipped
+    assert answers.apply(g("Qwen3", 40, True), "separate")["model"] == "Qwen3" + NO_THINK
+    cut_off = g("Qwen3", 120_000, True)  # a reasoning cut off before its closing tag: kept
+    assert answers.apply(cut_off, "profile") is cut_off
+    tagged, alone = g("Qwen3", 40, False), g("Limo", 40, True)  # tagged, or a model that never tags: kept
+    assert answers.apply(tagged, "profile") is tagged and answers.apply(alone, "profile") is alone
+
+
+# ----------------------------------------------------------------------------- nothing lost without a word (item 3)
+
+
+def test_reasoning_in_an_unlisted_field_with_tags_is_found_and_else_suggested():
+    r1 = one({"question": "Q?", "deepseek-reasoner (question)": "Okay, so 2 + 3 is 5.\n</think>\n\nThe answer is 5."})
+    assert r1.reasoning.field == "deepseek-reasoner (question)" and r1.answer.content == "The answer is 5."
+    with pytest.raises(InputError) as err:
+        one({"question": "Q?", "solution": "S" * 900, "o1 (question)": "The answer is 5. " * 20})
+    assert "--reasoning-field 'o1 (question)'" in err.value.reason  # the longest text, the reference solution left out
+
+
+# ----------------------------------------------------------------------------- segmentation (item 5)
+
+ABBREVIATIONS = ("Mr.", "Mrs.", "Dr.", "Lt.", "Gen.", "Col.", "Sgt.", "Capt.", "St.", "Prof.", "Jr.", "Sr.", "Bros.",
+                 "Inc.", "Co.", "Corp.", "Ltd.", "U.S.", "U.K.", "e.g.", "i.e.", "et al.", "Fig.", "No.", "vs.", "D.C.",
+                 "a.m.", "p.m.", "Jan.", "Feb.", "Mar.", "Apr.", "Aug.", "Sept.", "Oct.", "Nov.", "Dec.")
+
+
+@pytest.mark.parametrize("abbreviation", ABBREVIATIONS)
+@pytest.mark.parametrize("after", ["Smith", "3", "the"])
+def test_no_abbreviation_ends_a_unit(abbreviation, after, config):
+    from thinkprobe.records import Section
+    from thinkprobe.segment import unit_spans
+
+    text = f"We checked it against {abbreviation} {after} records twice. Then we stopped."
+    units = [text[s:e] for s, e in unit_spans(text, Section("reasoning", "t", text, 0, len(text)), config)]
+    assert units == [f"We checked it against {abbreviation} {after} records twice.", "Then we stopped."]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("He signed with Warner Bros. Records in 1990.", ["He signed with Warner Bros. Records in 1990."]),
+    ("Lt. Gen. Smith led the U.S. Army's staff.", ["Lt. Gen. Smith led the U.S. Army's staff."]),
+    # an abbreviation that can end a sentence does so before a word that starts one
+    ("The shop opens at 9 a.m. The queue is long.", ["The shop opens at 9 a.m.", "The queue is long."]),
+    ("Is it 4? No. Let me recompute.", ["Is it 4?", "No.", "Let me recompute."]),
+    # opening its sentence "No." is the answer no; "etc." ends sentences in reasoning traces
+    ("Divisible by 5? No. 7? Yes.", ["Divisible by 5?", "No.", "7?", "Yes."]),
+    ("See Symphony No. 5 today.", ["See Symphony No. 5 today."]),
+    ("At 75°, 105°, etc. Might it hold?", ["At 75°, 105°, etc.", "Might it hold?"]),
+])
+def test_abbreviations_in_context(text, expected):
+    from thinkprobe.segment import fragment_spans
+
+    assert [text[s:e] for s, e in fragment_spans(text, 0, len(text))] == expected
+
+
+# ----------------------------------------------------------------------------- real files, end to end
+
+FAST = dict(device="cpu", progress=False, report=False, linker="cue", types="cue", cache=False)
+MIP_VALUES = "1=correct,2=incorrect,0=ungraded,3=ungraded"
+
+
+def _copy_lines(src: Path, dst: Path, n: int) -> list[dict]:
+    """The first n records of a real JSONL.gz file, written under the same name (native layout)."""
+    with gzip.open(src, "rt", encoding="utf-8") as f:
+        lines = [line for _, line in zip(range(n), f)]
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_bytes(gzip.compress("".join(lines).encode()))
+    return [json.loads(line) for line in lines]
+
+
+def _copy_items(src: Path, dst: Path, keep) -> list[dict]:
+    """The records of a real JSON-list .gz file that `keep(index, record)` picks, written under the same name."""
+    with gzip.open(src, "rt", encoding="utf-8") as f:
+        items = [r for k, r in enumerate(json.load(f)) if keep(k, r)]
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_bytes(gzip.compress(json.dumps(items).encode()))
+    return items
+
+
+def _graphs(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "graphs.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def _errors(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "errors.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def tts_run(shared_data, tmp_path_factory):
+    """tts_knowledge Qwen3-8B: thinking traces (SimpleQA-graded A / B / C) beside its no-thinking answers."""
+    import thinkprobe
+
+    src = shared_data / "tts_knowledge" / "outputs" / "qwen3-8b"
+    names = ("Qwen3-8B_simpleqa_exd0.jsonl.gz", "Qwen3-8B_simpleqa_no_think.jsonl.gz")
+    if not all((src / n).exists() for n in names):
+        pytest.skip(f"tts_knowledge Qwen3-8B files not found under {src}")
+    tmp = tmp_path_factory.mktemp("tts")
+    records = {n: _copy_lines(src / n, tmp / "qwen3-8b" / n, 6) for n in names}
+    run = thinkprobe.profile([str(tmp / "qwen3-8b")], tmp / "out", path_pattern="{model}_{domain}_{}.jsonl.gz", **FAST)
+    return records, run
+
+
+def test_simpleqa_grades_are_kept(tts_run):
+    records, run = tts_run
+    graded = {str(r["id"]): r["grading"] for r in records["Qwen3-8B_simpleqa_exd0.jsonl.gz"]}
+    assert {"A", "B", "C"} <= set(graded.values())
+    acc = {row.trace_id: row.Acc for row in run.redundancy.itertuples()}
+    assert {tid: ({"A": 1, "B": 0}.get(g)) for tid, g in graded.items()} == {
+        tid: (None if acc[tid] is None or acc[tid] != acc[tid] else int(acc[tid])) for tid in graded}
+    grades = run.summary["grades"]
+    counts = {v: list(graded.values()).count(k) for k, v in (("A", "correct"), ("B", "incorrect"), ("C", "not graded"))}
+    assert grades["from_records"] == counts and grades["fields"] == {"grading": len(graded)}
+    assert json.loads((run.folder / "run.json").read_text())["grades"]["from_records"] == counts
+
+
+def test_no_thinking_answers_stay_out_of_the_models_profile(tts_run):
+    records, run = tts_run
+    from thinkprobe.accounting import ANSWER_WITHOUT_THINKING
+
+    no_think = records["Qwen3-8B_simpleqa_no_think.jsonl.gz"]
+    assert all("thought" not in r for r in no_think)
+    graphs = _graphs(run.folder)
+    assert len(graphs) == 6 and all(g["source"].endswith("exd0.jsonl.gz") for g in graphs)
+    assert {g["model"] for g in graphs} == {"Qwen3-8B"} and list(run.model_profiles["n"]) == [6]
+    skipped = [e for e in _errors(run.folder) if e["file"].endswith("no_think.jsonl.gz")]
+    assert len(skipped) == 6 and all(e["reason"] == ANSWER_WITHOUT_THINKING and e["model"] == "Qwen3-8B"
+                                     for e in skipped)
+    (model,) = run.summary["coverage"]["by_model"]
+    assert (model["model"], model["records"], model["traces"], model["skipped"]) == ("Qwen3-8B", 12, 6, 6)
+    assert model["reasons"] == {"answer without thinking": 6}
+    assert any("no_think" in w and "6 records" in w for w in run.summary["coverage_warnings"])
+
+
+def test_chat_template_tokens_never_reach_real_units_or_answers(tts_run):
+    from thinkprobe.io.tags import SPECIAL_TOKEN
+
+    records, run = tts_run
+    assert any("<|im_end|>" in r["response"] for r in records["Qwen3-8B_simpleqa_exd0.jsonl.gz"])
+    for g in _graphs(run.folder):
+        assert not any(SPECIAL_TOKEN.search(u["text"]) for u in g["units"])
+        for s in g["sections"]:
+            assert not SPECIAL_TOKEN.search(g["fields"][s["field"]][s["start"]:s["end"]])
+
+
+@pytest.fixture(scope="module")
+def mip_run(shared_data, tmp_path_factory):
+    """MiP-Overthinking, MATH: DeepSeek-R1 (text in `deepseek-reasoner (question)`), QwQ (`</think>`), s1.1
+    (think / answer markers) and o1 (final answers only), the shortest records of each (and one incorrect
+    QwQ and one abstaining R1 answer of the missing-premise condition), graded through --correct-field
+    eval_result; through the command line with --no-summary."""
+    from click.testing import CliRunner
+
+    from thinkprobe.cli import main
+
+    root = shared_data / "mip_overthinking" / "response" / "math"
+    wanted = {("normal", m): None for m in ("deepseekR1", "QwQ", "s1.1", "o1")}
+    wanted.update({("MiP", "QwQ"): 2, ("MiP", "deepseekR1"): 0})  # eval_result: incorrect, abstains
+    if not all((root / c / m / "response.json.gz").exists() for c, m in wanted):
+        pytest.skip(f"MiP-Overthinking responses not found under {root}")
+    tmp = tmp_path_factory.mktemp("mip")
+    picked = {}
+    for (condition, model), code in wanted.items():
+        src = root / condition / model / "response.json.gz"
+        with gzip.open(src, "rt", encoding="utf-8") as f:
+            items = json.load(f)
+        fitting = [k for k, r in enumerate(items) if code is None or r.get("eval_result") == code]
+        chosen = set(sorted(fitting, key=lambda k: (len(json.dumps(items[k])), k))[: 2 if code is None else 1])
+        picked[condition, model] = _copy_items(src, tmp / "math" / condition / model / "response.json.gz",
+                                               lambda k, r: k in chosen)
+    out = tmp / "out"
+    res = CliRunner().invoke(main, [
+        "profile", str(tmp / "math"), "-o", str(out), "--no-summary", "--device", "cpu", "--no-progress", "--no-report",
+        "--linker", "cue", "--types", "cue", "--no-cache", "--path-pattern", "{domain}/{}/{model}/response.json.gz",
+        "--correct-field", "eval_result", "--correct-values", MIP_VALUES])
+    return picked, out, res
+
+
+def test_mip_every_model_is_profiled_or_named_with_its_count(mip_run):
+    picked, out, res = mip_run
+    assert res.exit_code == 0, res.output
+    run = json.loads((out / "run.json").read_text())
+    by_model = {r["model"]: r for r in run["coverage"]["by_model"]}
+    assert {m: by_model[m]["traces"] for m in by_model} == {"QwQ": 3, "deepseekR1": 3, "o1": 0, "s1.1": 2}
+    assert by_model["o1"] == {"model": "o1", "records": 2, "traces": 0, "skipped": 2,
+                              "reasons": {"no reasoning text found": 2}}
+    # the warning names the model and its count, on stderr, with --no-summary
+    assert "warning: model o1: no trace profiled from its 2 records" in res.stderr
+    assert "2 records skipped (no reasoning text found 2)" in res.stderr
+    hints = [e["reason"] for e in _errors(out) if e.get("model") == "o1"]
+    assert all("--reasoning-field 'o1 (question)'" in h for h in hints)
+    r1 = [g for g in _graphs(out) if g["model"] == "deepseekR1"]
+    assert len(r1) == 3 and all(g["provenance"]["reasoning_from"] in ("deepseek-reasoner (question)",
+                                                            "deepseek-reasoner (insufficient_question)") for g in r1)
+
+
+def test_mip_qwq_grades_come_from_eval_result(mip_run):
+    picked, out, _ = mip_run
+    mapping = parse_correct_values(MIP_VALUES)
+    graphs = _graphs(out)  # input order: math/MiP/... before math/normal/...
+    for model in ("QwQ", "deepseekR1"):
+        want = [mapping[str(r["eval_result"])] for c in ("MiP", "normal") for r in picked[c, model]]
+        got = [g for g in graphs if g["model"] == model]
+        assert [g["correct"] for g in got] == want
+        assert [g["redundancy"]["metrics"]["Acc"] for g in got] == [None if v is None else int(v) for v in want]
+        assert all(g["provenance"]["correct_from"] == "eval_result" for g in got)
+    assert [g["correct"] for g in graphs if g["model"] == "QwQ"] == [False, True, True]
+    assert [g["correct"] for g in graphs if g["model"] == "deepseekR1"] == [None, True, True]  # 0: abstains
+
+
+def test_mip_s1_answer_sections_are_not_reasoning_units(mip_run):
+    picked, out, _ = mip_run
+    s1 = [g for g in _graphs(out) if g["model"] == "s1.1"]
+    assert len(s1) == 2
+    for g in s1:
+        text = g["fields"]["model_answer"]
+        marker = text.index("\nanswer\n")
+        reasoning = [u for u in g["units"] if u["section"] == "reasoning"]
+        assert reasoning and all(u["end"] <= marker for u in reasoning)
+        assert not any(u["text"].startswith("think") or "\nanswer\n" in u["text"] for u in g["units"])
+        answer = next(s for s in g["sections"] if s["name"] == "answer")
+        assert answer["start"] > marker and text[answer["start"]:].startswith("Answer:")
+
+
+# ----------------------------------------------------------------------------- run folders, --no-summary (items 3, 4)
+
+
+def test_a_rerun_keeps_the_users_files_and_no_summary_still_warns(tmp_path):
+    from click.testing import CliRunner
+
+    from conftest import SAMPLES
+    from thinkprobe.cli import main
+
+    data = tmp_path / "two.jsonl"
+    data.write_text("".join(SAMPLES.read_text(encoding="utf-8").splitlines(keepends=True)[:2])
+                    + json.dumps({"id": "bad", "model": "x"}) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    args = ["profile", str(data), "-o", str(out), "--no-summary", "--device", "cpu", "--no-progress", "--no-report",
+            "--linker", "cue", "--types", "cue", "--no-cache"]
+    first = CliRunner().invoke(main, args)
+    assert first.exit_code == 0, first.output
+    assert "1 records skipped (no reasoning text found 1)" in first.stderr and not first.stdout
+    (out / "NOTES.txt").write_text("x\n")
+    (out / "mine").mkdir()
+    (out / "mine" / "a.txt").write_text("y")
+    second = CliRunner().invoke(main, args)
+    assert second.exit_code == 0, second.output
+    assert (out / "NOTES.txt").read_text() == "x\n" and (out / "mine" / "a.txt").read_text() == "y"
+    assert "kept 2 files that are not the tool's: NOTES.txt, mine" in second.stderr
+    assert (out / "run.json").exists() and json.loads((out / "run.json").read_text())["counts"]["traces"] == 2
+    # --strict: the model with no trace profiled is an error naming it and its count, and the exit status is 3
+    strict = CliRunner().invoke(main, [*args, "--strict"])
+    assert strict.exit_code == 3, strict.output
+    assert "error: model x: no trace profiled from its 1 record (1 skipped" in strict.stderr
+    assert (out / "NOTES.txt").read_text() == "x\n"

@@ -1,0 +1,246 @@
+"""Where every record of a run went, gathered while the committed chunks are joined
+(thinkprobe.runner.join_parts) and written to run.json, the printed summary and the report:
+
+- coverage: per input file and per model, records read, traces profiled and records skipped by
+  reason; a file or model with no trace profiled is a warning naming it;
+- answers without thinking: an untagged text (no reasoning field, no reasoning tags) of a model whose
+  other records carry reasoning, and shorter than that model's median reasoning, is the model's
+  answer given without thinking (Qwen3's no-think outputs beside its thinking traces). It is skipped
+  with that reason, or with ``--untagged separate`` profiled under ``<model>:no-think``. A longer
+  one is kept as reasoning (MiP's R1-Distill traces cut off before their closing tag);
+- grades: where each trace's verdict came from (the record's own grade, or the final answer matched
+  against the gold answer), and how often the matcher disagrees with a record's grade.
+"""
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from .io.detect import record_position
+from .io.grades import verdict_name
+from .redundancy import answers_match, has_grade
+
+__all__ = ["NO_THINK", "ANSWER_WITHOUT_THINKING", "UntaggedAnswers", "Accounting", "reason_kind", "format_coverage"]
+
+
+NO_THINK = ":no-think"  # appended to the model of its answers without thinking under --untagged separate
+
+
+ANSWER_WITHOUT_THINKING = ("answer without thinking: untagged text of a model whose other records carry reasoning, "
+                           "shorter than its median reasoning (--untagged separate profiles these as <model>"
+                           f"{NO_THINK})")
+
+
+_UNTAGGED = b'"untagged": true'  # as json.dumps writes a graph record's provenance
+
+
+def reasoning_chars(g: Mapping) -> int:
+    return sum(s["end"] - s["start"] for s in g.get("sections") or () if s.get("name") == "reasoning")
+
+
+class UntaggedAnswers:
+    """Which untagged traces of a run are a model's answers without thinking (see the module doc):
+    the median reasoning length of every model that has both untagged and reasoning-bearing traces."""
+
+    def __init__(self, medians: Mapping[str, float] | None = None):
+        self.medians = dict(medians or {})
+
+    @classmethod
+    def scan(cls, parts: Iterable[Path]) -> "UntaggedAnswers":
+        """One pass over the committed chunks (skipped when none holds an untagged trace)."""
+        parts = list(parts)
+        if not any(_UNTAGGED in p.read_bytes() for p in parts):
+            return cls()
+        lengths: dict[str, list[int]] = defaultdict(list)
+        untagged: set[str] = set()
+        for part in parts:
+            with open(part, encoding="utf-8") as f:
+                for line in f:
+                    g = json.loads(line).get("graph")
+                    if g is None:
+                        continue
+                    if g["provenance"].get("untagged"):
+                        untagged.add(g["model"])
+                    else:
+                        lengths[g["model"]].append(reasoning_chars(g))
+        return cls({m: statistics.median(lengths[m]) for m in sorted(untagged) if lengths.get(m)})
+
+    def is_answer(self, g: Mapping) -> bool:
+        median = self.medians.get(g["model"])
+        return median is not None and bool(g["provenance"].get("untagged")) and reasoning_chars(g) < median
+
+    def apply(self, g: dict, policy: str) -> dict | None:
+        """The graph record to keep (renamed under policy "separate"), or None when it is skipped."""
+        if not self.is_answer(g):
+            return g
+        if policy == "separate":
+            return {**g, "model": g["model"] + NO_THINK, "provenance": {**g["provenance"], "no_think_of": g["model"]}}
+        return None
+
+    @staticmethod
+    def error(g: Mapping) -> dict:
+        """The errors.jsonl line of an answer without thinking left out of its model's profile."""
+        reasoning = next((s["field"] for s in g.get("sections") or () if s.get("name") == "reasoning"), "reasoning")
+        return {"file": g["source"], "record": g["record"], "field": reasoning, "reason": ANSWER_WITHOUT_THINKING,
+                "model": g["model"], "trace_id": g["trace_id"]}
+
+
+_REASON_END = re.compile(r"[;:(]| in \d| at byte| over the limit")
+
+
+def reason_kind(reason: str) -> str:
+    """A skip reason without its record-specific detail, for counting: "no reasoning text found; tried
+    ..." -> "no reasoning text found"; "malformed JSON: Expecting value (column 3)" -> "malformed JSON"."""
+    if reason == ANSWER_WITHOUT_THINKING:
+        return "answer without thinking"
+    if re.match(r"\d+ Thought Units, over the limit", reason):
+        return "over the Thought Unit limit"
+    cut = _REASON_END.search(reason)
+    return (reason[: cut.start()] if cut and cut.start() > 0 else reason).strip() or "skipped"
+
+
+@dataclass
+class _Tally:
+    records: set = field(default_factory=set)
+    traces: int = 0
+    reasons: Counter = field(default_factory=Counter)
+
+    def row(self) -> dict:
+        return {"records": len(self.records), "traces": self.traces, "skipped": sum(self.reasons.values()),
+                "reasons": dict(sorted(self.reasons.items(), key=lambda kv: (-kv[1], kv[0])))}
+
+
+DISAGREEMENT_EXAMPLES = 10
+
+
+@dataclass
+class Accounting:
+    """Coverage and grade counts of a run, fed one graph record or skipped record at a time."""
+
+    files: dict[str, _Tally] = field(default_factory=lambda: defaultdict(_Tally))
+    models: dict[str, _Tally] = field(default_factory=lambda: defaultdict(_Tally))
+    grades: Counter = field(default_factory=Counter)
+    grade_fields: Counter = field(default_factory=Counter)
+    unread: Counter = field(default_factory=Counter)
+    checked: int = 0  # traces with both a grade (correct or incorrect) and a gold answer
+    disagreements: list[dict] = field(default_factory=list)
+    disagreement_count: int = 0
+
+    def trace(self, g: Mapping) -> None:
+        key = (g["source"], g["record"])
+        for tally in (self.files[g["source"]], self.models[g["model"]]):
+            tally.records.add(key)
+            tally.traces += 1
+        self._grade(g)
+
+    def skipped(self, error: Mapping) -> None:
+        file, record = str(error.get("file")), error.get("record")
+        kind = reason_kind(str(error.get("reason", "")))
+        model = error.get("model") or "unknown"
+        tallies = [self.files[file]] + ([] if record == "file" else [self.models[model]])
+        for tally in tallies:
+            if record != "file":
+                tally.records.add((file, record_position(record) if isinstance(record, (int, str)) else record))
+            tally.reasons[kind] += 1
+
+    def _grade(self, g: Mapping) -> None:
+        provenance = g.get("provenance") or {}
+        metrics = (g.get("redundancy") or {}).get("metrics") or {}
+        if has_grade(g):
+            self.grades[f"record {verdict_name(g.get('correct'))}"] += 1
+            self.grade_fields[provenance.get("correct_from") or "correct"] += 1
+            gold = g.get("gold_answer")
+            if isinstance(g.get("correct"), bool) and gold is not None and str(gold).strip():
+                final = (g.get("redundancy") or {}).get("final_answer")
+                matched = bool(final) and answers_match(final["value"], gold)
+                self.checked += 1
+                if matched != g["correct"]:
+                    self.disagreement_count += 1
+                    if len(self.disagreements) < DISAGREEMENT_EXAMPLES:
+                        self.disagreements.append({
+                            "trace_id": g["trace_id"], "model": g["model"], "grade": provenance.get("grade"),
+                            "grade_from": provenance.get("correct_from"), "gold": str(gold),
+                            "final_answer": final["value"] if final else None,
+                            "matcher": "correct" if matched else "incorrect"})
+        elif metrics.get("Acc") in (0, 1):
+            self.grades[f"matcher {verdict_name(bool(metrics['Acc']))}"] += 1
+        else:
+            self.grades["none"] += 1
+        if provenance.get("unread_grade"):
+            self.unread[provenance["unread_grade"].split("=")[0]] += 1
+
+    # ------------------------------------------------------------------------- results
+
+    def coverage(self) -> dict:
+        return {"by_file": [{"file": f, **t.row()} for f, t in sorted(self.files.items())],
+                "by_model": [{"model": m, **t.row()} for m, t in sorted(self.models.items())],
+                "what": "records read (a record may give several traces: one per generation), traces profiled and "
+                        "records skipped by reason, per input file and per model; errors.jsonl lists every skip"}
+
+    def grade_summary(self) -> dict:
+        return {
+            "from_records": {v: self.grades[f"record {v}"] for v in ("correct", "incorrect", "not graded")},
+            "fields": dict(sorted(self.grade_fields.items())),
+            "from_matcher": {v: self.grades[f"matcher {v}"] for v in ("correct", "incorrect")},
+            "none": self.grades["none"],
+            "unread_codes": dict(sorted(self.unread.items())),
+            "matcher_checked": self.checked,
+            "matcher_disagrees": self.disagreement_count,
+            "disagreements": self.disagreements,
+            "what": "a record's own grade (from_records) always decides its verdict; the final answer is matched "
+                    "against the gold answer (from_matcher) only where the record has no grade. matcher_disagrees: "
+                    "traces with a grade and a gold answer where the matcher would have said otherwise (of "
+                    "matcher_checked); unread_codes: traces whose grade field holds codes that only "
+                    "--correct-values can read",
+        }
+
+    def warnings(self) -> list[str]:
+        """One line per input file and per model (a named one) of which no trace was profiled; none when
+        the run profiled nothing at all (the run says that itself)."""
+        out = []
+        if not any(t.traces for t in self.files.values()):
+            return out
+        for kind, tallies in (("file", self.files), ("model", self.models)):
+            for name, t in sorted(tallies.items()):
+                if t.traces == 0 and not (kind == "model" and name == "unknown"):
+                    why = ", ".join(f"{reason} {n}" for reason, n in t.row()["reasons"].items())
+                    n = len(t.records)
+                    out.append(f"{kind} {name}: no trace profiled from its {n} record{'' if n == 1 else 's'} "
+                               f"({sum(t.reasons.values())} skipped: {why}; see errors.jsonl)")
+        return out
+
+
+def format_coverage(coverage: Mapping, grades: Mapping | None = None, max_rows: int = 30) -> str:
+    """The coverage as a plain-text table (printed summary): per file, then per model."""
+    lines = []
+    for key, label in (("by_model", "model"), ("by_file", "file")):
+        rows = coverage.get(key) or []
+        if not rows:
+            continue
+        names = [str(r[label]) for r in rows[:max_rows]]
+        width = max(len(label), *(len(n) for n in names))
+        lines.append(f"{label:<{width}} {'records':>8} {'traces':>7} {'skipped':>8}  reasons")
+        for name, r in zip(names, rows):
+            reasons = ", ".join(f"{k} {v}" for k, v in r["reasons"].items())
+            lines.append(f"{name:<{width}} {r['records']:>8} {r['traces']:>7} {r['skipped']:>8}  {reasons}".rstrip())
+        if len(rows) > max_rows:
+            lines.append(f"... {len(rows) - max_rows} more (run.json coverage)")
+        lines.append("")
+    if grades:
+        rec, mat = grades["from_records"], grades["from_matcher"]
+        lines.append(f"grades: {sum(rec.values())} from the records ({rec['correct']} correct, {rec['incorrect']} "
+                     f"incorrect, {rec['not graded']} not graded)" + (
+                         f" in {', '.join(grades['fields'])}" if grades["fields"] else "")
+                     + f"; {sum(mat.values())} by matching the answer; {grades['none']} without a verdict")
+        if grades["matcher_checked"]:
+            lines.append(f"the answer matcher disagrees with the record's grade on {grades['matcher_disagrees']} of "
+                         f"{grades['matcher_checked']} traces (the grade is kept; run.json grades.disagreements)")
+        for name, n in grades["unread_codes"].items():
+            lines.append(f"{n} traces carry `{name}` codes that only --correct-values reads, e.g. --correct-field "
+                         f"{name} --correct-values '1=correct,2=incorrect,0=ungraded'")
+    return "\n".join(lines).rstrip()

@@ -1,0 +1,79 @@
+"""The report's "Records read, profiled and skipped" section: run.json's coverage (per input file
+and per model: records read, traces profiled, records skipped by reason) and where the verdicts came
+from (the records' own grades, or the answer matched against the gold answer, and how often the two
+disagree). Nothing a run left out goes unmentioned.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..outputs import RUN_JSON
+from .markup import esc, html_table, md_table
+
+__all__ = ["coverage_html", "coverage_md", "COVERAGE_HEADER"]
+
+COVERAGE_HEADER = ("records", "traces", "skipped", "reasons")
+
+
+def _run(run_dir: Path) -> dict:
+    try:
+        return json.loads((Path(run_dir) / RUN_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _tables(run: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+    coverage = run.get("coverage") or {}
+    out = []
+    for key, label in (("by_model", "model"), ("by_file", "file")):
+        rows = coverage.get(key) or []
+        if rows:
+            out.append((label, [label, *COVERAGE_HEADER],
+                        [[str(r[label]), str(r["records"]), str(r["traces"]), str(r["skipped"]),
+                          ", ".join(f"{k}: {v}" for k, v in r["reasons"].items()) or "–"] for r in rows]))
+    return out
+
+
+def _lines(run: dict) -> list[str]:
+    lines = [f"Warning: {w}." for w in run.get("coverage_warnings") or ()]
+    grades = run.get("grades")
+    if grades:
+        rec, mat = grades["from_records"], grades["from_matcher"]
+        lines.append(f"Verdicts: {sum(rec.values())} traces carry their own grade ({rec['correct']} correct, "
+                     f"{rec['incorrect']} incorrect, {rec['not graded']} not graded"
+                     + (f"; read from {', '.join(grades['fields'])}" if grades["fields"] else "")
+                     + f"), {sum(mat.values())} were judged by matching the final answer against the gold answer, "
+                       f"{grades['none']} have no verdict. A record's own grade always wins over the matcher.")
+        if grades["matcher_checked"]:
+            lines.append(f"The answer matcher disagrees with the record's grade on {grades['matcher_disagrees']} of "
+                         f"{grades['matcher_checked']} traces that have both (run.json grades.disagreements).")
+        for name, n in (grades.get("unread_codes") or {}).items():
+            lines.append(f"{n} traces carry `{name}` codes no default reads: name their meaning with "
+                         f"--correct-field {name} --correct-values.")
+    return lines
+
+
+def coverage_html(run_dir: Path) -> str:
+    run = _run(run_dir)
+    tables = _tables(run)
+    if not tables:
+        return ""
+    from .glossary import GLOSSARY
+
+    body = "".join(f"<p class=note>{esc(line).replace('`', '')}</p>" for line in _lines(run))
+    body += "".join(f"<h3>By {label}</h3>" + html_table(header, [[esc(c) for c in r] for r in rows], left=1,
+                                                         cls="dense", titles={h: GLOSSARY.get(h, "") for h in header})
+                    for label, header, rows in tables)
+    return "<h2>Records read, profiled and skipped</h2>" + body
+
+
+def coverage_md(run_dir: Path) -> list[str]:
+    run = _run(run_dir)
+    tables = _tables(run)
+    if not tables:
+        return []
+    parts = ["## Records read, profiled and skipped", "", *(f"{line}\n" for line in _lines(run))]
+    for label, header, rows in tables:
+        parts += [f"### By {label}", "", md_table(header, rows), ""]
+    return parts
