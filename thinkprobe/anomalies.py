@@ -3,8 +3,9 @@ which indicators push it out, and its failure risk (thinkprobe.risk).
 
 Per model with at least `anomaly_min_traces` traces (stats section of the config):
   robust z    (value - model median) / (1.4826 x median absolute deviation) per indicator; where
-              half the model's traces or more share one value (MAD 0), 1.2533 x the mean absolute
-              deviation instead; an indicator constant over the model gives 0
+              half the model's traces or more share one value (MAD 0: a rare type's indicator, mostly
+              0), the standard deviation instead (a single non-zero trace of n then sits near
+              sqrt(n) rather than at an arbitrarily large z); an indicator constant over the model gives 0
   anomaly     sqrt(z' P z): the Mahalanobis distance of the robust z from 0, P the inverse of a
               Ledoit-Wolf shrinkage covariance (scikit-learn) fitted to the robust z clipped to
               [-3, 3], so a few extreme traces neither hide themselves nor inflate the others
@@ -30,7 +31,6 @@ __all__ = ["robust_z", "anomaly_scores", "anomaly_rows", "write_anomalies", "rea
 
 _CLIP = 3.0
 _MAD_NORMAL = 1.4826  # MAD of a normal distribution -> its standard deviation
-_MEAN_AD_NORMAL = 1.2533  # mean absolute deviation -> standard deviation
 
 
 def robust_z(values: np.ndarray) -> np.ndarray:
@@ -40,7 +40,7 @@ def robust_z(values: np.ndarray) -> np.ndarray:
     x = np.where(np.isfinite(x), x, med)
     dev = np.abs(x - med)
     scale = _MAD_NORMAL * np.median(dev, axis=0)
-    fallback = _MEAN_AD_NORMAL * dev.mean(axis=0)
+    fallback = x.std(axis=0, ddof=1) if len(x) > 1 else np.zeros(x.shape[1])
     scale = np.where(scale > 0, scale, fallback)
     return np.where(scale > 0, (x - med) / np.where(scale > 0, scale, 1.0), 0.0)
 
