@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from thinkprobe.anomalies import anomaly_rows, write_anomalies
+from thinkprobe.anomalies import anomaly_rows, robust_z, write_anomalies
 from thinkprobe.choice import parse_want, select_models, select_run
 from thinkprobe.cli import main
 from thinkprobe.config import Config
@@ -53,6 +53,17 @@ def test_anomaly_scores_follow_the_model_not_the_run():
     alone = anomaly_rows(a, SETTINGS)
     together = anomaly_rows(a + b, SETTINGS)[:30]
     assert [r["anomaly"] for r in alone] == pytest.approx([r["anomaly"] for r in together])
+
+
+def test_robust_z_takes_the_median_of_finite_values_only():
+    """A NaN or an infinite value (an indicator undefined for a trace) counts as the median of the
+    finite ones; a column with no finite value gives 0, not NaN."""
+    x = np.array([[1.0, np.nan], [2.0, np.nan], [3.0, np.nan], [np.inf, np.nan], [np.nan, np.nan]])
+    z = robust_z(x)
+    assert np.isfinite(z).all()
+    assert z[:, 1].tolist() == [0.0] * 5
+    assert z[1, 0] == 0.0 and z[3, 0] == 0.0 and z[4, 0] == 0.0  # median of 1, 2, 3 is 2
+    assert z[0, 0] == pytest.approx(-z[2, 0]) and z[2, 0] > 0
 
 
 # ----------------------------------------------------------------------------- failure risk

@@ -36,8 +36,9 @@ _MAD_NORMAL = 1.4826  # MAD of a normal distribution -> its standard deviation
 def robust_z(values: np.ndarray) -> np.ndarray:
     """Column-wise robust z-scores of an (n, p) array (module docstring); NaN counts as the median."""
     x = np.asarray(values, dtype=np.float64)
-    med = np.nanmedian(x, axis=0)
-    x = np.where(np.isfinite(x), x, med)
+    finite = np.isfinite(x)
+    med = np.array([np.median(col[ok]) if ok.any() else 0.0 for col, ok in zip(x.T, finite.T)])
+    x = np.where(finite, x, med)
     dev = np.abs(x - med)
     scale = _MAD_NORMAL * np.median(dev, axis=0)
     fallback = x.std(axis=0, ddof=1) if len(x) > 1 else np.zeros(x.shape[1])
