@@ -9,6 +9,7 @@ Rerun it whenever the pipeline's graphs change (linker, decoder, segmenter): it 
     python scripts/train_failure_risk.py                      # re-profile everything, refit, write the model
     python scripts/train_failure_risk.py --reuse              # keep finished runs under --work, refit
     python scripts/train_failure_risk.py --no-write           # evaluate only
+    python scripts/train_failure_risk.py --reuse --partial    # refit now on what is profiled so far
 
 Writes models/failure-risk/model.json (weights, calibration, evaluation) and prints the evaluation;
 WORK/evaluation.json keeps it too. About an hour on 2 CPU cores (profiling; the fit takes a minute).
@@ -57,12 +58,15 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=0, help="sampling seed")
     ap.add_argument("--C", type=float, default=0.1, help="inverse L2 strength of the logistic regression")
     ap.add_argument("--workers", type=int, default=1, help="profiling worker processes")
+    ap.add_argument("--partial", action="store_true",
+                    help="with --reuse: a corpus whose run has not finished contributes its committed chunks")
     args = ap.parse_args(argv)
     work, corpora = Path(args.work), [c for c in args.corpora.split(",") if c]
     if not (args.reuse and all((work / c / "labels.csv").exists() for c in corpora)):
         print("sampled traces:", prepare(work, Path(args.data), corpora, args.seed), flush=True)
-    profile_corpora(work, corpora, reuse=args.reuse, workers=args.workers, progress=False)
-    data = load_dataset(work, corpora)
+    if not args.partial:
+        profile_corpora(work, corpora, reuse=args.reuse, workers=args.workers, progress=False)
+    data = load_dataset(work, corpora, partial=args.partial)
     ev = evaluate(data, args.C)
     print_evaluation(ev)
     (work / "evaluation.json").write_text(json.dumps(ev, indent=1) + "\n", encoding="utf-8")
@@ -70,7 +74,10 @@ def main(argv=None) -> None:
         card = {"trained": date.today().isoformat(), "corpora": corpora, "traces": int(len(data["wrong"])),
                 "wrong": int(data["wrong"].sum()), "per_stratum": {c: PER_STRATUM[c] for c in corpora},
                 "seed": args.seed, "evaluation": ev,
-                "command": "python scripts/train_failure_risk.py"}
+                "sampled": {c: sum(1 for _ in open(work / c / "labels.csv", encoding="utf-8")) - 1 for c in corpora},
+                "used": {c: int((data["corpus"] == c).sum()) for c in corpora},
+                "command": "python scripts/train_failure_risk.py" + ("" if set(corpora) == set(CORPORA) else
+                                                                     f" --corpora {','.join(corpora)}")}
         write_model(fit(data, args.C), Path(args.out), card)
         print(f"wrote {Path(args.out) / 'model.json'}")
 

@@ -260,3 +260,25 @@ def test_training_labels_are_read_from_the_records_and_answers_cut_off(shared_da
     assert not s1.reasoning.startswith("think") and "\nanswer\n" not in s1.reasoning
     mr_ben = read_corpus("mr_ben", shared_data)
     assert not any("Solution:" in e.reasoning.splitlines()[-1] for e in mr_ben[:200])
+
+
+def test_training_data_of_an_unfinished_run_comes_from_its_committed_chunks(tmp_path):
+    """`train_failure_risk.py --reuse --partial`: a run still profiling contributes the traces of
+    its committed chunks (never the chunk being written); without --partial it must have finished."""
+    from thinkprobe.training.risk_fit import LABEL_COLUMNS, load_dataset
+
+    parts = tmp_path / "c" / "run" / "parts"
+    parts.mkdir(parents=True)
+    graphs = [make_graph(f"t{k}", "m", "math", 6 + k) | {"record": k} for k in range(3)]
+    (parts / "000000.jsonl").write_text("".join(json.dumps({"graph": g}) + "\n" for g in graphs[:2]))
+    (parts / "000001.running").write_text(json.dumps({"graph": graphs[2]}) + "\n")
+    with open(tmp_path / "c" / "labels.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(LABEL_COLUMNS)
+        for k in range(3):
+            w.writerow([k, f"t{k}", "c", "m", "math", k % 2])
+    data = load_dataset(tmp_path, ["c"], partial=True)
+    assert data["id"].tolist() == ["t0", "t1"] and data["wrong"].tolist() == [False, True]
+    assert data["X"].shape == (2, len(RISK_FEATURES)) and data["X"][1, 0] > data["X"][0, 0]  # more units
+    with pytest.raises(FileNotFoundError):
+        load_dataset(tmp_path, ["c"])

@@ -17,11 +17,11 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..records import iter_graph_records
+from ..records import GraphRecord, iter_graph_records, load_graph_record
 from ..risk import RISK_FEATURES, FailureRisk, risk_features
 from .risk_data import CORPORA, MATH_CORPORA, read_corpus, sample_examples
 
@@ -71,14 +71,26 @@ def profile_corpora(work: Path, corpora: Sequence[str], reuse: bool = False, **o
         print(f"{name}: {time.time() - start:.0f} s", flush=True)
 
 
-def load_dataset(work: Path, corpora: Sequence[str]) -> dict[str, np.ndarray]:
+def _committed_graphs(run: Path) -> Iterator[GraphRecord]:
+    """The graph records of the committed chunks of a run that has not finished (run/parts/)."""
+    for part in sorted((run / "parts").glob("[0-9]*.jsonl")):
+        with open(part, encoding="utf-8") as f:
+            for k, line in enumerate(f, start=1):
+                if line.strip():
+                    yield load_graph_record(json.dumps(json.loads(line)["graph"]), str(part), k)
+
+
+def load_dataset(work: Path, corpora: Sequence[str], partial: bool = False) -> dict[str, np.ndarray]:
     """Features and labels of every profiled trace: X (RISK_FEATURES), wrong, corpus, model,
-    domain, tokens (reasoning tokens, for the length baselines)."""
+    domain, tokens (reasoning tokens, for the length baselines). `partial`: a corpus whose run has
+    not finished contributes the traces of its committed chunks."""
     cols: dict[str, list] = {"X": [], "wrong": [], "corpus": [], "model": [], "domain": [], "tokens": [], "id": []}
     for name in corpora:
         with open(work / name / "labels.csv", encoding="utf-8", newline="") as f:
             labels = {int(r["record"]): r for r in csv.DictReader(f)}
-        for rec in iter_graph_records(work / name / "run"):
+        run = work / name / "run"
+        finished = (run / "graphs.jsonl").exists()
+        for rec in (iter_graph_records(run) if finished or not partial else _committed_graphs(run)):
             lab = labels[int(rec["record"])]
             feats = risk_features(rec)
             cols["X"].append([feats[k] for k in RISK_FEATURES])
@@ -250,13 +262,34 @@ def _cells(s: Mapping) -> str:
 
 
 def _eval_table(entries: Mapping[str, Mapping]) -> list[str]:
-    lines = ["| held out | n | wrong | failure_risk AUROC / Brier / ECE | length alone | length + model |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| held out | n | wrong | failure_risk AUROC | Brier | ECE | length alone AUROC | Brier | ECE "
+             "| length + model AUROC | Brier | ECE |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, e in entries.items():
         fr = e["failure_risk"]
         lines.append(f"| {name} | {fr['n']} | {fr['wrong']} | {_cells(fr)} | {_cells(e['length'])} | "
                      f"{_cells(e['length_model'])} |")
     return lines
+
+
+def _counts_line(data: Mapping) -> list[str]:
+    if "used" not in data:
+        return []
+    cells = ", ".join(f"{c} {data['used'][c]}" + (f" of {data['sampled'][c]}" if data['used'][c] != data['sampled'][c]
+                                                   else "") for c in data["corpora"])
+    short = [c for c in data["corpora"] if data["used"][c] != data["sampled"][c]]
+    note = (f" ({', '.join(short)}: only the traces profiled when the model was fitted, `--partial`)"
+            if short else "")
+    return ["", f"Traces per corpus: {cells}{note}."]
+
+
+def _target_line(ev: Mapping) -> list[str]:
+    s = ev["leave_one_model_out_math_pooled"]["failure_risk"]
+    if s["auroc"] is None:
+        return []
+    verdict = "meets" if s["auroc"] >= 0.80 else "falls short of"
+    return [f"On math traces of a model it never saw (leave one model out, pooled), failure_risk has AUROC "
+            f"{s['auroc']:.3f}: it {verdict} the target of 0.80 (issue 42).", ""]
 
 
 def model_card(data: Mapping) -> str:
@@ -284,9 +317,11 @@ def model_card(data: Mapping) -> str:
         "profiled with its answer section cut off and without its label; labels come from the records "
         "(thinkprobe/training/risk_data.py says, per corpus, which field and what counts as wrong). Each "
         "corpus weighs the same in the fit.",
+        *_counts_line(data),
         "",
         "## Evaluation",
         "",
+        *_target_line(ev),
         "Leave one corpus out (each corpus scored by a model fitted on the others); baselines: a calibrated "
         "logistic regression on log reasoning tokens (and its square), alone and with a one-hot of the model "
         "(an unseen model's is all zeros). ECE: 10 equal-width bins.",
