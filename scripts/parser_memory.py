@@ -1,6 +1,6 @@
 """Memory and time of the parser (typing + linking) on one synthetic trace of N units with random
-embeddings (docs/accuracy.md, "Any length"), one torch thread; a parser with a reader also runs the
-encoder on the units' texts (four distinct sentences here):
+embeddings (docs/notes/accuracy-history.md, "Any length"), one torch thread; a parser with a reader
+also runs the encoder on the units' texts (four distinct sentences here):
 
     python scripts/parser_memory.py 40000
 """

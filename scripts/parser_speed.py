@@ -1,6 +1,7 @@
 """The parser's cost against the raw encoder's, in one process on the same units: the first N
 prepared silver traces (scripts/train_parser.py prepare), typed and linked in chunks of 16 traces,
-and (up to 3,000 of) their unit texts encoded by the pipeline's encoder (its default precision) (docs/accuracy.md):
+and (up to 3,000 of) their unit texts encoded by the pipeline's encoder (its default precision)
+(docs/notes/accuracy-history.md, "Throughput"):
 
     python scripts/parser_speed.py [--traces 100]
 """

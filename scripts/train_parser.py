@@ -1,4 +1,4 @@
-"""Train ThinkProbe's trace-level parser (thinkprobe/link/parser.py) on ReasoningFlow silver graphs.
+"""Train ThinkProbe's trace-level parser (thinkprobe/link/parser/) on ReasoningFlow silver graphs.
 
 Stage 1, `prepare`: every silver trace is split, encoded and tiled by our own pipeline once; its
 units and embeddings are cached in chunk files under --cache (resumable: finished chunks are kept).

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from thinkprobe.agreement import indicator_agreement, model_identification
+from thinkprobe.agreement import format_agreement, indicator_agreement, model_identification
 from thinkprobe.cli import main
 from thinkprobe.indicators import INDICATORS
 
@@ -31,6 +31,18 @@ def test_the_same_values_agree_perfectly_and_shifted_ones_keep_their_ranks():
     moved = by_name(indicator_agreement(gold, shifted, resamples=200))
     assert moved["idea_count"]["spearman"] == pytest.approx(1.0) and moved["idea_count"]["mean_abs_diff_sd"] > 1
     assert set(same) == set(INDICATORS) | {"Breadth", "Depth", "Structure", "Metacognition", "Efficiency"}
+
+
+def test_the_table_shows_both_means_beside_rho_and_the_scaled_difference():
+    gold = rows(12)
+    shifted = {k: {name: v + 5 for name, v in r.items()} for k, r in gold.items()}
+    result = indicator_agreement(gold, shifted, resamples=200)
+    line = next(x for x in format_agreement(result).splitlines() if x.startswith("idea_count "))
+    v = by_name(result)["idea_count"]
+    cells = line.split()
+    assert float(cells[1]) == pytest.approx(1.0)
+    assert float(cells[-3]) == pytest.approx(v["gold_mean"], rel=1e-2) and float(cells[-2]) == pytest.approx(v["gold_mean"] + 5, rel=1e-2)
+    assert float(cells[-1]) == pytest.approx(v["mean_abs_diff_sd"], abs=0.01)
 
 
 def test_constant_values_and_unmatched_documents():

@@ -1,14 +1,11 @@
 """Candidate answers: extraction from several answer formats, normalisation and matching against a
-gold answer, and the code sandbox (a runaway program is cut off and reported, never fatal)."""
+gold answer (the code sandbox: tests/test_sandbox.py)."""
 from __future__ import annotations
-
-import os
-import time
 
 import pytest
 
 from thinkprobe.redundancy import (Candidate, answers_match, boxed_values, final_candidate, find_candidates, normalise,
-                                run_code_tests, to_number)
+                                to_number)
 
 
 def record(*texts: str, types: str | None = None, answer_from: int | None = None, **extra) -> dict:
@@ -184,65 +181,6 @@ def test_to_number(text, value):
 @pytest.mark.parametrize("text", ["x + 1", "__import__('os').system('true')", "1/0", "10^{10^{10}}", r"\infty", "(1, 2)", ""])
 def test_to_number_refuses_what_is_not_a_number(text):
     assert to_number(text) is None
-
-
-# ----------------------------------------------------------------------------- sandbox
-
-
-def test_passing_and_failing_asserts():
-    assert run_code_tests("def add(a, b):\n    return a + b", ["assert add(1, 2) == 3", "assert add(2, 2) == 4"]) \
-        == (True, "all 2 tests passed")
-    passed, reason = run_code_tests("def add(a, b):\n    return a - b", "assert add(1, 2) == 3")
-    assert passed is False and "test 0 failed" in reason
-
-
-def test_stdin_stdout_cases():
-    code = "n = int(input())\nprint(n * 2)"
-    assert run_code_tests(code, [{"input": "3", "output": "6"}, {"input": "5\n", "output": "10\n"}])[0] is True
-    assert run_code_tests(code, {"inputs": ["3"], "outputs": ["7"]})[0] is False
-
-
-def test_infinite_loop_is_cut_off():
-    start = time.monotonic()
-    passed, reason = run_code_tests("while True:\n    pass", "assert True", timeout_s=1)
-    assert passed is False and "timeout" in reason
-    assert time.monotonic() - start < 10
-
-
-def test_sleeping_loop_is_cut_off_by_the_wall_clock():
-    passed, reason = run_code_tests("import time\nwhile True:\n    time.sleep(0.05)", "assert True", timeout_s=1)
-    assert passed is False and "timeout" in reason
-
-
-def test_huge_allocation_is_cut_off():
-    passed, reason = run_code_tests("x = bytearray(8 * 1024 ** 3)", "assert True", memory_mb=256)
-    assert passed is False and "memory" in reason
-
-
-def test_no_network_and_no_processes():
-    passed, reason = run_code_tests("import socket\nsocket.create_connection(('example.com', 80))", "assert True")
-    assert passed is False and "network" in reason
-    passed, reason = run_code_tests("import subprocess\nsubprocess.run(['true'])", "assert True")
-    assert passed is False and "processes" in reason
-
-
-def test_runs_in_a_temporary_folder_and_another_process():
-    code = "import os\nHERE = os.getcwd()\nPID = os.getpid()"
-    assert run_code_tests(code, [f"assert HERE != {os.getcwd()!r}", f"assert PID != {os.getpid()}",
-                                 "assert 'thinkprobe-sandbox' in HERE"])[0] is True
-
-
-def test_errors_are_reported_not_raised():
-    assert run_code_tests("raise SystemExit(3)", "assert True")[0] is True  # exiting is not failing
-    passed, reason = run_code_tests("def f(n):\n    return f(n + 1)", "f(0)")
-    assert passed is False and "recursion" in reason
-    passed, reason = run_code_tests("syntax error here", "assert True")
-    assert passed is False and "SyntaxError" in reason
-
-
-def test_nothing_to_run():
-    assert run_code_tests("", "assert True") == (None, "no code")
-    assert run_code_tests("x = 1", 42) == (None, "no usable tests")
 
 
 @pytest.mark.parametrize("pred", ["3, 5", "3 or 5", "3; 5"])

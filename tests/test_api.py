@@ -87,7 +87,8 @@ def test_run_tables_graphs_and_round_trip(cli_run, tmp_path):
     acc = dict(zip(red["trace_id"], red["Acc"]))
     assert acc[RECORDS[3]["id"]] is None or acc[RECORDS[3]["id"]] != acc[RECORDS[3]["id"]]  # null, read as NA
     assert {acc[r["id"]] for r in RECORDS[:3]} <= {0, 1}
-    assert set(run.stats["variable"]) >= set(ind.columns[7:])  # after trace_id, model, domain, source_id, units, edges, tokens
+    keys = {"trace_id", "model", "domain", "group", "source_id", "units", "edges", "tokens"}
+    assert set(run.stats["variable"]) >= set(ind.columns) - keys and set(ind.columns) >= keys
     g = run.to_networkx("separate-fields")
     rec = run.graph("separate-fields")
     assert g.number_of_nodes() == len(rec["units"]) and g.number_of_edges() == len(rec["edges"])

@@ -402,7 +402,7 @@ def test_peek(tmp_path):
     assert len(rows) == 2
     assert rows[0] == {
         "file": str(path), "joined": None, "record": "line 1", "trace_id": "x", "trace_id_from": "id", "model": "M", "model_from": "model",
-        "domain": "math", "domain_from": "domain", "reasoning_from": "response", "tag": "<think>",
+        "domain": "math", "domain_from": "domain", "group": None, "group_from": None, "reasoning_from": "response", "tag": "<think>",
         "open_tag_missing": True, "truncated": False, "answer_from": "response", "reasoning_chars": 5,
         "answer_chars": 2, "gold_from": "answer", "correct_from": "correct", "untagged": False, "layout": None, "error": None,
     }

@@ -1,4 +1,4 @@
-"""The trace-level parser backend (thinkprobe/link/parser.py): blocked candidate search, features,
+"""The trace-level parser backend (thinkprobe/link/parser/): blocked candidate search, features,
 a tiny model learning a structural pattern, model folder round trip and determinism."""
 from __future__ import annotations
 

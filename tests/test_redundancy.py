@@ -175,12 +175,20 @@ def test_unc_counts_candidate_units():
     assert redundancy_row({**rec, "units": rec["units"][:2], "edges": rec["edges"][:1]})[0]["Unc"] == 0
 
 
-def test_code_candidate_runs_its_tests():
+def test_code_candidate_runs_its_tests_only_when_allowed():
+    from thinkprobe.redundancy import NOT_ALLOWED, RedundancyParams, isolation_problem
+
     code = "```python\ndef double(x):\n    return 2 * x\n```"
-    rec = graph_record(["I will write it.", code], chain(2), tests=["assert double(4) == 8"])
-    row, extra = redundancy_row(rec)
+    rec = graph_record(["I will write it.", code], chain(2), tests=["assert double(4) == 8"], correct=True)
+    row, extra = redundancy_row(rec)  # by default no code runs: ungraded, the label set aside as with tests
+    assert row["Acc"] is None and extra["candidates"][0]["reason"] == NOT_ALLOWED
+    problem = isolation_problem()
+    if problem:
+        pytest.skip(f"this machine cannot isolate model-written code: {problem}")
+    allowed = RedundancyParams(allow_code_execution=True)
+    row, extra = redundancy_row(rec, allowed)
     assert row["Acc"] == 1 and extra["candidates"][0]["kind"] == "code"
-    row, extra = redundancy_row({**rec, "tests": ["assert double(4) == 9"]})
+    row, extra = redundancy_row({**rec, "tests": ["assert double(4) == 9"]}, allowed)
     assert row["Acc"] == 0 and "failed" in extra["candidates"][0]["reason"]
 
 

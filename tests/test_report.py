@@ -36,7 +36,7 @@ def run_dir(tmp_path_factory) -> Path:
 
 
 def test_report_files(run_dir):
-    for name in ("report.html", "report.md", "figures/radar.png", "figures/boxplots.png", "figures/heatmap.png"):
+    for name in ("report.html", "report.md", "figures/radar.png", "figures/indicators.png", "figures/heatmap.png"):
         assert (run_dir / name).stat().st_size > 0, name
     for trace_id, *_ in TRACES:
         assert (run_dir / "traces" / f"{safe_trace_id(trace_id)}.html").exists()
@@ -62,7 +62,7 @@ def test_report_html_is_self_contained(run_dir):
 def test_report_markdown_twin(run_dir):
     md = (run_dir / "report.md").read_text(encoding="utf-8")
     assert "![Radar chart of the model profiles](figures/radar.png)" in md
-    assert "](figures/boxplots.png)" in md and "](figures/heatmap.png)" in md
+    assert "](figures/indicators.png)" in md and "](figures/heatmap.png)" in md
     assert "| branching_factor |" in md and "## Redundancy" in md
     assert "[r1-math-0](traces/r1-math-0.html)" in md
 
@@ -71,7 +71,7 @@ def test_report_is_reproducible(run_dir, tmp_path):
     copy = tmp_path / run_dir.name
     shutil.copytree(run_dir, copy)
     write_report(copy)
-    for name in ("report.html", "report.md", "figures/radar.png", "figures/boxplots.png", "figures/heatmap.png",
+    for name in ("report.html", "report.md", "figures/radar.png", "figures/indicators.png", "figures/heatmap.png",
                  "traces/r1-math-1.html"):
         assert (copy / name).read_bytes() == (run_dir / name).read_bytes(), name
 
@@ -322,15 +322,17 @@ def test_figures_keep_every_text_inside_the_canvas(run_dir):
     from thinkprobe.report.style import clipped_texts, figure_style
 
     with figure_style():
-        figs = {"radar": figures.radar_figure(by_model), "boxplots": figures.boxplot_figure(rows, models, stats),
+        figs = {"radar": figures.radar_figure(by_model), "indicators": figures.indicator_figure(rows, models, stats),
                 "effects": figures.effects_figure(stats),
                 "heatmap": figures.heatmap_figure(group_profiles(rows, ("model", "domain")), models, ["logic", "math"]),
                 "graph": figures.graph_figure(make_graph("g", "m", "d", 400))}
         for name, fig in figs.items():
             assert clipped_texts(fig) == [], name
-        # model names on every per-model plot: the x axis of each box plot panel
-        for ax in figs["boxplots"].axes[:len(INDICATORS)]:
-            assert [t.get_text() for t in ax.get_xticklabels()] == models
+        # every model named down the indicators heat map, every indicator along it
+        heat = figs["indicators"].axes[0]
+        assert [t.get_text() for t in heat.get_yticklabels()] == models
+        assert [t.get_text().split(" (")[0] for t in heat.get_xticklabels()] == [
+            n for names in DIMENSIONS.values() for n in names]
         # the check can fail: a title pushed off the canvas is found
         bad = Figure(figsize=(3, 2))
         bad.text(-0.2, 0.5, "odel profiles")

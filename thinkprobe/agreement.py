@@ -94,15 +94,19 @@ def indicator_agreement(gold: Mapping[str, Mapping[str, float]], pred: Mapping[s
 
 
 def format_agreement(result: Mapping[str, Any]) -> str:
-    """The agreement as a table (rho [interval], |pred - gold| / sd(gold))."""
+    """The agreement as a table: per variable rho [interval], the gold and the predicted mean, and
+    mean |pred - gold| / sd(gold)."""
     def num(x, digits=2):
         return "-" if x is None else f"{x:.{digits}f}"
 
+    def mean(x):
+        return "-" if x is None else f"{x:.3g}"
+
     level = int(round(100 * result["ci_level"]))
     lines = [f"indicator agreement with the gold graphs ({result['docs']} documents; Spearman rho [{level}% bootstrap, "
-             f"{result['resamples']} resamples], mean |pred - gold| / sd(gold)); median rho over indicators "
-             f"{num(result['median_spearman_indicators'])}",
-             f"{'variable':<26} {'rho':>6} {'interval':>15} {'|d|/sd':>7}"]
+             f"{result['resamples']} resamples], the gold and predicted means, mean |pred - gold| / sd(gold)); median rho "
+             f"over indicators {num(result['median_spearman_indicators'])}",
+             f"{'variable':<26} {'rho':>6} {'interval':>15} {'gold mean':>10} {'our mean':>10} {'|d|/sd':>7}"]
     skipped = result.get("skipped") or {}
     for side, errors in skipped.items():
         for e in errors:
@@ -110,7 +114,8 @@ def format_agreement(result: Mapping[str, Any]) -> str:
     for r in result["variables"]:
         lo, hi = r["ci"]
         interval = f"[{num(lo)}, {num(hi)}]" if lo is not None else "-"
-        lines.append(f"{r['variable']:<26} {num(r['spearman']):>6} {interval:>15} {num(r['mean_abs_diff_sd']):>7}")
+        lines.append(f"{r['variable']:<26} {num(r['spearman']):>6} {interval:>15} {mean(r['gold_mean']):>10} "
+                     f"{mean(r['pred_mean']):>10} {num(r['mean_abs_diff_sd']):>7}")
     return "\n".join(lines)
 
 

@@ -19,8 +19,9 @@ from typing import Any, Iterable, Mapping
 
 from .options import OptionError, RunOptions, option_specs, options_doc
 from .runner import field_warnings
-from .outputs import (ANOMALIES_TABLE, ERRORS_FILE, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE, MODEL_PROFILES_TABLE,
-                      OUTPUT_FILES, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, Table)
+from .outputs import (ANOMALIES_TABLE, ERRORS_FILE, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
+                      MODEL_GROUP_PROFILES_TABLE, MODEL_PROFILES_TABLE, OUTPUT_FILES, PROFILE_TABLE, REDUNDANCY_TABLE,
+                      RUN_JSON, STATS_CSV, Table)
 from .records import GraphRecord, iter_graph_records
 
 __all__ = ["profile", "Run", "load_run", "as_records", "OutputFolderError", "prepare_out_dir", "field_warnings"]
@@ -172,6 +173,14 @@ def profile(data: Any, out_dir: str | os.PathLike | None = None, **options: Any)
     out = Path(tempfile.mkdtemp(prefix="thinkprobe-run-")) if temporary else Path(out_dir)
     opts = RunOptions(inputs=paths, records=records, out_dir=str(out),
                       **{k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in options.items()})
+    if opts.allow_code_execution:  # refused before any work where the code cannot be isolated
+        from .redundancy import isolation_problem
+
+        problem = isolation_problem()
+        if problem:
+            raise OptionError(f"allow_code_execution (--allow-code-execution): model-written code cannot be run "
+                              f"isolated on this machine, so it is not run: {problem}. Profile without it (code "
+                              f"answers stay ungraded); docs/redundancy.md says what the isolation needs")
     warnings = field_warnings(opts)  # also recorded in run.json
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -236,11 +245,15 @@ class Run:
         return frame
 
     indicators = _frame(INDICATORS_TABLE,
-                        "One row per trace: trace_id, model, domain, units, edges, tokens and the 19 indicators.")
+                        "One row per trace: trace_id, model, domain, group, units, edges, tokens and the 19 "
+                        "indicators.")
     profiles = _frame(PROFILE_TABLE, "One row per trace: the 5D cognitive profile (mean signed z-score per dimension).")
     model_profiles = _frame(MODEL_PROFILES_TABLE, "One row per model: its trace count n and mean profile.")
     model_domain_profiles = _frame(MODEL_DOMAIN_PROFILES_TABLE,
                                    "One row per model and domain: its trace count n and mean profile.")
+    model_group_profiles = _frame(MODEL_GROUP_PROFILES_TABLE,
+                                  "One row per model and group (over the traces that have a group): its trace count n "
+                                  "and mean profile.")
     redundancy = _frame(REDUNDANCY_TABLE,
                         "One row per trace: CoTJudger's redundancy metrics (Acc and DR/SV/EE/EB null when unknown).")
     anomalies = _frame(ANOMALIES_TABLE, "One row per trace: anomaly (distance from its own model's traces), "
@@ -254,7 +267,7 @@ class Run:
 
     @cached_property
     def stats(self):
-        """Kruskal-Wallis tests per indicator and dimension, by model and by domain (stats.csv)."""
+        """Kruskal-Wallis tests per indicator and dimension, by model, by domain and by group (stats.csv)."""
         import pandas as pd
 
         return pd.read_csv(self.folder / STATS_CSV)

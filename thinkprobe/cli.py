@@ -178,6 +178,10 @@ def format_summary(result: dict) -> str:
         lines.append(f"{result['untagged']} traces are untagged text (no reasoning field or tags: a non-reasoning "
                      "model's output?) profiled as chain of thought; provenance marks them, --untagged skip leaves "
                      "them out")
+    if result.get("code_not_run"):
+        from .redundancy import not_run_line
+
+        lines.append(not_run_line(result["code_not_run"]))
     for key, count in result.get("unknown", {}).items():
         if count:
             from .io import unknown_fix
@@ -194,9 +198,17 @@ def format_summary(result: dict) -> str:
         lines.append("")
         lines.append("5D cognitive profile per model (mean z-score; positive = more than the corpus average)")
         lines.append(f"{'model':<{width}} {'n':>5} " + " ".join(f"{d:>13}" for d in DIMENSION_NAMES))
-        for r in rows:
-            lines.append(f"{r['model']:<{width}} {r['n']:>5} " + " ".join(f"{r[d]:>13.3f}" for d in DIMENSION_NAMES))
+        for r in rows:  # round(...) + 0.0: no "-0.000"
+            lines.append(f"{r['model']:<{width}} {r['n']:>5} "
+                         + " ".join(f"{round(r[d], 3) + 0.0:>13.3f}" for d in DIMENSION_NAMES))
+        if len(rows) == 1 and not result.get("norms"):
+            lines.append(SINGLE_MODEL_NOTE)
     return "\n".join(lines)
+
+
+SINGLE_MODEL_NOTE = ("One model, scored against its own traces: its mean z-scores are 0 by construction (each "
+                     "trace's profile still says how it differs from the model's mean). To place the model, pass "
+                     "--norms NORMS.json: the norms.json of a run over several models or a reference corpus.")
 
 
 @main.command()
@@ -278,7 +290,8 @@ def select_cmd(run_dir, domain, want, like, as_json):
 @click.argument("trace_id")
 @click.option("-o", "--out", default=None, help="folder for the HTML, PNG and SVG (default RUN_DIR/traces)")
 def graph(run_dir, trace_id, out):
-    """Draw one trace: its text coloured by node type next to its Thought Graph."""
+    """Draw one trace: its text coloured by node type next to its Thought Graph. TRACE_ID is a trace id
+    or the record's own id in the input (source_id) when one trace of the run has it."""
     _require_run(run_dir, "graphs.jsonl")
     from .report import write_trace_view
 

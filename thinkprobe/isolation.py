@@ -155,6 +155,8 @@ def profile_chunk_isolated(chunk: Sequence, profile_all: Callable[[Sequence], st
     a trace's (an encoder folder whose weights do not load), so that it stops the run.
     """
     marker = marker_path(part)
+    if not any(isinstance(item, Trace) for item in chunk) and not marker.exists():
+        return profile_all(chunk)  # skipped records only: nothing runs that could fail or crash
     previous = json.loads(marker.read_text(encoding="utf-8")) if marker.exists() else None
     ids = [getattr(item, "trace_id", None) for item in chunk]
     if previous is None:

@@ -65,14 +65,26 @@ class ProfileOptions:
               "answered by several models are recognised by it", fields_group=True)
     model_field: str | None = _option(None, "field holding the model name", fields_group=True)
     domain_field: str | None = _option(None, "field holding the domain / task", fields_group=True)
+    group_field: str | None = _option(
+        None, "field holding a third grouping factor beside model and domain (a design condition: normal vs "
+              "missing premise, a thinking budget); tested and tabled as the domain is. No group: no group "
+              "statistics", fields_group=True)
     id_field: str | None = _option(None, "field holding the trace id", fields_group=True)
     gold_field: str | None = _option(
         None, "field holding the gold answer (default: answer, correct_answer, gold, ...)", fields_group=True)
+    allow_code_execution: bool = _option(
+        False, "grade code answers by running them against the tests their records carry (tests, test_cases, "
+               "test): model-written code, run isolated by the operating system (Linux user, PID and network "
+               "namespaces, Landlock, seccomp; docs/redundancy.md); without it those answers are left ungraded",
+        kind=bool)
     model: str | None = _option(None, "model of every trace of the inputs (a constant)", fields_group=True)
     domain: str | None = _option(None, "domain of every trace of the inputs (a constant)", fields_group=True)
+    group: str | None = _option(None, "group of every trace of the inputs (a constant; per input: PATH::group=NAME)",
+                                fields_group=True)
     path_pattern: str | None = _option(
-        None, "take model/domain from the file path: a regex with named groups, e.g. "
-              "'(?P<model>[^/]+)/[^/]+\\.jsonl', or a template like '{model}_{domain}_{}.jsonl'", fields_group=True)
+        None, "take model/domain/group from the file path: a regex with named groups, e.g. "
+              "'(?P<model>[^/]+)/[^/]+\\.jsonl', or a template like '{model}_{domain}_{group}.jsonl'",
+        fields_group=True)
     untagged: str = _option(
         "profile", "text with no reasoning field and no reasoning tags (a non-reasoning model's output): profile "
                    "it as chain of thought, marked and counted, or skip it (listed in errors.jsonl)",
@@ -125,6 +137,23 @@ class ProfileOptions:
     trace_timeout: float | None = _option(
         None, "skip (list in errors.jsonl) a trace that takes longer, in seconds [default: the config's "
               "limits.trace_timeout_s; 0: none]", kind=float, minimum=0)
+    max_record_mb: float | None = _option(
+        None, "skip unread (list in errors.jsonl) a record, one JSONL or CSV line, over this many MiB [default: the "
+              "config's limits.max_record_mb; 0: none]", kind=float, minimum=0)
+    max_file_mb: float | None = _option(
+        None, "refuse what is read whole over this many MiB decompressed: a JSON file, an .eval sample member, a "
+              "Parquet row group [default: the config's limits.max_file_mb; 0: none]", kind=float, minimum=0)
+    max_inflate_ratio: float | None = _option(
+        None, "stop reading a .gz file or .eval member that decompresses to more than this many times its "
+              "compressed size (past limits.inflate_grace_mb per file) [default: the config's "
+              "limits.max_inflate_ratio; 0: none]", kind=float, minimum=0)
+    max_trace_chars: int | None = _option(
+        None, "a trace whose text (reasoning plus answer) has more characters is refused or cut (--oversize) "
+              "[default: the config's limits.max_trace_chars; 0: none]", kind=int, minimum=0)
+    oversize: str | None = _option(
+        None, "a trace over --max-trace-chars: refuse (list it in errors.jsonl with its size) or truncate (profile "
+              "its first characters, marked cut_to_limit in provenance) [default: the config's limits.oversize]",
+        choices=("refuse", "truncate"))
 
     def __post_init__(self) -> None:
         for f, spec in option_specs(type(self)):
@@ -139,7 +168,7 @@ class ProfileOptions:
 
     @property
     def field_map(self) -> "FieldMap":
-        """Where each record's reasoning, model, domain, id and gold answer are read from."""
+        """Where each record's reasoning, model, domain, group, id and gold answer are read from."""
         from .io import FieldMap
 
         return FieldMap(**{name: getattr(self, name) for name in field_option_names()})

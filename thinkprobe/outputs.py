@@ -7,7 +7,7 @@ of a finished run with what it holds and the function that writes it.
 >>> INDICATORS_TABLE.name, INDICATORS_TABLE.parquet_name
 ('indicators.csv', 'indicators.parquet')
 >>> PROFILE_TABLE.columns
-('trace_id', 'model', 'domain', 'source_id', 'Breadth', 'Depth', 'Structure', 'Metacognition', 'Efficiency')
+('trace_id', 'model', 'domain', 'group', 'source_id', 'Breadth', 'Depth', 'Structure', 'Metacognition', 'Efficiency')
 """
 from __future__ import annotations
 
@@ -22,16 +22,19 @@ from .records import GRAPHS_FILE
 from .tables import csv_text, fmt_float, read_csv, write_atomic
 
 __all__ = ["Table", "RunFile", "INDICATORS_TABLE", "PROFILE_TABLE", "MODEL_PROFILES_TABLE",
-           "MODEL_DOMAIN_PROFILES_TABLE", "REDUNDANCY_TABLE", "MODEL_REDUNDANCY_TABLE", "ANOMALIES_TABLE", "TABLES",
+           "MODEL_DOMAIN_PROFILES_TABLE", "MODEL_GROUP_PROFILES_TABLE", "REDUNDANCY_TABLE", "MODEL_REDUNDANCY_TABLE",
+           "ANOMALIES_TABLE", "TABLES",
            "REDUNDANCY_COLUMNS", "REDUNDANCY_METRICS", "GRAPHS_FILE", "GRAPHS_PARQUET", "ERRORS_FILE",
            "NORMS_FILE", "RUN_JSON", "STATS_JSON", "STATS_CSV", "ANALYSES_JSON", "ANALYSIS_TABLES",
            "LEVEL_REDUNDANCY_TABLE", "POSITIONS_TABLE", "OUTCOME_TOKENS_TABLE", "LENGTHS_TABLE", "TRANSITIONS_TABLE",
            "PARETO_TABLE", "ROLES_TABLE", "DYNAMICS_TABLE", "RUN_FILES", "OUTPUT_FILES",
            "write_table", "read_table", "graphs_arrow_schema", "graph_rows"]
 
-# source_id: the record's own id (a question or sample id), null when the record has none; unlike
-# trace_id it does not depend on the other inputs of the run, so runs of several models join on it.
-KEYS = ("trace_id", "model", "domain", "source_id")
+# group: the third design factor beside model and domain (--group-field, --group, (?P<group>...) in
+# --path-pattern), null for a trace without one. source_id: the record's own id (a question or sample
+# id), null when the record has none; unlike trace_id it does not depend on the other inputs of the
+# run, so runs of several models join on it.
+KEYS = ("trace_id", "model", "domain", "group", "source_id")
 
 # Column types: "str", "int" (nullable integer) or "float"; the CSV writes floats at 6 significant
 # digits and None as an empty cell, and the Parquet twin holds exactly the values the CSV shows.
@@ -78,6 +81,9 @@ MODEL_PROFILES_TABLE = _table("model_profiles.csv", ("model", "n", *DIMENSION_NA
                               floats=DIMENSION_NAMES)
 MODEL_DOMAIN_PROFILES_TABLE = _table("model_domain_profiles.csv", ("model", "domain", "n", *DIMENSION_NAMES),
                                      ints=("n",), floats=DIMENSION_NAMES)
+# One row per model and group over the traces that have a group; only the header when none has one.
+MODEL_GROUP_PROFILES_TABLE = _table("model_group_profiles.csv", ("model", "group", "n", *DIMENSION_NAMES),
+                                    ints=("n",), floats=DIMENSION_NAMES)
 # level: the question's difficulty level 1 (easiest) - 5 from the share of models that answered it
 # correctly (thinkprobe.redundancy.analyses), null where fewer than 3 models answered it graded.
 REDUNDANCY_TABLE = _table("redundancy.csv", (*REDUNDANCY_COLUMNS, "level"), parquet=True,
@@ -109,7 +115,8 @@ ANOMALIES_TABLE = _table("anomalies.csv", (*KEYS, "anomaly", "anomaly_rank", "an
 ANALYSIS_TABLES: tuple[Table, ...] = (LEVEL_REDUNDANCY_TABLE, POSITIONS_TABLE, OUTCOME_TOKENS_TABLE, LENGTHS_TABLE,
                                       TRANSITIONS_TABLE, PARETO_TABLE, ROLES_TABLE, DYNAMICS_TABLE)
 TABLES: tuple[Table, ...] = (INDICATORS_TABLE, PROFILE_TABLE, MODEL_PROFILES_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
-                             REDUNDANCY_TABLE, MODEL_REDUNDANCY_TABLE, ANOMALIES_TABLE, *ANALYSIS_TABLES)
+                             MODEL_GROUP_PROFILES_TABLE, REDUNDANCY_TABLE, MODEL_REDUNDANCY_TABLE, ANOMALIES_TABLE,
+                             *ANALYSIS_TABLES)
 
 GRAPHS_PARQUET = "graphs.parquet"
 ERRORS_FILE = "errors.jsonl"
@@ -135,7 +142,7 @@ RUN_FILES: tuple[RunFile, ...] = (
     RunFile(ERRORS_FILE, "thinkprobe.pipeline.write_outputs", "one line per skipped record: file, record, field, reason"),
     RunFile(NORMS_FILE, "thinkprobe.pipeline.write_outputs", "mean and standard deviation per indicator"),
     RunFile(RUN_JSON, "thinkprobe.pipeline.write_outputs", "config, versions, encoder, device, counts, duplicate ids"),
-    RunFile(STATS_JSON, "thinkprobe.stats.write_stats", "Kruskal-Wallis tests (raw and length-controlled, chance-corrected), model/domain ratios, reliabilities, outcome validity, bootstrap intervals"),
+    RunFile(STATS_JSON, "thinkprobe.stats.write_stats", "Kruskal-Wallis tests by model, domain and group (raw and length-controlled, chance-corrected), model/domain ratios, reliabilities, outcome validity, bootstrap intervals"),
     RunFile(STATS_CSV, "thinkprobe.stats.write_stats", "the tests of stats.json as a table"),
     RunFile(ANALYSES_JSON, "thinkprobe.redundancy.analyses.write_analyses",
             "CoTJudger's analyses: the difficulty-level rule, questions per level, and why an analysis is missing"),
@@ -206,7 +213,7 @@ def graphs_arrow_schema():
         ("off_path_positions", pa.list_(pa.float64())),
     ])
     return pa.schema([
-        ("trace_id", pa.string()), ("model", pa.string()), ("domain", pa.string()),
+        ("trace_id", pa.string()), ("model", pa.string()), ("domain", pa.string()), ("group", pa.string()),
         ("source", pa.string()), ("record", pa.int64()),
         ("question", pa.string()), ("gold_answer", pa.string()), ("correct", pa.bool_()),
         ("tests_json", pa.string()), ("provenance_json", pa.string()),
@@ -230,6 +237,7 @@ def graph_rows(records: Iterable[Mapping[str, Any]]) -> list[dict]:
         rows.append({
             **{k: rec[k] for k in ("trace_id", "model", "domain", "source", "record", "question", "gold_answer",
                                    "correct", "sections", "units", "edges", "indicators")},
+            "group": rec.get("group"),
             "tests_json": as_json(rec.get("tests")),
             "provenance_json": as_json(rec["provenance"]),
             "fields": list(rec["fields"].items()),

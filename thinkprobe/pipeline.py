@@ -61,12 +61,12 @@ def run_local(opts: RunOptions, cfg: Config, linker: Linker | None, times: Stage
 
     # Records counted cheaply (lines, Parquet metadata), only for the bar; a record giving several
     # traces (one per generation) makes the bar run past its total rather than cost a detection pass.
-    total = total_records(opts) if opts.show_progress else None
+    total = total_records(opts, cfg) if opts.show_progress else None
     progress = Progress(selected_total(total, opts.limit, opts.sample), enabled=opts.show_progress)
     encoder.on_encoded, encoder.on_encoding = progress.units, progress.expect_units
     try:
         resumed = _profile_chunks(opts, cfg, encoder, linker, typer, parts, ProgressTimes(times, progress), progress,
-                                  select(run_traces(opts), opts.limit, opts.sample, opts.seed))
+                                  select(run_traces(opts, cfg), opts.limit, opts.sample, opts.seed))
         with times("assemble"):
             result = assemble(out, cfg, encoder, linker, opts, resumed, progress)
     finally:

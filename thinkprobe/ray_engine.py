@@ -306,9 +306,9 @@ def run_profile_ray(opts: RunOptions, cfg: Config, times: StageTimes) -> dict:
         out = Path(opts.out_dir)
         out.mkdir(parents=True, exist_ok=True)
         parts = prepare_parts(out, manifest(opts, cfg, encoder, linker), opts.resume)
-        total = total_records(opts) if opts.show_progress or opts.sample is not None else None
+        total = total_records(opts, cfg) if opts.show_progress or opts.sample is not None else None
         progress = Progress(selected_total(total, opts.limit, opts.sample), enabled=opts.show_progress)
-        traces = select(run_traces(opts), opts.limit, opts.sample, opts.seed)
+        traces = select(run_traces(opts, cfg), opts.limit, opts.sample, opts.seed)
         resumed = 0
 
         def pending():

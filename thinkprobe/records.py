@@ -67,6 +67,7 @@ class Trace:
     record: int = 0  # record index (0-based line / list position) inside that file
     code_tests: Any = None  # tests a programming record carries (run by the redundancy suite's sandbox)
     given: GivenGraph | None = None  # the record's own graph, profiled instead of parsing the text
+    group: str | None = None  # a design factor beside model and domain (--group-field); None: no group
 
     @property
     def reasoning(self) -> Section | None:
@@ -234,6 +235,7 @@ class _GraphRecordBase(TypedDict):
 
 
 class GraphRecord(_GraphRecordBase, total=False):
+    group: str  # the trace's group (--group-field, --group, (?P<group>...)); absent when it has none
     tests: Any  # the tests a programming record carries, as the input gave them
     redundancy: RedundancyRecord  # added by the redundancy suite
 
@@ -253,6 +255,7 @@ def graph_record(g: ThoughtGraph, indicators: Mapping[str, float]) -> GraphRecor
         fields_text.setdefault(s.field, s.text)
     return {
         "trace_id": t.trace_id, "model": t.model, "domain": t.domain,
+        **({"group": t.group} if t.group is not None else {}),
         "source": t.source, "record": t.record,
         "question": t.question, "gold_answer": t.gold_answer, "correct": t.correct,
         **({"tests": t.code_tests} if t.code_tests is not None else {}),
@@ -266,6 +269,12 @@ def graph_record(g: ThoughtGraph, indicators: Mapping[str, float]) -> GraphRecor
                    "score": e.score} for e in g.edges],
         "indicators": {k: float(fmt_float(v)) for k, v in indicators.items()},
     }
+
+
+def group_of(record: GraphRecord | Mapping[str, Any]) -> str | None:
+    """The trace's group (a design factor beside model and domain), None when it has none."""
+    value = record.get("group")
+    return None if value is None or value == "" else str(value)
 
 
 def source_id(record: GraphRecord | Mapping[str, Any]) -> str | None:

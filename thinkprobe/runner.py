@@ -25,17 +25,19 @@ from .config import Config, IndicatorSettings
 from .encoder import Encoder, model_fingerprint
 from .indicators import CONTENT_TYPES, compute_indicators
 from .link import Linker, Typer, load_linker, unit_typer
-from .io import Source, iter_inputs, source_path, unknown_fix
+from .io import InputLimits, Source, iter_inputs, source_path, unknown_fix
 from .options import RunOptions
 from .outputs import (ERRORS_FILE, GRAPHS_FILE, GRAPHS_PARQUET, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
-                      MODEL_PROFILES_TABLE, NORMS_FILE, PROFILE_TABLE, RUN_JSON, GraphsParquetWriter,
-                      write_table)
+                      MODEL_GROUP_PROFILES_TABLE, MODEL_PROFILES_TABLE, NORMS_FILE, PROFILE_TABLE, RUN_JSON,
+                      GraphsParquetWriter, write_table)
 from .cognitive_profile import Normalizer, group_profiles, profile_row
 from .io import count_inputs
 from .progress import Progress
-from .records import GraphRecord, InputError, ThoughtGraph, Trace, dump_graph_record, graph_record, source_id
+from .records import (GraphRecord, InputError, ThoughtGraph, Trace, dump_graph_record, graph_record, group_of,
+                      source_id)
 from .provenance import file_digest, package_version
-from .redundancy import RedundancyParams, annotate_record, table_row, write_redundancy_tables
+from .redundancy import (RedundancyParams, annotate_record, code_not_run, not_run_line, table_row,
+                         write_redundancy_tables)
 from .redundancy.analyses import Analyses
 from .tables import write_atomic
 
@@ -133,12 +135,14 @@ def finish_line(result: ThoughtGraph | InputError, trace_id: str | None, indicat
     return json.dumps(item, ensure_ascii=False) + "\n"
 
 
-def run_traces(opts: RunOptions) -> Iterator[Trace | InputError]:
+def run_traces(opts: RunOptions, cfg: Config | None = None) -> Iterator[Trace | InputError]:
     """Every trace of the run in input order, with ids unique across the run: the in-memory
     records (through the same detection as a file's, under the source "<memory>" and their
-    index), then each input's; a bad record yields its InputError."""
+    index), then each input's; a bad record, or one over the size limits of `cfg` (the run's
+    config, run_config), yields its InputError."""
     sources = ([Source(MEMORY_SOURCE, opts.field_map, opts.records)] if opts.records is not None else []) + list(opts.inputs)
-    return iter_inputs(sources, opts.field_map, graphs=opts.graph_source == "input")
+    return iter_inputs(sources, opts.field_map, graphs=opts.graph_source == "input",
+                       limits=InputLimits.from_config(cfg or run_config(opts)))
 
 
 class RecordGraphs:
@@ -169,9 +173,10 @@ def run_typer(opts: RunOptions, linker: Linker, cache_dir: str | None) -> Typer 
     return None if opts.graph_source == "input" else unit_typer(linker, opts.types, cache_dir=cache_dir)
 
 
-def total_records(opts: RunOptions) -> int:
+def total_records(opts: RunOptions, cfg: Config | None = None) -> int:
     """Records in the run's inputs, before --limit / --sample."""
-    return len(opts.records or ()) + count_inputs([source_path(p) for p in opts.inputs])
+    limits = InputLimits.from_config(cfg or run_config(opts))
+    return len(opts.records or ()) + count_inputs([source_path(p) for p in opts.inputs], limits)
 
 
 def field_warnings(opts: RunOptions) -> list:
@@ -183,11 +188,18 @@ def field_warnings(opts: RunOptions) -> list:
 
 def run_config(opts: RunOptions, cfg: Config | None = None) -> Config:
     """The run's config: `cfg` (else opts.config over the defaults) with the per-trace limits
-    given as options on top."""
+    given as options on top (checked: a bad limits.oversize is a ConfigError), and whether code answers
+    are run: the option alone decides."""
     cfg = cfg or Config.load(opts.config)
-    limit_options = {"max_units": opts.max_units, "trace_timeout_s": opts.trace_timeout}
+    limit_options = {"max_units": opts.max_units, "trace_timeout_s": opts.trace_timeout,
+                     "max_record_mb": opts.max_record_mb, "max_file_mb": opts.max_file_mb,
+                     "max_inflate_ratio": opts.max_inflate_ratio, "max_trace_chars": opts.max_trace_chars,
+                     "oversize": opts.oversize}
     limit_overrides = {k: v for k, v in limit_options.items() if v is not None}
-    return cfg.with_overrides({"limits": limit_overrides} if limit_overrides else {})
+    code = {"redundancy": {"allow_code_execution": bool(opts.allow_code_execution)}}
+    cfg = cfg.with_overrides({"limits": limit_overrides, **code} if limit_overrides else code)
+    InputLimits.from_config(cfg)
+    return cfg
 
 
 # ----------------------------------------------------------------------------- assembling the outputs
@@ -199,33 +211,41 @@ class Joined:
 
     rows: list[dict] = field(default_factory=list)  # indicators.csv rows
     analyses: Analyses = field(default_factory=Analyses)  # redundancy.csv rows and CoTJudger's analyses
-    errors: list[dict] = field(default_factory=list)
+    errors: int = 0  # skipped records, written to errors.jsonl as they are joined (never all held)
     duplicates: list[dict] = field(default_factory=list)
     unknown: dict[str, int] = field(default_factory=lambda: {"model": 0, "domain": 0})
     untagged: int = 0  # traces whose reasoning is untagged whole text (provenance "untagged")
+    code_not_run: int = 0  # traces whose final answer is code left ungraded: code execution was off
+    groups: dict[str, int] = field(default_factory=dict)  # traces per group (the third design factor)
+    group_from: dict[str, int] = field(default_factory=dict)  # traces per place the group was read from
     # traces whose semantic_spread was clustered on samples (over indicators.cluster_exact_max content units)
     semantic_spread_sampled: list[str] = field(default_factory=list)
 
 
 def indicator_row(g: GraphRecord) -> dict:
     """The indicators.csv row of a graph record."""
-    return {"trace_id": g["trace_id"], "model": g["model"], "domain": g["domain"], "source_id": source_id(g),
+    return {"trace_id": g["trace_id"], "model": g["model"], "domain": g["domain"], "group": group_of(g),
+            "source_id": source_id(g),
             "units": len(g["units"]),
             "edges": len(g["edges"]), "tokens": sum(u["tokens"] for u in g["units"]), **g["indicators"]}
 
 
 def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int) -> Joined:
-    """Join the committed chunks, in order, into graphs.jsonl and graphs.parquet; collect the
-    indicator and redundancy rows, the skipped records and the duplicate ids on the way."""
+    """Join the committed chunks, in order, into graphs.jsonl and graphs.parquet, and the skipped
+    records into errors.jsonl.tmp (put in place by write_outputs); collect the indicator and
+    redundancy rows and the duplicate ids on the way. Errors are streamed to the file, not held:
+    a run of millions of bad records stays small in memory."""
     joined = Joined()
     parquet = GraphsParquetWriter(out / GRAPHS_PARQUET)
-    with open(out / (GRAPHS_FILE + ".tmp"), "w", encoding="utf-8", newline="") as graphs:
+    with open(out / (GRAPHS_FILE + ".tmp"), "w", encoding="utf-8", newline="") as graphs, \
+            open(out / (ERRORS_FILE + ".tmp"), "w", encoding="utf-8", newline="") as errors:
         for part in sorted((out / "parts").glob("[0-9]*.jsonl")):
             with open(part, encoding="utf-8") as f:
                 for line in f:
                     item = json.loads(line)
                     if "error" in item:
-                        joined.errors.append(item["error"])
+                        errors.write(json.dumps(item["error"], ensure_ascii=False) + "\n")
+                        joined.errors += 1
                         continue
                     g: GraphRecord = item["graph"]
                     if "duplicate_of" in g["provenance"]:
@@ -234,6 +254,11 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int) 
                     for key in joined.unknown:
                         joined.unknown[key] += g[key] == "unknown"
                     joined.untagged += bool(g["provenance"].get("untagged"))
+                    joined.code_not_run += code_not_run(g)
+                    if (group := group_of(g)) is not None:
+                        joined.groups[group] = joined.groups.get(group, 0) + 1
+                        origin = str(g["provenance"].get("group_from") or "graph record")
+                        joined.group_from[origin] = joined.group_from.get(origin, 0) + 1
                     if sum(u["type"] in CONTENT_TYPES for u in g["units"]) > cluster_exact_max:
                         joined.semantic_spread_sampled.append(g["trace_id"])
                     graphs.write(dump_graph_record(g))
@@ -252,7 +277,8 @@ def fit_norms(rows: Sequence[dict], norms_path: str | None) -> Normalizer:
 
 def profile_rows(rows: Sequence[dict], norms: Normalizer) -> list[dict]:
     """profile.csv rows: the 5D profile of every trace."""
-    return [{"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"], "source_id": r.get("source_id"),
+    return [{"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"], "group": r.get("group"),
+             "source_id": r.get("source_id"),
              **profile_row(norms.z(r))}
             for r in rows]
 
@@ -278,17 +304,42 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
                      **{key: package_version(dist) or "not installed" for key, dist in (
                          ("torch", "torch"), ("numba", "numba"), ("sentence_transformers", "sentence-transformers"),
                          ("transformers", "transformers"))}},
-        "counts": {"traces": len(joined.rows), "errors": len(joined.errors), "duplicate_ids": len(joined.duplicates),
+        "counts": {"traces": len(joined.rows), "errors": joined.errors, "duplicate_ids": len(joined.duplicates),
                    "unknown_model": joined.unknown["model"], "unknown_domain": joined.unknown["domain"],
-                   "untagged": joined.untagged},
+                   "untagged": joined.untagged, "code_not_run": joined.code_not_run},
         "untagged": {"policy": opts.untagged, "profiled": joined.untagged,
                      "what": "traces whose reasoning is a whole text with no reasoning field and no reasoning tags "
                              "(provenance untagged: true); --untagged skip leaves them out"},
+        "code_execution": {"allowed": bool(opts.allow_code_execution), "not_run": joined.code_not_run,
+                           **({"how": not_run_line(joined.code_not_run)} if joined.code_not_run else {})},
+        "group": group_info(joined),
         "field_warnings": [w.as_dict() for w in field_warnings(opts)],
         "duplicate_ids": joined.duplicates,
         "semantic_spread_sampled": joined.semantic_spread_sampled,
         "unknown_fix": {key: unknown_fix(key) for key, count in joined.unknown.items() if count},
     }
+
+
+def _sync_replace(tmp: Path, path: Path) -> None:
+    """Put a finished temporary file in place, as write_atomic does (its bytes on disk first)."""
+    with open(tmp, "rb+") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def group_info(joined: Joined) -> dict:
+    """run.json's account of the third grouping factor: traces per group, where the groups were read
+    from, and how many traces have none (they take no part in the group statistics)."""
+    with_group = sum(joined.groups.values())
+    return {"groups": dict(sorted(joined.groups.items())), "from": dict(sorted(joined.group_from.items())),
+            "traces_with_group": with_group, "traces_without_group": len(joined.rows) - with_group,
+            "what": "a design factor beside model and domain (--group-field, --group, (?P<group>...) in "
+                    "--path-pattern); tested, tabled and reported as the domain is, over the traces that have one"}
+
+
+def model_group_profiles(prof: Sequence[dict]) -> list[dict]:
+    """model_group_profiles.csv rows: the mean profile per model and group, over traces with a group."""
+    return group_profiles([r for r in prof if r.get("group") is not None], ("model", "group"))
 
 
 def write_outputs(out: Path, joined: Joined, prof: list[dict], by_model: list[dict], by_model_domain: list[dict],
@@ -298,7 +349,8 @@ def write_outputs(out: Path, joined: Joined, prof: list[dict], by_model: list[di
     write_table(out, PROFILE_TABLE, prof)
     write_table(out, MODEL_PROFILES_TABLE, by_model)
     write_table(out, MODEL_DOMAIN_PROFILES_TABLE, by_model_domain)
-    write_atomic(out / ERRORS_FILE, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in joined.errors))
+    write_table(out, MODEL_GROUP_PROFILES_TABLE, model_group_profiles(prof))
+    _sync_replace(out / (ERRORS_FILE + ".tmp"), out / ERRORS_FILE)  # written by join_parts
     write_atomic(out / NORMS_FILE, json.dumps(norms.to_json(), indent=2) + "\n")
     write_atomic(out / RUN_JSON, json.dumps(run, indent=2, ensure_ascii=False) + "\n")
 
@@ -325,7 +377,9 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     write_anomalies(out, cfg.stats)
     stage("stats")
     write_stats(out, cfg.stats)
-    return {"out_dir": str(out), "traces": len(joined.rows), "errors": len(joined.errors), "resumed": resumed,
+    return {"out_dir": str(out), "traces": len(joined.rows), "errors": joined.errors, "resumed": resumed,
             "duplicates": len(joined.duplicates), "unknown": joined.unknown, "untagged": joined.untagged,
-            "model_profiles": by_model, "model_domain_profiles": by_model_domain}
+            "code_not_run": joined.code_not_run,
+            "model_profiles": by_model, "model_domain_profiles": by_model_domain,
+            "norms": str(opts.norms) if opts.norms else None}
 

@@ -1,7 +1,7 @@
 """Variance statistics over a run (spec section 1, step 9): the `profile -> stats` stage.
 
 For each of the 19 indicators and the 5 dimensions: a Kruskal-Wallis test grouped by model and,
-separately, by domain, with epsilon-squared = H / (n - 1), on the raw values and on what log tokens
+separately, by domain (and by group, the third design factor, over the traces that have one), with epsilon-squared = H / (n - 1), on the raw values and on what log tokens
 does not explain (length-controlled); the eps2 that random group labels give (permutations) and the
 chance-corrected eps2; the model/domain ratio; the split-half reliability of the model means and,
 when a model answered one question several times, the intraclass correlation; and, when answers are
@@ -31,7 +31,9 @@ __all__ = ["GROUPINGS", "stats_settings", "compute_stats", "write_stats", "holm"
            "chance_eps2", "length_residuals", "split_half_reliability", "icc1", "auroc", "outcome_validity",
            "load_table"]
 
-GROUPINGS: tuple[str, ...] = ("model", "domain")
+# "group" (a design factor beside model and domain) is tested only in runs where some trace has one,
+# over those traces: a trace without a group is not put into a made-up one.
+GROUPINGS: tuple[str, ...] = ("model", "domain", "group")
 DIMENSION_OF: dict[str, str] = {name: dim for dim, names in DIMENSIONS.items() for name in names}
 
 NOT_TESTABLE, CONSTANT, TESTED = "not testable", "constant", "ok"
@@ -91,8 +93,8 @@ def _correctness(run_dir: Path) -> tuple[dict[str, dict], str | None]:
 
 
 def load_table(run_dir: str | Path, meta: Mapping[str, dict] | None = None) -> list[dict]:
-    """One row per trace: trace_id, model, domain, tokens, question, correct, the 19 indicators
-    and the 5 dimensions as floats (question and correct are None when unknown; `meta` is
+    """One row per trace: trace_id, model, domain, group, tokens, question, correct, the 19 indicators
+    and the 5 dimensions as floats (group, question and correct are None when unknown; `meta` is
     _correctness's answer when the caller has it already)."""
     run_dir = Path(run_dir)
     profile = {r["trace_id"]: r for r in read_table(run_dir, PROFILE_TABLE)}
@@ -102,7 +104,7 @@ def load_table(run_dir: str | Path, meta: Mapping[str, dict] | None = None) -> l
     for r in read_table(run_dir, INDICATORS_TABLE):
         p = profile.get(r["trace_id"], {})
         m = meta.get(r["trace_id"], {})
-        row = {"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"],
+        row = {"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"], "group": r.get("group") or None,
                "tokens": _as_float(r.get("tokens")), "question": m.get("question"), "correct": m.get("correct")}
         row.update({name: _as_float(r.get(name)) for name in INDICATORS})
         row.update({dim: _as_float(p.get(dim)) for dim in DIMENSIONS})
@@ -128,10 +130,23 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 def _groups(rows: Sequence[Mapping], by: str) -> dict[str, int]:
+    """Traces per value of `by` (traces without one, a group left unset, are not counted)."""
     counts: dict[str, int] = {}
     for r in rows:
-        counts[r[by]] = counts.get(r[by], 0) + 1
+        if r.get(by) is not None:
+            counts[r[by]] = counts.get(r[by], 0) + 1
     return dict(sorted(counts.items()))
+
+
+def run_groupings(rows: Sequence[Mapping]) -> tuple[str, ...]:
+    """The groupings a run is tested by: model and domain always, group when some trace has one."""
+    return tuple(by for by in GROUPINGS if by != "group" or any(r.get("group") is not None for r in rows))
+
+
+def _grouped_test(values: Sequence[float], labels: Sequence[str | None], **perm) -> dict:
+    """kruskal_test over the traces that have a label (a trace without a group takes no part)."""
+    kept = [(v, g) for v, g in zip(values, labels) if g is not None]
+    return kruskal_test([v for v, _ in kept], [g for _, g in kept], **perm)
 
 
 # --------------------------------------------------------------------------- effect sizes
@@ -427,6 +442,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
     wrong = np.array([r["correct"] is False for r in rows], dtype=bool)
     enough_labels = min(int(wrong.sum()), int((graded & ~wrong).sum())) >= cfg.min_class
     perm = {"min_group": cfg.min_group, "permutations": cfg.permutations, "seed": cfg.permutation_seed}
+    groupings = run_groupings(rows)
 
     results = []
     for name, kind, dim in variables:
@@ -434,10 +450,10 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
         resid, fit = length_residuals(values, log_tokens)
         entry = {"variable": name, "kind": kind, "dimension": dim,
                  "length_controlled": {"fit": fit}, "reliability": {}}
-        for by in GROUPINGS:
+        for by in groupings:
             labels = [r[by] for r in rows]
-            entry[by] = kruskal_test(values, labels, **perm)
-            entry["length_controlled"][by] = kruskal_test(list(resid), labels, **perm)
+            entry[by] = _grouped_test(values, labels, **perm)
+            entry["length_controlled"][by] = _grouped_test(list(resid), labels, **perm)
         entry["reliability"]["split_half"] = split_half_reliability(values, list(models), cfg.split_halves,
                                                                     cfg.split_half_seed)
         entry["reliability"]["split_half_length_controlled"] = split_half_reliability(
@@ -454,9 +470,9 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
             entry["outcome"] = None
         results.append(entry)
 
-    # Two families: the raw tests (both groupings, all variables) and the length-controlled ones.
-    family_size = _holm_family([e[by] for e in results for by in GROUPINGS], cfg.alpha)
-    family_size_lc = _holm_family([e["length_controlled"][by] for e in results for by in GROUPINGS], cfg.alpha)
+    # Two families: the raw tests (every grouping, all variables) and the length-controlled ones.
+    family_size = _holm_family([e[by] for e in results for by in groupings], cfg.alpha)
+    family_size_lc = _holm_family([e["length_controlled"][by] for e in results for by in groupings], cfg.alpha)
 
     for e in results:
         em, ed = e["model"]["eps2"], e["domain"]["eps2"]
@@ -485,10 +501,12 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
                      "ratio": "eps2_corrected(model) / eps2_corrected(domain); none when both are under ratio_floor; "
                               "a side under it is raised to it",
                      "split_half": "mean Pearson r of model means between random halves, Spearman-Brown 2r / (1 + r)",
-                     "icc": "ICC(1) over (model, question) clusters with 2+ traces"},
+                     "icc": "ICC(1) over (model, question) clusters with 2+ traces",
+                     "group": "tested like the domain, over the traces that have a group; no group tests in a "
+                              "run where no trace has one"},
         "groupings": {by: {"groups": _groups(rows, by),
                            "too_few": sorted(g for g, c in _groups(rows, by).items() if c < cfg.min_group)}
-                      for by in GROUPINGS},
+                      for by in groupings},
         "outcome": {"labels_from": labels_from, "graded": len(graded_rows),
                     "wrong": sum(1 for r in graded_rows if r["correct"] is False),
                     "graded_by_model": _groups(graded_rows, "model"),

@@ -157,6 +157,8 @@ def detect(
     from_path = fields.from_path(source)
     model, model_from = _named(record, fields.model, fields.model_field, from_path.get("model"), MODEL_FIELDS)
     domain, domain_from = _named(record, fields.domain, fields.domain_field, from_path.get("domain"), DOMAIN_FIELDS)
+    # a design factor the user names (never guessed): none when not named or not found
+    group, group_from = _named(record, fields.group, fields.group_field, from_path.get("group"), ())
     trace_id, trace_id_from = _first_scalar(record, _with_override(fields.id_field, ID_FIELDS))
     # the record's own id, kept apart from the run-unique trace id so runs join across models
     source_id = trace_id if fields.id_field or "source_id" not in record else record["source_id"]
@@ -176,6 +178,7 @@ def detect(
         "answer_from": answer.field if answer else None,
         "model_from": _origin(record, model_from) or "default",
         "domain_from": _origin(record, domain_from) or "default",
+        **({"group_from": _origin(record, group_from)} if group is not None else {}),
         "trace_id_from": _origin(record, trace_id_from),
         "gold_from": _origin(record, gold_from),
         "correct_from": _origin(record, correct_from),
@@ -193,6 +196,7 @@ def detect(
         trace_id=trace_id,
         model=model or "unknown",
         domain=domain or "unknown",
+        group=group,
         sections=tuple(sections),
         question=_question(record, fields.question_field),
         gold_answer=gold,
@@ -212,7 +216,7 @@ def _origin(record: dict, path: str | None) -> str | None:
 
 def _named(record: dict, constant: str | None, field: str | None, from_path: str | None,
            auto: tuple[str, ...]) -> tuple[str | None, str | None]:
-    """Model or domain: a constant option, then the named field, then the file path, then detection."""
+    """Model, domain or group: a constant option, then the named field, then the file path, then detection."""
     if constant:
         return constant, "option"
     if field:

@@ -6,19 +6,22 @@ cheaply (lines, Parquet metadata) for the progress bar.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
-import gzip
 import io
 import json
 import re
 import sys
 import zipfile
+import zlib
 from itertools import islice
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Sequence
 
 from ..records import InputError
 from .layouts import expand
+from .limits import (READ_CHUNK, GuardedStream, InflateGuard, InputLimits, Skipped, TooLarge, bounded_lines, count_lines,
+                     file_reason, open_input, read_whole, record_reason)
 
 __all__ = ["READERS", "data_files", "count_records", "count_inputs", "RECORD_LIST_KEYS", "FORMATS", "HF_METADATA_FILES", "RECORD_OBJECT_LISTS", "RECORD_VALUE_LISTS", "PARQUET_BATCH_ROWS", "WHOLE_FILE", "iter_records", "strip_extensions", "type_name"]
 
@@ -51,18 +54,20 @@ PARQUET_BATCH_ROWS = 1024
 WHOLE_FILE = "file"  # record locator for errors that concern the whole file
 
 
-def iter_records(path: str | Path) -> Iterator[tuple[str, int | str, dict | InputError]]:
+def iter_records(path: str | Path, limits: InputLimits | None = None) -> Iterator[tuple[str, int | str, dict | InputError]]:
     """Stream ``(source file, record locator, record or InputError)`` from a file or a directory.
 
     The locator is ``"line N"`` (1-based) for JSON Lines and the 0-based position otherwise.
-    A bad record becomes an InputError and the stream goes on.
+    A bad record becomes an InputError and the stream goes on; so does one over a size limit
+    (`limits`, default: configs/default.yaml's; see thinkprobe.io.limits).
     """
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"no such file or directory: {root}")
+    limits = limits if limits is not None else InputLimits.default()
     files = data_files(root) if root.is_dir() else [root]
     for file in files:
-        yield from _iter_file(file)
+        yield from _iter_file(file, limits)
 
 
 def data_files(root: Path) -> list[Path]:
@@ -99,17 +104,17 @@ def strip_extensions(name: str) -> str:
     return name
 
 
-def _iter_file(file: Path) -> Iterator[tuple[str, int | str, dict | InputError]]:
+def _iter_file(file: Path, limits: InputLimits) -> Iterator[tuple[str, int | str, dict | InputError]]:
     source = str(file)
     fmt = _format_of(file)
     if fmt is None:
         supported = ", ".join(FORMATS)
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"unsupported file type (expected {supported}, optionally .gz)")
         return
-    gz = file.name.lower().endswith(".gz")
     try:
-        with (gzip.open(file, "rb") if gz else open(file, "rb")) as fh:
-            for source, locator, record in READERS[fmt](source, fh):
+        with contextlib.ExitStack() as stack:
+            fh = open_input(file, limits, stack)
+            for source, locator, record in READERS[fmt](source, fh, limits):
                 if isinstance(record, InputError):
                     yield source, locator, record
                     continue
@@ -117,14 +122,20 @@ def _iter_file(file: Path) -> Iterator[tuple[str, int | str, dict | InputError]]
                     yield source, inner, item
     except (OSError, EOFError) as exc:  # corrupt gzip, unreadable file: report it and move to the next file
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"cannot read file: {exc}")
+    except TooLarge as exc:  # over a size limit where the reader cannot name a record
+        yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", str(exc))
 
 
-def _iter_jsonl(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, dict | InputError]]:
-    # Bytes, line by line: never the whole file, and a bad line spoils only itself.
+def _iter_jsonl(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple[str, int | str, dict | InputError]]:
+    # Bytes, line by line: never the whole file, never more than the record limit of one line,
+    # and a bad line spoils only itself.
     number = 0
     try:
-        for number, raw in enumerate(fh, start=1):
+        for number, raw in bounded_lines(fh, limits.record_bytes):
             locator = f"line {number}"
+            if isinstance(raw, Skipped):
+                yield source, locator, InputError(source, locator, "", record_reason(raw.size, limits))
+                continue
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             if raw.strip():
@@ -132,6 +143,9 @@ def _iter_jsonl(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, dic
     except (OSError, EOFError) as exc:  # e.g. a gzip cut short: keep what was read, name where it broke
         locator = f"line {number + 1}"
         yield source, locator, InputError(source, locator, "", f"cannot read file: {exc}")
+    except TooLarge as exc:  # the decompression guard: what came before is kept
+        locator = f"line {number + 1}"
+        yield source, locator, InputError(source, locator, "", str(exc))
 
 
 def _unencodable(value: Any) -> bool:
@@ -165,8 +179,12 @@ def _parse_record(source: str, locator: int | str, raw: bytes) -> dict | InputEr
     return value
 
 
-def _iter_json(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, dict | InputError]]:
-    data = fh.read()
+def _iter_json(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple[str, int | str, dict | InputError]]:
+    try:
+        data = read_whole(fh, limits, "JSON file")
+    except TooLarge as exc:
+        yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", str(exc))
+        return
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     if b"\x00" in data:
@@ -179,7 +197,7 @@ def _iter_json(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, dict
         return
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":  # JSON Lines saved under a .json name
-            yield from _iter_jsonl(source, io.BytesIO(data))
+            yield from _iter_jsonl(source, io.BytesIO(data), limits)
         else:
             yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
         return
@@ -242,8 +260,9 @@ def _with_source(error: InputError, source: str) -> InputError:
     return InputError(source, error.record, error.field, error.reason)
 
 
-def _iter_arrow(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, dict | InputError]]:
-    """An Arrow IPC stream (what `datasets` writes as data-*.arrow) or an Arrow IPC file, batch by batch."""
+def _iter_arrow(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple[str, int | str, dict | InputError]]:
+    """An Arrow IPC stream (what `datasets` writes as data-*.arrow) or an Arrow IPC file, batch by
+    batch (the file format read from the file, not loaded whole first)."""
     import pyarrow as pa
 
     index = 0
@@ -252,7 +271,7 @@ def _iter_arrow(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, dic
             reader = pa.ipc.open_stream(fh)
         except pa.ArrowInvalid:  # not a stream: the random-access IPC file format
             fh.seek(0)
-            reader = pa.ipc.open_file(pa.BufferReader(fh.read()))
+            reader = pa.ipc.open_file(fh)
             batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
         else:
             batches = iter(reader)
@@ -264,44 +283,86 @@ def _iter_arrow(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, dic
         yield source, index, InputError(source, index, "", f"cannot read Arrow: {exc}")
 
 
-def _iter_parquet(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, dict | InputError]]:
+def _iter_parquet(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple[str, int | str, dict | InputError]]:
+    """Row group by row group (Arrow reads a row group whole): one over --max-file-mb uncompressed
+    is refused with its rows named, and the next one is read."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     index = 0
     try:
-        for batch in pq.ParquetFile(fh).iter_batches(batch_size=PARQUET_BATCH_ROWS):
-            for row in batch.to_pylist():
-                yield source, index, row
-                index += 1
+        parquet = pq.ParquetFile(fh)
+        for group in range(parquet.num_row_groups):
+            meta = parquet.metadata.row_group(group)
+            if limits.file_bytes is not None and meta.total_byte_size > limits.file_bytes:
+                locator = f"rows {index}-{index + meta.num_rows - 1}"
+                yield source, locator, InputError(source, locator, "", file_reason(f"row group {group}", limits,
+                                                                                  meta.total_byte_size))
+                index += meta.num_rows
+                continue
+            for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, row_groups=[group]):
+                for row in batch.to_pylist():
+                    yield source, index, row
+                    index += 1
     except pa.ArrowException as exc:
         yield source, index, InputError(source, index, "", f"cannot read Parquet: {exc}")
 
 
-def _iter_delimited(delimiter: str) -> Callable[[str, BinaryIO], Iterator[tuple[str, int | str, dict | InputError]]]:
+def _bounded_text_lines(text: io.TextIOBase, max_chars: int | None, skipped: list) -> Iterator[str]:
+    """The lines of a text stream; a line over `max_chars` is read on to its end in chunks, dropped
+    (an empty line takes its place) and noted in `skipped` as (line number, characters)."""
+    number = 0
+    while line := text.readline(max_chars + 1 if max_chars else -1):
+        number += 1
+        if max_chars and len(line) > max_chars and not line.endswith(("\n", "\r")):
+            size = len(line)
+            while (line := text.readline(READ_CHUNK)) and not line.endswith(("\n", "\r")):
+                size += len(line)
+            size += len(line.rstrip("\r\n"))
+            skipped.append((number, size))
+            line = "\n"
+        yield line
+
+
+def _iter_delimited(delimiter: str) -> Callable[[str, BinaryIO, InputLimits], Iterator[tuple[str, int | str, dict | InputError]]]:
     """CSV or TSV with a header row: one record per row, the header names as fields (quoted cells
-    may span lines; an empty cell is a missing value). The locator is the row's 0-based position."""
+    may span lines; an empty cell is a missing value). The locator is the row's 0-based position;
+    a line over the record limit is skipped unread (its locator "line N") and the rows go on."""
 
     kind = "TSV" if delimiter == "\t" else "CSV"
 
-    def read(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, dict | InputError]]:
-        csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # reasoning cells are long
+    def read(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple[str, int | str, dict | InputError]]:
+        max_chars = limits.record_bytes
+        csv.field_size_limit(min(sys.maxsize, 2**31 - 1, max_chars or sys.maxsize))  # reasoning cells are long
         text = io.TextIOWrapper(fh, encoding="utf-8-sig", newline="")
+        skipped: list[tuple[int, int]] = []
+
+        def over(number: int, size: int) -> InputError:
+            return InputError(source, f"line {number}", "", record_reason(size, limits, "characters"))
+
         index = 0
         try:
-            reader = csv.reader(text, delimiter=delimiter)
+            reader = csv.reader(_bounded_text_lines(text, max_chars, skipped), delimiter=delimiter)
             header = next(reader, None)
+            if skipped:
+                yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", "header row: " + over(*skipped[0]).reason)
+                return
             if not header:
                 yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", "no header row")
                 return
             header = [h.strip() for h in header]
             for index, row in enumerate(reader):
+                while skipped:
+                    error = over(*skipped.pop(0))
+                    yield source, error.record, error
                 if not any(cell.strip() for cell in row):
                     continue
                 if len(row) != len(header):
                     yield source, index, InputError(source, index, "", f"row has {len(row)} cells, the header {len(header)}")
                     continue
                 yield source, index, {k: (v if v != "" else None) for k, v in zip(header, row)}
+            for error in (over(*line) for line in skipped):  # lines skipped after the last row
+                yield source, error.record, error
         except UnicodeDecodeError as exc:
             yield source, index, InputError(source, index, "", f"invalid UTF-8 at byte {exc.start}")
         except csv.Error as exc:
@@ -316,11 +377,27 @@ _EVAL_SAMPLE = re.compile(r"^samples/.+_epoch_(\d+)\.json$")
 ZIP_ZSTANDARD = 93  # the compression inspect_ai writes .eval members with (Python's zipfile reads it from 3.14)
 
 
-def _zip_member(archive: zipfile.ZipFile, name: str) -> bytes:
-    """One member's bytes; zstd members are decompressed with `zstandard` from their raw bytes."""
-    info = archive.getinfo(name)
+class _ArchiveSlice(io.RawIOBase):
+    """`length` bytes of an archive from `start`: a member's compressed bytes, read as they are needed."""
+
+    def __init__(self, fp: BinaryIO, start: int, length: int):
+        self.fp, self.start, self.length, self.pos = fp, start, length, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        self.fp.seek(self.start + self.pos)
+        data = self.fp.read(min(len(b), self.length - self.pos))
+        b[: len(data)] = data
+        self.pos += len(data)
+        return len(data)
+
+
+def _open_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> BinaryIO:
+    """A member's decompressed bytes as a stream; zstd members through `zstandard` from their raw bytes."""
     if info.compress_type != ZIP_ZSTANDARD:
-        return archive.read(info)
+        return archive.open(info)
     import struct
 
     import zstandard
@@ -329,27 +406,46 @@ def _zip_member(archive: zipfile.ZipFile, name: str) -> bytes:
     fp.seek(info.header_offset)
     local = fp.read(30)
     if local[:4] != b"PK\x03\x04":
-        raise zipfile.BadZipFile(f"bad local header of {name}")
+        raise zipfile.BadZipFile(f"bad local header of {info.filename}")
     name_len, extra_len = struct.unpack("<HH", local[26:30])
-    fp.seek(info.header_offset + 30 + name_len + extra_len)
-    raw = fp.read(info.compress_size)
-    with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw), read_across_frames=True) as reader:
-        return reader.read()
+    raw = _ArchiveSlice(fp, info.header_offset + 30 + name_len + extra_len, info.compress_size)
+    return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
 
 
-def _iter_inspect_eval(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | str, dict | InputError]]:
+def _zstd_error() -> type[Exception]:
+    import zstandard
+
+    return zstandard.ZstdError
+
+
+def _zip_member(archive: zipfile.ZipFile, name: str, limits: InputLimits, guard: InflateGuard) -> bytearray:
+    """One member's bytes, read in chunks that stop at --max-file-mb (its declared size checked first),
+    counted by the archive's decompression guard."""
+    info = archive.getinfo(name)
+    guard.part(f"member {name}", info.compress_size)
+    with _open_member(archive, info) as member:
+        return read_whole(GuardedStream(member, guard), limits, f"member {name}", size=info.file_size)
+
+
+def _iter_inspect_eval(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple[str, int | str, dict | InputError]]:
     """An inspect_ai `.eval` log (a zip: header.json with the eval spec, samples/<id>_epoch_<n>.json):
-    one record per sample and epoch, in the order the log stored them."""
+    one record per sample and epoch, in the order the log stored them. Members are read one at a
+    time, each bounded by the limits; one over a limit is that sample's error."""
     from .layouts import inspect_sample
 
+    guard = InflateGuard(source, limits)
     try:
-        archive = zipfile.ZipFile(io.BytesIO(fh.read()))
+        archive = zipfile.ZipFile(fh)
         names = archive.namelist()
         head_name = "header.json" if "header.json" in names else "_journal/start.json"
         if head_name not in names:
             yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "header.json", "not an inspect_ai .eval log (no header.json)")
             return
-        header = json.loads(_zip_member(archive, head_name))
+        try:
+            header = json.loads(_zip_member(archive, head_name, limits, guard))
+        except TooLarge as exc:
+            yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, head_name, str(exc))
+            return
         spec = header.get("eval") if isinstance(header, dict) else None
         if not isinstance(spec, dict):
             yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "header.json", "no eval spec")
@@ -361,9 +457,18 @@ def _iter_inspect_eval(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | s
             return
         for index, name in enumerate(samples):
             try:
-                sample = json.loads(_zip_member(archive, name))
+                sample = json.loads(_zip_member(archive, name, limits, guard))
+            except TooLarge as exc:
+                yield source, index, InputError(source, index, name, str(exc))
+                continue
+            except (zipfile.BadZipFile, OSError, EOFError, zlib.error, _zstd_error()) as exc:  # this member only
+                yield source, index, InputError(source, index, name, f"cannot read member: {exc}")
+                continue
             except (ValueError, UnicodeDecodeError) as exc:
                 yield source, index, InputError(source, index, name, f"malformed sample JSON: {exc}")
+                continue
+            except RecursionError:
+                yield source, index, InputError(source, index, name, "malformed sample JSON: nested too deeply")
                 continue
             yield source, index, inspect_sample(spec, sample) if isinstance(sample, dict) else \
                 InputError(source, index, name, "sample is not an object")
@@ -371,25 +476,26 @@ def _iter_inspect_eval(source: str, fh: BinaryIO) -> Iterator[tuple[str, int | s
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"cannot read inspect_ai .eval log: {exc}")
 
 
-# One reader per format: (source name, binary file handle) -> (source, locator, record or InputError).
-READERS: dict[str, Callable[[str, BinaryIO], Iterator[tuple[str, int | str, dict | InputError]]]] = {
+# One reader per format: (source name, binary file handle, size limits) -> (source, locator, record or InputError).
+READERS: dict[str, Callable[[str, BinaryIO, InputLimits], Iterator[tuple[str, int | str, dict | InputError]]]] = {
     "jsonl": _iter_jsonl, "json": _iter_json, "arrow": _iter_arrow, "parquet": _iter_parquet,
     "csv": _iter_delimited(","), "tsv": _iter_delimited("\t"), "inspect_eval": _iter_inspect_eval,
 }
 
 
-def count_records(path: str | Path) -> int:
-    """Records in one input: non-blank lines of a JSONL file (gzipped or not) and rows in a
-    Parquet file's metadata, without parsing them; anything else is read once by the loader."""
+def count_records(path: str | Path, limits: InputLimits | None = None) -> int:
+    """Records in one input: non-blank lines of a JSONL file (gzipped or not; read in bounded chunks,
+    so a line of any length is counted without being held) and rows in a Parquet file's metadata,
+    without parsing them; anything else is read once by the loader (with `limits`)."""
     path = Path(path)
     name = path.name.lower()
     stem = name[:-3] if name.endswith(".gz") else name
     if path.is_file() and stem.endswith((".jsonl", ".ndjson")):
-        with (gzip.open(path, "rb") if name.endswith(".gz") else open(path, "rb")) as f:
-            try:
-                return sum(1 for line in f if line.strip())
-            except (OSError, EOFError):  # a damaged file: the loader reports it; count what it will read
-                pass
+        try:
+            with contextlib.ExitStack() as stack:
+                return count_lines(open_input(path, InputLimits(), stack))
+        except (OSError, EOFError):  # a damaged file: the loader reports it; count what it will read
+            pass
     if path.is_file() and name.endswith(".parquet"):
         import pyarrow.parquet as pq
 
@@ -397,11 +503,11 @@ def count_records(path: str | Path) -> int:
             return pq.ParquetFile(path).metadata.num_rows
         except Exception:  # not readable as Parquet: the loader reports it
             pass
-    return sum(1 for _ in iter_records(path))
+    return sum(1 for _ in iter_records(path, limits))
 
 
-def count_inputs(paths: Sequence[str | Path]) -> int:
-    return sum(count_records(p) for p in paths)
+def count_inputs(paths: Sequence[str | Path], limits: InputLimits | None = None) -> int:
+    return sum(count_records(p, limits) for p in paths)
 
 
 def type_name(value: Any) -> str:

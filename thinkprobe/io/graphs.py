@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
-from ..records import BACKWARD_EDGES, EDGE_TYPES, NODE_TYPES, Edge, GivenGraph, InputError, Section, Trace
+from ..records import BACKWARD_EDGES, EDGE_TYPES, NODE_TYPES, Edge, GivenGraph, InputError, Section, Trace, group_of
 from .detect import record_position
 
 __all__ = ["GRAPH_SOURCES", "is_graph_record", "with_given_graph", "trace_of_graph_record"]
@@ -148,6 +148,7 @@ def trace_of_graph_record(record: Mapping, source: str, index: int | str) -> Tra
     trace_id = record.get("trace_id")
     return Trace(str(trace_id) if trace_id is not None else f"{source}:{index}", str(record.get("model") or "unknown"),
                  str(record.get("domain") or "unknown"), tuple(sections), question=record.get("question"),
+                 group=group_of(record),
                  gold_answer=record.get("gold_answer"), correct=record.get("correct"),
                  provenance={**(record.get("provenance") or {}), "graph_from": "units, edges (ThinkProbe graph record)"},
                  source=source, record=record_position(index), given=given)

@@ -60,6 +60,8 @@ def _peek_row(locator: int | str, item: Trace | InputError) -> dict:
             "model_from": p["model_from"],
             "domain": item.domain,
             "domain_from": p["domain_from"],
+            "group": item.group,
+            "group_from": p.get("group_from"),
             "reasoning_from": p["reasoning_from"],
             "tag": p["tag"],
             "open_tag_missing": p["open_tag_missing"],
@@ -77,7 +79,7 @@ def _peek_row(locator: int | str, item: Trace | InputError) -> dict:
 
 
 _PEEK_KEYS = (
-    "file", "record", "trace_id", "trace_id_from", "model", "model_from", "domain", "domain_from",
+    "file", "record", "trace_id", "trace_id_from", "model", "model_from", "domain", "domain_from", "group", "group_from",
     "reasoning_from", "tag", "open_tag_missing", "truncated", "answer_from", "reasoning_chars",
     "answer_chars", "gold_from", "correct_from", "joined", "untagged", "layout", "error",
 )
@@ -85,8 +87,11 @@ _PEEK_KEYS = (
 
 def format_peek(rows: list[dict]) -> str:
     """A plain-text table of `peek` rows: each value with the field it came from, under the name of the
-    file it was read from; error rows give the whole reason."""
-    header = ("record", "trace_id", "model", "domain", "reasoning", "answer", "gold", "correct")
+    file it was read from; error rows give the whole reason. A group column appears when a record has a
+    group (--group-field, --group, (?P<group>...) in --path-pattern)."""
+    grouped = any(row.get("group") is not None for row in rows)
+    header = ("record", "trace_id", "model", "domain", *(("group",) if grouped else ()), "reasoning", "answer", "gold",
+              "correct")
     lines: list[tuple[str, ...]] = [header]
     spans: set[int] = set()  # lines that span the table: file names and errors, never clipped
     file = None
@@ -110,6 +115,7 @@ def format_peek(rows: list[dict]) -> str:
             f"{row['trace_id']} <- {row['trace_id_from']}",
             f"{row['model']} <- {row['model_from']}",
             f"{row['domain']} <- {row['domain_from']}",
+            *((f"{row['group']} <- {row['group_from']}" if row.get("group") is not None else "-",) if grouped else ()),
             reasoning,
             answer,
             row["gold_from"] or "-",

@@ -1,5 +1,5 @@
 """Where a run's records come from: the inputs (a path, or PATH::key=value,... overrides) and the
-field map that says where each record's reasoning, model, domain, id and gold answer are read.
+field map that says where each record's reasoning, model, domain, group, id and gold answer are read.
 """
 from __future__ import annotations
 
@@ -16,11 +16,13 @@ __all__ = ["FieldMap", "NAMED_FIELDS", "UNTAGGED_CHOICES", "PATH_GROUPS", "Sourc
 class FieldMap:
     """User overrides, tried before auto-detection.
 
-    ``*_field`` are dotted paths into a record (``raw_text.response``, ``generations[0]``); ``model``
-    and ``domain`` are constants for every record of the input; ``path_pattern`` takes them from the
-    file path: a regular expression with named groups ``model`` / ``domain`` searched in the path
-    (``(?P<model>[^/]+)/[^/]+\\.jsonl``), or a template matched against the end of the path
-    (``{model}_{domain}_{}.jsonl.gz``; ``{}`` and ``*`` match any name part).
+    ``*_field`` are dotted paths into a record (``raw_text.response``, ``generations[0]``); ``model``,
+    ``domain`` and ``group`` are constants for every record of the input; ``path_pattern`` takes them
+    from the file path: a regular expression with named groups ``model`` / ``domain`` / ``group``
+    searched in the path (``(?P<model>[^/]+)/[^/]+\\.jsonl``), or a template matched against the end
+    of the path (``{model}_{domain}_{group}.jsonl.gz``; ``{}`` and ``*`` match any name part).
+    ``group`` is a third design factor beside model and domain (a condition, a thinking budget); unlike
+    them it is never guessed from the records, and a trace without one has none.
     Precedence: constant, then ``*_field``, then the path, then the auto-detected fields.
     """
 
@@ -29,10 +31,12 @@ class FieldMap:
     question_field: str | None = None
     model_field: str | None = None
     domain_field: str | None = None
+    group_field: str | None = None
     id_field: str | None = None
     gold_field: str | None = None
     model: str | None = None
     domain: str | None = None
+    group: str | None = None
     path_pattern: str | None = None
     untagged: str = "profile"  # "skip": leave out traces whose reasoning is untagged whole text
 
@@ -53,15 +57,15 @@ class FieldMap:
         return {k: v for k, v in match.groupdict().items() if v} if match else {}
 
 
-PATH_GROUPS = frozenset({"model", "domain"})
+PATH_GROUPS = frozenset({"model", "domain", "group"})
 
 
 UNTAGGED_CHOICES = ("profile", "skip")
 
 
 # the options that name one field of the records (checked against the records: thinkprobe.io.check)
-NAMED_FIELDS = ("reasoning_field", "answer_field", "question_field", "model_field", "domain_field", "id_field",
-                "gold_field")
+NAMED_FIELDS = ("reasoning_field", "answer_field", "question_field", "model_field", "domain_field", "group_field",
+                "id_field", "gold_field")
 
 
 _TEMPLATE_SLOT = re.compile(r"\{(\w*)\}|\*")
@@ -84,7 +88,7 @@ def _path_regex(pattern: str) -> re.Pattern:
 
 
 _OVERRIDE_KEYS = {f.replace("_", "-"): f for f in
-                  (*NAMED_FIELDS, "model", "domain", "path_pattern", "untagged")}
+                  (*NAMED_FIELDS, "model", "domain", "group", "path_pattern", "untagged")}
 
 
 @dataclass(frozen=True)
@@ -101,7 +105,8 @@ def parse_source(spec: str | Path | Source, base: FieldMap = FieldMap()) -> Sour
     """``PATH`` or ``PATH::key=value,key=value``: one input with per-input overrides over ``base``.
 
     Keys are the option names without dashes: reasoning-field, answer-field, question-field,
-    model-field, domain-field, id-field, gold-field, model, domain, path-pattern, untagged
+    model-field, domain-field, group-field, id-field, gold-field, model, domain, group, path-pattern,
+    untagged
     (underscores work too).
 
     >>> parse_source("a.jsonl::model=R1,reasoning-field=steps").fields.reasoning_field

@@ -10,6 +10,7 @@ from ..records import InputError, Trace
 from .detect import detect
 from .formats import iter_records, strip_extensions
 from .graphs import is_graph_record, trace_of_graph_record, with_given_graph
+from .limits import InputLimits, clip_trace
 from .sources import FieldMap, Source, parse_source
 
 __all__ = ["record_traces", "iter_traces", "iter_inputs", "detect_inputs"]
@@ -73,28 +74,33 @@ class _RunIds:
         return replace(trace, trace_id=candidate, provenance={**trace.provenance, "duplicate_of": original})
 
 
-def iter_traces(path: str | Path, fields: FieldMap = FieldMap()) -> Iterator[Trace | InputError]:
+def iter_traces(path: str | Path, fields: FieldMap = FieldMap(), limits: InputLimits | None = None) -> Iterator[Trace | InputError]:
     """Stream the Traces of one file or folder in input order; a bad record yields its InputError."""
-    return iter_inputs([Source(str(path), fields)])
+    return iter_inputs([Source(str(path), fields)], limits=limits)
 
 
 def iter_inputs(
-    inputs: Sequence[str | Path | Source], fields: FieldMap = FieldMap(), *, graphs: bool = False
+    inputs: Sequence[str | Path | Source], fields: FieldMap = FieldMap(), *, graphs: bool = False,
+    limits: InputLimits | None = None,
 ) -> Iterator[Trace | InputError]:
     """Stream the Traces of all inputs of a run, in order, with ids unique across the run.
 
     An input is a path, a ``PATH::key=value,...`` spec (see `parse_source`) or a `Source`, whose own
     overrides replace ``fields``. A bad record yields its InputError instead of raising. With
     `graphs` (``--graph-source input``) every trace carries the graph its record holds
-    (thinkprobe.io.graphs), or is the InputError that says why it cannot.
+    (thinkprobe.io.graphs), or is the InputError that says why it cannot. `limits` bound what is
+    read (thinkprobe.io.limits; default: configs/default.yaml's): a record, file or trace over one
+    is an InputError naming the size, the limit and the option that raises it.
     """
-    for _, item in detect_inputs(inputs, fields, graphs=graphs):
+    for _, item in detect_inputs(inputs, fields, graphs=graphs, limits=limits):
         yield item
 
 
 def detect_inputs(
-    inputs: Sequence[str | Path | Source], fields: FieldMap, *, graphs: bool = False
+    inputs: Sequence[str | Path | Source], fields: FieldMap, *, graphs: bool = False,
+    limits: InputLimits | None = None,
 ) -> Iterator[tuple[int | str, Trace | InputError]]:
+    limits = limits if limits is not None else InputLimits.default()
     sources = [parse_source(i, fields) for i in inputs]
     labels = _input_labels([s.path for s in sources])
     ids = _RunIds()
@@ -104,7 +110,7 @@ def detect_inputs(
             root = None
         else:
             root = Path(src.path)
-            records = iter_records(root)
+            records = iter_records(root, limits)
         for source, locator, record in records:
             if isinstance(record, InputError):
                 yield locator, record
@@ -124,6 +130,8 @@ def detect_inputs(
                 if graphs:
                     items = [item if isinstance(item, InputError) else with_given_graph(record, item, locator) for item in items]
             for item in items:
+                if isinstance(item, Trace):
+                    item = clip_trace(item, limits, locator)
                 yield locator, item if isinstance(item, InputError) else ids.claim(item, file_label)
 
 

@@ -1,8 +1,8 @@
-"""Linking (spec section 1, step 5): typed edges between Thought Units, one module per backend,
-each named in `registry` (linkers: parser, the default; pair-mlp; cue; cross-encoder; typers:
-head, cue). What a backend receives and returns is in `protocol`; the pieces the backends share
-are `candidates` (similarity and candidate search), `features`, `decode` and `models` (model
-folders).
+"""Linking (spec section 1, step 5): typed edges between Thought Units, one module per backend (the
+parser's: a package, one module per stage), each named in `registry` (linkers: parser, the default;
+pair-mlp; cue; cross-encoder; typers: head, cue). What a backend receives and returns is in
+`protocol`; the pieces the backends share are `candidates` (similarity and candidate search),
+`features`, `decode` and `models` (model folders).
 
 `load_linker` picks the backend a run uses; `unit_typer` how its units get provisional types.
 """

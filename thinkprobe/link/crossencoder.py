@@ -157,17 +157,17 @@ class CrossEncoderLinker:
             if self.nli is not None:
                 out.append(self._decode_nli(item.units, Similarity(item.embeddings), p, i, j, origin))
             else:
-                out.append(decode_edges(item.units, self._nine_way(item.units, p, j), i, j, origin, self.decode))
+                out.append(decode_edges(item.units, self.nine_way(item.units, p, j), i, j, origin, self.decode))
         return out
 
-    def _nine_way(self, units: Sequence[ThoughtUnit], p: np.ndarray, j: np.ndarray) -> np.ndarray:
+    def nine_way(self, units: Sequence[ThoughtUnit], p: np.ndarray, j: np.ndarray) -> np.ndarray:
         """7-way probabilities in PAIR_CLASSES' layout: critique goes to the lexicon's polarity of unit j."""
         nine = np.zeros((len(p), len(PAIR_CLASSES)), dtype=np.float32)
         for col, name in enumerate(SEVEN_WAY_LABELS):
             if name != "critique":
                 nine[:, PAIR_CLASSES.index(name)] = p[:, col]
         crit = SEVEN_WAY_LABELS.index("critique")
-        polarity = np.array([PAIR_CLASSES.index(f"critique:{self._cue._polarity(units[b].text)}") for b in j], dtype=np.int64)
+        polarity = np.array([PAIR_CLASSES.index(f"critique:{self._cue.polarity(units[b].text)}") for b in j], dtype=np.int64)
         nine[np.arange(len(p)), polarity] = p[:, crit]
         return nine
 

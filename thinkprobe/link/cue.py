@@ -47,7 +47,8 @@ class CueLinker:
         p = self.p
         return candidate_pairs(item.embeddings, p.window, p.top_k)
 
-    def _polarity(self, text: str) -> str:
+    def polarity(self, text: str) -> str:
+        """A critique's polarity from the lexicon: negate, affirm or uncertain (the cross-encoder reads it too)."""
         lex = self.cfg.lexicon
         if lex["critique_negate"].search(text):
             return "negate"
@@ -94,7 +95,7 @@ class CueLinker:
                 ok = (c >= lo) | (cs >= p.critique_min_similarity)
                 c, cs = c[ok], cs[ok]
                 k = int(np.argmax(cs - p.critique_recency * (j - c)))
-                edges.append(Edge(j, int(c[k]), "critique", self._polarity(u.text), round(float(cs[k]), 4)))
+                edges.append(Edge(j, int(c[k]), "critique", self.polarity(u.text), round(float(cs[k]), 4)))
 
             # Synthesis needs an explicit cue, or a conclusion in the answer section (the final
             # answer draws the reasoning together); plain "so ..." conclusions stay inferences.

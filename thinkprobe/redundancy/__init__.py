@@ -19,10 +19,12 @@ Columns, in CoTJudger's order (Table 1), one row per trace:
 
 Verdicts. With a gold answer every candidate is compared with it (answers_match); a code
 candidate of a record that carries tests ("tests" / "test_cases" / "test") is run against them in
-the sandbox instead. With a correctness field and no gold, the final answer takes the label; an
-earlier candidate with the same value as the final one takes it too, a different value is incorrect
-when the final answer is correct and unknown otherwise. With neither, every verdict is unknown.
-With a gold answer and no candidate at all the final answer counts as incorrect.
+the sandbox instead, and only when the run allows it (RedundancyParams.allow_code_execution, set by
+--allow-code-execution alone); otherwise it stays ungraded (reason NOT_ALLOWED), and so does the
+trace when it is the final answer. With a correctness field and no gold, the final answer takes the
+label; an earlier candidate with the same value as the final one takes it too, a different value
+is incorrect when the final answer is correct and unknown otherwise. With neither, every verdict is
+unknown. With a gold answer and no candidate at all the final answer counts as incorrect.
 
 Iso. Graph records carry no embeddings, so "low similarity" is lexical: a unit is isolated when
 (a) structurally it has nothing beyond the backbone: no backward edge at either end, at most one
@@ -34,15 +36,16 @@ SEP target: the first candidate judged correct; otherwise (wrong or unknown corr
 conclusion: the final candidate, else the last CON unit, else the last unit.
 
 Modules: extraction (candidate answers), normalise (answer normalisation and matching), sandbox +
-harness (code tests in a limited child process), sep (the Shortest Effective Path), annotate (the
-per-trace row and verdicts, Iso) and tables (redundancy.csv, model_redundancy.csv).
+harness (code tests in a child process the operating system isolates), sep (the Shortest Effective
+Path), annotate (the per-trace row and verdicts, Iso) and tables (redundancy.csv,
+model_redundancy.csv).
 """
 from .annotate import (COLUMNS, METRICS, RedundancyParams, annotate_record, isolated_units,
                        redundancy_row)
 from .extraction import (Candidate, KIND_RANK, boxed_values, code_tests_of, conclusion_number, final_candidate,
                          find_candidates)
 from .normalise import answers_match, normalise, to_number
-from .sandbox import run_code_tests
+from .sandbox import ALLOW_HINT, NOT_ALLOWED, code_not_run, isolation_problem, not_run_line, run_code_tests
 from .sep import SEP, shortest_effective_path
 from .tables import (MODEL_COLUMNS, format_model_table, model_means, table_row, write_redundancy,
                      write_redundancy_tables)
@@ -51,4 +54,5 @@ __all__ = ["COLUMNS", "METRICS", "MODEL_COLUMNS", "RedundancyParams", "SEP", "sh
            "isolated_units", "redundancy_row", "annotate_record", "table_row", "write_redundancy",
            "write_redundancy_tables", "model_means", "format_model_table",
            "Candidate", "KIND_RANK", "find_candidates", "final_candidate", "code_tests_of", "boxed_values",
-           "conclusion_number", "normalise", "to_number", "answers_match", "run_code_tests"]
+           "conclusion_number", "normalise", "to_number", "answers_match", "run_code_tests", "isolation_problem",
+           "NOT_ALLOWED", "ALLOW_HINT", "not_run_line", "code_not_run"]

@@ -7,10 +7,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ..records import FORWARD_EDGES, source_id
+from ..records import FORWARD_EDGES, group_of, source_id
 from .extraction import Candidate, code_tests_of, final_candidate, find_candidates
 from .normalise import answers_match
-from .sandbox import run_code_tests
+from .sandbox import NOT_ALLOWED, run_code_tests
 from .sep import SEP, edge_tuple, shortest_effective_path
 from ..outputs import REDUNDANCY_COLUMNS, REDUNDANCY_METRICS
 
@@ -28,6 +28,8 @@ class RedundancyParams:
     iso_overlap: float = 0.2  # a unit sharing less than this share of its content words is off-topic
     code_timeout_s: float = 5.0
     code_memory_mb: int = 512
+    # run code answers against their tests (isolated): only when the run is given --allow-code-execution
+    allow_code_execution: bool = False
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any] | None) -> "RedundancyParams":
@@ -138,7 +140,8 @@ def _verdicts(record: dict, candidates: Sequence[Candidate], final: Candidate | 
     reasons: list[str] = []
     for c in candidates:
         if c.kind == "code" and tests is not None:
-            v, why = run_code_tests(c.value, tests, timeout_s=params.code_timeout_s, memory_mb=params.code_memory_mb)
+            v, why = (run_code_tests(c.value, tests, timeout_s=params.code_timeout_s, memory_mb=params.code_memory_mb)
+                      if params.allow_code_execution else (None, NOT_ALLOWED))
         elif gold is not None:
             v = answers_match(c.value, gold)
             why = "matches the gold answer" if v else "differs from the gold answer"
@@ -232,7 +235,7 @@ def redundancy_row(record: dict, params: RedundancyParams = RedundancyParams()) 
     transitions = _transitions(verdicts) if known else dict.fromkeys(("DR", "SV", "EE", "EB"))
     row = {
         "trace_id": record.get("trace_id"), "model": record.get("model"), "domain": record.get("domain"),
-        "source_id": source_id(record),
+        "group": group_of(record), "source_id": source_id(record),
         "Acc": int(final_correct) if known else None,
         "Tokens": sum(_tokens(u) for u in units),
         "|V|": n,

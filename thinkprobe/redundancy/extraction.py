@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .normalise import _BOXED, _MARKDOWN, _NUMBER, _SPECIAL_TOKEN, answers_match
+from .normalise import BOXED, MARKDOWN, NUMBER, SPECIAL_TOKEN, answers_match
 
 __all__ = ["Candidate", "KIND_RANK", "find_candidates", "final_candidate", "code_tests_of", "boxed_values",
            "conclusion_number"]
@@ -66,7 +66,7 @@ def boxed_values(text: str) -> list[str]:
     ['\\frac{1}{2}', '7']
     """
     out = []
-    for m in _BOXED.finditer(text):
+    for m in BOXED.finditer(text):
         i = m.end()
         if i < len(text) and text[i] == "{":
             depth, j = 0, i
@@ -111,7 +111,7 @@ def _cut_value(text: str) -> str:
 
 
 def _phrase_value(text: str) -> tuple[str, str] | None:
-    plain = _MARKDOWN.sub("", text)
+    plain = MARKDOWN.sub("", text)
     matches = list(_PHRASE.finditer(plain))
     for m in reversed(matches):
         value = _cut_value(plain[m.end():])
@@ -153,31 +153,31 @@ def conclusion_number(text: str) -> str | None:
     >>> conclusion_number("Thus, Chris is 10 years old now.")
     '10'
     """
-    plain = _MARKDOWN.sub("", text)
+    plain = MARKDOWN.sub("", text)
     maths = [(m.start(), m.end(), next(g for g in m.groups() if g is not None)) for m in _INLINE_MATH.finditer(plain)]
     # An "=" inside the last math span wins: the right-hand side is the value.
     if maths:
         start, end, body = maths[-1]
         if "=" in body or "\\approx" in body or "≈" in body:
             rhs = re.split(r"=|\\approx|≈", body)[-1].strip()
-            if rhs and _NUMBER.search(rhs):
+            if rhs and NUMBER.search(rhs):
                 return rhs
     marks = list(_CONCLUDES.finditer(plain))
     if marks:
         tail = plain[marks[-1].end():]
         for start, end, body in maths:
             if start >= marks[-1].end() and not tail[: start - marks[-1].end()].strip(" $\\(:"):
-                if _NUMBER.search(body):
+                if NUMBER.search(body):
                     return re.split(r"=|\\approx|≈", body)[-1].strip()
-        m = _NUMBER.search(tail)
+        m = NUMBER.search(tail)
         if m:
             return m.group(0).strip()
-    numbers = _NUMBER.findall(plain)
+    numbers = NUMBER.findall(plain)
     return numbers[-1].strip() if numbers else None
 
 
 def _unit_candidate(text: str, *, in_answer: bool, conclusion: bool) -> tuple[str, str] | None:
-    text = _SPECIAL_TOKEN.sub("", text)
+    text = SPECIAL_TOKEN.sub("", text)
     boxed = boxed_values(text)
     if boxed:
         return ", ".join(boxed), "boxed"
@@ -236,10 +236,10 @@ def find_candidates(record: dict) -> list[Candidate]:
         found = _unit_candidate(u["text"], in_answer=u.get("section") == "answer",
                                 conclusion=u.get("type") == "CON" or u["id"] == last_answer)
         if label_before and (found is None or found[1] == "number"):
-            value = _cut_value(_MARKDOWN.sub("", _SPECIAL_TOKEN.sub("", u["text"])))
+            value = _cut_value(MARKDOWN.sub("", SPECIAL_TOKEN.sub("", u["text"])))
             if value and len(value.split()) <= _MAX_PHRASE_WORDS:
                 found = (value, "phrase")
-        label_before = bool(_ANSWER_LABEL.fullmatch(_MARKDOWN.sub("", u["text"]).strip()))
+        label_before = bool(_ANSWER_LABEL.fullmatch(MARKDOWN.sub("", u["text"]).strip()))
         if code and code[0] == u["id"] and (found is None or KIND_RANK[found[1]] > KIND_RANK["code"]):
             found = (code[1], "code")
         if found:

@@ -10,13 +10,13 @@ import unicodedata
 from functools import lru_cache
 from typing import Any, Iterable
 
-__all__ = ["normalise", "to_number", "answers_match"]
+__all__ = ["normalise", "to_number", "answers_match", "BOXED", "MARKDOWN", "NUMBER", "SPECIAL_TOKEN"]
 
 # Shared with extraction: markup that never belongs to an answer's value.
-_BOXED = re.compile(r"\\(?:boxed|fbox)\s*")
-_MARKDOWN = re.compile(r"\*\*|__")
-_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?%?|-?\.\d+")
-_SPECIAL_TOKEN = re.compile(r"<\|[^|]{1,40}\|>|<｜[^｜]{1,40}｜>|</s>")
+BOXED = re.compile(r"\\(?:boxed|fbox)\s*")
+MARKDOWN = re.compile(r"\*\*|__")
+NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?%?|-?\.\d+")
+SPECIAL_TOKEN = re.compile(r"<\|[^|]{1,40}\|>|<｜[^｜]{1,40}｜>|</s>")
 
 _TEXT_WRAPPERS = re.compile(r"\\(?:text|textbf|textit|textrm|texttt|mathrm|mathbf|mathit|mbox|operatorname|emph)\s*\{([^{}]*)\}")
 _SPACING = re.compile(r"\\[,;:!]|\\quad|\\qquad|\\ |~|\\displaystyle|\\left|\\right|\\big|\\Big")
@@ -45,8 +45,8 @@ def _normalise_text(s: str) -> str:
     s = s.strip()
     if "####" in s:  # GSM8K: the gold solution ends "#### 18"
         s = s.rsplit("####", 1)[1]
-    s = _SPECIAL_TOKEN.sub("", s)
-    s = _MARKDOWN.sub("", s).replace("`", "")
+    s = SPECIAL_TOKEN.sub("", s)
+    s = MARKDOWN.sub("", s).replace("`", "")
     s = _unbox(s)
     s = re.sub(r"\\[dt]frac", r"\\frac", s)
     for _ in range(3):  # nested wrappers
@@ -67,7 +67,7 @@ def _normalise_text(s: str) -> str:
 def _unbox(text: str) -> str:
     r"""Every ``\boxed{X}`` replaced by X: ``a \boxed{\frac{1}{2}} b`` -> ``a \frac{1}{2} b``."""
     out, pos = [], 0
-    for m in _BOXED.finditer(text):
+    for m in BOXED.finditer(text):
         if m.start() < pos:
             continue
         arg = _braced(text, m.end()) if text[m.end() : m.end() + 1] == "{" else None
@@ -387,7 +387,7 @@ def _scalar_match(p: str, g: str, loose: bool = True) -> bool:
             return all(w in it for w in gw)
         return False
     if loose and gn is not None and pn is None and len(re.findall(r"[a-z]{2,}", p)) >= 3:
-        numbers = _NUMBER.findall(p)  # "He was 52 years old" for 52
+        numbers = NUMBER.findall(p)  # "He was 52 years old" for 52
         if len(numbers) == 1:
             value = to_number(numbers[0])
             return value is not None and _close(value, gn)

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..outputs import MODEL_REDUNDANCY_TABLE, RUN_JSON, write_table
-from ..records import iter_graph_records, source_id
+from ..records import group_of, iter_graph_records, source_id
 from .analyses import Analyses, write_analyses
 from .annotate import METRICS, RedundancyParams, annotate_record, redundancy_row
 
@@ -56,7 +56,8 @@ def table_row(record: dict, params: RedundancyParams = RedundancyParams()) -> di
     stored = record.get("redundancy")
     if isinstance(stored, dict) and isinstance(stored.get("metrics"), dict):
         return {"trace_id": record.get("trace_id"), "model": record.get("model"),
-                "domain": record.get("domain"), "source_id": source_id(record), **stored["metrics"]}
+                "domain": record.get("domain"), "group": group_of(record), "source_id": source_id(record),
+                **stored["metrics"]}
     return redundancy_row(record, params)[0]
 
 

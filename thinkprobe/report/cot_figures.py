@@ -62,116 +62,161 @@ def difficulty_figure(level_rows: Sequence[Mapping]):
     return fig
 
 
+# Fewer traces than this: a model's off-path units are drawn as points, not as a density (a
+# density over 20 bins from a handful of units is a row of spikes that hides the other models).
+MIN_DENSITY_TRACES = 5
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+
+
+def _horizontal(draw, *args, **kwargs):
+    """A box or violin plot laid on its side, in any matplotlib since 3.7 (`orientation` replaced
+    `vert` in 3.10)."""
+    try:
+        return draw(*args, orientation="horizontal", **kwargs)
+    except TypeError:
+        return draw(*args, vert=False, **kwargs)
+
+
+def _model_rows(ax, labels: Sequence[str]) -> None:
+    """Models down the y axis, first at the top: long names stay horizontal and never overlap."""
+    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.set_ylim(len(labels) - 0.5, -0.5)
+
+
 def positions_figure(position_rows: Sequence[Mapping], traces: Mapping[str, int]):
-    """Density of units outside the Shortest Effective Path over normalised position (Fig. 3)."""
-    fig = _figure(10, 4.4)
-    ax = fig.add_subplot(1, 1, 1)
+    """Density of units outside the Shortest Effective Path over normalised position (Fig. 3); models
+    with fewer than MIN_DENSITY_TRACES traces in a panel below, each off-path unit a point."""
     groups = _by_model(position_rows)
     style = _style(list(groups))
-    for model, rows in groups.items():
-        rows = sorted(rows, key=lambda r: int(r["bin"]))
-        centres = [(as_number(r["start"]) + as_number(r["end"])) / 2 for r in rows]
-        off = sum(int(r["off_sep"]) for r in rows)
-        ax.plot(centres, [as_number(r["density"]) for r in rows], marker=".", **style[model],
-                label=f"{model} (n={traces.get(model, 0)} traces, {off} off-path units)")
-    ax.axhline(1.0, color="black", lw=0.8, ls="--")
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("position in the trace (0 = first unit, 1 = last)")
-    ax.set_ylabel("density of units off the Shortest Effective Path")
-    ax.set_title("Where redundant units sit (dashed black: spread evenly)")
-    _legend_outside(fig, ax)
-    ax.grid(alpha=0.3)
+    dense = {m: rows for m, rows in groups.items() if traces.get(m, 0) >= MIN_DENSITY_TRACES}
+    sparse = {m: rows for m, rows in groups.items() if m not in dense}
+    legend_rows = math.ceil(len(dense) / 2)
+    heights = ([3.6 + 0.22 * legend_rows] if dense else []) + ([0.7 + 0.3 * len(sparse)] if sparse else [])
+    fig = _figure(11, sum(heights) + 0.8)
+    axes = fig.subplots(len(heights), 1, sharex=True, height_ratios=heights, squeeze=False)[:, 0]
+    if dense:
+        ax = axes[0]
+        for model, rows in dense.items():
+            rows = sorted(rows, key=lambda r: int(r["bin"]))
+            centres = [(as_number(r["start"]) + as_number(r["end"])) / 2 for r in rows]
+            off = sum(int(r["off_sep"]) for r in rows)
+            ax.plot(centres, [as_number(r["density"]) for r in rows], marker=".", **style[model],
+                    label=f"{model} (n={traces.get(model, 0)} traces, {off} off-path units)")
+        ax.axhline(1.0, color="black", lw=0.8, ls="--")
+        ax.set_ylabel("density of off-path units")
+        ax.set_title(f"Density per model with {MIN_DENSITY_TRACES}+ traces (dashed black: spread evenly)", fontsize=9)
+        if sparse:  # under the plot, two columns: the panel keeps the width the points panel's names leave
+            ax.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.04), ncol=2)
+        else:
+            _legend_outside(fig, ax)
+        ax.grid(alpha=0.3)
+    if sparse:
+        ax = axes[-1]
+        labels = []
+        for k, (model, rows) in enumerate(sparse.items()):
+            hit = [r for r in rows if int(r["off_sep"]) > 0]
+            ax.scatter([(as_number(r["start"]) + as_number(r["end"])) / 2 for r in hit], [k] * len(hit),
+                       s=[14 * int(r["off_sep"]) for r in hit], color=style[model]["color"], alpha=0.8, zorder=3)
+            labels.append(f"{model} (n={traces.get(model, 0)}, {sum(int(r['off_sep']) for r in rows)} off-path units)")
+        _model_rows(ax, labels)
+        ax.set_title(f"Models with fewer than {MIN_DENSITY_TRACES} traces: their off-path units by position "
+                     "(dot area: units in the bin)", fontsize=9)
+        ax.grid(alpha=0.3, axis="x")
+    axes[0].set_xlim(0, 1)
+    axes[-1].set_xlabel("position in the trace (0 = first unit, 1 = last)")
+    fig.suptitle("Where redundant units sit: units off the Shortest Effective Path")
     return fig
 
 
-def _boxes(ax, data: Sequence[Sequence[float]], labels: Sequence[str], colors: Sequence[str], positions=None):
-    parts = ax.boxplot(data, positions=positions, widths=0.35, patch_artist=True, showfliers=False)
-    for patch, color in zip(parts["boxes"], colors):
-        patch.set_facecolor(color)
-        patch.set_alpha(0.55)
-    return parts
-
-
 def _token_axis(ax, title: str) -> None:
-    """The y axis both token figures share: tokens per trace on a log scale."""
-    ax.set_yscale("log")
-    ax.set_ylabel("tokens per trace (log scale)")
+    """The axis both token figures share: tokens per trace on a log scale, along x."""
+    ax.set_xscale("log")
+    ax.set_xlabel("tokens per trace (log scale)")
     ax.set_title(title)
-    ax.grid(alpha=0.3, axis="y")
+    ax.grid(alpha=0.3, axis="x")
 
 
 def outcome_tokens_figure(redundancy_rows: Sequence[Mapping]):
-    """Tokens of correct against incorrect traces per model (Fig. 8)."""
+    """Tokens of correct against incorrect traces per model (Fig. 8), one row per model."""
     groups = {m: rows for m, rows in _by_model(redundancy_rows).items()
               if any(as_number(r.get("Acc")) in (0.0, 1.0) for r in rows)}
-    fig = _figure(min(16, max(6, 1.1 * len(groups) + 2)), 4.6)
+    fig = _figure(10, 1.3 + 0.5 * len(groups))
     ax = fig.add_subplot(1, 1, 1)
-    ticks, labels = [], []
+    labels = []
     for k, (model, rows) in enumerate(groups.items()):
         right = [as_number(r["Tokens"]) for r in rows if as_number(r.get("Acc")) == 1.0]
         wrong = [as_number(r["Tokens"]) for r in rows if as_number(r.get("Acc")) == 0.0]
-        for offset, values, color in ((-0.2, right, "#4c956c"), (0.2, wrong, "#d1495b")):
+        for offset, values, color in ((-0.18, right, "#4c956c"), (0.18, wrong, "#d1495b")):
             if values:
-                _boxes(ax, [values], [""], [color], positions=[k + offset])
-        ticks.append(k)
-        labels.append(f"{model}\ncorrect n={len(right)}\nwrong n={len(wrong)}")
-    ax.set_xticks(ticks, labels, fontsize=8)
-    _token_axis(ax, "Tokens of correct (green) and incorrect (red) answers")
+                parts = _horizontal(ax.boxplot, [values], positions=[k + offset], widths=0.3, patch_artist=True,
+                                    showfliers=False, medianprops={"color": "black"})
+                for patch in parts["boxes"]:
+                    patch.set_facecolor(color)
+                    patch.set_alpha(0.55)
+                ax.scatter(values, [k + offset] * len(values), s=8, color=color, zorder=3)
+        labels.append(f"{model} (correct {len(right)}, wrong {len(wrong)})")
+    _model_rows(ax, labels)
+    _token_axis(ax, "Tokens of correct (green, upper) and incorrect (red, lower) answers; dots: traces")
     return fig
 
 
 def lengths_figure(redundancy_rows: Sequence[Mapping]):
-    """Token-length distribution per model (Fig. 4)."""
+    """Token-length distribution per model (Fig. 4), one row per model, every trace a dot."""
     groups = _by_model(redundancy_rows)
     colors = model_colors(list(groups))
-    fig = _figure(min(16, max(6, 0.9 * len(groups) + 2)), 4.4)
+    fig = _figure(10, 1.3 + 0.42 * len(groups))
     ax = fig.add_subplot(1, 1, 1)
     data = [[max(as_number(r["Tokens"]), 1.0) for r in rows] for rows in groups.values()]
-    ax.violinplot(data, showmedians=True)
-    ax.set_xticks(range(1, len(groups) + 1), [f"{m}\nn={len(v)}" for m, v in zip(groups, data)], fontsize=8)
-    for body, model in zip(ax.collections, groups):
+    parts = _horizontal(ax.violinplot, data, positions=range(len(groups)), showmedians=True, widths=0.8)
+    for body, model in zip(parts["bodies"], groups):
         body.set_color(colors[model])
-    _token_axis(ax, "Token-length distribution per model (line: median)")
+    for k, (model, values) in enumerate(zip(groups, data)):
+        ax.scatter(values, [k] * len(values), s=8, color="black", alpha=0.6, zorder=3)
+    _model_rows(ax, [f"{m} (n={len(v)})" for m, v in zip(groups, data)])
+    _token_axis(ax, "Token-length distribution per model (bar: median; dots: traces)")
     return fig
 
 
 def transitions_figure(transition_rows: Sequence[Mapping]):
-    """DR / SV / EE / EB per model as grouped bars (Fig. 7)."""
+    """DR / SV / EE / EB per model as grouped bars (Fig. 7), one row per model."""
     rows = sorted(transition_rows, key=lambda r: r["model"])
-    fig = _figure(min(16, max(6, 1.0 * len(rows) + 2)), 4.4)
+    fig = _figure(10, 1.5 + 0.42 * len(rows))
     ax = fig.add_subplot(1, 1, 1)
     kinds = (("DR", "correct → incorrect", "#d1495b"), ("SV", "correct → correct", "#4c956c"),
              ("EE", "incorrect → incorrect", "#edae49"), ("EB", "incorrect → correct", "#00798c"))
-    x = np.arange(len(rows))
+    y = np.arange(len(rows))
     for k, (col, label, color) in enumerate(kinds):
-        ax.bar(x + (k - 1.5) * 0.2, [as_number(r[col]) for r in rows], width=0.2, color=color, label=f"{col}: {label}")
-    ax.set_xticks(x, [f"{r['model']}\nn={r['n']}" for r in rows], fontsize=8)
-    ax.set_ylabel("transitions per trace (mean)")
+        ax.barh(y + (k - 1.5) * 0.2, [as_number(r[col]) for r in rows], height=0.2, color=color,
+                label=f"{col}: {label}")
+    _model_rows(ax, [f"{r['model']} (n={r['n']})" for r in rows])
+    ax.set_xlabel("transitions per trace (mean)")
     ax.set_title("Answer transitions between successive candidate answers")
-    ax.legend(fontsize=8, frameon=False)
-    ax.grid(alpha=0.3, axis="y")
+    _legend_outside(fig, ax)
+    ax.grid(alpha=0.3, axis="x")
     return fig
 
 
 def pareto_figure(pareto_rows: Sequence[Mapping]):
-    """Accuracy against the redundancy ratio R, the Pareto frontier marked and named (Section 5.2)."""
-    fig = _figure(7, 5)
+    """Accuracy against the redundancy ratio R (Section 5.2): each model a coloured marker named in
+    the legend (no labels in the plot to collide), the Pareto frontier joined and starred."""
+    rows = sorted(pareto_rows, key=lambda r: r["model"])
+    colors = model_colors([r["model"] for r in rows])
+    fig = _figure(10, max(4.6, 1.2 + 0.22 * len(rows)))
     ax = fig.add_subplot(1, 1, 1)
-    rows = sorted(pareto_rows, key=lambda r: as_number(r["R"]))
-    for r in rows:
+    for i, r in enumerate(rows):
         front = str(r["frontier"]) == "1"
-        ax.scatter(as_number(r["R"]), as_number(r["Acc"]), s=60 if front else 30, color="#d1495b" if front else "#6c757d",
-                   zorder=3)
-        ax.annotate(f"{r['model']} (n={r['n']})", (as_number(r["R"]), as_number(r["Acc"])), textcoords="offset points",
-                    xytext=(5, 4), fontsize=8, fontweight="bold" if front else "normal")
-    frontier = [r for r in rows if str(r["frontier"]) == "1"]
+        ax.scatter(as_number(r["R"]), as_number(r["Acc"]), s=110 if front else 60, color=colors[r["model"]],
+                   marker=MARKERS[i % len(MARKERS)], edgecolors="black" if front else "white", linewidths=1.2,
+                   zorder=3, label=f"{'★ ' if front else ''}{r['model']} (n={r['n']})")
+    frontier = sorted((r for r in rows if str(r["frontier"]) == "1"), key=lambda r: as_number(r["R"]))
     ax.plot([as_number(r["R"]) for r in frontier], [as_number(r["Acc"]) for r in frontier], color="#d1495b", lw=1.2,
-            label="Pareto frontier (no model more accurate and less redundant)")
-    ax.margins(x=0.15, y=0.1)
+            zorder=2, label="Pareto frontier (★: no model more accurate and less redundant)")
+    ax.margins(x=0.1, y=0.1)
     ax.set_xlabel("redundancy ratio R (mean per trace; lower is leaner)")
     ax.set_ylabel("accuracy (share of graded traces correct)")
     ax.set_title("Accuracy against redundancy")
-    ax.legend(fontsize=8, frameon=False, loc="best")
+    _legend_outside(fig, ax)
     ax.grid(alpha=0.3)
     return fig
 

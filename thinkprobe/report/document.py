@@ -10,11 +10,11 @@ from typing import Sequence
 from ..outputs import INDICATORS_TABLE, read_table
 from ..tables import read_csv
 from .decisions import decision_sections, sections_html, sections_md
-from .glossary import GLOSSARY, glossary_items
+from .glossary import GLOSSARY, definition, glossary_items
 from .markup import data_uri, esc, html_page, html_table, md_table
 from .style import DIMS, as_number, display_label, format_number
-from .text import (EFFECT_HEADER, EFFECT_TITLES, NO_RADAR, effect_rows, headline, icc_rows, method_note, outcome_rows,
-                   outcome_text, profile_ci_rows, summary_text, too_few_text)
+from .text import (EFFECT_TITLES, NO_RADAR, effect_header, effect_rows, has_group, headline, icc_rows, method_note,
+                   outcome_rows, outcome_text, profile_ci_rows, summary_text, too_few_text)
 
 __all__ = ["redundancy_table", "report_html", "report_md"]
 
@@ -56,7 +56,7 @@ def redundancy_table(path: Path) -> tuple[list[str], list[list[str]], str] | Non
     if not rows:
         return None
     columns = list(rows[0])
-    keys = {"trace_id", "model", "domain", "source_id", "level"}
+    keys = {"trace_id", "model", "domain", "group", "source_id", "level"}
     metrics = [c for c in columns if c not in keys]
 
     def value(r, c):
@@ -111,12 +111,34 @@ def _levels_line(analyses: dict | None) -> str:
             f"({counts}). {lv['rule']}")
 
 
-def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=None) -> str:
+INDICATORS_NOTE = ("Each cell: the model's median of the indicator over its traces; its colour: that median as a "
+                   "z-score over all traces of the run (blue below the run's mean, red above). Under each name: "
+                   "ε² by model (Kruskal-Wallis), * Holm p < α. Per-trace values: indicators.csv.")
+
+
+OUTCOME_HEADER = ["variable", "AUROC (wrong), pooled", "AUROC (wrong), within model"]
+
+
+GROUP_NOTE = ("Mean profile per model and group (the third grouping factor: --group-field, --group or "
+              "(?P<group>...) in --path-pattern), over the traces that have a group; grey: no traces.")
+
+
+def _trace_columns(rows) -> tuple[list[str], bool]:
+    """The traces table's header, with a group column when some trace has a group."""
+    grouped = any(r.get("group") is not None for r in rows)
+    return ["trace", "model", "domain", *(["group"] if grouped else []), "units", "edges", "tokens", *DIMS], grouped
+
+
+def _effects_title(stats) -> str:
+    return "Effect sizes: model versus domain" + (" and group" if has_group(stats) else "") + ", beyond length and chance"
+
+
+def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=None, group_cells=()) -> str:
     def img(name, alt):
         return f'<img class="fig" alt="{esc(alt)}" src="{data_uri(figures[name])}">'
 
     def titled(header):
-        return {h: GLOSSARY.get(h, EFFECT_TITLES.get(h, "")) for h in header}
+        return {h: definition(h) or EFFECT_TITLES.get(h, "") for h in header}
 
     summary = "".join(f"<p>{esc(line).replace('`', '')}</p>" for line in summary_text(run_dir, stats, pages))
     head = "".join(f"<li>{esc(line)}</li>" for line in headline(stats))
@@ -124,13 +146,24 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
     cell_rows = [[esc(c["model"]), esc(display_label(c["domain"])), str(c["n"]), *(format_number(c[d], 2) for d in DIMS)]
                  for c in cells]
     counts = _read_counts(run_dir)
+    trace_header, grouped = _trace_columns(rows)
     trace_rows = []
     for r in rows:
         link = pages.get(r["trace_id"])
         tid = f'<a href="{esc(link)}">{esc(r["trace_id"])}</a>' if link else esc(r["trace_id"])
-        trace_rows.append([tid, esc(r["model"]), esc(display_label(r["domain"])), *map(esc, counts[r["trace_id"]]),
+        trace_rows.append([tid, esc(r["model"]), esc(display_label(r["domain"])),
+                           *([esc(r["group"] or "–")] if grouped else []), *map(esc, counts[r["trace_id"]]),
                            *(format_number(r[d], 2) for d in DIMS)])
-    trace_header = ["trace", "model", "domain", "units", "edges", "tokens", *DIMS]
+    group_section = ""
+    if group_cells:
+        group_rows = [[esc(c["model"]), esc(c["group"]), str(c["n"]), *(format_number(c[d], 2) for d in DIMS)]
+                      for c in group_cells]
+        group_section = (f"<h2>Model × group profiles</h2><p class=note>{esc(GROUP_NOTE)}</p>"
+                         + img("group_heatmap", "Heat map of the model by group profiles")
+                         + "<details><summary>Values</summary>"
+                         + html_table(["model", "group", "n", *DIMS], group_rows, left=2,
+                                      titles=titled(["n", *DIMS]))
+                         + "</details>")
 
     radar = img("radar", "Radar chart of the model profiles over the five dimensions") if "radar" in figures \
         else f"<p class=note>{esc(NO_RADAR)}</p>"
@@ -150,16 +183,16 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
                + "".join(f"<h3>{esc(title)}</h3><p class=note>{esc(text)}</p>{figure or ''}"
                          for title, text, figure in blocks))
     icc = icc_rows(stats)
-    icc_html = (html_table(["variable", "ICC", "ICC of a question's mean", "(model, question) pairs", "traces per pair"],
-                            [[esc(c) for c in r] for r in icc])
+    icc_header = ["variable", "ICC", "ICC of a question's mean", "(model, question) pairs", "traces per pair"]
+    icc_html = (html_table(icc_header, [[esc(c) for c in r] for r in icc], titles=titled(icc_header))
                 if icc else "<p class=note>No ICC: no model answered one question more than once in this run.</p>")
     outcome = ""
     if stats["outcome"]["graded"]:
         o_rows = outcome_rows(stats)
         outcome = (f"<h2>Outcome validity</h2><p class=note>{esc(outcome_text(stats))}</p>"
-                   + (html_table(["variable", "AUROC (wrong), pooled", "AUROC (wrong), within model"],
+                   + (html_table(OUTCOME_HEADER,
                                   [[f'<span title="{esc(GLOSSARY.get(r[0], ""))}">{esc(r[0])}</span>', r[1], r[2]]
-                                   for r in o_rows]) if o_rows else ""))
+                                   for r in o_rows], titles=titled(OUTCOME_HEADER)) if o_rows else ""))
     glossary = "".join(f"<h3>{esc(title)}</h3><dl class=glossary>"
                        + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items) + "</dl>"
                        for title, items in glossary_items())
@@ -171,10 +204,11 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
 <div class="headline"><strong>Headline</strong><ul>{head}</ul></div>
 <h2>Model profiles</h2>
 {radar}
-{html_table(["model", "n", *DIMS], [[esc(c) for c in r] for r in profile_ci_rows(stats)], titles=titled(DIMS))}
+{html_table(["model", "n", *DIMS], [[esc(c) for c in r] for r in profile_ci_rows(stats)], titles=titled(["n", *DIMS]))}
 <p class=note>Mean signed z-score per dimension with its 95% bootstrap interval; 0 is the corpus mean.</p>
-<h2>Effect sizes: model versus domain, beyond length and chance</h2>
-{html_table(EFFECT_HEADER, effect_rows(stats, html_out=True), left=1, titles=EFFECT_TITLES,
+<h2>{esc(_effects_title(stats))}</h2>
+{html_table(effect_header(stats), effect_rows(stats, html_out=True), left=1, titles=EFFECT_TITLES,
+             cls="dense wrap" if has_group(stats) else "",
              row_classes=["dim" if e["kind"] == "dimension" else "" for e in stats["variables"]])}
 <p class=note>{esc(method_note(stats))} {esc(too_few_text(stats))}</p>
 {f'<p class="flag">⚠ Split-half reliability of the model means under {min_rel}: model differences in {esc(", ".join(flagged))} are not supported by this run.</p>' if flagged else ""}
@@ -185,14 +219,16 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
 {sections_html(decision_sections(run_dir, rows, pages), GLOSSARY)}
 <h2>Model × domain profiles</h2>
 {img("heatmap", "Heat map of the model by domain profiles")}
-<details><summary>Values</summary>{html_table(["model", "domain", "n", *DIMS], cell_rows, left=2, titles=titled(DIMS))}</details>
+<details><summary>Values</summary>{html_table(["model", "domain", "n", *DIMS], cell_rows, left=2, titles=titled(["n", *DIMS]))}</details>
+{group_section}
 <h2>Indicators by model</h2>
-{img("boxplots", "Box plots of every indicator by model")}
+<p class=note>{esc(INDICATORS_NOTE)}</p>
+{img("indicators", "Heat map of the median of every indicator by model")}
 {red}
 {cot}
 <h2>Traces</h2>
 <p class=note>Click a column header to sort (numbers inside ids sort as numbers).</p>
-{html_table(trace_header, trace_rows, left=3, cls="sortable traces", titles=titled(trace_header))}
+{html_table(trace_header, trace_rows, left=4 if grouped else 3, cls="sortable traces", titles=titled(trace_header))}
 <h2>Glossary</h2>
 {glossary}"""
     return html_page("ThinkProbe report", body)
@@ -203,15 +239,15 @@ def _read_counts(run_dir: Path) -> dict[str, tuple[str, str, str]]:
             for r in read_table(run_dir, INDICATORS_TABLE)}
 
 
-def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=None) -> str:
+def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=None, group_cells=()) -> str:
     radar = "![Radar chart of the model profiles](figures/radar.png)" if "radar" in figures else NO_RADAR
     parts = ["# ThinkProbe report", "", *summary_text(run_dir, stats, pages), "", "**Headline**", "",
              *(f"- {line}" for line in headline(stats)), "",
              "## Model profiles", "", radar, "",
              md_table(["model", "n", *DIMS], profile_ci_rows(stats)), "",
              "Mean signed z-score per dimension with its 95% bootstrap interval; 0 is the corpus mean.", "",
-             "## Effect sizes: model versus domain, beyond length and chance", "",
-             md_table(EFFECT_HEADER, effect_rows(stats, html_out=False)),
+             f"## {_effects_title(stats)}", "",
+             md_table(effect_header(stats), effect_rows(stats, html_out=False)),
              "", method_note(stats) + (" " + too_few_text(stats) if too_few_text(stats) else ""), "",
              "![Effect sizes](figures/effects.png)", "", "## Reliability of repeated answers", ""]
     icc = icc_rows(stats)
@@ -220,13 +256,18 @@ def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=
     if stats["outcome"]["graded"]:
         parts += ["## Outcome validity", "", outcome_text(stats), ""]
         if outcome_rows(stats):
-            parts += [md_table(["variable", "AUROC (wrong), pooled", "AUROC (wrong), within model"],
+            parts += [md_table(OUTCOME_HEADER,
                                 outcome_rows(stats)), ""]
     parts += sections_md(decision_sections(run_dir, rows, pages))
     parts += ["## Model × domain profiles", "", "![Heat map](figures/heatmap.png)", "",
               md_table(["model", "domain", "n", *DIMS],
-                        [[c["model"], display_label(c["domain"]), c["n"], *(format_number(c[d], 2) for d in DIMS)] for c in cells]), "",
-              "## Indicators by model", "", "![Box plots](figures/boxplots.png)", ""]
+                        [[c["model"], display_label(c["domain"]), c["n"], *(format_number(c[d], 2) for d in DIMS)] for c in cells]), ""]
+    if group_cells:
+        parts += ["## Model × group profiles", "", GROUP_NOTE, "", "![Heat map by group](figures/group_heatmap.png)", "",
+                  md_table(["model", "group", "n", *DIMS],
+                           [[c["model"], c["group"], c["n"], *(format_number(c[d], 2) for d in DIMS)] for c in group_cells]),
+                  ""]
+    parts += ["## Indicators by model", "", INDICATORS_NOTE, "", "![Indicators by model](figures/indicators.png)", ""]
     if redundancy:
         header, red_rows, caption = redundancy
         marks = best_worst(header, red_rows)
@@ -238,13 +279,14 @@ def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=
         for title, text, figure in cot_sections(analyses, figures, lambda name, alt: f"![{alt}](figures/{name}.png)"):
             parts += [f"### {title}", "", text, ""] + ([figure, ""] if figure else [])
     counts = _read_counts(run_dir)
+    trace_header, grouped = _trace_columns(rows)
     trace_rows = []
     for r in rows:
         link = pages.get(r["trace_id"])
         tid = f"[{r['trace_id']}]({link})" if link else r["trace_id"]
-        trace_rows.append([tid, r["model"], display_label(r["domain"]), *counts[r["trace_id"]],
-                           *(format_number(r[d], 2) for d in DIMS)])
-    parts += ["## Traces", "", md_table(["trace", "model", "domain", "units", "edges", "tokens", *DIMS], trace_rows),
+        trace_rows.append([tid, r["model"], display_label(r["domain"]), *([r["group"] or "–"] if grouped else []),
+                           *counts[r["trace_id"]], *(format_number(r[d], 2) for d in DIMS)])
+    parts += ["## Traces", "", md_table(trace_header, trace_rows),
               "", "## Glossary", ""]
     for title, items in glossary_items():
         parts += [f"### {title}", "", *(f"- **{k}**: {v}" for k, v in items), ""]

@@ -1,5 +1,5 @@
 """The report's figures (matplotlib `Figure` objects, no pyplot state): radar of model profiles,
-box plots per indicator, the model x domain heat map, effect sizes, and one trace's Thought Graph.
+the model x indicator heat map, the model x domain heat map, effect sizes, and one trace's Thought Graph.
 """
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..indicators import INDICATORS
+from ..indicators import DIMENSIONS
 from ..records import BACKWARD_EDGES, EDGE_TYPES, NODE_TYPES
 from ..stats import TESTED
 from .style import (DIMS, EDGE_COLORS, NODE_COLORS, NODE_NAMES, POLARITY_STYLES, display_label, format_number,
                     model_colors)
 
-__all__ = ["radar_figure", "boxplot_figure", "heatmap_figure", "effects_figure", "graph_figure"]
+__all__ = ["radar_figure", "indicator_figure", "heatmap_figure", "effects_figure", "graph_figure"]
 
 
 def radar_figure(model_rows: Sequence[Mapping]):
@@ -50,48 +50,76 @@ def radar_figure(model_rows: Sequence[Mapping]):
     return fig
 
 
-def boxplot_figure(rows: Sequence[Mapping], models: Sequence[str], stats: Mapping):
-    """One panel per indicator: its distribution per model; eps2 by model in the panel title."""
+def _short(x: float) -> str:
+    """A cell value in at most 4 characters or so: 108, 57, 10.5, 3.5, 0.38, 0.004."""
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3g}" if abs(x) >= 1 else f"{x:.2g}"
+
+
+def indicator_figure(rows: Sequence[Mapping], models: Sequence[str], stats: Mapping):
+    """All 19 indicators by model in one readable view: a model x indicator heat map of the median
+    z-score (each indicator standardised over the run's traces), the raw median written in the cell,
+    indicators grouped by dimension, eps2 by model (* Holm p < alpha) under each indicator's name."""
     from matplotlib.figure import Figure
 
     eps = {e["variable"]: e["model"] for e in stats["variables"]}
-    alpha = stats["settings"]["alpha"]
-    colors = model_colors(models)
-    ncols = 4
-    nrows = math.ceil(len(INDICATORS) / ncols)
+    order = [name for names in DIMENSIONS.values() for name in names]
+    z = np.full((len(models), len(order)), np.nan)
+    raw = np.full_like(z, np.nan)
+    for j, name in enumerate(order):
+        values = np.array([r[name] for r in rows], dtype=np.float64)
+        ok = np.isfinite(values)
+        mean, sd = (values[ok].mean(), values[ok].std()) if ok.any() else (0.0, 0.0)
+        for i, m in enumerate(models):
+            own = np.array([r[name] for r in rows if r["model"] == m and math.isfinite(r[name])], dtype=np.float64)
+            if len(own):
+                raw[i, j] = float(np.median(own))
+                z[i, j] = (raw[i, j] - mean) / sd if sd > 0 else 0.0
     longest = max(len(m) for m in models)
-    # rotated model names under every panel: room for the longest one
-    fig = Figure(figsize=(max(3.6, 0.45 * len(models) + 1.2) * ncols, (2.6 + 0.075 * min(longest, 40)) * nrows),
+    fig = Figure(figsize=(1.0 + 0.075 * min(longest, 40) + 0.52 * len(order), max(4.0, 2.9 + 0.36 * len(models))),
                  layout="constrained")
-    axes = fig.subplots(nrows, ncols).ravel()
-    for ax, name in zip(axes, INDICATORS):
-        data = [[r[name] for r in rows if r["model"] == m and math.isfinite(r[name])] for m in models]
-        parts = ax.boxplot(data, patch_artist=True, widths=0.6, flierprops={"markersize": 2.5, "alpha": 0.5},
-                           medianprops={"color": "black"})
-        for box, m in zip(parts["boxes"], models):
-            box.set_facecolor(colors[m])
-            box.set_alpha(0.75)
-        ax.set_xticks(range(1, len(models) + 1), [m if len(m) <= 40 else m[:39] + "…" for m in models],
-                      rotation=35, ha="right", rotation_mode="anchor", fontsize=9)
-        ax.tick_params(axis="y", labelsize=8.5)
+    ax = fig.add_subplot()
+    limit = max(1.0, min(2.5, float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0))
+    image = ax.imshow(np.ma.masked_invalid(z), cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto")
+    ax.set_facecolor("#dddddd")
+
+    def label(name):  # no ε² where the test did not run (one model, a constant indicator)
         test = eps[name]
-        note = f"ε²={format_number(test['eps2'], 2)}{' *' if test.get('significant') else ''}" if test["status"] == TESTED \
-            else test["status"]
-        ax.set_title(f"{name}\n{note}", fontsize=10)
-    for ax in axes[len(INDICATORS):]:
-        ax.axis("off")
-    fig.suptitle(f"Indicators by model (ε² = Kruskal-Wallis effect size by model; * Holm p < {alpha})", fontsize=12)
+        if test["status"] != TESTED:
+            return name
+        return f"{name} (ε² {format_number(test['eps2'], 2)}{'*' if test.get('significant') else ''})"
+
+    ax.set_xticks(range(len(order)), [label(n) for n in order], rotation=40, ha="right", rotation_mode="anchor",
+                  fontsize=8)
+    ax.set_yticks(range(len(models)), [m if len(m) <= 40 else m[:39] + "…" for m in models], fontsize=8)
+    if len(models) * len(order) <= 600:
+        for i in range(len(models)):
+            for j in range(len(order)):
+                if math.isfinite(raw[i, j]):
+                    ax.text(j, i, _short(raw[i, j]), ha="center", va="center", fontsize=6.5,
+                            color="white" if abs(z[i, j]) > 0.6 * limit else "black")
+    # dimensions: a white rule between them and their names along the top
+    edges = np.cumsum([len(names) for names in DIMENSIONS.values()])
+    for edge in edges[:-1]:
+        ax.axvline(edge - 0.5, color="white", lw=3)
+    top = ax.secondary_xaxis("top")
+    top.set_xticks([e - len(names) / 2 - 0.5 for e, names in zip(edges, DIMENSIONS.values())], list(DIMENSIONS),
+                   fontsize=9, fontweight="bold")
+    top.tick_params(length=0)
+    fig.colorbar(image, ax=ax, shrink=0.9, pad=0.01, label="median z-score")
+    alpha = stats["settings"]["alpha"]
+    fig.suptitle(f"Indicators by model: median per model (in the cell), coloured by its z-score; ε² by model, "
+                 f"* Holm p < {alpha}", fontsize=11)
     return fig
 
 
-def heatmap_figure(cells: Sequence[Mapping], models: Sequence[str], domains: Sequence[str]):
-    """Model x domain mean profile, one panel per dimension, one diverging colour scale."""
+def heatmap_figure(cells: Sequence[Mapping], models: Sequence[str], domains: Sequence[str], by: str = "domain"):
+    """Model x domain (or x group: `by`) mean profile, one panel per dimension, one diverging colour scale."""
     from matplotlib.figure import Figure
 
     grid = np.full((len(DIMS), len(models), len(domains)), np.nan)
     counts = np.zeros((len(models), len(domains)), dtype=int)
     for c in cells:
-        i, j = models.index(c["model"]), domains.index(c["domain"])
+        i, j = models.index(c["model"]), domains.index(c[by])
         counts[i, j] = c["n"]
         for k, d in enumerate(DIMS):
             grid[k, i, j] = c[d]
@@ -115,27 +143,32 @@ def heatmap_figure(cells: Sequence[Mapping], models: Sequence[str], domains: Seq
                         ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7,
                                 color="white" if abs(v) > 0.6 * vmax else "black")
     fig.colorbar(image, ax=list(axes), shrink=0.9, label="mean signed z-score")
-    fig.suptitle("Model × domain profiles (grey: no traces)")
+    fig.suptitle(f"Model × {by} profiles (grey: no traces)")
     return fig
 
 
 def effects_figure(stats: Mapping):
-    """eps2 by model next to eps2 by domain for every indicator and dimension: raw on the left;
-    length-controlled and chance-corrected on the right."""
+    """eps2 by model next to eps2 by domain (and by group, in a run with groups) for every indicator
+    and dimension: raw on the left; length-controlled and chance-corrected on the right."""
     from matplotlib.figure import Figure
 
     entries = stats["variables"]
     names = [e["variable"] for e in entries]
     y = np.arange(len(entries))
-    fig = Figure(figsize=(11, 0.3 * len(entries) + 1.6), layout="constrained")
+    bars = [(by, color) for by, color in (("model", "#1f77b4"), ("domain", "#ff7f0e"), ("group", "#2ca02c"))
+            if by in stats["groupings"]]
+    height = 0.8 / len(bars)
+    fig = Figure(figsize=(11, 0.15 * len(bars) * len(entries) + 1.6), layout="constrained")
+    fig.get_layout_engine().set(wspace=0.06)  # the panels' end tick labels ("1.0", "−0.4") apart
     axes = fig.subplots(1, 2, sharey=True)
     panels = (("raw ε² = H / (n − 1)", lambda e, by: e[by]),
               ("length-controlled ε² − chance ε²", lambda e, by: e["length_controlled"][by]))
     for ax, (title, test_of) in zip(axes, panels):
         key = "eps2" if ax is axes[0] else "eps2_corrected"
-        for offset, by, color in ((-0.2, "model", "#1f77b4"), (0.2, "domain", "#ff7f0e")):
+        for k_bar, (by, color) in enumerate(bars):
+            offset = (k_bar - (len(bars) - 1) / 2) * height
             values = [test_of(e, by).get(key) or 0.0 for e in entries]
-            ax.barh(y + offset, values, height=0.4, color=color, label=f"by {by}")
+            ax.barh(y + offset, values, height=height, color=color, label=f"by {by}")
             for k, e in enumerate(entries):
                 if test_of(e, by)["status"] != TESTED:
                     ax.text(0.01, k + offset, f"{by}: {test_of(e, by)['status']}", va="center", fontsize=7,
@@ -150,7 +183,8 @@ def effects_figure(stats: Mapping):
             tick.set_fontweight("bold")
     axes[0].invert_yaxis()
     axes[1].legend(loc="lower right", fontsize=9)
-    fig.suptitle("Effect size: how much model and domain explain (Kruskal-Wallis)")
+    names = [by for by, _ in bars]
+    fig.suptitle(f"Effect size: how much {', '.join(names[:-1])} and {names[-1]} explain (Kruskal-Wallis)")
     return fig
 
 

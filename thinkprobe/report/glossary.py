@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ..indicators import dimension_glossary, indicator_glossary
 
-__all__ = ["ANALYSES_GLOSSARY", "DECISIONS_GLOSSARY", "DIMENSION_GLOSSARY", "INDICATOR_GLOSSARY", "REDUNDANCY_GLOSSARY", "STATS_GLOSSARY", "GLOSSARY",
+__all__ = ["ANALYSES_GLOSSARY", "DECISIONS_GLOSSARY", "DIMENSION_GLOSSARY", "INDICATOR_GLOSSARY",
+           "REDUNDANCY_GLOSSARY", "STATS_GLOSSARY", "TABLE_GLOSSARY", "GLOSSARY", "definition",
            "glossary_items"]
 
 DIMENSION_GLOSSARY: dict[str, str] = dimension_glossary()
@@ -32,6 +33,9 @@ STATS_GLOSSARY: dict[str, str] = {
     "corrected": "ε² − chance ε²",
     "length-controlled": "the same test on what a straight-line fit on log tokens (whole run) leaves of the variable",
     "ratio": "corrected ε²(model) / corrected ε²(domain), none when both are under the floor",
+    "group": "a third grouping factor beside model and domain, named at profiling time (--group-field, --group or "
+             "(?P<group>...) in --path-pattern: a design condition, a thinking budget); tested like the domain over "
+             "the traces that have one; a run where no trace has one has no group tests",
     "split-half": "reliability of the model means: correlation of model means between random halves of each "
                   "model's traces, Spearman-Brown corrected",
     "ICC": "intraclass correlation of traces of one model on one question (needs repeated answers)",
@@ -74,8 +78,42 @@ DECISIONS_GLOSSARY: dict[str, str] = {
 }
 
 
+TABLE_GLOSSARY: dict[str, str] = {
+    "units": "Thought Units of the trace (its reasoning and answer sections cut into units)",
+    "edges": "typed edges of the trace's Thought Graph",
+    "tokens": "tokens of all the trace's units, with the run's encoder tokenizer",
+    "z-score": "(value − mean) / standard deviation, the mean and deviation of the reference: this run's traces, "
+               "or the --norms file the run was given",
+    "median z-score": "a model's median of an indicator over its traces, as a z-score over all traces of the run "
+                      "(the indicators heat map)",
+    "95% interval": "percentile bootstrap interval of a model's mean, in brackets after it",
+    "p": "Kruskal-Wallis p-value; Holm p: adjusted for the number of tests (Holm-Bonferroni)",
+    "ICC of a question's mean": "reliability of the mean over a (model, question) pair's repeated answers",
+    "(model, question) pairs": "pairs with two or more traces, the clusters of the ICC",
+    "traces per pair": "the adjusted mean cluster size k0 of the ICC",
+    "AUROC (wrong), pooled": "AUROC of the indicator for a wrong answer over all graded traces",
+    "AUROC (wrong), within model": "AUROC over pairs of one model's traces only (a wrong and a correct one), "
+                                   "pooled over models",
+    "n (Acc)": "traces a column is known for, beside a column known for only some (n (Acc): graded traces)",
+    "verdict": "a trace's outcome: correct / incorrect from the record's own grade, else its final answer checked "
+               "against the gold answer; ungraded without either",
+    "flags": "untagged (no reasoning field or tags: the whole text profiled), truncated (the reasoning is cut off), "
+             "open_tag_missing, duplicate_of (a renamed repeated id)",
+    "score": "the linker's confidence in an edge (0-1)",
+    "polarity": "a critique edge's stance toward its target: affirm, negate or uncertain",
+}
+
+
 GLOSSARY: dict[str, str] = {**DIMENSION_GLOSSARY, **INDICATOR_GLOSSARY, **REDUNDANCY_GLOSSARY, **STATS_GLOSSARY,
-                            **ANALYSES_GLOSSARY, **DECISIONS_GLOSSARY}
+                            **ANALYSES_GLOSSARY, **TABLE_GLOSSARY,
+                            **DECISIONS_GLOSSARY}
+
+
+def definition(term: str) -> str:
+    """The glossary's definition of a table header ("n (Iso)" as "n (Acc)"); "" for none."""
+    if term in GLOSSARY:
+        return GLOSSARY[term]
+    return GLOSSARY["n (Acc)"] if term.startswith("n (") else ""
 
 
 def glossary_items() -> list[tuple[str, list[tuple[str, str]]]]:
@@ -84,4 +122,5 @@ def glossary_items() -> list[tuple[str, list[tuple[str, str]]]]:
             ("Redundancy columns (CoTJudger's metrics)", list(REDUNDANCY_GLOSSARY.items())),
             ("Statistics", list(STATS_GLOSSARY.items())),
             ("CoTJudger's analyses", list(ANALYSES_GLOSSARY.items())),
+            ("Tables and trace pages", list(TABLE_GLOSSARY.items())),
             ("Unusual traces, failure risk and model choice", list(DECISIONS_GLOSSARY.items()))]

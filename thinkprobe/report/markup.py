@@ -20,6 +20,8 @@ table.sortable th{cursor:pointer;user-select:none}
 table.sortable th[aria-sort=ascending]::after{content:" ▲"}table.sortable th[aria-sort=descending]::after{content:" ▼"}
 img.fig{max-width:100%;height:auto;border:1px solid #eee}
 .note{color:#666;font-size:.85em}.sig{color:#b00;font-weight:600}
+table.wrap td{white-space:normal}
+.verdict.correct{color:#2b7a3d;font-weight:600}.verdict.incorrect{color:#b00;font-weight:600}.verdict.ungraded{color:#666}
 .scroll{overflow-x:auto;max-width:100%}
 .graph{position:sticky;top:0;background:white;overflow:auto;max-height:48vh;border-bottom:2px solid #ccc;z-index:2}
 .graph img{max-width:none;display:block}.graph{cursor:grab}

@@ -10,7 +10,7 @@ from typing import Sequence
 
 from ..indicators import DIMENSIONS
 
-__all__ = ["MAX_TRACE_PAGES", "FIGURE_DPI", "TRACE_DPI", "PAGE_DPI", "DIMS", "NODE_NAMES", "NODE_COLORS", "EDGE_COLORS", "POLARITY_STYLES", "MODEL_PALETTE", "display_label", "format_number", "figure_style", "png_bytes", "clipped_texts", "svg_bytes", "model_colors"]
+__all__ = ["MAX_TRACE_PAGES", "FIGURE_DPI", "TRACE_DPI", "PAGE_DPI", "DIMS", "NODE_NAMES", "NODE_COLORS", "EDGE_COLORS", "POLARITY_STYLES", "MODEL_PALETTE", "display_label", "format_number", "figure_style", "png_bytes", "clipped_texts", "overlapping_texts", "svg_bytes", "model_colors"]
 
 
 MAX_TRACE_PAGES = 500  # per-trace pages written by write_report; `thinkprobe graph` draws any other
@@ -87,23 +87,72 @@ def png_bytes(fig, dpi: int) -> bytes:
     return buf.getvalue()
 
 
-def clipped_texts(fig) -> list[str]:
-    """The visible texts of `fig` that reach outside its canvas (what a saved image would cut off)."""
+def _drawn_texts(fig) -> list:
+    """The texts a draw of `fig` actually renders (tick labels outside the view limits exist as
+    visible Text objects but are never drawn), each as (text, axis-aligned box, corner points of its
+    possibly rotated box) in pixels."""
+    from unittest import mock
+
+    import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.text import Text
 
     canvas = fig.canvas if hasattr(fig.canvas, "get_renderer") else FigureCanvasAgg(fig)
-    canvas.draw()
+    drawn, original = [], Text.draw
+
+    def record(self, renderer):
+        if self.get_visible() and self.get_text().strip() and self not in drawn:
+            drawn.append(self)
+        return original(self, renderer)
+
+    with mock.patch.object(Text, "draw", record):
+        canvas.draw()
     renderer = canvas.get_renderer()
-    box = fig.bbox
     out = []
-    for text in fig.findobj(Text):
-        if not text.get_visible() or not text.get_text().strip():
-            continue
-        ext = text.get_window_extent(renderer)
-        if ext.x0 < box.x0 - 1 or ext.y0 < box.y0 - 1 or ext.x1 > box.x1 + 1 or ext.y1 > box.y1 + 1:
-            out.append(text.get_text())
+    for text in drawn:
+        box = text.get_window_extent(renderer)
+        angle = text.get_rotation()
+        if angle % 180:  # the rotated rectangle: unrotated size, turned, centred where the text is
+            text.set_rotation(0)
+            flat = text.get_window_extent(renderer)
+            text.set_rotation(angle)
+            w, h, t = flat.width / 2, flat.height / 2, math.radians(angle)
+            turn = np.array([[math.cos(t), -math.sin(t)], [math.sin(t), math.cos(t)]])
+            corners = np.array([[-w, -h], [w, -h], [w, h], [-w, h]]) @ turn.T + [(box.x0 + box.x1) / 2,
+                                                                                  (box.y0 + box.y1) / 2]
+        else:
+            corners = np.array([[box.x0, box.y0], [box.x1, box.y0], [box.x1, box.y1], [box.x0, box.y1]])
+        out.append((text.get_text(), box, corners))
     return out
+
+
+def _overlap(a, b, tolerance: float) -> bool:
+    """Whether two convex quadrilaterals overlap by more than `tolerance` pixels along every axis
+    that could separate them (separating axis theorem)."""
+    import numpy as np
+
+    for poly in (a, b):
+        for k in range(4):
+            edge = poly[(k + 1) % 4] - poly[k]
+            axis = np.array([-edge[1], edge[0]]) / (np.hypot(*edge) or 1.0)
+            pa, pb = a @ axis, b @ axis
+            if min(pa.max(), pb.max()) - max(pa.min(), pb.min()) <= tolerance:
+                return False
+    return True
+
+
+def overlapping_texts(fig, tolerance: float = 1.0) -> list[tuple[str, str]]:
+    """Pairs of drawn texts of `fig` that overlap by more than `tolerance` pixels (tick labels running
+    into each other, labels on points, a legend over a title); rotated labels by their turned boxes."""
+    texts = _drawn_texts(fig)
+    return [(a, b) for i, (a, _, pa) in enumerate(texts) for b, _, pb in texts[i + 1:] if _overlap(pa, pb, tolerance)]
+
+
+def clipped_texts(fig) -> list[str]:
+    """The drawn texts of `fig` that reach outside its canvas (what a saved image would cut off)."""
+    box = fig.bbox
+    return [text for text, ext, _ in _drawn_texts(fig)
+            if ext.x0 < box.x0 - 1 or ext.y0 < box.y0 - 1 or ext.x1 > box.x1 + 1 or ext.y1 > box.y1 + 1]
 
 
 def svg_bytes(fig) -> bytes:

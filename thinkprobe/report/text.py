@@ -11,7 +11,7 @@ from .glossary import GLOSSARY
 from .markup import esc
 from .style import DIMS, display_label, format_number
 
-__all__ = ["headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_rows", "icc_rows", "outcome_rows", "too_few_text", "summary_text", "method_note", "NO_RADAR", "outcome_text"]
+__all__ = ["headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "icc_rows", "outcome_rows", "too_few_text", "summary_text", "method_note", "NO_RADAR", "outcome_text"]
 
 
 def _dims(stats: Mapping) -> list[Mapping]:
@@ -22,10 +22,30 @@ def _list(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def has_group(stats: Mapping) -> bool:
+    """Whether the run has the third grouping factor (some trace has a group) and so group tests."""
+    return "group" in stats["groupings"]
+
+
+def _factor_sentence(stats: Mapping, by: str) -> str | None:
+    """Where the domain (or the group) matters after length control, or that it does not; None
+    with fewer than two of them."""
+    if by not in stats["groupings"] or len(stats["groupings"][by]["groups"]) < 2:
+        return None
+    floor = stats["settings"]["ratio_floor"]
+    tests = [(e["length_controlled"][by], e["variable"]) for e in _dims(stats)]
+    found = sorted(((t["eps2_corrected"], v) for t, v in tests
+                    if t["status"] == TESTED and (t["eps2_corrected"] or 0) >= floor), reverse=True)
+    if found:
+        return (f"The {by} matters most for " + _list([f"{v} (corrected ε² {format_number(x, 2)})" for x, v in found[:2]])
+                + " after length control.")
+    return f"No dimension depends on the {by} beyond length and chance (every corrected ε² by {by} under {floor})."
+
+
 def headline(stats: Mapping) -> list[str]:
     """Three to five sentences with numbers: which dimensions separate the models beyond length
-    and chance, how much length explains, how reliable the model means are, where the domain
-    matters, and (with graded answers) whether the indicators add to model and length."""
+    and chance, how much length explains, how reliable the model means are, where the domain (and
+    the group, in a run with one) matters, and (with graded answers) whether the indicators add to model and length."""
     cfg = stats["settings"]
     floor, min_rel = cfg["ratio_floor"], cfg["min_reliability"]
     groups = stats["groupings"]
@@ -74,16 +94,9 @@ def headline(stats: Mapping) -> list[str]:
         usable = sum(1 for c in groups["model"]["groups"].values() if c >= 2)
         out.append(f"Only {usable} model{'s' if usable != 1 else ''} with 2 or more traces, and a split-half "
                    f"reliability of model means needs 3: treat model differences as unconfirmed.")
-    if n_domains >= 2:
-        dom = sorted(((lc(e, "domain")["eps2_corrected"], e["variable"]) for e in dims
-                      if lc(e, "domain")["status"] == TESTED and (lc(e, "domain")["eps2_corrected"] or 0) >= floor),
-                     reverse=True)
-        if dom:
-            out.append("The domain matters most for " + _list([f"{v} (corrected ε² {format_number(x, 2)})" for x, v in dom[:2]])
-                       + " after length control.")
-        else:
-            out.append(f"No dimension depends on the domain beyond length and chance (every corrected ε² by "
-                       f"domain under {floor}).")
+    factors = [s for s in (_factor_sentence(stats, by) for by in ("domain", "group")) if s]
+    if factors:  # one item, so that the outcome sentence still fits in five
+        out.append(" ".join(factors))
     cv = stats["outcome"]["cross_validated"]
     if cv["status"] == TESTED:
         gain = cv["gain"]
@@ -94,14 +107,19 @@ def headline(stats: Mapping) -> list[str]:
     return out[:5]
 
 
+def _z(value: float | None) -> str:
+    """A z-score at 2 decimals: 0.00, not the 1e-07 that profile.csv's 6 significant digits leave of 0."""
+    return format_number(0.0 if value is not None and abs(value) < 5e-5 else value, 2)
+
+
 def profile_ci_rows(stats: Mapping) -> list[list[str]]:
     out = []
     for mp in stats["model_profiles"]:
         cells = [mp["model"], str(mp["n"])]
         for d in DIMS:
             v = mp["dimensions"][d]
-            ci = f" [{format_number(v['ci_low'], 2)}, {format_number(v['ci_high'], 2)}]" if v["ci_low"] is not None else ""
-            cells.append(f"{format_number(v['mean'], 2)}{ci}")
+            ci = f" [{_z(v['ci_low'])}, {_z(v['ci_high'])}]" if v["ci_low"] is not None else ""
+            cells.append(f"{_z(v['mean'])}{ci}")
         out.append(cells)
     return out
 
@@ -110,7 +128,23 @@ EFFECT_HEADER = ["variable", "ε² model", "ε² domain", "corrected model", "co
                  "length-controlled model", "length-controlled domain", "length-controlled ratio", "split-half"]
 
 
+# With a group factor: its three columns beside the domain's (effect_header).
+GROUP_COLUMNS = {"ε² domain": "ε² group", "corrected domain": "corrected group",
+                 "length-controlled domain": "length-controlled group"}
+
+
+def effect_header(stats: Mapping) -> list[str]:
+    """EFFECT_HEADER, with the group's columns after the domain's when the run has groups."""
+    if not has_group(stats):
+        return list(EFFECT_HEADER)
+    return [c for h in EFFECT_HEADER for c in ((h, GROUP_COLUMNS[h]) if h in GROUP_COLUMNS else (h,))]
+
+
 EFFECT_TITLES = {
+    "ε² group": "Kruskal-Wallis ε² grouped by group (the third design factor), raw values, over the traces that "
+                "have a group; * Holm p < α",
+    "corrected group": "ε²(group) minus the ε² random group labels give (permutations)",
+    "length-controlled group": "corrected ε² by group of what a fit on log tokens leaves; * Holm p < α",
     "ε² model": "Kruskal-Wallis ε² = H / (n − 1) grouped by model, raw values; * Holm p < α",
     "ε² domain": "Kruskal-Wallis ε² grouped by domain, raw values; * Holm p < α",
     "corrected model": "ε²(model) minus the ε² random model labels give (permutations)",
@@ -153,10 +187,14 @@ def effect_rows(stats: Mapping, html_out: bool) -> list[list[str]]:
         if sb is not None and sb < min_rel:
             rel = f'<span class="flag" title="under {min_rel}">{rel} ⚠</span>' if html_out else f"{rel} ⚠"
         lc = e["length_controlled"]
-        out.append([name, _eps_cell(e["model"], "eps2", html_out), _eps_cell(e["domain"], "eps2", html_out),
-                    format_number(e["model"].get("eps2_corrected"), 2), format_number(e["domain"].get("eps2_corrected"), 2),
-                    _ratio_cell(e["ratio_corrected"]), _eps_cell(lc["model"], "eps2_corrected", html_out),
-                    _eps_cell(lc["domain"], "eps2_corrected", html_out), _ratio_cell(e["ratio_length_corrected"]), rel])
+        cells = {"variable": name, "ratio": _ratio_cell(e["ratio_corrected"]),
+                 "length-controlled ratio": _ratio_cell(e["ratio_length_corrected"]), "split-half": rel}
+        for by in ("model", "domain", "group"):
+            if by in e:
+                cells[f"ε² {by}"] = _eps_cell(e[by], "eps2", html_out)
+                cells[f"corrected {by}"] = format_number(e[by].get("eps2_corrected"), 2)
+                cells[f"length-controlled {by}"] = _eps_cell(lc[by], "eps2_corrected", html_out)
+        out.append([cells[h] for h in effect_header(stats)])
     return out
 
 
@@ -186,8 +224,17 @@ def too_few_text(stats: Mapping) -> str:
 
 def summary_text(run_dir: Path, stats: Mapping, pages: Mapping) -> list[str]:
     groups = stats["groupings"]
-    lines = [f"{stats['n_traces']} traces from {len(groups['model']['groups'])} models and "
-             f"{len(groups['domain']['groups'])} domains (run folder `{run_dir.name}`)."]
+    n_models, n_domains = len(groups["model"]["groups"]), len(groups["domain"]["groups"])
+    lines = [f"{stats['n_traces']} traces from {n_models} model{'s' if n_models != 1 else ''} and "
+             f"{n_domains} domain{'s' if n_domains != 1 else ''} (run folder `{run_dir.name}`)."]
+    lines += _code_not_run_lines(run_dir)
+    if has_group(stats):
+        named = groups["group"]["groups"]
+        without = stats["n_traces"] - sum(named.values())
+        lines.append(f"A third grouping factor, the group, has {len(named)} value{'s' if len(named) != 1 else ''} ("
+                     + ", ".join(f"{display_label(g)}: {n}" for g, n in named.items()) + " traces)"
+                     + (f"; {without} trace{'s' if without != 1 else ''} without a group take no part in its tests"
+                        if without else "") + ".")
     if not pages:
         lines.append("No per-trace pages: graphs.jsonl is missing or empty.")
     elif stats["n_traces"] > len(pages):
@@ -196,9 +243,22 @@ def summary_text(run_dir: Path, stats: Mapping, pages: Mapping) -> list[str]:
     return lines
 
 
+def _code_not_run_lines(run_dir: Path) -> list[str]:
+    """run.json's count of code answers left ungraded (code execution off), with how to allow it."""
+    import json
+
+    from ..outputs import RUN_JSON
+    from ..redundancy import not_run_line
+
+    path = run_dir / RUN_JSON
+    count = json.loads(path.read_text(encoding="utf-8")).get("counts", {}).get("code_not_run") if path.exists() else 0
+    return [not_run_line(count)] if count else []
+
+
 def method_note(stats: Mapping) -> str:
     c = stats["settings"]
-    return (f"Kruskal-Wallis H per indicator and dimension, grouped by model and, separately, by domain; "
+    by_group = ", and by group over the traces that have one" if has_group(stats) else ""
+    return (f"Kruskal-Wallis H per indicator and dimension, grouped by model and, separately, by domain{by_group}; "
             f"ε² = H / (n − 1). Chance: the mean ε² over {c['permutations']} random relabellings of the same traces "
             f"(seed {c['permutation_seed']}); corrected = ε² − chance. Length-controlled: the test on the residuals of "
             f"a least-squares line on log tokens fitted over the whole run. Ratio = corrected ε²(model) / corrected "
@@ -211,7 +271,10 @@ def method_note(stats: Mapping) -> str:
 
 
 NO_RADAR = ("No radar chart: the run has one model, and z-scored against its own traces its mean profile is 0 on "
-            "every dimension by construction. Profile it with other models, or pass --norms from a reference run.")
+            "every dimension by construction (the z-scores are relative to this run's own mean; each trace's profile "
+            "in the table of traces still says how it differs from that mean). To place the model, profile it with "
+            "other models, or pass --norms NORMS.json: the norms.json of a run over several models or of a reference "
+            "corpus, whose means and spreads then give the z-scores.")
 
 
 def outcome_text(stats: Mapping) -> str:

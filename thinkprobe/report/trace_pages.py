@@ -14,20 +14,25 @@ from pathlib import Path
 from typing import Mapping
 
 from ..indicators import INDICATORS
-from ..outputs import GRAPHS_FILE
-from ..records import BACKWARD_EDGES, EDGE_TYPES, NODE_TYPES, iter_graph_records
+from ..outputs import GRAPHS_FILE, PROFILE_TABLE, RUN_JSON, read_table
+from ..records import BACKWARD_EDGES, EDGE_TYPES, NODE_TYPES, iter_graph_records, source_id
 from .figures import graph_figure
+from .glossary import definition
 from .markup import ZOOM_JS, data_uri, esc, html_page, html_table
-from .style import (EDGE_COLORS, MAX_TRACE_PAGES, NODE_COLORS, NODE_NAMES, PAGE_DPI, TRACE_DPI, display_label,
+from .style import (DIMS, EDGE_COLORS, MAX_TRACE_PAGES, NODE_COLORS, NODE_NAMES, PAGE_DPI, TRACE_DPI, as_number,
+                    display_label,
                     figure_style, format_number, png_bytes, svg_bytes)
 
 __all__ = ["safe_trace_id", "write_trace_view", "write_trace_pages"]
 
 
 def _find_graph(run_dir: Path, trace_id: str) -> dict:
+    """The graph record of `trace_id`, or else of the one trace whose record had that id of its own
+    (`source_id`: the id in the input file, which a run may have renamed to keep trace ids unique)."""
     # Only parse lines that can hold the id, however the writer escaped non-ASCII characters.
     needles = {json.dumps(trace_id), json.dumps(trace_id, ensure_ascii=False)}
     path = run_dir / GRAPHS_FILE
+    by_source = []
     if path.exists():
         with open(path, encoding="utf-8") as f:
             for line in f:
@@ -35,7 +40,15 @@ def _find_graph(run_dir: Path, trace_id: str) -> dict:
                     rec = json.loads(line)
                     if rec["trace_id"] == trace_id:
                         return rec
-    raise ValueError(f"trace {trace_id!r} not found in {path}")
+                    if source_id(rec) == trace_id:
+                        by_source.append(rec)
+    if len(by_source) == 1:
+        return by_source[0]
+    if by_source:
+        shown = ", ".join(repr(r["trace_id"]) for r in by_source[:10]) + (", ..." if len(by_source) > 10 else "")
+        raise ValueError(f"{trace_id!r} is the record id of {len(by_source)} traces in {path} ({shown}): "
+                         f"pass one of their trace ids")
+    raise ValueError(f"trace {trace_id!r} not found in {path}: neither a trace id nor a record's own id (source_id)")
 
 
 def safe_trace_id(trace_id: str) -> str:
@@ -97,7 +110,47 @@ def _trace_text_html(rec: Mapping) -> str:
     return "\n".join(out)
 
 
-def _trace_page(rec: Mapping, png: bytes, back_link: str | None) -> str:
+def verdict(rec: Mapping) -> tuple[str, str]:
+    """(correct / incorrect / ungraded, why): the record's own grade first, then the final answer
+    checked against the gold answer (the redundancy suite), else ungraded."""
+    origin = (rec.get("provenance") or {}).get("correct_from")
+    if rec.get("correct") is not None:
+        return ("correct" if rec["correct"] else "incorrect"), f"from the record's grade, field {origin or 'correct'}"
+    if origin:
+        return "ungraded", f"the record's grade, field {origin}, marks it not graded"
+    final = (rec.get("redundancy") or {}).get("final_correct")
+    if final is not None:
+        return ("correct" if final else "incorrect"), "from the final answer checked against the gold answer"
+    return "ungraded", "no grade in the record and no gold answer to check the final answer against"
+
+
+# provenance flags shown on a trace's page, with what each means
+FLAGS = {
+    "untagged": "no reasoning field and no reasoning tags: the whole text was profiled as reasoning",
+    "truncated": "the reasoning section was cut off (no closing tag)",
+    "open_tag_missing": "a closing reasoning tag without its opening tag",
+    "duplicate_of": "its id repeated an earlier trace's id and was renamed",
+}
+
+
+def trace_flags(rec: Mapping) -> list[tuple[str, str]]:
+    """The flags of a trace: (flag, what it means), from its provenance."""
+    prov = rec.get("provenance") or {}
+    return [(name, what + (f" ({prov[name]})" if name == "duplicate_of" else ""))
+            for name, what in FLAGS.items() if prov.get(name)]
+
+
+def _profile_html(profile: Mapping[str, float] | None, norms: str) -> str:
+    if not profile:
+        return "<p class=note>No 5D profile for this trace (profile.csv has no row for it).</p>"
+    cells = [format_number(profile.get(d), 2) for d in DIMS]
+    return (html_table(list(DIMS), [cells], titles={d: definition(d) for d in DIMS})
+            + f"<p class=note>Signed z-score per dimension: the mean of its indicators' z-scores against {esc(norms)} "
+              f"(0 = the reference mean; positive = more of the dimension).</p>")
+
+
+def _trace_page(rec: Mapping, png: bytes, back_link: str | None, profile: Mapping[str, float] | None = None,
+                norms: str = "this run's traces") -> str:
     units = rec["units"]
     counts = {t: sum(u["type"] == t for u in units) for t in NODE_TYPES}
     legend = "".join(f'<span class="chip" style="background:{NODE_COLORS[t]}33;border-bottom:2px solid '
@@ -105,18 +158,28 @@ def _trace_page(rec: Mapping, png: bytes, back_link: str | None) -> str:
     edge_counts = {t: sum(e["type"] == t for e in rec["edges"]) for t in EDGE_TYPES}
     edge_legend = "".join(f'<span class="chip" style="border-bottom:3px {"dashed" if t in BACKWARD_EDGES else "solid"} '
                           f'{EDGE_COLORS[t]}">{t} ({edge_counts[t]})</span>' for t in EDGE_TYPES)
+    judged, why = verdict(rec)
+    flags = trace_flags(rec)
     meta = [("model", rec.get("model", "")), ("domain", display_label(rec.get("domain", ""))),
+            *([("group", str(rec["group"]))] if rec.get("group") is not None else []),
+            *([("record id", source_id(rec))] if source_id(rec) is not None else []),
+            ("verdict", f"{judged}: {why}"),
+            ("flags", "; ".join(f"{name}: {what}" for name, what in flags) if flags else "none"),
             ("units", str(len(units))), ("edges", str(len(rec["edges"])))]
-    for key in ("question", "gold_answer", "correct"):
+    for key in ("question", "gold_answer"):
         if rec.get(key) is not None:
             meta.append((key, str(rec[key])))
     ind = rec.get("indicators") or {}
-    ind_rows = [[esc(name), format_number(ind.get(name))] for name in INDICATORS if name in ind]
+    ind_rows = [[f'<span title="{esc(definition(name))}">{esc(name)}</span>', format_number(ind.get(name))]
+                for name in INDICATORS if name in ind]
     edge_rows = [[str(e["src"]), str(e["dst"]), esc(e["type"]), esc(e.get("polarity") or ""), format_number(e.get("score"))]
                  for e in rec["edges"]]
     back = f'<p><a href="{esc(back_link)}">← report</a></p>' if back_link else ""
     body = f"""{back}<h1>Trace {esc(rec['trace_id'])}</h1>
-{html_table(["", ""], [[esc(k), esc(v)] for k, v in meta], left=2, cls="meta")}
+{html_table(["", ""], [[esc(k), f'<span class="verdict {judged}">{esc(v)}</span>' if k == "verdict" else esc(v)]
+                      for k, v in meta], left=2, cls="meta")}
+<h2>5D profile</h2>
+{_profile_html(profile, norms)}
 <p>{legend}</p>
 <p>{edge_legend}</p>
 <div class="zoom" role="toolbar" aria-label="graph zoom"><button type="button" data-zoom="fit">fit width</button>
@@ -128,21 +191,41 @@ scroll to pan ({len(units)} units)</span></div>
 Grey text lies outside every unit.</p>
 {_trace_text_html(rec)}
 <h2>Indicators</h2>
-{html_table(["indicator", "value"], ind_rows)}
+{html_table(["indicator", "value"], ind_rows, titles={"value": "the indicator's raw value for this trace"})}
 <details><summary>Edges ({len(edge_rows)})</summary>
-{html_table(["src", "dst", "type", "polarity", "score"], edge_rows, left=0, cls="sortable")}
+{html_table(["src", "dst", "type", "polarity", "score"], edge_rows, left=0, cls="sortable",
+             titles={h: definition(h) for h in ("polarity", "score")})}
 </details>"""
     return html_page(f"ThinkProbe · {rec['trace_id']}", body, ZOOM_JS)
 
 
+def _profiles(run_dir: Path) -> dict[str, dict[str, float]]:
+    """{trace_id: its 5D profile} from profile.csv ({} without one)."""
+    if not (run_dir / PROFILE_TABLE.name).exists():
+        return {}
+    return {r["trace_id"]: {d: as_number(r.get(d)) for d in DIMS} for r in read_table(run_dir, PROFILE_TABLE)}
+
+
+def _norms(run_dir: Path) -> str:
+    """What the run's z-scores are taken against, in words (run.json's norms)."""
+    try:
+        norms = json.loads((run_dir / RUN_JSON).read_text(encoding="utf-8")).get("norms")
+    except (OSError, ValueError):
+        norms = None
+    if not norms or norms == "fit on this run":
+        return "this run's traces"
+    return f"the reference norms {Path(str(norms)).name} (--norms)"
+
+
 def write_trace_view(run_dir: str | Path, trace_id: str, out: str | Path | None = None) -> Path:
-    """The per-trace view of `trace_id`: <out>/<safe id>.html (text coloured by node type next to
-    the graph) plus the graph as .png and .svg; `out` defaults to <run_dir>/traces. Returns the HTML path."""
+    """The per-trace view of `trace_id` (a trace id, or the record's own id when one trace has it):
+    <out>/<safe id>.html (text coloured by node type next to the graph) plus the graph as .png and
+    .svg; `out` defaults to <run_dir>/traces. Returns the HTML path."""
     run_dir = Path(run_dir)
     out_dir = Path(out) if out is not None else run_dir / "traces"
     rec = _find_graph(run_dir, trace_id)
     out_dir.mkdir(parents=True, exist_ok=True)
-    name = safe_trace_id(trace_id)
+    name = safe_trace_id(rec["trace_id"])
     with figure_style():
         fig = graph_figure(rec)
         png = png_bytes(fig, TRACE_DPI)
@@ -150,15 +233,16 @@ def write_trace_view(run_dir: str | Path, trace_id: str, out: str | Path | None 
         (out_dir / f"{name}.svg").write_bytes(svg_bytes(fig))
     in_run = out_dir.resolve() == (run_dir / "traces").resolve()
     path = out_dir / f"{name}.html"
-    path.write_text(_trace_page(rec, png, "../report.html" if in_run else None), encoding="utf-8")
+    path.write_text(_trace_page(rec, png, "../report.html" if in_run else None, _profiles(run_dir).get(rec["trace_id"]),
+                                _norms(run_dir)), encoding="utf-8")
     return path
 
 
-def _write_trace_page(job: tuple[dict, Path]) -> None:
-    rec, path = job
+def _write_trace_page(job: tuple[dict, Path, dict | None, str]) -> None:
+    rec, path, profile, norms = job
     with figure_style():
         png = png_bytes(graph_figure(rec), PAGE_DPI)
-    path.write_text(_trace_page(rec, png, "../report.html"), encoding="utf-8")
+    path.write_text(_trace_page(rec, png, "../report.html", profile, norms), encoding="utf-8")
 
 
 def write_trace_pages(run_dir: Path, workers: int) -> dict[str, str]:
@@ -169,11 +253,12 @@ def write_trace_pages(run_dir: Path, workers: int) -> dict[str, str]:
     caller holds do not matter to them, and unlike "spawn" no `__main__` guard is asked of scripts.
     """
     jobs, pages = [], {}
+    profiles, norms = _profiles(run_dir), _norms(run_dir)
     for k, rec in enumerate(iter_graph_records(run_dir, missing_ok=True)):
         if k == MAX_TRACE_PAGES:
             break
         name = safe_trace_id(rec["trace_id"])
-        jobs.append((rec, run_dir / "traces" / f"{name}.html"))
+        jobs.append((rec, run_dir / "traces" / f"{name}.html", profiles.get(rec["trace_id"]), norms))
         pages[rec["trace_id"]] = f"traces/{name}.html"
     if workers > 1 and len(jobs) >= 16 and sys.platform.startswith("linux"):
         with warnings.catch_warnings():

@@ -2,6 +2,7 @@
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -15,12 +16,12 @@ from ..stats import compute_stats, load_table
 from .document import redundancy_table, report_html, report_md
 from .cot_figures import (COT_FIGURES, difficulty_figure, dynamics_figure, lengths_figure, outcome_tokens_figure,
                           pareto_figure, positions_figure, roles_figure, transitions_figure)
-from .figures import boxplot_figure, effects_figure, heatmap_figure, radar_figure
+from .figures import effects_figure, heatmap_figure, indicator_figure, radar_figure
 from .markup import html_page
 from .style import DIMS, FIGURE_DPI, figure_style, png_bytes
 from .trace_pages import write_trace_pages
 
-__all__ = ["write_report"]
+__all__ = ["write_report", "figure_makers", "FIGURE_NAMES", "load_analyses", "cot_tables"]
 
 
 def _natural_key(text: str) -> list:
@@ -29,7 +30,8 @@ def _natural_key(text: str) -> list:
 
 
 def _is_flat(by_model: Sequence[Mapping]) -> bool:
-    return all(abs(r[d]) < 1e-9 for r in by_model for d in DIMS if math.isfinite(r[d]))
+    """Every model mean 0 on every dimension, up to the 6 significant digits profile.csv keeps."""
+    return all(abs(r[d]) < 1e-4 for r in by_model for d in DIMS if math.isfinite(r[d]))
 
 
 class _Steps:
@@ -59,7 +61,7 @@ class _Steps:
             self.bar.close()
 
 
-def _analyses(run_dir: Path) -> dict | None:
+def load_analyses(run_dir: Path) -> dict | None:
     """analyses.json; for a run made before CoTJudger's analyses existed they are computed from its
     graphs.jsonl first (no re-profiling). None for a folder without graph records."""
     import json
@@ -76,7 +78,7 @@ def _analyses(run_dir: Path) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _cot_rows(run_dir: Path) -> dict[str, list[dict]]:
+def cot_tables(run_dir: Path) -> dict[str, list[dict]]:
     from ..outputs import ANALYSIS_TABLES, REDUNDANCY_TABLE, read_table
 
     rows = {t.name: read_table(run_dir, t) for t in ANALYSIS_TABLES if (run_dir / t.name).exists()}
@@ -109,12 +111,41 @@ def _cot_figure(name: str, rows: Mapping):
     return draw(data, rows["traces"]) if with_traces else draw(data)
 
 
+# every figure a report may hold, in drawing order (figures/<name>.png)
+FIGURE_NAMES: tuple[str, ...] = ("radar", "indicators", "heatmap", "group_heatmap", "effects", *COT_FIGURES)
+
+
+def figure_makers(run_dir: Path, stats: Mapping, rows: Sequence[Mapping], analyses: dict | None) -> dict:
+    """{name: function drawing the figure (a Figure, or None when its table has no rows)} for the
+    figures this run gets: no radar for one model scored against itself (flat at 0 by construction:
+    the report says why), no group heat map without groups, none for an analysis that is missing."""
+    models = sorted({r["model"] for r in rows})
+    domains = sorted({r["domain"] for r in rows})
+    by_model = group_profiles(rows, ("model",))
+    grouped = [r for r in rows if r.get("group") is not None]
+    makers = {"radar": lambda: radar_figure(by_model), "indicators": lambda: indicator_figure(rows, models, stats),
+              "heatmap": lambda: heatmap_figure(group_profiles(rows, ("model", "domain")), models, domains),
+              "effects": lambda: effects_figure(stats)}
+    if grouped:
+        makers["group_heatmap"] = lambda: heatmap_figure(
+            group_profiles(grouped, ("model", "group")), sorted({r["model"] for r in grouped}),
+            sorted({r["group"] for r in grouped}), by="group")
+    if len(models) < 2 and _is_flat(by_model):
+        del makers["radar"]
+    if analyses is not None:
+        cot_rows = cot_tables(run_dir)
+        for name in COT_FIGURES:
+            if name not in analyses["missing"]:
+                makers[name] = functools.partial(_cot_figure, name, cot_rows)
+    return makers
+
+
 def write_report(run_dir: str | Path, workers: int | None = None, progress: bool = False) -> Path:
     """report.html, report.md, figures/*.png and traces/*.html in `run_dir`; returns report.html's path.
     `workers` processes draw the per-trace pages (default: up to 8, one per CPU). Trace pages left
     in traces/ by an earlier report or `thinkprobe graph` are removed: they may show other graphs.
     `progress` shows the steps on stderr."""
-    step = _Steps(9, progress)
+    step = _Steps(4 + len(FIGURE_NAMES), progress)
     try:
         return _write_report(Path(run_dir), workers, step)
     finally:
@@ -132,40 +163,26 @@ def _write_report(run_dir: Path, workers: int | None, step: _Steps) -> Path:
         (run_dir / "report.md").write_text(f"# ThinkProbe report\n\n{note}\n", encoding="utf-8")
         return run_dir / "report.html"
     rows = sorted(rows, key=lambda r: _natural_key(r["trace_id"]))
-    models = sorted({r["model"] for r in rows})
-    domains = sorted({r["domain"] for r in rows})
-    by_model = group_profiles(rows, ("model",))
     cells = group_profiles(rows, ("model", "domain"))
+    # the third grouping factor, over the traces that have a group (none: no section, no figure)
+    group_cells = group_profiles([r for r in rows if r.get("group") is not None], ("model", "group"))
     fig_dir = run_dir / "figures"
     fig_dir.mkdir(exist_ok=True)
     (run_dir / "traces").mkdir(exist_ok=True)
-
-    # One model z-scored against its own traces sits at 0 on every dimension by construction: a
-    # radar of that says nothing, so the report says why there is none.
-    makers = {"radar": lambda: radar_figure(by_model), "boxplots": lambda: boxplot_figure(rows, models, stats),
-              "heatmap": lambda: heatmap_figure(cells, models, domains), "effects": lambda: effects_figure(stats)}
-    if len(models) < 2 and _is_flat(by_model):
-        del makers["radar"]
-        (fig_dir / "radar.png").unlink(missing_ok=True)
-    figures: dict[str, bytes] = {}
-    with figure_style():
-        for name, make in makers.items():
-            step(f"figure: {name}")
-            figures[name] = png_bytes(make(), FIGURE_DPI)
-            (fig_dir / f"{name}.png").write_bytes(figures[name])
     step("CoTJudger's analyses")
-    analyses = _analyses(run_dir)
-    if analyses is not None:
-        cot_rows = _cot_rows(run_dir)
-        with figure_style():
-            for name in COT_FIGURES:
-                target = fig_dir / f"{name}.png"
-                fig = None if name in analyses["missing"] else _cot_figure(name, cot_rows)
-                if fig is None:
-                    target.unlink(missing_ok=True)
-                    continue
-                figures[name] = png_bytes(fig, FIGURE_DPI)
-                target.write_bytes(figures[name])
+    analyses = load_analyses(run_dir)
+    figures: dict[str, bytes] = {}
+    makers = figure_makers(run_dir, stats, rows, analyses)
+    with figure_style():
+        for name in FIGURE_NAMES:
+            target = fig_dir / f"{name}.png"
+            fig = makers[name]() if name in makers else None
+            if fig is None:  # not drawn in this run: no file of an earlier report left to read as this run's
+                target.unlink(missing_ok=True)
+                continue
+            step(f"figure: {name}")
+            figures[name] = png_bytes(fig, FIGURE_DPI)
+            target.write_bytes(figures[name])
     step("per-trace pages")
     pages = write_trace_pages(run_dir, workers if workers is not None else min(8, os.cpu_count() or 1))
     # pages of an earlier report (traces since re-profiled, renamed or gone) would read as this run's
@@ -176,8 +193,8 @@ def _write_report(run_dir: Path, workers: int | None, step: _Steps) -> Path:
 
     step("report.html and report.md")
     redundancy = redundancy_table(run_dir / REDUNDANCY_TABLE.name)
-    html_doc = report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyses)
+    html_doc = report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyses, group_cells)
     (run_dir / "report.html").write_text(html_doc, encoding="utf-8")
-    (run_dir / "report.md").write_text(report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses),
-                                       encoding="utf-8")
+    (run_dir / "report.md").write_text(report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses,
+                                                 group_cells), encoding="utf-8")
     return run_dir / "report.html"

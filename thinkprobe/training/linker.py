@@ -245,7 +245,7 @@ def train_cross_encoder(train_ex, val_ex, train_d: PairData, val_d: PairData, pa
     probs = np.zeros((len(val_pairs), len(PAIR_CLASSES)), np.float32)
     for k, ex in enumerate(val_ex):
         sel = np.flatnonzero(val_d.doc == k)
-        probs[sel] = linker._nine_way(ex.units, probs7[sel], val_d.gj[sel] - starts[k])
+        probs[sel] = linker.nine_way(ex.units, probs7[sel], val_d.gj[sel] - starts[k])
     decode = fit_thresholds(val_ex, val_d, probs, log)
     scores = unit_space_scores(val_ex, val_d, probs, decode)
     (out / "thinkprobe.json").write_text(json.dumps({"candidates": asdict(params), "decode": decode,

@@ -127,7 +127,7 @@ def model_card(meta: dict, out: Path) -> str:
     return f"""# {meta['name']}: ThinkProbe's trace-level parser (linker and typer)
 
 {"Small torch networks" if meta.get("members") else "One small torch network"} ({size / 1e6:.2f} MB of safetensors weights) over the frozen all-MiniLM-L6-v2
-unit embeddings of the pipeline{" and the vectors of its reader (below)" if reader else ""} (nothing else is loaded; no network), `thinkprobe/link/parser.py`:
+unit embeddings of the pipeline{" and the vectors of its reader (below)" if reader else ""} (nothing else is loaded; no network), `thinkprobe/link/parser/`:
 
 - unit inputs: the embedding and {len(meta['cue_names'])} lexicon cue flags (from `configs/`), {len(meta['shape_patterns'])}
   text-shape flags (patterns in `config.json`) and 10 numeric features (position, length, section, block

@@ -392,7 +392,8 @@ def parse_args(argv=None):
 def main_with(argv: list[str], without: str, *patches) -> None:
     """`main(argv)` with `patches` (unittest.mock patchers) in force for the run only, unless the
     flag `without` is in argv (removed; then the plain run): how an experiment script compares a
-    design with the same run without it."""
+    design with the same run without it. Only the scripts in experiments/ (not part of the product)
+    call it."""
     import contextlib
 
     argv = list(argv)

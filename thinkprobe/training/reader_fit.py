@@ -33,7 +33,8 @@ def length_batches(states: list[np.ndarray], max_tokens: int = 8192):
 def unit_token_states(layers, states: list[np.ndarray]) -> list:
     """Each unit's token states (tokens x hidden, float32 tensors) through the reader's layers,
     [CLS] and [SEP] dropped (a unit of two tokens or fewer keeps them), in `length_batches`; in the
-    units' order."""
+    units' order. Read only by experiments/token_maxsim.py and experiments/token_cross.py (not part
+    of the product)."""
     import torch
 
     from thinkprobe.reader import pad_states, upper_token_states

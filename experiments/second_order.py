@@ -12,8 +12,8 @@ out-degree. A residual update of each unit's state from those messages feeds a s
 The loss is the parser's usual one on the final logits, so the first pass learns through both.
 Memory stays linear (messages are sums over the candidate pairs, index_add by unit).
 
-    python scripts/second_order.py train <train_parser.py train flags>        # with the refinement
-    python scripts/second_order.py train --first-order <the same flags>       # the same run without
+    python experiments/second_order.py train <train_parser.py train flags>        # with the refinement
+    python experiments/second_order.py train --first-order <the same flags>       # the same run without
 
 Scoring runs a trace's pairs in one block (the refinement needs all of a trace's pairs at once).
 A folder written with --out holds this network's weights, which the product's loader cannot read.
@@ -26,6 +26,8 @@ from unittest import mock
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import thinkprobe.link.parser as parser_mod  # noqa: E402
+import thinkprobe.link.parser.linker as parser_linker  # noqa: E402
+import thinkprobe.link.parser.model_dir as parser_model_dir  # noqa: E402
 import thinkprobe.training.parser_cli as parser_cli  # noqa: E402
 
 _build = parser_mod.build_parser_model
@@ -97,5 +99,9 @@ def build_second_order(dim, unit_size, proj=128, hidden=128, layers=1, arc_hidde
 
 if __name__ == "__main__":
     # the refinement needs all of a trace's pairs at once: one scoring block per trace
-    parser_cli.main_with(sys.argv[1:], "--first-order", mock.patch.object(parser_mod, "build_parser_model", build_second_order),
-                         mock.patch.object(parser_mod, "run_parser", partial(parser_mod.run_parser, block=1 << 40)))
+    # the training code looks both names up in thinkprobe.link.parser; the parser's loader and linker
+    # in the modules that use them
+    one_block = partial(parser_mod.run_parser, block=1 << 40)
+    parser_cli.main_with(sys.argv[1:], "--first-order",
+                         *(mock.patch.object(m, "build_parser_model", build_second_order) for m in (parser_mod, parser_model_dir)),
+                         *(mock.patch.object(m, "run_parser", one_block) for m in (parser_mod, parser_linker)))

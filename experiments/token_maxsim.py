@@ -6,15 +6,15 @@ states; tokens L2-normalised, [CLS] / [SEP] dropped): the mean over j's tokens o
 with one of i's tokens, weighted by the token's inverse unit frequency within the trace
 (log((n + 1) / (df + 0.5)), negative weights clipped to 0); the same from i to j; and the
 unweighted mean of j's tokens' best cosine. They are appended to the parser's pair features before
-training; everything else is `train_parser.py train`. The features of all 960 traces take about
-15-25 minutes on one core once and are kept in --reader-cache (maxsim_<reader digest>.pkl). The
-pipeline computes no such features, so a folder this script writes with --out is for `RESULT` lines
-only, not for `--linker`.
+training; everything else is `scripts/train_parser.py train`. The features of all 960 traces take
+about 15-25 minutes on one core once and are kept in --reader-cache (maxsim_<reader digest>.pkl).
+The pipeline computes no such features, so a folder this script writes with --out is for `RESULT`
+lines only, not for `--linker`.
 
-    python scripts/token_maxsim.py train <train_parser.py train flags>         # with the features
-    python scripts/token_maxsim.py train --no-maxsim <the same flags>          # the same run without
+    python experiments/token_maxsim.py train <train_parser.py train flags>         # with the features
+    python experiments/token_maxsim.py train --no-maxsim <the same flags>          # the same run without
 
-Result (docs/accuracy.md, "Token-level pair features"): no gain on held-out silver.
+Result (docs/notes/accuracy-designs-tried.md, "Token-level pair features"): no gain on held-out silver.
 """
 import pickle
 import sys

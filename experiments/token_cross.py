@@ -10,10 +10,10 @@ candidate pairs only, cross-fitted: two networks, each trained on half of the tr
 (halves by sha1 of the trace id) and predicting the other half, so that the parser never trains on
 a score fitted to its own labels; held-out traces get the mean of both. The 9 log-probabilities
 (clipped at -10, divided by 5) are appended to the parser's pair features, then everything else is
-`train_parser.py train`.
+`scripts/train_parser.py train`.
 
-    python scripts/token_cross.py train <train_parser.py train flags>        # with the scores
-    python scripts/token_cross.py train --no-cross <the same flags>          # the same run without
+    python experiments/token_cross.py train <train_parser.py train flags>        # with the scores
+    python experiments/token_cross.py train --no-cross <the same flags>          # the same run without
 
 The reader's token states are cached in --reader-cache (xtok_<reader digest>.npy, about 2 GB).
 Options of the pair network (environment): XATTN_EPOCHS (default 3), XATTN_LR (1e-3),

@@ -1,0 +1,272 @@
+"""Hostile and oversized inputs (issue 46): each kind of file that once exhausted memory or time is
+written small, beside good records, and profiled against lowered limits given as options (a 2 MiB
+record and file limit, a 1 MiB decompression grace), so that the code paths of the true sizes
+(scripts/hostile_inputs.py: a 2 GiB zstd member, a 1 GiB line; docs/scale.md) run in seconds.
+Each check reads the good records' outputs and the errors: the hostile record is in errors.jsonl
+with its size, the limit and the option that raises it, and everything else is profiled.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import runpy
+import tracemalloc
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from conftest import REPO
+from thinkprobe.cli import main
+from thinkprobe.config import Config, ConfigError
+from thinkprobe.engine import RunOptions, run_profile
+from thinkprobe.io import InputLimits, count_records, iter_inputs, iter_records, iter_traces
+from thinkprobe.io.limits import Skipped, bounded_lines, count_lines
+from thinkprobe.records import InputError, Trace
+
+HOSTILE = runpy.run_path(str(REPO / "scripts" / "hostile_inputs.py"))  # the generators of the true-size files
+MIB = 1 << 20
+LOWERED = {"max_record_mb": 2, "max_file_mb": 2, "max_inflate_ratio": 100}
+GRACE = {"limits": {"inflate_grace_mb": 1}}
+LIMITS = InputLimits(max_record_mb=2, max_file_mb=2, max_inflate_ratio=100, inflate_grace_mb=1)
+
+
+def good(i: int) -> dict:
+    return {**HOSTILE["good_record"](i), "id": f"good-{i}"}
+
+
+def good_line(i: int) -> bytes:
+    return json.dumps(good(i)).encode() + b"\n"
+
+
+def noise(size: int) -> bytes:
+    """Hex of random bytes: text that compresses about 2:1, so a size limit, not the ratio, stops it."""
+    import os
+
+    return os.urandom(size // 2).hex().encode()
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory) -> Path:
+    """One folder of every kind of hostile file, each beside good records."""
+    d = tmp_path_factory.mktemp("hostile")
+    HOSTILE["write_eval_bomb"](d / "zip_bomb.eval", 5 * MIB)  # zstd, declared size 5 MiB
+    HOSTILE["write_eval_bomb"](d / "zip_liar.eval", 5 * MIB, declared=1000)  # zstd, lies about its size
+    HOSTILE["write_eval_bomb"](d / "zip_bomb_deflate.eval", 5 * MIB, method=8)
+    HOSTILE["write_giant_line"](d / "giant_line.jsonl.gz", 5 * MIB, records_after=2)
+    with gzip.open(d / "gzip_bomb.json.gz", "wb") as f:  # a whole-file JSON inflating 1000:1
+        f.write(b'[{"id": "bomb", "reasoning_content": "')
+        for _ in range(5):
+            f.write(b"a" * MIB)
+        f.write(b'"}]')
+    with gzip.open(d / "big.json.gz", "wb") as f:  # a JSON list over the file limit, not a bomb: refused whole
+        f.write(b'[' + good_line(10) + b', {"id": "big", "reasoning_content": "' + noise(3 * MIB) + b'"}]')
+    with gzip.open(d / "newline_bomb.jsonl.gz", "wb") as f:  # blank lines: nothing to parse, all inflation
+        f.write(good_line(20))
+        for _ in range(20):
+            f.write(b"\n" * MIB)
+        f.write(good_line(21))
+    HOSTILE["write_deep"](d / "deep.jsonl", 200_000)
+    rows = [good(30), {"id": "wide", "reasoning_content": noise(3 * MIB).decode()}, good(31)]
+    with pq.ParquetWriter(d / "groups.parquet", pa.table({k: [r.get(k) for r in rows[:1]] for k in rows[0]}).schema) as w:
+        for row in rows:  # one row group per row
+            w.write_table(pa.table({k: [row.get(k, "x")] for k in rows[0]}))
+    header = "id,model,reasoning_content,content\n"
+    (d / "rows.csv").write_bytes(header.encode() + b"good-40,m,First 17 * 3. So 51. Check: 51.,51\n"
+                                 + b"wide,m," + noise(3 * MIB) + b",1\n" + b"good-41,m,Then 2 + 2 = 4. Check: 4.,4\n")
+    with open(d / "tiny.jsonl", "w") as f:  # a huge number of tiny records (scaled down), all skipped
+        f.writelines(json.dumps({"x": i}) + "\n" for i in range(3000))
+        f.write(json.dumps(good(50)) + "\n")
+    return d
+
+
+@pytest.fixture(scope="module")
+def hostile_run(hostile, tmp_path_factory):
+    out = tmp_path_factory.mktemp("hostile_run")
+    result = run_profile(RunOptions(inputs=[str(hostile)], out_dir=str(out), device="cpu", progress=False, cache=False,
+                                    report=False, **LOWERED), Config.load(overrides=GRACE))
+    graphs = [json.loads(line) for line in (out / "graphs.jsonl").read_text().splitlines()]
+    errors = [json.loads(line) for line in (out / "errors.jsonl").read_text().splitlines()]
+    return result, graphs, errors
+
+
+def errors_of(errors: list[dict], name: str) -> list[dict]:
+    return [e for e in errors if Path(e["file"]).name == name]
+
+
+def test_every_good_record_beside_a_hostile_one_is_profiled(hostile_run):
+    result, graphs, errors = hostile_run
+    by_file: dict[str, set] = {}
+    for g in graphs:  # the record's own id (a repeated one is renamed, the original kept in provenance)
+        by_file.setdefault(Path(g["source"]).name, set()).add(g["provenance"].get("duplicate_of", g["trace_id"]))
+    assert by_file == {
+        "zip_bomb.eval": {"good:e1"}, "zip_liar.eval": {"good:e1"}, "zip_bomb_deflate.eval": {"good:e1"},
+        "giant_line.jsonl.gz": {"good-0", "good-1"}, "newline_bomb.jsonl.gz": {"good-20"},
+        "deep.jsonl": {"good-0"}, "groups.parquet": {"good-30", "good-31"}, "rows.csv": {"good-40", "good-41"},
+        "tiny.jsonl": {"good-50"}}
+    for g in graphs:  # profiled as usual: units, indicators
+        assert g["units"] and g["indicators"], g["trace_id"]
+    assert result["traces"] == len(graphs) == 12 and result["errors"] == len(errors)
+
+
+def test_a_zip_bomb_member_is_refused_by_its_declared_size(hostile_run):
+    *_, errors = hostile_run
+    for name in ("zip_bomb.eval", "zip_bomb_deflate.eval"):
+        (error,) = errors_of(errors, name)
+        assert error["record"] == 1 and error["field"] == "samples/bomb_epoch_1.json"
+        assert "5.0 MiB" in error["reason"] and "over the limit of 2 MiB" in error["reason"]
+        assert "--max-file-mb" in error["reason"]
+
+
+def test_a_zip_member_that_lies_about_its_size_is_stopped_while_it_inflates(hostile_run):
+    *_, errors = hostile_run
+    (error,) = errors_of(errors, "zip_liar.eval")
+    assert error["record"] == 1 and error["field"] == "samples/bomb_epoch_1.json"
+    assert "inflates more than 100 times" in error["reason"] and "--max-inflate-ratio" in error["reason"]
+
+
+def test_a_giant_line_is_skipped_and_the_lines_after_it_are_read(hostile_run):
+    _, graphs, errors = hostile_run
+    (error,) = errors_of(errors, "giant_line.jsonl.gz")
+    assert error["record"] == "line 1"
+    assert "record of 5.0 MiB" in error["reason"] and "limit of 2 MiB" in error["reason"]
+    assert "--max-record-mb" in error["reason"]
+    assert {g["record"] for g in graphs if Path(g["source"]).name == "giant_line.jsonl.gz"} == {1, 2}  # 0-based
+
+
+def test_a_gzip_bomb_is_refused(hostile_run):
+    *_, errors = hostile_run
+    (bomb,) = errors_of(errors, "gzip_bomb.json.gz")
+    assert bomb["record"] == "file" and "inflates more than 100 times" in bomb["reason"]
+    (big,) = errors_of(errors, "big.json.gz")  # over the file limit, not a bomb: named as such
+    assert big["record"] == "file" and "JSON file of more than 2 MiB" in big["reason"] and "--max-file-mb" in big["reason"]
+    # a JSONL stream of blank lines: the good line before is kept, the rest is not read
+    (stop,) = errors_of(errors, "newline_bomb.jsonl.gz")
+    assert stop["record"].startswith("line ") and "inflates more than 100 times" in stop["reason"]
+
+
+def test_deep_nesting_is_refused(hostile_run):
+    _, graphs, errors = hostile_run
+    (error,) = errors_of(errors, "deep.jsonl")
+    assert error["record"] == "line 1" and "nested too deeply" in error["reason"]
+    assert any(Path(g["source"]).name == "deep.jsonl" for g in graphs)
+
+
+def test_a_parquet_row_group_over_the_limit_is_refused_with_its_rows(hostile_run):
+    _, graphs, errors = hostile_run
+    (error,) = errors_of(errors, "groups.parquet")
+    assert error["record"] == "rows 1-1" and "row group 1 of 3.0 MiB" in error["reason"]
+    assert sorted(g["record"] for g in graphs if Path(g["source"]).name == "groups.parquet") == [0, 2]
+
+
+def test_a_csv_line_over_the_limit_is_skipped(hostile_run):
+    _, graphs, errors = hostile_run
+    (error,) = errors_of(errors, "rows.csv")
+    assert error["record"] == "line 3" and "--max-record-mb" in error["reason"]
+    assert sorted(g["record"] for g in graphs if Path(g["source"]).name == "rows.csv") == [0, 2]
+
+
+def test_many_tiny_records_are_all_listed(hostile_run):
+    result, graphs, errors = hostile_run
+    tiny = errors_of(errors, "tiny.jsonl")
+    assert len(tiny) == 3000 and {e["record"] for e in tiny} == {f"line {i}" for i in range(1, 3001)}
+    run = json.loads((Path(result["out_dir"]) / "run.json").read_text())
+    assert run["counts"]["errors"] == len(errors) and run["config"]["limits"]["max_record_mb"] == 2
+
+
+# ------------------------------------------------------------------ bounded memory, without a run
+
+
+def test_a_giant_line_is_never_held(tmp_path):
+    """Reading and counting a file whose first line is 24 MiB against a 2 MiB record limit holds
+    about the limit, not the line."""
+    path = tmp_path / "giant.jsonl.gz"
+    HOSTILE["write_giant_line"](path, 24 * MIB, records_after=3)
+    tracemalloc.start()
+    try:
+        items = [(loc, type(r).__name__) for _, loc, r in iter_records(path, LIMITS)]
+        _, peak_read = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        assert count_records(path) == 4
+        _, peak_count = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert items == [("line 1", "InputError"), ("line 2", "dict"), ("line 3", "dict"), ("line 4", "dict")]
+    assert peak_read < 8 * MIB and peak_count < 8 * MIB, (peak_read, peak_count)  # the line is 24 MiB
+
+
+def test_bounded_lines_on_the_edges():
+    data = b"a" * 10 + b"\n" + b"b" * 11 + b"\n" + b"\n" + b"c" * 25 + b"\n" + b"d" * 30
+    lines = list(bounded_lines(io.BufferedReader(io.BytesIO(data), 4), 10))
+    assert lines == [(1, b"a" * 10 + b"\n"), (2, Skipped(11)), (3, b"\n"), (4, Skipped(25)), (5, Skipped(30))]
+    assert count_lines(io.BytesIO(data)) == 4 and count_lines(io.BytesIO(b"x\n\n  \ny")) == 2
+
+
+def test_many_tiny_records_stream_in_bounded_memory(tmp_path):
+    """3,000 one-field records: their errors stream through and none is held (holding them would
+    take about 10 MB; the run streams its errors.jsonl too, runner.join_parts)."""
+    path = tmp_path / "tiny.jsonl"
+    with open(path, "w") as f:
+        f.writelines(json.dumps({"x": i}) + "\n" for i in range(3000))
+    tracemalloc.start()
+    try:
+        n = sum(1 for item in iter_inputs([path], limits=LIMITS) if isinstance(item, InputError))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert n == 3000 and peak < MIB, peak
+
+
+# ------------------------------------------------------------------ trace text over the limit
+
+
+def long_trace_file(tmp_path: Path) -> Path:
+    path = tmp_path / "long.jsonl"
+    steps = " ".join(f"Step {k}: we add {k} and {k + 1} to get {2 * k + 1}." for k in range(400))
+    path.write_text(json.dumps({"id": "long", "response": f"<think>{steps}</think>The answer is 42."}) + "\n"
+                    + json.dumps(good(60)) + "\n")
+    return path
+
+
+def test_a_trace_over_the_text_limit_is_refused_with_its_size(tmp_path):
+    path = long_trace_file(tmp_path)
+    limits = InputLimits(max_trace_chars=2000)
+    items = list(iter_traces(path, limits=limits))
+    assert isinstance(items[0], InputError) and isinstance(items[1], Trace)
+    assert items[0].record == "line 1" and items[0].field == "response"
+    assert "over the limit of 2,000" in items[0].reason and "--max-trace-chars" in items[0].reason
+    assert "--oversize truncate" in items[0].reason
+
+
+def test_truncate_profiles_the_first_characters_and_marks_them(tmp_path):
+    path = long_trace_file(tmp_path)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["profile", str(path), "-o", str(out), "--device", "cpu", "--no-progress",
+                                    "--no-summary", "--no-cache", "--no-report", "--max-trace-chars", "2000",
+                                    "--oversize", "truncate"])
+    assert res.exit_code == 0, res.output
+    graphs = {json.loads(line)["trace_id"]: json.loads(line) for line in (out / "graphs.jsonl").read_text().splitlines()}
+    cut = graphs["long"]
+    (section,) = cut["sections"]  # the answer lies past the cut
+    assert section["name"] == "reasoning" and section["end"] - section["start"] == 2000
+    assert cut["provenance"]["cut_to_limit"]["kept"] == 2000 and cut["provenance"]["cut_to_limit"]["chars"] > 15_000
+    assert max(u["end"] for u in cut["units"]) <= section["end"] and len(cut["fields"]["response"]) == section["end"]
+    assert "cut_to_limit" not in graphs["good-60"]["provenance"]
+    assert not (out / "errors.jsonl").read_text()
+
+
+# ------------------------------------------------------------------ declared once
+
+
+def test_the_limits_are_options_of_profile_and_keys_of_the_config():
+    help_text = CliRunner().invoke(main, ["profile", "-h"], terminal_width=200).output
+    for option in ("--max-record-mb", "--max-file-mb", "--max-inflate-ratio", "--max-trace-chars", "--oversize"):
+        assert option in help_text
+    limits = InputLimits.from_config(Config.load())
+    assert (limits.max_record_mb, limits.max_file_mb, limits.max_inflate_ratio, limits.max_trace_chars,
+            limits.oversize) == (64, 256, 100, 5_000_000, "refuse")
+    with pytest.raises(ConfigError, match="oversize"):
+        InputLimits.from_config(Config.load(overrides={"limits": {"oversize": "drop"}}))
