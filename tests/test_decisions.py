@@ -240,6 +240,7 @@ def test_report_sections_list_unusual_traces_and_the_model_for_each_domain(run_d
     defined = {name for _, items in glossary_items() for name, _ in items}
     assert {"anomaly", "anomaly_rank", "drivers", "failure_risk", "fit", "interval", "tier"} <= defined
     assert set(sections[0].header) <= defined | {"trace", "model"}
+    assert set(sections[1].header) <= defined | {"domain"}  # every header of the choice table has hover text
 
 
 # ----------------------------------------------------------------------------- training labels (real data)

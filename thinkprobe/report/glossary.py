@@ -75,6 +75,10 @@ DECISIONS_GLOSSARY: dict[str, str] = {
     "tier": "tier 1: the best model and every model the run cannot tell apart from it (the bootstrap interval "
             "of their difference in fit contains 0); each later tier starts at the first model told apart",
     "accuracy": "share of the model's graded traces whose final answer is correct",
+    "models": "models with traces in the domain, ranked by fit",
+    "tier 1": "the domain's best model by fit and every model the run cannot tell apart from it (see tier)",
+    "told apart from the rest": "yes: tier 1 holds the best model alone (every other model's difference "
+                                "interval excludes 0); no: tier 1 holds two or more models",
 }
 
 
