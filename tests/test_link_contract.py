@@ -1,6 +1,8 @@
 """The `Linker` contract (thinkprobe/link/protocol.py), checked for every backend the same way: edges
 point only to existing units, types from the six, critique polarity set, forward edges i -> j with
-i < j and backward edges j -> i, every unit but the first with an incoming forward edge,
+i < j and backward edges j -> i, one edge per pair of units where probabilities are decoded
+(link/decode.py), every unit but the first with an incoming forward edge (where probabilities are
+decoded: or a backward edge of its own, and none needed with `force_parent: false`),
 deterministic, empty and one-unit traces, and a 10,000-unit trace in bounded memory. Units are
 sentences of the sample traces (real reasoning text, cue-typed by the config); embeddings are
 seeded random vectors (a repeated sentence gets its earlier vector plus noise, so restatements
@@ -108,7 +110,7 @@ def linker(request, config, tmp_path_factory):
     return CrossEncoderLinker(folder, config, max_length=24, batch_size=512)
 
 
-def check_contract(item: LinkInput, edges) -> None:
+def check_contract(item: LinkInput, edges, linker=None) -> None:
     n = len(item.units)
     incoming = set()
     for e in edges:
@@ -123,15 +125,25 @@ def check_contract(item: LinkInput, edges) -> None:
             assert e.polarity in POLARITIES, e
         else:
             assert not e.polarity, e
-    assert incoming == set(range(1, n)), "every unit but the first has an incoming forward edge"
+    decode = getattr(linker, "decode", None)
+    if decode is None:
+        assert incoming == set(range(1, n)), "every unit but the first has an incoming forward edge"
+    elif decode.get("force_parent", True):  # else a unit may open a new line
+        # a forced parent takes a window pair that carries no edge yet: a unit whose window pairs all
+        # carry its own backward edges keeps those instead
+        linked = incoming | {e.src for e in edges if e.src > e.dst}
+        assert linked == set(range(1, n)), "every unit but the first has a forward parent or a backward edge"
     assert len(set(edges)) == len(edges), "no edge twice"
+    if decode is not None and getattr(linker, "nli", None) is None:  # probabilities decoded by link/decode.py
+        pairs = [(min(e.src, e.dst), max(e.src, e.dst)) for e in edges]
+        assert len(set(pairs)) == len(pairs), "one edge per pair of units: decoding makes no 2-cycle"
 
 
 def test_contract_on_sample_traces(linker, batch, no_network):
     edges = linker.link(batch)
     assert len(edges) == len(batch)
     for item, es in zip(batch, edges):
-        check_contract(item, es)
+        check_contract(item, es, linker)
         cands = linker.candidates(item)
         assert len(cands) == len(item.units)
         assert all(((c >= 0) & (c < j)).all() for j, c in enumerate(cands))
@@ -171,7 +183,7 @@ def test_ten_thousand_units_in_bounded_memory(linker, config, sentences):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    check_contract(item, edges)
+    check_contract(item, edges, linker)
     # A whole-trace similarity matrix alone would be 400 MB (float32); NumPy's allocations are traced.
     assert peak < 250 * 2**20, f"peak {peak / 2**20:.0f} MB"
 

@@ -160,13 +160,15 @@ def test_model_folder_round_trip_and_determinism(tmp_path):
     ea, eb = a.link(batch), b.link(list(batch))
     assert ea == eb
     assert ea[0] == [] and ea[1] == []
+    assert a.decode["force_parent"] is False  # decoded as the shipped model decodes (issue 40)
     for item, edges, units in zip(batch, ea, typed):
         n = len(item.units)
         assert all(u.node_type in TYPE_CLASSES for u in units)
         assert not units or units[0].node_type not in ("CRT", "RPT")
         assert all(0 <= e.src < n and 0 <= e.dst < n and e.src != e.dst for e in edges)
         forward = {e.dst for e in edges if e.edge_type in ("inference", "elaboration", "branch") and e.src < e.dst}
-        assert forward >= set(range(1, n))  # every unit but the first has a forward parent
+        if a.decode.get("force_parent", True):
+            assert forward >= set(range(1, n))  # every unit but the first has a forward parent
         assert all(e.polarity in ("affirm", "negate", "uncertain") for e in edges if e.edge_type == "critique")
     cands = a.candidates(batch[3])
     assert len(cands) == 9 and all(np.all(c < k) for k, c in enumerate(cands))
@@ -261,3 +263,95 @@ def test_labels_follow_types_keeps_critique_and_repetition_to_units_typed_so():
     assert backward(before) == [(0, 1, "critique"), (0, 3, "critique"), (1, 2, "critique"), (2, 3, "repetition")]
     assert backward(after) == [(1, 2, "critique")]  # only unit 2 is typed CRT, and no unit RPT
     assert {(0, 1, "inference"), (0, 3, "inference"), (2, 3, "inference")} <= set(kinds(after))
+
+
+def _pair_probs(rows: dict[tuple[int, int], dict[str, float]], n: int):
+    """Candidate pairs (every i < j, all from the window) and their class probabilities: `rows`
+    gives the non-'none' classes of some pairs; every other pair is 'none' at 0.95."""
+    pairs = [(a, b) for b in range(n) for a in range(b)]
+    probs = np.zeros((len(pairs), len(PAIR_CLASSES)), np.float32)
+    probs[:, 0] = 0.95
+    probs[:, PAIR_CLASSES.index("inference")] = 0.05
+    for k, pair in enumerate(pairs):
+        if pair in rows:
+            probs[k] = 0.0
+            for name, p in rows[pair].items():
+                probs[k, PAIR_CLASSES.index(name)] = p
+            probs[k, 0] = 1.0 - sum(rows[pair].values())
+    i, j = (np.array(x) for x in zip(*pairs))
+    return probs, i, j, np.ones(len(pairs), dtype=np.int64)
+
+
+def test_a_unit_without_a_probable_parent_keeps_none_unless_forced():
+    """`force_parent: false` (the shipped decoding, issue 40): a unit whose every candidate parent is
+    improbable opens a new line of thought instead of being chained to its most probable neighbour."""
+    from thinkprobe.link.decode import decode_edges
+
+    units = _units(3)
+    probs, i, j, origin = _pair_probs({(0, 1): {"inference": 0.8}}, 3)
+    decode = {"threshold_near": 0.5, "threshold_far": 0.5, "force_structural": False}
+    free = decode_edges(units, probs, i, j, origin, {**decode, "force_parent": False})
+    forced = decode_edges(units, probs, i, j, origin, decode)
+    assert [(e.src, e.dst) for e in free] == [(0, 1)]
+    assert not [e for e in free if e.dst == 2]  # unit 2: no parent, a new idea
+    assert [e.dst for e in forced] == [1, 2]  # the old rule gives it one anyway
+
+
+def test_a_vetoed_pair_is_dropped_or_converted_as_decode_says():
+    """A pair whose most probable label (critique) its later unit's type (RSN) forbids: `vetoed: drop`
+    draws no edge; the default converts it to its most probable allowed label."""
+    from thinkprobe.link.decode import decode_edges
+
+    units = _units(3)
+    probs, i, j, origin = _pair_probs({(0, 1): {"inference": 0.8}, (1, 2): {"critique:negate": 0.6, "inference": 0.2}}, 3)
+    decode = {"threshold_near": 0.5, "threshold_far": 0.5, "labels_follow_types": True, "force_parent": False}
+    dropped = decode_edges(units, probs, i, j, origin, {**decode, "vetoed": "drop"})
+    converted = decode_edges(units, probs, i, j, origin, decode)
+    assert [(e.src, e.dst, e.edge_type) for e in dropped] == [(0, 1, "inference")]
+    assert [(e.src, e.dst, e.edge_type) for e in converted] == [(0, 1, "inference"), (1, 2, "inference")]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_decoding_never_puts_two_edges_on_one_pair(seed):
+    """Random probabilities and types, forced parents and forced structural edges on: every pair of
+    units carries at most one edge, so decoding never closes a 2-cycle (a forced parent beside a
+    critique or repetition of the same pair was 34% of our backward pairs before)."""
+    from dataclasses import replace
+
+    from thinkprobe.link.decode import decode_edges
+
+    rng = np.random.default_rng(seed)
+    n = 12
+    units = [replace(u, node_type=str(rng.choice(["RSN", "CRT", "RPT", "MET"]))) for u in _units(n)]
+    probs, i, j, origin = _pair_probs({}, n)
+    probs = rng.dirichlet(np.full(len(PAIR_CLASSES), 0.5), size=len(i)).astype(np.float32)
+    for decode in ({"threshold_near": 0.3, "threshold_far": 0.3},
+                   {"threshold_near": 0.3, "threshold_far": 0.3, "labels_follow_types": True, "plans_elaborate": True}):
+        edges = decode_edges(units, probs, i, j, origin, decode)
+        pairs = [(min(e.src, e.dst), max(e.src, e.dst)) for e in edges]
+        assert len(pairs) == len(set(pairs)), edges
+        # force_parent on: a unit gets a forward parent unless each of its pairs already carries an edge
+        assert all(any(e.dst == b and e.src < b for e in edges) or sum(p[1] == b for p in pairs) == b for b in range(1, n))
+
+
+def test_synthesis_needs_two_blocks_and_structural_units_lose_weak_parents():
+    """`synthesis_min_blocks: 2`: a synthesis over units of one block reads as inference; one over two
+    blocks stays. `structural_parent_max`: a unit with its own critique edge keeps a forward parent
+    only at that probability or above."""
+    from dataclasses import replace
+
+    from thinkprobe.link.decode import decode_edges
+
+    units = [replace(u, node_type=t) for u, t in zip(_units(8, segment_every=3), ["RSN"] * 4 + ["CRT", "RSN", "RSN", "RSN"])]
+    rows = {(0, 3): {"synthesis": 0.7}, (1, 3): {"synthesis": 0.7},      # unit 3: units of block 0 only
+            (2, 6): {"synthesis": 0.7}, (4, 6): {"synthesis": 0.7},      # unit 6: blocks 0 and 1
+            (3, 4): {"critique:negate": 0.9}, (2, 4): {"inference": 0.6}, (1, 4): {"inference": 0.85}}
+    probs, i, j, origin = _pair_probs(rows, 8)
+    decode = {"threshold_near": 0.5, "threshold_far": 0.5, "force_parent": False, "labels_follow_types": True}
+    plain = {(e.src, e.dst, e.edge_type) for e in decode_edges(units, probs, i, j, origin, decode)}
+    shaped = {(e.src, e.dst, e.edge_type) for e in decode_edges(
+        units, probs, i, j, origin, {**decode, "synthesis_min_blocks": 2, "structural_parent_max": 0.8})}
+    assert {(3, 0, "synthesis"), (3, 1, "synthesis"), (6, 2, "synthesis"), (2, 4, "inference")} <= plain
+    assert {(0, 3, "inference"), (1, 3, "inference"), (6, 2, "synthesis"), (6, 4, "synthesis")} <= shaped
+    assert not {e for e in shaped if e[1] == 3 and e[2] == "synthesis"} and (3, 0, "synthesis") not in shaped
+    assert (4, 3, "critique") in shaped and (1, 4, "inference") in shaped and (2, 4, "inference") not in shaped

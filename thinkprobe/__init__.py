@@ -8,9 +8,10 @@ The API (thinkprobe.api) is imported on first use, so `import thinkprobe` stays 
 """
 from .version import __version__
 
-__all__ = ["profile", "load_run", "Run", "__version__"]
+__all__ = ["profile", "stream", "load_run", "Run", "__version__"]
 
 _API = frozenset({"profile", "load_run", "Run"})
+_LIVE = frozenset({"stream"})  # thinkprobe.live: a module named stream would shadow the function
 
 
 def __getattr__(name: str):
@@ -18,8 +19,12 @@ def __getattr__(name: str):
         from . import api
 
         return getattr(api, name)
+    if name in _LIVE:
+        from . import live
+
+        return getattr(live, name)
     raise AttributeError(f"module 'thinkprobe' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted({*globals(), *_API})
+    return sorted({*globals(), *_API, *_LIVE})

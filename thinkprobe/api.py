@@ -24,7 +24,7 @@ from .outputs import (ANOMALIES_TABLE, ERRORS_FILE, INDICATORS_TABLE, MODEL_DOMA
                       RUN_JSON, STATS_CSV, Table)
 from .records import GraphRecord, iter_graph_records
 
-__all__ = ["profile", "Run", "load_run", "as_records", "OutputFolderError", "prepare_out_dir", "field_warnings"]
+__all__ = ["profile", "profile_run", "Run", "load_run", "as_records", "OutputFolderError", "prepare_out_dir", "field_warnings"]
 
 REPORT_FILES = ("report.html", "report.md", "figures", "traces")
 
@@ -159,7 +159,6 @@ def profile(data: Any, out_dir: str | os.PathLike | None = None, **options: Any)
 
 {options}
     """
-    from .engine import run_profile
     from .io import source_path
 
     unknown = sorted(set(options) - {f.name for f, _ in option_specs()})
@@ -173,6 +172,16 @@ def profile(data: Any, out_dir: str | os.PathLike | None = None, **options: Any)
     out = Path(tempfile.mkdtemp(prefix="thinkprobe-run-")) if temporary else Path(out_dir)
     opts = RunOptions(inputs=paths, records=records, out_dir=str(out),
                       **{k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in options.items()})
+    return profile_run(opts, temporary)
+
+
+def profile_run(opts: RunOptions, temporary: bool = False, *, encoder=None, linker=None) -> "Run":
+    """`profile` once its options are built: the run into opts.out_dir (`temporary`: the folder
+    goes with the Run object). `encoder` and `linker`, when given, replace the ones the run would
+    load (thinkprobe.stream passes its own, which already hold the units' embeddings)."""
+    from .engine import run_profile
+
+    out = Path(opts.out_dir)
     if opts.allow_code_execution:  # refused before any work where the code cannot be isolated
         from .redundancy import isolation_problem
 
@@ -187,7 +196,8 @@ def profile(data: Any, out_dir: str | os.PathLike | None = None, **options: Any)
     prepared = prepare_out_dir(out, opts)
     if prepared and prepared != "resumed" and opts.show_progress:
         print(f"output folder {out}: {prepared}", file=sys.stderr)
-    summary = run_profile(opts)
+    given = {k: v for k, v in (("linker", linker), ("encoder", encoder)) if v is not None}
+    summary = run_profile(opts, **given)
     summary["field_warnings"] = [str(w) for w in warnings]
     run = Run(out, summary=summary, temporary=temporary)
     if opts.report:

@@ -10,6 +10,7 @@ import os
 import platform
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -297,3 +298,92 @@ def format_long_bench(r: dict) -> str:
     lines.append("growth exponent (log-log slope over the sizes that finished): " + ", ".join(
         f"{k} {v:.2f}" for k, v in g.items() if v is not None))
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- streaming (issue 42)
+
+
+def run_stream_bench(units: int = 5000, piece: int = 200, every: int = 20, device: str = "cpu",
+                     linker: str | None = None, config: str | None = None, rounds: int = 1) -> dict:
+    """One trace of `units` Thought Units (`long_trace_texts`) profiled in one process: at once,
+    before and after, and fed to `thinkprobe.stream` in `piece`-character pieces with a snapshot
+    every `every` new units, then closed; `rounds` streams, each between two one-shot runs. No
+    embedding cache, no report; models, spaCy and the numba kernels warmed first. Wall and CPU
+    seconds of each run; the ratio of the stream's median to the one-shot's; whether close() gave
+    the one-shot indicators. The one-shot runs call the engine
+    under `thinkprobe.profile` (run_profile), for its stage times. `config`: a YAML over the defaults
+    (other stream settings), for both."""
+    from .api import load_run, profile
+    from .indicators import INDICATORS
+    from .live import stream
+
+    cfg = Config.load()
+    text = long_trace_texts((units,), cfg)[0][units]
+    record = {"id": f"stream-{units}", "model": "concatenated", "domain": "long"}
+    options = {"cache": False, "report": False, "progress": False, "device": device, "linker": linker, "max_units": 0,
+               "config": config}
+    profile([{**record, "reasoning_content": text[:4000]}], **options)  # warm: models, spaCy, numba
+
+    def timed(work):
+        t, c = time.perf_counter(), time.process_time()
+        result = work()
+        return result, {"wall_s": time.perf_counter() - t, "cpu_s": time.process_time() - c}
+
+    stages = StageTimes()
+
+    def one_shot():  # the engine under thinkprobe.profile, for its stage times (no report: the same)
+        out = tempfile.mkdtemp(prefix="thinkprobe-stream-bench-")
+        run_profile(RunOptions(records=[{**record, "reasoning_content": text}], out_dir=out, **options), times=stages)
+        return out
+
+    def streamed():
+        s = stream(record=record, text_field="reasoning_content", every=every, **options)
+        snapshots = sum(s.feed(text[i:i + piece]) is not None for i in range(0, len(text), piece))
+        return s, snapshots, s.close()
+
+    once, fed = [], []  # one-shot, stream, one-shot, stream, ..., one-shot: load drifts hit both alike
+    folder, timing = timed(one_shot)
+    once.append(timing)
+    reference = load_run(folder).indicators
+    equal = True
+    for _ in range(rounds):
+        (s, snapshots, run), timing = timed(streamed)
+        fed.append(timing)
+        equal &= run.indicators[list(INDICATORS)].equals(reference[list(INDICATORS)])
+        shutil.rmtree(folder, ignore_errors=True)
+        folder, timing = timed(one_shot)
+        once.append(timing)
+    shutil.rmtree(folder, ignore_errors=True)
+    median = {k: {"one_shot": statistics.median(t[k] for t in once), "stream": statistics.median(t[k] for t in fed)}
+              for k in ("wall_s", "cpu_s")}
+    return {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": _machine(device),
+        "trace": {"units": int(reference["units"].iloc[0]), "chars": len(text), "source": "long_trace_texts"},
+        "piece_chars": piece, "every": every, "feeds": -(-len(text) // piece), "snapshots": snapshots,
+        "one_shot": {"runs": once, "stages_s": {k: v / len(once) for k, v in sorted(stages.items())}},
+        "stream": {"runs": fed, "stages_s": {k: v for k, v in sorted(s.times.items())}, "units_encoded": len(s.encoder)},
+        "median": median,
+        "ratio": {k: v["stream"] / v["one_shot"] for k, v in median.items()},
+        "indicators_equal": bool(equal),
+        "load_average": os.getloadavg(),
+    }
+
+
+def format_stream_bench(r: dict) -> str:
+    m = r["median"]
+    return "\n".join([
+        f"one trace of {r['trace']['units']} units ({r['trace']['chars']} characters); {r['machine']}",
+        f"one-shot profile ({len(r['one_shot']['runs'])} runs): median wall {m['wall_s']['one_shot']:.1f} s, "
+        f"CPU {m['cpu_s']['one_shot']:.1f} s",
+        f"stream ({len(r['stream']['runs'])} runs between them; {r['feeds']} pieces of {r['piece_chars']} characters, "
+        f"{r['snapshots']} snapshots, every {r['every']} units, then close()): median wall {m['wall_s']['stream']:.1f} s, "
+        f"CPU {m['cpu_s']['stream']:.1f} s",
+        f"stream / one-shot: wall {r['ratio']['wall_s']:.2f}x, CPU {r['ratio']['cpu_s']:.2f}x; "
+        f"close() indicators equal to the one-shot's: {r['indicators_equal']}",
+        "one-shot stages (s, mean): " + ", ".join(f"{k} {v:.1f}" for k, v in r["one_shot"]["stages_s"].items()),
+        "stream stages (s, last run): " + ", ".join(f"{k} {v:.1f}" for k, v in r["stream"]["stages_s"].items()),
+        "each run (wall s): one-shot " + ", ".join(f"{t['wall_s']:.1f}" for t in r["one_shot"]["runs"])
+        + "; stream " + ", ".join(f"{t['wall_s']:.1f}" for t in r["stream"]["runs"]),
+        f"load average at the end: {', '.join(f'{x:.1f}' for x in r['load_average'])}",
+    ])

@@ -314,12 +314,27 @@ def graph(run_dir, trace_id, out):
 @click.option("--long", "long_sizes", default=None,
               help="long-trace mode: comma-separated unit counts (e.g. 1000,4000,16000,40000), one trace each, "
                    "each profiled in a fresh process; seconds, peak MB and the growth exponent")
-@click.option("--linker", default=None, help="with --long: the linker to measure (default: the trained one)")
+@click.option("--linker", default=None, help="with --long or --stream: the linker to measure (default: the trained one)")
 @click.option("--timeout", type=float, default=0, help="with --long: give up on a size after this many seconds (0: never)")
-def bench(count, device, batch_size, scale, encoder_path, workers, json_out, workdir, long_sizes, linker, timeout):
+@click.option("--stream", "stream_units", type=int, default=None,
+              help="streaming mode: one trace of this many units fed to thinkprobe.stream in 200-character pieces "
+                   "(a snapshot every 20 units) against profiling it at once; the cost ratio")
+@click.option("--rounds", default=1, show_default=True,
+              help="with --stream: streams, each between two one-shot runs (ratio of the medians)")
+def bench(count, device, batch_size, scale, encoder_path, workers, json_out, workdir, long_sizes, linker, timeout,
+          stream_units, rounds):
     """Throughput: raw encoder vs full pipeline vs naive per-trace baseline, cache, memory."""
     from .bench import format_bench, format_long_bench, run_bench, run_long_bench
 
+    if stream_units:
+        from .bench import format_stream_bench, run_stream_bench
+
+        report = run_stream_bench(stream_units, device="cpu" if device == "auto" else device, linker=linker,
+                                  rounds=rounds)
+        click.echo(format_stream_bench(report))
+        if json_out:
+            Path(json_out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        return
     if long_sizes:
         sizes = tuple(int(s) for s in long_sizes.split(","))
         report = run_long_bench(sizes, device=device, linker=linker, workdir=workdir, timeout=timeout)
@@ -336,6 +351,42 @@ def bench(count, device, batch_size, scale, encoder_path, workers, json_out, wor
         with open(json_out, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=2)
             f.write("\n")
+
+
+WATCH_OPTIONS = (*field_option_names(), "config", "encoder", "device", "batch_size", "precision", "norms", "cache",
+                 "cache_dir", "linker", "linker_model", "types", "overwrite")
+
+
+@main.command()
+@click.argument("source")
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="keep the run of the whole text (and its report) here [default: a temporary folder]")
+@click.option("--follow", is_flag=True, help="keep reading a FILE as it grows (standard input is always followed)")
+@click.option("--until", default=None, help="stop at this sentinel text (what follows it is not profiled)")
+@click.option("--idle-timeout", type=float, default=10.0, show_default=True,
+              help="with --follow: stop when the file has not grown for this many seconds")
+@click.option("--every", type=click.IntRange(min=1), default=None,
+              help="a snapshot every N newly settled units [default: the config's stream.every]")
+@click.option("--text-field", default="response", show_default=True,
+              help="the record field the text is read as (response: reasoning in <think> tags is found; "
+                   "reasoning_content: all of it is reasoning)")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON line per snapshot and for the final profile")
+@_options(*WATCH_OPTIONS)
+def watch(source, out_dir, follow, until, idle_timeout, every, text_field, as_json, **options):
+    """Follow a generation as it is written (a growing FILE, or - for standard input) and show its
+    structure live: settled units, the named signals (repetition loop, critique run, revision
+    without conclusion), indicators and, with --norms, the 5D profile. Ends at the end of input,
+    at --until, after --idle-timeout without growth, or on Ctrl-C, with the profile of the whole
+    text (equal to `thinkprobe profile` on it)."""
+    from .watch import watch as run_watch
+
+    if source != "-" and not Path(source).is_file():
+        raise click.BadParameter(f"no such file: {source}", param_hint="SOURCE")
+    try:
+        run_watch(source, out_dir=out_dir, follow=follow, until=until, idle_timeout=idle_timeout, every=every,
+                  as_json=as_json, text_field=text_field, report=out_dir is not None, progress=False, **options)
+    except OptionError as exc:
+        raise click.UsageError(str(exc)) from exc
 
 
 @main.command("eval-gold")

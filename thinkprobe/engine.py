@@ -15,10 +15,11 @@ __all__ = ["RunOptions", "run_profile"]
 
 
 def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | None = None,
-                times: StageTimes | None = None) -> dict:
+                times: StageTimes | None = None, encoder=None) -> dict:
     """Profile every trace of the inputs into opts.out_dir with the engine opts.engine names
     ("local" or "ray"); returns the run summary. `cfg` replaces the config opts.config names;
-    `linker` (local engine) one loaded already; `times`, when given, collects seconds per stage."""
+    `linker` and `encoder` (local engine) ones loaded already; `times`, when given, collects
+    seconds per stage."""
     cfg = run_config(opts, cfg)
     times = times if times is not None else StageTimes()
     if opts.engine == "ray":
@@ -29,4 +30,4 @@ def run_profile(opts: RunOptions, cfg: Config | None = None, linker: Linker | No
         raise ValueError(f"unknown engine {opts.engine!r}: use local or ray")
     from .pipeline import run_local
 
-    return run_local(opts, cfg, linker, times)
+    return run_local(opts, cfg, linker, times, encoder)

@@ -19,7 +19,7 @@ from .records import InputError, ThoughtGraph, ThoughtUnit, Trace
 from .segment import HEADER, tile, unit_spans
 from .timing import StageTimes
 
-__all__ = ["build_graphs", "link_graphs", "units_of", "tile_and_type", "over_unit_limit"]
+__all__ = ["build_graphs", "link_graphs", "units_of", "block_starts", "tile_and_type", "over_unit_limit"]
 
 
 def units_of(trace: Trace, cfg: Config) -> tuple[list[ThoughtUnit], list[int]]:
@@ -30,16 +30,16 @@ def units_of(trace: Trace, cfg: Config) -> tuple[list[ThoughtUnit], list[int]]:
         return [ThoughtUnit(k, section, start, end, texts[section][start:end], segment=0, node_type=node_type)
                 for k, (section, start, end, node_type) in enumerate(trace.given.units)], []
     units: list[ThoughtUnit] = []
-    forced: list[int] = []
     for section in trace.sections:
-        if units:
-            forced.append(len(units))
         for start, end in unit_spans(section.text, section, cfg):
-            text = section.text[start:end]
-            if HEADER.match(text):
-                forced.append(len(units))
-            units.append(ThoughtUnit(len(units), section.name, start, end, text, segment=0))
-    return units, forced
+            units.append(ThoughtUnit(len(units), section.name, start, end, section.text[start:end], segment=0))
+    return units, block_starts(units)
+
+
+def block_starts(units: Sequence[ThoughtUnit]) -> list[int]:
+    """Indices of the units that always start a topical block: the first unit of every section
+    after the first, and headers."""
+    return [k for k, u in enumerate(units) if (k and u.section != units[k - 1].section) or HEADER.match(u.text)]
 
 
 def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker: Linker,

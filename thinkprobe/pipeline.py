@@ -27,7 +27,7 @@ from .runner import (assemble, chunks, finish_line, manifest, part_path, prepare
 from .tables import write_atomic
 from .timing import StageTimes
 
-__all__ = ["run_local"]
+__all__ = ["run_local", "run_encoder"]
 
 
 def _process_chunk(traces: list, cfg: Config, encoder: Encoder, linker: Linker, times: StageTimes,
@@ -47,12 +47,13 @@ def _process_chunk(traces: list, cfg: Config, encoder: Encoder, linker: Linker, 
     return "".join(lines)
 
 
-def run_local(opts: RunOptions, cfg: Config, linker: Linker | None, times: StageTimes) -> dict:
+def run_local(opts: RunOptions, cfg: Config, linker: Linker | None, times: StageTimes,
+              encoder: Encoder | None = None) -> dict:
     """Profile every trace of the inputs into opts.out_dir on this machine; returns the run summary.
-    `cfg` is the run's config (runner.run_config); `times` collects seconds per pipeline stage."""
+    `cfg` is the run's config (runner.run_config); `times` collects seconds per pipeline stage;
+    `encoder`, when given, replaces the one `run_encoder` makes."""
     cache = opts.cache_folder
-    encoder = make_encoder(cfg, {"path": opts.encoder, "device": opts.device, "batch_size": opts.batch_size,
-                                 "precision": opts.precision, "cache_dir": cache})
+    encoder = encoder if encoder is not None else run_encoder(opts, cfg)
     linker = linker or run_linker(opts, cfg, encoder.device, cache)
     typer = run_typer(opts, linker, cache)
     out = Path(opts.out_dir)
@@ -76,6 +77,12 @@ def run_local(opts: RunOptions, cfg: Config, linker: Linker | None, times: Stage
         result["cache"] = {"embeddings": encoder.cache_stats, "pair_scores": getattr(linker, "cache_stats", {}),
                            "type_scores": typer.cache_stats if typer is not None else {}}
     return result
+
+
+def run_encoder(opts: RunOptions, cfg: Config) -> Encoder:
+    """The encoder a local run uses: the config's, with the run's options on top."""
+    return make_encoder(cfg, {"path": opts.encoder, "device": opts.device, "batch_size": opts.batch_size,
+                              "precision": opts.precision, "cache_dir": opts.cache_folder})
 
 
 def _profile_chunks(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, typer, parts: Path,

@@ -17,7 +17,7 @@ import numpy as np
 from .config import Config
 from .records import Section
 
-__all__ = ["fragment_spans", "unit_spans", "tile", "word_chars"]
+__all__ = ["fragment_spans", "unit_spans", "settled_fragments", "is_filler", "merge_fragments", "tile", "word_chars"]
 
 # Blocks kept whole: fenced code, display math, LaTeX environments.
 _BLOCK = re.compile(
@@ -159,17 +159,19 @@ def fragment_spans(text: str, start: int, end: int, max_line_chars: int = 20000)
     return out
 
 
-def unit_spans(text: str, section: Section, cfg: Config) -> list[tuple[int, int]]:
-    """Thought Unit spans of a section: fragments with filler and enumeration markers merged into
-    the following fragment (into the previous one at the end of the section)."""
-    seg = cfg.segment
-    frags = fragment_spans(text, section.start, section.end, seg.max_line_chars)
-    filler, min_chars = cfg.filler, seg.min_unit_chars
+def is_filler(fragment: str, cfg: Config) -> bool:
+    """Whether a fragment merges into the next Thought Unit instead of making one: filler
+    (`segment.filler`) or fewer word characters than `segment.min_unit_chars` ("1.", "(a)")."""
+    return bool(cfg.filler.match(fragment)) or word_chars(fragment) < cfg.segment.min_unit_chars
+
+
+def merge_fragments(text: str, frags: list[tuple[int, int]], cfg: Config) -> list[tuple[int, int]]:
+    """Thought Unit spans from fragments: filler fragments merged into the following one (into the
+    previous one at the end)."""
     units: list[tuple[int, int]] = []
     pending: int | None = None  # start of filler waiting for the next content fragment
     for s, e in frags:
-        frag = text[s:e]
-        if filler.match(frag) or word_chars(frag) < min_chars:
+        if is_filler(text[s:e], cfg):
             pending = s if pending is None else pending
             continue
         units.append((pending if pending is not None else s, e))
@@ -181,6 +183,39 @@ def unit_spans(text: str, section: Section, cfg: Config) -> list[tuple[int, int]
         else:
             units.append((pending, last_end))
     return units
+
+
+def unit_spans(text: str, section: Section, cfg: Config) -> list[tuple[int, int]]:
+    """Thought Unit spans of a section: fragments with filler and enumeration markers merged into
+    the following fragment (into the previous one at the end of the section)."""
+    return merge_fragments(text, fragment_spans(text, section.start, section.end, cfg.segment.max_line_chars), cfg)
+
+
+def settled_fragments(text: str, start: int, end: int, cfg: Config) -> tuple[list[tuple[int, int]], int]:
+    """For a section still being written (a streamed generation, text[start:end) so far): the
+    fragments that no text written after `end` can change, and the position to go on from.
+
+    `start` is a section start or a position this function returned. Fragments are settled up to
+    the last line break outside every code and math block (a block still open, or ending at
+    `end`, may grow). Lines are split, and blocks found, the same way from such a break as from the
+    section start, so the fragments are those `fragment_spans` gives for the whole section;
+    `merge_fragments` makes units of them once a fragment that is not filler follows the filler.
+
+    >>> from thinkprobe.config import Config
+    >>> t = "Let x be 2.\\nOkay.\\n```py\\nx = 1\\n\\ny = 2"
+    >>> frags, resume = settled_fragments(t, 0, len(t), Config.load())
+    >>> [t[s:e] for s, e in frags], t[resume:]
+    (['Let x be 2.', 'Okay.'], '```py\\nx = 1\\n\\ny = 2')
+    """
+    blocks = [(m.start(), m.end()) for m in _BLOCK.finditer(text, start, end)]
+    if blocks and blocks[-1][1] == end:  # may still be open (or grow): nothing from its start on is settled
+        end = blocks.pop()[0]
+    cut = text.rfind("\n", start, end)
+    while cut >= 0 and _inside(blocks, cut):
+        cut = text.rfind("\n", start, blocks[bisect.bisect_left(blocks, (cut,)) - 1][0])
+    if cut < 0:
+        return [], start
+    return fragment_spans(text, start, cut, cfg.segment.max_line_chars), cut + 1
 
 
 @numba.njit(cache=True)

@@ -1,6 +1,10 @@
 """Decoding pair-class probabilities into the edges of one trace (the trained backends share it):
-thresholds near and far, then the invariants every graph keeps (a forward parent per unit, the
-edge a structural type needs).
+thresholds near and far, one edge per pair, the edge a structural type needs, and the rules that
+keep the graph's shape close to the one people draw (issue 40): a unit need not have a forward
+parent, a label its unit's type forbids does not turn into another, a synthesis needs two blocks.
+Every rule is a key of the model folder's `decode` mapping (its config.json), chosen on held-out
+graphs by the profile they give (docs/accuracy.md); a key that is absent keeps the earlier
+behaviour, so older model folders decode as they did.
 """
 from __future__ import annotations
 
@@ -12,7 +16,27 @@ from ..records import Edge, ThoughtUnit
 from .candidates import FROM_WINDOW
 from .protocol import CRITIQUE_CLASSES, FORWARD_CLASSES, PAIR_CLASSES, REPETITION_CLASS
 
-__all__ = ["decode_edges", "thresholds"]
+__all__ = ["decode_edges", "thresholds", "DECODE_KEYS"]
+
+# What each key of a model's `decode` mapping does (the model card and docs/accuracy.md say the same).
+DECODE_KEYS = {
+    "threshold_near": "edge-probability threshold of the pairs from the window",
+    "threshold_far": "edge-probability threshold of the other pairs",
+    "thresholds_by_distance": "[[max distance, threshold], ...]: thresholds by j - i instead of near / far",
+    "labels_follow_types": "critique labels only for units typed CRT, repetition only for units typed RPT",
+    "vetoed": "what a pair whose most probable label its unit's type forbids becomes: 'convert' (its most "
+              "probable allowed label; the default) or 'drop' (no edge)",
+    "plans_elaborate": "a planning unit's critique pair becomes an elaboration",
+    "force_parent": "every unit but the first gets a forward parent on a window pair that carries no edge yet, above "
+                    "the threshold or not (default true; false: a unit without a probable parent opens a new line of "
+                    "thought)",
+    "force_structural": "a unit typed CRT (RPT) without a critique (repetition) edge gets its most probable one",
+    "force_in_window": "... among the pairs of its window only",
+    "synthesis_min_blocks": "synthesis edges stand only where a unit draws on units of at least this many "
+                            "topical blocks; otherwise they are read as inference (0: no such rule)",
+    "structural_parent_max": "a unit that leaves its own critique, repetition or synthesis edge keeps a forward "
+                             "in-edge only at this probability or above (absent: always)",
+}
 
 
 def thresholds(i: np.ndarray, j: np.ndarray, near: np.ndarray, decode: Mapping) -> np.ndarray:
@@ -32,55 +56,89 @@ def thresholds(i: np.ndarray, j: np.ndarray, near: np.ndarray, decode: Mapping) 
     return values[np.minimum(np.searchsorted(limits, j - i, side="left"), len(values) - 1)]
 
 
-def decode_edges(units: Sequence[ThoughtUnit], probs: np.ndarray, i: np.ndarray, j: np.ndarray, origin: np.ndarray,
-                 decode: Mapping[str, float]) -> list[Edge]:
-    """Edges of one trace from the class probabilities of its candidate pairs (the decoding `pairmlp.TrainedLinker` describes).
-
-    `decode` holds the thresholds on the edge probability (1 - P(none)): `threshold_near` (pairs
-    from the window) and `threshold_far` (the others), or `thresholds_by_distance` (see `thresholds`). `labels_follow_types`: a unit that is not
-    provisionally CRT (RPT) takes no critique (repetition) label; that pair keeps its edge
-    probability and takes its most probable other label, so that a unit's structural type
-    (`nodetypes.finalise_type`) comes from the type head rather than from one pair's label."""
-    near = (origin & FROM_WINDOW) > 0
-    edge_p = 1.0 - probs[:, 0]
+def _allowed_labels(units: Sequence[ThoughtUnit], probs: np.ndarray, j: np.ndarray,
+                    decode: Mapping) -> tuple[np.ndarray, np.ndarray]:
+    """The label (PAIR_CLASSES index) of every pair and whether its most probable label was vetoed:
+    with `labels_follow_types`, critique only for a unit typed CRT and repetition only for RPT."""
     labels = probs[:, 1:]
+    vetoed = np.zeros(len(j), dtype=bool)
     if decode.get("labels_follow_types") and len(j):
         labels = labels.copy()
         kind = np.array([units[b].node_type for b in j])
-        labels[np.ix_(kind != "CRT", [c - 1 for c in CRITIQUE_CLASSES])] = -1.0
-        labels[kind != "RPT", REPETITION_CLASS - 1] = -1.0
-    label = 1 + np.argmax(labels, axis=1)
-    if decode.get("plans_elaborate"):
+        first = 1 + np.argmax(labels, axis=1)
+        not_crt, not_rpt = kind != "CRT", kind != "RPT"
+        vetoed = (np.isin(first, CRITIQUE_CLASSES) & not_crt) | ((first == REPETITION_CLASS) & not_rpt)
+        labels[np.ix_(not_crt, [c - 1 for c in CRITIQUE_CLASSES])] = -1.0
+        labels[not_rpt, REPETITION_CLASS - 1] = -1.0
+    label = 1 + np.argmax(labels, axis=1) if len(j) else np.zeros(0, dtype=np.int64)
+    if decode.get("plans_elaborate") and len(j):
         # A planning unit ("let me double-check") announces a check rather than making it: the
         # pair stays, as an elaboration, and the unit stays MET; the check's verdict critiques.
         plan = np.array([units[b].node_type == "MET" for b in j], dtype=bool)
         label[plan & np.isin(label, CRITIQUE_CLASSES)] = FORWARD_CLASSES[1]
+    return label, vetoed
+
+
+def decode_edges(units: Sequence[ThoughtUnit], probs: np.ndarray, i: np.ndarray, j: np.ndarray, origin: np.ndarray,
+                 decode: Mapping) -> list[Edge]:
+    """Edges of one trace from the class probabilities of its candidate pairs (i < j; column 0 is
+    P(no edge)), as `decode` says (`DECODE_KEYS`).
+
+    A pair carries at most one edge: its most probable allowed label where its edge probability
+    (1 - P(none)) reaches the threshold. Then, per unit: a forward parent from its window where
+    `force_parent` asks for one and it has none (on a pair that carries no edge yet); the edge its
+    structural type needs (`force_structural`), which takes the pair's place if the pair already
+    carries one, so no pair ever gets a forward and a backward edge. Last, synthesis edges of a unit
+    that draws on fewer than `synthesis_min_blocks` blocks become inference, and forward in-edges
+    below `structural_parent_max` of a unit with its own critique, repetition or synthesis edge go.
+
+    A unit whose only probable partner is vetoed keeps no parent when `force_parent` is false:
+
+    >>> from thinkprobe.records import ThoughtUnit as U
+    >>> us = [U(k, "reasoning", 0, 1, "x", 0, "RSN") for k in range(3)]
+    >>> p = np.array([[0.2, 0.7, 0, 0, 0, 0, 0, 0, 0.1],    # 0 -> 1: inference
+    ...               [0.3, 0.1, 0, 0, 0, 0.6, 0, 0, 0],    # 0 -> 2: critique, but 2 is not CRT
+    ...               [0.9, 0.1, 0, 0, 0, 0, 0, 0, 0]])     # 1 -> 2: nothing
+    >>> i, j, o = np.array([0, 0, 1]), np.array([1, 2, 2]), np.array([1, 1, 1])
+    >>> d = {"threshold_near": 0.5, "threshold_far": 0.5, "labels_follow_types": True, "force_parent": False}
+    >>> [(e.src, e.dst, e.edge_type) for e in decode_edges(us, p, i, j, o, {**d, "vetoed": "drop"})]
+    [(0, 1, 'inference')]
+    >>> [(e.src, e.dst, e.edge_type) for e in decode_edges(us, p, i, j, o, d)]
+    [(0, 1, 'inference'), (0, 2, 'inference')]
+    """
+    n = len(units)
+    near = (origin & FROM_WINDOW) > 0
+    edge_p = 1.0 - probs[:, 0]
+    label, vetoed = _allowed_labels(units, probs, j, decode)
     keep = edge_p >= thresholds(i, j, near, decode)
-    picked = {(int(k), int(label[k])) for k in np.flatnonzero(keep)}
-    have: dict[int, set[int]] = {}
-    for k, c in picked:
-        have.setdefault(int(j[k]), set()).add(c)
+    if decode.get("vetoed", "convert") == "drop":
+        keep &= ~vetoed
+    picked: dict[int, int] = {int(k): int(label[k]) for k in np.flatnonzero(keep)}  # pair -> its one class
     order = np.argsort(j, kind="stable")
-    bounds = np.searchsorted(j[order], np.arange(len(units) + 1))
-    for b in range(1, len(units)):
+    bounds = np.searchsorted(j[order], np.arange(n + 1))
+    force_parent = decode.get("force_parent", True)
+    forward = set(FORWARD_CLASSES)
+    for b in range(1, n):
         ks = order[bounds[b]:bounds[b + 1]]
         if not len(ks):
             continue
-        got = have.get(b, set())
-        if not got & set(FORWARD_CLASSES):
-            window = ks[near[ks]]
-            fwd = probs[np.ix_(window, FORWARD_CLASSES)]
-            k = int(np.argmax(fwd.max(axis=1)))
-            picked.add((int(window[k]), FORWARD_CLASSES[int(np.argmax(fwd[k]))]))
+        got = {picked[k] for k in ks.tolist() if k in picked}
+        if force_parent and not got & forward:
+            window = np.array([k for k in ks[near[ks]].tolist() if k not in picked], dtype=np.int64)
+            if len(window):
+                fwd = probs[np.ix_(window, FORWARD_CLASSES)]
+                k = int(np.argmax(fwd.max(axis=1)))
+                picked[int(window[k])] = FORWARD_CLASSES[int(np.argmax(fwd[k]))]
         wanted = {"CRT": CRITIQUE_CLASSES, "RPT": (REPETITION_CLASS,)}.get(units[b].node_type)
         if wanted and decode.get("force_structural", True) and not got & set(wanted):
             if decode.get("force_in_window"):
                 ks = ks[near[ks]]  # a forced target stays local: far ones were mostly wrong
-            part = probs[np.ix_(ks, wanted)]
-            k = int(np.argmax(part.sum(axis=1)))
-            picked.add((int(ks[k]), wanted[int(np.argmax(part[k]))]))
+            if len(ks):
+                part = probs[np.ix_(ks, wanted)]
+                k = int(np.argmax(part.sum(axis=1)))
+                picked[int(ks[k])] = wanted[int(np.argmax(part[k]))]
     edges = set()
-    for k, cls in picked:
+    for k, cls in picked.items():
         a, b, kind, score = int(i[k]), int(j[k]), PAIR_CLASSES[cls], round(float(edge_p[k]), 4)
         if cls in FORWARD_CLASSES:
             edges.add(Edge(a, b, kind, score=score))
@@ -88,4 +146,32 @@ def decode_edges(units: Sequence[ThoughtUnit], probs: np.ndarray, i: np.ndarray,
             edges.add(Edge(b, a, "critique", kind.split(":")[1], score))
         else:
             edges.add(Edge(b, a, kind, score=score))
+    edges = _synthesis_needs_blocks(units, edges, decode.get("synthesis_min_blocks", 0))
+    if decode.get("structural_parent_max") is not None:
+        edges = _structural_units_parentless(edges, decode["structural_parent_max"])
     return sorted(edges, key=lambda e: (e.src, e.dst, e.edge_type))
+
+
+def _synthesis_needs_blocks(units: Sequence[ThoughtUnit], edges: set[Edge], blocks: int) -> set[Edge]:
+    """Synthesis edges of a unit whose synthesis targets lie in fewer than `blocks` topical blocks
+    become the inference edges they read as (target -> unit)."""
+    if not blocks:
+        return edges
+    by_unit: dict[int, list[Edge]] = {}
+    for e in edges:
+        if e.edge_type == "synthesis":
+            by_unit.setdefault(e.src, []).append(e)
+    out = set(edges)
+    for es in by_unit.values():
+        if len({units[e.dst].segment for e in es}) < blocks:
+            out.difference_update(es)
+            out.update(Edge(e.dst, e.src, "inference", score=e.score) for e in es)
+    return out
+
+
+def _structural_units_parentless(edges: set[Edge], keep_at: float) -> set[Edge]:
+    """Without forward in-edges under `keep_at`: the units that leave their own critique, repetition or
+    synthesis edge (people draw most of them with that edge alone, and a forward parent beside it
+    closes a cycle)."""
+    own = {e.src for e in edges if e.edge_type in ("critique", "repetition", "synthesis")}
+    return {e for e in edges if not (e.dst in own and e.src < e.dst and (e.score or 0.0) < keep_at)}

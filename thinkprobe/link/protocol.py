@@ -43,8 +43,10 @@ class Linker(Protocol):
       of all of them together. `mapper` is the run's map (a worker pool's `map`, or the builtin):
       a backend may use it for per-trace CPU work, or ignore it; every backend accepts it.
       Edges point only to existing units; forward edges (inference, elaboration, branch) go
-      i -> j with i < j and every unit but the first gets one; backward edges (critique with a
-      polarity, synthesis, repetition) go j -> i with i < j. Same input, same edges.
+      i -> j with i < j, and every unit but the first gets one unless the backend's decoding lets a
+      unit open a new line of thought (a trained backend's `decode["force_parent"]` false); backward
+      edges (critique with a polarity, synthesis, repetition) go j -> i with i < j; a pair of units
+      carries at most one edge. Same input, same edges.
     - `candidates(item)`: for each unit j of one trace, the earlier units i it considered as
       partners (an int array per unit; evalgold scores recall within them).
     - `cache_stats`: {"hits", "misses"} of its per-trace score cache ({} when it keeps none).

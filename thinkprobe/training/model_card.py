@@ -147,8 +147,9 @@ Types: the type head's most probable type after adding per-type offsets to its l
 ({d.get('type_offsets')}; fitted on the held-out silver units for macro-F1, `fit_type_offsets`{"; every type's predicted count kept within a factor " + format(t['type_rate_ratio'], 'g') + " of its silver count, since the indicators are type rates" if t.get('type_rate_ratio') else ""}).
 Decoding (`link.decode.decode_edges`): an edge where the arc probability is at least {d['threshold_near']:.2f}
 (window) / {d['threshold_far']:.2f} (beyond), labelled by the most probable label{" (critique and repetition labels only for units typed CRT / RPT: labels follow types)" if d.get('labels_follow_types') else ''}; a planning unit's
-critique pairs become elaborations; every unit but the first gets a forward parent in its window; a
-unit typed CRT or RPT gets its most probable critique / repetition target in its window.
+critique pairs become elaborations; {"every unit but the first gets a forward parent in its window" if d.get('force_parent', True) else "a unit gets no forward parent unless one is probable enough (no forced parent: it opens a new line of thought)"}; a
+unit typed CRT or RPT gets its most probable critique / repetition target in its window; a pair carries one edge{"; synthesis edges stand only where a unit draws on " + str(d['synthesis_min_blocks']) + " or more topical blocks (else inference)" if d.get('synthesis_min_blocks') else ""}{"; a unit with its own critique, repetition or synthesis edge keeps a forward parent only at probability " + format(d['structural_parent_max'], 'g') + " or above" if d.get('structural_parent_max') is not None else ""}.
+These rules were chosen by how close the profile of held-out graphs comes to the silver graphs' (docs/accuracy.md).
 
 ## Data and splits
 

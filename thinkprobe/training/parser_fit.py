@@ -282,7 +282,10 @@ def fit_thresholds(model, val: list[dict], docs: list[dict], decode_flags: dict,
     return best[1], best[2]
 
 
-DECODE_FLAGS = {"plans_elaborate": True, "force_structural": True, "force_in_window": True, "labels_follow_types": True}
+# The decoding rules chosen by the profile they give on held-out graphs (issue 40, docs/accuracy.md):
+# no forced forward parent, synthesis across two blocks, structural units without a weak parent.
+DECODE_FLAGS = {"plans_elaborate": True, "force_structural": True, "force_in_window": True, "labels_follow_types": True,
+                "vetoed": "convert", "force_parent": False, "synthesis_min_blocks": 2, "structural_parent_max": 0.8}
 
 
 OFFSET_GRID = tuple(np.round(np.arange(-1.5, 1.51, 0.25), 2))

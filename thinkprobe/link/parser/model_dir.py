@@ -84,7 +84,7 @@ def init_model_dir(folder: str | Path, cfg: Config, seed: int = 0, dim: int = 38
     model = build_parser_model(a["dim"], featurizer.size, a["proj"], a["hidden"], a["layers"], a["arc_hidden"],
                                a["context"], a["pair_feats"], 0.0, a["pair_size"])
     decode = {"threshold_near": 0.5, "threshold_far": 0.5, "plans_elaborate": True, "force_structural": True,
-              "force_in_window": True}
+              "force_in_window": True, "force_parent": False, "synthesis_min_blocks": 2, "structural_parent_max": 0.8}
     if lexical_pairs:
         decode.update(labels_follow_types=True, type_offsets=[0.0, 0.5, 0.0, -0.5, 0.0, 0.0, 0.0])
     params = CandidateParams(window=4, top_k=4, number_lookback=2 if lexical_pairs else 0)

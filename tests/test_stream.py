@@ -1,0 +1,322 @@
+"""thinkprobe.stream and `thinkprobe watch` (issue 42, a live structural signal): a trace fed in
+pieces of several sizes closes to the indicators and units of `thinkprobe.profile` on the whole
+text (a bundled sample, and a real ReasoningFlow trace); settled units never change; snapshots
+carry their fields with unit counts that only grow; the repetition-loop signal fires on a looping
+text and on no real trace; `watch` follows a file being written and standard input."""
+import gzip
+import json
+import threading
+import time
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import thinkprobe
+from conftest import SAMPLES
+from thinkprobe.cli import main
+from thinkprobe.config import Config
+from thinkprobe.graph import units_of
+from thinkprobe.indicators import INDICATORS
+from thinkprobe.io import FieldMap, record_traces
+from thinkprobe.live import SIGNALS, Stream, UnitMemo
+from thinkprobe.records import Section
+from thinkprobe.segment import fragment_spans, merge_fragments, settled_fragments, unit_spans
+
+FAST = dict(device="cpu", progress=False, report=False)
+SAMPLE = json.loads(SAMPLES.read_text(encoding="utf-8").splitlines()[5])  # qwq-math-01: <think> ... </think> answer
+
+
+def _split(text: str, size: int) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def _rf_record(shared_data, doc_id_part: str = "QwQ-32B", max_chars: int = 6000) -> dict:
+    """A short real ReasoningFlow v1 trace (the first of the model whose response fits max_chars)."""
+    with gzip.open(shared_data / "reasoningflow" / "v1" / "v1_raw_data.jsonl.gz", "rt", encoding="utf-8") as f:
+        for line in f:
+            rec = json.loads(line)
+            text = rec["raw_text"].get("response", "")
+            if doc_id_part in rec["doc_id"] and 2000 < len(text) < max_chars and "</think>" in text:
+                return {"id": rec["doc_id"], "model": rec["metadata"]["generator"], "response": text}
+    pytest.skip("no short ReasoningFlow trace found")
+
+
+def _rows(run):
+    return run.indicators[list(INDICATORS)].to_dict("records")
+
+
+def _spans(run):
+    return [(u["section"], u["start"], u["end"], u["text"]) for u in run.graphs[0]["units"]]
+
+
+def _stream_and_close(record: dict, size: int, cache, **options):
+    meta = {k: v for k, v in record.items() if k != "response"}
+    s = thinkprobe.stream(record=meta, every=5, cache_dir=cache, **FAST, **options)
+    snaps = []
+    for piece in _split(record["response"], size):
+        snap = s.feed(piece)
+        if snap is not None:
+            snaps.append(snap)
+    settled = [(u.section, u.start, u.end, u.text) for u in s.units]
+    return s, snaps, settled, s.close()
+
+
+def _check_snapshots(snaps):
+    assert snaps, "no snapshot"
+    counts = [(s.units, s.analysed_units) for s in snaps]
+    assert all(a <= b for a, b in zip(counts, counts[1:])), counts
+    assert all(s.analysed_units <= s.units for s in snaps)
+    for snap in snaps:
+        assert set(snap.signals) == set(SIGNALS)
+        assert snap.chars >= snap.pending_chars >= 0
+        if snap.indicators is not None:
+            assert set(snap.indicators) == set(INDICATORS) and snap.analysed_units > 0
+    assert any(s.indicators is not None for s in snaps)
+    json.dumps([s.as_dict() for s in snaps])  # JSON-ready
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def sample_once(tmp_path_factory):
+    """The sample profiled at once, with an encoder of its own (no cache): the reference."""
+    out = tmp_path_factory.mktemp("once")
+    return thinkprobe.profile([SAMPLE], out, cache=False, **FAST)
+
+
+@pytest.fixture(scope="module")
+def memo():
+    from thinkprobe.encoder import make_encoder
+
+    return UnitMemo(make_encoder(overrides={"device": "cpu"}))
+
+
+@pytest.fixture
+def reuse(monkeypatch):
+    """Streams made after `reuse(encoder)` wrap that encoder (a UnitMemo that already holds the
+    units' embeddings and reader vectors) instead of a fresh one: each text is encoded once per module."""
+    import thinkprobe.pipeline
+
+    return lambda encoder: monkeypatch.setattr(thinkprobe.pipeline, "run_encoder", lambda opts, cfg: encoder)
+
+
+def test_sample_closes_to_the_one_shot_profile(sample_once, cache):
+    """Fed one character at a time, with an encoder of its own: the embeddings of units encoded a
+    few at a time are those of the one-shot run, whose encoder saw the whole trace at once."""
+    s, snaps, settled, run = _stream_and_close(SAMPLE, 1, cache)
+    assert _rows(run) == _rows(sample_once)  # exact
+    assert _spans(run) == _spans(sample_once)
+    assert settled == [u[:4] for u in _spans(sample_once)][:len(settled)]  # a settled unit never changed
+    assert len(settled) >= len(_spans(sample_once)) - 3
+    _check_snapshots(snaps)
+    assert snaps[-1].profile is None and "norms" in snaps[-1].profile_note and snaps[-1].failure_risk is None
+
+
+@pytest.mark.parametrize("size", [37, 400])
+def test_sample_in_other_pieces(sample_once, cache, memo, reuse, size):
+    reuse(memo)
+    s, snaps, settled, run = _stream_and_close(SAMPLE, size, cache)
+    assert _rows(run) == _rows(sample_once)
+    assert _spans(run) == _spans(sample_once)
+    assert settled == [u[:4] for u in _spans(sample_once)][:len(settled)]
+    _check_snapshots(snaps)
+
+
+def test_snapshots_score_against_norms(sample_once, cache, memo, reuse):
+    reuse(memo)
+    s = thinkprobe.stream(record={"model": "m"}, every=5, cache_dir=cache, norms=str(sample_once.folder / "norms.json"),
+                          **FAST)
+    for piece in _split(SAMPLE["response"], 120):
+        s.feed(piece)
+    snap = s.snapshot()  # encodes and analyses every settled unit
+    assert snap.analysed_units == snap.units > 0 and snap.profile_note is None
+    assert set(snap.profile) == {"Breadth", "Depth", "Structure", "Metacognition", "Efficiency"}
+
+
+def test_real_trace_closes_to_the_one_shot_profile(shared_data, tmp_path, reuse):
+    record = _rf_record(shared_data)
+    once = thinkprobe.profile([record], tmp_path / "once", cache=False, **FAST)
+    encoder = None
+    for size in (200, 23):  # the first stream encodes afresh; the second reuses its encoder
+        if encoder is not None:
+            reuse(encoder)
+        s, snaps, settled, run = _stream_and_close(record, size, tmp_path / "cache")
+        encoder = s.encoder
+        assert _rows(run) == _rows(once), size
+        assert _spans(run) == _spans(once)
+        assert settled == [u[:4] for u in _spans(once)][:len(settled)]
+        _check_snapshots(snaps)
+    assert len(_spans(once)) > 30
+
+
+def _settled_pieces(text: str, size: int, cfg) -> list[tuple[int, int]]:
+    """settled_fragments driven as a stream drives it (the text growing by `size` characters),
+    then the rest of the section; merged into units."""
+    frags, resume = [], 0
+    for end in range(size, len(text) + size, size):
+        got, resume = settled_fragments(text, resume, min(end, len(text)), cfg)
+        frags += got
+    frags += fragment_spans(text, resume, len(text))
+    assert frags == fragment_spans(text, 0, len(text))
+    return merge_fragments(text, frags, cfg)
+
+
+@pytest.mark.parametrize("size", [1, 9, 64, 1000])
+def test_settled_fragments_rebuild_the_whole_segmentation(size):
+    cfg = Config.load()
+    texts = [json.loads(line)["response"] for line in SAMPLES.read_text(encoding="utf-8").splitlines()]
+    texts.append("Code first:\n```py\nx = 1\n\ny = 2\n```\nThen $$a\n\nb$$ math.\nOkay.\n\\begin{align}\nz\n"
+                 "\\end{align}\nDone.\nHmm.\nHmm.")
+    for text in texts:
+        assert _settled_pieces(text, size, cfg) == unit_spans(text, Section("reasoning", "r", text, 0, len(text)), cfg)
+
+
+def test_settled_fragments_on_real_traces(shared_data):
+    cfg = Config.load()
+    with gzip.open(shared_data / "reasoningflow" / "v1" / "v1_raw_data.jsonl.gz", "rt", encoding="utf-8") as f:
+        texts = [json.loads(line)["raw_text"].get("response", "") for _, line in zip(range(40), f)]
+    for k, text in enumerate(t for t in texts if t):
+        text = text[:8000]
+        assert _settled_pieces(text, (7, 200, 1500)[k % 3], cfg) == unit_spans(
+            text, Section("reasoning", "r", text, 0, len(text)), cfg)
+
+
+PIECES = ["Let x be 2.", " so", "Okay.", "Hmm.", "1.", "\n", "\n\n", "```", "~~~", "$$", "\\[", "\\]", "\\begin{align}",
+          "\\end{align}", "$x$", "`c`", "# Head", "e.g.", "Wait,", " ", "中文。", "a", "?"]
+
+
+@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(PIECES), max_size=40), st.lists(st.integers(1, 40), min_size=1, max_size=12))
+def test_settled_fragments_on_any_text(pieces, steps):
+    """Whatever the text and wherever it is cut while it grows, the settled fragments and then the
+    rest are the fragments of the whole text (so a settled unit never changes)."""
+    text, cfg = "".join(pieces), Config.load()
+    frags, resume, end = [], 0, 0
+    for step in steps:
+        end = min(len(text), end + step)
+        got, resume = settled_fragments(text, resume, end, cfg)
+        frags += got
+    assert frags + fragment_spans(text, resume, len(text)) == fragment_spans(text, 0, len(text))
+
+
+# ----------------------------------------------------------------------------- signals
+
+
+@pytest.fixture(scope="module")
+def no_encoding_config(tmp_path_factory):
+    """A config under which a stream never encodes while fed (signals only: they read text)."""
+    path = tmp_path_factory.mktemp("cfg") / "signals.yaml"
+    path.write_text("stream:\n  encode_batch: 0\n", encoding="utf-8")
+    return str(path)
+
+
+def _fired(text: str, config: str, size: int = 50, **record) -> list[dict]:
+    s = Stream(every=3, record=record, config=config, cache=False, **FAST)
+    fired = []
+    for piece in _split(text, size):
+        snap = s.feed(piece)
+        if snap is not None:
+            assert snap.indicators is None  # nothing was encoded
+            fired.append({k: v.fired for k, v in snap.signals.items()})
+    fired.append({k: v.fired for k, v in s.snapshot(analyse=False).signals.items()})
+    return fired
+
+
+LOOP = ("<think>\nWe need the total of 3 apples and 4 apples plus 5 pears.\nFirst, 3 + 4 = 7 apples.\n"
+        + "Wait, let me recompute the apples: 3 + 4 = 7 apples in all.\nSo the total is 7 apples and 5 pears, 12 fruits.\n" * 6)
+
+
+def test_repetition_loop_fires_on_a_looping_text(no_encoding_config):
+    fired = _fired(LOOP, no_encoding_config)
+    assert not fired[0]["repetition_loop"]  # before the loop has formed
+    assert fired[-1]["repetition_loop"]
+
+
+def test_repetition_loop_on_real_traces(no_encoding_config, shared_data):
+    """Quiet on the bundled samples and the first 15 ReasoningFlow v1 traces (five models); fires on
+    the QwQ-32B trace that cycles through the same five units over and over (docs/stream.md: the
+    signal fires on 8 of the 1,260 v1 traces, each a loop of this kind)."""
+    texts = [json.loads(line)["response"] for line in SAMPLES.read_text(encoding="utf-8").splitlines()]
+    looping = None
+    with gzip.open(shared_data / "reasoningflow" / "v1" / "v1_raw_data.jsonl.gz", "rt", encoding="utf-8") as f:
+        for k, line in enumerate(f):
+            rec = json.loads(line)
+            if k < 15:
+                texts.append(rec["raw_text"].get("response", ""))
+            if rec["doc_id"] == "gpqa-diamond_144_QwQ-32B":
+                looping = rec["raw_text"]["response"]
+                break
+    for text in filter(None, texts):
+        assert not any(f["repetition_loop"] for f in _fired(text[:30000], no_encoding_config, size=400))
+    assert any(f["repetition_loop"] for f in _fired(looping, no_encoding_config, size=2000))
+
+
+def test_critique_signals_count_cue_units(no_encoding_config):
+    s = Stream(every=1, config=no_encoding_config, cache=False, **FAST)
+    s.feed("<think>\nThe answer is 4.\nWait, that's wrong.\nLet me check the sum again.\nThe sum is 9.\nNext")
+    signals = s.snapshot(analyse=False).signals
+    assert [u.text for u in s.units][-1] == "The sum is 9."  # "Next" may go on: not settled
+    assert signals["critique_run"].value == 0 and signals["revision_without_conclusion"].value == 2
+    s.feed(" line.\nWait, verify that.\nBut wait, is that right?\nActually, no.\nWait, let me double-check.\nThen")
+    signals = s.snapshot(analyse=False).signals
+    assert signals["critique_run"].value == 4 and signals["critique_run"].fired
+    assert signals["revision_without_conclusion"].value == 6 and not signals["revision_without_conclusion"].fired
+
+
+# ----------------------------------------------------------------------------- watch
+
+
+def test_watch_follows_a_growing_file(tmp_path, sample_once, memo, reuse):
+    reuse(memo)
+    path = tmp_path / "generation.txt"
+    path.write_text("", encoding="utf-8")
+    text = SAMPLE["response"]
+
+    def write():
+        with open(path, "a", encoding="utf-8") as f:
+            for piece in _split(text, 150):
+                f.write(piece)
+                f.flush()
+                time.sleep(0.05)
+            f.write("[[END]] anything after the sentinel is not profiled")
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    res = CliRunner().invoke(main, ["watch", str(path), "--follow", "--until", "[[END]]", "--idle-timeout", "60",
+                                    "--every", "5", "--json", "--device", "cpu", "--cache-dir", str(tmp_path / "c"),
+                                    "--model", "qwq-style"])
+    writer.join()
+    assert res.exit_code == 0, res.output
+    lines = [json.loads(line) for line in res.output.splitlines() if line.startswith("{")]
+    snaps = [x["snapshot"] for x in lines if "snapshot" in x]
+    assert len(snaps) >= 3 and [s["units"] for s in snaps] == sorted(s["units"] for s in snaps)
+    final = lines[-1]["final"]
+    assert final["indicators"] == _rows(sample_once)[0] and final["units"] == len(_spans(sample_once))
+
+
+def test_watch_reads_standard_input(tmp_path, sample_once, memo, reuse):
+    reuse(memo)
+    res = CliRunner().invoke(main, ["watch", "-", "--every", "5", "--device", "cpu", "--cache-dir", str(tmp_path)],
+                             input=SAMPLE["response"])
+    assert res.exit_code == 0, res.output
+    assert "units=" in res.output and "final profile of the whole text" in res.output
+    assert f"{len(_spans(sample_once))} units" in res.output and "needs norms" in res.output
+
+
+def test_stream_refuses_what_it_cannot_do():
+    with pytest.raises(TypeError, match="unknown options"):
+        thinkprobe.stream(no_such_option=1)
+    with pytest.raises(ValueError, match="graph_source"):
+        thinkprobe.stream(graph_source="input")
+
+
+def test_stream_reads_sections_as_profile_does():
+    cfg = Config.load()
+    trace = record_traces({"response": SAMPLE["response"]}, FieldMap(), "<memory>", 0)[0]
+    assert [s.name for s in trace.sections] == ["reasoning", "answer"]
+    assert {u.section for u in units_of(trace, cfg)[0]} == {"reasoning", "answer"}

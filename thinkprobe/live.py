@@ -1,0 +1,497 @@
+"""A live structural signal (issue 42): profile a generation while it is being written.
+
+    >>> s = thinkprobe.stream(norms="run/norms.json")            # doctest: +SKIP
+    >>> for piece in generation:                                  # doctest: +SKIP
+    ...     snap = s.feed(piece)                                   # a Snapshot every `every` new units, else None
+    ...     if snap and snap.signals["repetition_loop"].fired:
+    ...         stop_generating()
+    >>> run = s.close()    # a Run, as thinkprobe.profile returns for the whole text  # doctest: +SKIP
+
+What is done once per unit and what is redone (docs/stream.md):
+- Segmentation: only the text after the last settled point is split again
+  (`segment.settled_fragments`); a unit is final once a line break that no later text can move
+  follows it.
+- Encoding: every unit text is encoded once (`UnitMemo`: embedding, token count and the parser's
+  reader vector, kept by text). Settled units wait until enough are pending for the encoder's
+  same-length passes to be full (`stream.encode_share`, `stream.encode_batch`).
+- Snapshots: TextTiling over the encoded units, then the parser over the newly encoded units and
+  `stream.link_context` units before them; the edges a unit owns (those to earlier units, and its
+  forward parents) are kept from the snapshot that first linked it. Indicators over all encoded units.
+  These are approximations of the whole-trace stages (docs/stream.md measures them).
+- `close()`: the whole text through `thinkprobe.profile`'s own code path (segmentation, tiling,
+  the parser over the whole trace, indicators), with the stream's encoder, so no unit is encoded
+  twice on CPU; its indicators are those of profiling the whole text at once.
+"""
+from __future__ import annotations
+
+import contextlib
+import re
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .cognitive_profile import Normalizer, profile_row
+from .config import Config
+from .graph import block_starts, link_graphs, tile_and_type
+from .indicators import INDICATORS, compute_indicators
+from .io import record_traces
+from .nodetypes import cue_categories
+from .options import OptionError, RunOptions, option_specs
+from .records import Edge, Section, ThoughtGraph, ThoughtUnit, Trace
+from .runner import MEMORY_SOURCE, run_config, run_linker, run_typer
+from .timing import StageTimes
+from .segment import fragment_spans, is_filler, merge_fragments, settled_fragments, tile
+
+__all__ = ["stream", "Stream", "Snapshot", "Signal", "UnitMemo", "SIGNALS", "NEEDS_NORMS", "failure_risk"]
+
+# What each named signal measures (docs/stream.md defines them; thresholds in configs/default.yaml, stream.signals).
+SIGNALS: dict[str, str] = {
+    "repetition_loop": "the last units in a row that each repeat the unit p before it, for one period p <= "
+                       "loop_max_period (same words in the same order, or word-set Jaccard >= repeat_jaccard)",
+    "critique_run": "the last units in a row that carry a critique cue (lexicon CRT)",
+    "revision_without_conclusion": "units with a critique cue since the last unit with a conclusion cue (lexicon CON)",
+    "filler_run": "settled filler fragments in a row at the end of the text (\"Hmm.\" over and over: no unit forms)",
+}
+NEEDS_NORMS = "the profile needs norms: pass norms=PATH (a run's norms.json; thinkprobe watch --norms)"
+_WORDS = re.compile(r"\w+")
+
+
+def failure_risk(indicators: Mapping[str, float], tokens: int) -> float | None:
+    """The probability that the trace's answer will be wrong, from its structure so far: the hook
+    for the shipped failure-risk model (issue 42 item 2, thinkprobe/risk.py); None until it is wired."""
+    return None
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One named signal of a snapshot: `value` measured, `fired` when it reaches `threshold`."""
+
+    name: str
+    value: float
+    threshold: float
+    fired: bool
+    about: str
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Where a stream stands. `units` counts the settled Thought Units (final: later text cannot
+    change them); `pending_chars` the characters after the last of them. The indicators, profile
+    and failure risk cover the first `analysed_units` of them (those encoded so far; None before
+    the first). `signals` cover every settled unit."""
+
+    chars: int
+    units: int
+    pending_chars: int
+    analysed_units: int
+    indicators: dict[str, float] | None
+    profile: dict[str, float] | None
+    profile_note: str | None
+    failure_risk: float | None
+    signals: dict[str, Signal]
+    last_unit: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values (what `thinkprobe watch --json` prints, one line per snapshot)."""
+        out = asdict(self)
+        out["signals"] = {k: {"value": s.value, "threshold": s.threshold, "fired": s.fired} for k, s in self.signals.items()}
+        return out
+
+
+class UnitMemo:
+    """An encoder that remembers what it computed for every text: embedding, token count and, with
+    a reader attached (the parser's), the reader vector. Asked again, it encodes only texts it has
+    not seen. Anything else is the wrapped `Encoder`'s. On CPU a text's embedding does not depend on
+    the texts encoded with it (`Encoder._encode_and_count`), so serving it from memory is `exact`;
+    on CUDA it is not, and `close()` lets the run encode the whole trace afresh."""
+
+    def __init__(self, encoder):
+        self.encoder = encoder
+        self.on_encoded = self.on_encoding = None  # a run's progress callbacks (set by run_local)
+        self._rows: dict[str, tuple[np.ndarray, int]] = {}
+        self._vectors: dict[str, np.ndarray] = {}
+        self._reader = None
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name == "encoder":
+            raise AttributeError(name)
+        return getattr(self.encoder, name)
+
+    @property
+    def exact(self) -> bool:
+        return str(self.encoder.device).startswith("cpu")
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def attach_reader(self, reader) -> None:
+        if reader is not self._reader:
+            self._reader, self._vectors = reader, {}
+        self.encoder.attach_reader(reader)
+
+    def encode_and_count(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        if self.on_encoding is not None:
+            self.on_encoding(len(texts))
+        missing = [t for t in dict.fromkeys(texts) if t not in self._rows]
+        if missing:
+            emb, tok = self.encoder.encode_and_count(missing)
+            self._rows.update((t, (e, int(k))) for t, e, k in zip(missing, emb, tok))
+            if self._reader is not None:
+                self._vectors.update(zip(missing, self.encoder.reader_vectors(missing, self._reader)))
+        if self.on_encoded is not None:
+            self.on_encoded(len(texts))
+        if not texts:
+            return np.zeros((0, self.encoder.dimension), np.float32), np.zeros(0, np.int32)
+        return (np.stack([self._rows[t][0] for t in texts]),
+                np.array([self._rows[t][1] for t in texts], dtype=np.int32))
+
+    def reader_vectors(self, texts: Sequence[str], reader=None) -> np.ndarray:
+        if reader is not None:
+            self.attach_reader(reader)
+        if self._reader is None:
+            raise ValueError("no reader attached to the encoder")
+        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if missing:
+            self._vectors.update(zip(missing, self.encoder.reader_vectors(missing, self._reader)))
+        if not texts:
+            return np.zeros((0, self._reader.hidden), np.float32)
+        return np.stack([self._vectors[t] for t in texts])
+
+
+@dataclass
+class _Section:
+    """How far one section of the trace is settled."""
+
+    name: str
+    start: int
+    first: int  # index of its first unit in the stream's units
+    resume: int  # where `settled_fragments` goes on
+    seen_break: int = -1  # the last line break it was asked about
+    closed_end: int | None = None  # the section's end once a later section exists (its tail then settled too)
+    pending: list = field(default_factory=list)  # settled filler fragments waiting for the next content fragment
+
+
+@dataclass
+class _Unit:
+    """A settled unit and what the stream keeps of it."""
+
+    unit: ThoughtUnit
+    words: tuple[str, ...]  # lower-cased \w+ words, in order
+    cues: tuple[str, ...]
+    repeats: tuple[int, ...]  # per period p = 1..loop_max_period: units in a row up to this one repeating the unit p back
+    tokens: int = 0  # with the encoder's tokenizer (set when analysed)
+    cue_type: str = "RSN"  # provisional type from the cue lexicon (set when analysed)
+    node_type: str = "RSN"  # final type from the snapshot that linked it
+    concreteness: float = 0.0
+    hedge: bool = False
+    perspective: bool = False
+
+
+@contextlib.contextmanager
+def _small_model_run(linker):
+    """The parser over a snapshot's window: one torch thread (a short sequence on several threads
+    mostly waits for them), and its scores kept out of the score cache (they are not a trace's)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    cache = getattr(linker, "cache", None)
+    torch.set_num_threads(1)
+    if cache is not None:
+        linker.cache = None
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        if cache is not None:
+            linker.cache = cache
+
+
+class Stream:
+    """Profile one generation while it is written: `feed` pieces, `snapshot` at will, `close` at
+    the end. Built by `thinkprobe.stream` (see there)."""
+
+    def __init__(self, *, every: int | None = None, record: Mapping[str, Any] | None = None,
+                 text_field: str = "response", **options: Any):
+        unknown = sorted(set(options) - {f.name for f, _ in option_specs()})
+        if unknown:
+            raise TypeError(f"stream() got unknown options {', '.join(unknown)}; see help(thinkprobe.stream)")
+        self.options = dict(options)
+        self.opts = RunOptions(records=[], **options)
+        if self.opts.graph_source != "parse":
+            raise OptionError("a stream parses the text it is fed: graph_source must be 'parse'")
+        if self.opts.engine != "local":
+            raise OptionError("a stream runs on this machine: engine must be 'local'")
+        self.cfg: Config = run_config(self.opts)
+        settings = self.cfg["stream"]
+        self.every = int(every or settings["every"])
+        self.encode_share, self.encode_batch = float(settings["encode_share"]), int(settings["encode_batch"])
+        self.link_context, self.cluster_max = int(settings["link_context"]), int(settings["snapshot_cluster_max"])
+        self.thresholds = dict(settings["signals"])
+        self.record, self.text_field = dict(record or {}), text_field
+        from .pipeline import run_encoder
+
+        self.encoder = UnitMemo(run_encoder(self.opts, self.cfg))
+        cache = self.opts.cache_folder
+        self.linker = run_linker(self.opts, self.cfg, self.encoder.device, cache)
+        self.typer = run_typer(self.opts, self.linker, cache)
+        bind = getattr(self.linker, "bind_encoder", None)
+        if bind is not None:
+            bind(self.encoder)
+        self.norms = Normalizer.load(self.opts.norms) if self.opts.norms else None
+        self.text = ""
+        self.closed = False
+        self._trace: Trace | None = None
+        self._sections: list[_Section] = []
+        self._units: list[_Unit] = []
+        self._edges: list[Edge] = []  # edges of the analysed units, each kept by its later end
+        self._encoded = 0  # units [0, _encoded) are in the encoder's memory
+        self._analysed = 0  # units [0, _analysed) have types and edges
+        self._indicators: dict[str, float] | None = None
+        self._last_snapshot = 0
+        self.times = StageTimes()  # seconds per stage (settle, encode, link, indicators, close): the benchmark's breakdown
+
+    # ------------------------------------------------------------------ feeding
+
+    @property
+    def units(self) -> list[ThoughtUnit]:
+        """The settled Thought Units so far (types as the latest snapshot gave them)."""
+        return [u.unit for u in self._units]
+
+    def feed(self, piece: str) -> Snapshot | None:
+        """Append the next piece of the generation; a Snapshot when `every` units settled since the
+        last one, else None."""
+        if self.closed:
+            raise RuntimeError("the stream is closed")
+        self.text += piece
+        with self.times("settle"):
+            self._settle()
+        waiting = len(self._units) - self._encoded
+        if self.encode_batch and waiting >= min(self.encode_batch, max(self.every, int(self.encode_share * len(self._units)))):
+            self._encode()
+        if len(self._units) - self._last_snapshot < self.every:
+            return None
+        return self.snapshot(analyse=False)
+
+    def snapshot(self, analyse: bool = True) -> Snapshot:
+        """Where the stream stands now; `analyse`: encode the settled units still waiting and
+        analyse them first (the indicators then cover every settled unit)."""
+        if analyse and self._encoded < len(self._units):
+            self._encode()
+        self._last_snapshot = len(self._units)
+        ind = self._indicators
+        profile = {k: float(v) for k, v in profile_row(self.norms.z(ind)).items()} if ind is not None and self.norms else None
+        tokens = sum(u.tokens for u in self._units[:self._analysed])
+        last_end = self._units[-1].unit.end if self._units else 0
+        return Snapshot(
+            chars=len(self.text), units=len(self._units), pending_chars=len(self.text) - last_end,
+            analysed_units=self._analysed if ind is not None else 0, indicators=dict(ind) if ind is not None else None,
+            profile=profile, profile_note=None if self.norms else NEEDS_NORMS,
+            failure_risk=failure_risk(ind, tokens) if ind is not None else None,
+            signals=self.signals(), last_unit=self._units[-1].unit.text if self._units else None)
+
+    def close(self, out_dir: str | Path | None = None):
+        """End the stream: profile the whole text as `thinkprobe.profile` does (same code path, the
+        stream's encoder and parser); returns that `Run`. `out_dir` as `profile`'s."""
+        from .api import profile_run
+
+        self.closed = True
+        temporary = out_dir is None
+        out = Path(tempfile.mkdtemp(prefix="thinkprobe-stream-")) if temporary else Path(out_dir)
+        opts = RunOptions(records=[self.record_now()], out_dir=str(out), **self.options)
+        with self.times("close"):
+            return profile_run(opts, temporary, encoder=self.encoder if self.encoder.exact else None, linker=self.linker)
+
+    def record_now(self) -> dict:
+        """The record of the text so far, as `close` profiles it."""
+        return {**self.record, self.text_field: self.text}
+
+    # ------------------------------------------------------------------ segmentation
+
+    def _current_trace(self) -> Trace | None:
+        item = record_traces(self.record_now(), self.opts.field_map, MEMORY_SOURCE, 0)[0]
+        return item if isinstance(item, Trace) and item.given is None else None
+
+    def _settle(self) -> None:
+        trace = self._current_trace()
+        if trace is None:
+            return
+        self._trace = trace
+        sections = trace.sections
+        for k, sec in enumerate(sections):
+            state = self._sections[k] if k < len(self._sections) else None
+            if state is None or (state.name, state.start) != (sec.name, sec.start) or state.resume > sec.end or (
+                    state.closed_end is not None and state.closed_end != sec.end):
+                first = state.first if state is not None else len(self._units)
+                self._truncate(first)
+                del self._sections[k:]
+                state = _Section(sec.name, sec.start, first, sec.start)
+                self._sections.append(state)
+            if k < len(sections) - 1:
+                if state.closed_end is None:  # the section has ended: its tail settles too
+                    self._close_section(state, sec)
+            else:
+                self._advance(state, sec)
+        if len(self._sections) > len(sections):
+            self._truncate(self._sections[len(sections)].first)
+            del self._sections[len(sections):]
+
+    def _advance(self, state: _Section, sec: Section) -> None:
+        brk = self.text.rfind("\n", state.resume, sec.end)
+        if brk <= state.seen_break:
+            return  # no new line break: nothing can have settled
+        state.seen_break = brk
+        frags, state.resume = settled_fragments(sec.text, state.resume, sec.end, self.cfg)
+        last = next((k for k in range(len(frags) - 1, -1, -1) if not is_filler(sec.text[slice(*frags[k])], self.cfg)), -1)
+        if last < 0:  # filler only so far: it waits for content (state.pending holds only filler)
+            state.pending += frags
+            return
+        frags, state.pending = state.pending + frags[:last + 1], frags[last + 1:]
+        self._append(sec, merge_fragments(sec.text, frags, self.cfg))
+
+    def _close_section(self, state: _Section, sec: Section) -> None:
+        frags = state.pending + fragment_spans(sec.text, state.resume, sec.end, self.cfg.segment.max_line_chars)
+        state.pending = []
+        spans = merge_fragments(sec.text, frags, self.cfg)
+        if frags and len(self._units) > state.first and all(is_filler(sec.text[s:e], self.cfg) for s, e in frags):
+            last = self._units[-1].unit  # the section ends in filler only: its last unit takes it in (as unit_spans does)
+            self._truncate(len(self._units) - 1)
+            spans = [(last.start, frags[-1][1])]
+        self._append(sec, spans)
+        state.resume, state.closed_end = sec.end, sec.end
+
+    def _append(self, sec: Section, spans: Sequence[tuple[int, int]]) -> None:
+        periods = range(1, self.thresholds["loop_max_period"] + 1)
+        for s, e in spans:
+            text = sec.text[s:e]
+            words = tuple(w.lower() for w in _WORDS.findall(text))
+            k = len(self._units)
+            before = self._units[-1].repeats if self._units else (0,) * len(periods)
+            repeats = tuple(before[p - 1] + 1 if p <= k and self._repeat(words, self._units[k - p].words) else 0
+                            for p in periods)
+            self._units.append(_Unit(ThoughtUnit(k, sec.name, s, e, text, 0), words, cue_categories(text, self.cfg), repeats))
+
+    def _repeat(self, a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+        """Whether a unit's words repeat another's: the same words in the same order, or (both of at
+        least repeat_min_words distinct words) word sets of Jaccard similarity >= repeat_jaccard."""
+        if a == b:
+            return bool(a)
+        sa, sb = set(a), set(b)
+        small = min(len(sa), len(sb)) < self.thresholds["repeat_min_words"]
+        return not small and len(sa & sb) >= self.thresholds["repeat_jaccard"] * len(sa | sb)
+
+    def _truncate(self, n: int) -> None:
+        """Forget the units from index n on (the text before them was read differently)."""
+        if n >= len(self._units):
+            return
+        del self._units[n:]
+        self._encoded = min(self._encoded, n)
+        if self._analysed > n:
+            self._analysed = n
+            self._edges = [e for e in self._edges if max(e.src, e.dst) < n]
+            self._measure()
+        self._last_snapshot = min(self._last_snapshot, n)
+
+    # ------------------------------------------------------------------ encoding and analysis
+
+    def _encode(self) -> None:
+        with self.times("encode"):
+            self.encoder.encode_and_count([u.unit.text for u in self._units[self._encoded:]])
+        self._encoded = len(self._units)
+        self._analyse()
+
+    def _analyse(self) -> None:
+        """Type, link and measure the encoded units (see the module docstring)."""
+        start, stop = self._analysed, self._encoded
+        if stop <= start or self._trace is None:
+            return
+        with self.times("tile_type"):
+            units, emb, tok, seg = self._tile_and_type(start, stop)
+        w0 = max(0, start - self.link_context)
+        window = ThoughtGraph(
+            trace=self._trace, edges=[], embeddings=emb[w0:], tokens=tok[w0:],
+            units=[ThoughtUnit(k - w0, u.section, u.start, u.end, u.text, int(seg[k]), self._units[k].cue_type,
+                               self._units[k].cues) for k, u in enumerate(units) if k >= w0],
+            concreteness=np.array([u.concreteness for u in self._units[w0:stop]]),
+            hedge=np.array([u.hedge for u in self._units[w0:stop]]),
+            perspective=np.array([u.perspective for u in self._units[w0:stop]]))
+        if len(window.units) > 1:
+            with self.times("link"), _small_model_run(self.linker):
+                link_graphs([window], self.linker, self.typer)
+        for k in range(start, stop):
+            kept = self._units[k]
+            kept.node_type = window.units[k - w0].node_type
+            kept.unit = ThoughtUnit(k, kept.unit.section, kept.unit.start, kept.unit.end, kept.unit.text, int(seg[k]),
+                                    kept.node_type, kept.cues)
+        self._edges += [Edge(e.src + w0, e.dst + w0, e.edge_type, e.polarity, e.score)
+                        for e in window.edges if max(e.src, e.dst) + w0 >= start]
+        self._analysed = stop
+        self._measure()
+
+    def _measure(self) -> None:
+        """The indicators of the analysed units (semantic_spread exact up to stream.snapshot_cluster_max content units)."""
+        kept = self._units[:self._analysed]
+        if not kept or self._trace is None:
+            self._indicators = None
+            return
+        emb, tok = self.encoder.encode_and_count([u.unit.text for u in kept])
+        whole = ThoughtGraph(
+            trace=self._trace, units=[u.unit for u in kept], edges=self._edges, embeddings=emb, tokens=tok,
+            concreteness=np.array([u.concreteness for u in kept]), hedge=np.array([u.hedge for u in kept]),
+            perspective=np.array([u.perspective for u in kept]))
+        with self.times("indicators"):
+            self._indicators = compute_indicators(whole.arrays(), cluster_distance=self.cfg.indicators.cluster_distance,
+                                                  cluster_exact_max=min(self.cluster_max, self.cfg.indicators.cluster_exact_max))
+
+    def _tile_and_type(self, start: int, stop: int):
+        """TextTiling over units [0, stop), the per-unit features of [start, stop)."""
+        units = [u.unit for u in self._units[:stop]]
+        emb, tok = self.encoder.encode_and_count([u.text for u in units])
+        tiling = self.cfg.tiling
+        seg = tile(emb, block_starts(units), window=tiling.window, min_block_units=tiling.min_block_units,
+                   cutoff_std=tiling.cutoff_std, min_depth=tiling.min_depth)
+        # per-unit features of the new units: the pipeline's own function (its tiling of them alone is not used)
+        fresh = [ThoughtUnit(k, u.section, u.start, u.end, u.text, 0) for k, u in enumerate(units[start:])]
+        typed = tile_and_type(self._trace, (fresh, []), emb[start:], tok[start:], self.cfg)
+        for k, t in enumerate(typed.units):
+            kept = self._units[start + k]
+            kept.cue_type, kept.concreteness = t.node_type, float(typed.concreteness[k])
+            kept.hedge, kept.perspective = bool(typed.hedge[k]), bool(typed.perspective[k])
+            kept.tokens = int(tok[start + k])
+        return units, emb, tok, seg
+
+    # ------------------------------------------------------------------ signals
+
+    def signals(self) -> dict[str, Signal]:
+        """The named signals over the settled units (docs/stream.md defines each)."""
+        th, units = self.thresholds, self._units
+        loop = max(units[-1].repeats) if units else 0
+        run = 0
+        for u in reversed(units):
+            if "CRT" not in u.cues:
+                break
+            run += 1
+        revisions = 0
+        for u in reversed(units):
+            if "CON" in u.cues:
+                break
+            revisions += "CRT" in u.cues
+        filler = len(self._sections[-1].pending) if self._sections else 0
+        values = {"repetition_loop": (loop, th["loop_min"]), "critique_run": (run, th["critique_run"]),
+                  "revision_without_conclusion": (revisions, th["revision_min"]), "filler_run": (filler, th["filler_run"])}
+        return {name: Signal(name, float(v), float(t), v >= t, SIGNALS[name]) for name, (v, t) in values.items()}
+
+
+def stream(*, every: int | None = None, record: Mapping[str, Any] | None = None, text_field: str = "response",
+           **options: Any) -> Stream:
+    """A `Stream`: profile one generation while it is written.
+
+    `feed(piece)` appends text and returns a `Snapshot` every `every` newly settled Thought Units
+    (default: the config's stream.every), else None; `snapshot()` gives one now; `close()` returns
+    the `Run` that `thinkprobe.profile` gives for the whole text (its indicators equal).
+    `record`: the rest of the record the text belongs to (model, question, id...); the text goes
+    into its `text_field` ("response": reasoning in <think> tags is found as in a file). The
+    options are `thinkprobe.profile`'s; `norms` (a run's norms.json) gives snapshots a profile."""
+    return Stream(every=every, record=record, text_field=text_field, **options)

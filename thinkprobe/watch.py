@@ -1,0 +1,188 @@
+"""`thinkprobe watch FILE|-`: follow a generation as it is written (a growing file, or standard
+input fed by a streaming client) through `thinkprobe.stream`, show each snapshot, and end with
+the profile of the whole text. On a terminal the snapshot is a panel redrawn in place (rich);
+otherwise one line per snapshot (JSON with --json), so the output can be piped and logged.
+
+It ends at the end of standard input; for a file, when the text holds the `until` sentinel
+(what follows it is not profiled), when the file stops growing for `idle_timeout` seconds, or
+without `follow` at the file's current end; and on Ctrl-C. Each way the stream is closed and
+the final profile printed.
+"""
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import sys
+import time
+from typing import Any, Callable, TextIO
+
+from .cognitive_profile import DIMENSION_NAMES, Normalizer, profile_row
+from .indicators import DIMENSIONS, INDICATORS
+from .live import NEEDS_NORMS, Snapshot, Stream
+
+__all__ = ["watch", "read_pieces", "snapshot_line", "final_summary"]
+
+READ_BYTES = 1 << 16
+
+
+def _reader(source: str, stdin=None):
+    """(read() -> the bytes that have arrived, up to READ_BYTES; b"" when none, close())."""
+    if source != "-":
+        handle = open(source, "rb")
+        return (lambda: handle.read(READ_BYTES)), handle.close
+    stream = stdin if stdin is not None else sys.stdin.buffer
+    try:  # a pipe or a terminal: os.read returns what has arrived without waiting for a full buffer
+        fd = stream.fileno()
+        return (lambda: os.read(fd, READ_BYTES)), (lambda: None)
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation: a stream in memory
+        read = getattr(stream, "read1", stream.read)
+        return (lambda: read(READ_BYTES)), (lambda: None)
+
+
+def read_pieces(source: str, *, follow: bool = False, until: str | None = None, idle_timeout: float = 10.0,
+                interval: float = 0.2, piece: int = 256, stdin=None):
+    """The text of `source` ("-": standard input) in pieces of at most `piece` characters, as it
+    arrives (see the module docstring for when it ends). UTF-8 split across reads is decoded whole."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    read, close = _reader(source, stdin)
+    pending = ""  # decoded, not yet given out: the last len(until) - 1 characters wait for the rest of a sentinel
+    idle_since = time.monotonic()
+    try:
+        while True:
+            data = read()
+            if not data:
+                if source == "-" or not follow or time.monotonic() - idle_since > idle_timeout:
+                    yield from _split(pending + decoder.decode(b"", final=True), piece)
+                    return
+                time.sleep(interval)
+                continue
+            idle_since = time.monotonic()
+            pending += decoder.decode(data)
+            if until:
+                at = pending.find(until)
+                if at >= 0:
+                    yield from _split(pending[:at], piece)
+                    return
+                cut = max(0, len(pending) - len(until) + 1)
+                ready, pending = pending[:cut], pending[cut:]
+            else:
+                ready, pending = pending, ""
+            yield from _split(ready, piece)
+    finally:
+        close()
+
+
+def _split(text: str, piece: int):
+    for i in range(0, len(text), piece):
+        yield text[i:i + piece]
+
+
+def snapshot_line(snap: Snapshot) -> str:
+    """One line per snapshot for a log: counts, the signals (value/threshold, ! when fired), the profile."""
+    signals = " ".join(f"{k}={s.value:g}/{s.threshold:g}{'!' if s.fired else ''}" for k, s in snap.signals.items())
+    profile = (" ".join(f"{d}={v:+.2f}" for d, v in snap.profile.items()) if snap.profile
+               else "profile: needs --norms" if snap.indicators is not None else "profile: not yet")
+    risk = "" if snap.failure_risk is None else f" failure_risk={snap.failure_risk:.2f}"
+    return (f"units={snap.units} analysed={snap.analysed_units} pending_chars={snap.pending_chars} {signals} "
+            f"{profile}{risk}")
+
+
+def final_summary(run, norms: Normalizer | None) -> dict[str, Any]:
+    """The whole text's result: units, the 19 indicators and the profile against `norms` (None without)."""
+    if not len(run.indicators):
+        return {"units": 0, "indicators": None, "profile": None, "profile_note": "no trace was profiled",
+                "errors": run.errors}
+    row = run.indicators.iloc[0]
+    indicators = {k: float(row[k]) for k in INDICATORS}
+    profile = {k: float(v) for k, v in profile_row(norms.z(indicators)).items()} if norms else None
+    return {"units": int(row["units"]), "tokens": int(row["tokens"]), "indicators": indicators, "profile": profile,
+            "profile_note": None if norms else NEEDS_NORMS}
+
+
+def _final_text(final: dict[str, Any]) -> str:
+    if final["indicators"] is None:
+        return f"final: {final['profile_note']}"
+    lines = [f"final profile of the whole text: {final['units']} units, {final['tokens']} tokens"]
+    for dim, names in DIMENSIONS.items():
+        lines.append(f"  {dim:<13} " + "  ".join(f"{n} {final['indicators'][n]:.4g}" for n in names))
+    lines.append("  profile: " + (" ".join(f"{d} {final['profile'][d]:+.3f}" for d in DIMENSION_NAMES)
+                                  if final["profile"] else final["profile_note"]))
+    return "\n".join(lines)
+
+
+class _Panel:
+    """The live panel on a terminal (rich): counts, signals, indicators and profile of the latest snapshot."""
+
+    def __init__(self, out: TextIO):
+        from rich.console import Console
+        from rich.live import Live
+
+        self.console = Console(file=out)
+        self.live = Live(console=self.console, auto_refresh=False, transient=False)
+        self.live.start()
+
+    def show(self, snap: Snapshot) -> None:
+        from rich.table import Table
+
+        table = Table(title=f"thinkprobe watch: {snap.units} units settled, {snap.analysed_units} analysed, "
+                            f"{snap.pending_chars} characters pending", show_header=False, expand=False)
+        table.add_column("what", style="bold")
+        table.add_column("value")
+        for name, s in snap.signals.items():
+            table.add_row(name, f"[{'red' if s.fired else 'green'}]{s.value:g} / {s.threshold:g}"
+                                f"{'  FIRED' if s.fired else ''}[/]")
+        if snap.indicators is not None:
+            for dim, names in DIMENSIONS.items():
+                table.add_row(dim, "  ".join(f"{n} {snap.indicators[n]:.3g}" for n in names))
+        table.add_row("profile", " ".join(f"{d} {v:+.2f}" for d, v in snap.profile.items()) if snap.profile
+                      else (snap.profile_note or ""))
+        table.add_row("failure risk", "-" if snap.failure_risk is None else f"{snap.failure_risk:.2f}")
+        if snap.last_unit:
+            table.add_row("last unit", snap.last_unit[:160].replace("\n", " "))
+        self.live.update(table, refresh=True)
+
+    def stop(self) -> None:
+        self.live.stop()
+
+
+def watch(source: str, *, out_dir: str | None = None, follow: bool = False, until: str | None = None,
+          idle_timeout: float = 10.0, every: int | None = None, as_json: bool = False, text_field: str = "response",
+          out: TextIO | None = None, panel: bool | None = None, emit: Callable[[Snapshot], None] | None = None,
+          **options: Any) -> dict[str, Any]:
+    """Follow `source` through a stream (see the module docstring); returns the final summary.
+    `panel`: the rich panel (default: when `out` is a terminal and not `as_json`); `emit`, when
+    given, also receives every snapshot. `options` are `thinkprobe.profile`'s."""
+    out = out or sys.stdout
+    panel = (out.isatty() and not as_json) if panel is None else panel
+    s = Stream(every=every, text_field=text_field, **options)
+    view = _Panel(out) if panel else None
+
+    def show(snap: Snapshot) -> None:
+        if emit is not None:
+            emit(snap)
+        if view is not None:
+            view.show(snap)
+        elif as_json:
+            print(json.dumps({"snapshot": snap.as_dict()}), file=out, flush=True)
+        else:
+            print(snapshot_line(snap), file=out, flush=True)
+
+    try:
+        for piece in read_pieces(source, follow=follow, until=until, idle_timeout=idle_timeout):
+            snap = s.feed(piece)
+            if snap is not None:
+                show(snap)
+        if s.units:
+            show(s.snapshot())  # every settled unit analysed
+    except KeyboardInterrupt:
+        print("interrupted: closing the stream", file=sys.stderr)
+    finally:
+        if view is not None:
+            view.stop()
+    run = s.close(out_dir)
+    final = final_summary(run, s.norms)
+    if out_dir:
+        final["run"] = str(out_dir)
+    print(json.dumps({"final": final}) if as_json else _final_text(final), file=out, flush=True)
+    return final
