@@ -345,3 +345,13 @@ def test_long_trace_page_has_zoom_and_a_visible_legend(tmp_path):
     page = write_trace_view(run, "long").read_text(encoding="utf-8")
     assert 'data-zoom="fit"' in page and 'data-zoom="in"' in page and 'id="graph"' in page
     assert "inference (" in page and "critique (" in page  # edge legend in the page, not only in the image
+
+
+def test_report_has_the_unusual_traces_and_model_choice_sections(run_dir):
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    for title in ("Unusual traces and failure risk", "Which model for which domain"):
+        assert f"<h2>{title}</h2>" in page and f"## {title}" in md
+    glossary = page[page.index("<h2>Glossary</h2>"):]
+    for name in ("anomaly", "drivers", "failure_risk", "fit", "tier"):
+        assert f"<dt>{name}</dt>" in glossary, name

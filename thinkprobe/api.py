@@ -19,8 +19,9 @@ from typing import Any, Iterable, Mapping
 
 from .options import OptionError, RunOptions, option_specs, options_doc
 from .runner import field_warnings
-from .outputs import (ERRORS_FILE, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE, MODEL_GROUP_PROFILES_TABLE,
-                      MODEL_PROFILES_TABLE, OUTPUT_FILES, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, Table)
+from .outputs import (ANOMALIES_TABLE, ERRORS_FILE, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
+                      MODEL_GROUP_PROFILES_TABLE, MODEL_PROFILES_TABLE, OUTPUT_FILES, PROFILE_TABLE, REDUNDANCY_TABLE,
+                      RUN_JSON, STATS_CSV, Table)
 from .records import GraphRecord, iter_graph_records
 
 __all__ = ["profile", "profile_run", "Run", "load_run", "as_records", "OutputFolderError", "prepare_out_dir",
@@ -283,6 +284,14 @@ class Run:
                                   "and mean profile.")
     redundancy = _frame(REDUNDANCY_TABLE,
                         "One row per trace: CoTJudger's redundancy metrics (Acc and DR/SV/EE/EB null when unknown).")
+    anomalies = _frame(ANOMALIES_TABLE, "One row per trace: anomaly (distance from its own model's traces), "
+                                        "anomaly_rank, drivers and failure_risk (anomalies.csv).")
+
+    def select(self, domain: str | None = None, want: str | None = None, like=None):
+        """The models ranked by fit, as `thinkprobe select` ranks them (thinkprobe.choice.Selection)."""
+        from .choice import select_run
+
+        return select_run(self.folder, domain=domain, want=want, like=like)
 
     @cached_property
     def stats(self):

@@ -303,6 +303,10 @@ class StatsSettings:
     cv_folds: int
     cv_seed: int
     min_class: int
+    anomaly_min_traces: int
+    anomaly_drivers: int
+    anomaly_driver_z: float
+    unusual_per_model: int
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ from .records import GRAPHS_FILE
 from .tables import csv_text, fmt_float, read_csv, write_atomic
 
 __all__ = ["Table", "RunFile", "INDICATORS_TABLE", "PROFILE_TABLE", "MODEL_PROFILES_TABLE",
-           "MODEL_DOMAIN_PROFILES_TABLE", "MODEL_GROUP_PROFILES_TABLE", "REDUNDANCY_TABLE", "MODEL_REDUNDANCY_TABLE", "TABLES",
+           "MODEL_DOMAIN_PROFILES_TABLE", "MODEL_GROUP_PROFILES_TABLE", "REDUNDANCY_TABLE", "MODEL_REDUNDANCY_TABLE",
+           "ANOMALIES_TABLE", "TABLES",
            "REDUNDANCY_COLUMNS", "REDUNDANCY_METRICS", "GRAPHS_FILE", "GRAPHS_PARQUET", "ERRORS_FILE",
            "NORMS_FILE", "RUN_JSON", "STATS_JSON", "STATS_CSV", "ANALYSES_JSON", "ANALYSIS_TABLES",
            "LEVEL_REDUNDANCY_TABLE", "POSITIONS_TABLE", "OUTCOME_TOKENS_TABLE", "LENGTHS_TABLE", "TRANSITIONS_TABLE",
@@ -107,10 +108,15 @@ ROLES_TABLE = _table("roles.csv", ("by", "group", "type", "units", "share", "tra
                      floats=("share",))
 DYNAMICS_TABLE = _table("dynamics.csv", ("model", "bin", "start", "end", "type", "units", "share"),
                         ints=("bin", "units"), floats=("start", "end", "share"))
+# Unusual traces (thinkprobe.anomalies): robust distance from the trace's own model, its drivers,
+# and the failure risk (thinkprobe.risk); anomaly_reason says why a trace has no anomaly score.
+ANOMALIES_TABLE = _table("anomalies.csv", (*KEYS, "anomaly", "anomaly_rank", "anomaly_reason", "drivers", "failure_risk"),
+                         ints=("anomaly_rank",), floats=("anomaly", "failure_risk"), parquet=True)
 ANALYSIS_TABLES: tuple[Table, ...] = (LEVEL_REDUNDANCY_TABLE, POSITIONS_TABLE, OUTCOME_TOKENS_TABLE, LENGTHS_TABLE,
                                       TRANSITIONS_TABLE, PARETO_TABLE, ROLES_TABLE, DYNAMICS_TABLE)
 TABLES: tuple[Table, ...] = (INDICATORS_TABLE, PROFILE_TABLE, MODEL_PROFILES_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
-                             MODEL_GROUP_PROFILES_TABLE, REDUNDANCY_TABLE, MODEL_REDUNDANCY_TABLE, *ANALYSIS_TABLES)
+                             MODEL_GROUP_PROFILES_TABLE, REDUNDANCY_TABLE, MODEL_REDUNDANCY_TABLE, ANOMALIES_TABLE,
+                             *ANALYSIS_TABLES)
 
 GRAPHS_PARQUET = "graphs.parquet"
 ERRORS_FILE = "errors.jsonl"

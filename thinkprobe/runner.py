@@ -377,6 +377,7 @@ def write_outputs(out: Path, joined: Joined, prof: list[dict], by_model: list[di
 def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: RunOptions, resumed: int = 0,
              progress: Progress | None = None) -> dict:
     """Join the committed chunks into the output files, compute the corpus profile and the statistics."""
+    from .anomalies import write_anomalies
     from .stats import write_stats
 
     stage = progress.stage if progress is not None else (lambda name: None)
@@ -391,6 +392,8 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     by_model_domain = group_profiles(prof, ("model", "domain"))
     stage("assemble: writing tables")
     write_outputs(out, joined, prof, by_model, by_model_domain, norms, run_info(opts, cfg, encoder, linker, joined))
+    stage("assemble: unusual traces and failure risk")
+    write_anomalies(out, cfg.stats)
     stage("stats")
     write_stats(out, cfg.stats)
     return {"out_dir": str(out), "traces": len(joined.rows), "errors": joined.errors, "resumed": resumed,

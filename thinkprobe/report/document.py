@@ -10,6 +10,7 @@ from typing import Sequence
 from ..outputs import INDICATORS_TABLE, read_table
 from ..tables import read_csv
 from .coverage import coverage_html, coverage_md
+from .decisions import decision_sections, sections_html, sections_md
 from .glossary import GLOSSARY, definition, glossary_items
 from .markup import data_uri, esc, html_page, html_table, md_table
 from .style import DIMS, as_number, display_label, format_number
@@ -216,6 +217,7 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
 <h2>Reliability of repeated answers</h2>
 {icc_html}
 {outcome}
+{sections_html(decision_sections(run_dir, rows, pages), GLOSSARY)}
 <h2>Model × domain profiles</h2>
 {img("heatmap", "Heat map of the model by domain profiles")}
 <details><summary>Values</summary>{html_table(["model", "domain", "n", *DIMS], cell_rows, left=2, titles=titled(["n", *DIMS]))}</details>
@@ -258,6 +260,7 @@ def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=
         if outcome_rows(stats):
             parts += [md_table(OUTCOME_HEADER,
                                 outcome_rows(stats)), ""]
+    parts += sections_md(decision_sections(run_dir, rows, pages))
     parts += ["## Model × domain profiles", "", "![Heat map](figures/heatmap.png)", "",
               md_table(["model", "domain", "n", *DIMS],
                         [[c["model"], display_label(c["domain"]), c["n"], *(format_number(c[d], 2) for d in DIMS)] for c in cells]), ""]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from ..indicators import dimension_glossary, indicator_glossary
 
-__all__ = ["ANALYSES_GLOSSARY", "COVERAGE_GLOSSARY", "DIMENSION_GLOSSARY", "INDICATOR_GLOSSARY", "REDUNDANCY_GLOSSARY",
-           "STATS_GLOSSARY", "TABLE_GLOSSARY", "GLOSSARY", "definition",
+__all__ = ["ANALYSES_GLOSSARY", "COVERAGE_GLOSSARY", "DECISIONS_GLOSSARY", "DIMENSION_GLOSSARY", "INDICATOR_GLOSSARY",
+           "REDUNDANCY_GLOSSARY", "STATS_GLOSSARY", "TABLE_GLOSSARY", "GLOSSARY", "definition",
            "glossary_items"]
 
 DIMENSION_GLOSSARY: dict[str, str] = dimension_glossary()
@@ -67,6 +67,30 @@ COVERAGE_GLOSSARY: dict[str, str] = {
 }
 
 
+DECISIONS_GLOSSARY: dict[str, str] = {
+    "anomaly": "robust Mahalanobis distance of a trace's 19 indicators from its own model's traces: robust z "
+               "(median, 1.4826 x MAD; the standard deviation where the MAD is 0) per indicator, Ledoit-Wolf shrinkage covariance of the z clipped to ±3; "
+               "empty for a model with too few traces (anomaly_reason says why)",
+    "anomaly_rank": "1 = the model's most unusual trace",
+    "drivers": "the indicators with the largest |robust z| (at least the config's anomaly_driver_z), signed: "
+               "+ above the model's median, - below",
+    "failure_risk": "calibrated probability that the final answer is wrong, from the reasoning's structure alone "
+                    "(unit types, edges, length, candidate answers in the reasoning; never the answer section, "
+                    "the gold answer or a grade): models/failure-risk",
+    "fit": "how well a model's profile matches what is wanted: the mean signed z over the wanted dimensions "
+           "(--want), or minus the distance of its mean profile from a target (--like); higher fits better",
+    "interval": "percentile bootstrap interval of the fit (stats bootstrap settings); questions are resampled, "
+                "paired across models, when every model answered the same questions",
+    "tier": "tier 1: the best model and every model the run cannot tell apart from it (the bootstrap interval "
+            "of their difference in fit contains 0); each later tier starts at the first model told apart",
+    "accuracy": "share of the model's graded traces whose final answer is correct",
+    "models": "models with traces in the domain, ranked by fit",
+    "tier 1": "the domain's best model by fit and every model the run cannot tell apart from it (see tier)",
+    "told apart from the rest": "yes: tier 1 holds the best model alone (every other model's difference "
+                                "interval excludes 0); no: tier 1 holds two or more models",
+}
+
+
 TABLE_GLOSSARY: dict[str, str] = {
     "units": "Thought Units of the trace (its reasoning and answer sections cut into units)",
     "edges": "typed edges of the trace's Thought Graph",
@@ -94,7 +118,7 @@ TABLE_GLOSSARY: dict[str, str] = {
 
 
 GLOSSARY: dict[str, str] = {**DIMENSION_GLOSSARY, **INDICATOR_GLOSSARY, **REDUNDANCY_GLOSSARY, **STATS_GLOSSARY,
-                            **ANALYSES_GLOSSARY, **TABLE_GLOSSARY, **COVERAGE_GLOSSARY}
+                            **ANALYSES_GLOSSARY, **TABLE_GLOSSARY, **COVERAGE_GLOSSARY, **DECISIONS_GLOSSARY}
 
 
 def definition(term: str) -> str:
@@ -111,4 +135,5 @@ def glossary_items() -> list[tuple[str, list[tuple[str, str]]]]:
             ("Statistics", list(STATS_GLOSSARY.items())),
             ("CoTJudger's analyses", list(ANALYSES_GLOSSARY.items())),
             ("Tables and trace pages", list(TABLE_GLOSSARY.items())),
-            ("Records read, profiled and skipped", list(COVERAGE_GLOSSARY.items()))]
+            ("Records read, profiled and skipped", list(COVERAGE_GLOSSARY.items())),
+            ("Unusual traces, failure risk and model choice", list(DECISIONS_GLOSSARY.items()))]

@@ -1,0 +1,285 @@
+"""Issue 42's decisions: unusual traces (anomalies.csv), failure risk from structure alone, model
+choice (`thinkprobe select`) and their report sections, on hand-built run folders (no encoder)."""
+import copy
+import csv
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from thinkprobe.anomalies import anomaly_rows, robust_z, write_anomalies
+from thinkprobe.choice import parse_want, select_models, select_run
+from thinkprobe.cli import main
+from thinkprobe.config import Config
+from thinkprobe.indicators import DIMENSIONS, INDICATORS
+from thinkprobe.outputs import ANOMALIES_TABLE
+from thinkprobe.risk import RISK_FEATURES, failure_risk, load_failure_risk, risk_features
+
+from run_folder import make_graph, write_run
+
+SETTINGS = Config.load().stats
+
+
+def _indicator_rows(rng, model, n, domain="math"):
+    return [{"trace_id": f"{model}-{k}", "model": model, "domain": domain, "source_id": None,
+             **{name: float(rng.normal(1.0, 0.2)) for name in INDICATORS}} for k in range(n)]
+
+
+def test_anomalies_rank_within_model_name_drivers_and_explain_small_models():
+    rng = np.random.default_rng(0)
+    rows = _indicator_rows(rng, "big", 40) + _indicator_rows(rng, "solo", 1) + _indicator_rows(rng, "other", 12)
+    rows[7]["redundancy_ratio"] = 9.0  # far outside its model on one indicator
+    out = anomaly_rows(rows, SETTINGS, {"big-0": 0.25})
+    assert [r["trace_id"] for r in out] == [r["trace_id"] for r in rows]
+    big = [r for r in out if r["model"] == "big"]
+    assert sorted(r["anomaly_rank"] for r in big) == list(range(1, 41))
+    assert sorted(r["anomaly_rank"] for r in out if r["model"] == "other") == list(range(1, 13))
+    top = min(big, key=lambda r: r["anomaly_rank"])
+    assert top["trace_id"] == "big-7" and top["drivers"].startswith("redundancy_ratio +")
+    assert all(r["anomaly"] >= 0 and r["anomaly_reason"] is None for r in big)
+    solo = next(r for r in out if r["model"] == "solo")
+    assert solo["anomaly"] is None and solo["anomaly_rank"] is None and "1 trace" in solo["anomaly_reason"]
+    assert out[0]["failure_risk"] == 0.25 and out[1]["failure_risk"] is None
+
+
+def test_anomaly_scores_follow_the_model_not_the_run():
+    """A trace ordinary for its own model is not unusual because another model differs."""
+    rng = np.random.default_rng(1)
+    a, b = _indicator_rows(rng, "a", 30), _indicator_rows(rng, "b", 30)
+    for r in b:
+        r.update({name: r[name] + 50 for name in INDICATORS})
+    alone = anomaly_rows(a, SETTINGS)
+    together = anomaly_rows(a + b, SETTINGS)[:30]
+    assert [r["anomaly"] for r in alone] == pytest.approx([r["anomaly"] for r in together])
+
+
+def test_robust_z_takes_the_median_of_finite_values_only():
+    """A NaN or an infinite value (an indicator undefined for a trace) counts as the median of the
+    finite ones; a column with no finite value gives 0, not NaN."""
+    x = np.array([[1.0, np.nan], [2.0, np.nan], [3.0, np.nan], [np.inf, np.nan], [np.nan, np.nan]])
+    z = robust_z(x)
+    assert np.isfinite(z).all()
+    assert z[:, 1].tolist() == [0.0] * 5
+    assert z[1, 0] == 0.0 and z[3, 0] == 0.0 and z[4, 0] == 0.0  # median of 1, 2, 3 is 2
+    assert z[0, 0] == pytest.approx(-z[2, 0]) and z[2, 0] > 0
+
+
+# ----------------------------------------------------------------------------- failure risk
+
+
+def _graph(trace_id="t", n=30):
+    return make_graph(trace_id, "m", "math", n)
+
+
+def test_failure_risk_is_a_probability_for_every_trace():
+    model = load_failure_risk()
+    assert model.features == RISK_FEATURES
+    risks = [failure_risk(_graph(f"t{n}", n)) for n in (1, 5, 30, 200)]
+    assert all(0.0 <= p <= 1.0 for p in risks)
+    batch = model.probability([risk_features(_graph(f"t{n}", n)) for n in (1, 5, 30, 200)])
+    assert batch.tolist() == pytest.approx(risks)
+
+
+def test_failure_risk_reads_neither_the_answer_nor_the_gold_nor_a_grade():
+    rec = _graph()
+    base = risk_features(rec)
+    altered = copy.deepcopy(rec)
+    altered.update(gold_answer="-1", correct=False, question="Something else entirely?")
+    altered["redundancy"] = {"final_correct": False, "candidates": [{"unit": 3, "value": "7", "correct": False}]}
+    answer = next(u for u in altered["units"] if u["section"] == "answer")
+    answer.update(text="So the answer is \\boxed{1234}. Wait, no: maybe 7.", type="CRT", cues=["CRT", "hedge"],
+                  tokens=300)
+    altered["fields"]["response"] += " and more answer text"
+    stripped = copy.deepcopy(rec)
+    keep = {u["id"] for u in stripped["units"] if u["section"] != "answer"}
+    stripped["units"] = [u for u in stripped["units"] if u["id"] in keep]
+    stripped["edges"] = [e for e in stripped["edges"] if e["src"] in keep and e["dst"] in keep]
+    stripped["sections"] = [s for s in stripped["sections"] if s["name"] != "answer"]
+    for k in ("gold_answer", "correct", "question"):
+        del stripped[k]
+    assert risk_features(altered) == base and risk_features(stripped) == base
+    assert failure_risk(altered) == failure_risk(stripped) == failure_risk(rec)
+    # ... while a change in the reasoning does move it (the test can fail)
+    changed = copy.deepcopy(rec)
+    for u in changed["units"][:10]:
+        u.update(type="CRT", cues=["CRT", "hedge"])
+    assert risk_features(changed) != base and failure_risk(changed) != failure_risk(rec)
+
+
+def test_risk_features_count_candidate_answers_of_the_reasoning():
+    units = [{"id": k, "section": "reasoning", "type": "CON", "text": t, "cues": [], "tokens": 5}
+             for k, t in enumerate(["So the answer is 12.", "Hmm.", "So the answer is 14.", "So the answer is 14."])]
+    f = risk_features({"units": units, "edges": []})
+    assert f["log_candidates"] == pytest.approx(np.log1p(3)) and f["log_distinct_answers"] == pytest.approx(np.log1p(2))
+    assert f["answer_changes_per_candidate"] == 0.5 and f["final_answer_support"] == pytest.approx(2 / 3)
+    assert f["settle_position"] == pytest.approx(2 / 3) and f["no_candidate"] == 0.0
+
+
+# ----------------------------------------------------------------------------- model choice
+
+
+def _profile_rows(means: dict, n=30, seed=0, paired=True):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for model, mean in means.items():
+        for k in range(n):
+            rows.append({"trace_id": f"{model}-{k}", "model": model, "domain": "math" if k % 2 else "logic",
+                         "question": f"q{k}" if paired else None, "correct": bool(k % 3),
+                         **{d: float(rng.normal(mean, 0.3)) for d in DIMENSIONS}})
+    return rows
+
+
+def test_select_ranks_with_intervals_and_ties_models_it_cannot_tell_apart():
+    rows = _profile_rows({"low": -1.0, "mid": 0.0, "mid2": 0.0, "high": 1.0})
+    sel = select_models(rows, SETTINGS)
+    assert [r["model"] for r in sel.rows][0] == "high" and sel.rows[-1]["model"] == "low"
+    assert sel.resampling.startswith("questions")
+    for r in sel.rows:
+        assert r["ci_low"] < r["fit"] < r["ci_high"] and r["accuracy"] == pytest.approx(20 / 30)
+    tiers = {r["model"]: r["tier"] for r in sel.rows}
+    assert tiers["mid"] == tiers["mid2"] and len({tiers["high"], tiers["mid"], tiers["low"]}) == 3
+    mid = next(r for r in sel.rows if r["model"] == "mid")
+    assert mid["not_told_apart_from"] == ["mid2"]
+    # wanting less of every dimension reverses the order; a target profile picks the nearest model
+    assert [r["model"] for r in select_models(rows, SETTINGS, want=parse_want(",".join(f"{d}-" for d in DIMENSIONS))).rows][0] == "low"
+    like = select_models(rows, SETTINGS, like={d: 0.05 for d in DIMENSIONS})
+    assert {like.rows[0]["model"], like.rows[1]["model"]} == {"mid", "mid2"} and like.rows[0]["fit"] <= 0
+    unpaired = select_models(_profile_rows({"a": 0.0, "b": 1.0}, paired=False), SETTINGS)
+    assert unpaired.resampling.startswith("traces")
+
+
+def test_select_rejects_unknown_domain_and_dimension():
+    rows = _profile_rows({"a": 0.0, "b": 1.0})
+    with pytest.raises(ValueError, match="logic, math"):
+        select_models(rows, SETTINGS, domain="poetry")
+    with pytest.raises(ValueError, match="not a dimension"):
+        parse_want("Depth+,Wisdom+")
+    assert len(select_models(rows, SETTINGS, domain="math").rows) == 2
+
+
+# ----------------------------------------------------------------------------- a run folder
+
+
+MODELS = {"r1": 14, "qwq": 12, "solo": 1}
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    run = tmp_path_factory.mktemp("decisions")
+    rng = np.random.default_rng(3)
+    rows, graphs = [], []
+    for model, count in MODELS.items():
+        for k in range(count):
+            domain = ("math", "logic")[k % 2]
+            row = {"trace_id": f"{model}-{k}", "model": model, "domain": domain, "units": 10 + k, "edges": 9 + k,
+                   "tokens": 90 + 9 * k}
+            row.update({name: float(rng.normal(1, 0.3)) for name in INDICATORS})
+            row.update({dim: float(rng.normal(0.5 if model == "r1" else -0.5, 0.3)) for dim in DIMENSIONS})
+            rows.append(row)
+            g = make_graph(row["trace_id"], model, domain, 6 + 3 * k)
+            g["correct"] = bool(k % 2)
+            graphs.append(g)
+    write_run(run, rows, graphs)
+    write_anomalies(run)
+    return run
+
+
+def test_anomalies_csv_has_a_row_per_trace_and_its_declared_schema(run_dir):
+    with open(run_dir / ANOMALIES_TABLE.name, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == list(ANOMALIES_TABLE.columns)
+    assert len(rows) == sum(MODELS.values())
+    parquet = pq.read_table(run_dir / ANOMALIES_TABLE.parquet_name)
+    assert parquet.schema == ANOMALIES_TABLE.arrow_schema() and parquet.num_rows == len(rows)
+    solo = next(r for r in rows if r["model"] == "solo")
+    assert solo["anomaly"] == "" and "solo has 1 trace" in solo["anomaly_reason"]
+    assert all(0 <= float(r["failure_risk"]) <= 1 for r in rows)
+    assert sorted(int(r["anomaly_rank"]) for r in rows if r["model"] == "qwq") == list(range(1, 13))
+
+
+def test_select_command_prints_every_model_with_an_interval(run_dir, tmp_path):
+    result = CliRunner().invoke(main, ["select", str(run_dir)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    for model in ("r1", "qwq"):
+        line = next(ln for ln in lines if f" {model} " in ln)
+        assert "[" in line and "]" in line
+    assert next(ln for ln in lines if " solo " in ln) and "no interval: solo" in result.output
+    assert lines[2].split()[2] == "r1"  # the wider, deeper... model first
+    as_json = json.loads(CliRunner().invoke(main, ["select", str(run_dir), "--json", "--want", "Depth-"]).output)
+    assert as_json["models"][0]["model"] == "qwq" and as_json["criterion"] == "want Depth-"
+    target = tmp_path / "like.json"
+    target.write_text(json.dumps({"Depth": -0.5, "Breadth": -0.5}))
+    like = CliRunner().invoke(main, ["select", str(run_dir), "--like", str(target), "--domain", "math"])
+    assert like.exit_code == 0 and like.output.splitlines()[2].split()[2] == "qwq"
+    bad = CliRunner().invoke(main, ["select", str(run_dir), "--domain", "poetry"])
+    assert bad.exit_code == 2 and "the run's domains are logic, math" in bad.output
+    # the API and the command are one code path
+    assert [r["model"] for r in select_run(run_dir).rows] == [r.split()[2] for r in lines[2:5]]
+
+
+def test_report_sections_list_unusual_traces_and_the_model_for_each_domain(run_dir):
+    """The sections as report.html and report.md show them (tests/test_report.py checks that the
+    report holds them); the whole report is not drawn here."""
+    from thinkprobe.report.decisions import decision_sections, sections_html, sections_md
+    from thinkprobe.report.glossary import GLOSSARY, glossary_items
+    from thinkprobe.stats import load_table
+
+    pages = {f"r1-{k}": f"traces/r1-{k}.html" for k in range(14)}
+    sections = decision_sections(run_dir, load_table(run_dir), pages)
+    page, md = sections_html(sections, GLOSSARY), "\n".join(sections_md(sections))
+    for title in ("Unusual traces and failure risk", "Which model for which domain"):
+        assert f"<h2>{title}</h2>" in page and f"## {title}" in md
+    unusual = page[:page.index("<h2>Which model")]
+    assert unusual.count('<a href="traces/r1-') == SETTINGS.unusual_per_model and "solo has 1 trace" in unusual
+    assert "[r1-" in md and "AUROC of failure_risk" in unusual  # the run is graded
+    choice = page[page.index("<h2>Which model"):]
+    assert "<td class=l>logic</td>" in choice and "<td class=l>math</td>" in choice
+    defined = {name for _, items in glossary_items() for name, _ in items}
+    assert {"anomaly", "anomaly_rank", "drivers", "failure_risk", "fit", "interval", "tier"} <= defined
+    assert set(sections[0].header) <= defined | {"trace", "model"}
+    assert set(sections[1].header) <= defined | {"domain"}  # every header of the choice table has hover text
+
+
+# ----------------------------------------------------------------------------- training labels (real data)
+
+
+def test_training_labels_are_read_from_the_records_and_answers_cut_off(shared_data):
+    from thinkprobe.training.risk_data import read_corpus
+
+    anchors = read_corpus("thought_anchors", shared_data)
+    assert len(anchors) == 40 and sum(e.wrong for e in anchors) == 20  # is_correct: 10 + 10 per model
+    mip = read_corpus("mip_overthinking", shared_data)
+    math_mip = [e for e in mip if e.domain == "math-MiP"]
+    # eval_result 2 = incorrect, 1 = correct; 0 (abstains) and 3 (format error) are not graded
+    assert (sum(e.wrong for e in math_mip), len(math_mip)) == (158, 194)
+    assert {e.model for e in mip} == {"DeepSeek-R1", "QwQ-32B", "R1-Distill-Qwen-32B", "s1.1-32B"}
+    assert not any("</think>" in e.reasoning or e.reasoning.lstrip().startswith("<think>") for e in mip + anchors)
+    s1 = next(e for e in mip if e.model == "s1.1-32B")
+    assert not s1.reasoning.startswith("think") and "\nanswer\n" not in s1.reasoning
+    mr_ben = read_corpus("mr_ben", shared_data)
+    assert not any("Solution:" in e.reasoning.splitlines()[-1] for e in mr_ben[:200])
+
+
+def test_training_data_of_an_unfinished_run_comes_from_its_committed_chunks(tmp_path):
+    """`train_failure_risk.py --reuse --partial`: a run still profiling contributes the traces of
+    its committed chunks (never the chunk being written); without --partial it must have finished."""
+    from thinkprobe.training.risk_fit import LABEL_COLUMNS, load_dataset
+
+    parts = tmp_path / "c" / "run" / "parts"
+    parts.mkdir(parents=True)
+    graphs = [make_graph(f"t{k}", "m", "math", 6 + k) | {"record": k} for k in range(3)]
+    (parts / "000000.jsonl").write_text("".join(json.dumps({"graph": g}) + "\n" for g in graphs[:2]))
+    (parts / "000001.running").write_text(json.dumps({"graph": graphs[2]}) + "\n")
+    with open(tmp_path / "c" / "labels.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(LABEL_COLUMNS)
+        for k in range(3):
+            w.writerow([k, f"t{k}", "c", "m", "math", k % 2])
+    data = load_dataset(tmp_path, ["c"], partial=True)
+    assert data["id"].tolist() == ["t0", "t1"] and data["wrong"].tolist() == [False, True]
+    assert data["X"].shape == (2, len(RISK_FEATURES)) and data["X"][1, 0] > data["X"][0, 0]  # more units
+    with pytest.raises(FileNotFoundError):
+        load_dataset(tmp_path, ["c"])

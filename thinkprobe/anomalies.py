@@ -1,0 +1,138 @@
+"""Unusual traces (anomalies.csv): how far each trace's indicators lie from its own model's traces,
+which indicators push it out, and its failure risk (thinkprobe.risk).
+
+Per model with at least `anomaly_min_traces` traces (stats section of the config):
+  robust z    (value - model median) / (1.4826 x median absolute deviation) per indicator; where
+              half the model's traces or more share one value (MAD 0: a rare type's indicator, mostly
+              0), the standard deviation instead (a single non-zero trace of n then sits near
+              sqrt(n) rather than at an arbitrarily large z); an indicator constant over the model gives 0
+  anomaly     sqrt(z' P z): the Mahalanobis distance of the robust z from 0, P the inverse of a
+              Ledoit-Wolf shrinkage covariance (scikit-learn) fitted to the robust z clipped to
+              [-3, 3], so a few extreme traces neither hide themselves nor inflate the others
+  rank        1 = the model's most unusual trace
+  drivers     up to `anomaly_drivers` indicators with |robust z| >= `anomaly_driver_z`, largest
+              first, signed ("redundancy_ratio +4.1; critique_ratio -2.3")
+A model with fewer traces gets empty anomaly cells and `anomaly_reason` says why.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .config import StatsSettings
+from .indicators import INDICATORS
+from .outputs import ANOMALIES_TABLE, INDICATORS_TABLE, read_table, write_table
+from .records import iter_graph_records
+
+__all__ = ["robust_z", "anomaly_scores", "anomaly_rows", "write_anomalies", "read_anomalies"]
+
+_CLIP = 3.0
+_MAD_NORMAL = 1.4826  # MAD of a normal distribution -> its standard deviation
+
+
+def robust_z(values: np.ndarray) -> np.ndarray:
+    """Column-wise robust z-scores of an (n, p) array (module docstring); NaN counts as the median."""
+    x = np.asarray(values, dtype=np.float64)
+    finite = np.isfinite(x)
+    med = np.array([np.median(col[ok]) if ok.any() else 0.0 for col, ok in zip(x.T, finite.T)])
+    x = np.where(finite, x, med)
+    dev = np.abs(x - med)
+    scale = _MAD_NORMAL * np.median(dev, axis=0)
+    fallback = x.std(axis=0, ddof=1) if len(x) > 1 else np.zeros(x.shape[1])
+    scale = np.where(scale > 0, scale, fallback)
+    return np.where(scale > 0, (x - med) / np.where(scale > 0, scale, 1.0), 0.0)
+
+
+def anomaly_scores(z: np.ndarray) -> np.ndarray:
+    """Robust Mahalanobis distance of each row of robust z from 0 (Ledoit-Wolf precision of the
+    clipped z; module docstring)."""
+    from sklearn.covariance import LedoitWolf
+
+    live = np.ptp(z, axis=0) > 0
+    if not live.any():
+        return np.zeros(len(z))
+    z = z[:, live]
+    precision = LedoitWolf(assume_centered=True).fit(np.clip(z, -_CLIP, _CLIP)).precision_
+    d2 = np.einsum("ij,jk,ik->i", z, precision, z)
+    return np.sqrt(np.maximum(d2, 0.0))
+
+
+def _drivers(z_row: np.ndarray, names: Sequence[str], k: int, threshold: float) -> str:
+    order = np.argsort(-np.abs(z_row), kind="stable")
+    picked = [j for j in order[:k] if abs(z_row[j]) >= threshold]
+    return "; ".join(f"{names[j]} {z_row[j]:+.1f}" for j in picked)
+
+
+def anomaly_rows(rows: Sequence[Mapping], settings: StatsSettings,
+                 risks: Mapping[str, float | None] | None = None) -> list[dict]:
+    """anomalies.csv rows, in the order of `rows` (indicators.csv rows: trace_id, model, domain,
+    source_id and the 19 indicators); `risks`: failure_risk by trace id."""
+    risks = risks or {}
+    out = [{"trace_id": r["trace_id"], "model": r["model"], "domain": r.get("domain"), "source_id": r.get("source_id"),
+            "anomaly": None, "anomaly_rank": None, "anomaly_reason": None, "drivers": None,
+            "failure_risk": risks.get(r["trace_id"])} for r in rows]
+    by_model: dict[str, list[int]] = {}
+    for k, r in enumerate(rows):
+        by_model.setdefault(r["model"], []).append(k)
+    for model, members in sorted(by_model.items()):
+        if len(members) < settings.anomaly_min_traces:
+            reason = (f"model {model} has {len(members)} trace{'s' if len(members) != 1 else ''}; "
+                      f"anomaly scores need {settings.anomaly_min_traces} (stats.anomaly_min_traces)")
+            for k in members:
+                out[k]["anomaly_reason"] = reason
+            continue
+        x = np.array([[_number(rows[k].get(name)) for name in INDICATORS] for k in members], dtype=np.float64)
+        z = robust_z(x)
+        scores = anomaly_scores(z)
+        order = sorted(range(len(members)), key=lambda i: (-scores[i], i))
+        for rank, i in enumerate(order, start=1):
+            k = members[i]
+            out[k].update(anomaly=float(scores[i]), anomaly_rank=rank,
+                          drivers=_drivers(z[i], INDICATORS, settings.anomaly_drivers, settings.anomaly_driver_z))
+    return out
+
+
+def _number(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _risks(run_dir: Path) -> dict[str, float | None]:
+    """failure_risk of every graph record of the run (None for all when no model is installed)."""
+    from .risk import load_failure_risk, risk_features
+
+    try:
+        model = load_failure_risk()
+    except FileNotFoundError:
+        return {}
+    ids, feats = [], []
+    for rec in iter_graph_records(run_dir, missing_ok=True):
+        ids.append(rec["trace_id"])
+        feats.append(risk_features(rec))
+    return dict(zip(ids, map(float, model.probability(feats)))) if feats else {}
+
+
+def write_anomalies(run_dir: str | Path, settings: StatsSettings | None = None) -> list[dict]:
+    """anomalies.csv (and its Parquet twin) of a run folder from its indicators.csv and graphs.jsonl."""
+    from .stats import stats_settings
+
+    run_dir = Path(run_dir)
+    rows = anomaly_rows(read_table(run_dir, INDICATORS_TABLE), settings or stats_settings(run_dir), _risks(run_dir))
+    write_table(run_dir, ANOMALIES_TABLE, rows)
+    return rows
+
+
+def read_anomalies(run_dir: str | Path) -> list[dict]:
+    """anomalies.csv as typed rows (floats, ints, None for empty cells); written first for a run
+    made before the table existed."""
+    run_dir = Path(run_dir)
+    if not (run_dir / ANOMALIES_TABLE.name).exists():
+        write_anomalies(run_dir)
+    types = ANOMALIES_TABLE.types
+    return [{c: (None if r[c] == "" else float(r[c]) if types[c] == "float" else int(r[c]) if types[c] == "int"
+                 else r[c]) for c in ANOMALIES_TABLE.columns} for r in read_table(run_dir, ANOMALIES_TABLE)]

@@ -1,0 +1,257 @@
+"""Model choice (`thinkprobe select`): rank a run's models by how well their 5D profile fits what
+is wanted, with bootstrap intervals, and say which of them the run cannot tell apart.
+
+What is wanted, one of:
+  want   signed dimensions, "Depth+,Efficiency+": a trace's fit is the mean of its signed z-scores
+         on them (+: more is better, -: less); a model's fit is the mean over its traces
+  like   a target profile {dimension: z}: a model's fit is minus the Euclidean distance between its
+         mean profile and the target over the target's dimensions (0 = exactly the target)
+Neither: every dimension "+" (the widest, deepest, most structured, reflective and efficient).
+
+Intervals are percentile bootstraps of the model's fit (the stats section's bootstrap_resamples,
+bootstrap_seed, ci_level). When every model answered the same questions the resampling draws
+questions, the same for all models (paired); otherwise each model's traces are drawn on their own.
+Two models cannot be told apart when the interval of the difference of their fits, over the same
+resamples, contains 0. Tier 1 holds the best model and every model it cannot be told apart from;
+the next tier starts at the first model the tier's head is told apart from, and so on.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .config import StatsSettings
+from .indicators import DIMENSIONS
+
+__all__ = ["Selection", "parse_want", "read_like", "select_models", "select_by_domain", "format_selection"]
+
+DIMS: tuple[str, ...] = tuple(DIMENSIONS)
+
+
+@dataclass
+class Selection:
+    """The ranked models of one selection (rows best first) and how it was made."""
+
+    criterion: str
+    domain: str | None
+    resampling: str
+    rows: list[dict] = field(default_factory=list)
+    note: str = ""
+
+    def as_dict(self) -> dict:
+        return {"criterion": self.criterion, "domain": self.domain, "resampling": self.resampling, "note": self.note,
+                "models": self.rows}
+
+
+def parse_want(text: str | None) -> dict[str, int]:
+    """'Depth+,Efficiency-' -> {'Depth': 1, 'Efficiency': -1} (dimension names in any case; a name
+    without a sign counts as +)."""
+    if not text or not text.strip():
+        return {d: 1 for d in DIMS}
+    out: dict[str, int] = {}
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        sign = -1 if part.endswith("-") else 1
+        name = part.rstrip("+-").strip()
+        match = [d for d in DIMS if d.lower() == name.lower()]
+        if not match:
+            raise ValueError(f"--want: {name!r} is not a dimension; use {', '.join(DIMS)} with + or -")
+        out[match[0]] = sign
+    return out
+
+
+def read_like(source: str | Path | Mapping) -> dict[str, float]:
+    """A target profile: a mapping, or a JSON file holding {dimension: z} (a model_profiles row, or
+    {"profile": {...}}, is accepted too; other keys are ignored)."""
+    data = source if isinstance(source, Mapping) else json.loads(Path(source).read_text(encoding="utf-8"))
+    if isinstance(data, Mapping) and isinstance(data.get("profile"), Mapping):
+        data = data["profile"]
+    target = {d: float(data[d]) for d in DIMS if isinstance(data, Mapping) and data.get(d) is not None}
+    if not target:
+        raise ValueError(f"--like: no dimension ({', '.join(DIMS)}) in {source if not isinstance(source, Mapping) else 'the profile'}")
+    return target
+
+
+def _question(r: Mapping) -> str | None:
+    return r.get("question") or r.get("source_id")
+
+
+def _draws(groups: dict[str, np.ndarray], keys: dict[str, list], paired: bool, settings: StatsSettings,
+           score) -> dict[str, np.ndarray]:
+    """Bootstrap distribution of each model's fit: `score(values)` over resampled traces (or
+    resampled questions, the same draw for every model, when `paired`)."""
+    rng = np.random.default_rng(settings.bootstrap_seed)
+    b = settings.bootstrap_resamples
+    out = {m: np.empty(b) for m in groups}
+    if paired:
+        questions = sorted({q for ks in keys.values() for q in ks})
+        index = {q: k for k, q in enumerate(questions)}
+        picks = rng.integers(0, len(questions), size=(b, len(questions)))
+        drawn = np.stack([np.bincount(p, minlength=len(questions)) for p in picks]).astype(np.float64)
+        for m, values in groups.items():
+            # each trace weighs as often as its question is drawn
+            counts = drawn[:, [index[q] for q in keys[m]]]
+            for j in range(b):
+                out[m][j] = score(values, counts[j]) if counts[j].sum() else np.nan
+        return out
+    for m, values in groups.items():
+        n = len(values)
+        for j in range(b):
+            out[m][j] = score(values, np.bincount(rng.integers(0, n, size=n), minlength=n).astype(np.float64))
+    return out
+
+
+def _interval(x: np.ndarray, level: float) -> tuple[float, float]:
+    x = x[np.isfinite(x)]
+    tail = 100 * (1 - level) / 2
+    lo, hi = np.percentile(x, [tail, 100 - tail])
+    return float(lo), float(hi)
+
+
+def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: str | None = None,
+                  want: Mapping[str, int] | None = None, like: Mapping[str, float] | None = None,
+                  redundancy: Mapping[str, float] | None = None) -> Selection:
+    """Rank the models of `rows` (stats.load_table rows: model, domain, question, correct and the
+    five dimensions) by fit (module docstring). `redundancy`: mean R per model, shown beside."""
+    if want and like:
+        raise ValueError("give --want or --like, not both")
+    if domain is not None:
+        domains = sorted({r["domain"] for r in rows})
+        if domain not in domains:
+            raise ValueError(f"--domain {domain!r}: the run's domains are {', '.join(domains)}")
+        rows = [r for r in rows if r["domain"] == domain]
+    if like:
+        target = dict(like)
+        dims = list(target)
+        goal = np.array([target[d] for d in dims])
+        criterion = "like " + ", ".join(f"{d} {v:+.2f}" for d, v in target.items())
+
+        def score(values, weights):
+            mean = (values * weights[:, None]).sum(axis=0) / weights.sum()
+            return -float(np.sqrt(((mean - goal) ** 2).sum()))
+    else:
+        signs = dict(want) if want else parse_want(None)
+        dims = list(signs)
+        sign = np.array([signs[d] for d in dims], dtype=np.float64)
+        criterion = "want " + ",".join(f"{d}{'+' if s > 0 else '-'}" for d, s in signs.items())
+
+        def score(values, weights):
+            per_trace = values @ sign / len(sign)
+            return float((per_trace * weights).sum() / weights.sum())
+    groups: dict[str, np.ndarray] = {}
+    keys: dict[str, list] = {}
+    for r in rows:
+        vals = [r[d] for d in dims]
+        if all(isinstance(v, (int, float)) and math.isfinite(v) for v in vals):
+            groups.setdefault(r["model"], []).append(vals)
+            keys.setdefault(r["model"], []).append(_question(r))
+    groups = {m: np.asarray(v, dtype=np.float64) for m, v in sorted(groups.items())}
+    question_sets = [set(k) for k in keys.values()]
+    paired = (len(groups) > 1 and all(None not in s for s in question_sets)
+              and all(s == question_sets[0] for s in question_sets) and len(question_sets[0]) >= 2)
+    sel = Selection(criterion, domain, "questions, paired across models" if paired else "traces, per model")
+    if not groups:
+        sel.note = "no trace with the dimensions asked for"
+        return sel
+    draws = _draws(groups, keys, paired, settings, score)
+    level = settings.ci_level
+    est = {m: score(v, np.ones(len(v))) for m, v in groups.items()}
+    order = sorted(groups, key=lambda m: (-est[m], m))
+    small = {m for m, v in groups.items() if len(v) < settings.min_group}
+
+    def apart(a: str, b: str) -> bool:
+        if a in small or b in small:
+            return False
+        lo, hi = _interval(draws[a] - draws[b], level)
+        return lo > 0 or hi < 0
+
+    tiers, head = {}, None
+    for m in order:
+        if head is None or apart(head, m):
+            head = m
+            tiers[m] = (max(tiers.values()) + 1) if tiers else 1
+        else:
+            tiers[m] = tiers[head]
+    for rank, m in enumerate(order, start=1):
+        graded = [r["correct"] for r in rows if r["model"] == m and r.get("correct") is not None]
+        lo, hi = (None, None) if m in small else _interval(draws[m], level)
+        sel.rows.append({
+            "rank": rank, "model": m, "n": int(len(groups[m])), "fit": est[m], "ci_low": lo, "ci_high": hi,
+            "tier": tiers[m], "not_told_apart_from": [o for o in order if o != m and not apart(m, o)],
+            "accuracy": (sum(graded) / len(graded)) if graded else None, "graded": len(graded),
+            "R": (redundancy or {}).get(m)})
+    if small:
+        sel.note = (f"fewer than {settings.min_group} traces (stats.min_group), no interval: "
+                    + ", ".join(sorted(small)))
+    return sel
+
+
+def _redundancy_means(run_dir: Path, domain: str | None) -> dict[str, float]:
+    from .outputs import REDUNDANCY_TABLE, read_table
+
+    if not (run_dir / REDUNDANCY_TABLE.name).exists():
+        return {}
+    sums: dict[str, list[float]] = {}
+    for r in read_table(run_dir, REDUNDANCY_TABLE):
+        if (domain is None or r["domain"] == domain) and r.get("R", "") != "":
+            sums.setdefault(r["model"], []).append(float(r["R"]))
+    return {m: sum(v) / len(v) for m, v in sums.items()}
+
+
+def select_run(run_dir: str | Path, *, domain: str | None = None, want: str | Mapping[str, int] | None = None,
+               like: str | Path | Mapping | None = None, settings: StatsSettings | None = None,
+               rows: Sequence[Mapping] | None = None) -> Selection:
+    """select_models over a run folder (its own stats settings); `want` may be the --want text."""
+    from .stats import load_table, stats_settings
+
+    run_dir = Path(run_dir)
+    settings = settings or stats_settings(run_dir)
+    rows = rows if rows is not None else load_table(run_dir)
+    want_map = parse_want(want) if isinstance(want, str) else want
+    like_map = read_like(like) if like is not None else None
+    return select_models(rows, settings, domain=domain, want=want_map if want else None, like=like_map,
+                         redundancy=_redundancy_means(run_dir, domain))
+
+
+def select_by_domain(run_dir: str | Path, settings: StatsSettings | None = None,
+                     rows: Sequence[Mapping] | None = None) -> list[Selection]:
+    """One default selection per domain with at least two models (the report's "which model for
+    which domain" table)."""
+    from .stats import load_table
+
+    rows = rows if rows is not None else load_table(run_dir)
+    out = []
+    for d in sorted({r["domain"] for r in rows}):
+        if len({r["model"] for r in rows if r["domain"] == d}) >= 2:
+            out.append(select_run(run_dir, domain=d, settings=settings, rows=rows))
+    return out
+
+
+def _num(x, digits=3) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def format_selection(sel: Selection) -> str:
+    """The ranking as a text table."""
+    lines = [f"models ranked by fit ({sel.criterion}{'; domain ' + sel.domain if sel.domain else ''}); "
+             f"bootstrap over {sel.resampling}"]
+    if not sel.rows:
+        return "\n".join(lines + [sel.note])
+    width = max(8, *(len(r["model"]) for r in sel.rows))
+    lines.append(f"{'rank':>4} {'tier':>4}  {'model':<{width}} {'n':>5} {'fit':>7} {'interval':>17} {'accuracy':>9} "
+                 f"{'R':>6}  not told apart from")
+    for r in sel.rows:
+        ci = f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]" if r["ci_low"] is not None else "–"
+        acc = f"{r['accuracy']:.2f} ({r['graded']})" if r["accuracy"] is not None else "–"
+        lines.append(f"{r['rank']:>4} {r['tier']:>4}  {r['model']:<{width}} {r['n']:>5} {r['fit']:>7.3f} {ci:>17} "
+                     f"{acc:>9} {_num(r['R'], 2):>6}  {', '.join(r['not_told_apart_from']) or '–'}")
+    if sel.note:
+        lines.append(sel.note)
+    return "\n".join(lines)

@@ -1,0 +1,119 @@
+"""The report's decision sections: the most unusual traces per model (anomalies.csv) with their
+failure risk and, where the run has grades, the run's own AUROC of failure_risk; and "which model
+for which domain" (thinkprobe.choice, the default selection in each domain). Each section is built
+once as plain cells and rendered to HTML and to Markdown.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from ..anomalies import read_anomalies
+from ..choice import select_by_domain
+from ..stats import auroc, stats_settings
+from .markup import esc, html_table, md_table
+from .style import format_number
+
+__all__ = ["Section", "decision_sections", "sections_html", "sections_md"]
+
+UNUSUAL_HEADER = ["trace", "model", "anomaly", "anomaly_rank", "drivers", "failure_risk"]
+CHOICE_HEADER = ["domain", "models", "tier 1", "fit", "interval", "accuracy", "told apart from the rest"]
+
+
+@dataclass
+class Section:
+    title: str
+    note: str
+    header: list[str]
+    rows: list[list[str]]  # plain text cells; a trace cell is (trace_id, link or None)
+    empty: str = ""
+
+
+def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], per_model: int) -> Section:
+    anomalies = read_anomalies(run_dir)
+    cells = []
+    for model in sorted({a["model"] for a in anomalies}):
+        ranked = sorted((a for a in anomalies if a["model"] == model and a["anomaly_rank"] is not None),
+                        key=lambda a: a["anomaly_rank"])
+        for a in ranked[:per_model]:
+            cells.append([(a["trace_id"], pages.get(a["trace_id"])), model, format_number(a["anomaly"], 2),
+                          str(a["anomaly_rank"]), a["drivers"] or "–", format_number(a["failure_risk"], 2)])
+    reasons = sorted({a["anomaly_reason"] for a in anomalies if a["anomaly_reason"]})
+    note = (f"The {per_model} most unusual traces of each model: anomaly is the robust Mahalanobis distance of a "
+            "trace's 19 indicators from its own model's traces; drivers are the indicators that push it out, with "
+            "their signed robust z; failure_risk is the calibrated probability that the final answer is wrong, "
+            "from the reasoning's structure alone (never the answer, the gold answer or a grade). "
+            "Every trace is in anomalies.csv.")
+    if reasons:
+        note += " Not scored: " + "; ".join(reasons) + "."
+    correct = {r["trace_id"]: r["correct"] for r in rows if r.get("correct") is not None}
+    graded = [(a["failure_risk"], not correct[a["trace_id"]]) for a in anomalies
+              if a["trace_id"] in correct and a["failure_risk"] is not None]
+    if graded and 0 < sum(w for _, w in graded) < len(graded):
+        value = auroc([p for p, _ in graded], [w for _, w in graded])
+        note += (f" On this run's {len(graded)} graded traces ({sum(w for _, w in graded)} wrong) the AUROC of "
+                 f"failure_risk for a wrong answer is {value:.3f}.")
+    elif graded:
+        note += " This run's graded traces are all right or all wrong: no AUROC of failure_risk."
+    return Section("Unusual traces and failure risk", note, UNUSUAL_HEADER, cells,
+                   empty="No model has enough traces for anomaly scores.")
+
+
+def _choice(run_dir: Path, rows: Sequence[Mapping]) -> Section:
+    settings = stats_settings(run_dir)
+    cells = []
+    for sel in select_by_domain(run_dir, settings=settings, rows=rows):
+        best = [r for r in sel.rows if r["tier"] == 1]
+        top = best[0]
+        accs = [f"{r['model']} {r['accuracy']:.2f}" for r in best if r["accuracy"] is not None]
+        interval = (f"[{format_number(top['ci_low'], 2)}, {format_number(top['ci_high'], 2)}]"
+                    if top["ci_low"] is not None else "–")
+        cells.append([sel.domain, str(len(sel.rows)), ", ".join(r["model"] for r in best),
+                      format_number(top["fit"], 2), interval, "; ".join(accs) or "–",
+                      "yes" if len(best) == 1 else "no"])
+    level = round(100 * settings.ci_level)
+    note = ("Per domain, the models ranked by fit with every dimension wanted up (the default of `thinkprobe select "
+            "RUN --domain D`; other wishes: --want 'Depth+,Efficiency+' or --like PROFILE.json). Tier 1 is the best "
+            "model and every model the run cannot tell apart from it (the "
+            f"{level}% bootstrap interval of the difference in fit contains 0); fit and interval are the best "
+            "model's.")
+    return Section("Which model for which domain", note, CHOICE_HEADER, cells,
+                   empty="No domain has two or more models.")
+
+
+def decision_sections(run_dir: str | Path, rows: Sequence[Mapping], pages: Mapping[str, str]) -> list[Section]:
+    run_dir = Path(run_dir)
+    per_model = stats_settings(run_dir).unusual_per_model
+    return [_unusual(run_dir, rows, pages, per_model), _choice(run_dir, rows)]
+
+
+def _html_cell(v) -> str:
+    if isinstance(v, tuple):
+        tid, link = v
+        return f'<a href="{esc(link)}">{esc(tid)}</a>' if link else esc(tid)
+    return esc(v)
+
+
+def _md_cell(v) -> str:
+    if isinstance(v, tuple):
+        tid, link = v
+        return f"[{tid}]({link})" if link else tid
+    return v
+
+
+def sections_html(sections: Sequence[Section], titles: Mapping[str, str]) -> str:
+    out = []
+    for s in sections:
+        table = (html_table(s.header, [[_html_cell(v) for v in row] for row in s.rows], left=2, cls="sortable",
+                            titles=titles) if s.rows else f"<p class=note>{esc(s.empty)}</p>")
+        out.append(f"<h2>{esc(s.title)}</h2><p class=note>{esc(s.note)}</p>{table}")
+    return "\n".join(out)
+
+
+def sections_md(sections: Sequence[Section]) -> list[str]:
+    parts: list[str] = []
+    for s in sections:
+        parts += [f"## {s.title}", "", s.note, "",
+                  md_table(s.header, [[_md_cell(v) for v in row] for row in s.rows]) if s.rows else s.empty, ""]
+    return parts
