@@ -114,7 +114,9 @@ def test_sample_closes_to_the_one_shot_profile(sample_once, cache):
     assert settled == [u[:4] for u in _spans(sample_once)][:len(settled)]  # a settled unit never changed
     assert len(settled) >= len(_spans(sample_once)) - 3
     _check_snapshots(snaps)
-    assert snaps[-1].profile is None and "norms" in snaps[-1].profile_note and snaps[-1].failure_risk is None
+    assert snaps[-1].profile is None and "norms" in snaps[-1].profile_note
+    # the shipped failure-risk model on the graph so far (the answer section is never read)
+    assert all(0.0 < x.failure_risk < 1.0 for x in snaps if x.indicators is not None)
 
 
 @pytest.mark.parametrize("size", [37, 400])

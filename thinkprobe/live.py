@@ -40,7 +40,7 @@ from .indicators import INDICATORS, compute_indicators
 from .io import record_traces
 from .nodetypes import cue_categories
 from .options import OptionError, RunOptions, option_specs
-from .records import Edge, Section, ThoughtGraph, ThoughtUnit, Trace
+from .records import Edge, Section, ThoughtGraph, ThoughtUnit, Trace, graph_record
 from .runner import MEMORY_SOURCE, run_config, run_linker, run_typer
 from .timing import StageTimes
 from .segment import fragment_spans, is_filler, merge_fragments, settled_fragments, tile
@@ -59,10 +59,17 @@ NEEDS_NORMS = "the profile needs norms: pass norms=PATH (a run's norms.json; thi
 _WORDS = re.compile(r"\w+")
 
 
-def failure_risk(indicators: Mapping[str, float], tokens: int) -> float | None:
-    """The probability that the trace's answer will be wrong, from its structure so far: the hook
-    for the shipped failure-risk model (issue 42 item 2, thinkprobe/risk.py); None until it is wired."""
-    return None
+def failure_risk(graph: ThoughtGraph, indicators: Mapping[str, float]) -> float | None:
+    """The probability that the trace's answer will be wrong, from the structure of the reasoning so
+    far: the shipped failure-risk model (thinkprobe/risk.py, models/failure-risk) on the graph of the
+    analysed units; None where no model is installed."""
+    from .risk import failure_risk as risk_of, load_failure_risk
+
+    try:
+        model = load_failure_risk()
+    except FileNotFoundError:
+        return None
+    return float(risk_of(graph_record(graph, indicators), model))
 
 
 @dataclass(frozen=True)
@@ -250,6 +257,7 @@ class Stream:
         self._encoded = 0  # units [0, _encoded) are in the encoder's memory
         self._analysed = 0  # units [0, _analysed) have types and edges
         self._indicators: dict[str, float] | None = None
+        self._risk: float | None = None
         self._last_snapshot = 0
         self.times = StageTimes()  # seconds per stage (settle, encode, link, indicators, close): the benchmark's breakdown
 
@@ -283,13 +291,12 @@ class Stream:
         self._last_snapshot = len(self._units)
         ind = self._indicators
         profile = {k: float(v) for k, v in profile_row(self.norms.z(ind)).items()} if ind is not None and self.norms else None
-        tokens = sum(u.tokens for u in self._units[:self._analysed])
         last_end = self._units[-1].unit.end if self._units else 0
         return Snapshot(
             chars=len(self.text), units=len(self._units), pending_chars=len(self.text) - last_end,
             analysed_units=self._analysed if ind is not None else 0, indicators=dict(ind) if ind is not None else None,
             profile=profile, profile_note=None if self.norms else NEEDS_NORMS,
-            failure_risk=failure_risk(ind, tokens) if ind is not None else None,
+            failure_risk=self._risk if ind is not None else None,
             signals=self.signals(), last_unit=self._units[-1].unit.text if self._units else None)
 
     def close(self, out_dir: str | Path | None = None):
@@ -444,6 +451,8 @@ class Stream:
         with self.times("indicators"):
             self._indicators = compute_indicators(whole.arrays(), cluster_distance=self.cfg.indicators.cluster_distance,
                                                   cluster_exact_max=min(self.cluster_max, self.cfg.indicators.cluster_exact_max))
+        with self.times("failure_risk"):
+            self._risk = failure_risk(whole, self._indicators)
 
     def _tile_and_type(self, start: int, stop: int):
         """TextTiling over units [0, stop), the per-unit features of [start, stop)."""
