@@ -282,7 +282,7 @@ def test_odd_but_valid_traces_are_profiled(mixed_run):
     rows = {r["trace_id"]: r for r in csv_rows(out / "indicators.csv")}
     for g in by_id.values():
         assert_units_tile(g)
-        assert {e["dst"] for e in g["edges"] if e["type"] in FORWARD_EDGES} == set(range(1, len(g["units"])))
+        assert {e["dst"] for e in g["edges"] if e["type"] in FORWARD_EDGES} <= set(range(1, len(g["units"])))
         assert all(v == v and abs(v) != float("inf") for v in g["indicators"].values())
 
     big = by_id["odd-2mb"]

@@ -105,7 +105,7 @@ def _md_cell(v) -> str:
 def sections_html(sections: Sequence[Section], titles: Mapping[str, str]) -> str:
     out = []
     for s in sections:
-        table = (html_table(s.header, [[_html_cell(v) for v in row] for row in s.rows], left=2, cls="sortable",
+        table = (html_table(s.header, [[_html_cell(v) for v in row] for row in s.rows], left=2, cls="sortable wrap",
                             titles=titles) if s.rows else f"<p class=note>{esc(s.empty)}</p>")
         out.append(f"<h2>{esc(s.title)}</h2><p class=note>{esc(s.note)}</p>{table}")
     return "\n".join(out)
