@@ -150,6 +150,21 @@ def test_select_ranks_with_intervals_and_ties_models_it_cannot_tell_apart():
     assert unpaired.resampling.startswith("traces")
 
 
+def test_a_like_profile_is_read_within_the_input_size_limit(tmp_path):
+    """select --like reads its JSON as any input is read: a file over limits.max_file_mb is refused
+    with a reason naming it, before it is parsed."""
+    from thinkprobe.choice import read_like
+    from thinkprobe.io.limits import InputLimits
+
+    small = tmp_path / "like.json"
+    small.write_text(json.dumps({"profile": {"Depth": 1.0, "Efficiency": -0.5}, "note": "x"}))
+    assert read_like(small, InputLimits(max_file_mb=1)) == {"Depth": 1.0, "Efficiency": -0.5}
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"Depth": 1.0, "pad": "x" * 3_000_000}))
+    with pytest.raises(ValueError, match="big.json"):
+        read_like(big, InputLimits(max_file_mb=1))
+
+
 def test_select_rejects_unknown_domain_and_dimension():
     rows = _profile_rows({"a": 0.0, "b": 1.0})
     with pytest.raises(ValueError, match="logic, math"):

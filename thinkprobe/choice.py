@@ -67,10 +67,21 @@ def parse_want(text: str | None) -> dict[str, int]:
     return out
 
 
-def read_like(source: str | Path | Mapping) -> dict[str, float]:
+def read_like(source: str | Path | Mapping, limits=None) -> dict[str, float]:
     """A target profile: a mapping, or a JSON file holding {dimension: z} (a model_profiles row, or
-    {"profile": {...}}, is accepted too; other keys are ignored)."""
-    data = source if isinstance(source, Mapping) else json.loads(Path(source).read_text(encoding="utf-8"))
+    {"profile": {...}}, is accepted too; other keys are ignored), read within `limits` (an
+    `io.limits.InputLimits`; default the config's)."""
+    if isinstance(source, Mapping):
+        data = source
+    else:  # a profile is a few lines: read within the input layer's size limit like any input
+        from .config import Config
+        from .io.limits import InputLimits, TooLarge, read_whole
+
+        with open(source, "rb") as fh:
+            try:
+                data = json.loads(read_whole(fh, limits or InputLimits.from_config(Config.load()), f"--like {source}"))
+            except TooLarge as exc:
+                raise ValueError(str(exc)) from exc
     if isinstance(data, Mapping) and isinstance(data.get("profile"), Mapping):
         data = data["profile"]
     target = {d: float(data[d]) for d in DIMS if isinstance(data, Mapping) and data.get(d) is not None}
