@@ -13,7 +13,9 @@ from thinkprobe.link.pairmlp import TrainedLinker
 from thinkprobe.link.protocol import TYPE_CLASSES
 from thinkprobe.link.pairmlp import pair_features
 from thinkprobe.io import FieldMap, detect
-from thinkprobe.records import BACKWARD_EDGES, FORWARD_EDGES, NODE_TYPES, ThoughtUnit
+from thinkprobe.records import NODE_TYPES, ThoughtUnit
+
+from test_link_contract import check_contract
 
 PAIR_MLP, PARSER = LINKERS["pair-mlp"].model, LINKERS["parser"].model  # the shipped folders in models/
 READER_PARSER = LINKERS["parser-reader"].model
@@ -28,23 +30,9 @@ TRACES = [
 ]
 
 
-def check_invariants(units, edges, one_per_pair=True):
-    n = len(units)
-    incoming_forward = {e.dst for e in edges if e.edge_type in FORWARD_EDGES}
-    # these linkers force a parent (force_parent's default) on a window pair that carries no edge yet:
-    # a unit whose window pairs all carry its own backward edges keeps those instead
-    assert incoming_forward | {e.src for e in edges if e.src > e.dst} == set(range(1, n))
-    pairs = [(min(e.src, e.dst), max(e.src, e.dst)) for e in edges]
-    if one_per_pair:  # probabilities decoded by link/decode.py (the zero-shot NLI rules are not)
-        assert len(pairs) == len(set(pairs))  # one edge per pair: decoding makes no 2-cycle
-    for e in edges:
-        assert 0 <= e.src < n and 0 <= e.dst < n
-        if e.edge_type in FORWARD_EDGES:
-            assert e.src < e.dst
-        else:
-            assert e.edge_type in BACKWARD_EDGES and e.src > e.dst
-        if e.edge_type == "critique":
-            assert e.polarity in ("affirm", "negate", "uncertain")
+def check_invariants(units, edges, linker):
+    """The Linker contract (tests/test_link_contract.py) on a built graph's units and edges."""
+    check_contract(LinkInput(list(units), np.zeros((len(units), 1), np.float32)), edges, linker)
 
 
 def traces():
@@ -87,7 +75,7 @@ def test_trained_linker_keeps_invariants(config, encoder, shipped, no_network):
     graphs = build_graphs(traces(), config, encoder, shipped)
     for g in graphs:
         assert len(g.units) >= 4
-        check_invariants(g.units, g.edges)
+        check_invariants(g.units, g.edges, shipped)
         out = {}
         for e in g.edges:
             out.setdefault(e.src, []).append(e.edge_type)
@@ -197,7 +185,7 @@ def test_type_head_types_every_unit_and_the_linker_honours_them(config, encoder,
     for g in build_graphs(traces(), config, encoder, shipped, typer=unit_typer(shipped, "head", head)):
         types = head.predict(g.units, g.embeddings)
         assert len(types) == len(g.units) and set(types) <= set(TYPE_CLASSES)
-        check_invariants(g.units, g.edges)
+        check_invariants(g.units, g.edges, shipped)
         final = g.units  # provisional types settled by the edges
         out = {}
         for e in g.edges:
@@ -270,7 +258,7 @@ def test_cross_encoder_nli_reads_label_columns_from_config(config, tmp_path, no_
     assert linker.nli == {"neutral": 0, "contradiction": 1, "entailment": 2}
     batch = link_inputs()
     for item, edges in zip(batch, linker.link(batch)):
-        check_invariants(item.units, edges, one_per_pair=False)
+        check_invariants(item.units, edges, linker)
 
     # pair order is (earlier unit, later unit); contradiction read from its own column
     seen = []
@@ -300,7 +288,7 @@ def test_cross_encoder_seven_way_and_through_the_pipeline(config, encoder, tmp_p
     linker = load_linker("cross-encoder", config, model_dir=str(folder))
     assert linker.nli is None
     for g in build_graphs(traces(), config, encoder, linker):
-        check_invariants(g.units, g.edges)
+        check_invariants(g.units, g.edges, linker)
 
 
 def test_cross_encoder_scores_are_cached_per_trace(config, tmp_path, no_network):
