@@ -71,18 +71,20 @@ def batch(config, sentences):
     return [make_trace(sentences, n, config, seed) for seed, n in enumerate((40, 2, 90, 13, 150))]
 
 
-def tiny_classifier(folder, id2label, seed=0):
-    """A tiny random BERT sequence classifier with a word-level vocabulary of the sample text."""
+def tiny_classifier(folder, id2label, seed=0, words=None, hidden=16, layers=1, positions=64):
+    """A tiny random BERT sequence classifier with a word-level vocabulary (default: of the sample
+    text); test_trained_linker uses it too, with its own words and sizes."""
     import torch
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
-    words = sorted({w for s in sample_sentences() for w in re.findall(r"[a-z]+", s.lower())})[:2000]
+    if words is None:
+        words = sorted({w for s in sample_sentences() for w in re.findall(r"[a-z]+", s.lower())})[:2000]
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
     BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), do_lower_case=True).save_pretrained(str(folder))
     torch.manual_seed(seed)
-    cfg = BertConfig(vocab_size=len(words) + 5, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                     intermediate_size=32, max_position_embeddings=64, num_labels=len(id2label),
+    cfg = BertConfig(vocab_size=len(words) + 5, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
+                     intermediate_size=2 * hidden, max_position_embeddings=positions, num_labels=len(id2label),
                      id2label=id2label, label2id={v: k for k, v in id2label.items()})
     BertForSequenceClassification(cfg).save_pretrained(str(folder))
     return folder
@@ -134,7 +136,7 @@ def check_contract(item: LinkInput, edges, linker=None) -> None:
         linked = incoming | {e.src for e in edges if e.src > e.dst}
         assert linked == set(range(1, n)), "every unit but the first has a forward parent or a backward edge"
     assert len(set(edges)) == len(edges), "no edge twice"
-    if decode is not None and getattr(linker, "nli", None) is None:  # probabilities decoded by link/decode.py
+    if decode is not None:  # probabilities decoded (link/decode.py, or the cross-encoder's zero-shot NLI decoding)
         pairs = [(min(e.src, e.dst), max(e.src, e.dst)) for e in edges]
         assert len(set(pairs)) == len(pairs), "one edge per pair of units: decoding makes no 2-cycle"
 

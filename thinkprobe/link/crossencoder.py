@@ -173,10 +173,14 @@ class CrossEncoderLinker:
 
     def _decode_nli(self, units: Sequence[ThoughtUnit], sim: Similarity, p: np.ndarray, i: np.ndarray, j: np.ndarray,
                     origin: np.ndarray) -> list[Edge]:
+        """Zero-shot NLI edges: each unit's most entailing window neighbour as its forward parent,
+        contradictions as critiques, other entailments as inferences or repetitions. A pair carries
+        one edge (as in link/decode.py): the most probable of those proposed for it, so a parent
+        and a critique never make a 2-cycle on one pair."""
         ent, con = p[:, self.nli["entailment"]], p[:, self.nli["contradiction"]]
         near = (origin & FROM_WINDOW) > 0
         link = self.cfg.link
-        edges: set[Edge] = set()
+        edges: list[Edge] = []
         for b in range(1, len(units)):
             ks = np.flatnonzero(j == b)
             u = units[b]
@@ -185,18 +189,23 @@ class CrossEncoderLinker:
             bonus = link.adjacent_bonus * (i[window] == b - 1)
             parent = int(window[int(np.argmax(ent[window] + bonus))])
             kind = "branch" if u.node_type == "EXP" else "elaboration" if u.node_type in ("FAC", "MET") else "inference"
-            edges.add(Edge(int(i[parent]), b, kind, score=round(float(ent[parent]), 4)))
+            edges.append(Edge(int(i[parent]), b, kind, score=round(float(ent[parent]), 4)))
             for k in ks:
                 a = int(i[k])
                 if con[k] >= self.nli_threshold:
-                    edges.add(Edge(b, a, "critique", "negate", round(float(con[k]), 4)))
+                    edges.append(Edge(b, a, "critique", "negate", round(float(con[k]), 4)))
                 elif ent[k] >= self.nli_threshold and k != parent:
                     if sim.at(b, a) >= link.repetition_similarity:
-                        edges.add(Edge(b, a, "repetition", score=round(float(ent[k]), 4)))
+                        edges.append(Edge(b, a, "repetition", score=round(float(ent[k]), 4)))
                     else:
-                        edges.add(Edge(a, b, "inference", score=round(float(ent[k]), 4)))
+                        edges.append(Edge(a, b, "inference", score=round(float(ent[k]), 4)))
             if "CRT" in u.cues or u.node_type == "CRT":
                 k = ks[int(np.argmax(ent[ks] + con[ks]))]
                 polarity = "negate" if con[k] > ent[k] else "affirm" if ent[k] >= 0.5 else "uncertain"
-                edges.add(Edge(b, int(i[k]), "critique", polarity, round(float(max(ent[k], con[k])), 4)))
-        return sorted(edges, key=lambda e: (e.src, e.dst, e.edge_type))
+                edges.append(Edge(b, int(i[k]), "critique", polarity, round(float(max(ent[k], con[k])), 4)))
+        best: dict[tuple[int, int], Edge] = {}
+        for e in edges:  # the first proposed wins a tie
+            pair = (min(e.src, e.dst), max(e.src, e.dst))
+            if pair not in best or e.score > best[pair].score:
+                best[pair] = e
+        return sorted(best.values(), key=lambda e: (e.src, e.dst, e.edge_type))
