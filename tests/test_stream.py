@@ -322,3 +322,27 @@ def test_stream_reads_sections_as_profile_does():
     trace = record_traces({"response": SAMPLE["response"]}, FieldMap(), "<memory>", 0)[0]
     assert [s.name for s in trace.sections] == ["reasoning", "answer"]
     assert {u.section for u in units_of(trace, cfg)[0]} == {"reasoning", "answer"}
+
+
+def test_a_piece_over_the_trace_limit_is_refused_when_fed(no_encoding_config, tmp_path):
+    """limits.max_trace_chars holds while the stream is fed, not only at close(): the piece that
+    goes over is refused and not kept (the tags around the reasoning do not count, as in profile);
+    close() profiles what was kept. `watch` stops reading there and profiles the same text."""
+    from thinkprobe.io.limits import TooLarge
+
+    reasoning = "We add 3 and 4.\nThat gives 7.\nSo the answer is 7.\n"
+    s = Stream(every=1, config=no_encoding_config, cache=False, max_trace_chars=len(reasoning), **FAST)
+    s.feed("<think>\n" + reasoning)  # over the limit in characters fed, within it as a trace
+    with pytest.raises(TooLarge, match=f"over the limit of {len(reasoning)}"):
+        s.feed("Check: 3 + 4 = 7.\n</think>")
+    assert s.text == "<think>\n" + reasoning
+    assert s.close().indicators["units"].tolist() == [3]
+    # watch reads standard input in pieces of 256 characters: the second takes the text over 400
+    text = "<think>\n" + "".join(f"Step {k}: we add {k} and {k + 1} to get {2 * k + 1}.\n" for k in range(30))
+    res = CliRunner().invoke(main, ["watch", "-", "--every", "1", "--device", "cpu", "--no-cache", "--json",
+                                    "--max-trace-chars", "400", "--config", no_encoding_config], input=text)
+    assert res.exit_code == 0, res.output
+    assert "stopped reading: this piece takes the stream's trace text to" in res.stderr
+    final = json.loads(res.stdout.splitlines()[-1])["final"]
+    kept = thinkprobe.profile([{"id": "x", "response": text[:256]}], cache=False, **FAST)
+    assert final["units"] == int(kept.indicators["units"][0]) > 3

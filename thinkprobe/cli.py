@@ -376,7 +376,7 @@ def bench(count, device, batch_size, scale, encoder_path, workers, json_out, wor
 
 
 WATCH_OPTIONS = (*field_option_names(), "config", "encoder", "device", "batch_size", "precision", "norms", "cache",
-                 "cache_dir", "linker", "linker_model", "types", "overwrite")
+                 "cache_dir", "linker", "linker_model", "types", "overwrite", "max_trace_chars", "oversize")
 
 
 @main.command()

@@ -38,6 +38,7 @@ from .config import Config
 from .graph import block_starts, link_graphs, tile_and_type
 from .indicators import INDICATORS, compute_indicators
 from .io import record_traces
+from .io.limits import InputLimits, TooLarge
 from .nodetypes import cue_categories
 from .options import OptionError, RunOptions, option_specs
 from .records import Edge, Section, ThoughtGraph, ThoughtUnit, Trace, graph_record
@@ -248,6 +249,7 @@ class Stream:
         if bind is not None:
             bind(self.encoder)
         self.norms = Normalizer.load(self.opts.norms) if self.opts.norms else None
+        self.limits = InputLimits.from_config(self.cfg)
         self.text = ""
         self.closed = False
         self._trace: Trace | None = None
@@ -273,6 +275,7 @@ class Stream:
         last one, else None."""
         if self.closed:
             raise RuntimeError("the stream is closed")
+        self._check_size(self.text + piece)
         self.text += piece
         with self.times("settle"):
             self._settle()
@@ -282,6 +285,20 @@ class Stream:
         if len(self._units) - self._last_snapshot < self.every:
             return None
         return self.snapshot(analyse=False)
+
+    def _check_size(self, text: str) -> None:
+        """Refuse a piece that takes the trace's text (reasoning plus answer, as `profile` counts it)
+        over limits.max_trace_chars, before it is kept: what was fed before stays, and `close()`
+        profiles it. With oversize 'truncate', `close()` cuts the text as `profile` would."""
+        cap = self.limits.max_trace_chars
+        if not cap or self.limits.oversize != "refuse" or len(text) <= cap:  # sections are spans of the text
+            return
+        item = record_traces({**self.record, self.text_field: text}, self.opts.field_map, MEMORY_SOURCE, 0)[0]
+        total = sum(sec.end - sec.start for sec in item.sections) if isinstance(item, Trace) else len(text)
+        if total > cap:
+            raise TooLarge(f"this piece takes the stream's trace text to {total:,} characters, over the limit of "
+                           f"{cap:,} (raise it with max_trace_chars / --max-trace-chars, or keep the first {cap:,} "
+                           f"with oversize='truncate' / --oversize truncate); the piece was not kept")
 
     def snapshot(self, analyse: bool = True) -> Snapshot:
         """Where the stream stands now; `analyse`: encode the settled units still waiting and

@@ -19,6 +19,7 @@ from typing import Any, Callable, TextIO
 
 from .cognitive_profile import DIMENSION_NAMES, Normalizer, profile_row
 from .indicators import DIMENSIONS, INDICATORS
+from .io.limits import TooLarge
 from .live import NEEDS_NORMS, Snapshot, Stream
 
 __all__ = ["watch", "read_pieces", "snapshot_line", "final_summary"]
@@ -177,6 +178,8 @@ def watch(source: str, *, out_dir: str | None = None, follow: bool = False, unti
             show(s.snapshot())  # every settled unit analysed
     except KeyboardInterrupt:
         print("interrupted: closing the stream", file=sys.stderr)
+    except TooLarge as exc:  # over --max-trace-chars: the text kept so far is profiled
+        print(f"stopped reading: {exc}", file=sys.stderr)
     finally:
         if view is not None:
             view.stop()
