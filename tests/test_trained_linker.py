@@ -16,6 +16,7 @@ from thinkprobe.io import FieldMap, detect
 from thinkprobe.records import NODE_TYPES, ThoughtUnit
 
 from test_link_contract import check_contract
+from test_link_contract import tiny_classifier as contract_classifier
 
 PAIR_MLP, PARSER = LINKERS["pair-mlp"].model, LINKERS["parser"].model  # the shipped folders in models/
 READER_PARSER = LINKERS["parser-reader"].model
@@ -223,19 +224,7 @@ WORDS = ["the", "area", "is", "9", "pi", "wait", "right", "yes", "so", "answer",
 
 
 def tiny_classifier(folder, id2label, seed=0):
-    import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
-
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
-    tok = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), do_lower_case=True)
-    tok.save_pretrained(str(folder))
-    torch.manual_seed(seed)
-    cfg = BertConfig(vocab_size=len(WORDS) + 5, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=128, num_labels=len(id2label),
-                     id2label=id2label, label2id={v: k for k, v in id2label.items()})
-    BertForSequenceClassification(cfg).save_pretrained(str(folder))
-    return folder
+    return contract_classifier(folder, id2label, seed, words=WORDS, hidden=32, layers=2, positions=128)
 
 
 def link_inputs(seed=0):
