@@ -161,9 +161,10 @@ def profile(inputs, out_dir, summary, strict, **options):
                    err=True)
         sys.exit(EXIT_NOTHING_PROFILED)
     if strict and result["errors"]:
-        for warning in result.get("coverage_warnings", ()):
-            click.echo(f"error: {warning}", err=True)
-        click.echo(f"--strict: {result['errors']} records were skipped (see {out_dir}/errors.jsonl)", err=True)
+        named = len(result.get("coverage_warnings", ()))  # printed as warnings by the run (api.profile)
+        click.echo(f"--strict: {result['errors']} records were skipped (see {out_dir}/errors.jsonl)"
+                   + (f"; the {named} warning{'s' if named > 1 else ''} above about what had no trace profiled "
+                      f"{'are errors' if named > 1 else 'is an error'} here" if named else ""), err=True)
         sys.exit(3)
 
 
