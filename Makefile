@@ -22,8 +22,11 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 demo: install
 	$(VENV)/bin/thinkprobe profile thinkprobe/samples/traces.jsonl -o demo_out
 
+# Two pytest workers (pytest-xdist), one test file per worker at a time so that a module's shared
+# runs (module fixtures) are made once; tests/conftest.py hands out the slowest files first.
+TEST_WORKERS ?= 2
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 bench: install
 	$(PY) scripts/bench.py

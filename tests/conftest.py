@@ -36,6 +36,18 @@ def encoder():
     return Encoder(device="cpu")
 
 
+# The test files that take longest (seconds on the 2-core machine, `pytest --durations=0`), run
+# first: `make test` hands whole files to two workers in collection order (pytest-xdist, --dist
+# loadfile), and a long file handed out last would leave one worker idle while it runs.
+SLOWEST_FILES = ("test_ray.py", "test_realdata.py", "test_link_contract.py", "test_isolation.py",
+                 "test_reliability.py", "test_pipeline.py")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: k for k, name in enumerate(SLOWEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+
 class NetworkUsed(AssertionError):
     pass
 

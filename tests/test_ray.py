@@ -166,7 +166,9 @@ def test_max_units_skips_the_same_traces_on_ray(local_ray, tmp_path):
 
 # --------------------------------------------------------------------------- failure isolation
 
-TIMEOUT_S = 10
+# A stuck trace is waited out once or twice per engine: the limit is what the module's time goes on.
+# The other traces are tiny (milliseconds).
+TIMEOUT_S = 6
 
 
 @pytest.fixture(scope="module")
