@@ -196,11 +196,50 @@ def test_no_abbreviation_ends_a_unit(abbreviation, after, config):
     ("Divisible by 5? No. 7? Yes.", ["Divisible by 5?", "No.", "7?", "Yes."]),
     ("See Symphony No. 5 today.", ["See Symphony No. 5 today."]),
     ("At 75°, 105°, etc. Might it hold?", ["At 75°, 105°, etc.", "Might it hold?"]),
+    # a name's initials (tts_knowledge SimpleQA / FRAMES: about one Qwen3-8B trace in eight has one)
+    ("Yes! John F. Kennedy attended it.", ["Yes!", "John F. Kennedy attended it."]),
+    ("Franklin D. Roosevelt and George H.W. Bush won.", ["Franklin D. Roosevelt and George H.W. Bush won."]),
+    ('Perhaps "Charles A. P. Bartlett" fits, or Captain W. R. H. Pritchard.',
+     ['Perhaps "Charles A. P. Bartlett" fits, or Captain W. R. H. Pritchard.']),
+    ("Schools like A.T. Still University, by T.S. Eliot at the O.K. Corral.",
+     ["Schools like A.T. Still University, by T.S. Eliot at the O.K. Corral."]),
+    # ... while a letter answer or a name's initial before a sentence starter still ends the sentence
+    ("So the answer is B. Then we check.", ["So the answer is B.", "Then we check."]),
+    ("The answer is B. Smith is wrong.", ["The answer is B.", "Smith is wrong."]),
+    ("It is Vitamin E. Yet I am unsure.", ["It is Vitamin E.", "Yet I am unsure."]),
+    ("He was John F. Kennedy. The end.", ["He was John F. Kennedy.", "The end."]),
 ])
 def test_abbreviations_in_context(text, expected):
     from thinkprobe.segment import fragment_spans
 
     assert [text[s:e] for s, e in fragment_spans(text, 0, len(text))] == expected
+
+
+def test_name_initials_in_real_traces_do_not_end_a_unit(shared_data, config):
+    """tts_knowledge Qwen3-8B FRAMES: "John L. | Chambers", "Lyndon B. | Johnson" were cut."""
+    import re
+
+    from thinkprobe.segment import fragment_spans
+
+    starters = set(config.segment.sentence_starters)
+
+    path = shared_data / "tts_knowledge" / "outputs" / "qwen3-8b" / "Qwen3-8B_frames_exd0.jsonl.gz"
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    name = re.compile(r"\b[A-Z][a-z]+ (?:[A-Z]\. ?){1,3}(?=([A-Z][a-z]+)\b)")
+    seen = 0
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            text = json.loads(line).get("thought") or ""
+            if not name.search(text):
+                continue
+            ends = {e for _, e in fragment_spans(text, 0, len(text))}
+            for m in (m for m in name.finditer(text) if m.group(1) not in starters):
+                assert m.end() - 1 not in ends and m.end() not in ends, text[m.start():m.end() + 20]
+            seen += 1
+            if seen == 40:
+                break
+    assert seen == 40
 
 
 # ----------------------------------------------------------------------------- real files, end to end

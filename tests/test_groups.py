@@ -195,3 +195,22 @@ def test_budget_from_the_file_name_is_a_group(budget_run):
     assert budget_run.model_group_profiles["group"].tolist() == sorted(groups)
     page = (run / "report.html").read_text(encoding="utf-8")
     assert "<h2>Model × group profiles</h2>" in page and ">ε² group</th>" in page
+
+
+# --------------------------------------------------------------------------- real files: MiP-Overthinking conditions
+
+
+def test_mip_condition_from_the_folder_layout_is_a_group(shared_data):
+    """MiP-Overthinking keeps its design factor in the folder: response/<dataset>/<normal|MiP>/<model>/;
+    the README's template names it the group, beside the model and the domain (issue 41, "groups people have")."""
+    root = shared_data / "mip_overthinking" / "response" / "math"
+    files = [root / condition / "s1.1" / "response.json.gz" for condition in ("normal", "MiP")]
+    if not all(f.exists() for f in files):
+        pytest.skip(f"MiP-Overthinking s1.1 MATH responses not found under {root}")
+    fields = FieldMap(path_pattern="{domain}/{group}/{model}/response.json.gz")
+    seen = {}
+    for f in files:
+        traces = list(iter_traces(f, fields))
+        assert traces and all(not isinstance(t, Exception) for t in traces)
+        seen[f.parent.parent.name] = {(t.model, t.domain, t.group, t.provenance["group_from"]) for t in traces}
+    assert seen == {"normal": {("s1.1", "math", "normal", "path")}, "MiP": {("s1.1", "math", "MiP", "path")}}

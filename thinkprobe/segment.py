@@ -77,13 +77,31 @@ class Abbreviations:
             end -= 1
         m = self._pattern.search(text, max(0, end - self.longest), end)
         if m is None:
-            return False
+            return self._initials(text, cut, end)
         if m.group(1) not in self.final or m.group(1) in self.always:
             return True
         if m.group(1) in self.words and _opens_sentence(text, m.start()):
             return False
         word = _NEXT_WORD.match(text, cut)
         return not (word and word.group() in self.starters)
+
+    def _initials(self, text: str, cut: int, end: int) -> bool:
+        """A name's initials ("John F. Kennedy", "George H.W. Bush", "A.T. Still University") before a
+        capitalised word that is not a sentence starter: one initial after a capitalised word, or two or
+        more dotted letters anywhere. "the answer is B. Then", "Vitamin E. So" still end there."""
+        m = _INITIALS.search(text, max(0, end - 12), end)
+        if m is None:
+            return False
+        word = _NEXT_WORD.match(text, cut)
+        if not (word and word.group()[0].isupper()) or word.group() in self.starters:
+            return False
+        return len(m.group(1)) > 2 or bool(_NAME_BEFORE.search(text, max(0, m.start() - 40), m.start()))
+
+
+# Initials at the end of a text: one to three capital letters, each with its period.
+_INITIALS = re.compile(r"(?<![\w.])((?:[A-Z]\.){1,3})\Z")
+# A capitalised word (a first name) or another initial ("Charles A. P. Bartlett") right before the initials.
+_NAME_BEFORE = re.compile(r"(?<![\w.])(?:[A-Z][a-z]+|[A-Z]\.) \Z")
 
 
 def _opens_sentence(text: str, start: int) -> bool:
