@@ -761,13 +761,25 @@ def test_twelve_one_record_files_get_twelve_ids(tmp_path):
     assert not any("duplicate_of" in t.provenance for t in traces)
 
 
+def test_records_without_ids_in_files_of_one_name_are_no_duplicates(tmp_path):
+    """Ids made from the file name and position (the records have none) are told apart by the
+    file's folder; none is a renamed duplicate (MiP-Overthinking's response.json.gz layout)."""
+    paths = []
+    for cond in ("normal", "missing"):
+        (tmp_path / cond).mkdir()
+        paths.append(write_jsonl(tmp_path / cond / "response.jsonl", [{"reasoning": f"{cond} {k}"} for k in range(2)]))
+    traces = list(iter_inputs(paths))
+    assert len({t.trace_id for t in traces}) == 4
+    assert not any("duplicate_of" in t.provenance for t in traces)
+
+
 def test_two_folders_with_the_same_inner_files(tmp_path):
     for run in ("r1", "r2"):
         (tmp_path / run / "p").mkdir(parents=True)
         write_json(tmp_path / run / "p" / "base_solution.json", {"full_cot": run})
     traces = list(iter_inputs([tmp_path / "r1", tmp_path / "r2"]))
     assert [t.trace_id for t in traces] == ["p/base_solution:0", "r2/p/base_solution:0"]
-    assert traces[1].provenance["duplicate_of"] == "p/base_solution:0"
+    assert "duplicate_of" not in traces[1].provenance  # the records have no id: nothing was repeated
 
 
 # ----------------------------------------------------------------------------- naming what records lack

@@ -51,7 +51,9 @@ def record_traces(
 class _RunIds:
     """Trace ids unique across a whole run. The first trace keeps its id; a later one from another file
     becomes ``<file label>:<id>``, one from the same file (or still taken) gets ``#2``, ``#3``...;
-    provenance keeps the original as ``duplicate_of``."""
+    provenance keeps the original as ``duplicate_of``. An id the record did not have (made from
+    its file's name and position, as for two files both named response.json in two folders) is
+    renamed the same way but is no duplicate: nothing repeated."""
 
     def __init__(self) -> None:
         self.owner: dict[str, str] = {}
@@ -73,6 +75,8 @@ class _RunIds:
             self.last_suffix[candidate] = suffix
             candidate = f"{candidate}#{suffix}"
         self.owner[candidate] = trace.source
+        if trace.provenance.get("trace_id_from") == "file:record":
+            return replace(trace, trace_id=candidate)
         return replace(trace, trace_id=candidate, provenance={**trace.provenance, "duplicate_of": original})
 
 
