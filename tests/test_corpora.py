@@ -101,7 +101,7 @@ def _graph(answer: str, gold: str | None, trace: Trace) -> dict:
 
 @pytest.mark.parametrize("grading, acc", [("A", 1), ("B", 0), ("C", None)])
 def test_the_records_grade_wins_over_answer_matching(grading, acc):
-    # tts_knowledge, Qwen3-8B: "August 10, 843" was graded A against the gold "10 August 843"
+    # tts_knowledge (the Claude and Gemini SimpleQA files): "August 10, 843" graded A against the gold "10 August 843"
     trace = one({"thought": "<think>x</think>", "response": "The answer is August 10, 843.",
                  "answer": "10 August 843", "grading": grading})
     assert not answers_match("August 10, 843", "10 August 843")  # the matcher alone would say incorrect
