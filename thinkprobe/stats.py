@@ -199,8 +199,11 @@ def kruskal_test(values: Sequence[float], labels: Sequence[str], min_group: int 
         out["missing"] = missing
     if len(kept) < 2:
         out["status"] = NOT_TESTABLE
-        out["reason"] = (f"{len(kept)} group(s) with at least {min_group} traces; Kruskal-Wallis needs 2"
-                         + (f" ({len(too_few)} group(s) too small)" if too_few else ""))
+        # "categories", not "groups": --group-field names a factor of its own
+        out["reason"] = (f"{len(kept)} {'category' if len(kept) == 1 else 'categories'} with at least {min_group} "
+                         f"traces; Kruskal-Wallis needs 2"
+                         + (f" ({len(too_few)} {'category' if len(too_few) == 1 else 'categories'} too small)"
+                            if too_few else ""))
         return out
     pooled = [x for v in kept.values() for x in v]
     if max(pooled) == min(pooled):
