@@ -23,10 +23,11 @@ demo: install
 	$(VENV)/bin/thinkprobe profile thinkprobe/samples/traces.jsonl -o demo_out
 
 # Two pytest workers (pytest-xdist), one test file per worker at a time so that a module's shared
-# runs (module fixtures) are made once; tests/conftest.py hands out the slowest files first.
+# runs (module fixtures) are made once; tests/conftest.py hands out the slowest files first. One
+# thread each (torch's default is one per core: two workers would run four threads on two cores).
 TEST_WORKERS ?= 2
 test: install
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 bench: install
 	$(PY) scripts/bench.py
