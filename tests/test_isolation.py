@@ -80,16 +80,18 @@ def test_a_trace_that_raises_is_listed_and_the_others_are_profiled_as_alone(tmp_
     import thinkprobe.graph as graph
 
     original = graph.tile_and_type
+    tries = []
 
     def failing(trace, *args, **kwargs):
         if trace.trace_id == "t3":
+            tries.append(trace.trace_id)
             raise failure
         return original(trace, *args, **kwargs)
 
     monkeypatch.setattr(graph, "tile_and_type", failing)
     path = write_lines(tmp_path / "in.jsonl", [tiny_trace(i) for i in range(6)])
     result = profile([path], tmp_path / "out", chunk_size=4)
-    assert (result["traces"], result["errors"]) == (5, 1)
+    assert (result["traces"], result["errors"]) == (5, 1) and len(tries) == 2  # in its chunk, then alone
     assert read_jsonl(tmp_path / "out" / "errors.jsonl") == [
         {"file": str(path), "record": 3, "field": "response", "reason": reason, "model": "m", "trace_id": "t3"}]
     assert indicators_by_id(tmp_path / "out") == five_alone
@@ -100,17 +102,19 @@ def test_a_trace_past_the_time_limit_is_listed_and_the_others_are_profiled_as_al
     import thinkprobe.graph as graph
 
     original = graph.tile_and_type
+    started = []
 
     def stuck(trace, *args, **kwargs):
         if trace.trace_id == "t3":
+            started.append(trace.trace_id)
             time.sleep(3600)
         return original(trace, *args, **kwargs)
 
     monkeypatch.setattr(graph, "tile_and_type", stuck)
     path = write_lines(tmp_path / "in.jsonl", [tiny_trace(i) for i in range(6)])
-    # t3 waits the limit out twice (its chunk, then alone); the other traces take milliseconds
+    # chunks of one: t3 waits the limit out once (its chunk was the trace alone: not run again)
     result = profile([path], tmp_path / "out", chunk_size=1, trace_timeout=4)
-    assert (result["traces"], result["errors"]) == (5, 1)
+    assert (result["traces"], result["errors"]) == (5, 1) and len(started) == 1
     [error] = read_jsonl(tmp_path / "out" / "errors.jsonl")
     assert error["trace_id"] == "t3"
     assert error["reason"] == "took longer than the time limit of 4 s (raise it with --trace-timeout)"

@@ -2,7 +2,8 @@
 
 A chunk is first profiled as a whole (the encoder and the models see all its traces at once). If
 that raises (any exception, MemoryError, or the time limit), the chunk is profiled again one trace
-at a time and each trace that still fails becomes an error line with the reason. The time limit
+at a time and each trace that still fails becomes an error line with the reason (a chunk of one
+trace is not run again: its failure is the trace's). The time limit
 holds in any thread (Ray Data runs an actor's batches off the main thread). A crash in native
 code (a segfault) cannot be caught in-process, so a marker file beside the chunk records what was
 running: on --resume a chunk that died is profiled trace by trace, and a trace that died while
@@ -164,9 +165,11 @@ def profile_chunk_isolated(chunk: Sequence, profile_all: Callable[[Sequence], st
         try:
             with time_limit(limits.trace_timeout_s * len(chunk)):
                 return profile_all(chunk)
-        except Exception:  # noqa: BLE001 - any failure of one trace: find it by profiling them one by one
+        except Exception as exc:  # noqa: BLE001 - any failure of one trace: find it by profiling them one by one
             if preflight is not None:
                 preflight()
+            if len(chunk) == 1:  # it ran alone already, under its own limit: running it again would repeat that
+                return failure_line(chunk[0], exc)
             previous = {"mode": "chunk"}
     # One trace at a time. A trace that was running alone when the process died is not retried.
     crashed = set(previous.get("crashed", []))

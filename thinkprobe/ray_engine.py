@@ -85,10 +85,14 @@ def _left(s: dict, timeout: float) -> float:
     return max(timeout - s.get("spent", 0.0), 1e-3) if timeout else 0.0
 
 
+def _trace_of(s: dict) -> Trace:
+    return s["trace"] if "trace" in s else s["graph"].trace
+
+
 def _alone(s: dict, step: Callable[[dict], dict], timeout: float) -> dict:
     """`step(s)` for one trace, under the time it has left: the new state, or the trace's error
     line if the step raised."""
-    trace = s["trace"] if "trace" in s else s["graph"].trace
+    trace = _trace_of(s)
     spent, start = s.get("spent", 0.0), time.monotonic()
     try:
         with time_limit(_left(s, timeout), named=timeout):
@@ -109,7 +113,8 @@ def _whole_then_each(batch: dict, step: Callable[[list[dict]], None], timeout: f
                      preflight: Callable[[], object] | None = None) -> dict:
     """`step(states)` (which fills the states in place) on the pending rows of `batch` at once;
     if it raises, `preflight()` (which raises a failure of the run rather than of a trace, such
-    as an encoder whose weights do not load) and then `step` on each row alone."""
+    as an encoder whose weights do not load) and then `step` on each row alone (a batch with one
+    pending row: that row's failure is its error line)."""
     rows = list(_rows(batch))
     todo = [s for _, s in rows if "line" not in s]
     if not todo:
@@ -118,9 +123,12 @@ def _whole_then_each(batch: dict, step: Callable[[list[dict]], None], timeout: f
         with time_limit(sum(_left(s, timeout) for s in todo), named=timeout):
             step(todo)
         return _batch(rows)
-    except Exception:  # noqa: BLE001 - any failure of one trace: find it by running them one by one
+    except Exception as exc:  # noqa: BLE001 - any failure of one trace: find it by running them one by one
         if preflight is not None:
             preflight()
+        if len(todo) == 1:  # it ran alone already, under its own time left: running it again would repeat that
+            [s] = todo
+            return _batch([(idx, {"line": failure_line(_trace_of(s), exc)} if r is s else r) for idx, r in rows])
 
     def one(s: dict) -> dict:
         step([s])
