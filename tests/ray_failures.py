@@ -9,8 +9,8 @@ test_isolation.tiny_trace(i), ids t0, t1, ...; no other test input uses these id
     t4  stuck in link_graphs (a model stage, in an actor's thread) until a time limit stops it
     t5  the encoder (a model stage) runs out of memory on the batch holding its first unit
     t6  link_graphs (a model stage) raises ValueError on any batch holding t6
-    t9  tile_and_type kills its worker process (what a segfault in native code does); never run
-        by a local engine in the test process
+    t9  units_of (the first stage, before any model) kills its worker process (what a segfault in
+        native code does); never run by a local engine in the test process
 """
 from __future__ import annotations
 
@@ -39,11 +39,18 @@ def _tile(original):
             stuck()
         if trace.trace_id == RAISES:
             raise RuntimeError("boom")
+        return original(trace, *args, **kwargs)
+
+    return tile_and_type
+
+
+def _split(original):
+    def units_of(trace, *args, **kwargs):
         if trace.trace_id == CRASHES:
             os.kill(os.getpid(), signal.SIGSEGV)
         return original(trace, *args, **kwargs)
 
-    return tile_and_type
+    return units_of
 
 
 def _encode(original):
@@ -71,8 +78,8 @@ def failing(module) -> list[tuple[object, str, object]]:
     local engine, thinkprobe.ray_engine for Ray's stages."""
     from thinkprobe.encoder import Encoder
 
-    return [(module, "tile_and_type", _tile(module.tile_and_type)), (module, "link_graphs", _link(module.link_graphs)),
-            (Encoder, "encode_and_count", _encode(Encoder.encode_and_count))]
+    return [(module, "units_of", _split(module.units_of)), (module, "tile_and_type", _tile(module.tile_and_type)),
+            (module, "link_graphs", _link(module.link_graphs)), (Encoder, "encode_and_count", _encode(Encoder.encode_and_count))]
 
 
 def install() -> None:

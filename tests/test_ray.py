@@ -149,19 +149,19 @@ def test_real_traces_of_three_models_byte_identical(local_ray, shared_data, tmp_
         assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
 
 
-def test_max_units_skips_the_same_traces_on_ray(local_ray, tmp_path):
+def test_max_units_skips_the_same_traces_on_ray(both_runs, tmp_path):
     """--max-units on Ray: a trace over the limit is not encoded and lands in errors.jsonl, with
-    the same bytes out as the local engine."""
+    the same bytes out as the local engine. The traces' sizes: from both_runs' local run."""
     lines = SAMPLES.read_text(encoding="utf-8").splitlines()[:4]
     src = tmp_path / "four.jsonl"
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    full = profile([src], tmp_path / "full", chunk_size=2)
-    with open(tmp_path / "full" / "indicators.csv", newline="", encoding="utf-8") as f:
-        sizes = sorted(int(r["units"]) for r in csv.DictReader(f))
+    ids = {json.loads(line)["id"] for line in lines}
+    with open(both_runs[0] / "local" / "indicators.csv", newline="", encoding="utf-8") as f:
+        sizes = sorted(int(r["units"]) for r in csv.DictReader(f) if r["trace_id"] in ids)
     limit = sizes[-2] - 1  # at least the two largest traces go over it
     local = profile([src], tmp_path / "local", chunk_size=2, max_units=limit)
     remote = profile([src], tmp_path / "ray", chunk_size=2, max_units=limit, engine="ray", cache_dir=str(tmp_path / "cache"))
-    assert full["errors"] == 0 and local["errors"] == remote["errors"] == sum(s > limit for s in sizes) >= 2
+    assert len(sizes) == 4 and local["errors"] == remote["errors"] == sum(s > limit for s in sizes) >= 2
     errors = [json.loads(x) for x in (tmp_path / "ray" / "errors.jsonl").read_text().splitlines()]
     assert all(f"over the limit of {limit}" in e["reason"] for e in errors)
     for name in COMPARED:
@@ -180,7 +180,8 @@ def failing_runs(local_ray, tmp_path_factory):
     """Eight tiny traces, five of which fail in different stages (tests/ray_failures.py), profiled
     with --trace-timeout by the local engine (the failures monkeypatched in) and on Ray. The model
     stages take batches of two traces, so that a batch stuck in the linker (the time limit in an
-    actor's thread) waits 2 x TIMEOUT_S at most before its traces are run alone."""
+    actor's thread) waits 2 x TIMEOUT_S at most before its traces are run alone (t4's batch holds
+    t5, which the encoder failed: t4 is the one trace left in it, and is not run again)."""
     import thinkprobe.graph as graph
 
     tmp = tmp_path_factory.mktemp("failing")
@@ -191,7 +192,7 @@ def failing_runs(local_ray, tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         for target, name, replacement in ray_failures.failing(graph):
             mp.setattr(target, name, replacement)
-        # chunks of one: a stuck trace costs the local engine 2 x TIMEOUT_S (its chunk, then alone)
+        # chunks of one: a stuck trace costs the local engine TIMEOUT_S once (a chunk of one is not run again)
         local = profile([src], tmp / "local", chunk_size=1, trace_timeout=TIMEOUT_S, config=str(config))
     remote = profile([src], tmp / "ray", chunk_size=4, trace_timeout=TIMEOUT_S, config=str(config), engine="ray",
                      cache_dir=str(tmp / "cache"))
@@ -277,10 +278,13 @@ def test_an_encoder_that_does_not_load_stops_the_ray_run(local_ray, tmp_path):
 
 def test_a_worker_crash_stops_the_ray_run(local_ray, tmp_path):
     """A trace that kills its worker process cannot be isolated in-process: Ray tries the task again
-    `ray: crash_retries` times, then the run stops (Ray Data's default retries without end, and the
-    run would hang). Last in the module: it leaves Ray to replace the workers that died."""
+    `ray: crash_retries` times (here once: each try starts a worker process afresh), then the run
+    stops (Ray Data's default retries without end, and the run would hang). Last in the module: it
+    leaves Ray to replace the workers that died."""
     src = tmp_path / "in.jsonl"
     src.write_text(tiny_trace(0) + "\n" + tiny_trace(9) + "\n", encoding="utf-8")
+    config = tmp_path / "one_retry.yaml"
+    config.write_text("ray:\n  crash_retries: 1\n", encoding="utf-8")
     with pytest.raises(Exception, match="died unexpectedly"):
-        profile([src], tmp_path / "out", engine="ray", chunk_size=1, cache_dir=str(tmp_path / "cache"))
+        profile([src], tmp_path / "out", engine="ray", chunk_size=1, config=str(config), cache_dir=str(tmp_path / "cache"))
     assert not (tmp_path / "out" / "errors.jsonl").exists()
