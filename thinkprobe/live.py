@@ -38,7 +38,7 @@ from .config import Config
 from .graph import block_starts, link_graphs, tile_and_type
 from .indicators import INDICATORS, compute_indicators
 from .io import record_traces
-from .io.limits import InputLimits, TooLarge
+from .io.limits import InputLimits, TooLarge, trace_chars
 from .nodetypes import cue_categories
 from .options import OptionError, RunOptions, option_specs
 from .records import Edge, Section, ThoughtGraph, ThoughtUnit, Trace, graph_record
@@ -293,8 +293,8 @@ class Stream:
         cap = self.limits.max_trace_chars
         if not cap or self.limits.oversize != "refuse" or len(text) <= cap:  # sections are spans of the text
             return
-        item = record_traces({**self.record, self.text_field: text}, self.opts.field_map, MEMORY_SOURCE, 0)[0]
-        total = sum(sec.end - sec.start for sec in item.sections) if isinstance(item, Trace) else len(text)
+        item = self._item(text)
+        total = trace_chars(item) if isinstance(item, Trace) else len(text)
         if total > cap:
             raise TooLarge(f"this piece takes the stream's trace text to {total:,} characters, over the limit of "
                            f"{cap:,} (raise it with max_trace_chars / --max-trace-chars, or keep the first {cap:,} "
@@ -334,8 +334,13 @@ class Stream:
 
     # ------------------------------------------------------------------ segmentation
 
+    def _item(self, text: str):
+        """What the record with `text` as its text reads as (a Trace, or the InputError of a record
+        that does not read yet)."""
+        return record_traces({**self.record, self.text_field: text}, self.opts.field_map, MEMORY_SOURCE, 0)[0]
+
     def _current_trace(self) -> Trace | None:
-        item = record_traces(self.record_now(), self.opts.field_map, MEMORY_SOURCE, 0)[0]
+        item = self._item(self.text)
         return item if isinstance(item, Trace) and item.given is None else None
 
     def _settle(self) -> None:

@@ -30,7 +30,7 @@ from ..records import InputError, Trace
 
 __all__ = ["MIB", "READ_CHUNK", "InputLimits", "TooLarge", "Skipped", "OVERSIZE_CHOICES", "InflateGuard", "CountingReader",
            "GuardedStream", "guard_of", "bounded_lines", "count_lines", "read_whole", "plain_size", "clip_trace",
-           "size_text", "record_reason", "file_reason", "open_input"]
+           "trace_chars", "size_text", "record_reason", "file_reason", "open_input"]
 
 MIB = 1 << 20
 READ_CHUNK = 1 << 20  # bytes per read of a whole-file read, a skipped line, a line count
@@ -304,6 +304,11 @@ def read_whole(fh: BinaryIO, limits: InputLimits, what: str, size: int | None = 
 # ----------------------------------------------------------------------------- trace text
 
 
+def trace_chars(trace: Trace) -> int:
+    """The characters of a trace's text that max_trace_chars counts: its sections' (reasoning plus answer)."""
+    return sum(s.end - s.start for s in trace.sections)
+
+
 def clip_trace(trace: Trace, limits: InputLimits, locator: int | str | None = None) -> Trace | InputError:
     """`trace` when its text (reasoning plus answer) is within `limits.max_trace_chars`; else its
     InputError, or with `oversize: truncate` the trace cut to its first max_trace_chars characters
@@ -312,10 +317,10 @@ def clip_trace(trace: Trace, limits: InputLimits, locator: int | str | None = No
     `locator`: the record's locator in its file ("line N"), which the error names (default: its position)."""
     given_graph = trace.given is not None
     cap = limits.max_trace_chars
-    lengths = [s.end - s.start for s in trace.sections]
-    total = sum(lengths)
+    total = trace_chars(trace)
     if not cap or total <= cap:
         return trace
+    lengths = [s.end - s.start for s in trace.sections]
     if limits.oversize == "refuse" or given_graph:
         parts = ", ".join(f"{s.name} {n:,}" for s, n in zip(trace.sections, lengths))
         how = "" if given_graph else f", or profile its first {cap:,} with --oversize truncate"
