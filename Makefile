@@ -12,12 +12,11 @@ export NUMBA_CACHE_DIR := $(CURDIR)/.cache/numba
 install: $(VENV)/.installed
 
 # torch is pinned and installed first: an unpinned torch would pull a multi-GB CUDA build.
-# --no-compile: pip would byte-compile every module of every package (torch, ray, spacy...), about a
-# minute here; Python compiles the modules a run imports, once, as it first imports them.
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --no-compile torch==2.13.0
-	$(PY) -m pip install -q --no-compile -e '.[test]'
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
 demo: install
