@@ -3,17 +3,22 @@ token states of its lower layers, inside the same forward pass (Encoder.attach_r
 real sentences of the sample traces with the shipped encoder: attaching a reader leaves the
 embeddings' bytes as they were; a reader holding the encoder's own top layers gives back the
 embedding itself (so the tap sits after the right layer); vectors of texts the embedding cache
-served are computed the same way as those of texts encoded in the pass."""
+served are computed the same way as those of texts encoded in the pass; the shipped reader runs in
+the encoder's precision (fp16 on CUDA, bf16 here)."""
 import numpy as np
 import pytest
 import torch
 
+import thinkprobe
+from thinkprobe.config import resource_dir
 from thinkprobe.encoder import Encoder
-from thinkprobe.reader import Reader, build_reader, lower_states, pad_states, tokenize, upper_states
+from thinkprobe.reader import READER_FILE, Reader, build_reader, lower_states, pad_states, tokenize, upper_states
+from thinkprobe.shared_data import SAMPLES
 
 from test_link_contract import sample_sentences
 
 FROZEN = 4
+MODELS = resource_dir("models")
 
 
 @pytest.fixture(scope="module")
@@ -82,3 +87,32 @@ def test_cache_served_texts_get_vectors_too(encoder, texts, tmp_path):
     second.encode_and_count(texts)
     assert second.cache_stats["hits"] == len(texts)
     assert np.array_equal(second.reader_vectors(texts), want)
+
+
+SHIPPED = MODELS / "parser-minilm-reader"
+
+
+def test_the_shipped_reader_runs_in_the_encoders_precision(texts):
+    """On CUDA the encoder runs in fp16, so the token states its lower layers hand to the reader are
+    fp16; the reader's layers were loaded in float32 and refused them, and the first run on a GPU
+    skipped every trace. bf16 on CPU is the same case here: the reader takes the encoder's dtype, its
+    vectors come back float32 and near the fp32 encoder's."""
+    vectors = {}
+    for precision in ("fp32", "bf16"):
+        enc = Encoder(device="cpu", precision=precision)
+        reader = Reader.load(SHIPPED / READER_FILE, FROZEN, enc.model)
+        assert next(reader.layers.parameters()).dtype == next(enc.model.parameters()).dtype
+        enc.attach_reader(reader)
+        enc.encode_and_count(texts)
+        vectors[precision] = enc.reader_vectors(texts)
+        assert vectors[precision].dtype == np.float32
+    cos = np.sum(vectors["fp32"] * vectors["bf16"], axis=1)
+    assert cos.min() > 0.98, cos.min()
+
+
+def test_a_bf16_run_profiles_every_trace(tmp_path):
+    """The whole default pipeline (the reader parser) in bf16: no record skipped, graphs with edges.
+    Two traces: before the fix the first one came through and the second was skipped."""
+    run = thinkprobe.profile(SAMPLES, tmp_path / "run", device="cpu", precision="bf16", limit=2)
+    assert run.errors == []
+    assert len(run.graphs) == 2 and all(g["edges"] for g in run.graphs)

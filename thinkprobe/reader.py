@@ -112,7 +112,9 @@ class Reader:
         config = _bert(encoder_model).config
         layers = build_reader(config=config, frozen=frozen)
         layers.load_state_dict({k: v.float() for k, v in load_file(str(path)).items()})
-        layers.to(encoder_model.device)
+        # the encoder's device and dtype: its lower layers' states arrive in fp16 on CUDA (bf16 on
+        # request on CPU), and float32 layers refused them (the first CUDA run skipped every trace)
+        layers.to(device=encoder_model.device, dtype=next(encoder_model.parameters()).dtype)
         return cls(layers, frozen, config.hidden_size)
 
     def tap(self, model):
@@ -143,4 +145,4 @@ class Reader:
         import torch
 
         with torch.inference_mode():
-            return torch.nn.functional.normalize(upper_states(self.layers, h), dim=1)
+            return torch.nn.functional.normalize(upper_states(self.layers, h), dim=1).float()
