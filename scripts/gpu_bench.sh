@@ -8,14 +8,24 @@
 #           builds the ignored folder .gpu/: wheels for spaCy and its needs (Python 3.12,
 #           manylinux; about 55 MB), MiniLM's weights in fp16 (about 45 MB: the CUDA encoder runs
 #           in fp16 anyway, so the outputs are those of the installed model) and the v1 traces.
-#   there:  two calls, because one call carries at most 64 MiB; the second must follow while
-#           the machine is still warm (it keeps /tmp between calls):
-#           run(command="sh scripts/gpu_bench.sh install", carry=[".gpu/wheels"])
-#           run(command="sh scripts/gpu_bench.sh run", carry=[".gpu/model", ".gpu/data"], timeout_s=540)
-#           then copy $OUT/bench-gpu.json to docs/ and describe it in docs/benchmarks.md.
+#           then packs it into three parcels .gpu/c1, .gpu/c2, .gpu/c3 (the checkout itself is
+#           about 23 MB, and one call carries at most 64 MiB in all): the spaCy wheel, the traces
+#           and the first piece of the model's weights; the other wheels and the second piece; the
+#           rest of the model.
+#   there:  three calls, each following the last while the machine is still warm (it keeps /tmp
+#           between calls: 30 s):
+#           run(command="sh scripts/gpu_bench.sh install .gpu/c1", carry=[".gpu/c1"])
+#           run(command="sh scripts/gpu_bench.sh install .gpu/c2", carry=[".gpu/c2"])
+#           run(command="sh scripts/gpu_bench.sh run .gpu/c3", carry=[".gpu/c3"], timeout_s=590)
+#   here:   the CPU fp32 reference of the same 50 traces and the comparison:
+#           python -m thinkprobe.cli profile OUT/agree.jsonl -o runs/agree-cpu --device cpu --no-summary
+#           tar xzf OUT/agree-cuda.tgz -C runs/agree-cuda-x && python scripts/device_agreement.py runs/agree-cpu runs/agree-cuda-x/run
+#           then copy OUT/bench-gpu.json to docs/ and describe both in docs/benchmarks.md.
 #
-# `run` profiles 1,000 real traces (full pipeline, naive per-trace baseline, cached rerun) with 8
-# worker processes for the CPU stages; the flat-memory check is a CPU figure and is skipped.
+# `run` first profiles 50 real traces on the device (the agreement run, its outputs as a tarball),
+# then benchmarks 1,000 (full pipeline, naive per-trace baseline, cached rerun) with 8 worker
+# processes for the CPU stages; the flat-memory check is a CPU figure and is skipped. DEVICE=cpu
+# N=5 AGREE_N=3 rehearses it on a CPU machine.
 set -eu
 cmd=${1:-run}
 case "$cmd" in
@@ -46,23 +56,57 @@ save_file({k: v.half().contiguous() for k, v in load_file(str(src / "model.safet
 EOF
     data=${THINKPROBE_DATA:-../shared/data}
     cp "$data/reasoningflow/v1/v1_raw_data.jsonl.gz" .gpu/data/reasoningflow/v1/
-    du -sh .gpu/wheels .gpu/model .gpu/data
+    # the parcels: hard links, no copies; the weights cut in three pieces (cat joins them there)
+    rm -rf .gpu/c1 .gpu/c2 .gpu/c3 && mkdir -p .gpu/c1 .gpu/c2 .gpu/c3
+    ln .gpu/wheels/spacy-*.whl .gpu/c1/
+    for w in .gpu/wheels/*.whl; do case "$w" in */spacy-[0-9]*) ;; *) ln "$w" .gpu/c2/ ;; esac; done
+    cp -r .gpu/data .gpu/c1/data
+    (cd .gpu/model && tar cf ../c3/model-files.tar --exclude model.safetensors .)
+    w=.gpu/model/model.safetensors
+    head -c 3000000 $w > .gpu/c1/weights.1
+    tail -c +3000001 $w | head -c 18000000 > .gpu/c2/weights.2
+    tail -c +21000001 $w > .gpu/c3/weights.3
+    du -sh .gpu/c1 .gpu/c2 .gpu/c3
     ;;
 install)
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .gpu/wheels/*.whl
-    PYTHONPATH=/tmp/site python3 -c "import spacy; print('spaCy', spacy.__version__, 'installed in /tmp/site')"
+    # install the parcel's wheels into /tmp/site, keep its other files in /tmp/gpu
+    parcel=${2:?usage: gpu_bench.sh install PARCEL}
+    mkdir -p /tmp/gpu
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+        "$parcel"/*.whl
+    (cd "$parcel" && tar cf - --exclude='*.whl' .) | tar xf - -C /tmp/gpu
+    ls -la /tmp/gpu
     ;;
 run)
+    parcel=${2:?usage: gpu_bench.sh run PARCEL}
+    cp -r "$parcel"/. /tmp/gpu/
+    mkdir -p /tmp/gpu/model
+    tar xf /tmp/gpu/model-files.tar -C /tmp/gpu/model
+    cat /tmp/gpu/weights.1 /tmp/gpu/weights.2 /tmp/gpu/weights.3 > /tmp/gpu/model/model.safetensors
+    sha256sum /tmp/gpu/model/model.safetensors
     out=${OUT:-gpu_bench_out}
+    dev=${DEVICE:-cuda}
     mkdir -p "$out"
-    export PYTHONPATH="/tmp/site:$PWD" THINKPROBE_DATA="$PWD/.gpu/data" HF_HUB_OFFLINE=1 \
+    export PYTHONPATH="/tmp/site:$PWD" THINKPROBE_DATA="/tmp/gpu/data" HF_HUB_OFFLINE=1 \
         NUMBA_CACHE_DIR=/tmp/numba PYTHONUNBUFFERED=1
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/gpu.txt"
-    python3 scripts/bench.py --device cuda -n "${N:-1000}" --scale 0 --workers "${WORKERS:-8}" \
-        --encoder .gpu/model --json "$out/bench-gpu.json" 2>&1 | tee "$out/bench-gpu.log"
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$out/gpu.txt" 2>&1 || true
+    python3 -c "import spacy, torch, transformers; print('spaCy', spacy.__version__); print('torch', torch.__version__, 'transformers', transformers.__version__)" \
+        >> "$out/gpu.txt"
+    cat "$out/gpu.txt"
+    # CPU/CUDA agreement: 50 of the traces profiled here; compared on the CPU machine against a CPU
+    # fp32 run of the same file with scripts/device_agreement.py
+    python3 -c "from thinkprobe.shared_data import real_corpus; print('\n'.join(real_corpus(${AGREE_N:-50})[0]))" \
+        > "$out/agree.jsonl"
+    rm -rf /tmp/agree && mkdir -p /tmp/agree
+    /usr/bin/time -v python3 -m thinkprobe.cli profile "$out/agree.jsonl" -o /tmp/agree/run --device "$dev" \
+        --encoder /tmp/gpu/model --no-summary > "$out/agree.log" 2>&1 || { tail -40 "$out/agree.log"; exit 1; }
+    tail -25 "$out/agree.log"
+    tar czf "$out/agree-$dev.tgz" -C /tmp/agree run/graphs.jsonl run/indicators.csv run/run.json run/errors.jsonl
+    timeout "${BENCH_S:-450}" python3 scripts/bench.py --device "$dev" -n "${N:-1000}" --scale 0 \
+        --workers "${WORKERS:-8}" --encoder /tmp/gpu/model --json "$out/bench-gpu.json" 2>&1 | tee "$out/bench-gpu.log"
     ;;
 *)
-    echo "usage: sh scripts/gpu_bench.sh prepare|install|run" >&2
+    echo "usage: sh scripts/gpu_bench.sh prepare | install PARCEL | run PARCEL" >&2
     exit 2
     ;;
 esac

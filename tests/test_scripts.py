@@ -35,3 +35,32 @@ def test_script_answers_help(script, monkeypatch):
 def test_shell_script_parses(script):
     res = subprocess.run(["bash", "-n", str(SCRIPTS / script)], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
+
+
+def test_device_agreement_counts_what_differs(monkeypatch):
+    """scripts/device_agreement.py (the CPU/CUDA comparison of docs/benchmarks.md) on two runs of three
+    graphs: identical runs agree fully; one edge retyped, one node retyped, one segment boundary
+    moved and one indicator changed show up as such, and a trace with other units is left out of
+    the unit-level figures."""
+    import copy
+
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    from device_agreement import compare
+    from run_folder import make_graph
+
+    a = {t: make_graph(t, "m", "d", 12) for t in ("t1", "t2", "t3")}
+    same = compare(a, copy.deepcopy(a))
+    assert same["traces_identical_graphs"] == 3 and same["edge_pair_agreement"] == 1.0
+    assert all(d["traces_differing"] == 0 for d in same["indicators"].values())
+    b = copy.deepcopy(a)
+    b["t1"]["edges"][0]["type"] = "elaboration" if a["t1"]["edges"][0]["type"] != "elaboration" else "inference"
+    b["t1"]["units"][2]["type"] = "MET"
+    b["t2"]["units"][4]["segment"] = 0
+    b["t2"]["indicators"]["idea_count"] = 2.5
+    b["t3"]["units"][0]["end"] -= 1
+    got = compare(a, b)
+    pairs = sum(len({(e["src"], e["dst"]) for e in a[t]["edges"]}) for t in ("t1", "t2"))
+    assert got["traces_same_units"] == 2 and got["traces_identical_graphs"] == 1
+    assert got["edge_pair_agreement"] == (pairs - 1) / pairs
+    assert got["node_type_agreement"] == 1 - 1 / 26 and got["segment_agreement"] == 1 - 1 / 26
+    assert got["indicators"]["idea_count"] == {"max_abs_diff": 2.0, "traces_differing": 1}

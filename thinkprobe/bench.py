@@ -114,6 +114,7 @@ def run_bench(n: int = 100, device: str = "auto", batch_size: int | None = None,
                   "second_stages_s": dict(sorted(second_times.items())), "hits": cached["cache"]},
         "memory_peak_rss_mb": memory,
         "this_process_peak_rss_mb": _peak_rss_mb(),
+        "gpu_peak_allocated_mb": _gpu_peak_mb(encoder.device),
     }
     if not workdir:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -142,6 +143,16 @@ def _cuda_sync(device: str):
     return lambda: None
 
 
+def _gpu_peak_mb(device: str) -> float | None:
+    """The most GPU memory torch held for tensors in this process (the main process's models; the
+    worker processes run the CPU stages only); None on a CPU."""
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    return torch.cuda.max_memory_allocated() / 2**20
+
+
 def _machine(device: str) -> str:
     desc = f"{platform.machine()}, {os.cpu_count()} CPU cores, Python {platform.python_version()}"
     if device.startswith("cuda"):
@@ -166,6 +177,8 @@ def format_bench(r: dict) -> str:
         f"{r['cache']['speedup']:.1f}x, identical outputs: {r['cache']['identical_outputs']}",
         "peak memory (fresh process each): " + (", ".join(
             f"{k} {v['traces']} traces {v['peak_rss_mb']:.0f} MB" for k, v in r["memory_peak_rss_mb"].items()) or "not measured"),
+        f"this process: peak RSS {r['this_process_peak_rss_mb']:.0f} MB"
+        + ("" if r.get("gpu_peak_allocated_mb") is None else f", peak GPU memory allocated {r['gpu_peak_allocated_mb']:.0f} MB"),
     ]
     return "\n".join(lines)
 
