@@ -47,3 +47,11 @@ def test_docs_name_no_machine_path():
     found = [f"{p.relative_to(REPO)}:{k}: {line.strip()[:100]}" for p in docs
              for k, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if re.search(r"/(work|tmp)/[A-Za-z]", line)]
     assert not found, "\n".join(found)
+
+
+def test_the_two_results_pages_stay_short():
+    """docs/accuracy.md and docs/findings.md hold the current results, under 250 lines each; the
+    record of designs tried and earlier rounds goes to docs/notes/."""
+    long = {name: n for name in ("accuracy.md", "findings.md")
+            if (n := len((REPO / "docs" / name).read_text(encoding="utf-8").splitlines())) >= 250}
+    assert not long, long
