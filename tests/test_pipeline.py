@@ -228,11 +228,17 @@ def test_reasoningflow_export_joins_separate_fields(tmp_path):
         assert response[node["start"]:node["end"]] == node["text"]
 
 
-def test_bench_runs_every_measure_and_finds_identical_cached_outputs(tmp_path):
+def test_bench_runs_every_measure_and_finds_identical_cached_outputs(tmp_path, capsys):
     from thinkprobe.bench import format_bench, run_bench
 
-    r = run_bench(2, device="cpu", scale=0, workdir=str(tmp_path))
+    r = run_bench(2, device="cpu", scale=0, workdir=str(tmp_path), naive_n=1)
     assert r["traces"] == 2 and r["units"] > 0 and r["memory_peak_rss_mb"] == {}
+    naive = r["naive_per_trace"]  # the naive baseline on the first trace only: its own units
+    assert naive["traces"] == 1 and 0 < naive["units"] < r["units"]
+    assert r["speedup_over_naive"] == r["full_pipeline"]["units_per_s"] / naive["units_per_s"]
+    assert r["gpu_peak_allocated_mb"] is None
+    said = capsys.readouterr().err  # each figure as soon as it is measured
+    assert all(f"bench: {name}:" in said for name in ("raw encoder", "full", "naive", "cache1", "cache2"))
     assert r["cache"]["identical_outputs"] is True
     assert r["cache"]["hits"]["embeddings"] == {"hits": r["units"], "misses": 0}
     assert r["cache"]["hits"]["pair_scores"] == {"hits": 2, "misses": 0}

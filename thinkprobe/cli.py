@@ -332,6 +332,9 @@ def graph(run_dir, trace_id, out):
 @click.option("--encoder", "encoder_path", type=click.Path(file_okay=False), default=None,
               help="local sentence-transformers folder [default: the config's, else the installed MiniLM]")
 @click.option("--workers", default=1, show_default=True, help="worker processes for the full pipeline and the cache runs")
+@click.option("--naive-n", type=click.IntRange(min=1), default=None,
+              help="run the naive per-trace baseline on the first N traces only (default: all; the speed-up is then "
+                   "a ratio of units per second)")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="write the numbers here")
 @click.option("--workdir", type=click.Path(file_okay=False), default=None, help="keep the runs here (default: a temp dir)")
 @click.option("--long", "long_sizes", default=None,
@@ -344,8 +347,8 @@ def graph(run_dir, trace_id, out):
                    "(a snapshot every 20 units) against profiling it at once; the cost ratio")
 @click.option("--rounds", default=1, show_default=True,
               help="with --stream: streams, each between two one-shot runs (ratio of the medians)")
-def bench(count, device, batch_size, scale, encoder_path, workers, json_out, workdir, long_sizes, linker, timeout,
-          stream_units, rounds):
+def bench(count, device, batch_size, scale, encoder_path, workers, naive_n, json_out, workdir, long_sizes, linker,
+          timeout, stream_units, rounds):
     """Throughput: raw encoder vs full pipeline vs naive per-trace baseline, cache, memory."""
     from .bench import format_bench, format_long_bench, run_bench, run_long_bench
 
@@ -368,7 +371,7 @@ def bench(count, device, batch_size, scale, encoder_path, workers, json_out, wor
                 f.write("\n")
         return
     report = run_bench(count, device=device, batch_size=batch_size, scale=scale, workdir=workdir,
-                       encoder_path=encoder_path, workers=workers)
+                       encoder_path=encoder_path, workers=workers, naive_n=naive_n)
     click.echo(format_bench(report))
     if json_out:
         with open(json_out, "w", encoding="utf-8") as f:
