@@ -60,10 +60,20 @@ def main(argv=None) -> None:
     ap.add_argument("--workers", type=int, default=1, help="profiling worker processes")
     ap.add_argument("--partial", action="store_true",
                     help="with --reuse: a corpus whose run has not finished contributes its committed chunks")
+    ap.add_argument("--per-stratum", default="", metavar="CORPUS=N,...",
+                    help="traces per (model, domain, wrong) cell for the corpora named (default: "
+                         + ", ".join(f"{c}={n}" for c, n in PER_STRATUM.items()) + ")")
     args = ap.parse_args(argv)
     work, corpora = Path(args.work), [c for c in args.corpora.split(",") if c]
+    try:
+        caps = {c: int(n) for c, n in (kv.split("=") for kv in args.per_stratum.split(",") if kv)}
+    except ValueError:
+        ap.error(f"--per-stratum: expected CORPUS=N,... and got {args.per_stratum!r}")
+    if set(caps) - set(CORPORA):
+        ap.error(f"--per-stratum: unknown corpora {sorted(set(caps) - set(CORPORA))}")
+    per_stratum = {**PER_STRATUM, **caps}
     if not (args.reuse and all((work / c / "labels.csv").exists() for c in corpora)):
-        print("sampled traces:", prepare(work, Path(args.data), corpora, args.seed), flush=True)
+        print("sampled traces:", prepare(work, Path(args.data), corpora, args.seed, per_stratum), flush=True)
     if not args.partial:
         profile_corpora(work, corpora, reuse=args.reuse, workers=args.workers, progress=False)
     data = load_dataset(work, corpora, partial=args.partial)
@@ -72,12 +82,13 @@ def main(argv=None) -> None:
     (work / "evaluation.json").write_text(json.dumps(ev, indent=1) + "\n", encoding="utf-8")
     if not args.no_write:
         card = {"trained": date.today().isoformat(), "corpora": corpora, "traces": int(len(data["wrong"])),
-                "wrong": int(data["wrong"].sum()), "per_stratum": {c: PER_STRATUM[c] for c in corpora},
+                "wrong": int(data["wrong"].sum()), "per_stratum": {c: per_stratum[c] for c in corpora},
                 "seed": args.seed, "evaluation": ev,
                 "sampled": {c: sum(1 for _ in open(work / c / "labels.csv", encoding="utf-8")) - 1 for c in corpora},
                 "used": {c: int((data["corpus"] == c).sum()) for c in corpora},
                 "command": "python scripts/train_failure_risk.py" + ("" if set(corpora) == set(CORPORA) else
-                                                                     f" --corpora {','.join(corpora)}")}
+                                                                     f" --corpora {','.join(corpora)}")
+                           + (f" --per-stratum {args.per_stratum}" if caps else "")}
         write_model(fit(data, args.C), Path(args.out), card)
         print(f"wrote {Path(args.out) / 'model.json'}")
 

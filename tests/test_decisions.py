@@ -298,3 +298,20 @@ def test_training_data_of_an_unfinished_run_comes_from_its_committed_chunks(tmp_
     assert data["X"].shape == (2, len(RISK_FEATURES)) and data["X"][1, 0] > data["X"][0, 0]  # more units
     with pytest.raises(FileNotFoundError):
         load_dataset(tmp_path, ["c"])
+
+
+def test_prepare_takes_per_corpus_caps(tmp_path, shared_data):
+    """`train_failure_risk.py --per-stratum thought_anchors=3`: at most 3 traces per (model, domain,
+    wrong) cell of that corpus (2 models x right / wrong: 12 of its 40), the same draw each time;
+    records and labels line up and no record carries its label."""
+    from thinkprobe.training.risk_fit import prepare
+
+    counts = prepare(tmp_path / "a", shared_data, ["thought_anchors"], per_stratum={"thought_anchors": 3})
+    again = prepare(tmp_path / "b", shared_data, ["thought_anchors"], per_stratum={"thought_anchors": 3})
+    assert counts == again == {"thought_anchors": 12}
+    records = (tmp_path / "a" / "thought_anchors" / "records.jsonl").read_text(encoding="utf-8")
+    assert records == (tmp_path / "b" / "thought_anchors" / "records.jsonl").read_text(encoding="utf-8")
+    labels = list(csv.DictReader(open(tmp_path / "a" / "thought_anchors" / "labels.csv", encoding="utf-8")))
+    rows = [json.loads(line) for line in records.splitlines()]
+    assert [r["id"] for r in rows] == [x["id"] for x in labels] and sum(int(x["wrong"]) for x in labels) == 6
+    assert not any("wrong" in r or "correct" in r for r in rows)

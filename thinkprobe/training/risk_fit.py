@@ -35,11 +35,14 @@ PER_STRATUM: dict[str, int] = {"mip_overthinking": 20, "tts_knowledge": 12, "thi
 LABEL_COLUMNS = ("record", "id", "corpus", "model", "domain", "wrong")
 
 
-def prepare(work: Path, data_root: Path, corpora: Sequence[str] = tuple(CORPORA), seed: int = 0) -> dict[str, int]:
-    """WORK/<corpus>/records.jsonl (what the profiler reads) and labels.csv (what it never sees)."""
+def prepare(work: Path, data_root: Path, corpora: Sequence[str] = tuple(CORPORA), seed: int = 0,
+            per_stratum: Mapping[str, int] | None = None) -> dict[str, int]:
+    """WORK/<corpus>/records.jsonl (what the profiler reads) and labels.csv (what it never sees);
+    `per_stratum` overrides PER_STRATUM for the corpora it names."""
+    caps = {**PER_STRATUM, **(per_stratum or {})}
     counts = {}
     for name in corpora:
-        examples = sample_examples(read_corpus(name, data_root), PER_STRATUM[name], seed)
+        examples = sample_examples(read_corpus(name, data_root), caps[name], seed)
         folder = work / name
         folder.mkdir(parents=True, exist_ok=True)
         with open(folder / "records.jsonl", "w", encoding="utf-8") as f:
