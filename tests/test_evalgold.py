@@ -192,8 +192,9 @@ def test_documents_a_model_trained_or_adapted_on_are_named(tmp_path):
     assert seen_docs(docs, None) == [] and seen_docs(docs, tmp_path / "no-model") == []
 
 
-def test_the_shipped_reader_parser_lists_the_dev_traces_it_was_adapted_on(shared_data):
-    """Its adaptation used every trace of v0_human_D: eval-gold must not pass those off as a test."""
+def test_the_shipped_reader_parser_never_saw_the_dev_traces(shared_data):
+    """Its weights were trained on silver traces only (not adapted to human D since 2026-12-04), so
+    eval-gold scores v0_human_D as a test; its traces.txt lists silver traces only."""
     import json
 
     from thinkprobe.evalgold import load_docs, seen_docs
@@ -201,5 +202,6 @@ def test_the_shipped_reader_parser_lists_the_dev_traces_it_was_adapted_on(shared
 
     dev = load_docs(shared_data / "reasoningflow" / "v0" / "v0_human_D")
     folder = MODELS_DIR / LINKERS["parser-reader"].model
-    assert json.loads((folder / "config.json").read_text(encoding="utf-8"))["adaptation"]["gold"].endswith("v0_human_D")
-    assert len(dev) == 20 and sorted(seen_docs(dev, folder)) == sorted(d["doc_id"] for d in dev)
+    assert "adaptation" not in json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    marks = {line.split("\t")[1] for line in (folder / "traces.txt").read_text(encoding="utf-8").splitlines()}
+    assert len(dev) == 20 and seen_docs(dev, folder) == [] and marks == {"train", "heldout"}
