@@ -32,20 +32,21 @@ def compare(a: dict[str, dict], b: dict[str, dict]) -> dict:
     if a.keys() != b.keys():
         raise SystemExit(f"the runs hold different traces: {sorted(a.keys() ^ b.keys())[:5]} ...")
     ids = sorted(a)
+    # node and edge agreement only where the units are the same
     same_units = [i for i in ids if [(u["start"], u["end"], u["text"]) for u in a[i]["units"]]
                   == [(u["start"], u["end"], u["text"]) for u in b[i]["units"]]]
-    comparable = set(same_units)  # node and edge agreement only where the units are the same
-    nodes = same_type = same_segment = 0
-    pairs = same_pairs = 0
+    nodes = same_type = same_segment = pairs = same_pairs = identical = 0
     for i in same_units:
         ua, ub = a[i]["units"], b[i]["units"]
+        types = sum(x["type"] == y["type"] for x, y in zip(ua, ub))
         nodes += len(ua)
-        same_type += sum(x["type"] == y["type"] for x, y in zip(ua, ub))
+        same_type += types
         same_segment += sum(x["segment"] == y["segment"] for x, y in zip(ua, ub))
         ea, eb = _edges(a[i]), _edges(b[i])
         keys = ea.keys() | eb.keys()
         pairs += len(keys)
         same_pairs += sum(ea.get(k) == eb.get(k) for k in keys)
+        identical += ea == eb and types == len(ua)
     indicators = {}
     for name in INDICATORS:
         diffs = []
@@ -62,9 +63,7 @@ def compare(a: dict[str, dict], b: dict[str, dict]) -> dict:
         "segment_agreement": same_segment / nodes if nodes else None,
         "edge_pairs": pairs,
         "edge_pair_agreement": same_pairs / pairs if pairs else None,
-        "traces_identical_graphs": sum(_edges(a[i]) == _edges(b[i]) and
-                                       [u["type"] for u in a[i]["units"]] == [u["type"] for u in b[i]["units"]]
-                                       for i in comparable),
+        "traces_identical_graphs": identical,
         "indicators": indicators,
     }
 

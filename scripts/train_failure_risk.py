@@ -71,9 +71,8 @@ def main(argv=None) -> None:
         ap.error(f"--per-stratum: expected CORPUS=N,... and got {args.per_stratum!r}")
     if set(caps) - set(CORPORA):
         ap.error(f"--per-stratum: unknown corpora {sorted(set(caps) - set(CORPORA))}")
-    per_stratum = {**PER_STRATUM, **caps}
     if not (args.reuse and all((work / c / "labels.csv").exists() for c in corpora)):
-        print("sampled traces:", prepare(work, Path(args.data), corpora, args.seed, per_stratum), flush=True)
+        print("sampled traces:", prepare(work, Path(args.data), corpora, args.seed, caps), flush=True)
     if not args.partial:
         profile_corpora(work, corpora, reuse=args.reuse, workers=args.workers, progress=False)
     data = load_dataset(work, corpora, partial=args.partial)
@@ -82,7 +81,7 @@ def main(argv=None) -> None:
     (work / "evaluation.json").write_text(json.dumps(ev, indent=1) + "\n", encoding="utf-8")
     if not args.no_write:
         card = {"trained": date.today().isoformat(), "corpora": corpora, "traces": int(len(data["wrong"])),
-                "wrong": int(data["wrong"].sum()), "per_stratum": {c: per_stratum[c] for c in corpora},
+                "wrong": int(data["wrong"].sum()), "per_stratum": {c: caps.get(c, PER_STRATUM[c]) for c in corpora},
                 "seed": args.seed, "evaluation": ev,
                 "sampled": {c: sum(1 for _ in open(work / c / "labels.csv", encoding="utf-8")) - 1 for c in corpora},
                 "used": {c: int((data["corpus"] == c).sum()) for c in corpora},

@@ -10,15 +10,14 @@ import pytest
 import torch
 
 import thinkprobe
-from thinkprobe.config import resource_dir
 from thinkprobe.encoder import Encoder
+from thinkprobe.link import LINKERS, MODELS_DIR
 from thinkprobe.reader import READER_FILE, Reader, build_reader, lower_states, pad_states, tokenize, upper_states
 from thinkprobe.shared_data import SAMPLES
 
 from test_link_contract import sample_sentences
 
 FROZEN = 4
-MODELS = resource_dir("models")
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +88,7 @@ def test_cache_served_texts_get_vectors_too(encoder, texts, tmp_path):
     assert np.array_equal(second.reader_vectors(texts), want)
 
 
-SHIPPED = MODELS / "parser-minilm-reader"
+SHIPPED = MODELS_DIR / LINKERS["parser-reader"].model
 
 
 def test_the_shipped_reader_runs_in_the_encoders_precision(texts):

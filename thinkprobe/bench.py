@@ -70,7 +70,8 @@ def run_bench(n: int = 100, device: str = "auto", batch_size: int | None = None,
 
     encoder = make_encoder(cfg, {"path": encoder_path, "device": device, "batch_size": batch_size})
     traces = [t for t in iter_traces(corpus_path) if isinstance(t, Trace)]
-    texts = [u.text for t in traces for u in units_of(t, cfg)[0]]
+    planned = [units_of(t, cfg)[0] for t in traces]  # each trace's units, split once
+    texts = [u.text for units in planned for u in units]
     encoder.encode_and_count(texts[:64])  # load the model and warm the kernels before any timing
     sync = _cuda_sync(encoder.device)
 
@@ -95,7 +96,7 @@ def run_bench(n: int = 100, device: str = "auto", batch_size: int | None = None,
 
     full, full_times, _ = timed_run("full", workers=workers)
     naive_traces = len(traces) if naive_n is None else min(naive_n, len(traces))
-    naive_units = sum(len(units_of(t, cfg)[0]) for t in traces[:naive_traces])
+    naive_units = sum(len(units) for units in planned[:naive_traces])
     naive_path = corpus_path
     if naive_traces < len(traces):
         naive_path = tmp / "naive.jsonl"
