@@ -326,12 +326,39 @@ def test_decoding_never_puts_two_edges_on_one_pair(seed):
     probs, i, j, origin = _pair_probs({}, n)
     probs = rng.dirichlet(np.full(len(PAIR_CLASSES), 0.5), size=len(i)).astype(np.float32)
     for decode in ({"threshold_near": 0.3, "threshold_far": 0.3},
-                   {"threshold_near": 0.3, "threshold_far": 0.3, "labels_follow_types": True, "plans_elaborate": True}):
+                   {"threshold_near": 0.3, "threshold_far": 0.3, "labels_follow_types": True, "plans_elaborate": True},
+                   {"threshold_near": 0.3, "threshold_far": 0.3, "labels_follow_types": True, "threshold_critique": 0.1}):
         edges = decode_edges(units, probs, i, j, origin, decode)
         pairs = [(min(e.src, e.dst), max(e.src, e.dst)) for e in edges]
         assert len(pairs) == len(set(pairs)), edges
         # force_parent on: a unit gets a forward parent unless each of its pairs already carries an edge
         assert all(any(e.dst == b and e.src < b for e in edges) or sum(p[1] == b for p in pairs) == b for b in range(1, n))
+
+
+def test_a_critique_unit_critiques_every_pair_whose_critique_probability_reaches_the_threshold():
+    """`threshold_critique`: a unit typed CRT critiques, beside its one most probable target, every
+    earlier unit whose critique probability (the polarities together) reaches it, near or far, on
+    pairs that carry no edge yet; a unit of another type gets no such edge, and no pair gets two."""
+    from dataclasses import replace
+
+    from thinkprobe.link.decode import decode_edges
+
+    units = [replace(u, node_type=t) for u, t in zip(_units(9), ["RSN"] * 8 + ["CRT"])]
+    rows = {(7, 8): {"critique:negate": 0.7},                                  # the most probable target
+            (1, 8): {"critique:negate": 0.05, "critique:uncertain": 0.07},     # far, 0.12 together
+            (3, 8): {"critique:affirm": 0.05},                                 # below 0.1
+            (6, 8): {"inference": 0.5, "critique:negate": 0.2},               # already an inference edge
+            (2, 5): {"critique:negate": 0.4}}                                  # unit 5 is not CRT
+    probs, i, j, origin = _pair_probs(rows, 9)
+    decode = {"threshold_near": 0.45, "threshold_far": 0.45, "force_parent": False, "labels_follow_types": True,
+              "force_structural": True}
+    plain = {(e.src, e.dst, e.edge_type, e.polarity) for e in decode_edges(units, probs, i, j, origin, decode)}
+    more = {(e.src, e.dst, e.edge_type, e.polarity) for e in decode_edges(units, probs, i, j, origin,
+                                                                           {**decode, "threshold_critique": 0.1})}
+    assert (8, 7, "critique", "negate") in plain and not {e for e in plain if e[0] == 8 and e[1] < 7}
+    assert more - plain == {(8, 1, "critique", "uncertain")}
+    assert (6, 8, "inference", "") in more and not {e for e in more if e[:2] in {(8, 6), (8, 3), (5, 2)}}
+    assert not {e for e in more if e[0] == 5 and e[2] == "critique"}
 
 
 def test_synthesis_needs_two_blocks_and_structural_units_lose_weak_parents():

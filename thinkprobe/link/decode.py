@@ -34,6 +34,10 @@ DECODE_KEYS = {
     "force_in_window": "... among the pairs of its window only",
     "synthesis_min_blocks": "synthesis edges stand only where a unit draws on units of at least this many "
                             "topical blocks; otherwise they are read as inference (0: no such rule)",
+    "threshold_critique": "a unit typed CRT also critiques every candidate (window or beyond) whose pair carries no "
+                          "edge yet and whose critique probability (its three polarities together) reaches this "
+                          "(absent: no such edges): people's critiques reach farther back than one most probable "
+                          "target",
     "structural_parent_max": "a unit that leaves its own critique, repetition or synthesis edge keeps a forward "
                              "in-edge only at this probability or above (absent: always)",
 }
@@ -88,7 +92,8 @@ def decode_edges(units: Sequence[ThoughtUnit], probs: np.ndarray, i: np.ndarray,
     (1 - P(none)) reaches the threshold. Then, per unit: a forward parent from its window where
     `force_parent` asks for one and it has none (on a pair that carries no edge yet); the edge its
     structural type needs (`force_structural`), which takes the pair's place if the pair already
-    carries one, so no pair ever gets a forward and a backward edge. Last, synthesis edges of a unit
+    carries one, so no pair ever gets a forward and a backward edge; a unit typed CRT critiques every
+    other free pair whose critique probability reaches `threshold_critique`. Last, synthesis edges of a unit
     that draws on fewer than `synthesis_min_blocks` blocks become inference, and forward in-edges
     below `structural_parent_max` of a unit with its own critique, repetition or synthesis edge go.
 
@@ -117,6 +122,7 @@ def decode_edges(units: Sequence[ThoughtUnit], probs: np.ndarray, i: np.ndarray,
     order = np.argsort(j, kind="stable")
     bounds = np.searchsorted(j[order], np.arange(n + 1))
     force_parent = decode.get("force_parent", True)
+    critique_at = decode.get("threshold_critique")
     forward = set(FORWARD_CLASSES)
     for b in range(1, n):
         ks = order[bounds[b]:bounds[b + 1]]
@@ -137,6 +143,12 @@ def decode_edges(units: Sequence[ThoughtUnit], probs: np.ndarray, i: np.ndarray,
                 part = probs[np.ix_(ks, wanted)]
                 k = int(np.argmax(part.sum(axis=1)))
                 picked[int(ks[k])] = wanted[int(np.argmax(part[k]))]
+        if critique_at is not None and units[b].node_type == "CRT":
+            ks = order[bounds[b]:bounds[b + 1]]
+            part = probs[np.ix_(ks, CRITIQUE_CLASSES)]
+            for k, row in zip(ks.tolist(), part):
+                if k not in picked and row.sum() >= critique_at:
+                    picked[k] = CRITIQUE_CLASSES[int(np.argmax(row))]
     edges = set()
     for k, cls in picked.items():
         a, b, kind, score = int(i[k]), int(j[k]), PAIR_CLASSES[cls], round(float(edge_p[k]), 4)
