@@ -205,3 +205,34 @@ def test_the_shipped_reader_parser_never_saw_the_dev_traces(shared_data):
     assert "adaptation" not in json.loads((folder / "config.json").read_text(encoding="utf-8"))
     marks = {line.split("\t")[1] for line in (folder / "traces.txt").read_text(encoding="utf-8").splitlines()}
     assert len(dev) == 20 and seen_docs(dev, folder) == [] and marks == {"train", "heldout"}
+
+
+def test_predicted_documents_keep_the_generator_so_their_untagged_answers_are_profiled():
+    """The documents `train_parser.py cv --indicators` profiles (`scored_doc`) keep the gold
+    document's metadata: profiled without it, every document is one unknown model, and a short
+    untagged answer among tagged traces is set apart as an answer without thinking (left out of the
+    indicator agreement, as 72 of 133 held-out silver traces were)."""
+    from thinkprobe.agreement import profile_graphs
+    from thinkprobe.records import Edge, ThoughtUnit
+    from thinkprobe.training.parser_fit import scored_doc
+
+    def doc(doc_id, generator, sentences, think):
+        body = " ".join(sentences)
+        response = f"<think>{body}</think>The answer is 3." if think else body
+        start = response.index(sentences[0])
+        units, pos = [], start
+        for k, s in enumerate(sentences):
+            units.append(ThoughtUnit(k, "reasoning", pos, pos + len(s), s, segment=0, node_type="RSN"))
+            pos += len(s) + 1
+        gold = {"doc_id": doc_id, "raw_text": {"question": "What is x?", "response": response},
+                "metadata": {"generator": generator}}
+        return scored_doc(gold, units, [Edge(k, k + 1, "inference") for k in range(len(units) - 1)])
+
+    steps = [f"Step {k}: so x = {k % 4} after checking the sum again." for k in range(12)]
+    docs = [doc(f"t{k}", "thinker", steps[k:] + steps[:k], True) for k in range(3)]
+    docs.append(doc("plain", "plain-model", ["x is 3.", "So the answer is 3."], False))
+    assert all(d["metadata"]["generator"] for d in docs)
+    rows, errors = profile_graphs(docs, device="cpu")
+    assert sorted(rows) == ["plain", "t0", "t1", "t2"] and not errors
+    bare, bare_errors = profile_graphs([{k: v for k, v in d.items() if k != "metadata"} for d in docs], device="cpu")
+    assert "plain" not in bare and [e["doc_id"] for e in bare_errors] == ["plain"]  # what the cv profiled before

@@ -241,7 +241,10 @@ def predicted_docs(model, exs: list[dict], docs: list[dict], decode: dict, probs
 
 def scored_doc(gold: dict, units, edges) -> dict:
     """The ReasoningFlow document of one predicted graph (structural types settled from its edges
-    as the pipeline does), beside the silver document `gold` of the same text, for evalgold.score."""
+    as the pipeline does), beside the silver document `gold` of the same text, for evalgold.score.
+    It keeps the gold document's metadata, so that profiling it (indicator agreement) reads the
+    same generator: without it every document was one unknown model, whose short untagged answers
+    were then set apart as answers without thinking and left out of the agreement."""
     from thinkprobe.nodetypes import finalise_type
 
     outgoing: dict[int, list] = {}
@@ -251,7 +254,8 @@ def scored_doc(gold: dict, units, edges) -> dict:
               "thinkprobe_type": finalise_type(u.node_type, outgoing.get(u.index, ()))} for u in units]
     es = [{"id": f"e{k}", "source_node_id": f"resp{e.src}", "dest_node_id": f"resp{e.dst}", "label": e.edge_type,
            "thinkprobe_type": e.edge_type, "polarity": e.polarity or None} for k, e in enumerate(edges)]
-    return {"doc_id": gold["doc_id"], "raw_text": gold["raw_text"], "nodes": nodes, "edges": es}
+    return {"doc_id": gold["doc_id"], "raw_text": gold["raw_text"], **({"metadata": gold["metadata"]} if "metadata" in gold else {}),
+            "nodes": nodes, "edges": es}
 
 
 def brief(s: dict) -> dict:
