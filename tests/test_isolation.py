@@ -121,6 +121,77 @@ def test_a_trace_past_the_time_limit_is_listed_and_the_others_are_profiled_as_al
     assert indicators_by_id(tmp_path / "out") == five_alone
 
 
+
+def _load_spies(monkeypatch) -> list[tuple[str, bool]]:
+    """(what loaded, whether a trace's time limit was running) for spaCy, the encoder's weights and
+    the parser's networks, from now on (time_limit spied in both engines)."""
+    import contextlib
+    import functools
+
+    import spacy
+
+    import thinkprobe.encoder as encoder_module
+    import thinkprobe.isolation as isolation
+    import thinkprobe.link.parser.linker as parser_linker
+    import thinkprobe.ray_engine as ray_engine
+    import thinkprobe.segment as segment
+
+    running, loads = [], []
+
+    @contextlib.contextmanager
+    def spied_limit(seconds, named=None):
+        running.append(seconds)
+        try:
+            with time_limit(seconds, named):
+                yield
+        finally:
+            running.pop()
+
+    def spy(name, real):
+        def load(*args, **kwargs):
+            loads.append((name, any(running)))
+            return real(*args, **kwargs)
+        return load
+
+    monkeypatch.setattr(isolation, "time_limit", spied_limit)
+    monkeypatch.setattr(ray_engine, "time_limit", spied_limit)
+    monkeypatch.setattr(spacy, "blank", spy("spacy", spacy.blank))
+    monkeypatch.setattr(encoder_module, "load_model", spy("encoder", encoder_module.load_model))
+    monkeypatch.setattr(parser_linker, "load_parser_model", spy("parser", parser_linker.load_parser_model))
+    # a splitter of its own, not the one earlier tests loaded (it is kept once loaded)
+    monkeypatch.setattr(segment, "_nlp", functools.lru_cache(maxsize=1)(segment._nlp.__wrapped__))
+    return loads
+
+
+def test_models_load_before_the_first_traces_time_limit_starts(tmp_path, monkeypatch):
+    """With --trace-timeout, spaCy, the encoder's weights and the parser's networks load before any
+    trace's time limit starts, in the local engine and in the Ray engine's stages (called here in
+    this process, as an actor calls them), so that loading is not charged to the first traces of a
+    process."""
+    import pickle
+
+    import thinkprobe.ray_engine as ray_engine
+    import thinkprobe.segment as segment
+    from thinkprobe.records import Trace
+    from thinkprobe.runner import run_config, run_traces
+
+    loads = _load_spies(monkeypatch)
+    path = write_lines(tmp_path / "in.jsonl", [tiny_trace(i) for i in range(2)])
+    assert profile([path], tmp_path / "local", chunk_size=1, trace_timeout=60)["traces"] == 2
+    assert {name for name, _ in loads} == {"spacy", "encoder", "parser"} and not any(inside for _, inside in loads), loads
+
+    loads.clear()
+    segment._nlp.cache_clear()  # a fresh process: its splitter not loaded yet
+    opts = RunOptions(inputs=[str(path)], out_dir=str(tmp_path / "ray"), device="cpu", trace_timeout=60, progress=False)
+    cfg = run_config(opts)
+    trace = next(t for t in run_traces(opts, cfg) if isinstance(t, Trace))
+    batch = ray_engine.split_stage(ray_engine._batch([(0, {"trace": trace})]), cfg)
+    batch = ray_engine.EncodeStage(cfg, {"device": "cpu"})(batch)
+    batch = ray_engine.LinkStage(opts, cfg, "cpu")(ray_engine.tile_stage(batch, cfg))
+    assert "graph" in pickle.loads(batch["state"][0])
+    assert {name for name, _ in loads} == {"spacy", "encoder", "parser"} and not any(inside for _, inside in loads), loads
+
+
 # --------------------------------------------------------------------------- a native crash, then --resume
 
 CRASHING_CLI = """

@@ -23,7 +23,7 @@ from .progress import Progress, ProgressTimes, select, selected_total
 from .records import InputError, Trace
 from .redundancy import RedundancyParams
 from .runner import (assemble, chunks, finish_line, manifest, part_path, prepare_parts, release_memory, run_linker,
-                     run_traces, run_typer, total_records)
+                     run_traces, run_typer, total_records, warm_up)
 from .tables import write_atomic
 from .timing import StageTimes
 
@@ -90,6 +90,8 @@ def _profile_chunks(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Lin
     """Build and commit every chunk not committed yet; returns how many traces came from committed chunks."""
     resumed = 0
     limits = TraceLimits.from_config(cfg)
+    if limits.trace_timeout_s:  # models load before the first chunk's time limit starts, not inside it
+        warm_up(encoder, linker, segmenter=True)
     pending = chunks(traces, opts.chunk_size)
     # forkserver, not fork: the parent may hold torch's thread pools, which do not survive a fork.
     pool = ProcessPoolExecutor(opts.workers, mp_context=get_context("forkserver")) if opts.workers > 1 else None

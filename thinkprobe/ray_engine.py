@@ -38,7 +38,7 @@ from .graph import link_graphs, over_unit_limit, tile_and_type, units_of
 from .isolation import TraceLimits, failure_line, time_limit
 from .options import RunOptions
 from .runner import (assemble, chunks, finish_line, manifest, part_path, prepare_parts, release_memory, run_linker,
-                     run_traces, run_typer, total_records)
+                     run_traces, run_typer, total_records, warm_up)
 from .progress import Progress, select, selected_total
 from .records import InputError, Trace
 from .redundancy import RedundancyParams
@@ -145,6 +145,8 @@ def split_stage(batch: dict, cfg: Config) -> dict:
         err = over_unit_limit(s["trace"], len(planned[0]), cfg)
         return {"line": _error_line(err, s["trace"].trace_id)} if err is not None else s | {"planned": planned}
 
+    if _timeout(cfg):  # spaCy loads outside the first trace's time limit (once per process)
+        warm_up(segmenter=True)
     return _batch(_each(batch, split, _timeout(cfg)))
 
 
@@ -159,6 +161,8 @@ class EncodeStage:
     def __call__(self, batch: dict) -> dict:
         if not hasattr(self.local, "encoder"):  # the weights themselves are loaded once per process
             self.local.encoder = make_encoder(self.cfg, self.overrides)
+            if _timeout(self.cfg):  # and then before any trace's time limit starts
+                warm_up(self.local.encoder)
         encoder = self.local.encoder
 
         def encode(states: list[dict]) -> None:
@@ -192,6 +196,8 @@ class LinkStage:
         if not hasattr(local, "linker"):
             local.linker = run_linker(opts, self.cfg, self.device, opts.cache_folder)
             local.typer = run_typer(opts, local.linker, opts.cache_folder)
+            if _timeout(self.cfg):  # its models load before any trace's time limit starts
+                warm_up(linker=local.linker)
         return _whole_then_each(batch, lambda states: link_graphs([s["graph"] for s in states], local.linker, local.typer),
                                 _timeout(self.cfg))
 

@@ -43,7 +43,7 @@ from .redundancy.analyses import Analyses
 from .tables import write_atomic
 
 __all__ = ["MEMORY_SOURCE", "chunks", "run_config", "run_traces", "run_linker", "run_typer", "total_records", "manifest", "prepare_parts",
-           "part_path", "finish_line", "release_memory", "assemble"]
+           "part_path", "finish_line", "release_memory", "assemble", "warm_up"]
 
 MEMORY_SOURCE = "<memory>"  # the source named in graph records and errors of records given in memory
 
@@ -167,6 +167,26 @@ def run_linker(opts: RunOptions, cfg: Config, device: str, cache_dir: str | None
     if opts.graph_source == "input":
         return RecordGraphs()
     return load_linker(opts.linker, cfg, model_dir=opts.linker_model, device=device, cache_dir=cache_dir)
+
+
+def warm_up(encoder: Encoder | None = None, linker: Linker | None = None, segmenter: bool = False) -> None:
+    """Load now what a run loads on first use (spaCy's sentence splitter, the encoder's weights, the
+    linker's models), so that loading is not charged to the time limit of the first traces of a
+    process. Both engines call it only under a --trace-timeout: without one, a run whose embeddings
+    and scores all come from its caches loads no model. The linker is bound to the encoder first, as
+    graph.build_graphs binds it, so that a reader loads onto the run's encoder (device, precision)."""
+    if segmenter:
+        from .segment import load_sentencizer
+
+        load_sentencizer()
+    bind = getattr(linker, "bind_encoder", None)
+    if encoder is not None and bind is not None:
+        bind(encoder)
+    if encoder is not None:
+        encoder.model  # noqa: B018 - the property loads the weights
+    warm = getattr(linker, "warm", None)
+    if warm is not None:
+        warm()
 
 
 def run_typer(opts: RunOptions, linker: Linker, cache_dir: str | None) -> Typer | None:

@@ -20,7 +20,7 @@ from .io.tags import SPECIAL_TOKEN
 from .records import Section
 
 __all__ = ["Abbreviations", "fragment_spans", "unit_spans", "settled_fragments", "is_filler", "merge_fragments", "tile",
-           "word_chars"]
+           "word_chars", "load_sentencizer"]
 
 # Blocks kept whole: fenced code, display math, LaTeX environments.
 _BLOCK = re.compile(
@@ -133,6 +133,11 @@ def _nlp():
     sentencizer.punct_chars = set(sentencizer.punct_chars) | set(_EXTRA_PUNCT)
     nlp.max_length = 10**8
     return nlp
+
+
+def load_sentencizer() -> None:
+    """Load spaCy's sentence splitter now (it loads on the first split otherwise)."""
+    _nlp()
 
 
 def word_chars(text: str) -> int:

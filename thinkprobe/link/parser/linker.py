@@ -72,6 +72,13 @@ class ParserLinker:
             fingerprint = files_digest((n, self.model_dir / n) for n in names)
             self.cache = ScoreCache(cache_dir, "parser", f"{fingerprint}:{device.split(':')[0]}")
 
+    def warm(self) -> None:
+        """Load every model file now (each loads on first use otherwise): the networks, the reranker
+        or retriever and, with a reader, its layers (onto the bound encoder, else a default one)."""
+        self.model, self.reranker, self.retriever  # noqa: B018 - the properties load them
+        if "reader" in self.meta:
+            self.reader  # noqa: B018
+
     @property
     def reranker(self):
         """The candidate reranker of the model folder (`rerank.Reranker`; None: the model has none)."""
