@@ -121,7 +121,6 @@ def test_a_trace_past_the_time_limit_is_listed_and_the_others_are_profiled_as_al
     assert indicators_by_id(tmp_path / "out") == five_alone
 
 
-
 def _load_spies(monkeypatch) -> list[tuple[str, bool]]:
     """(what loaded, whether a trace's time limit was running) for spaCy, the encoder's weights and
     the parser's networks, from now on (time_limit spied in both engines)."""

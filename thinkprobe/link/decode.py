@@ -137,14 +137,13 @@ def decode_edges(units: Sequence[ThoughtUnit], probs: np.ndarray, i: np.ndarray,
                 picked[int(window[k])] = FORWARD_CLASSES[int(np.argmax(fwd[k]))]
         wanted = {"CRT": CRITIQUE_CLASSES, "RPT": (REPETITION_CLASS,)}.get(units[b].node_type)
         if wanted and decode.get("force_structural", True) and not got & set(wanted):
-            if decode.get("force_in_window"):
-                ks = ks[near[ks]]  # a forced target stays local: far ones were mostly wrong
-            if len(ks):
-                part = probs[np.ix_(ks, wanted)]
+            # a forced target stays local with force_in_window: far ones were mostly wrong
+            pool = ks[near[ks]] if decode.get("force_in_window") else ks
+            if len(pool):
+                part = probs[np.ix_(pool, wanted)]
                 k = int(np.argmax(part.sum(axis=1)))
-                picked[int(ks[k])] = wanted[int(np.argmax(part[k]))]
+                picked[int(pool[k])] = wanted[int(np.argmax(part[k]))]
         if critique_at is not None and units[b].node_type == "CRT":
-            ks = order[bounds[b]:bounds[b + 1]]
             part = probs[np.ix_(ks, CRITIQUE_CLASSES)]
             for k, row in zip(ks.tolist(), part):
                 if k not in picked and row.sum() >= critique_at:
