@@ -89,35 +89,23 @@ def macro_f1(gold: np.ndarray, pred: np.ndarray, k: int) -> tuple[float, list[fl
     return float(np.mean(f1)), [round(float(f), 2) for f in f1]
 
 
-def decide(logp: np.ndarray, offsets, first: np.ndarray) -> np.ndarray:
+def types_of(logp: np.ndarray, sizes: list[int], offsets) -> np.ndarray:
+    """The provisional types (TYPE_CLASSES indices) the pipeline's `predict_types` gives per trace."""
+    from thinkprobe.link.parser import predict_types
     from thinkprobe.link.protocol import TYPE_CLASSES
 
-    score = logp + np.asarray(offsets, float)
-    score[np.ix_(first, [TYPE_CLASSES.index("CRT"), TYPE_CLASSES.index("RPT")])] = -np.inf
-    return np.argmax(score, axis=1)
+    bounds = np.cumsum([0] + sizes)
+    return np.array([TYPE_CLASSES.index(t) for a, b in zip(bounds, bounds[1:])
+                     for t in predict_types(np.exp(logp[a:b]), offsets)], dtype=np.int64)
 
 
-def fit_offsets(logp: np.ndarray, gold: np.ndarray, first: np.ndarray, ratio: float = 1.5) -> np.ndarray:
-    """Coordinate ascent over -1.5..1.5 (steps of 0.25), two passes, each type's count within `ratio` of gold."""
-    k = logp.shape[1]
-    counts = np.bincount(gold[gold >= 0], minlength=k)
+def fit_offsets(logp: np.ndarray, traces: list[dict]) -> list[float]:
+    """The shipped offsets' fit (`dev_cv.fit_offsets`: coordinate ascent from 0, each type's count
+    within a factor 1.5 of gold) on these log-probabilities."""
+    from thinkprobe.training.dev_cv import fit_offsets as fit
 
-    def objective(off):
-        pred = decide(logp, off, first)
-        made = np.bincount(pred[gold >= 0], minlength=k)
-        rate = np.where(counts > 0, np.log(np.maximum(made, 0.5) / np.maximum(counts, 1)), 0.0)
-        return macro_f1(gold, pred, k)[0] - float(np.sum(np.maximum(np.abs(rate) - np.log(ratio), 0.0)))
-
-    off, best = np.zeros(k), None
-    best = objective(off)
-    for _ in range(2):
-        for t in range(k):
-            for v in np.round(np.arange(-1.5, 1.51, 0.25), 2):
-                trial = off.copy()
-                trial[t] = v
-                if (s := objective(trial)) > best + 1e-12:
-                    best, off = s, trial
-    return off
+    bounds = np.cumsum([0] + [len(x["types"]) for x in traces])
+    return fit(traces, [np.exp(logp[a:b]) for a, b in zip(bounds, bounds[1:])], None)
 
 
 def main(argv=None) -> None:
@@ -140,11 +128,11 @@ def main(argv=None) -> None:
     cache = Path(args.cache)
     silver, dev = outputs(Path(args.model), cache, Path(args.lower) if args.lower else cache / "lower", Path(args.silver), Path(args.dev))
     shipped = json.loads((Path(args.model) / "config.json").read_text(encoding="utf-8"))["decode"].get("type_offsets") or [0.0] * k
-    first = {name: np.concatenate([np.arange(len(x["types"])) == 0 for x in xs]) for name, xs in (("silver", silver), ("dev", dev))}
+    sizes = {name: [len(x["types"]) for x in xs] for name, xs in (("silver", silver), ("dev", dev))}
     gold = {name: np.concatenate([x["types"] for x in xs]) for name, xs in (("silver", silver), ("dev", dev))}
     for name, xs in (("silver", silver), ("dev", dev)):
         head = np.log(np.maximum(np.concatenate([x["p_types"] for x in xs]), 1e-12))
-        f1, per = macro_f1(gold[name], decide(head, shipped, first[name]), k)
+        f1, per = macro_f1(gold[name], types_of(head, sizes[name], shipped), k)
         print(f"type head, shipped offsets, {name}: macro-F1 {f1:.3f} {dict(zip(TYPE_CLASSES, per))}")
 
     def make():
@@ -163,11 +151,11 @@ def main(argv=None) -> None:
             train = train[known[train]]
             crossed[test] = np.log(np.maximum(make().fit(x_s[train], y[train]).predict_proba(x_s[test]), 1e-9))
         on_dev = np.log(np.maximum(make().fit(x_s[known], y[known]).predict_proba(x_d), 1e-9))
-        off = fit_offsets(crossed, y, first["silver"])
-        s, s_per = macro_f1(y, decide(crossed, off, first["silver"]), k)
-        d, d_per = macro_f1(gold["dev"], decide(on_dev, off, first["dev"]), k)
+        off = fit_offsets(crossed, silver)
+        s, s_per = macro_f1(y, types_of(crossed, sizes["silver"], off), k)
+        d, d_per = macro_f1(gold["dev"], types_of(on_dev, sizes["dev"], off), k)
         print(f"stacked ({label}): held-out silver, cross-fitted {s:.3f} {dict(zip(TYPE_CLASSES, s_per))}; "
-              f"dev {d:.3f} {dict(zip(TYPE_CLASSES, d_per))}; offsets {off.tolist()}", flush=True)
+              f"dev {d:.3f} {dict(zip(TYPE_CLASSES, d_per))}; offsets {off}", flush=True)
 
 
 if __name__ == "__main__":
