@@ -191,6 +191,37 @@ def test_models_load_before_the_first_traces_time_limit_starts(tmp_path, monkeyp
     assert {name for name, _ in loads} == {"spacy", "encoder", "parser"} and not any(inside for _, inside in loads), loads
 
 
+def test_ray_link_stage_reads_with_the_runs_encoder_options(tmp_path):
+    """The Ray link actor's reader runs on an encoder built with the run's options, as the local
+    engine binds it (graph.build_graphs): with --precision bf16 its reader runs in bf16 and the
+    graph's types and edges are those of a local run's graph at bf16 (it ran on a default fp32
+    encoder before, whatever --encoder / --precision said)."""
+    import pickle
+
+    import thinkprobe.ray_engine as ray_engine
+    from thinkprobe.encoder import make_encoder
+    from thinkprobe.graph import build_graphs
+    from thinkprobe.records import Trace
+    from thinkprobe.runner import run_config, run_linker, run_traces, run_typer
+
+    path = write_lines(tmp_path / "in.jsonl", [tiny_trace(3)])
+    opts = RunOptions(inputs=[str(path)], out_dir=str(tmp_path / "ray"), device="cpu", precision="bf16", progress=False)
+    cfg = run_config(opts)
+    trace = next(t for t in run_traces(opts, cfg) if isinstance(t, Trace))
+    overrides = {"device": "cpu", "precision": "bf16", "batch_size": 4}
+    stage = ray_engine.LinkStage(opts, cfg, "cpu", overrides)
+    batch = ray_engine.split_stage(ray_engine._batch([(0, {"trace": trace})]), cfg)
+    batch = ray_engine.EncodeStage(cfg, overrides)(batch)
+    graph = pickle.loads(stage(ray_engine.tile_stage(batch, cfg))["state"][0])["graph"]
+    bound = stage.local.linker.encoder
+    assert (bound.precision, bound.batch_size) == ("bf16", 4)
+
+    linker = run_linker(opts, cfg, "cpu", None)
+    [local] = build_graphs([trace], cfg, make_encoder(cfg, overrides), linker, typer=run_typer(opts, linker, None))
+    assert [u.node_type for u in graph.units] == [u.node_type for u in local.units]
+    assert graph.edges == local.edges
+
+
 # --------------------------------------------------------------------------- a native crash, then --resume
 
 CRASHING_CLI = """

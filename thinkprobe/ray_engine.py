@@ -185,16 +185,21 @@ def tile_stage(batch: dict, cfg: Config) -> dict:
 
 class LinkStage:
     """Actor holding the linker's and the type head's models: types and edges of the batch's
-    graphs (graph.link_graphs, as the local engine calls it)."""
+    graphs (graph.link_graphs, as the local engine calls it). A linker that reads the encoder's
+    lower layers (the parser's reader) is bound to an encoder built with the run's encoder options
+    (`overrides`, as EncodeStage's: path, precision...), as graph.build_graphs binds it locally."""
 
-    def __init__(self, opts: RunOptions, cfg: Config, device: str):
-        self.opts, self.cfg, self.device = opts, cfg, device
+    def __init__(self, opts: RunOptions, cfg: Config, device: str, overrides: dict | None = None):
+        self.opts, self.cfg, self.device, self.overrides = opts, cfg, device, overrides
         self.local = threading.local()  # as EncodeStage: score caches are per thread
 
     def __call__(self, batch: dict) -> dict:
         local, opts = self.local, self.opts
         if not hasattr(local, "linker"):
             local.linker = run_linker(opts, self.cfg, self.device, opts.cache_folder)
+            bind = getattr(local.linker, "bind_encoder", None)
+            if bind is not None and self.overrides is not None:  # lazy: no weights load here
+                bind(make_encoder(self.cfg, {**self.overrides, "cache_dir": None}))  # the reader reads no embedding cache
             local.typer = run_typer(opts, local.linker, opts.cache_folder)
             if _timeout(self.cfg):  # its models load before any trace's time limit starts
                 warm_up(linker=local.linker)
@@ -402,7 +407,8 @@ def _run_window(window: list[tuple[int, list]], parts: Path, cfg: Config, opts: 
                             batch_size=rcfg.encode_batch_traces, batch_format="numpy",
                             compute=ray.data.ActorPoolStrategy(size=plan.actors), **plan.encoder, **actor_retries)
         ds = ds.map_batches(tile_stage, fn_kwargs={"cfg": cfg}, **task)
-        ds = ds.map_batches(LinkStage, fn_constructor_kwargs={"opts": opts, "cfg": cfg, "device": plan.device},
+        ds = ds.map_batches(LinkStage, fn_constructor_kwargs={"opts": opts, "cfg": cfg, "device": plan.device,
+                                                              "overrides": encoder_overrides},
                             batch_size=rcfg.encode_batch_traces, batch_format="numpy",
                             compute=ray.data.ActorPoolStrategy(size=plan.actors), **plan.linker, **actor_retries)
         ds = ds.map_batches(finish_stage, fn_kwargs={"indicator_cfg": indicator_cfg, "redundancy": redundancy,
