@@ -121,9 +121,10 @@ def test_a_trace_past_the_time_limit_is_listed_and_the_others_are_profiled_as_al
     assert indicators_by_id(tmp_path / "out") == five_alone
 
 
-def _load_spies(monkeypatch) -> list[tuple[str, bool]]:
+def _load_spies(monkeypatch, weights: bool = False) -> list[tuple[str, bool]]:
     """(what loaded, whether a trace's time limit was running) for spaCy, the encoder's weights and
-    the parser's networks, from now on (time_limit spied in both engines)."""
+    the parser's networks (with `weights`, also every safetensors file), from now on (time_limit
+    spied in both engines)."""
     import contextlib
     import functools
 
@@ -157,6 +158,10 @@ def _load_spies(monkeypatch) -> list[tuple[str, bool]]:
     monkeypatch.setattr(spacy, "blank", spy("spacy", spacy.blank))
     monkeypatch.setattr(encoder_module, "load_model", spy("encoder", encoder_module.load_model))
     monkeypatch.setattr(parser_linker, "load_parser_model", spy("parser", parser_linker.load_parser_model))
+    if weights:
+        import safetensors.torch
+
+        monkeypatch.setattr(safetensors.torch, "load_file", spy("weights", safetensors.torch.load_file))
     # a splitter of its own, not the one earlier tests loaded (it is kept once loaded)
     monkeypatch.setattr(segment, "_nlp", functools.lru_cache(maxsize=1)(segment._nlp.__wrapped__))
     return loads
@@ -189,6 +194,33 @@ def test_models_load_before_the_first_traces_time_limit_starts(tmp_path, monkeyp
     batch = ray_engine.LinkStage(opts, cfg, "cpu")(ray_engine.tile_stage(batch, cfg))
     assert "graph" in pickle.loads(batch["state"][0])
     assert {name for name, _ in loads} == {"spacy", "encoder", "parser"} and not any(inside for _, inside in loads), loads
+
+
+def test_pair_mlp_and_type_head_load_before_the_first_traces_time_limit(tmp_path, monkeypatch):
+    """The same for the pair MLP and its type head (`--linker pair-mlp`, `--types head`): their
+    weights loaded on first use, inside the first chunk's time limit."""
+    loads = _load_spies(monkeypatch, weights=True)
+    path = write_lines(tmp_path / "in.jsonl", [tiny_trace(i) for i in range(2)])
+    assert profile([path], tmp_path / "out", chunk_size=1, trace_timeout=60, linker="pair-mlp", types="head")["traces"] == 2
+    weights = [inside for name, inside in loads if name == "weights"]
+    assert len(weights) >= 2 and not any(inside for _, inside in loads), loads  # the pair models and the type head
+
+
+def test_a_fresh_installation_compiles_before_the_first_time_limit(tmp_path):
+    """numba compiles the indicators, TextTiling and the pair features on first use, for seconds, in a
+    fresh installation (an empty numba cache); under a tight --trace-timeout the first traces timed
+    out and were lost to errors.jsonl. warm_up compiles them on a synthetic trace first: a run with an
+    empty numba cache and a 4-second limit profiles the trace."""
+    path = write_lines(tmp_path / "in.jsonl", [tiny_trace(1)])
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(REPO),
+           "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    cmd = [sys.executable, "-m", "thinkprobe.cli", "profile", str(path), "-o", str(tmp_path / "out"), "--device", "cpu",
+           "--trace-timeout", "4", "--no-report"]
+    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert any((tmp_path / "numba").rglob("*.nbi")), "numba cached nothing: the cache was not fresh"
+    assert (tmp_path / "out" / "errors.jsonl").read_text(encoding="utf-8") == ""
+    assert list(indicators_by_id(tmp_path / "out")) == ["t1"]
 
 
 def test_ray_link_stage_reads_with_the_runs_encoder_options(tmp_path):

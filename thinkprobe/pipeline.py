@@ -91,7 +91,7 @@ def _profile_chunks(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Lin
     resumed = 0
     limits = TraceLimits.from_config(cfg)
     if limits.trace_timeout_s:  # models load before the first chunk's time limit starts, not inside it
-        warm_up(encoder, linker, segmenter=True)
+        warm_up(encoder, linker, segmenter=True, compile_for=cfg, typer=typer)
     pending = chunks(traces, opts.chunk_size)
     # forkserver, not fork: the parent may hold torch's thread pools, which do not survive a fork.
     pool = ProcessPoolExecutor(opts.workers, mp_context=get_context("forkserver")) if opts.workers > 1 else None

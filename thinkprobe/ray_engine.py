@@ -37,8 +37,8 @@ from .encoder import Encoder, make_encoder, resolve_precision
 from .graph import link_graphs, over_unit_limit, tile_and_type, units_of
 from .isolation import TraceLimits, failure_line, time_limit
 from .options import RunOptions
-from .runner import (assemble, chunks, finish_line, manifest, part_path, prepare_parts, release_memory, run_linker,
-                     run_traces, run_typer, total_records, warm_up)
+from .runner import (assemble, chunks, compile_routines, finish_line, manifest, part_path, prepare_parts, release_memory,
+                     run_linker, run_traces, run_typer, total_records, warm_up)
 from .progress import Progress, select, selected_total
 from .records import InputError, Trace
 from .redundancy import RedundancyParams
@@ -180,6 +180,8 @@ def tile_stage(batch: dict, cfg: Config) -> dict:
         g = tile_and_type(s["trace"], s["planned"], s["emb"], s["tok"], cfg)
         return {"line": _error_line(g, s["trace"].trace_id)} if isinstance(g, InputError) else {"graph": g}
 
+    if _timeout(cfg):  # numba's routines compile outside the first trace's time limit (once per process)
+        compile_routines(cfg)
     return _batch(_each(batch, tile, _timeout(cfg)))
 
 
@@ -201,17 +203,20 @@ class LinkStage:
             if bind is not None and self.overrides is not None:  # lazy: no weights load here
                 bind(make_encoder(self.cfg, {**self.overrides, "cache_dir": None}))  # the reader reads no embedding cache
             local.typer = run_typer(opts, local.linker, opts.cache_folder)
-            if _timeout(self.cfg):  # its models load before any trace's time limit starts
-                warm_up(linker=local.linker)
+            if _timeout(self.cfg):  # its models load and its routines compile before any trace's time limit starts
+                warm_up(linker=local.linker, compile_for=self.cfg, typer=local.typer)
         return _whole_then_each(batch, lambda states: link_graphs([s["graph"] for s in states], local.linker, local.typer),
                                 _timeout(self.cfg))
 
 
-def finish_stage(batch: dict, indicator_cfg: IndicatorSettings, redundancy: RedundancyParams, timeout: float = 0.0) -> dict:
+def finish_stage(batch: dict, indicator_cfg: IndicatorSettings, redundancy: RedundancyParams, timeout: float = 0.0,
+                 cfg: Config | None = None) -> dict:
     """CPU: indicators and the graph record: the output line a local run writes for the trace."""
     def finish(s: dict) -> dict:
         return {"line": finish_line(s["graph"], s["graph"].trace.trace_id, indicator_cfg, redundancy)}
 
+    if timeout and cfg is not None:  # as tile_stage: compiled before the first time limit
+        compile_routines(cfg)
     rows = _each(batch, finish, timeout)
     return {"idx": np.array([i for i, _ in rows], dtype=np.int64),
             "line": np.array([s["line"] for _, s in rows] + [None], dtype=object)[:-1]}
@@ -412,7 +417,7 @@ def _run_window(window: list[tuple[int, list]], parts: Path, cfg: Config, opts: 
                             batch_size=rcfg.encode_batch_traces, batch_format="numpy",
                             compute=ray.data.ActorPoolStrategy(size=plan.actors), **plan.linker, **actor_retries)
         ds = ds.map_batches(finish_stage, fn_kwargs={"indicator_cfg": indicator_cfg, "redundancy": redundancy,
-                                                     "timeout": _timeout(cfg)}, **task)
+                                                     "timeout": _timeout(cfg), "cfg": cfg}, **task)
         for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
             done = set()
             for i, line in zip(batch["idx"], batch["line"]):

@@ -34,8 +34,8 @@ from .outputs import (ERRORS_FILE, GRAPHS_FILE, GRAPHS_PARQUET, INDICATORS_TABLE
 from .cognitive_profile import Normalizer, group_profiles, profile_row
 from .io import count_inputs
 from .progress import Progress
-from .records import (GraphRecord, InputError, ThoughtGraph, Trace, dump_graph_record, graph_record, group_of,
-                      source_id)
+from .records import (GraphRecord, InputError, Section, ThoughtGraph, Trace, dump_graph_record, graph_record,
+                      group_of, source_id)
 from .provenance import file_digest, package_version
 from .redundancy import (RedundancyParams, annotate_record, code_not_run, not_run_line, table_row,
                          write_redundancy_tables)
@@ -169,9 +169,11 @@ def run_linker(opts: RunOptions, cfg: Config, device: str, cache_dir: str | None
     return load_linker(opts.linker, cfg, model_dir=opts.linker_model, device=device, cache_dir=cache_dir)
 
 
-def warm_up(encoder: Encoder | None = None, linker: Linker | None = None, segmenter: bool = False) -> None:
+def warm_up(encoder: Encoder | None = None, linker: Linker | None = None, segmenter: bool = False,
+            compile_for: Config | None = None, typer: Typer | None = None) -> None:
     """Load now what a run loads on first use (spaCy's sentence splitter, the encoder's weights, the
-    linker's models), so that loading is not charged to the time limit of the first traces of a
+    linker's and the typer's models) and, with `compile_for` (the run's config), compile the numba routines
+    (`compile_routines`), so that neither is charged to the time limit of the first traces of a
     process. Both engines call it only under a --trace-timeout: without one, a run whose embeddings
     and scores all come from its caches loads no model. The linker is bound to the encoder first, as
     graph.build_graphs binds it, so that a reader loads onto the run's encoder (device, precision)."""
@@ -184,9 +186,43 @@ def warm_up(encoder: Encoder | None = None, linker: Linker | None = None, segmen
         bind(encoder)
     if encoder is not None:
         encoder.model  # noqa: B018 - the property loads the weights
-    warm = getattr(linker, "warm", None)
-    if warm is not None:
-        warm()
+    for model in (linker, typer):
+        warm = getattr(model, "warm", None)
+        if warm is not None:
+            warm()
+    if compile_for is not None:
+        compile_routines(compile_for, linker)
+
+
+# A short synthetic trace: enough units for TextTiling's depth scores (twice min_block_units and more).
+_WARM_TEXT = " ".join(f"Step {k}: we add {k} and {k + 1}, which gives {2 * k + 1}." for k in range(16))
+_compiled: set[str] = set()
+
+
+def compile_routines(cfg: Config, linker: Linker | None = None) -> None:
+    """Run the compiled (numba) routines once, on a synthetic trace with random embeddings, in this
+    process: TextTiling, the linker's candidates and pair features, the indicators. Their first
+    compilation in a fresh installation takes seconds (cached on disk afterwards), which a tight
+    --trace-timeout would otherwise charge to the first traces. No model runs and no cache is read
+    or written; once per process and linker."""
+    key = type(linker).__name__ if linker is not None else ""
+    if key in _compiled:
+        return
+    from .graph import tile_and_type, units_of
+    from .link.candidates import candidate_pairs
+
+    trace = Trace("warm-up", "", "", (Section("reasoning", "response", _WARM_TEXT, 0, len(_WARM_TEXT)),))
+    planned = units_of(trace, cfg)
+    emb = np.random.default_rng(0).standard_normal((len(planned[0]), getattr(linker, "embedding_dim", 384)))
+    emb = (emb / np.linalg.norm(emb, axis=1, keepdims=True)).astype(np.float32)
+    graph = tile_and_type(trace, planned, emb, np.full(len(emb), 12, np.int32), cfg)
+    candidate_pairs(emb, cfg.link.window, cfg.link.top_k)
+    features = getattr(linker, "features", None)
+    if features is not None:
+        features([(graph.units, emb)])
+    compute_indicators(graph.arrays(), cluster_distance=cfg.indicators.cluster_distance,
+                       cluster_exact_max=cfg.indicators.cluster_exact_max)
+    _compiled.add(key)
 
 
 def run_typer(opts: RunOptions, linker: Linker, cache_dir: str | None) -> Typer | None:

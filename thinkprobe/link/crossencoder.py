@@ -98,6 +98,10 @@ class CrossEncoderLinker:
                                   "device": device.split(":")[0]}, sort_keys=True)
             self.cache = ScoreCache(cache_dir, "cross-encoder", f"{files_digest((n, Path(self.model_dir) / n) for n in files)}:{setting}")
 
+    def warm(self) -> None:
+        """Load the model and its tokenizer now (they load on first use otherwise)."""
+        self._load()
+
     def _load(self):
         if self._model is None:
             import torch

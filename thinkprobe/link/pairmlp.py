@@ -245,6 +245,10 @@ class TrainedLinker:
             fingerprint = files_digest((n, Path(self.model_dir) / n) for n in ["config.json", "pair_model.safetensors"])
             self.cache = ScoreCache(cache_dir, "pairs", f"{fingerprint}:{device.split(':')[0]}")
 
+    def warm(self) -> None:
+        """Load the pair models now (they load on first use otherwise)."""
+        self.models  # noqa: B018 - the property loads them
+
     @property
     def models(self):
         """The ensemble's pair models (their probabilities are averaged)."""
@@ -332,6 +336,10 @@ class TypeHead:
             fingerprint = files_digest((n, Path(self.model_dir) / n) for n in ["config.json", "type_model.safetensors"])
             self.cache = ScoreCache(cache_dir, "types", fingerprint)
 
+    def warm(self) -> None:
+        """Load the type model now (it loads on first use otherwise)."""
+        self.model  # noqa: B018 - the property loads it
+
     @property
     def model(self):
         if self._model is None:
@@ -386,6 +394,9 @@ class Retyper:
 
     def __init__(self, head: TypeHead, structural: bool):
         self.head, self.structural = head, structural
+
+    def warm(self) -> None:
+        self.head.warm()
 
     def __call__(self, units: Sequence[ThoughtUnit], emb: np.ndarray) -> list[ThoughtUnit]:
         return [replace(u, node_type=t) for u, t in zip(units, self.head.predict(units, emb, self.structural))]
