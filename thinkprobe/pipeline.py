@@ -23,7 +23,7 @@ from .progress import Progress, ProgressTimes, select, selected_total
 from .records import InputError, Trace
 from .redundancy import RedundancyParams
 from .runner import (assemble, chunks, finish_line, manifest, part_path, prepare_parts, release_memory, run_linker,
-                     run_traces, run_typer, total_records, warm_up)
+                     run_traces, run_typer, total_records, warm_process, warm_up)
 from .tables import write_atomic
 from .timing import StageTimes
 
@@ -94,8 +94,12 @@ def _profile_chunks(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Lin
         warm_up(encoder, linker, segmenter=True, compile_for=cfg, typer=typer)
     pending = chunks(traces, opts.chunk_size)
     # forkserver, not fork: the parent may hold torch's thread pools, which do not survive a fork.
-    pool = ProcessPoolExecutor(opts.workers, mp_context=get_context("forkserver")) if opts.workers > 1 else None
+    # Under a time limit the workers start, load spaCy and compile before the first chunk's limit.
+    warm = dict(initializer=warm_process, initargs=(cfg,)) if limits.trace_timeout_s else {}
+    pool = ProcessPoolExecutor(opts.workers, mp_context=get_context("forkserver"), **warm) if opts.workers > 1 else None
     with pool or contextlib.nullcontext():
+        if pool is not None and warm:
+            list(pool.map(abs, range(opts.workers)))  # a task each: every worker process is started
         for k in itertools.count():
             with times("load"):
                 chunk = next(pending, None)

@@ -194,6 +194,12 @@ def warm_up(encoder: Encoder | None = None, linker: Linker | None = None, segmen
         compile_routines(compile_for, linker)
 
 
+def warm_process(cfg: Config) -> None:
+    """A worker process's warm-up (the local engine's --workers pool, under a time limit): spaCy
+    and the compiled routines, before any chunk's time limit starts."""
+    warm_up(segmenter=True, compile_for=cfg)
+
+
 # A short synthetic trace: enough units for TextTiling's depth scores (twice min_block_units and more).
 _WARM_TEXT = " ".join(f"Step {k}: we add {k} and {k + 1}, which gives {2 * k + 1}." for k in range(16))
 _compiled: set[str] = set()
