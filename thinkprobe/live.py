@@ -330,14 +330,17 @@ class Stream:
 
     def record_now(self) -> dict:
         """The record of the text so far, as `close` profiles it."""
-        return {**self.record, self.text_field: self.text}
+        return self._record(self.text)
+
+    def _record(self, text: str) -> dict:
+        return {**self.record, self.text_field: text}
 
     # ------------------------------------------------------------------ segmentation
 
     def _item(self, text: str):
         """What the record with `text` as its text reads as (a Trace, or the InputError of a record
         that does not read yet)."""
-        return record_traces({**self.record, self.text_field: text}, self.opts.field_map, MEMORY_SOURCE, 0)[0]
+        return record_traces(self._record(text), self.opts.field_map, MEMORY_SOURCE, 0)[0]
 
     def _current_trace(self) -> Trace | None:
         item = self._item(self.text)
