@@ -207,7 +207,7 @@ _compiled: set[str] = set()
 
 def compile_routines(cfg: Config, linker: Linker | None = None) -> None:
     """Run the compiled (numba) routines once, on a synthetic trace with random embeddings, in this
-    process: TextTiling, the linker's candidates and pair features, the indicators. Their first
+    process: TextTiling, the candidates, the parser's pair features, the indicators. Their first
     compilation in a fresh installation takes seconds (cached on disk afterwards), which a tight
     --trace-timeout would otherwise charge to the first traces. No model runs and no cache is read
     or written; once per process and linker."""
