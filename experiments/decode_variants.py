@@ -63,11 +63,8 @@ def scored_sets(cache: Path) -> dict[str, dict]:
 
 
 def graphs(d: dict, decode: dict, outs: list[dict]) -> list[dict]:
-    pred = predicted(d["docs"], d["rows"], outs, decode, list(range(len(d["rows"]))))
-    for p, r in zip(pred, d["rows"]):  # the generator and the rest of the gold metadata, as eval-gold keeps them
-        for k, v in d["docs"][r["doc_index"]].items():
-            p.setdefault(k, v)
-    return pred
+    """Predicted documents of every trace under `decode` (with the gold metadata: parser_fit.scored_doc)."""
+    return predicted(d["docs"], d["rows"], outs, decode, list(range(len(d["rows"]))))
 
 
 def perturbed(o: dict, rng: np.random.Generator, tau_types: float, tau_edges: float) -> dict:
