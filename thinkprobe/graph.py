@@ -13,7 +13,7 @@ import numpy as np
 
 from .config import Config
 from .encoder import Encoder
-from .link import LinkInput, Linker, Typer
+from .link import LinkInput, Linker, Typer, bind_encoder
 from .nodetypes import concreteness, cue_categories, finalise_type, provisional_type
 from .records import InputError, ThoughtGraph, ThoughtUnit, Trace
 from .segment import HEADER, tile, unit_spans
@@ -57,9 +57,7 @@ def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker:
     too_long = {k: err for k, (units, _) in enumerate(planned) if (err := over_unit_limit(traces[k], len(units), cfg))}
     planned = [([], []) if k in too_long else p for k, p in enumerate(planned)]
     texts = [u.text for units, _ in planned for u in units]
-    bind = getattr(linker, "bind_encoder", None)
-    if bind is not None:  # a linker that reads the encoder's lower layers (the parser's reader)
-        bind(encoder)
+    bind_encoder(linker, encoder)  # a linker that reads the encoder's lower layers (the parser's reader)
     with times("encode"):
         embeddings, tokens = encoder.encode_and_count(texts)
     with times("tile_type"):

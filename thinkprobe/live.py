@@ -39,6 +39,7 @@ from .graph import block_starts, link_graphs, tile_and_type
 from .indicators import INDICATORS, compute_indicators
 from .io import record_traces
 from .io.limits import InputLimits, TooLarge, trace_chars
+from .link import bind_encoder
 from .nodetypes import cue_categories
 from .options import OptionError, RunOptions, option_specs
 from .records import Edge, Section, ThoughtGraph, ThoughtUnit, Trace, graph_record
@@ -245,9 +246,7 @@ class Stream:
         cache = self.opts.cache_folder
         self.linker = run_linker(self.opts, self.cfg, self.encoder.device, cache)
         self.typer = run_typer(self.opts, self.linker, cache)
-        bind = getattr(self.linker, "bind_encoder", None)
-        if bind is not None:
-            bind(self.encoder)
+        bind_encoder(self.linker, self.encoder)
         self.norms = Normalizer.load(self.opts.norms) if self.opts.norms else None
         self.limits = InputLimits.from_config(self.cfg)
         self.text = ""

@@ -36,6 +36,7 @@ from .config import Config, IndicatorSettings, RaySettings
 from .encoder import Encoder, make_encoder, resolve_precision
 from .graph import link_graphs, over_unit_limit, tile_and_type, units_of
 from .isolation import TraceLimits, failure_line, time_limit
+from .link import bind_encoder
 from .options import RunOptions
 from .runner import (assemble, chunks, compile_routines, finish_line, manifest, part_path, prepare_parts, release_memory,
                      run_linker, run_traces, run_typer, total_records, warm_up)
@@ -199,9 +200,8 @@ class LinkStage:
         local, opts = self.local, self.opts
         if not hasattr(local, "linker"):
             local.linker = run_linker(opts, self.cfg, self.device, opts.cache_folder)
-            bind = getattr(local.linker, "bind_encoder", None)
-            if bind is not None and self.overrides is not None:  # lazy: no weights load here
-                bind(make_encoder(self.cfg, {**self.overrides, "cache_dir": None}))  # the reader reads no embedding cache
+            if self.overrides is not None and hasattr(local.linker, "bind_encoder"):  # lazy: no weights load here
+                bind_encoder(local.linker, make_encoder(self.cfg, {**self.overrides, "cache_dir": None}))  # no embedding cache
             local.typer = run_typer(opts, local.linker, opts.cache_folder)
             if _timeout(self.cfg):  # its models load and its routines compile before any trace's time limit starts
                 warm_up(linker=local.linker, compile_for=self.cfg, typer=local.typer)

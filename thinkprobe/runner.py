@@ -25,7 +25,7 @@ from .accounting import NO_THINK, Accounting, UntaggedAnswers
 from .config import Config, IndicatorSettings
 from .encoder import Encoder, model_fingerprint
 from .indicators import CONTENT_TYPES, compute_indicators
-from .link import Linker, Typer, load_linker, unit_typer
+from .link import Linker, Typer, bind_encoder, load_linker, unit_typer
 from .io import InputLimits, Source, iter_inputs, source_path, unknown_fix
 from .options import RunOptions
 from .outputs import (ERRORS_FILE, GRAPHS_FILE, GRAPHS_PARQUET, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
@@ -181,10 +181,8 @@ def warm_up(encoder: Encoder | None = None, linker: Linker | None = None, segmen
         from .segment import load_sentencizer
 
         load_sentencizer()
-    bind = getattr(linker, "bind_encoder", None)
-    if encoder is not None and bind is not None:
-        bind(encoder)
     if encoder is not None:
+        bind_encoder(linker, encoder)
         encoder.model  # noqa: B018 - the property loads the weights
     for model in (linker, typer):
         warm = getattr(model, "warm", None)

@@ -12,7 +12,7 @@ import numpy as np
 from ..records import Edge, ThoughtUnit
 
 __all__ = ["LinkInput", "Linker", "Typer", "PAIR_CLASSES", "TYPE_CLASSES", "FORWARD_CLASSES", "CRITIQUE_CLASSES",
-           "REPETITION_CLASS"]
+           "REPETITION_CLASS", "bind_encoder"]
 
 # No edge, then the 6 edge types; critique split by polarity.
 PAIR_CLASSES: tuple[str, ...] = (
@@ -53,6 +53,8 @@ class Linker(Protocol):
     - `structural_types`: True when it gives every provisional CRT / RPT unit the critique or
       repetition edge those types need, so a type head may assign them.
     - `name` (the run manifest's linker) and `kind` (what it is, in words, for `thinkprobe doctor`).
+    - optional `bind_encoder(encoder)`: a backend that reads the encoder itself (the parser's reader,
+      on the encoder's lower layers) takes the run's encoder there (`bind_encoder` below).
     """
 
     name: str
@@ -65,6 +67,15 @@ class Linker(Protocol):
 
     @property
     def cache_stats(self) -> dict[str, int]: ...
+
+
+def bind_encoder(linker: Linker, encoder) -> None:
+    """Give `linker` the run's encoder when it reads the encoder itself (its `bind_encoder`; the
+    parser's reader runs on the encoder's lower layers, so it must be the run's: device, precision,
+    batch size); no-op for every other backend."""
+    bind = getattr(linker, "bind_encoder", None)
+    if bind is not None:
+        bind(encoder)
 
 
 class Typer(Protocol):
