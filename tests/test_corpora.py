@@ -163,9 +163,30 @@ def test_answers_without_thinking_are_told_apart_from_long_untagged_reasoning():
 def test_reasoning_in_an_unlisted_field_with_tags_is_found_and_else_suggested():
     r1 = one({"question": "Q?", "deepseek-reasoner (question)": "Okay, so 2 + 3 is 5.\n</think>\n\nThe answer is 5."})
     assert r1.reasoning.field == "deepseek-reasoner (question)" and r1.answer.content == "The answer is 5."
+    assert (r1.model, r1.provenance["model_from"]) == ("deepseek-reasoner", "deepseek-reasoner (question)")
     with pytest.raises(InputError) as err:
-        one({"question": "Q?", "solution": "S" * 900, "o1 (question)": "The answer is 5. " * 20})
-    assert "--reasoning-field 'o1 (question)'" in err.value.reason  # the longest text, the reference solution left out
+        one({"question": "Q?", "solution": "S" * 900, "final output": "The answer is 5. " * 20})
+    assert "--reasoning-field 'final output'" in err.value.reason  # the longest text, the reference solution left out
+
+
+def test_a_field_named_after_a_model_and_its_prompt_is_that_models_output():
+    """MiP-Overthinking keeps each API model's output in `<model> (<prompt field>)`: untagged, it is the whole
+    output of a model without visible reasoning (profiled as untagged text, under the model it names); where the
+    record counts thinking tokens it does not hold (o1), the reasoning was hidden: a skip that says so."""
+    answer = "The answer is 5. " * 20
+    gpt = one({"question": "Q?", "solution": "S" * 900, "gpt-4o (question)": answer})
+    assert (gpt.reasoning.field, gpt.model, gpt.provenance["model_from"]) == ("gpt-4o (question)", "gpt-4o", "gpt-4o (question)")
+    assert gpt.provenance["untagged"] and gpt.answer is None
+    assert one({"question": "Q?", "model": "named", "gpt-4o (question)": answer}).model == "named"  # a model field wins
+    none_hidden = {"question": "Q?", "o1 (question)": answer, "o1 (question) thinking_token_count": 0}
+    assert one(none_hidden).model == "o1"  # no thinking tokens counted: the answer is the whole output
+    with pytest.raises(InputError) as err:
+        one({**none_hidden, "o1 (question) thinking_token_count": 1536})
+    assert err.value.field == "o1 (question)" and err.value.reason.startswith("reasoning not returned")
+    assert "1,536 thinking tokens" in err.value.reason and "--reasoning-field 'o1 (question)'" in err.value.reason
+    # a field that only looks so (its parenthesis names no field of the record) is not taken
+    with pytest.raises(InputError):
+        one({"question": "Q?", "gpt-4o (prompt)": answer})
 
 
 # ----------------------------------------------------------------------------- segmentation (item 5)
@@ -371,10 +392,10 @@ def test_mip_every_model_is_profiled_or_named_with_its_count(mip_run):
     by_model = {r["model"]: r for r in run["coverage"]["by_model"]}
     assert {m: by_model[m]["traces"] for m in by_model} == {"QwQ": 3, "deepseekR1": 3, "o1": 0, "s1.1": 2}
     assert by_model["o1"] == {"model": "o1", "records": 2, "traces": 0, "skipped": 2,
-                              "reasons": {"no reasoning text found": 2}}
+                              "reasons": {"reasoning not returned": 2}}
     # the warning names the model and its count, on stderr, with --no-summary
     assert "warning: model o1: no trace profiled from its 2 records" in res.stderr
-    assert "2 records skipped (no reasoning text found 2)" in res.stderr
+    assert "2 records skipped (reasoning not returned 2)" in res.stderr
     hints = [e["reason"] for e in _errors(out) if e.get("model") == "o1"]
     assert all("--reasoning-field 'o1 (question)'" in h for h in hints)
     r1 = [g for g in _graphs(out) if g["model"] == "deepseekR1"]

@@ -13,7 +13,7 @@ from ..records import InputError, Section, Trace
 from .formats import strip_extensions, type_name
 from .grades import CORRECT_FIELDS, GENERATION_CORRECT_FIELDS, GRADES, parse_correct_values, read_grade, unread_codes
 from .sources import FieldMap
-from .guess import longest_text_hint, tagged_field
+from .guess import longest_text_hint, model_output, tagged_field
 from .tags import Split, split_tags, trim
 
 __all__ = ["get_path", "GRADES", "ENCRYPTED", "UNTAGGED", "CHOICE_MESSAGES", "record_position", "REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect", "record_model"]
@@ -139,7 +139,7 @@ def detect(
 
     position = record_position(record_index)
     from_path = fields.from_path(source)
-    model, model_from = _named(record, fields.model, fields.model_field, from_path.get("model"), MODEL_FIELDS)
+    model, model_from = _model(record, fields, from_path.get("model"))
     domain, domain_from = _named(record, fields.domain, fields.domain_field, from_path.get("domain"), DOMAIN_FIELDS)
     # a design factor the user names (never guessed): none when not named or not found
     group, group_from = _named(record, fields.group, fields.group_field, from_path.get("group"), ())
@@ -202,7 +202,15 @@ def record_model(record: Any, fields: FieldMap, source: str) -> str | None:
     from_path = fields.from_path(source).get("model")
     if not isinstance(record, dict):
         return fields.model or from_path
-    return _named(record, fields.model, fields.model_field, from_path, MODEL_FIELDS)[0]
+    return _model(record, fields, from_path)[0]
+
+
+def _model(record: dict, fields: FieldMap, from_path: str | None) -> tuple[str | None, str | None]:
+    """The model and where it came from: as `_named`, then the name in a `<model> (<field>)` output field."""
+    model, model_from = _named(record, fields.model, fields.model_field, from_path, MODEL_FIELDS)
+    if model is None and (output := model_output(record)):
+        return output.model, output.field
+    return model, model_from
 
 
 def _origin(record: dict, path: str | None) -> str | None:
@@ -325,6 +333,10 @@ def _locate_reasoning(
         return _Found(other[0], other[1], ())
     if plain:
         return plain
+    if output := model_output(record):  # `gpt-4o (question)`: a named model's output, no reasoning tags
+        if output.hidden_tokens:
+            raise error(output.field, output.hidden_reason())
+        return _Found(output.field, output.text, ())
     if wrong:
         raise error(wrong[0], f"expected text, found {type_name(wrong[1])}")
     if empty_inline:

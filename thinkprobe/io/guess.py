@@ -1,14 +1,22 @@
 """Reasoning in a field no list names: a top-level field whose text carries reasoning tags is taken
 (MiP-Overthinking keeps DeepSeek-R1's output in `deepseek-reasoner (question)`: reasoning, `</think>`,
 answer); when none does, the error names the longest text field, the likeliest home of the reasoning.
+
+A field named after a model and the field it answered (`gpt-4o (question)`, `o1 (insufficient_question)`:
+MiP-Overthinking's layout) is that model's output: it names the record's model when nothing else does, and
+untagged it is the model's whole output (a non-reasoning model's answer, under --untagged), unless the record
+counts thinking tokens it does not hold (`o1 (question) thinking_token_count`): then the reasoning was hidden.
 """
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Iterable
 
 from .tags import split_tags
 
-__all__ = ["tagged_field", "longest_text_hint", "HINT_MIN_CHARS", "NOT_OUTPUT"]
+__all__ = ["tagged_field", "longest_text_hint", "HINT_MIN_CHARS", "NOT_OUTPUT", "ModelOutput", "model_output",
+           "HIDDEN_REASONING"]
 
 
 HINT_MIN_CHARS = 200  # a shorter text is an answer or a label, not a reasoning to suggest
@@ -40,3 +48,42 @@ def longest_text_hint(record: dict, skip: Iterable[str]) -> str:
         return ""
     return (f"; the longest text field is `{field}` ({len(text):,} characters): if it holds the reasoning, "
             f"name it with --reasoning-field '{field}'")
+
+
+# `<model> (<field>)` where <field> is another text field of the record (the prompt the model answered)
+_OUTPUT_KEY = re.compile(r"^(?P<model>[^()]*[^()\s]) \((?P<prompt>[^()]+)\)$")
+_HIDDEN_SUFFIX = " thinking_token_count"
+
+HIDDEN_REASONING = "reasoning not returned"
+
+
+@dataclass(frozen=True)
+class ModelOutput:
+    """A field holding a named model's output: the field, the model's name, its text, and the thinking
+    tokens the record counts for it without holding them (None when it counts none)."""
+
+    field: str
+    model: str
+    text: str
+    hidden_tokens: int | None = None
+
+    def hidden_reason(self) -> str:
+        """The skip reason of an output whose reasoning the record does not hold."""
+        return (f"{HIDDEN_REASONING}: `{self.field}{_HIDDEN_SUFFIX}` counts {self.hidden_tokens:,} thinking tokens "
+                f"the record does not hold, so `{self.field}` is the final answer only; to profile that answer as "
+                f"the reasoning, name it with --reasoning-field '{self.field}'")
+
+
+def model_output(record: dict) -> ModelOutput | None:
+    """The first top-level field named `<model> (<field>)` whose <field> is a text field of the record and
+    whose own value is non-empty text; None when no field is named so."""
+    for key, value in record.items():
+        match = _OUTPUT_KEY.match(str(key))
+        if not match or not isinstance(value, str) or not value.strip():
+            continue
+        if not isinstance(record.get(match["prompt"]), str):
+            continue
+        hidden = record.get(f"{key}{_HIDDEN_SUFFIX}")
+        counted = hidden if isinstance(hidden, int) and not isinstance(hidden, bool) and hidden > 0 else None
+        return ModelOutput(str(key), match["model"].strip(), value, counted)
+    return None
