@@ -157,6 +157,24 @@ def test_answers_without_thinking_are_told_apart_from_long_untagged_reasoning():
     assert answers.apply(tagged, "profile") is tagged and answers.apply(alone, "profile") is alone
 
 
+def test_traces_without_a_model_are_judged_per_file_as_answers_without_thinking(tmp_path):
+    """Files with no model name (MiP-Overthinking without --path-pattern): a non-reasoning model's file is
+    not measured against another file's reasoning; within one file the rule holds as for a named model."""
+    from thinkprobe.accounting import UntaggedAnswers
+
+    def g(source, chars, untagged):
+        return {"trace_id": f"{source}{chars}", "model": "unknown", "source": source, "record": 0,
+                "provenance": {"untagged": untagged}, "sections": [{"name": "reasoning", "field": "response",
+                                                                   "start": 0, "end": chars}]}
+
+    reasoning, plain, mixed = [g("qwq", 9000, False)] * 3, [g("gemma", 1500, True)] * 3, [g("mix", 9000, False), g("mix", 300, True)]
+    part = tmp_path / "000000.jsonl"
+    part.write_text("".join(json.dumps({"graph": x}) + "\n" for x in (*reasoning, *plain, *mixed)), encoding="utf-8")
+    answers = UntaggedAnswers.scan([part])
+    assert not answers.is_answer(plain[0])  # its file holds no reasoning: kept as the model's output
+    assert answers.is_answer(mixed[1])  # beside reasoning of the same file, and shorter: an answer without thinking
+
+
 # ----------------------------------------------------------------------------- nothing lost without a word (item 3)
 
 

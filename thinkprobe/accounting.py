@@ -7,7 +7,9 @@
   other records carry reasoning, and shorter than that model's median reasoning, is the model's
   answer given without thinking (Qwen3's no-think outputs beside its thinking traces). It is skipped
   with that reason, or with ``--untagged separate`` profiled under ``<model>:no-think``. A longer
-  one is kept as reasoning (MiP's R1-Distill traces cut off before their closing tag);
+  one is kept as reasoning (MiP's R1-Distill traces cut off before their closing tag). Traces without a
+  model (grouped as "unknown") are judged per input file, not together: a file of a non-reasoning model
+  is not measured against another file's reasoning;
 - grades: where each trace's verdict came from (the record's own grade, or the final answer matched
   against the gold answer), and how often the matcher disagrees with a record's grade.
 """
@@ -43,9 +45,15 @@ def reasoning_chars(g: Mapping) -> int:
     return sum(s["end"] - s["start"] for s in g.get("sections") or () if s.get("name") == "reasoning")
 
 
+def _producer(g: Mapping) -> str:
+    """Whose answers a trace is judged among: its model, or for a trace without one ("unknown"), its file."""
+    return g["model"] if g["model"] != "unknown" else f"unknown\x00{g['source']}"
+
+
 class UntaggedAnswers:
     """Which untagged traces of a run are a model's answers without thinking (see the module doc):
-    the median reasoning length of every model that has both untagged and reasoning-bearing traces."""
+    the median reasoning length of every model (for traces without a model: every file) that has both
+    untagged and reasoning-bearing traces."""
 
     def __init__(self, medians: Mapping[str, float] | None = None):
         self.medians = dict(medians or {})
@@ -65,13 +73,13 @@ class UntaggedAnswers:
                     if g is None:
                         continue
                     if g["provenance"].get("untagged"):
-                        untagged.add(g["model"])
+                        untagged.add(_producer(g))
                     else:
-                        lengths[g["model"]].append(reasoning_chars(g))
+                        lengths[_producer(g)].append(reasoning_chars(g))
         return cls({m: statistics.median(lengths[m]) for m in sorted(untagged) if lengths.get(m)})
 
     def is_answer(self, g: Mapping) -> bool:
-        median = self.medians.get(g["model"])
+        median = self.medians.get(_producer(g))
         return median is not None and bool(g["provenance"].get("untagged")) and reasoning_chars(g) < median
 
     def apply(self, g: dict, policy: str) -> dict | None:
