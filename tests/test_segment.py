@@ -32,6 +32,12 @@ def units(text, config):
     ("我们需要计算。然后得到答案！", ["我们需要计算。", "然后得到答案！"]),
     ("no punctuation at all here", ["no punctuation at all here"]),
     ("## Step 2\nCompute it.", ["## Step 2", "Compute it."]),
+    # factorials and an ellipsis inside a list end no sentence; an opening bracket stays with its sentence
+    ("So C(n, r) = n! / (r!(n-r)!). Then 8! / (5! * 3!) = 336. Done!",
+     ["So C(n, r) = n! / (r!(n-r)!).", "Then 8! / (5! * 3!) = 336.", "Done!"]),
+    ("It is 5! Now stop. Yes! so it goes.", ["It is 5!", "Now stop.", "Yes!", "so it goes."]),
+    ("The terms are (104, 114, ..., 194). Count them... Hmm. (It is 10.)",
+     ["The terms are (104, 114, ..., 194).", "Count them...", "Hmm.", "(It is 10.)"]),
 ])
 def test_fragments(text, expected):
     assert frags(text) == expected
@@ -127,8 +133,9 @@ def _reference_fragment_spans(text, start, end, max_line_chars=20000):
         protected = [(m.start(), m.end()) for m in sg._INLINE.finditer(doc.text)]
         cuts = {sent.start_char for sent in doc.sents} | {m.start() for m in sg._CJK_END.finditer(doc.text)}
         cuts |= {m.end() for m in sg._MISSED_END.finditer(doc.text)}
-        cuts = sorted(c for c in cuts if 0 < c < len(doc.text) and not any(a < c < b for a, b in protected)
-                      and not _reference_abbreviation(doc.text, c))
+        cuts = sorted({_reference_openers(doc.text, c) for c in cuts if 0 < c < len(doc.text)})
+        cuts = [c for c in cuts if c > 0 and not any(a < c < b for a, b in protected)
+                and not _reference_abbreviation(doc.text, c) and not _reference_formula(doc.text, c)]
         bounds = [0]
         for c in cuts:
             if doc.text[c:c + 1].islower():
@@ -167,8 +174,32 @@ def _reference_abbreviation(text, cut):
     return word not in seg.sentence_starters
 
 
+def _reference_openers(text, cut):
+    """A cut right after opening brackets that follow a space (or open the text) moves before them."""
+    import re
+
+    m = re.search(r"(?:\A|\s)([(\[{]+)\Z", text[:cut])
+    return m.start(1) if m else cut
+
+
+def _reference_formula(text, cut):
+    """The last end mark before the cut (only spaces, brackets and operators between) is a factorial not
+    followed by a capital or a quote, or an ellipsis followed by a comma or a closing bracket."""
+    import re
+
+    m = re.search(r"(\.\.\.|…|[.!?])[^\w.!?…]*\Z", text[:cut])
+    if m is None:
+        return False
+    following = text[m.end(1):cut + 1].lstrip()[:1]
+    if m.group(1) == "!":
+        factorial = re.search(r"(?:\d|[)\]}]|(?<![^\W\d_])[A-Za-z])!\Z", text[:m.end(1)])
+        return bool(factorial) and not (following.isupper() or following in ('"', "'", "“", "‘"))
+    return m.group(1) in ("...", "…") and following in (",", ")", "]", "}")
+
+
 TRICKY = ("Use e.g. approx. 3 units. Then Dr. Who. So 1. first and 2. second, then a) this. "
-          "Eq. 5 holds. We have $a. B$ and `x. Y` here. No. Really?! Fine... 我们。好！ z. (b) item")
+          "Eq. 5 holds. We have $a. B$ and `x. Y` here. No. Really?! Fine... 我们。好！ z. (b) item. So n! / (r!(n-r)!) "
+          "and 5! Then (1, 2, ..., 9) and {1,…, 3}. Wow! so. Done. (x) y")
 
 
 @pytest.mark.parametrize("text", [TRICKY, TRICKY * 40, TRICKY.replace(" ", "\n", 7)])

@@ -43,6 +43,7 @@ _MISSED_END = re.compile(r"[.!?]\s+(?=[A-Z(\[\\])")
 _NEXT_WORD = re.compile(r"[\w'’]+")
 
 
+
 @dataclass(frozen=True)
 class Abbreviations:
     """The config's abbreviations (segment.abbreviations, final_abbreviations, sentence_starters): a cut
@@ -102,6 +103,38 @@ class Abbreviations:
 _INITIALS = re.compile(r"(?<![\w.])((?:[A-Z]\.){1,3})\Z")
 # A capitalised word (a first name) or another initial ("Charles A. P. Bartlett") right before the initials.
 _NAME_BEFORE = re.compile(r"(?<![\w.])(?:[A-Z][a-z]+|[A-Z]\.) \Z")
+
+
+_MARKS = ".!?…"
+
+
+def _in_formula(text: str, cut: int) -> bool:
+    """Whether the cut before text[cut] follows a mark that ends no sentence: a factorial ("n! / (r!(n-r)!)",
+    "8! / (5! * 2!)": a "!" right after a digit, a closing bracket or a one-letter name; a capital after it
+    still starts a sentence) or an ellipsis inside a list ("(104, 114, ..., 194)")."""
+    k = cut  # back over what lies between the last mark and the cut: spaces, brackets, operators
+    while k > 0 and not (text[k - 1] in _MARKS or text[k - 1].isalnum() or text[k - 1] == "_"):
+        k -= 1
+    if k == 0 or text[k - 1] not in _MARKS:
+        return False
+    nxt = text[k:cut + 1].lstrip()[:1]
+    if text[k - 1] == "!":
+        before = text[k - 2] if k >= 2 else ""
+        factorial = before.isdigit() or before in (")", "]", "}") or (
+            before.isascii() and before.isalpha() and not (k >= 3 and text[k - 3].isalpha()))
+        return factorial and not (nxt.isupper() or nxt in ('"', "'", "“", "‘"))
+    if text[k - 1] == "…" or text.endswith("...", 0, k):
+        return nxt in (",", ")", "]", "}")
+    return False
+
+
+def _before_openers(text: str, cut: int) -> int:
+    """A cut right after opening brackets that follow a space moves before them: "ten. (5!) ways" is cut
+    before "(", never between "(" and "5"."""
+    k = cut
+    while k > 0 and text[k - 1] in "([{":
+        k -= 1
+    return k if k < cut and (k == 0 or text[k - 1].isspace()) else cut
 
 
 def _opens_sentence(text: str, start: int) -> bool:
@@ -237,8 +270,9 @@ def fragment_spans(text: str, start: int, end: int, max_line_chars: int = 20000,
         protected = [(m.start(), m.end()) for m in _INLINE.finditer(piece)]
         cuts = {sent.start_char for sent in doc.sents} | {m.start() for m in _CJK_END.finditer(piece)}
         cuts |= {m.end() for m in _MISSED_END.finditer(piece)}
-        cuts = sorted(c for c in cuts if 0 < c < len(piece) and not _inside(protected, c)
-                      and not abbreviations.holds(piece, c))
+        cuts = sorted({_before_openers(piece, c) for c in cuts if 0 < c < len(piece)})
+        cuts = [c for c in cuts if 0 < c and not _inside(protected, c) and not abbreviations.holds(piece, c)
+                and not _in_formula(piece, c)]
         bounds = [0]
         for c in (_before_enum_marker(piece, c) for c in cuts):
             # An enumeration marker ("1.", "(b)") opening the line stays with its item.
