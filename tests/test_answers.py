@@ -37,6 +37,12 @@ def only(rec: dict) -> tuple[str, str]:
     ("The answer is (B).", "B", "option"),
     ("Answer: C", "C", "option"),
     ("So I'd go with option D here", "D", "option"),
+    ("Solution: Choice_B", "B", "option"),  # MR-BEN's closing step
+    ("Solution: Choice_A: Clostridium difficile", "A", "option"),
+    ("Solution: A", "A", "option"),
+    ("Solution: Choice D", "D", "option"),
+    (r"Solution: Choice\_C: 1/3", "C", "option"),  # a markdown-escaped underscore
+    ("Based on the analysis, the correct choice is B: the reshuffling of alleles.", "B", "option"),
     ("The answer is not obvious yet, so let's compute more.", None, None),
     ("Let me think about what the answer is.", None, None),
 ])

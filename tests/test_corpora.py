@@ -187,6 +187,15 @@ def test_reasoning_in_an_unlisted_field_with_tags_is_found_and_else_suggested():
     assert "--reasoning-field 'final output'" in err.value.reason  # the longest text, the reference solution left out
 
 
+def test_mr_ben_gold_is_the_corrected_answer_where_one_is_set():
+    steps = ["Step 1: Narcissism fits.", "Solution: Choice_B"]
+    base = {"Question": "Q?", "Model_Solution_Steps": steps, "Ground_Truth_Answer": "C"}
+    fields = FieldMap(reasoning_field="Model_Solution_Steps")
+    corrected = one({**base, "Ground_Truth_Answer_Modified": "B"}, fields)
+    assert (corrected.gold_answer, corrected.provenance["gold_from"]) == ("B", "Ground_Truth_Answer_Modified")
+    assert one({**base, "Ground_Truth_Answer_Modified": ""}, fields).gold_answer == "C"  # none set: the original
+
+
 def test_a_field_named_after_a_model_and_its_prompt_is_that_models_output():
     """MiP-Overthinking keeps each API model's output in `<model> (<prompt field>)`: untagged, it is the whole
     output of a model without visible reasoning (profiled as untagged text, under the model it names); where the

@@ -48,7 +48,7 @@ QUESTION_FIELDS = ("question", "problem", "prompt", "raw_text.question", "doc.qu
 
 
 GOLD_FIELDS = ("answer", "correct_answer", "gold", "gold_answer", "metadata.correct_answer", "target",
-               "Ground_Truth_Answer")
+               "Ground_Truth_Answer_Modified", "Ground_Truth_Answer")  # MR-BEN's corrected gold first, where set
 
 
 TURN_LISTS = ("messages", "conversations")

@@ -5,7 +5,8 @@ The redundancy suite reads them: candidates give the SEP its target and the answ
 Candidate rules, strongest first; a unit gives at most one candidate:
   boxed   ``\\boxed{...}`` / ``\\fbox{...}`` with nested braces (several in one unit are joined by ", ")
   phrase  "the answer is X", "final answer: X", "Answer: X" (the last one in the unit)
-  option  the same phrases, or "option / choice (B)", when the value is an option letter
+  option  the same phrases, or "option / choice (B)" (MR-BEN: "Solution: Choice_B", "Solution: A"), when the
+          value is an option letter
   code    the final fenced code block of the trace (one candidate, at the unit that opens it)
   bold    ``**X**`` in a unit of the answer section (the answer after the reasoning)
   number  the number a conclusion (CON) unit, or the last unit of the answer section, arrives at:
@@ -41,7 +42,8 @@ KIND_RANK = {"boxed": 0, "phrase": 1, "option": 1, "code": 2, "bold": 3, "number
 _PHRASE = re.compile(
     r"\b(?:the\s+)?(?:final\s+|correct\s+)?answer\s*(?:is|should be|would be|must be|will be|=|:|：)\s*:?\s*",
     re.IGNORECASE)
-_OPTION_PHRASE = re.compile(r"\b(?:option|choice)\s*\(?([A-J])\)?(?![\w])")
+# "option (B)", "choice D"; MR-BEN's closing step "Solution: Choice_B" / "Solution: Choice D" / "Solution: A"
+_OPTION_PHRASE = re.compile(r"\b(?:option\s*|choice\s*(?:is\s+)?|[Cc]hoice\\?_|Solution:\s*(?:[Cc]hoice(?:\\?_|\s)?)?)\(?([A-J])\)?(?![\w])")
 _OPTION_VALUE = re.compile(r"^\s*\(?([A-J])\)?(?:[.:)]|\s|$)")
 _ANSWER_LABEL = re.compile(r"(?:#+\s*)?(?:the\s+)?(?:final\s+)?answer(?:\s+is)?\s*[:：]?", re.IGNORECASE)
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.DOTALL)
