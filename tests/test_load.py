@@ -151,6 +151,7 @@ TAG_CASES = [
     ("<think>\n  Plan it.\n</think>\n\n42", "<think>", "Plan it.", "42", False, False),
     ("<thinking>Plan it.</thinking>42", "<thinking>", "Plan it.", "42", False, False),
     ("<reasoning>Plan it.</reasoning> 42", "<reasoning>", "Plan it.", "42", False, False),
+    ("<think>Plan it.</think>\n<answer>42</answer>", "<think>", "Plan it.", "42", False, False),  # R1-Zero style
     ("<thought>Plan it.</thought>42", "<thought>", "Plan it.", "42", False, False),
     ("<|begin_of_thought|>\nPlan it.\n<|end_of_thought|>\n\n<|begin_of_solution|>\n42\n<|end_of_solution|>",
      "<|begin_of_thought|>", "Plan it.", "42", False, False),

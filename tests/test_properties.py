@@ -113,6 +113,7 @@ TAGS = [
     "<|begin_of_thought|>", "<|end_of_thought|>", "◁think▷", "◁/think▷", "[THINK]", "[/THINK]",
     "<|channel|>analysis<|message|>", "<|channel|>final<|message|>", "<|end|>", "<|start|>assistant",
     "analysis", "assistantfinal", "<|begin_of_solution|>", "<|end_of_solution|>", "<|im_end|>", "</s>",
+    "<answer>", "</answer>",
 ]
 tagged_text = st.lists(st.one_of(st.sampled_from(TAGS), fragments), max_size=12).map("".join)
 KEYS = [

@@ -40,13 +40,14 @@ _S1_BARE_OPEN = re.compile(r"\s*think[ \t]*\n")
 _S1_BARE_ANSWER = re.compile(r"\n[ \t]*answer[ \t]*(?:\n|\Z)")
 
 
-# Chat-template tokens that often survive at the edges of a span; they are not the model's words.
-LEADING_TOKENS = ("<|begin_of_solution|>",)
+# Chat-template tokens that often survive at the edges of a span; they are not the model's words. The answer
+# tags of R1-Zero-style outputs ("<think>...</think> <answer>42</answer>") are format, not answer, too.
+LEADING_TOKENS = ("<|begin_of_solution|>", "<answer>")
 
 
 TRAILING_TOKENS = (
     "<|end_of_solution|>", "<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<｜end▁of▁sentence｜>",
-    "<|return|>", "<|end|>", "</s>",
+    "<|return|>", "<|end|>", "</s>", "</answer>",
 )
 
 
