@@ -12,11 +12,13 @@ head with its offsets.
 
     python experiments/type_stack.py                 # the shipped parser-reader
     python experiments/type_stack.py --boosting      # a gradient-boosted model in place of the regression
+    python experiments/type_stack.py --first-words 3 # also the unit's first three words (one-hot, by position and as a bag)
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -82,6 +84,16 @@ def unit_features(x: dict, context: bool, pairs: bool) -> np.ndarray:
     return np.concatenate(cols, axis=1)
 
 
+def first_words(x: dict, m: int) -> list[str]:
+    """The first `m` words and punctuation marks of each unit, lower-cased, as tokens tagged by their
+    position and untagged (a bag): "p0_wait b_wait p1_, b_, ..."."""
+    out = []
+    for u in x["units"]:
+        words = re.findall(r"[a-z]+|[^\sa-z0-9]", u.text.lower())[:m]
+        out.append(" ".join([f"p{k}_{w}" for k, w in enumerate(words)] + [f"b_{w}" for w in words]))
+    return out
+
+
 def macro_f1(gold: np.ndarray, pred: np.ndarray, k: int) -> tuple[float, list[float]]:
     keep = gold >= 0
     gold, pred = gold[keep], pred[keep]
@@ -116,9 +128,15 @@ def main(argv=None) -> None:
     p.add_argument("--silver", default=str(REPO.parent / "shared" / "data" / "reasoningflow" / "v1" / "v1_llm_gemini-3.1-pro-preview.jsonl.gz"))
     p.add_argument("--dev", default=str(REPO.parent / "shared" / "data" / "reasoningflow" / "v0" / "v0_human_D"))
     p.add_argument("--boosting", action="store_true", help="HistGradientBoostingClassifier in place of the regression")
+    p.add_argument("--first-words", type=int, default=0, metavar="M",
+                   help="also the unit's first M words (binary, seen in 5 or more training units; with the neighbours)")
     args = p.parse_args(argv)
+    if args.boosting and args.first_words:
+        p.error("--first-words reads sparse word columns: use it with the regression, not --boosting")
 
+    from scipy import sparse
     from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GroupKFold
 
@@ -140,8 +158,23 @@ def main(argv=None) -> None:
             return HistGradientBoostingClassifier(max_iter=200, learning_rate=0.05, random_state=0)
         return LogisticRegression(C=1.0, max_iter=3000)
 
-    for label, context, pairs in (("own probabilities", False, False), ("+ neighbours", True, False),
-                                  ("+ neighbours + pairs", True, True)):
+    variants = [("own probabilities", False, False), ("+ neighbours", True, False), ("+ neighbours + pairs", True, True)]
+    if args.first_words:
+        variants = [(f"+ neighbours + first {args.first_words} words", True, False)]
+    words_s = [w for x in silver for w in first_words(x, args.first_words)]
+    words_d = [w for x in dev for w in first_words(x, args.first_words)]
+
+    def design(dense: np.ndarray, rows: np.ndarray, words: list[str], vocabulary):
+        if vocabulary is None:
+            return dense[rows]
+        return sparse.hstack([sparse.csr_matrix(dense[rows]), vocabulary.transform([words[r] for r in rows])]).tocsr()
+
+    def vocabulary(rows: np.ndarray):
+        if not args.first_words:
+            return None
+        return CountVectorizer(binary=True, min_df=5, token_pattern=r"\S+").fit([words_s[r] for r in rows])
+
+    for label, context, pairs in variants:
         x_s = np.concatenate([unit_features(x, context, pairs) for x in silver])
         x_d = np.concatenate([unit_features(x, context, pairs) for x in dev])
         groups = np.concatenate([np.full(len(x["types"]), n) for n, x in enumerate(silver)])
@@ -149,8 +182,13 @@ def main(argv=None) -> None:
         crossed = np.zeros((len(y), k))
         for train, test in GroupKFold(5).split(x_s, y, groups):
             train = train[known[train]]
-            crossed[test] = np.log(np.maximum(make().fit(x_s[train], y[train]).predict_proba(x_s[test]), 1e-9))
-        on_dev = np.log(np.maximum(make().fit(x_s[known], y[known]).predict_proba(x_d), 1e-9))
+            v = vocabulary(train)
+            fitted = make().fit(design(x_s, train, words_s, v), y[train])
+            crossed[test] = np.log(np.maximum(fitted.predict_proba(design(x_s, test, words_s, v)), 1e-9))
+        rows = np.flatnonzero(known)
+        v = vocabulary(rows)
+        fitted = make().fit(design(x_s, rows, words_s, v), y[rows])
+        on_dev = np.log(np.maximum(fitted.predict_proba(design(x_d, np.arange(len(x_d)), words_d, v)), 1e-9))
         off = fit_offsets(crossed, silver)
         s, s_per = macro_f1(y, types_of(crossed, sizes["silver"], off), k)
         d, d_per = macro_f1(gold["dev"], types_of(on_dev, sizes["dev"], off), k)
