@@ -43,7 +43,6 @@ _MISSED_END = re.compile(r"[.!?]\s+(?=[A-Z(\[\\])")
 _NEXT_WORD = re.compile(r"[\w'’]+")
 
 
-
 @dataclass(frozen=True)
 class Abbreviations:
     """The config's abbreviations (segment.abbreviations, final_abbreviations, sentence_starters): a cut
