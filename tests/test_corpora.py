@@ -194,6 +194,8 @@ def test_mr_ben_gold_is_the_corrected_answer_where_one_is_set():
     corrected = one({**base, "Ground_Truth_Answer_Modified": "B"}, fields)
     assert (corrected.gold_answer, corrected.provenance["gold_from"]) == ("B", "Ground_Truth_Answer_Modified")
     assert one({**base, "Ground_Truth_Answer_Modified": ""}, fields).gold_answer == "C"  # none set: the original
+    named = one({**base, "Sampled_Model": "Claude2", "Subject": "college_medicine"}, fields)
+    assert (named.model, named.domain) == ("Claude2", "college_medicine")
 
 
 def test_a_field_named_after_a_model_and_its_prompt_is_that_models_output():

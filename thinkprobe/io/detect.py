@@ -33,10 +33,11 @@ TAGGED_FIELDS = ("response", "output", "prediction", "content", "model_answer")
 ANSWER_FIELDS = ("content", "response", "output", "prediction")
 
 
-MODEL_FIELDS = ("model", "model_name", "generator", "metadata.generator", "response.body.model", "eval.model")
+MODEL_FIELDS = ("model", "model_name", "generator", "metadata.generator", "response.body.model", "eval.model",
+                "Sampled_Model")  # Sampled_Model, Subject: MR-BEN
 
 
-DOMAIN_FIELDS = ("domain", "task", "subject", "source", "problem_type", "category", "metadata.domain")
+DOMAIN_FIELDS = ("domain", "task", "subject", "source", "problem_type", "category", "metadata.domain", "Subject")
 
 
 ID_FIELDS = ("trace_id", "id", "doc_id", "uid", "_id", "uuid", "custom_id")  # uuid: OpenR1; custom_id: OpenAI Batch
