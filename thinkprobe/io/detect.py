@@ -20,7 +20,7 @@ __all__ = ["get_path", "GRADES", "ENCRYPTED", "UNTAGGED", "CHOICE_MESSAGES", "re
 
 
 # Detection order (spec section 6). Additions found in real data: `think_content` (THINK-Bench),
-# `model_answer` (MiP-Overthinking), `category` (THINK-Bench, Venhoff et al.).
+# `model_answer` (MiP-Overthinking), `category` (THINK-Bench, Venhoff et al.), `Sampled_Model`, `Subject` (MR-BEN).
 REASONING_FIELDS = (
     "reasoning_content", "reasoning", "reasonings", "thinking", "thought", "thought_summary",
     "full_cot", "thinking_trajectories[0]", "think_content",
@@ -34,7 +34,7 @@ ANSWER_FIELDS = ("content", "response", "output", "prediction")
 
 
 MODEL_FIELDS = ("model", "model_name", "generator", "metadata.generator", "response.body.model", "eval.model",
-                "Sampled_Model")  # Sampled_Model, Subject: MR-BEN
+                "Sampled_Model")
 
 
 DOMAIN_FIELDS = ("domain", "task", "subject", "source", "problem_type", "category", "metadata.domain", "Subject")
