@@ -218,6 +218,17 @@ def test_a_field_named_after_a_model_and_its_prompt_is_that_models_output():
         one({"question": "Q?", "gpt-4o (prompt)": answer})
 
 
+def test_schoenfeld_episodes_record_names_its_model_question_gold_and_id():
+    """The Schoenfeld episodes' DeepSeek-R1 file: `deepseek-reasoner (response)` names the model though no field
+    is called `response`; the question is `Instruction`, the gold `Correct Answer`, the id `Question ID`."""
+    record = {"Question ID": "cecbdeba", "Instruction": "Find h. A) 18 B) 12", "Correct Answer": "A",
+              "Rationale": "Choice A is correct.", "deepseek-reasoner (response)": "V = Bh, so h = 18.</think>**A) 18**"}
+    t = one(record)
+    assert (t.model, t.provenance["model_from"]) == ("deepseek-reasoner", "deepseek-reasoner (response)")
+    assert (t.question, t.gold_answer, t.trace_id) == ("Find h. A) 18 B) 12", "A", "cecbdeba")
+    assert t.reasoning.content == "V = Bh, so h = 18." and t.answer.content == "**A) 18**"
+
+
 # ----------------------------------------------------------------------------- segmentation (item 5)
 
 ABBREVIATIONS = ("Mr.", "Mrs.", "Dr.", "Lt.", "Gen.", "Col.", "Sgt.", "Capt.", "St.", "Prof.", "Jr.", "Sr.", "Bros.",

@@ -20,7 +20,8 @@ __all__ = ["get_path", "GRADES", "ENCRYPTED", "UNTAGGED", "CHOICE_MESSAGES", "re
 
 
 # Detection order (spec section 6). Additions found in real data: `think_content` (THINK-Bench),
-# `model_answer` (MiP-Overthinking), `category` (THINK-Bench, Venhoff et al.), `Sampled_Model`, `Subject` (MR-BEN).
+# `model_answer` (MiP-Overthinking), `category` (THINK-Bench, Venhoff et al.), `Sampled_Model`, `Subject` (MR-BEN),
+# `Question ID`, `Instruction`, `Correct Answer` (Schoenfeld episodes).
 REASONING_FIELDS = (
     "reasoning_content", "reasoning", "reasonings", "thinking", "thought", "thought_summary",
     "full_cot", "thinking_trajectories[0]", "think_content",
@@ -40,16 +41,16 @@ MODEL_FIELDS = ("model", "model_name", "generator", "metadata.generator", "respo
 DOMAIN_FIELDS = ("domain", "task", "subject", "source", "problem_type", "category", "metadata.domain", "Subject")
 
 
-ID_FIELDS = ("trace_id", "id", "doc_id", "uid", "_id", "uuid", "custom_id")  # uuid: OpenR1; custom_id: OpenAI Batch
+ID_FIELDS = ("trace_id", "id", "doc_id", "uid", "_id", "uuid", "custom_id", "Question ID")  # uuid: OpenR1; custom_id: OpenAI Batch
 
 
 # doc.*, target, exact_match: lm-eval samples files
 QUESTION_FIELDS = ("question", "problem", "prompt", "raw_text.question", "doc.question", "doc.problem", "Question",
-                   "doc.query", "input")
+                   "doc.query", "Instruction", "instruction", "input")
 
 
 GOLD_FIELDS = ("answer", "correct_answer", "gold", "gold_answer", "metadata.correct_answer", "target",
-               "Ground_Truth_Answer_Modified", "Ground_Truth_Answer")  # MR-BEN's corrected gold first, where set
+               "Ground_Truth_Answer_Modified", "Ground_Truth_Answer", "Correct Answer")  # MR-BEN's corrected gold first, where set
 
 
 TURN_LISTS = ("messages", "conversations")

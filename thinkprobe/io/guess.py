@@ -15,7 +15,7 @@ from typing import Iterable
 
 from .tags import split_tags
 
-__all__ = ["tagged_field", "longest_text_hint", "HINT_MIN_CHARS", "NOT_OUTPUT", "ModelOutput", "model_output",
+__all__ = ["tagged_field", "longest_text_hint", "HINT_MIN_CHARS", "NOT_OUTPUT", "OUTPUT_WORDS", "ModelOutput", "model_output",
            "HIDDEN_REASONING"]
 
 
@@ -50,7 +50,9 @@ def longest_text_hint(record: dict, skip: Iterable[str]) -> str:
             f"name it with --reasoning-field '{field}'")
 
 
-# `<model> (<field>)` where <field> is another text field of the record (the prompt the model answered)
+# `<model> (<field>)` where <field> is another text field of the record (the prompt the model answered,
+# MiP-Overthinking) or a word for a model's output (`deepseek-reasoner (response)`, Schoenfeld episodes)
+OUTPUT_WORDS = ("response", "output", "completion", "generation")
 _OUTPUT_KEY = re.compile(r"^(?P<model>[^()]*[^()\s]) \((?P<prompt>[^()]+)\)$")
 _HIDDEN_SUFFIX = " thinking_token_count"
 
@@ -75,13 +77,13 @@ class ModelOutput:
 
 
 def model_output(record: dict) -> ModelOutput | None:
-    """The first top-level field named `<model> (<field>)` whose <field> is a text field of the record and
-    whose own value is non-empty text; None when no field is named so."""
+    """The first top-level field named `<model> (<field>)` whose <field> is a text field of the record or
+    one of OUTPUT_WORDS and whose own value is non-empty text; None when no field is named so."""
     for key, value in record.items():
         match = _OUTPUT_KEY.match(str(key))
         if not match or not isinstance(value, str) or not value.strip():
             continue
-        if not isinstance(record.get(match["prompt"]), str):
+        if match["prompt"] not in OUTPUT_WORDS and not isinstance(record.get(match["prompt"]), str):
             continue
         hidden = record.get(f"{key}{_HIDDEN_SUFFIX}")
         counted = hidden if isinstance(hidden, int) and not isinstance(hidden, bool) and hidden > 0 else None
