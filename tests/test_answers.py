@@ -43,6 +43,9 @@ def only(rec: dict) -> tuple[str, str]:
     ("Solution: Choice D", "D", "option"),
     (r"Solution: Choice\_C: 1/3", "C", "option"),  # a markdown-escaped underscore
     ("Based on the analysis, the correct choice is B: the reshuffling of alleles.", "B", "option"),
+    # an option stated with its whole text, however long (DeepSeek-R1 on SAT, Schoenfeld episodes)
+    ("The correct answer is **B) Those who responded to the poll were not a random sample of the population.**",
+     "B", "option"),
     ("The answer is not obvious yet, so let's compute more.", None, None),
     ("Let me think about what the answer is.", None, None),
 ])
@@ -148,6 +151,9 @@ def test_normalise(raw, expected):
     (r"\{-2, 1 - \sqrt{5}, 1 + \sqrt{5}\}", r"\{1\pm\sqrt{5},-2\}"),
     ("(1, 2)", "(1,2)"),
     ("6 - 5i", "6-5i"),
+    (r"\dfrac{1}{5}", ".2,  1/5"),  # SAT's student-produced answers list one value's accepted forms
+    ("0.3833", ".3833,  23/60"),
+    (r"\dfrac{1}{14}", ".0714,  1/14"),
 ])
 def test_answers_match(pred, gold):
     assert answers_match(pred, gold)
@@ -166,6 +172,10 @@ def test_answers_match(pred, gold):
     ("", "3"),
     (None, "3"),
     ("3", None),
+    ("0.07", ".0714,  1/14"),  # fewer decimals than an accepted form
+    ("3", "-2, 3"),  # one element of a set
+    ("1/4", ".2, 1/4"),  # distinct values, not forms of one
+    ("1/4", "0.2, 0.25"),
 ])
 def test_answers_differ(pred, gold):
     assert not answers_match(pred, gold)

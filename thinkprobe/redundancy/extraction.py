@@ -45,6 +45,7 @@ _PHRASE = re.compile(
 # "option (B)", "choice D"; MR-BEN's closing step "Solution: Choice_B" / "Solution: Choice D" / "Solution: A"
 _OPTION_PHRASE = re.compile(r"\b(?:option\s*|choice\s*(?:is\s+)?|[Cc]hoice\\?_|Solution:\s*(?:[Cc]hoice(?:\\?_|\s)?)?)\(?([A-J])\)?(?![\w])")
 _OPTION_VALUE = re.compile(r"^\s*\(?([A-J])\)?(?:[.:)]|\s|$)")
+_OPTION_LABEL = re.compile(r"^\s*\(?([A-J])\)\s+\S")
 _ANSWER_LABEL = re.compile(r"(?:#+\s*)?(?:the\s+)?(?:final\s+)?answer(?:\s+is)?\s*[:：]?", re.IGNORECASE)
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.DOTALL)
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
@@ -119,6 +120,9 @@ def _phrase_value(text: str) -> tuple[str, str] | None:
         value = _cut_value(plain[m.end():])
         while _HEDGE.match(value):
             value = _HEDGE.sub("", value, count=1)
+        labelled = _OPTION_LABEL.match(value)  # "B) Those who responded ...": the option, its text however long
+        if labelled:
+            return labelled.group(1), "option"
         if len(value.split()) > _MAX_PHRASE_WORDS:  # "Yes, Winnie Ewing was alive when ..." -> "Yes"
             value = re.split(r",\s|\s[-–—]\s|\s\(", value, maxsplit=1)[0].strip()
         if not value or _NOT_A_VALUE.match(value) or len(value.split()) > _MAX_PHRASE_WORDS:

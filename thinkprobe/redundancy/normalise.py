@@ -352,6 +352,29 @@ def _as_list(s: str) -> tuple[list[str], bool] | None:
     return out, ordered
 
 
+def _alternative_forms(g: str) -> list[str] | None:
+    """The items of a gold that lists one number in several written forms (SAT's student-produced
+    answers: ".2, 1/5", ".3833, 23/60"): a fraction and decimals equal to it, or, with three or more
+    decimals, its truncation or rounding; else None. A set of values ("-2, 3") is not such a list."""
+    parsed = _as_list(g)
+    if not parsed or parsed[1]:
+        return None
+    items = parsed[0]
+    exact = [to_number(x) for x in items if "/" in x or "\\frac" in x]
+    if not exact or any(v is None for v in exact) or any(not _close(v, exact[0]) for v in exact):
+        return None
+    for x in items:
+        value = to_number(x)
+        if value is None:
+            return None
+        if _close(value, exact[0]):
+            continue
+        m = re.fullmatch(r"-?\d*\.(\d{3,})", x.strip())
+        if not m or abs(value - exact[0]) >= 10.0 ** -len(m.group(1)):
+            return None
+    return items
+
+
 def _scalar_match(p: str, g: str, loose: bool = True) -> bool:
     """Same single answer. `loose` allows text containment (the whole prediction only, never a
     piece cut from it) and a lone number in a sentence."""
@@ -454,6 +477,8 @@ def answers_match(pred: Any, gold: Any) -> bool:
     (False, True)
     >>> answers_match(r"\{-2, 1 - \sqrt{5}, 1 + \sqrt{5}\}", r"\{1\pm\sqrt{5},-2\}")
     True
+    >>> answers_match(r"\dfrac{23}{60}", ".3833,  23/60"), answers_match("3", "-2, 3")  # forms of one value; a set
+    (True, False)
     """
     if pred is None or gold is None:
         return False
@@ -471,6 +496,9 @@ def _texts_match(pred: str, gold: str) -> bool:
     letter = _option_letter(g)
     if letter:
         return _option_letter(p, loose=True) == letter
+    forms = _alternative_forms(g)
+    if forms:
+        return any(_texts_match(pred, form) for form in forms)
     for pv, loose in dict.fromkeys(_pred_variants(p)):
         for gv in dict.fromkeys(_gold_variants(g)):
             forms_p = [pv] + [x for x in [_strip_unit(pv)] if x]
