@@ -229,6 +229,18 @@ def test_schoenfeld_episodes_record_names_its_model_question_gold_and_id():
     assert t.reasoning.content == "V = Bh, so h = 18." and t.answer.content == "**A) 18**"
 
 
+@pytest.mark.parametrize("prompt", ["<｜begin▁of▁sentence｜><｜User｜>How wide is it?<｜Assistant｜>",
+                                    "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHow wide is it?<|im_end|>\n<|im_start|>assistant\n",
+                                    "<|start_header_id|>user<|end_header_id|>\n\nHow wide is it?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"])
+def test_question_from_the_chat_prompt_before_the_reasoning(prompt):
+    """Venhoff et al.'s distilled models keep the chat-template prompt before <think> in `response`, and no
+    question field: the last user turn is the question. A question field still wins; no prompt, no question."""
+    response = prompt + "<think>\nIt is 3 m wide.\n</think>\n\n3 m."
+    assert one({"response": response}).question == "How wide is it?"
+    assert one({"question": "Q?", "response": response}).question == "Q?"
+    assert one({"response": "<think>\nIt is 3 m wide.\n</think>\n\n3 m."}).question is None
+
+
 # ----------------------------------------------------------------------------- segmentation (item 5)
 
 ABBREVIATIONS = ("Mr.", "Mrs.", "Dr.", "Lt.", "Gen.", "Col.", "Sgt.", "Capt.", "St.", "Prof.", "Jr.", "Sr.", "Bros.",

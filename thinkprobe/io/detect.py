@@ -188,7 +188,7 @@ def detect(
         domain=domain or "unknown",
         group=group,
         sections=tuple(sections),
-        question=_question(record, fields.question_field),
+        question=_question(record, fields.question_field) or _prompt_turn(sections),
         gold_answer=gold,
         correct=grade.verdict if grade else None,
         provenance=provenance,
@@ -534,6 +534,21 @@ def _question(record: dict, field: str | None = None) -> str | None:
                     if isinstance(value, str) and value.strip():
                         return value
     return None
+
+
+# The last user turn of a chat-template prompt kept before the reasoning in the same field (Venhoff et
+# al.'s distilled models: "<｜User｜>...<｜Assistant｜><think>..."): DeepSeek, ChatML, Llama 3.
+_PROMPT_TURN = re.compile(r"<｜User｜>(.*?)<｜Assistant｜>|<\|im_start\|>user\n(.*?)<\|im_end\|>"
+                          r"|<\|start_header_id\|>user<\|end_header_id\|>\n*(.*?)<\|eot_id\|>", re.DOTALL)
+
+
+def _prompt_turn(sections: list[Section]) -> str | None:
+    """The question from a chat-template prompt before the reasoning, when no field holds one."""
+    reasoning = next((s for s in sections if s.name == "reasoning"), None)
+    if reasoning is None or reasoning.start == 0:
+        return None
+    turns = [next(g for g in m.groups() if g is not None).strip() for m in _PROMPT_TURN.finditer(reasoning.text[:reasoning.start])]
+    return turns[-1] if turns and turns[-1] else None
 
 
 def _first_scalar(record: dict, paths: tuple[str, ...]) -> tuple[str | None, str | None]:
