@@ -218,6 +218,30 @@ def test_a_field_named_after_a_model_and_its_prompt_is_that_models_output():
         one({"question": "Q?", "gpt-4o (prompt)": answer})
 
 
+def test_thought_anchors_base_solution_takes_the_problem_beside_it(tmp_path):
+    """Thought Anchors keeps the model in the path, the question and gold in problem.json, the model's own
+    extracted answer in `answer` and, in its scenario traces, a grader's verdict in `reasoning`."""
+    folder = tmp_path / "r1-distill-qwen-14b" / "incorrect_base_solution" / "problem_7"
+    folder.mkdir(parents=True)
+    (folder / "problem.json").write_text(json.dumps({"problem": "Find x if 2x = 10.", "gt_answer": "5",
+                                                     "type": "Algebra", "level": "Level 5"}))
+    cot = "Solve: Find x if 2x = 10. Solution: \n<think>\n2x = 10, so x = 4.\n</think>\n\n$\\boxed{4}$"
+    (folder / "base_solution.json").write_text(json.dumps({
+        "prompt": "Solve: Find x if 2x = 10.", "solution": "2x = 10, so x = 4.", "full_cot": cot, "answer": "4",
+        "is_correct": "False", "reasoning": "<reasoning>The response is wrong.</reasoning><answer>no</answer>"}))
+    (t,) = [x for x in iter_traces(str(folder / "base_solution.json")) if isinstance(x, Trace)]
+    assert (t.trace_id, t.model, t.domain) == ("r1-distill-qwen-14b/incorrect_base_solution/problem_7",
+                                               "r1-distill-qwen-14b", "Algebra")
+    assert (t.question, t.gold_answer, t.correct) == ("Find x if 2x = 10.", "5", False)
+    assert t.reasoning.content == "2x = 10, so x = 4." and t.provenance["reasoning_from"] == "full_cot"
+    assert t.provenance["gold_from"] == "problem.json:gt_answer" and t.provenance["layout"] == "thought_anchors"
+    (folder / "chunks_labeled.json").write_text(json.dumps([{"chunk": "2x = 10", "chunk_idx": 0}]))
+    (folder.parent / "notes.json").write_text(json.dumps([{"text": "not a trace"}]))
+    items = list(iter_traces(str(tmp_path)))  # the folder: the annotation files beside it are not records
+    assert [x.trace_id for x in items if isinstance(x, Trace)] == [t.trace_id]
+    assert [x.source for x in items if isinstance(x, InputError)] == [str(folder.parent / "notes.json")]
+
+
 def test_schoenfeld_episodes_record_names_its_model_question_gold_and_id():
     """The Schoenfeld episodes' DeepSeek-R1 file: `deepseek-reasoner (response)` names the model though no field
     is called `response`; the question is `Instruction`, the gold `Correct Answer`, the id `Question ID`."""

@@ -78,8 +78,17 @@ def data_files(root: Path) -> list[Path]:
     return sorted(
         p for p in root.rglob("*")
         if p.is_file() and _format_of(p) and not any(part.startswith(".") for part in p.relative_to(root).parts)
-        and not _is_hf_metadata(p)
+        and not _is_hf_metadata(p) and not _is_anchors_side_file(p)
     )
+
+
+# Thought Anchors keeps beside each base_solution.json the files its layout reads (problem.json,
+# scenario.json) and its chunk annotations (thinkprobe.io.layouts): none of them is a trace.
+ANCHORS_SIDE_FILES = ("problem.json", "scenario.json", "summary.json", "chunks_labeled.json")
+
+
+def _is_anchors_side_file(path: Path) -> bool:
+    return path.name in ANCHORS_SIDE_FILES and (path.parent / "base_solution.json").is_file()
 
 
 def _is_hf_metadata(path: Path) -> bool:

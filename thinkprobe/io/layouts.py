@@ -8,7 +8,12 @@ expanded here into the records of its traces, each keeping the framework's own f
 - lighteval details (current nested ``doc`` / ``model_response`` / ``metric`` columns, and the
   flat layout of releases before 0.11, whose lists were saved as strings up to 0.7): one record per
   generation, ``:g<N>`` when a row holds several (pass@k);
-- OpenAI Batch output lines (``custom_id`` + ``response.body``): the body, with the request's id.
+- OpenAI Batch output lines (``custom_id`` + ``response.body``): the body, with the request's id;
+- Thought Anchors' ``<model>/<condition>_base_solution/<problem>/base_solution.json`` (Bogdan et al.
+  2025): the trace in ``full_cot``, with the model from the path and the question, gold answer and
+  MATH type from the sibling ``problem.json`` (the record's own ``answer`` is the model's extracted
+  answer, kept as ``extracted_answer``; a ``reasoning`` field there is a grader's verdict, kept as
+  ``grader_reasoning``).
 
 `LAYOUTS` is the table: (name, test, expand) in the order tried; the first whose test passes
 expands the record. A record no layout claims passes through unchanged.
@@ -298,11 +303,54 @@ def _expand_batch(record: dict, source: str, locator: int | str) -> Iterator[tup
     yield locator, out
 
 
+# ----------------------------------------------------------------------------- Thought Anchors
+
+_ANCHORS_CONDITION = "_base_solution"
+
+
+def is_thought_anchors(record: dict) -> bool:
+    """A Thought Anchors base solution: the prompt, the thinking (`solution`) and prompt + thinking + answer
+    (`full_cot`) as text."""
+    return all(isinstance(record.get(k), str) for k in ("prompt", "solution", "full_cot"))
+
+
+def _read_json(path: Path) -> dict:
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _expand_anchors(record: dict, source: str, locator: int | str) -> Iterator[tuple[int | str, dict | InputError]]:
+    path = Path(source)
+    problem = _read_json(path.parent / "problem.json")
+    out = {k: v for k, v in record.items() if k not in DERIVED and k != "answer"}
+    if "answer" in record:
+        out["extracted_answer"] = record["answer"]
+    if "reasoning" in record:
+        out["grader_reasoning"] = record["reasoning"]
+    derived: dict[str, Any] = {"reasoning": record["full_cot"], "layout": "thought_anchors"}
+    origin = {"reasoning": "full_cot"}
+    if len(path.parts) >= 4 and path.parts[-3].endswith(_ANCHORS_CONDITION):
+        derived["model"], origin["model"] = path.parts[-4], "path"
+        derived["trace_id"], origin["trace_id"] = "/".join(path.parts[-4:-1]), "path"
+    for key, field in (("question", "problem"), ("gold", "gt_answer"), ("task", "type")):
+        if isinstance(problem.get(field), str) and problem[field].strip():
+            derived[key], origin[key] = problem[field], f"problem.json:{field}"
+    out.update(derived)
+    out["derived_from"] = origin
+    yield locator, out
+
+
 LAYOUTS: tuple[tuple[str, Callable[[dict], bool], Callable[..., Iterator]], ...] = (
     ("inspect_ai", is_inspect_log, _expand_inspect),
     ("lighteval", is_lighteval_nested, _expand_lighteval),
     ("lighteval (before 0.11)", is_lighteval_flat, _expand_lighteval),
     ("openai_batch", is_openai_batch, _expand_batch),
+    ("thought_anchors", is_thought_anchors, _expand_anchors),
 )
 
 
