@@ -154,6 +154,9 @@ def test_normalise(raw, expected):
     (r"\dfrac{1}{5}", ".2,  1/5"),  # SAT's student-produced answers list one value's accepted forms
     ("0.3833", ".3833,  23/60"),
     (r"\dfrac{1}{14}", ".0714,  1/14"),
+    ("Tasmania and Victoria", "Victoria and Tasmania"),  # the same items in another order
+    ("Tasmania, Victoria", "Victoria & Tasmania"),
+    ("A is a knight; B and C are knaves", "A knight; B and C knaves"),
 ])
 def test_answers_match(pred, gold):
     assert answers_match(pred, gold)
@@ -176,6 +179,8 @@ def test_answers_match(pred, gold):
     ("3", "-2, 3"),  # one element of a set
     ("1/4", ".2, 1/4"),  # distinct values, not forms of one
     ("1/4", "0.2, 0.25"),
+    ("Tasmania and Queensland", "Victoria and Tasmania"),
+    ("Victoria, Tasmania and Queensland", "Victoria and Tasmania"),
 ])
 def test_answers_differ(pred, gold):
     assert not answers_match(pred, gold)

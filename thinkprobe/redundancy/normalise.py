@@ -392,6 +392,9 @@ def _scalar_match(p: str, g: str, loose: bool = True) -> bool:
             return False
         if pw == gw:
             return True
+        pc = _conjunction(p)
+        if pc and pc == _conjunction(g):  # the same items in another order ("Tasmania and Victoria")
+            return True
         if not loose:
             return False
         if len(pw) < len(gw) and _is_list_item(pw, g, _LIST_MARK):
@@ -415,6 +418,17 @@ def _scalar_match(p: str, g: str, loose: bool = True) -> bool:
             value = to_number(numbers[0])
             return value is not None and _close(value, gn)
     return False
+
+
+_CONJUNCTION = re.compile(r"[,;&]|\band\b")
+
+
+def _conjunction(answer: str) -> list[tuple[str, ...]] | None:
+    """The items of a short list answer joined by commas or "and", sorted; None unless 2+ items of at
+    most three words each."""
+    items = [tuple(_words(x)) for x in _CONJUNCTION.split(answer)]
+    items = [x for x in items if x]
+    return sorted(items) if len(items) >= 2 and all(len(x) <= 3 for x in items) else None
 
 
 def _is_list_item(words: list[str], answer: str, marks: re.Pattern) -> bool:
