@@ -21,6 +21,7 @@ expands the record. A record no layout claims passes through unchanged.
 from __future__ import annotations
 
 import ast
+import json
 import re
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -315,8 +316,6 @@ def is_thought_anchors(record: dict) -> bool:
 
 
 def _read_json(path: Path) -> dict:
-    import json
-
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
