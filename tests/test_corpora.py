@@ -242,6 +242,31 @@ def test_thought_anchors_base_solution_takes_the_problem_beside_it(tmp_path):
     assert [x.source for x in items if isinstance(x, InputError)] == [str(folder.parent / "notes.json")]
 
 
+def test_reasoneval_records_read_their_steps_gold_and_grade():
+    """ReasonEval (Meta-Reasoning-MATH): steps as lists of one text each, the gold in `ground_truth_answer`,
+    the final answer's grade in `model_output_answer_correctness`, the raw output in `model_output`."""
+    steps = [["The cube's side is 6."], ["So its volume is 216."]]
+    record = {"id": 0, "question": "Q?", "ground_truth_answer": "216", "generator": "GPT-4 (PRM800K)",
+              "model_output_step_format": steps, "rating": [1, 1]}
+    with pytest.raises(InputError) as err:  # no default field holds a list of steps: named, it is read
+        one(record)
+    assert err.value.field == "reasoning" and "model_output_step_format" in err.value.reason
+    t = one(record, FieldMap(reasoning_field="model_output_step_format"))
+    assert t.reasoning.content == "The cube's side is 6.\nSo its volume is 216." and t.gold_answer == "216"
+    assert t.provenance["joined"]["parts"] == 2 and t.model == "GPT-4 (PRM800K)"
+    raw = one({**record, "model_output": "The cube's side is 6. So its volume is 216.",
+               "model_output_answer_correctness": "correct"})
+    assert raw.reasoning.field == "model_output" and raw.provenance["untagged"] and raw.correct is True
+
+
+def test_a_step_list_is_named_in_the_error_when_no_field_holds_reasoning():
+    steps = ["Step %d: we add the next two numbers and carry the one into the next column." % k for k in range(4)]
+    with pytest.raises(InputError) as err:
+        one({"problem": "Q?", "steps": steps, "generator": "m"})
+    assert "the longest text field is `steps` (a list of 4 texts" in err.value.reason
+    assert "--reasoning-field 'steps'" in err.value.reason
+
+
 def test_schoenfeld_episodes_record_names_its_model_question_gold_and_id():
     """The Schoenfeld episodes' DeepSeek-R1 file: `deepseek-reasoner (response)` names the model though no field
     is called `response`; the question is `Instruction`, the gold `Correct Answer`, the id `Question ID`."""

@@ -21,14 +21,15 @@ __all__ = ["get_path", "GRADES", "ENCRYPTED", "UNTAGGED", "CHOICE_MESSAGES", "re
 
 # Detection order (spec section 6). Additions found in real data: `think_content` (THINK-Bench),
 # `model_answer` (MiP-Overthinking), `category` (THINK-Bench, Venhoff et al.), `Sampled_Model`, `Subject` (MR-BEN),
-# `Question ID`, `Instruction`, `Correct Answer` (Schoenfeld episodes).
+# `Question ID`, `Instruction`, `Correct Answer` (Schoenfeld episodes), `ground_truth_answer`, `model_output`,
+# `model_output_answer_correctness` (ReasonEval).
 REASONING_FIELDS = (
     "reasoning_content", "reasoning", "reasonings", "thinking", "thought", "thought_summary",
     "full_cot", "thinking_trajectories[0]", "think_content",
 )
 
 
-TAGGED_FIELDS = ("response", "output", "prediction", "content", "model_answer")
+TAGGED_FIELDS = ("response", "output", "prediction", "content", "model_answer", "model_output")
 
 
 ANSWER_FIELDS = ("content", "response", "output", "prediction")
@@ -50,7 +51,7 @@ QUESTION_FIELDS = ("question", "problem", "prompt", "raw_text.question", "doc.qu
 
 
 GOLD_FIELDS = ("answer", "correct_answer", "gold", "gold_answer", "metadata.correct_answer", "target",
-               "Ground_Truth_Answer_Modified", "Ground_Truth_Answer", "Correct Answer")  # MR-BEN's corrected gold first, where set
+               "Ground_Truth_Answer_Modified", "Ground_Truth_Answer", "Correct Answer", "ground_truth_answer")  # MR-BEN's corrected gold first, where set
 
 
 TURN_LISTS = ("messages", "conversations")
@@ -260,6 +261,18 @@ def _joined(path: str, pieces: list[tuple[str, str]], separator: str) -> tuple[s
     return path, text, {"field": path, "parts": len(pieces), "separator": separator}
 
 
+def _step_texts(path: str, value: object) -> list[tuple[str, str]] | None:
+    """(path, text) of each step of a list of texts, or of a list of lists of texts (ReasonEval's
+    `model_output_step_format`: one list per step); None for anything else."""
+    if not isinstance(value, list) or not value:
+        return None
+    if all(isinstance(v, str) for v in value):
+        return [(f"{path}[{i}]", v) for i, v in enumerate(value)]
+    if all(isinstance(v, list) and v and all(isinstance(x, str) for x in v) for v in value):
+        return [(f"{path}[{i}][{j}]", x) for i, v in enumerate(value) for j, x in enumerate(v)]
+    return None
+
+
 # "answer" is not among them: records keep their gold answer under that name more often than the model's.
 _ANSWER_SIBLINGS = ("content", "text")
 
@@ -284,9 +297,9 @@ def _locate_reasoning(
         if not found or value is None:
             raise error(path, f"field not found; {_keys_hint(record, path)}")
         joined = None
-        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            # a list of steps (ProcessBench, BIG-Bench Mistake, MR-BEN) is one trace
-            path, value, joined = _joined(path, [(f"{path}[{i}]", v) for i, v in enumerate(value)], STEP_SEPARATOR)
+        if steps := _step_texts(path, value):
+            # a list of steps (ProcessBench, BIG-Bench Mistake, MR-BEN; ReasonEval's lists of one text each) is one trace
+            path, value, joined = _joined(path, steps, STEP_SEPARATOR)
         if not isinstance(value, str):
             raise error(path, f"expected text or a list of texts, found {type_name(value)}")
         if not value.strip():

@@ -29,7 +29,8 @@ GRADE_LABELS: dict[str, bool | None] = {"correct": True, "incorrect": False, "un
 # Where records keep their grade, in the order tried. final_answer_correct: ProcessBench;
 # Model_Solution_Correctness ("correct"/"incorrect"): MR-BEN; eval_result: MiP-Overthinking (codes, below).
 CORRECT_FIELDS = ("correct", "is_correct", "correctness", "grading", "metadata.correctness", "exact_match",
-                  "final_answer_correct", "Model_Solution_Correctness", "score", "eval_result")
+                  "final_answer_correct", "Model_Solution_Correctness", "model_output_answer_correctness", "score",
+                  "eval_result")
 
 
 # OpenR1: one verdict per generation

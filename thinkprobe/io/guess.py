@@ -39,14 +39,21 @@ def tagged_field(record: dict, skip: Iterable[str]) -> tuple[str, str] | None:
 
 
 def longest_text_hint(record: dict, skip: Iterable[str]) -> str:
-    """'; the longest text field is `F` (N characters): name it with --reasoning-field 'F'' or ''."""
-    texts = _texts(record, skip)
+    """'; the longest text field is `F` (N characters): name it with --reasoning-field 'F'' or ''. A list
+    of texts (ProcessBench's `steps`) counts as its texts joined."""
+    skipped = {*skip, *NOT_OUTPUT}
+    texts = [(field, text, None) for field, text in _texts(record, skip)]
+    for key, value in record.items():
+        steps = [x for x in value for x in (x if isinstance(x, list) else [x])] if isinstance(value, list) else []
+        if steps and all(isinstance(x, str) for x in steps) and str(key) not in skipped:
+            texts.append((str(key), "\n".join(steps), len(value)))
     if not texts:
         return ""
-    field, text = max(texts, key=lambda kv: len(kv[1]))
+    field, text, steps = max(texts, key=lambda kv: len(kv[1]))
     if len(text) < HINT_MIN_CHARS:
         return ""
-    return (f"; the longest text field is `{field}` ({len(text):,} characters): if it holds the reasoning, "
+    size = f"{len(text):,} characters" if steps is None else f"a list of {steps:,} texts, {len(text):,} characters"
+    return (f"; the longest text field is `{field}` ({size}): if it holds the reasoning, "
             f"name it with --reasoning-field '{field}'")
 
 
