@@ -504,7 +504,9 @@ def test_thought_anchors_full_cot_skips_the_prompt(shared_data):
     for t in traces:
         assert t.reasoning.field == "full_cot" and t.provenance["tag"] == "<think>"
         assert not span(t.reasoning).startswith("Solve this math problem") and t.correct is True
-        assert t.trace_id.endswith("/base_solution:0")
+        # the layout: the id and the model from the path, the gold from problem.json beside the file
+        assert t.trace_id.startswith("deepseek-r1-distill-llama-8b/correct_base_solution/problem_")
+        assert t.model == "deepseek-r1-distill-llama-8b" and t.provenance["gold_from"] == "problem.json:gt_answer"
 
 
 @pytest.mark.realdata
