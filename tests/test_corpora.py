@@ -77,10 +77,30 @@ def test_correct_values_are_parsed_and_checked():
     ({"eval_result": 7}, FieldMap(correct_field="eval_result", correct_values="1=correct"), ("eval_result", None)),
     # --correct-field reads only that field
     ({"correct": True, "verdict": "fail"}, FieldMap(correct_field="verdict"), ("verdict", False)),
+    ({"correct": "wrong"}, FieldMap(), ("correct", False)),  # ReasonEval's solution correctness: correct / wrong
+    ({"verdict": "right"}, FieldMap(correct_field="verdict"), ("verdict", True)),
 ])
 def test_grade_fields_and_values(record, fields, expected):
     grade = read_grade(record, get_path, fields.correct_field, parse_correct_values(fields.correct_values))
     assert (None if grade is None else (grade.field, grade.verdict)) == expected
+
+
+def test_a_named_grade_field_with_words_no_default_reads_says_so():
+    """--correct-field naming a field of words GRADES does not know: not graded, and the summary says how to
+    name their meaning, with a value seen (a trial's `model_output_solution_correctness` before 'wrong' was read)."""
+    from thinkprobe.accounting import Accounting, format_coverage
+
+    record = {"question": "Q?", "response": "<think>2 + 2 = 4.</think>4", "verdict": "off-topic"}
+    t = one(record, FieldMap(correct_field="verdict"))
+    assert t.correct is None and t.provenance["unread_grade"] == "verdict=off-topic"
+    mapped = one(record, FieldMap(correct_field="verdict", correct_values="off-topic=ungraded"))
+    assert "unread_grade" not in mapped.provenance
+    accounting = Accounting()
+    accounting.trace({"trace_id": "t", "model": "m", "source": "a.jsonl", "record": 0, "correct": None,
+                      "gold_answer": None, "provenance": dict(t.provenance), "redundancy": {"metrics": {}}})
+    summary = format_coverage(accounting.coverage(), accounting.grade_summary())
+    assert "1 traces carry `verdict` values no default reads (e.g. 'off-topic')" in summary
+    assert "--correct-values 'off-topic=incorrect,...'" in summary
 
 
 def test_correct_values_per_input_keep_their_commas():

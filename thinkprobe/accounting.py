@@ -135,6 +135,7 @@ class Accounting:
     grades: Counter = field(default_factory=Counter)
     grade_fields: Counter = field(default_factory=Counter)
     unread: Counter = field(default_factory=Counter)
+    unread_value: dict = field(default_factory=dict)  # the first unread value per field, for the hint
     checked: int = 0  # traces with both a grade (correct or incorrect) and a gold answer
     disagreements: list[dict] = field(default_factory=list)
     disagreement_count: int = 0
@@ -180,7 +181,9 @@ class Accounting:
         else:
             self.grades["none"] += 1
         if provenance.get("unread_grade"):
-            self.unread[provenance["unread_grade"].split("=")[0]] += 1
+            name, _, value = provenance["unread_grade"].partition("=")
+            self.unread[name] += 1
+            self.unread_value.setdefault(name, value.split(",")[0])
 
     # ------------------------------------------------------------------------- results
 
@@ -197,14 +200,15 @@ class Accounting:
             "from_matcher": {v: self.grades[f"matcher {v}"] for v in ("correct", "incorrect")},
             "none": self.grades["none"],
             "unread_codes": dict(sorted(self.unread.items())),
+            "unread_examples": dict(sorted(self.unread_value.items())),
             "matcher_checked": self.checked,
             "matcher_disagrees": self.disagreement_count,
             "disagreements": self.disagreements,
             "what": "a record's own grade (from_records) always decides its verdict; the final answer is matched "
                     "against the gold answer (from_matcher) only where the record has no grade. matcher_disagrees: "
                     "traces with a grade and a gold answer where the matcher would have said otherwise (of "
-                    "matcher_checked); unread_codes: traces whose grade field holds codes that only "
-                    "--correct-values can read",
+                    "matcher_checked); unread_codes: traces whose grade field holds codes (or, named with --correct-field, "
+                    "words) that only --correct-values can read, with one such value per field in unread_examples",
         }
 
     def warnings(self) -> list[str]:
@@ -249,6 +253,12 @@ def format_coverage(coverage: Mapping, grades: Mapping | None = None, max_rows: 
             lines.append(f"the answer matcher disagrees with the record's grade on {grades['matcher_disagrees']} of "
                          f"{grades['matcher_checked']} traces (the grade is kept; run.json grades.disagreements)")
         for name, n in grades["unread_codes"].items():
+            example = grades.get("unread_examples", {}).get(name, "")
+            if example and not example.strip().lstrip("-").replace(".", "", 1).isdigit():  # words: name their meaning
+                lines.append(f"{n} traces carry `{name}` values no default reads (e.g. '{example}'), so they are not "
+                             f"graded: name what each means, e.g. --correct-field {name} --correct-values "
+                             f"'{example}=incorrect,...'")
+                continue
             lines.append(f"{n} traces carry `{name}` codes that only --correct-values reads, e.g. --correct-field "
                          f"{name} --correct-values '1=correct,2=incorrect,0=ungraded'")
     return "\n".join(lines).rstrip()

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 
 from ..records import InputError, Section, Trace
 from .formats import strip_extensions, type_name
-from .grades import CORRECT_FIELDS, GENERATION_CORRECT_FIELDS, GRADES, parse_correct_values, read_grade, unread_codes
+from .grades import CORRECT_FIELDS, GENERATION_CORRECT_FIELDS, GRADES, grade_key, parse_correct_values, read_grade, unread_codes
 from .sources import FieldMap
 from .guess import longest_text_hint, model_output, tagged_field
 from .tags import Split, split_tags, trim
@@ -173,6 +173,8 @@ def detect(
     }
     if grade is not None:
         provenance["grade"] = grade.value
+        if grade.verdict is None and fields.correct_values is None and grade_key(grade.value) not in GRADES:
+            provenance["unread_grade"] = f"{grade.field}={grade.value}"  # --correct-field holding words no default reads
     elif codes := unread_codes(record, get_path):  # e.g. MiP's eval_result: a grade only --correct-values reads
         provenance["unread_grade"] = ", ".join(f"{field}={value}" for field, value in codes)
     if "layout" in record:

@@ -16,8 +16,9 @@ __all__ = ["GRADES", "GRADE_LABELS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELD
 # Grades read from a correctness field, written down once (README, "Profile your traces"): True correct, False
 # incorrect, None not graded. SimpleQA's grader letters: A correct, B incorrect, C not attempted.
 GRADES: dict[str, bool | None] = {
-    "true": True, "yes": True, "correct": True, "1": True, "a": True, "pass": True, "passed": True,
-    "false": False, "no": False, "incorrect": False, "0": False, "b": False, "fail": False, "failed": False,
+    "true": True, "yes": True, "correct": True, "right": True, "1": True, "a": True, "pass": True, "passed": True,
+    "false": False, "no": False, "incorrect": False, "wrong": False, "0": False, "b": False, "fail": False,
+    "failed": False,
     "c": None, "not_attempted": None, "not attempted": None, "partial": None, "n/a": None, "ungraded": None,
 }
 
