@@ -189,6 +189,8 @@ def test_a_misspelt_field_option_is_a_warning_naming_the_keys_and_an_error_with_
     res = CliRunner().invoke(main, ["profile", str(path), "-o", str(tmp_path / "out"), "--model-field", "modle_name",
                                     "--strict", "--no-progress"])
     assert res.exit_code == 2 and "--model-field 'modle_name' matched none" in res.output
+    res = CliRunner().invoke(main, ["peek", str(path), "--model-field", "modle_name"])  # peek warns as profile does
+    assert res.exit_code == 0 and "warning: --model-field 'modle_name' matched none" in res.stderr
 
 
 def test_grades_not_attempted_is_not_graded():

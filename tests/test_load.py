@@ -411,7 +411,7 @@ def test_peek(tmp_path):
         "domain": "math", "domain_from": "domain", "group": None, "group_from": None, "reasoning_from": "response", "tag": "<think>",
         "open_tag_missing": True, "truncated": False, "answer_from": "response", "reasoning_chars": 5,
         "answer_chars": 2, "gold_from": "answer", "correct_from": "correct", "grade": "True", "correct": True,
-        "unread_grade": None, "untagged": False, "layout": None, "error": None,
+        "unread_grade": None, "untagged": False, "layout": None, "error": None, "note": None,
     }
     assert rows[1]["record"] == "line 2" and "reasoning" in rows[1]["error"] and rows[1]["trace_id"] is None
     table = format_peek(rows)
@@ -875,6 +875,19 @@ def test_peek_several_paths_names_files_and_exits_1_when_nothing_is_usable(tmp_p
     assert [(r["file"], r["trace_id"], r["model"]) for r in rows] == [(str(bad), None, None), (str(good), "g", "M")]
     result = runner.invoke(main, ["peek", str(tmp_path / "missing.jsonl")])
     assert result.exit_code == 2 and "no such file or directory" in result.output
+
+
+def test_peek_on_a_large_folder_notes_the_files_left_out_without_calling_them_errors(tmp_path):
+    from thinkprobe.io.peek import usable
+
+    for k in range(3):
+        write_jsonl(tmp_path / f"f{k}.jsonl", [{"id": f"r{k}", "reasoning": "fine"}])
+    rows = peek(tmp_path, n=1, max_files=2)
+    assert [r["trace_id"] for r in rows] == ["r0", "r1", None]
+    assert rows[-1]["error"] is None and rows[-1]["note"].startswith("1 more files not shown")
+    table = format_peek(rows)
+    assert "ERROR" not in table and table.splitlines()[-1].endswith("(peek a file, or the folder with fewer files)")
+    assert usable(rows) and not usable(rows[-1:])  # a note alone is nothing to profile
 
 
 # ----------------------------------------------------------------------------- tts_knowledge: model from the file name

@@ -244,8 +244,11 @@ def peek(paths, count, as_json, **kw):
     A PATH may carry its own overrides: PATH::reasoning-field=steps,model=NAME. Exits 1 when none of
     the records shown gives a trace."""
     from .io import format_peek, peek as peek_rows, usable
+    from .io.check import check_fields
 
     fields = _fields(kw)
+    for warning in check_fields(_sources(paths, fields), fields):  # as `profile` warns (a misspelt --*-field)
+        click.echo(f"warning: {warning}", err=True)
     rows = peek_rows(_sources(paths, fields), count, fields)
     click.echo(json.dumps(rows, indent=2, ensure_ascii=False) if as_json else format_peek(rows))
     if not usable(rows):

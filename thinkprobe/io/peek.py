@@ -33,8 +33,8 @@ def peek(paths: str | Path | Source | Sequence[str | Path | Source], n: int = 5,
             files = [Source(str(f), src.fields) for f in found[:max_files]]
             if len(found) > max_files:
                 row = dict.fromkeys(_PEEK_KEYS)
-                row.update(file=src.path, record="...", error=f"{len(found) - max_files} more files not shown "
-                                                               f"(peek a file, or the folder with fewer files)")
+                row.update(file=src.path, record="...", note=f"{len(found) - max_files} more files not shown "
+                                                              f"(peek a file, or the folder with fewer files)")
                 files.append(row)
         for item in files:
             if isinstance(item, dict):
@@ -79,6 +79,7 @@ def _peek_row(locator: int | str, item: Trace | InputError) -> dict:
             "untagged": bool(p.get("untagged")),
             "layout": p.get("layout"),
             "error": None,
+            "note": None,
     }
 
 
@@ -86,6 +87,7 @@ _PEEK_KEYS = (
     "file", "record", "trace_id", "trace_id_from", "model", "model_from", "domain", "domain_from", "group", "group_from",
     "reasoning_from", "tag", "open_tag_missing", "truncated", "answer_from", "reasoning_chars",
     "answer_chars", "gold_from", "correct_from", "grade", "correct", "unread_grade", "joined", "untagged", "layout", "error",
+    "note",
 )
 
 
@@ -104,9 +106,9 @@ def format_peek(rows: list[dict]) -> str:
             file = row.get("file")
             spans.add(len(lines))
             lines.append((f"{file}:",))
-        if row.get("error"):
+        if row.get("error") or row.get("note"):
             spans.add(len(lines))
-            lines.append((str(row["record"]), f"ERROR {row['error']}"))
+            lines.append((str(row["record"]), f"ERROR {row['error']}" if row.get("error") else row["note"]))
             continue
         flags = [name for name in ("open_tag_missing", "truncated", "untagged") if row.get(name)]
         if row.get("joined"):
@@ -143,7 +145,8 @@ def _grade_cell(row: dict) -> str:
     """What decides the trace's verdict: the record's grade (field=value -> verdict), else the answer
     matched against the gold answer, else nothing; a grade in codes only --correct-values reads is named."""
     if row.get("correct_from"):
-        return f"{row['correct_from']}={row['grade']} -> {verdict_name(row.get('correct'))}"
+        cell = f"{row['correct_from']}={row['grade']} -> {verdict_name(row.get('correct'))}"
+        return cell + ("; needs --correct-values" if row.get("unread_grade") else "")
     cell = "matcher vs gold" if row.get("gold_from") else "-"
     if row.get("unread_grade"):
         cell += f"; {row['unread_grade']} needs --correct-values"
@@ -152,7 +155,7 @@ def _grade_cell(row: dict) -> str:
 
 def usable(rows: list[dict]) -> bool:
     """True when at least one peeked record gives a trace (`thinkprobe peek` exits 1 otherwise)."""
-    return any(not row["error"] for row in rows)
+    return any(not row["error"] and not row.get("note") for row in rows)
 
 
 def unknown_fix(key: str) -> str:
