@@ -227,7 +227,7 @@ class _GraphRecordBase(TypedDict):
     record: int  # 0-based record position in that input
     question: str | None
     gold_answer: str | None
-    correct: bool | None
+    correct: bool | None  # the record's own grade; the run's verdict is redundancy["final_correct"]
     provenance: dict[str, Any]
     sections: list[SectionRecord]
     fields: dict[str, str]  # original field text by field name
