@@ -100,8 +100,9 @@ def errors_of(errors: list[dict], name: str) -> list[dict]:
 def test_every_good_record_beside_a_hostile_one_is_profiled(hostile_run):
     result, graphs, errors = hostile_run
     by_file: dict[str, set] = {}
-    for g in graphs:  # the record's own id (a repeated one is renamed, the original kept in provenance)
-        by_file.setdefault(Path(g["source"]).name, set()).add(g["provenance"].get("duplicate_of", g["trace_id"]))
+    for g in graphs:  # the record's own id (a repeated one and the rest of its file renamed, the original kept)
+        p = g["provenance"]
+        by_file.setdefault(Path(g["source"]).name, set()).add(p.get("duplicate_of") or p.get("renamed_from") or g["trace_id"])
     assert by_file == {
         "zip_bomb.eval": {"good:e1"}, "zip_liar.eval": {"good:e1"}, "zip_bomb_deflate.eval": {"good:e1"},
         "giant_line.jsonl.gz": {"good-0", "good-1"}, "newline_bomb.jsonl.gz": {"good-20"},

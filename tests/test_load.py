@@ -741,8 +741,10 @@ def test_two_files_with_the_same_ids_get_file_prefixes(tmp_path):
     a = write_jsonl(tmp_path / "a.jsonl", [{"id": i, "reasoning": f"a{i}"} for i in (10, 21)])
     b = write_jsonl(tmp_path / "b.jsonl", [{"id": i, "reasoning": f"b{i}"} for i in (10, 81, 21)])
     traces = list(iter_inputs([a, b]))
-    assert [t.trace_id for t in traces] == ["10", "21", "b:10", "81", "b:21"]
+    # once b's ids meet a's, every later id of b is prefixed: one naming per file (81 repeats nothing)
+    assert [t.trace_id for t in traces] == ["10", "21", "b:10", "b:81", "b:21"]
     assert [t.provenance.get("duplicate_of") for t in traces] == [None, None, "10", None, "21"]
+    assert [t.provenance.get("renamed_from") for t in traces] == [None, None, None, "81", None]
     assert [span(t.reasoning) for t in traces] == ["a10", "a21", "b10", "b81", "b21"]
 
 
@@ -944,7 +946,7 @@ def test_a_run_over_two_files_with_the_same_ids_lists_the_renamed_ones(tmp_path)
     assert run["counts"]["unknown_model"] == 2 and set(run["unknown_fix"]) == {"model", "domain"}
     assert "--model NAME" in run["unknown_fix"]["model"] and "--path-pattern" in run["unknown_fix"]["model"]
     ids = [json.loads(line)["trace_id"] for line in (out / "graphs.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert ids == ["10", "21", "b:10", "84"]
+    assert ids == ["10", "21", "b:10", "b:84"]  # b prefixed from its first repeated id on
     summary = format_summary(result)
     assert "1 duplicate trace ids were renamed" in summary and "--model-field FIELD" in summary
 

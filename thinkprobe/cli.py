@@ -194,7 +194,8 @@ def format_summary(result: dict) -> str:
         lines += ["", format_coverage(coverage if result["errors"] or several else {}, grades or None), ""]
     if result.get("duplicates"):
         lines.append(f"{result['duplicates']} duplicate trace ids were renamed (<file>:<id>, or #2, #3... within "
-                     "a file; listed in run.json duplicate_ids)")
+                     "a file; listed in run.json duplicate_ids); a file's later ids carry its prefix too "
+                     "(provenance renamed_from)")
     for warning in result.get("field_warnings", ()):
         lines.append(f"warning: {warning}")
     if result.get("untagged"):

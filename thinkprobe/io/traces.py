@@ -51,33 +51,41 @@ def record_traces(
 class _RunIds:
     """Trace ids unique across a whole run. The first trace keeps its id; a later one from another file
     becomes ``<file label>:<id>``, one from the same file (or still taken) gets ``#2``, ``#3``...;
-    provenance keeps the original as ``duplicate_of``. An id the record did not have (made from
-    its file's name and position, as for two files both named response.json in two folders) is
-    renamed the same way but is no duplicate: nothing repeated."""
+    provenance keeps the original as ``duplicate_of``. Once a file's id has met another file's, every
+    later id of that file is prefixed too (files numbered from 0 each: tts_knowledge, ReasonEval), with
+    the original as ``renamed_from``: nothing repeated. An id the record did not have (made from its
+    file's name and position, as for two files both named response.json in two folders) is renamed
+    the same way but is no duplicate either."""
 
     def __init__(self) -> None:
         self.owner: dict[str, str] = {}
         self.last_suffix: dict[str, int] = {}
+        self.prefixed: set[str] = set()  # files whose ids met another file's
 
     def claim(self, trace: Trace, file_label: str) -> Trace:
         original = trace.trace_id
-        if original not in self.owner:
+        made = trace.provenance.get("trace_id_from") == "file:record"
+        if original not in self.owner and (made or trace.source not in self.prefixed):
             self.owner[original] = trace.source
             return trace
+        repeated = original in self.owner
         candidate = original
-        if self.owner[original] != trace.source:
-            candidate = (f"{file_label}:{trace.record}" if trace.provenance.get("trace_id_from") == "file:record"
-                         else f"{file_label}:{original}")
+        if not repeated or self.owner[original] != trace.source:
+            if not made:
+                self.prefixed.add(trace.source)
+            candidate = f"{file_label}:{trace.record}" if made else f"{file_label}:{original}"
         if candidate in self.owner:
+            repeated = True  # taken: the same id again (within a file, or once more across files)
             suffix = self.last_suffix.get(candidate, 1) + 1
             while f"{candidate}#{suffix}" in self.owner:
                 suffix += 1
             self.last_suffix[candidate] = suffix
             candidate = f"{candidate}#{suffix}"
         self.owner[candidate] = trace.source
-        if trace.provenance.get("trace_id_from") == "file:record":
+        if made:
             return replace(trace, trace_id=candidate)
-        return replace(trace, trace_id=candidate, provenance={**trace.provenance, "duplicate_of": original})
+        kept = "duplicate_of" if repeated else "renamed_from"  # renamed_from: a prefixed file's id that repeats nothing
+        return replace(trace, trace_id=candidate, provenance={**trace.provenance, kept: original})
 
 
 def iter_traces(path: str | Path, fields: FieldMap = FieldMap(), limits: InputLimits | None = None) -> Iterator[Trace | InputError]:

@@ -111,7 +111,8 @@ TABLE_GLOSSARY: dict[str, str] = {
     "verdict": "a trace's outcome: correct / incorrect from the record's own grade, else its final answer checked "
                "against the gold answer; ungraded without either",
     "flags": "untagged (no reasoning field or tags: the whole text profiled), truncated (the reasoning is cut off), "
-             "open_tag_missing, duplicate_of (a renamed repeated id)",
+             "open_tag_missing, duplicate_of (a renamed repeated id), renamed_from (an id given its file's prefix "
+             "because other ids of that file repeated another file's)",
     "score": "the linker's confidence in an edge (0-1)",
     "polarity": "a critique edge's stance toward its target: affirm, negate or uncertain",
 }

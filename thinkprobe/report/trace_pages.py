@@ -130,13 +130,14 @@ FLAGS = {
     "truncated": "the reasoning section was cut off (no closing tag)",
     "open_tag_missing": "a closing reasoning tag without its opening tag",
     "duplicate_of": "its id repeated an earlier trace's id and was renamed",
+    "renamed_from": "its file's ids met another file's, so its id carries the file's prefix",
 }
 
 
 def trace_flags(rec: Mapping) -> list[tuple[str, str]]:
     """The flags of a trace: (flag, what it means), from its provenance."""
     prov = rec.get("provenance") or {}
-    return [(name, what + (f" ({prov[name]})" if name == "duplicate_of" else ""))
+    return [(name, what + (f" ({prov[name]})" if name in ("duplicate_of", "renamed_from") else ""))
             for name, what in FLAGS.items() if prov.get(name)]
 
 
