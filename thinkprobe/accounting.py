@@ -183,7 +183,7 @@ class Accounting:
         if provenance.get("unread_grade"):
             name, _, value = provenance["unread_grade"].partition("=")
             self.unread[name] += 1
-            self.unread_value.setdefault(name, value.split(",")[0])
+            self.unread_value.setdefault(name, value.split(",")[0][:40])
 
     # ------------------------------------------------------------------------- results
 
