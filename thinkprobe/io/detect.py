@@ -13,7 +13,7 @@ from ..records import InputError, Section, Trace
 from .formats import strip_extensions, type_name
 from .grades import CORRECT_FIELDS, GENERATION_CORRECT_FIELDS, GRADES, grade_key, parse_correct_values, read_grade, unread_codes
 from .sources import FieldMap
-from .guess import longest_text_hint, model_output, tagged_field
+from .guess import longest_text_hint, model_output, step_texts, tagged_field
 from .tags import Split, split_tags, trim
 
 __all__ = ["get_path", "GRADES", "ENCRYPTED", "UNTAGGED", "CHOICE_MESSAGES", "record_position", "REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect", "record_model"]
@@ -263,18 +263,6 @@ def _joined(path: str, pieces: list[tuple[str, str]], separator: str) -> tuple[s
     return path, text, {"field": path, "parts": len(pieces), "separator": separator}
 
 
-def _step_texts(path: str, value: object) -> list[tuple[str, str]] | None:
-    """(path, text) of each step of a list of texts, or of a list of lists of texts (ReasonEval's
-    `model_output_step_format`: one list per step); None for anything else."""
-    if not isinstance(value, list) or not value:
-        return None
-    if all(isinstance(v, str) for v in value):
-        return [(f"{path}[{i}]", v) for i, v in enumerate(value)]
-    if all(isinstance(v, list) and v and all(isinstance(x, str) for x in v) for v in value):
-        return [(f"{path}[{i}][{j}]", x) for i, v in enumerate(value) for j, x in enumerate(v)]
-    return None
-
-
 # "answer" is not among them: records keep their gold answer under that name more often than the model's.
 _ANSWER_SIBLINGS = ("content", "text")
 
@@ -299,7 +287,7 @@ def _locate_reasoning(
         if not found or value is None:
             raise error(path, f"field not found; {_keys_hint(record, path)}")
         joined = None
-        if steps := _step_texts(path, value):
+        if steps := step_texts(path, value):
             # a list of steps (ProcessBench, BIG-Bench Mistake, MR-BEN; ReasonEval's lists of one text each) is one trace
             path, value, joined = _joined(path, steps, STEP_SEPARATOR)
         if not isinstance(value, str):

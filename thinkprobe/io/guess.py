@@ -15,8 +15,8 @@ from typing import Iterable
 
 from .tags import split_tags
 
-__all__ = ["tagged_field", "longest_text_hint", "HINT_MIN_CHARS", "NOT_OUTPUT", "OUTPUT_WORDS", "ModelOutput", "model_output",
-           "HIDDEN_REASONING"]
+__all__ = ["tagged_field", "longest_text_hint", "step_texts", "HINT_MIN_CHARS", "NOT_OUTPUT", "OUTPUT_WORDS", "ModelOutput",
+           "model_output", "HIDDEN_REASONING"]
 
 
 HINT_MIN_CHARS = 200  # a shorter text is an answer or a label, not a reasoning to suggest
@@ -27,10 +27,26 @@ NOT_OUTPUT = ("solution", "reference_solution", "insufficient_question", "contex
               "instruction", "system_prompt")
 
 
-def _texts(record: dict, skip: Iterable[str]) -> list[tuple[str, str]]:
+def _outputs(record: dict, skip: Iterable[str]) -> list[tuple[str, object]]:
+    """(field, value) of the record's top-level fields outside `skip` and NOT_OUTPUT."""
     skipped = {*skip, *NOT_OUTPUT}
-    return [(str(k), v) for k, v in record.items()
-            if isinstance(v, str) and v.strip() and str(k) not in skipped]
+    return [(str(k), v) for k, v in record.items() if str(k) not in skipped]
+
+
+def _texts(record: dict, skip: Iterable[str]) -> list[tuple[str, str]]:
+    return [(k, v) for k, v in _outputs(record, skip) if isinstance(v, str) and v.strip()]
+
+
+def step_texts(path: str, value: object) -> list[tuple[str, str]] | None:
+    """(path, text) of each step of a list of texts, or of a list of lists of texts (ReasonEval's
+    `model_output_step_format`: one list per step); None for anything else."""
+    if not isinstance(value, list) or not value:
+        return None
+    if all(isinstance(v, str) for v in value):
+        return [(f"{path}[{i}]", v) for i, v in enumerate(value)]
+    if all(isinstance(v, list) and v and all(isinstance(x, str) for x in v) for v in value):
+        return [(f"{path}[{i}][{j}]", x) for i, v in enumerate(value) for j, x in enumerate(v)]
+    return None
 
 
 def tagged_field(record: dict, skip: Iterable[str]) -> tuple[str, str] | None:
@@ -41,12 +57,10 @@ def tagged_field(record: dict, skip: Iterable[str]) -> tuple[str, str] | None:
 def longest_text_hint(record: dict, skip: Iterable[str]) -> str:
     """'; the longest text field is `F` (N characters): name it with --reasoning-field 'F'' or ''. A list
     of texts (ProcessBench's `steps`) counts as its texts joined."""
-    skipped = {*skip, *NOT_OUTPUT}
     texts = [(field, text, None) for field, text in _texts(record, skip)]
-    for key, value in record.items():
-        steps = [x for x in value for x in (x if isinstance(x, list) else [x])] if isinstance(value, list) else []
-        if steps and all(isinstance(x, str) for x in steps) and str(key) not in skipped:
-            texts.append((str(key), "\n".join(steps), len(value)))
+    for field, value in _outputs(record, skip):
+        if steps := step_texts(field, value):
+            texts.append((field, "\n".join(text for _, text in steps), len(value)))
     if not texts:
         return ""
     field, text, steps = max(texts, key=lambda kv: len(kv[1]))
