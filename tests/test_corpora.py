@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from thinkprobe.io import FieldMap, count_records, detect, iter_traces, parse_source, peek
 from thinkprobe.io.grades import parse_correct_values, read_grade
 from thinkprobe.io.detect import get_path
+from thinkprobe.io.limits import InputLimits
 from thinkprobe.records import InputError, Trace
 from thinkprobe.redundancy import answers_match, redundancy_row
 
@@ -238,7 +240,7 @@ def test_a_field_named_after_a_model_and_its_prompt_is_that_models_output():
         one({"question": "Q?", "gpt-4o (prompt)": answer})
 
 
-def test_thought_anchors_base_solution_takes_the_problem_beside_it(tmp_path):
+def test_thought_anchors_base_solution_takes_the_problem_beside_it(tmp_path, monkeypatch):
     """Thought Anchors keeps the model in the path, the question and gold in problem.json, the model's own
     extracted answer in `answer` and, in its scenario traces, a grader's verdict in `reasoning`."""
     folder = tmp_path / "r1-distill-qwen-14b" / "incorrect_base_solution" / "problem_7"
@@ -255,6 +257,15 @@ def test_thought_anchors_base_solution_takes_the_problem_beside_it(tmp_path):
     assert (t.question, t.gold_answer, t.correct) == ("Find x if 2x = 10.", "5", False)
     assert t.reasoning.content == "2x = 10, so x = 4." and t.provenance["reasoning_from"] == "full_cot"
     assert t.provenance["gold_from"] == "problem.json:gt_answer" and t.provenance["layout"] == "thought_anchors"
+    big = folder.parent / "problem_8"  # a problem.json larger than one record may be is not read
+    big.mkdir()
+    (big / "problem.json").write_text(json.dumps({"problem": "Find x.", "gt_answer": "5", "pad": " " * 2048}))
+    (big / "base_solution.json").write_text((folder / "base_solution.json").read_text())
+    with monkeypatch.context() as m:
+        m.setattr(InputLimits, "default", staticmethod(lambda: InputLimits(max_record_mb=0.001)))  # 1 KiB
+        (u,) = [x for x in iter_traces(str(big / "base_solution.json")) if isinstance(x, Trace)]
+    assert (u.question, u.gold_answer) == ("Solve: Find x if 2x = 10.", None)
+    shutil.rmtree(big)
     (folder / "chunks_labeled.json").write_text(json.dumps([{"chunk": "2x = 10", "chunk_idx": 0}]))
     (folder.parent / "notes.json").write_text(json.dumps([{"text": "not a trace"}]))
     items = list(iter_traces(str(tmp_path)))  # the folder: the annotation files beside it are not records

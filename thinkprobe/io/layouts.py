@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..records import InputError
+from .limits import InputLimits
 
 __all__ = ["LAYOUTS", "DERIVED", "INSPECT_GRADES", "expand", "lighteval_path_parts", "resolve_attachments",
            "literal"]
@@ -316,7 +317,12 @@ def is_thought_anchors(record: dict) -> bool:
 
 
 def _read_json(path: Path) -> dict:
+    """A small JSON object beside an input file (Thought Anchors' problem.json); {} when it is missing,
+    not an object, or larger than one record may be (limits.max_record_mb: it is read whole)."""
+    bound = InputLimits.default().max_record_mb * 2**20
     try:
+        if bound and path.stat().st_size > bound:
+            return {}
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
