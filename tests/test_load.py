@@ -951,6 +951,37 @@ def test_a_run_over_two_files_with_the_same_ids_lists_the_renamed_ones(tmp_path)
     assert "1 duplicate trace ids were renamed" in summary and "--model-field FIELD" in summary
 
 
+def test_models_named_only_by_the_file_names_get_a_ready_path_pattern(tmp_path):
+    """Venhoff et al.'s layout: one file per model (reasoning_comparison_<model>.json), no model field.
+    The summary offers the --path-pattern that reads them, and that pattern names every model."""
+    from thinkprobe.cli import format_summary
+    from thinkprobe.engine import RunOptions, run_profile
+
+    text = "<think>First I add the numbers. Then I check the result. Wait, that is wrong.</think> 12"
+    folder = tmp_path / "venhoff"
+    folder.mkdir()
+    for model in ("claude-3-7-sonnet", "gpt-4o", "deepseek-llama-8b"):
+        (folder / f"reasoning_comparison_{model}.json").write_text(
+            json.dumps([{"response": f"{text} ({model} {i})"} for i in range(2)]), encoding="utf-8")
+    from click.testing import CliRunner
+
+    from thinkprobe.cli import main
+
+    peeked = CliRunner().invoke(main, ["peek", "-n", "1", str(folder)])
+    assert peeked.exit_code == 0
+    assert "note: 3 of the records shown have no model" in peeked.stderr
+    assert "--path-pattern 'reasoning_comparison_{model}.json'" in peeked.stderr
+    options = dict(out_dir=str(tmp_path / "out"), progress=False, linker="cue", types="cue", cache=False)
+    summary = format_summary(run_profile(RunOptions(inputs=[str(folder)], **options)))
+    assert "6 traces have no model" in summary
+    assert "--path-pattern 'reasoning_comparison_{model}.json'" in summary
+    result = run_profile(RunOptions(inputs=[f"{folder}::path-pattern=reasoning_comparison_{{model}}.json"],
+                                    **{**options, "out_dir": str(tmp_path / "out2")}))
+    assert sorted((r["model"], r["n"]) for r in result["model_profiles"]) == [
+        ("claude-3-7-sonnet", 2), ("deepseek-llama-8b", 2), ("gpt-4o", 2)]
+    assert result["unknown"]["model"] == 0
+
+
 def test_an_untagged_generation_is_not_replaced_by_the_tagged_chat_copy():
     record = {"uuid": "u", "generations": ["<think>a</think>1", "plain b"],
               "messages": [{"role": "assistant", "content": "<think>a</think>1"}]}

@@ -213,7 +213,7 @@ def format_summary(result: dict) -> str:
             named = next((w for w in result.get("field_warnings", ()) if w.startswith(f"--{key}-field ")), None)
             lines.append(f"{count} traces have no {key} and are grouped as 'unknown': "
                          + (f"the {named.split(' matched')[0]} given matched no record (see the warning above)"
-                            if named else unknown_fix(key)))
+                            if named else result.get("unknown_fix", {}).get(key) or unknown_fix(key)))
     if result.get("report"):
         lines.append(f"report: {result['report']}")
     rows = result["model_profiles"]
@@ -252,6 +252,12 @@ def peek(paths, count, as_json, **kw):
         click.echo(f"warning: {warning}", err=True)
     rows = peek_rows(_sources(paths, fields), count, fields)
     click.echo(json.dumps(rows, indent=2, ensure_ascii=False) if as_json else format_peek(rows))
+    nameless = [row for row in rows if not row.get("error") and not row.get("note") and row.get("model") == "unknown"]
+    if nameless and not as_json:  # as the profile's summary says it
+        from .io import unknown_fix
+
+        click.echo(f"note: {len(nameless)} of the records shown have no model: "
+                   + unknown_fix("model", sorted({row["file"] for row in nameless})), err=True)
     if not usable(rows):
         click.echo("peek: no usable record among those shown (see the errors above)", err=True)
         sys.exit(1)

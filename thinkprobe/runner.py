@@ -275,6 +275,7 @@ class Joined:
     errors: int = 0  # skipped records, written to errors.jsonl as they are joined (never all held)
     duplicates: list[dict] = field(default_factory=list)
     unknown: dict[str, int] = field(default_factory=lambda: {"model": 0, "domain": 0})
+    unknown_sources: set[str] = field(default_factory=set)  # the files of the traces without a model
     untagged: int = 0  # traces whose reasoning is untagged whole text (provenance "untagged")
     code_not_run: int = 0  # traces whose final answer is code left ungraded: code execution was off
     accounting: Accounting = field(default_factory=Accounting)  # coverage per file and model, grades
@@ -324,6 +325,8 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
                                                   "file": g["source"], "record": g["record"]})
                     for key in joined.unknown:
                         joined.unknown[key] += g[key] == "unknown"
+                    if g["model"] == "unknown":
+                        joined.unknown_sources.add(g["source"])
                     joined.untagged += bool(g["provenance"].get("untagged"))
                     joined.code_not_run += code_not_run(g)
                     if (group := group_of(g)) is not None:
@@ -395,8 +398,14 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
         "field_warnings": [w.as_dict() for w in field_warnings(opts)],
         "duplicate_ids": joined.duplicates,
         "semantic_spread_sampled": joined.semantic_spread_sampled,
-        "unknown_fix": {key: unknown_fix(key) for key, count in joined.unknown.items() if count},
+        "unknown_fix": unknown_fixes(joined),
     }
+
+
+def unknown_fixes(joined: Joined) -> dict[str, str]:
+    """What to pass for each of model and domain that some traces lack (run.json, the summary)."""
+    return {key: unknown_fix(key, sorted(joined.unknown_sources) if key == "model" else ())
+            for key, count in joined.unknown.items() if count}
 
 
 def _sync_replace(tmp: Path, path: Path) -> None:
@@ -457,7 +466,8 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     stage("stats")
     write_stats(out, cfg.stats)
     return {"out_dir": str(out), "traces": len(joined.rows), "errors": joined.errors, "resumed": resumed,
-            "duplicates": len(joined.duplicates), "unknown": joined.unknown, "untagged": joined.untagged,
+            "duplicates": len(joined.duplicates), "unknown": joined.unknown, "unknown_fix": unknown_fixes(joined),
+            "untagged": joined.untagged,
             "code_not_run": joined.code_not_run,
             "coverage": joined.accounting.coverage(), "coverage_warnings": joined.accounting.warnings(),
             "grades": joined.accounting.grade_summary(),

@@ -2,9 +2,10 @@
 """
 from __future__ import annotations
 
+import re
 from itertools import islice
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from ..records import InputError, Trace
 from .formats import data_files
@@ -12,7 +13,7 @@ from .grades import verdict_name
 from .sources import FieldMap, Source, parse_source
 from .traces import detect_inputs
 
-__all__ = ["peek", "format_peek", "usable", "unknown_fix"]
+__all__ = ["peek", "format_peek", "usable", "unknown_fix", "model_path_template"]
 
 
 PEEK_MAX_FILES = 20  # files of one folder shown by peek; a row says how many more there are
@@ -158,10 +159,77 @@ def usable(rows: list[dict]) -> bool:
     return any(not row["error"] and not row.get("note") for row in rows)
 
 
-def unknown_fix(key: str) -> str:
-    """What to pass when traces have no ``key`` ("model" or "domain") and are grouped as unknown."""
-    return (f"name it with --{key} NAME (one value for an input), --{key}-field FIELD (a field of the records) "
-            f"or --path-pattern '(?P<{key}>...)' (a part of the file path); per input: PATH::{key}=NAME")
+def unknown_fix(key: str, sources: Iterable[str] = ()) -> str:
+    """What to pass when traces have no ``key`` ("model" or "domain") and are grouped as unknown; for a
+    model, a ready --path-pattern when those traces' files differ in a part that reads as model names."""
+    fix = (f"name it with --{key} NAME (one value for an input), --{key}-field FIELD (a field of the records) "
+           f"or --path-pattern '(?P<{key}>...)' (a part of the file path); per input: PATH::{key}=NAME")
+    template = model_path_template(sources) if key == "model" else None
+    if template is None:
+        return fix
+    return (f"their files differ in a part that reads as a model's name: --path-pattern '{template}' takes it from "
+            f"the path; or {fix}")
+
+
+# Words that open or make up the names of model families, matched as a word of a path part (followed by
+# a digit, a capital as in deepseekR1, a separator or the end).
+MODEL_WORDS = re.compile(r"(?i)(?:^|[^a-z0-9])(?:gpt|o[134]|claude|sonnet|opus|haiku|gemini|gemma|llama|qwen\d*|qwq|"
+                         r"deepseek|r1|mistral|mixtral|magistral|phi\d*|grok|s1(?:\.\d)?|kimi|glm|olmo|"
+                         r"nemotron|granite|minimax|hunyuan|ernie|doubao|openthinker|exaone)(?=$|[^a-z]|\d|(?-i:[A-Z]))")
+
+_SUFFIX = re.compile(r"(\.(?:jsonl?|ndjson|csv|tsv|parquet|txt|eval|arrow))?(\.(?:gz|bz2|xz|zst))?$", re.I)
+
+
+def model_path_template(sources: Iterable[str]) -> str | None:
+    """A --path-pattern template that takes the model from the files' paths: the one path part (a
+    folder, or an ``_``-separated field of the file name) whose values differ between the files and
+    mostly read as models' names (`MODEL_WORDS`); None when there is no such part or several. Only
+    files alike in depth, suffix and number of name fields are compared.
+
+    >>> model_path_template(["d/reasoning_comparison_gpt-4o.json", "d/reasoning_comparison_claude-3-opus.json"])
+    'reasoning_comparison_{model}.json'
+    >>> model_path_template(["o/qwen3-14b/q_frames.jsonl.gz", "o/gpt-5-mini/g_frames.jsonl.gz"])
+    '{model}/{}'
+    >>> model_path_template(["runs/train.jsonl", "runs/test.jsonl"]) is None
+    True
+    >>> model_path_template(["d/messages.json", "d/run_qwq-32b.json", "d/run_r1.json"])  # files alike only
+    'run_{model}.json'
+    """
+    groups: dict[tuple, list[tuple[str, ...]]] = {}  # files alike in depth, suffix and fields of the name
+    for parts in sorted({tuple(Path(s).as_posix().split("/")) for s in sources}):
+        stem = _SUFFIX.sub("", parts[-1])
+        groups.setdefault((len(parts), _SUFFIX.search(parts[-1]).group(0), stem.count("_")), []).append(parts)
+    found = {t for group in groups.values() if len(group) > 1 and (t := _model_part(group))}
+    return found.pop() if len(found) == 1 else None
+
+
+def _model_part(parts: list[tuple[str, ...]]) -> str | None:
+    found = []
+    for depth in range(1, len(parts[0]) + 1):  # from the file name up
+        values = {p[-depth] for p in parts}
+        if len(values) < 2:
+            continue
+        if depth == 1:
+            stems = {_SUFFIX.sub("", v) for v in values}
+            suffixes = {_SUFFIX.search(v).group(0) for v in values}
+            fields = {tuple(stem.split("_")) for stem in stems}
+            if len(suffixes) != 1 or len({len(f) for f in fields}) != 1:
+                continue
+            varying = [i for i in range(len(next(iter(fields)))) if len({f[i] for f in fields}) > 1]
+            if len(varying) == 1 and _models(f[varying[0]] for f in fields):
+                first = next(iter(fields))
+                name = "_".join("{model}" if i == varying[0] else first[i] for i in range(len(first)))
+                found.append(name + suffixes.pop())
+        elif _models(values):
+            found.append("{model}/" + "/".join("{}" for _ in range(depth - 1)))
+    return found[0] if len(found) == 1 else None
+
+
+def _models(values: Iterable[str]) -> bool:
+    """Most of the values read as models' names (MiP-Overthinking's folders: DSQ, Limo among gpt4o, QwQ...)."""
+    values = list(values)
+    named = sum(bool(MODEL_WORDS.search(v)) for v in values)
+    return named >= 2 and named * 2 > len(values)
 
 
 def _clip(cell: str, width: int) -> str:
