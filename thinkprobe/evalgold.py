@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -501,7 +502,21 @@ def evaluate(gold: str | Path, pred: str | Path | None = None, *, baseline: bool
     baseline, or of our pipeline run on the gold texts (the default; `linker` and `types` as for
     `profile`), against `gold` (only the documents `heldout_of`'s model held out, when given); and,
     with `indicators`, the agreement of the indicators and profile of both graphs
-    (thinkprobe.agreement; `cache_dir` keeps their embeddings)."""
+    (thinkprobe.agreement; `cache_dir` keeps their embeddings). Without a `cache_dir`, our
+    pipeline's embeddings are kept in a temporary one for the run that profiles its graphs again."""
+    options = dict(pred=pred, baseline=baseline, linker=linker, linker_model=linker_model, types=types,
+                   config_path=config_path, encoder_path=encoder_path, device=device, pred_out=pred_out,
+                   precision=precision, heldout_of=heldout_of, indicators=indicators)
+    if cache_dir is not None or pred is not None or baseline or not indicators:
+        return _evaluate(gold, cache_dir=cache_dir, **options)
+    with tempfile.TemporaryDirectory(prefix="thinkprobe-evalgold-") as tmp:
+        return _evaluate(gold, cache_dir=tmp, **options)
+
+
+def _evaluate(gold: str | Path, pred: str | Path | None, *, baseline: bool, linker: str | None,
+              linker_model: str | None, types: str, config_path: str | None, encoder_path: str | None, device: str,
+              pred_out: str | Path | None, precision: str | None, heldout_of: str | Path | None, indicators: bool,
+              cache_dir: str | None) -> dict[str, Any]:
     gold_docs = load_docs(gold)
     if heldout_of is not None:
         gold_docs = held_out_docs(gold_docs, heldout_of)
@@ -516,7 +531,8 @@ def evaluate(gold: str | Path, pred: str | Path | None = None, *, baseline: bool
         from .link import load_linker, unit_typer
 
         cfg = Config.load(config_path)
-        encoder = make_encoder(cfg, {"path": encoder_path, "device": device, "precision": precision})
+        encoder = make_encoder(cfg, {"path": encoder_path, "device": device, "precision": precision,
+                                     "cache_dir": cache_dir})
         chosen = load_linker(linker, cfg, model_dir=linker_model, device=encoder.device)
         pred_docs = profile_docs(gold_docs, cfg, encoder, chosen, typer=unit_typer(chosen, types))
         system = f"thinkprobe (linker {chosen.name}, {types} types)"
