@@ -3,8 +3,8 @@ point only to existing units, types from the six, critique polarity set, forward
 i < j and backward edges j -> i, one edge per pair of units where probabilities are decoded
 (link/decode.py), every unit but the first with an incoming forward edge (where probabilities are
 decoded: or a backward edge of its own, and none needed with `force_parent: false`),
-deterministic, empty and one-unit traces, and a 10,000-unit trace in bounded memory. Units are
-sentences of the sample traces (real reasoning text, cue-typed by the config); embeddings are
+deterministic, empty and one-unit traces, and a 10,000-unit trace in bounded memory (one backend of
+each kind). Units are sentences of the sample traces (real reasoning text, cue-typed by the config); embeddings are
 seeded random vectors (a repeated sentence gets its earlier vector plus noise, so restatements
 and far links occur). Model backends run offline: the shipped pair MLP, the parser with seeded
 random weights, and cross-encoders on tiny random BERT classifiers written to a temporary folder.
@@ -92,7 +92,21 @@ def tiny_classifier(folder, id2label, seed=0, words=None, hidden=16, layers=1, p
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def linker(request, config, tmp_path_factory):
-    name = request.param
+    return make_linker(request.param, config, tmp_path_factory)
+
+
+# The 10,000-unit trace for one backend of each kind: parser-reader has every part of parser and
+# parser-lexical (lexical pair features, and a reader and reranker besides), cross-encoder-7 the
+# cross-encoder's code with more labels; the other three took 80 s of `make test` and tested nothing more.
+LONG_TRACE_BACKENDS = [b for b in BACKENDS if b not in ("parser", "parser-lexical", "cross-encoder")]
+
+
+@pytest.fixture(scope="module", params=LONG_TRACE_BACKENDS)
+def long_trace_linker(request, config, tmp_path_factory):
+    return make_linker(request.param, config, tmp_path_factory)
+
+
+def make_linker(name, config, tmp_path_factory):
     if name.startswith("parser"):  # seeded random weights: the contract holds whatever the training;
         # parser-lexical: with the shipped model's features, candidates and decoding
         from thinkprobe.link.parser import init_model_dir
@@ -184,7 +198,8 @@ def seeded_probabilities(num_labels: int, pairs) -> np.ndarray:
     return rng.dirichlet(np.full(num_labels, 0.3), size=len(pairs)).astype(np.float32)
 
 
-def test_ten_thousand_units_in_bounded_memory(linker, config, sentences, monkeypatch):
+def test_ten_thousand_units_in_bounded_memory(long_trace_linker, config, sentences, monkeypatch):
+    linker = long_trace_linker
     item = make_trace(sentences, 10_000, config, seed=7)
     if hasattr(linker, "pair_probabilities"):
         # A cross-encoder's model on the trace's 100,000 candidate pairs took a minute, in the

@@ -228,10 +228,14 @@ def test_reasoningflow_export_joins_separate_fields(tmp_path):
         assert response[node["start"]:node["end"]] == node["text"]
 
 
-def test_bench_runs_every_measure_and_finds_identical_cached_outputs(tmp_path, capsys):
+def test_bench_runs_every_measure_and_finds_identical_cached_outputs(tmp_path, capsys, monkeypatch):
+    """On two bundled sample traces (the data folder hidden: two real traces, drawn at random,
+    made this test a minute long; scripts/bench.py measures the real corpus)."""
     from thinkprobe.bench import format_bench, run_bench
 
-    r = run_bench(2, device="cpu", scale=0, workdir=str(tmp_path), naive_n=1)
+    monkeypatch.setenv("THINKPROBE_DATA", str(tmp_path / "no-data"))
+    r = run_bench(2, device="cpu", scale=0, workdir=str(tmp_path / "bench"), naive_n=1)
+    assert r["corpus"].startswith("bundled samples")
     assert r["traces"] == 2 and r["units"] > 0 and r["memory_peak_rss_mb"] == {}
     naive = r["naive_per_trace"]  # the naive baseline on the first trace only: its own units
     assert naive["traces"] == 1 and 0 < naive["units"] < r["units"]
