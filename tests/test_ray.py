@@ -1,10 +1,9 @@
 """`--engine ray` (issue 14) on a local Ray instance with two CPUs: the same bytes as the local
 engine, bad records in errors.jsonl, a resumed run that skips the committed chunks, and a trace
-that fails (raises, runs out of memory, runs past --trace-timeout) listed in errors.jsonl as the
-local engine lists it while the run goes on. The Ray run encodes and scores afresh (its own cache
+that fails (raises, runs out of memory, runs past --trace-timeout) or is over --max-units listed in
+errors.jsonl as the local engine lists it while the run goes on. The Ray run encodes and scores afresh (its own cache
 folder), so its actors' results are what is compared. The failures are planted by trace id in every
 worker by tests/ray_failures.py (Ray's worker setup hook); no other input uses those ids."""
-import csv
 import gzip
 import json
 import os
@@ -74,21 +73,54 @@ def profile(inputs, out, **kw):
         torch.set_num_threads(threads)
 
 
+def real_subset(folder):
+    """12 ReasoningFlow v1 traces (the 4 shortest of DeepSeek-R1, QwQ-32B and gpt-oss-120b: each
+    model's conventions) in `folder`/v1_12.jsonl; None without the shared data."""
+    from thinkprobe.shared_data import data_dir
+
+    if data_dir() is None:
+        return None
+    by_model = {m: [] for m in REAL_MODELS}
+    with gzip.open(data_dir() / "reasoningflow" / "v1" / "v1_raw_data.jsonl.gz", "rt", encoding="utf-8") as f:
+        for line in f:
+            doc = json.loads(line)
+            if doc["metadata"]["generator"] in by_model:
+                by_model[doc["metadata"]["generator"]].append(doc)
+    picked = [d for docs in by_model.values()
+              for d in sorted(docs, key=lambda d: (len(d["raw_text"]["response"]), d["doc_id"]))[:4]]
+    subset = folder / "v1_12.jsonl"
+    subset.write_text("".join(json.dumps(d) + "\n" for d in picked), encoding="utf-8")
+    return subset
+
+
+REAL_MODELS = ("DeepSeek-R1", "QwQ-32B", "gpt-oss-120b")
+
+
 @pytest.fixture(scope="module")
 def both_runs(local_ray, tmp_path_factory):
-    """The sample traces with four bad records among them, profiled by each engine."""
+    """The sample traces with four bad records among them, profiled by each engine; before them,
+    when the shared data is there, 12 real traces (`real_subset`: one run of each engine serves
+    both, a Ray run costing most of a minute to start)."""
     tmp = tmp_path_factory.mktemp("ray")
     lines = SAMPLES.read_text(encoding="utf-8").splitlines()
     mixed = tmp / "mixed.jsonl"
     mixed.write_text("\n".join([*lines[:5], *BAD, *lines[5:]]) + "\n", encoding="utf-8")
-    local = profile([mixed], tmp / "local", chunk_size=4)
-    remote = profile([mixed], tmp / "ray", chunk_size=4, engine="ray", cache_dir=str(tmp / "cache"))
+    inputs = [p for p in (real_subset(tmp), mixed) if p is not None]
+    local = profile(inputs, tmp / "local", chunk_size=4)
+    remote = profile(inputs, tmp / "ray", chunk_size=4, engine="ray", cache_dir=str(tmp / "cache"))
     return tmp, mixed, local, remote
+
+
+def sample_ids(out):
+    """The trace ids of a run's graphs, without the real traces'."""
+    graphs = [json.loads(x) for x in (out / "graphs.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [g["trace_id"] for g in graphs if not g["source"].endswith("v1_12.jsonl")]
 
 
 def test_ray_engine_writes_the_local_engines_bytes(both_runs):
     tmp, _, local, remote = both_runs
-    assert remote["engine"] == "ray" and remote["traces"] == local["traces"] == 15
+    assert remote["engine"] == "ray" and remote["traces"] == local["traces"]
+    assert len(sample_ids(tmp / "ray")) == 15
     for name in COMPARED:
         assert (tmp / "ray" / name).read_bytes() == (tmp / "local" / name).read_bytes(), name
     local_run = json.loads((tmp / "local" / "run.json").read_text())
@@ -104,7 +136,7 @@ def test_bad_records_land_in_errors_jsonl(both_runs):
     assert all(e["file"] == str(mixed) and e["reason"] for e in errors)
     assert "malformed JSON" in errors[0]["reason"]
     assert [e["field"] for e in errors[1:]] == ["response", "response", "reasoning"]
-    ids = {json.loads(x)["trace_id"] for x in (tmp / "ray" / "graphs.jsonl").read_text().splitlines()}
+    ids = set(sample_ids(tmp / "ray"))
     assert not ids & {"broken", "num", "blank", "nothing"} and len(ids) == 15
 
 
@@ -112,12 +144,14 @@ def test_resumed_ray_run_skips_committed_chunks(both_runs):
     tmp, mixed, _, _ = both_runs
     out = tmp / "ray"
     parts = sorted((out / "parts").glob("[0-9]*.jsonl"))
-    assert len(parts) == 5  # 19 records in chunks of 4
+    real = tmp / "v1_12.jsonl"
+    inputs = [str(p) for p in (real, mixed) if p.exists()]
+    assert len(parts) == (8 if real.exists() else 5)  # 19 records (and 12 real traces) in chunks of 4
     kept = {p: p.stat().st_mtime_ns for p in parts[:3]}
     for p in parts[3:]:
         p.unlink()
     (out / "indicators.csv").unlink()
-    res = CliRunner().invoke(main, ["profile", str(mixed), "-o", str(out), "--chunk-size", "4", "--device", "cpu",
+    res = CliRunner().invoke(main, ["profile", *inputs, "-o", str(out), "--chunk-size", "4", "--device", "cpu",
                                     "--engine", "ray", "--resume", "--cache-dir", str(tmp / "cache"), "--no-report"])
     assert res.exit_code == 0, res.output
     assert "(12 from committed chunks)" in res.output
@@ -128,44 +162,16 @@ def test_resumed_ray_run_skips_committed_chunks(both_runs):
 
 
 @pytest.mark.realdata
-def test_real_traces_of_three_models_byte_identical(local_ray, shared_data, tmp_path):
-    """12 ReasoningFlow v1 traces (the 4 shortest of DeepSeek-R1, QwQ-32B and gpt-oss-120b; each
-    model's conventions, two chunks of eight): every output the issue names is byte-identical
-    between the engines. Thirty traces took 73 s and showed nothing twelve do not."""
-    by_model = {m: [] for m in ("DeepSeek-R1", "QwQ-32B", "gpt-oss-120b")}
-    with gzip.open(shared_data / "reasoningflow" / "v1" / "v1_raw_data.jsonl.gz", "rt", encoding="utf-8") as f:
-        for line in f:
-            doc = json.loads(line)
-            if doc["metadata"]["generator"] in by_model:
-                by_model[doc["metadata"]["generator"]].append(doc)
-    picked = [d for docs in by_model.values()
-              for d in sorted(docs, key=lambda d: (len(d["raw_text"]["response"]), d["doc_id"]))[:4]]
-    subset = tmp_path / "v1_12.jsonl"
-    subset.write_text("".join(json.dumps(d) + "\n" for d in picked), encoding="utf-8")
-    local = profile([subset], tmp_path / "local", chunk_size=8)
-    remote = profile([subset], tmp_path / "ray", chunk_size=8, engine="ray", cache_dir=str(tmp_path / "cache"))
-    assert local["traces"] == remote["traces"] == 12
+def test_real_traces_of_three_models_byte_identical(both_runs, shared_data):
+    """The 12 real traces of both_runs (three models' conventions, three chunks of four): every
+    output the issue names is byte-identical between the engines. Thirty traces took 73 s and
+    showed nothing twelve do not."""
+    tmp, _, _, _ = both_runs
+    graphs = [json.loads(x) for x in (tmp / "ray" / "graphs.jsonl").read_text(encoding="utf-8").splitlines()]
+    real = [g for g in graphs if g["source"].endswith("v1_12.jsonl")]
+    assert len(real) == 12 and {g["model"] for g in real} == set(REAL_MODELS)
     for name in ("indicators.csv", "profile.csv", "stats.json", "graphs.jsonl"):
-        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
-
-
-def test_max_units_skips_the_same_traces_on_ray(both_runs, tmp_path):
-    """--max-units on Ray: a trace over the limit is not encoded and lands in errors.jsonl, with
-    the same bytes out as the local engine. The traces' sizes: from both_runs' local run."""
-    lines = SAMPLES.read_text(encoding="utf-8").splitlines()[:4]
-    src = tmp_path / "four.jsonl"
-    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    ids = {json.loads(line)["id"] for line in lines}
-    with open(both_runs[0] / "local" / "indicators.csv", newline="", encoding="utf-8") as f:
-        sizes = sorted(int(r["units"]) for r in csv.DictReader(f) if r["trace_id"] in ids)
-    limit = sizes[-2] - 1  # at least the two largest traces go over it
-    local = profile([src], tmp_path / "local", chunk_size=2, max_units=limit)
-    remote = profile([src], tmp_path / "ray", chunk_size=2, max_units=limit, engine="ray", cache_dir=str(tmp_path / "cache"))
-    assert len(sizes) == 4 and local["errors"] == remote["errors"] == sum(s > limit for s in sizes) >= 2
-    errors = [json.loads(x) for x in (tmp_path / "ray" / "errors.jsonl").read_text().splitlines()]
-    assert all(f"over the limit of {limit}" in e["reason"] for e in errors)
-    for name in COMPARED:
-        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+        assert (tmp / "ray" / name).read_bytes() == (tmp / "local" / name).read_bytes(), name
 
 
 # --------------------------------------------------------------------------- failure isolation
@@ -175,33 +181,41 @@ def test_max_units_skips_the_same_traces_on_ray(both_runs, tmp_path):
 TIMEOUT_S = 10
 
 
+# A trace over --max-units is not encoded and lands in errors.jsonl, as the local engine lists it.
+MAX_UNITS = 12
+LONG = json.dumps({"id": "long", "model": "m", "domain": "d", "response": "<think>" + " ".join(
+    f"Step {k}: add {k} to the total." for k in range(MAX_UNITS + 4)) + "</think>It is done."})
+
+
 @pytest.fixture(scope="module")
 def failing_runs(local_ray, tmp_path_factory):
-    """Eight tiny traces, five of which fail in different stages (tests/ray_failures.py), profiled
-    with --trace-timeout by the local engine (the failures monkeypatched in) and on Ray. The model
-    stages take batches of two traces, so that a batch stuck in the linker (the time limit in an
-    actor's thread) waits 2 x TIMEOUT_S at most before its traces are run alone (t4's batch holds
-    t5, which the encoder failed: t4 is the one trace left in it, and is not run again)."""
+    """Eight tiny traces, five of which fail in different stages (tests/ray_failures.py), and one
+    over --max-units, profiled with --trace-timeout by the local engine (the failures monkeypatched
+    in) and on Ray. The model stages take batches of two traces, so that a batch stuck in the linker
+    (the time limit in an actor's thread) waits 2 x TIMEOUT_S at most before its traces are run
+    alone (t4's batch holds t5, which the encoder failed: t4 is the one trace left in it, and is not
+    run again)."""
     import thinkprobe.graph as graph
 
     tmp = tmp_path_factory.mktemp("failing")
     src = tmp / "in.jsonl"
-    src.write_text("".join(tiny_trace(i) + "\n" for i in range(8)), encoding="utf-8")
+    src.write_text("".join(line + "\n" for line in [*map(tiny_trace, range(8)), LONG]), encoding="utf-8")
     config = tmp / "small_batches.yaml"
     config.write_text("ray:\n  encode_batch_traces: 2\n", encoding="utf-8")
     with pytest.MonkeyPatch.context() as mp:
         for target, name, replacement in ray_failures.failing(graph):
             mp.setattr(target, name, replacement)
         # chunks of one: a stuck trace costs the local engine TIMEOUT_S once (a chunk of one is not run again)
-        local = profile([src], tmp / "local", chunk_size=1, trace_timeout=TIMEOUT_S, config=str(config))
+        local = profile([src], tmp / "local", chunk_size=1, trace_timeout=TIMEOUT_S, config=str(config),
+                        max_units=MAX_UNITS)
     remote = profile([src], tmp / "ray", chunk_size=4, trace_timeout=TIMEOUT_S, config=str(config), engine="ray",
-                     cache_dir=str(tmp / "cache"))
+                     cache_dir=str(tmp / "cache"), max_units=MAX_UNITS)
     return tmp, src, local, remote
 
 
 def test_failing_traces_are_listed_and_the_ray_run_goes_on(failing_runs):
     tmp, src, local, remote = failing_runs
-    assert (remote["traces"], remote["errors"]) == (local["traces"], local["errors"]) == (3, 5)
+    assert (remote["traces"], remote["errors"]) == (local["traces"], local["errors"]) == (3, 6)
     timed_out = f"took longer than the time limit of {TIMEOUT_S} s (raise it with --trace-timeout)"
     reasons = {"t2": timed_out,
                "t3": "profiling failed: RuntimeError: boom",
@@ -209,8 +223,9 @@ def test_failing_traces_are_listed_and_the_ray_run_goes_on(failing_runs):
                "t5": "ran out of memory while profiling this trace",
                "t6": "profiling failed: ValueError: cannot link t6"}
     errors = [json.loads(x) for x in (tmp / "ray" / "errors.jsonl").read_text().splitlines()]
-    assert errors == [{"file": str(src), "record": int(i[1:]), "field": "response", "reason": reason, "model": "m",
-                       "trace_id": i} for i, reason in reasons.items()]
+    assert errors[:-1] == [{"file": str(src), "record": int(i[1:]), "field": "response", "reason": reason,
+                            "model": "m", "trace_id": i} for i, reason in reasons.items()]
+    assert errors[-1]["trace_id"] == "long" and f"over the limit of {MAX_UNITS}" in errors[-1]["reason"]
     ids = [json.loads(x)["trace_id"] for x in (tmp / "ray" / "graphs.jsonl").read_text().splitlines()]
     assert ids == ["t0", "t1", "t7"]
 
