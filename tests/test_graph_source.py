@@ -91,11 +91,12 @@ def test_each_bad_graph_is_a_named_error_and_the_run_goes_on(tmp_path):
 
 
 def test_our_own_graphs_profiled_again_give_the_same_indicators(tmp_path):
-    """A run's graphs.jsonl as input: the same units, edges and types, so the same tables."""
+    """A run's graphs.jsonl as input: the same units, edges and types, so the same tables (the
+    second run reads the first's embeddings from their cache folder: the same bytes, tested apart)."""
     first = thinkprobe.profile(str(SAMPLES), tmp_path / "a", linker="cue", types="cue", device="cpu", progress=False,
-                               report=False, cache=False)
+                               report=False, cache_dir=tmp_path / "cache")
     again = thinkprobe.profile(str(first.folder / "graphs.jsonl"), tmp_path / "b", graph_source="input", device="cpu",
-                               progress=False, report=False, cache=False)
+                               progress=False, report=False, cache_dir=tmp_path / "cache")
     for name in ("indicators.csv", "profile.csv", "redundancy.csv"):
         assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "a" / name).read_bytes(), name
     assert [g["edges"] for g in again.graphs] == [g["edges"] for g in first.graphs]
