@@ -288,6 +288,11 @@ def test_reasoneval_records_read_their_steps_gold_and_grade():
     raw = one({**record, "model_output": "The cube's side is 6. So its volume is 216.",
                "model_output_answer_correctness": "correct"})
     assert raw.reasoning.field == "model_output" and raw.provenance["untagged"] and raw.correct is True
+    # Abel's and WizardMath's raw outputs close with GSM8K's answer mark: that is the answer, not a unit
+    for closing in ("So its volume is $\\boxed{216}$.  #### 216 ", "So its volume is 216.\n#### 216\n"):
+        marked = one({**record, "model_output": "The cube's side is 6. " + closing})
+        assert marked.reasoning.content.startswith("The cube's side is 6.") and "####" not in marked.reasoning.content
+        assert marked.answer.content == "216" and marked.provenance["untagged"]
 
 
 def test_a_step_list_is_named_in_the_error_when_no_field_holds_reasoning():

@@ -69,7 +69,15 @@ class Split:
 
 
 def split_tags(text: str) -> Split:
-    """Find the reasoning span by inline tags; without tags the whole text is the reasoning."""
+    """Find the reasoning span by inline tags; without tags the whole text is the reasoning, but for
+    a closing "#### <answer>" (GSM8K's convention), which is the answer.
+
+    >>> text = "2 + 3 = 5.\\nSo she has 5 apples.\\n#### 5 "
+    >>> s = split_tags(text); s.tag, text[slice(*s.reasoning)], text[slice(*s.answer)]
+    (None, '2 + 3 = 5.\\nSo she has 5 apples.\\n', '5 ')
+    >>> split_tags("#### Notes\\nJust a heading above.").answer is None
+    True
+    """
     split = _split_gpt_oss(text) or _split_s1(text) or _split_paired_tags(text)
     if split:
         return split
@@ -78,7 +86,16 @@ def split_tags(text: str) -> Split:
     if text.startswith(OSS_BARE_ANALYSIS, lead) and final > lead:
         start = lead + len(OSS_BARE_ANALYSIS)
         return Split(OSS_BARE_ANALYSIS, (start, final), (final + len(OSS_BARE_FINAL), len(text)))
+    marked = _FINAL_MARK.search(text)
+    if marked and text[: marked.start()].strip():
+        return Split(None, (0, marked.start()), (marked.start(1), len(text)))
     return Split(None, (0, len(text)), None)
+
+
+# GSM8K's answer mark, which models trained on it (Abel, WizardMath, MetaMath: ReasonEval's outputs) end
+# their untagged chain of thought with: "#### 5", on a line of its own or after the last sentence. Read
+# as the answer when nothing but that answer follows it.
+_FINAL_MARK = re.compile(r"(?:^|(?<=\s))####[ \t]*(\S[^\n]*?)\s*\Z")
 
 
 def _split_gpt_oss(text: str) -> Split | None:
