@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["TAG_PAIRS", "OSS_ANALYSIS", "OSS_FINAL", "OSS_BARE_ANALYSIS", "OSS_BARE_FINAL", "S1_THINK", "S1_ANSWER",
-           "S1_BARE_THINK", "LEADING_TOKENS", "TRAILING_TOKENS", "SPECIAL_TOKEN", "Split", "split_tags", "trim"]
+           "S1_BARE_THINK", "FINAL_MARK", "LEADING_TOKENS", "TRAILING_TOKENS", "SPECIAL_TOKEN", "Split", "split_tags", "trim"]
 
 
 TAG_PAIRS = (
@@ -86,16 +86,18 @@ def split_tags(text: str) -> Split:
     if text.startswith(OSS_BARE_ANALYSIS, lead) and final > lead:
         start = lead + len(OSS_BARE_ANALYSIS)
         return Split(OSS_BARE_ANALYSIS, (start, final), (final + len(OSS_BARE_FINAL), len(text)))
-    marked = _FINAL_MARK.search(text)
-    if marked and text[: marked.start()].strip():
-        return Split(None, (0, marked.start()), (marked.start(1), len(text)))
+    mark = text.rfind(FINAL_MARK)
+    if mark > 0 and text[mark - 1].isspace() and text[:mark].strip():
+        rest = text[mark + len(FINAL_MARK):]
+        if rest.strip() and "\n" not in rest.strip():
+            return Split(None, (0, mark), (len(text) - len(rest.lstrip()), len(text)))
     return Split(None, (0, len(text)), None)
 
 
 # GSM8K's answer mark, which models trained on it (Abel, WizardMath, MetaMath: ReasonEval's outputs) end
 # their untagged chain of thought with: "#### 5", on a line of its own or after the last sentence. Read
-# as the answer when nothing but that answer follows it.
-_FINAL_MARK = re.compile(r"(?:^|(?<=\s))####[ \t]*(\S[^\n]*?)\s*\Z")
+# as the answer when nothing but that answer, on one line, follows it.
+FINAL_MARK = "####"
 
 
 def _split_gpt_oss(text: str) -> Split | None:
