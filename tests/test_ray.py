@@ -1,9 +1,10 @@
 """`--engine ray` (issue 14) on a local Ray instance with two CPUs: the same bytes as the local
 engine, bad records in errors.jsonl, a resumed run that skips the committed chunks, and a trace
 that fails (raises, runs out of memory, runs past --trace-timeout) or is over --max-units listed in
-errors.jsonl as the local engine lists it while the run goes on. The Ray run encodes and scores afresh (its own cache
-folder), so its actors' results are what is compared. The failures are planted by trace id in every
-worker by tests/ray_failures.py (Ray's worker setup hook); no other input uses those ids."""
+errors.jsonl as the local engine lists it while the run goes on. The Ray run encodes and scores
+afresh (its own cache folder), so its actors' results are what is compared. The failures are
+planted by trace id in every worker by tests/ray_failures.py (Ray's worker setup hook); no other
+input uses those ids."""
 import gzip
 import json
 import os
@@ -73,6 +74,9 @@ def profile(inputs, out, **kw):
         torch.set_num_threads(threads)
 
 
+REAL_MODELS = ("DeepSeek-R1", "QwQ-32B", "gpt-oss-120b")
+
+
 def real_subset(folder):
     """12 ReasoningFlow v1 traces (the 4 shortest of DeepSeek-R1, QwQ-32B and gpt-oss-120b: each
     model's conventions) in `folder`/v1_12.jsonl; None without the shared data."""
@@ -91,9 +95,6 @@ def real_subset(folder):
     subset = folder / "v1_12.jsonl"
     subset.write_text("".join(json.dumps(d) + "\n" for d in picked), encoding="utf-8")
     return subset
-
-
-REAL_MODELS = ("DeepSeek-R1", "QwQ-32B", "gpt-oss-120b")
 
 
 @pytest.fixture(scope="module")
