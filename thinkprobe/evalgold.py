@@ -15,6 +15,7 @@ Conventions (docs/accuracy.md says why):
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import tempfile
@@ -504,56 +505,47 @@ def evaluate(gold: str | Path, pred: str | Path | None = None, *, baseline: bool
     with `indicators`, the agreement of the indicators and profile of both graphs
     (thinkprobe.agreement; `cache_dir` keeps their embeddings). Without a `cache_dir`, our
     pipeline's embeddings are kept in a temporary one for the run that profiles its graphs again."""
-    options = dict(pred=pred, baseline=baseline, linker=linker, linker_model=linker_model, types=types,
-                   config_path=config_path, encoder_path=encoder_path, device=device, pred_out=pred_out,
-                   precision=precision, heldout_of=heldout_of, indicators=indicators)
-    if cache_dir is not None or pred is not None or baseline or not indicators:
-        return _evaluate(gold, cache_dir=cache_dir, **options)
-    with tempfile.TemporaryDirectory(prefix="thinkprobe-evalgold-") as tmp:
-        return _evaluate(gold, cache_dir=tmp, **options)
+    with contextlib.ExitStack() as temporary:
+        gold_docs = load_docs(gold)
+        if heldout_of is not None:
+            gold_docs = held_out_docs(gold_docs, heldout_of)
+        seen: list[str] = []  # gold documents the linker was trained or adapted on
+        if pred is not None:
+            pred_docs, system = load_docs(pred), f"predictions {pred}"
+        elif baseline:
+            pred_docs, system = baseline_docs(gold_docs), "trivial baseline (sentences, chained)"
+        else:
+            from .config import Config
+            from .encoder import make_encoder
+            from .link import load_linker, unit_typer
 
+            cfg = Config.load(config_path)
+            if cache_dir is None and indicators:  # kept for the run that profiles our graphs again
+                cache_dir = temporary.enter_context(tempfile.TemporaryDirectory(prefix="thinkprobe-evalgold-"))
+            encoder = make_encoder(cfg, {"path": encoder_path, "device": device, "precision": precision,
+                                         "cache_dir": cache_dir})
+            chosen = load_linker(linker, cfg, model_dir=linker_model, device=encoder.device)
+            pred_docs = profile_docs(gold_docs, cfg, encoder, chosen, typer=unit_typer(chosen, types))
+            system = f"thinkprobe (linker {chosen.name}, {types} types)"
+            seen = seen_docs(gold_docs, getattr(chosen, "model_dir", None))
+            if seen:
+                system += (f" -- NOT A TEST: the linker was trained or adapted on {len(seen)} of these {len(gold_docs)}"
+                           f" documents (its traces.txt); score another linker or the held-out ones")
+        if pred_out:
+            Path(pred_out).write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in pred_docs),
+                                      encoding="utf-8")
+        result = score(gold_docs, pred_docs)
+        result["system"] = system
+        result["seen_by_linker"] = seen
+        result["gold"] = str(gold) + (f" (held out by {heldout_of})" if heldout_of is not None else "")
+        if indicators:
+            from .agreement import indicator_agreement, profile_graphs
 
-def _evaluate(gold: str | Path, pred: str | Path | None, *, baseline: bool, linker: str | None,
-              linker_model: str | None, types: str, config_path: str | None, encoder_path: str | None, device: str,
-              pred_out: str | Path | None, precision: str | None, heldout_of: str | Path | None, indicators: bool,
-              cache_dir: str | None) -> dict[str, Any]:
-    gold_docs = load_docs(gold)
-    if heldout_of is not None:
-        gold_docs = held_out_docs(gold_docs, heldout_of)
-    seen: list[str] = []  # gold documents the linker was trained or adapted on
-    if pred is not None:
-        pred_docs, system = load_docs(pred), f"predictions {pred}"
-    elif baseline:
-        pred_docs, system = baseline_docs(gold_docs), "trivial baseline (sentences, chained)"
-    else:
-        from .config import Config
-        from .encoder import make_encoder
-        from .link import load_linker, unit_typer
-
-        cfg = Config.load(config_path)
-        encoder = make_encoder(cfg, {"path": encoder_path, "device": device, "precision": precision,
-                                     "cache_dir": cache_dir})
-        chosen = load_linker(linker, cfg, model_dir=linker_model, device=encoder.device)
-        pred_docs = profile_docs(gold_docs, cfg, encoder, chosen, typer=unit_typer(chosen, types))
-        system = f"thinkprobe (linker {chosen.name}, {types} types)"
-        seen = seen_docs(gold_docs, getattr(chosen, "model_dir", None))
-        if seen:
-            system += (f" -- NOT A TEST: the linker was trained or adapted on {len(seen)} of these {len(gold_docs)}"
-                       f" documents (its traces.txt); score another linker or the held-out ones")
-    if pred_out:
-        Path(pred_out).write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in pred_docs), encoding="utf-8")
-    result = score(gold_docs, pred_docs)
-    result["system"] = system
-    result["seen_by_linker"] = seen
-    result["gold"] = str(gold) + (f" (held out by {heldout_of})" if heldout_of is not None else "")
-    if indicators:
-        from .agreement import indicator_agreement, profile_graphs
-
-        common = {d["doc_id"] for d in gold_docs} & {d["doc_id"] for d in pred_docs}
-        run = {"config": config_path, "encoder": encoder_path, "device": device, "precision": precision,
-               "cache_dir": cache_dir}
-        gold_rows, gold_errors = profile_graphs([d for d in gold_docs if d["doc_id"] in common], **run)
-        pred_rows, pred_errors = profile_graphs([d for d in pred_docs if d["doc_id"] in common], **run)
-        result["indicator_agreement"] = {**indicator_agreement(gold_rows, pred_rows),
-                                         "skipped": {"gold": gold_errors, "pred": pred_errors}}
-    return result
+            common = {d["doc_id"] for d in gold_docs} & {d["doc_id"] for d in pred_docs}
+            run = {"config": config_path, "encoder": encoder_path, "device": device, "precision": precision,
+                   "cache_dir": cache_dir}
+            gold_rows, gold_errors = profile_graphs([d for d in gold_docs if d["doc_id"] in common], **run)
+            pred_rows, pred_errors = profile_graphs([d for d in pred_docs if d["doc_id"] in common], **run)
+            result["indicator_agreement"] = {**indicator_agreement(gold_rows, pred_rows),
+                                             "skipped": {"gold": gold_errors, "pred": pred_errors}}
+        return result
