@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..records import InputError, Trace
-from .formats import data_files
+from .formats import data_files, strip_extensions
 from .grades import verdict_name
 from .sources import FieldMap, Source, parse_source
 from .traces import detect_inputs
@@ -177,8 +177,6 @@ MODEL_WORDS = re.compile(r"(?i)(?:^|[^a-z0-9])(?:gpt|o[134]|claude|sonnet|opus|h
                          r"deepseek|r1|mistral|mixtral|magistral|phi\d*|grok|s1(?:\.\d)?|kimi|glm|olmo|"
                          r"nemotron|granite|minimax|hunyuan|ernie|doubao|openthinker|exaone)(?=$|[^a-z]|\d|(?-i:[A-Z]))")
 
-_SUFFIX = re.compile(r"(\.(?:jsonl?|ndjson|csv|tsv|parquet|txt|eval|arrow))?(\.(?:gz|bz2|xz|zst))?$", re.I)
-
 
 def model_path_template(sources: Iterable[str]) -> str | None:
     """A --path-pattern template that takes the model from the files' paths: the one path part (a
@@ -197,29 +195,24 @@ def model_path_template(sources: Iterable[str]) -> str | None:
     """
     groups: dict[tuple, list[tuple[str, ...]]] = {}  # files alike in depth, suffix and fields of the name
     for parts in sorted({tuple(Path(s).as_posix().split("/")) for s in sources}):
-        stem = _SUFFIX.sub("", parts[-1])
-        groups.setdefault((len(parts), _SUFFIX.search(parts[-1]).group(0), stem.count("_")), []).append(parts)
-    found = {t for group in groups.values() if len(group) > 1 and (t := _model_part(group))}
+        stem = strip_extensions(parts[-1])
+        groups.setdefault((len(parts), parts[-1][len(stem):], stem.count("_")), []).append(parts)
+    found = {t for (_, suffix, _), group in groups.items() if len(group) > 1 and (t := _model_part(group, suffix))}
     return found.pop() if len(found) == 1 else None
 
 
-def _model_part(parts: list[tuple[str, ...]]) -> str | None:
+def _model_part(parts: list[tuple[str, ...]], suffix: str) -> str | None:
+    """The template for files alike (one depth, one `suffix`, one number of name fields), or None."""
     found = []
     for depth in range(1, len(parts[0]) + 1):  # from the file name up
         values = {p[-depth] for p in parts}
         if len(values) < 2:
             continue
         if depth == 1:
-            stems = {_SUFFIX.sub("", v) for v in values}
-            suffixes = {_SUFFIX.search(v).group(0) for v in values}
-            fields = {tuple(stem.split("_")) for stem in stems}
-            if len(suffixes) != 1 or len({len(f) for f in fields}) != 1:
-                continue
-            varying = [i for i in range(len(next(iter(fields)))) if len({f[i] for f in fields}) > 1]
+            fields = [strip_extensions(v).split("_") for v in values]
+            varying = [i for i in range(len(fields[0])) if len({f[i] for f in fields}) > 1]
             if len(varying) == 1 and _models(f[varying[0]] for f in fields):
-                first = next(iter(fields))
-                name = "_".join("{model}" if i == varying[0] else first[i] for i in range(len(first)))
-                found.append(name + suffixes.pop())
+                found.append("_".join("{model}" if i in varying else part for i, part in enumerate(fields[0])) + suffix)
         elif _models(values):
             found.append("{model}/" + "/".join("{}" for _ in range(depth - 1)))
     return found[0] if len(found) == 1 else None
