@@ -398,14 +398,9 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
         "field_warnings": [w.as_dict() for w in field_warnings(opts)],
         "duplicate_ids": joined.duplicates,
         "semantic_spread_sampled": joined.semantic_spread_sampled,
-        "unknown_fix": unknown_fixes(joined),
+        "unknown_fix": {key: unknown_fix(key, sorted(joined.unknown_sources) if key == "model" else ())
+                        for key, count in joined.unknown.items() if count},
     }
-
-
-def unknown_fixes(joined: Joined) -> dict[str, str]:
-    """What to pass for each of model and domain that some traces lack (run.json, the summary)."""
-    return {key: unknown_fix(key, sorted(joined.unknown_sources) if key == "model" else ())
-            for key, count in joined.unknown.items() if count}
 
 
 def _sync_replace(tmp: Path, path: Path) -> None:
@@ -460,17 +455,17 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     by_model = group_profiles(prof, ("model",))
     by_model_domain = group_profiles(prof, ("model", "domain"))
     stage("assemble: writing tables")
-    write_outputs(out, joined, prof, by_model, by_model_domain, norms, run_info(opts, cfg, encoder, linker, joined))
+    info = run_info(opts, cfg, encoder, linker, joined)
+    write_outputs(out, joined, prof, by_model, by_model_domain, norms, info)
     stage("assemble: unusual traces and failure risk")
     write_anomalies(out, cfg.stats)
     stage("stats")
     write_stats(out, cfg.stats)
     return {"out_dir": str(out), "traces": len(joined.rows), "errors": joined.errors, "resumed": resumed,
-            "duplicates": len(joined.duplicates), "unknown": joined.unknown, "unknown_fix": unknown_fixes(joined),
+            "duplicates": len(joined.duplicates), "unknown": joined.unknown, "unknown_fix": info["unknown_fix"],
             "untagged": joined.untagged,
             "code_not_run": joined.code_not_run,
-            "coverage": joined.accounting.coverage(), "coverage_warnings": joined.accounting.warnings(),
-            "grades": joined.accounting.grade_summary(),
+            "coverage": info["coverage"], "coverage_warnings": info["coverage_warnings"], "grades": info["grades"],
             "model_profiles": by_model, "model_domain_profiles": by_model_domain,
             "norms": str(opts.norms) if opts.norms else None}
 

@@ -89,7 +89,8 @@ def split_tags(text: str) -> Split:
     mark = text.rfind(FINAL_MARK)
     if mark > 0 and text[mark - 1].isspace() and text[:mark].strip():
         rest = text[mark + len(FINAL_MARK):]
-        if rest.strip() and "\n" not in rest.strip():
+        answer = rest.strip()
+        if answer and "\n" not in answer:
             return Split(None, (0, mark), (len(text) - len(rest.lstrip()), len(text)))
     return Split(None, (0, len(text)), None)
 
