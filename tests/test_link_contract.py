@@ -90,9 +90,22 @@ def tiny_classifier(folder, id2label, seed=0, words=None, hidden=16, layers=1, p
     return folder
 
 
+@pytest.fixture(scope="module")
+def linkers(config, tmp_path_factory):
+    """Each backend made once for the module, whichever test asks for it first."""
+    made = {}
+
+    def get(name):
+        if name not in made:
+            made[name] = make_linker(name, config, tmp_path_factory)
+        return made[name]
+
+    return get
+
+
 @pytest.fixture(scope="module", params=BACKENDS)
-def linker(request, config, tmp_path_factory):
-    return make_linker(request.param, config, tmp_path_factory)
+def linker(request, linkers):
+    return linkers(request.param)
 
 
 # The 10,000-unit trace for one backend of each kind: parser-reader has every part of parser and
@@ -102,8 +115,8 @@ LONG_TRACE_BACKENDS = [b for b in BACKENDS if b not in ("parser", "parser-lexica
 
 
 @pytest.fixture(scope="module", params=LONG_TRACE_BACKENDS)
-def long_trace_linker(request, config, tmp_path_factory):
-    return make_linker(request.param, config, tmp_path_factory)
+def long_trace_linker(request, linkers):
+    return linkers(request.param)
 
 
 def make_linker(name, config, tmp_path_factory):
