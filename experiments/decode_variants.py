@@ -9,9 +9,11 @@ trace decoded from perturbed probabilities (Gumbel noise of scale --tau-types on
 log-probabilities, --tau-edges on the pair-class log-probabilities; seed 0). Printed per set: edge /
 far-edge / type F1, median and mean indicator rho (silver: also the median of each half split by
 sha1(doc_id) mod 2), the five dimensions' rho and the worst mean |ours - gold| / sd(gold).
+`--model DIR`: another parser folder over the same encoder and units, its outputs cached beside.
 
     python experiments/decode_variants.py --variant '{}' --variant '{"threshold_near": 0.35}'
     python experiments/decode_variants.py --samples 8 --tau-types 0.5 --tau-edges 0.5
+    python experiments/decode_variants.py --model runs/QE --variant '{}'
 """
 from __future__ import annotations
 
@@ -37,8 +39,24 @@ from thinkprobe.training.dev_cv import adapted_outputs, dev_examples, predicted 
 MODEL = REPO / "models" / "parser-minilm-reader"
 
 
-def scored_sets(cache: Path) -> dict[str, dict]:
-    """{"silver_held", "dev"}: gold documents, encoded rows and the shipped parser's outputs (cached)."""
+def scored_sets(cache: Path, model: Path = MODEL) -> dict[str, dict]:
+    """{"silver_held", "dev"}: gold documents, encoded rows and the outputs of the shipped parser, or
+    of `model` (another parser folder over the same encoder: its outputs cached beside), cached."""
+    sets = _shipped_sets(cache)
+    if model.resolve() == MODEL.resolve():
+        return sets
+    path = cache.with_name(f"outs-{model.resolve().name}.pkl")
+    if path.exists():
+        with open(path, "rb") as f:
+            outs = pickle.load(f)
+    else:
+        outs = {n: adapted_outputs(model, dev_examples(model, d["docs"], d["rows"]), [], 0, 0.0) for n, d in sets.items()}
+        with open(path, "wb") as f:
+            pickle.dump(outs, f)
+    return {n: {**d, "outs": outs[n]} for n, d in sets.items()}
+
+
+def _shipped_sets(cache: Path) -> dict[str, dict]:
     if cache.exists():
         with open(cache, "rb") as f:
             return pickle.load(f)
@@ -99,10 +117,11 @@ def main() -> None:
     ap.add_argument("--tau-types", type=float, default=0.5)
     ap.add_argument("--tau-edges", type=float, default=0.5)
     ap.add_argument("--work", default="runs/decode-variants", help="cache folder (scored traces, embeddings)")
+    ap.add_argument("--model", type=Path, default=MODEL, help="a parser folder (default: the shipped one)")
     args = ap.parse_args()
     work = Path(args.work)
-    sets = scored_sets(work / "scored.pkl")
-    base = json.loads((MODEL / "config.json").read_text(encoding="utf-8"))["decode"]
+    sets = scored_sets(work / "scored.pkl", args.model)
+    base = json.loads((args.model / "config.json").read_text(encoding="utf-8"))["decode"]
     cache = str(work / "embeddings")
     gold = {n: profile_graphs(d["docs"], device="cpu", cache_dir=cache)[0] for n, d in sets.items()}
     for variant in args.variant or (["{}"] if not args.samples else []):

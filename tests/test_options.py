@@ -59,11 +59,14 @@ def test_a_registered_backend_is_offered_and_runs(tmp_path):
     res = CliRunner().invoke(main, ["profile", "--help"])
     assert res.exit_code == 0 and "toy" in res.output and toy_linker.TOY.name == "toy"
     out = tmp_path / "out"
+    toy_linker.ToyLinker.questions.clear()
     res = CliRunner().invoke(main, ["profile", str(SAMPLES), "-o", str(out), "--linker", "toy", "--types", "cue",
                                     "--device", "cpu", "--no-cache", "--no-report", "--no-progress", "--limit", "2"])
     assert res.exit_code == 0, res.output
     run = json.loads((out / "run.json").read_text(encoding="utf-8"))
     assert run["linker"] == "toy"
+    questions = [json.loads(line)["question"] for line in SAMPLES.read_text(encoding="utf-8").splitlines()[:2]]
+    assert sorted(toy_linker.ToyLinker.questions) == sorted(questions)  # each trace's question reaches the linker
     for line in (out / "graphs.jsonl").read_text(encoding="utf-8").splitlines():
         g = json.loads(line)
         assert [(e["src"], e["dst"]) for e in g["edges"] if e["type"] == "inference"] == \

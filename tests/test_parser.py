@@ -13,9 +13,9 @@ from thinkprobe.link.candidates import CandidateParams  # noqa: E402
 from thinkprobe.link.features import word_index  # noqa: E402
 from thinkprobe.link.protocol import PAIR_CLASSES, TYPE_CLASSES  # noqa: E402
 from thinkprobe.link.parser import (  # noqa: E402
-    LEXICAL_PAIR_FEATURES, ParserFeaturizer, ParserLinker, build_parser_model, distance_bucket, earlier_topk,
-    init_model_dir, last_mentions, lexical_pair_features, number_index, pair_class_probs, parser_candidates,
-    trace_features,
+    LEXICAL_PAIR_FEATURES, QUESTION_FEATURES, ParserFeaturizer, ParserLinker, build_parser_model, distance_bucket,
+    earlier_topk, init_model_dir, last_mentions, lexical_pair_features, number_index, pair_class_probs, parser_candidates,
+    question_overlap, trace_features,
 )
 from thinkprobe.records import ThoughtUnit  # noqa: E402
 
@@ -382,3 +382,37 @@ def test_synthesis_needs_two_blocks_and_structural_units_lose_weak_parents():
     assert {(0, 3, "inference"), (1, 3, "inference"), (6, 2, "synthesis"), (6, 4, "synthesis")} <= shaped
     assert not {e for e in shaped if e[1] == 3 and e[2] == "synthesis"} and (3, 0, "synthesis") not in shaped
     assert (4, 3, "critique") in shaped and (1, 4, "inference") in shaped and (2, 4, "inference") not in shaped
+
+
+def test_question_overlap_marks_a_restatement_of_the_question():
+    question = "A train leaves at 9:40 and travels 120 km at 80 km/h. When does it arrive?"
+    units = _texts(["Okay, so a train leaves at 9:40 and travels 120 km at 80 km/h.", "Time is distance over speed.",
+                    "So 120 / 80 = 1.5 hours.", "Wait, when does it arrive?"])
+    q = question_overlap(units, question)
+    assert q.shape == (4, QUESTION_FEATURES) and np.all(q[:, 3] == 1.0)
+    assert q[0, 0] > 0.8 and q[0, 2] == 1.0  # the restatement: its words and numbers are the question's
+    assert q[1, 0] < 0.3 and q[2, 2] == pytest.approx(2 / 3)  # 120 and 80 are the question's, 1.5 is not
+    assert q[3, 1] > q[1, 1]
+    assert not question_overlap(units, None).any() and not question_overlap(units, "  ").any()
+    assert question_overlap([], question).shape == (0, QUESTION_FEATURES)
+
+
+def test_a_parser_that_reads_the_question_scores_by_it_and_caches_each_apart(tmp_path):
+    cfg = Config.load()
+    units, emb = _units(12), _emb(12)
+    question = "Let me know: is x = 3 right?"
+    reads = init_model_dir(tmp_path / "reads", cfg, seed=3, lexical_pairs=True, rerank=True, question=True)
+    plain = init_model_dir(tmp_path / "plain", cfg, seed=3, lexical_pairs=True, rerank=True)
+    a = ParserLinker(reads, cfg, cache_dir=tmp_path / "cache")
+    with_q, without = a.score([(units, emb, question)])[0], a.score([(units, emb)])[0]
+    assert np.array_equal(with_q["i"], without["i"]) and np.array_equal(with_q["j"], without["j"])  # same candidates
+    assert not np.allclose(with_q["types"], without["types"])  # the question columns reach the type head
+    again = ParserLinker(reads, cfg, cache_dir=tmp_path / "cache")  # from the cache: each under its own key
+    assert np.array_equal(again.score([(units, emb, question)])[0]["types"], with_q["types"])
+    assert np.array_equal(again.score([(units, emb, None)])[0]["types"], without["types"])
+    assert again.cache_stats["hits"] == 2 and again.cache_stats["misses"] == 0
+    edges = a.link([LinkInput(units, emb, question)])[0]
+    assert edges == ParserLinker(reads, cfg).link([LinkInput(units, emb, question)])[0]
+    b = ParserLinker(plain, cfg)  # a model that does not read it: the question changes nothing
+    assert np.array_equal(b.score([(units, emb, question)])[0]["types"], b.score([(units, emb)])[0]["types"])
+    assert b.link([LinkInput(units, emb, question)]) == b.link([LinkInput(units, emb)])

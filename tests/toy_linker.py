@@ -13,6 +13,7 @@ class ToyLinker:
     kind = "chain + critique of the previous unit (a test backend)"
     structural_types = False
     cache_stats: dict[str, int] = {}
+    questions: list = []  # every question it was handed (LinkInput.question), in order, for the tests
 
     @classmethod
     def load(cls, cfg, *, model_dir=None, device="cpu", cache_dir=None) -> "ToyLinker":
@@ -21,6 +22,7 @@ class ToyLinker:
     def link(self, batch, mapper=map):
         out = []
         for item in batch:
+            ToyLinker.questions.append(item.question)
             edges = [Edge(j - 1, j, "inference") for j in range(1, len(item.units))]
             edges += [Edge(j, j - 1, "critique", "uncertain") for j in range(1, len(item.units))
                       if item.units[j].node_type == "CRT"]

@@ -40,11 +40,14 @@ def connect(path: Path) -> sqlite3.Connection:
     return db
 
 
-def trace_digest(units: Sequence[ThoughtUnit], emb: np.ndarray) -> bytes:
-    """What a trained model reads of one trace. Node types are left out: scores do not use them."""
+def trace_digest(units: Sequence[ThoughtUnit], emb: np.ndarray, question: str | None = None) -> bytes:
+    """What a trained model reads of one trace (and its question, for a model that reads it: None
+    leaves the digest as without). Node types are left out: scores do not use them."""
     h = hashlib.sha256(np.ascontiguousarray(emb, dtype=np.float32).tobytes())
     h.update(json.dumps([[u.text, u.section, u.segment, list(u.cues)] for u in units],
                         ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    if question is not None:
+        h.update(b"\0question\0" + question.encode("utf-8", "surrogatepass"))
     return h.digest()
 
 
@@ -137,12 +140,12 @@ class ScoreCache(_KeyedStore):
 
 def through_cache(cache: ScoreCache | None, traces: Sequence[tuple[Sequence[ThoughtUnit], np.ndarray]],
                   compute: Callable[[list[int]], list[dict[str, np.ndarray]]]) -> list[dict[str, np.ndarray]]:
-    """Per-trace model outputs for `traces` ((units, embeddings) each): from `cache` where present;
+    """Per-trace model outputs for `traces` ((units, embeddings[, question]) each): from `cache` where present;
     `compute(indices)` gives the others' in the order asked (a trace repeated in the batch once),
     and they are stored. Without a cache every trace is computed."""
     if cache is None:
         return compute(list(range(len(traces))))
-    keys = [cache.key(trace_digest(units, emb)) for units, emb in traces]
+    keys = [cache.key(trace_digest(*trace)) for trace in traces]
     found = cache.get(keys)
     todo = {}
     for n, k in enumerate(keys):

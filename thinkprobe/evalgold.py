@@ -461,8 +461,8 @@ def profile_docs(gold: str | Path | Sequence[Mapping], cfg, encoder, linker, can
         if isinstance(graph, InputError):
             raise ValueError(str(graph))
         doc = to_reasoningflow(graph_record(graph, {}))
-        doc["thinkprobe_candidates"] = [[int(i), j] for j, row in enumerate(candidates(LinkInput(graph.units, graph.embeddings)))
-                                        for i in row]
+        item = LinkInput(graph.units, graph.embeddings, graph.trace.question)
+        doc["thinkprobe_candidates"] = [[int(i), j] for j, row in enumerate(candidates(item)) for i in row]
         docs.append(doc)
     return docs
 

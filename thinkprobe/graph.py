@@ -94,10 +94,10 @@ def link_graphs(graphs: Sequence[ThoughtGraph], linker: Linker, typer: Typer | N
     if not graphs:
         return
     if typer is not None:
-        retyped = typer.batch([(g.units, g.embeddings) for g in graphs], mapper)
+        retyped = typer.batch([(g.units, g.embeddings, g.trace.question) for g in graphs], mapper)
         for g, units in zip(graphs, retyped):
             g.units = units
-    inputs = [LinkInput(g.units, g.embeddings) for g in graphs]
+    inputs = [LinkInput(g.units, g.embeddings, g.trace.question) for g in graphs]
     edge_lists = linker.link(inputs, mapper=mapper)
     for graph, edges in zip(graphs, edge_lists):
         _attach_edges(graph, edges)

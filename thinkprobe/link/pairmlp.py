@@ -401,8 +401,10 @@ class Retyper:
     def __call__(self, units: Sequence[ThoughtUnit], emb: np.ndarray) -> list[ThoughtUnit]:
         return [replace(u, node_type=t) for u, t in zip(units, self.head.predict(units, emb, self.structural))]
 
-    def batch(self, items: Sequence[tuple[Sequence[ThoughtUnit], np.ndarray]], mapper=map) -> list[list[ThoughtUnit]]:
-        """Several traces at once, their features built through `mapper`."""
+    def batch(self, items: Sequence[tuple], mapper=map) -> list[list[ThoughtUnit]]:
+        """Several traces at once ((units, embeddings[, question]) each; the question is not read),
+        their features built through `mapper`."""
+        items = [(item[0], item[1]) for item in items]
         return [[replace(u, node_type=t) for u, t in zip(units, self.head.predict(units, emb, self.structural, probs))]
                 for (units, emb), probs in zip(items, self.head.probabilities_batch(items, mapper))]
 

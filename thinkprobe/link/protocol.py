@@ -28,10 +28,12 @@ TYPE_CLASSES: tuple[str, ...] = ("FAC", "RSN", "EXP", "CRT", "MET", "CON", "RPT"
 
 @dataclass(frozen=True)
 class LinkInput:
-    """One trace as the linker sees it: units (provisional types, cues, segments) and embeddings."""
+    """One trace as the linker sees it: units (provisional types, cues, segments), embeddings and
+    the trace's question (None: none given; a backend may read it or not)."""
 
     units: Sequence[ThoughtUnit]
     embeddings: np.ndarray  # (n, d), unit-normalised
+    question: str | None = None
 
 
 class Linker(Protocol):
@@ -83,13 +85,14 @@ class Typer(Protocol):
     parser's type scores); None in its place means the cue lexicon's types.
 
     - `__call__(units, embeddings)`: the units of one trace with their provisional types.
-    - `batch(items, mapper=map)`: the same for several (units, embeddings) pairs at once.
+    - `batch(items, mapper=map)`: the same for several traces at once, each (units, embeddings) or
+      (units, embeddings, question) (a typer that does not read the question ignores it).
     - `cache_stats`: {"hits", "misses"} of its per-trace score cache ({} when it keeps none).
     """
 
     def __call__(self, units: Sequence[ThoughtUnit], emb: np.ndarray) -> list[ThoughtUnit]: ...
 
-    def batch(self, items: Sequence[tuple[Sequence[ThoughtUnit], np.ndarray]], mapper=map) -> list[list[ThoughtUnit]]: ...
+    def batch(self, items: Sequence[tuple], mapper=map) -> list[list[ThoughtUnit]]: ...
 
     @property
     def cache_stats(self) -> dict[str, int]: ...

@@ -58,8 +58,10 @@ def dev_examples(model_dir: Path, docs: list[dict], rows: list[dict]) -> list[di
     from thinkprobe.link.parser import ParserLinker
     from thinkprobe.link.protocol import TYPE_CLASSES
 
+    from .parser_data import doc_question
+
     linker = ParserLinker(model_dir)
-    items = [(r["units"], r["emb"]) for r in rows]
+    items = [(r["units"], r["emb"], doc_question(docs[r["doc_index"]])) for r in rows]
     feats = linker.features(items)
     inputs = linker.parser_inputs(items)  # with a reader: [embedding, reader vector]
     out = []

@@ -11,7 +11,8 @@ from ..config import Config
 from ..link.features import SHAPE_PATTERNS as LINKER_SHAPE_PATTERNS
 from ..shared_data import REPO
 from .model_card import epochs_used, model_card
-from .parser_data import SILVER, encoding_of, examples, held_out, load_prepared, load_silver, prepare
+from .parser_data import (SILVER, doc_question, encoding_of, examples, held_out, load_prepared, load_silver, prepare,
+                          question_dropped)
 from .parser_fit import DECODE_FLAGS, GRID, brief, fit_thresholds, fit_type_offsets, scored_doc, train_model
 
 __all__ = ["train", "compare", "ensemble", "save", "epochs_used", "model_card", "SHAPE_PATTERNS", "RATE_HELP", "parse_args", "main", "main_with"]
@@ -33,7 +34,7 @@ def train(args) -> None:
                              conclusion_lookback=args.conclusion_lookback, block_lookback=args.block_lookback,
                              number_lookback=args.number_lookback, horizon=args.horizon, learned_k=args.learned_k,
                              rerank_pool=args.rerank_pool)
-    featurizer = ParserFeaturizer(list(cfg.lexicon), SHAPE_PATTERNS, args.lexical_pairs)
+    featurizer = ParserFeaturizer(list(cfg.lexicon), SHAPE_PATTERNS, args.lexical_pairs, args.question)
     retriever = reranker = None
     if args.rerank_pool:
         # the coarse stage first: a reranker of each unit's rerank_pool most similar earlier units
@@ -48,12 +49,17 @@ def train(args) -> None:
 
             from .rerank_fit import train_reranker
 
-            pool = examples(rows, docs, replace(params, top_k=args.rerank_pool, learned_k=0, rerank_pool=0), featurizer, log)
+            base = ParserFeaturizer(list(cfg.lexicon), SHAPE_PATTERNS, args.lexical_pairs)  # a reranker reads no question
+            pool = examples(rows, docs, replace(params, top_k=args.rerank_pool, learned_k=0, rerank_pool=0), base, log)
             reranker = train_reranker([x for x in pool if not held_out(x["doc_id"], args.val_frac, args.val_start)],
                                       [x for x in pool if held_out(x["doc_id"], args.val_frac, args.val_start)],
-                                      args.rerank_pool, args, log, per_trace=args.rerank_trace, unit_size=featurizer.size)
+                                      args.rerank_pool, args, log, per_trace=args.rerank_trace, unit_size=base.size)
             del pool
-    exs = examples(rows, docs, params, featurizer, log, reranker=reranker)
+    def question(doc):  # training traces shown without their question now and then; held-out ones as the pipeline shows them
+        dropped = not held_out(doc["doc_id"], args.val_frac, args.val_start) and question_dropped(doc["doc_id"], args.question_dropout)
+        return None if dropped else doc_question(doc)
+
+    exs = examples(rows, docs, params, featurizer, log, reranker=reranker, question=question)
     if args.learned_k and not args.rerank_pool:
         # the coarse stage first: a retriever trained on the training traces' silver pairs beyond the
         # window; its top learned_k per unit then join the candidates the parser is trained on
@@ -64,7 +70,7 @@ def train(args) -> None:
         retriever, r_epoch = train_retriever(tr, val, tr[0]["emb"].shape[1], featurizer.size, args, log)
         got = dict(zip((x["doc_index"] for x in exs), retrieved_of(retriever, exs)))
         rows = [r for r in rows if r["doc_index"] in got]
-        exs = examples(rows, docs, params, featurizer, log, [got[r["doc_index"]] for r in rows])
+        exs = examples(rows, docs, params, featurizer, log, [got[r["doc_index"]] for r in rows], question=question)
     val = [x for x in exs if held_out(x["doc_id"], args.val_frac, args.val_start)]
     tr = [x for x in exs if not held_out(x["doc_id"], args.val_frac, args.val_start)]
     if retriever is not None:
@@ -151,9 +157,9 @@ def compare(args) -> None:
     systems = {"old default (pair MLP + type head)": (old, typer_old), "parser": (parser, parser.typer)}
 
     def as_docs(linker, typer, subset):
-        items = [(r["units"], r["emb"]) for r in subset]
+        items = [(r["units"], r["emb"], doc_question(docs[r["doc_index"]])) for r in subset]
         typed = typer.batch(items)
-        linked = linker.link([LinkInput(u, r["emb"]) for u, r in zip(typed, subset)])
+        linked = linker.link([LinkInput(u, r["emb"], q) for u, (_, _, q), r in zip(typed, items, subset)])
         return [scored_doc(docs[r["doc_index"]], units, edges) for r, units, edges in zip(subset, typed, linked)]
 
     for subset_name, subset in (("held out by both", both), ("held out by the parser", rows)):
@@ -314,6 +320,11 @@ def parse_args(argv=None):
     t.add_argument("--no-pair-feats", action="store_true")
     t.add_argument("--lexical-pairs", action="store_true",
                    help="the arc scorer also reads idf-weighted word overlap, shared numbers and last number mention")
+    t.add_argument("--question", action="store_true",
+                   help="the parser also reads each unit's word and number overlap with the trace's question")
+    t.add_argument("--question-dropout", type=float, default=0.2,
+                   help="with --question: the share of training traces shown without their question (by a hash of "
+                        "the id), so that a trace without one is read as well")
     t.add_argument("--proj", type=int, default=128)
     t.add_argument("--hidden", type=int, default=96)
     t.add_argument("--layers", type=int, default=1)

@@ -150,11 +150,25 @@ def held_out(doc_id: str, val_frac: float, val_start: float = 0.0) -> bool:
     return val_start * 1000 <= h < (val_start + val_frac) * 1000
 
 
-def examples(rows: list[dict], docs: list[dict], params, featurizer, log=print, retrieved=None, reranker=None) -> list[dict]:
+def doc_question(doc: dict) -> str | None:
+    """A ReasoningFlow document's question (what the pipeline reads from `raw_text.question`)."""
+    return (doc.get("raw_text") or {}).get("question") or None
+
+
+def question_dropped(doc_id: str, share: float) -> bool:
+    """Whether a training trace is shown without its question (a share of them, by a hash of the id)."""
+    import hashlib
+
+    return int(hashlib.sha1(f"question:{doc_id}".encode()).hexdigest()[:8], 16) % 1000 < share * 1000
+
+
+def examples(rows: list[dict], docs: list[dict], params, featurizer, log=print, retrieved=None, reranker=None,
+             question=doc_question) -> list[dict]:
     """Per trace: the parser's features (trace_features) plus targets: arc (0/1 per candidate),
     label (PAIR_CLASSES index, 0 where no arc), types (TYPE_CLASSES index, -1 where no node), and
     every silver pair (pairs: (i, j), i < j). `retrieved`: per row, a learned retriever's output
-    (`retriever.retrieve`), or None; `reranker`: the candidate reranker (`rerank.Reranker`), or None."""
+    (`retriever.retrieve`), or None; `reranker`: the candidate reranker (`rerank.Reranker`), or None;
+    `question(doc)`: the question the parser is shown (a featurizer with `question` reads it)."""
     from thinkprobe.evalgold import silver_labels
     from thinkprobe.link.parser import trace_features
     from thinkprobe.link.protocol import TYPE_CLASSES
@@ -168,7 +182,8 @@ def examples(rows: list[dict], docs: list[dict], params, featurizer, log=print, 
             continue
         doc = docs[r["doc_index"]]
         unit_types, labels = silver_labels(doc, units)
-        f = trace_features(units, r["emb"], params, featurizer, None if retrieved is None else retrieved[n_row], reranker)
+        f = trace_features(units, r["emb"], params, featurizer, None if retrieved is None else retrieved[n_row], reranker,
+                           question(doc) if featurizer.question else None)
         lab = np.array([labels.get((int(a), int(b)), 0) for a, b in zip(f["i"], f["j"])], dtype=np.int64)
         cand = set(zip(f["i"].tolist(), f["j"].tolist()))
         for (a, b) in labels:

@@ -5,7 +5,8 @@ models/parser-<name>/.
 Model (torch, small, CPU-friendly):
 - unit inputs: the frozen MiniLM embedding, projected, plus unit features (lexicon cue flags,
   text-shape flags whose patterns are stored with the model, position, length, section, block
-  start, similarity to the neighbours and to the most similar earlier unit);
+  start, similarity to the neighbours and to the most similar earlier unit; with `question`, the
+  unit's word and number overlap with the trace's question, for restatements of it);
 - a contextualizer over the trace's units in order: a BiLSTM (linear in the trace length);
 - an arc scorer for each candidate pair (i < j): an MLP over the two contextual states (as head and
   dependent), their product, a distance-bucket embedding and pair features (cosine, its rank among
@@ -34,8 +35,8 @@ from ..candidates import DISTANCE_BUCKETS, distance_bucket
 from ..features import SHARED_PAIR_FEATURES
 from ..models import read_model_dir
 from .candidates import earlier_topk, last_mentions, number_index, parser_candidates
-from .features import (LEXICAL_PAIR_FEATURES, LOGP_FLOOR, ParserFeaturizer, candidate_rank, lexical_pair_features, pair_features,
-                       trace_features, unit_features)
+from .features import (LEXICAL_PAIR_FEATURES, LOGP_FLOOR, QUESTION_FEATURES, ParserFeaturizer, candidate_rank,
+                       lexical_pair_features, pair_features, question_overlap, trace_features, unit_features)
 from .linker import ParserLinker, ParserTyper
 from .model_dir import init_model_dir, load_parser_model, write_model_dir
 from .network import build_parser_model, pair_class_probs, predict_types
@@ -46,5 +47,5 @@ from .runner import run_parser
 __all__ = [
     "DISTANCE_BUCKETS", "ParserFeaturizer", "parser_candidates", "earlier_topk", "trace_features",
     "build_parser_model", "ParserLinker", "ParserTyper", "distance_bucket", "LEXICAL_PAIR_FEATURES", "lexical_pair_features",
-    "number_index", "last_mentions", "predict_types", "unit_features",
+    "number_index", "last_mentions", "predict_types", "unit_features", "QUESTION_FEATURES", "question_overlap",
 ]

@@ -15,7 +15,7 @@ from ..features import (SHARED_PAIR_FEATURES, TextFlags, rank_and_origin_columns
                         symbol_rates, word_index)
 from .candidates import earlier_topk, last_mentions, number_index, parser_candidates
 
-__all__ = ["LEXICAL_PAIR_FEATURES", "lexical_pair_features", "ParserFeaturizer", "pair_features", "candidate_rank",
+__all__ = ["LEXICAL_PAIR_FEATURES", "lexical_pair_features", "QUESTION_FEATURES", "question_overlap", "ParserFeaturizer", "pair_features", "candidate_rank",
            "trace_features", "unit_features", "LOGP_FLOOR"]
 
 # Pair features a parser trained with `lexical_pairs` reads after the shared ones.
@@ -47,25 +47,81 @@ def lexical_pair_features(n: int, i: np.ndarray, j: np.ndarray, words: tuple[np.
     return out
 
 
+# Unit features a parser trained with `question` reads after the others (`question_overlap`).
+QUESTION_FEATURES = 4
+
+
+def question_overlap(units: Sequence[ThoughtUnit], question: str | None) -> np.ndarray:
+    """(n, 4) float32: how much of each unit the question holds, for a restatement of it: the share
+    of the unit's distinct words that the question also writes, the same weighted by inverse unit
+    frequency within the trace (log(n / df) + 0.1), the share of its numbers (but 0, 1, 2) that the
+    question writes, and whether there is a question at all (all zero without one). Linear in the
+    text.
+
+    >>> from thinkprobe.records import ThoughtUnit as U
+    >>> question_overlap([U(0, "reasoning", 0, 1, "Find x if x + 12 = 30.", 0), U(1, "reasoning", 0, 1, "So x is 18.", 0)],
+    ...                  "Find x if x + 12 = 30.").astype(float).round(2).tolist()
+    [[1.0, 1.0, 1.0, 1.0], [0.25, 0.04, 0.0, 1.0]]
+    """
+    out = np.zeros((len(units), QUESTION_FEATURES), dtype=np.float32)
+    if not question or not question.strip() or not len(units):
+        return out
+    with_question = [*units, ThoughtUnit(len(units), "question", 0, 0, question, 0)]
+    indptr, ids = word_index(with_question)
+    nptr, nids = number_index(with_question)
+    n = len(units)
+    q_words = np.zeros(int(ids.max()) + 1 if len(ids) else 0, dtype=bool)
+    q_words[ids[indptr[n]:]] = True
+    q_nums = np.zeros(int(nids.max()) + 1 if len(nids) else 0, dtype=bool)
+    q_nums[nids[nptr[n]:]] = True
+    unit_ids, unit_nums = ids[:indptr[n]], nids[:nptr[n]]
+    rows = np.repeat(np.arange(n), np.diff(indptr[:n + 1]))
+    idf = np.log(n / np.maximum(np.bincount(unit_ids, minlength=len(q_words)), 1)) + 0.1
+    size = np.maximum(np.diff(indptr[:n + 1]), 1)
+    held = q_words[unit_ids]
+    out[:, 0] = np.bincount(rows, weights=held, minlength=n) / size
+    total = np.bincount(rows, weights=idf[unit_ids], minlength=n)
+    out[:, 1] = np.bincount(rows, weights=idf[unit_ids] * held, minlength=n) / np.where(total > 0, total, 1.0)
+    nrows = np.repeat(np.arange(n), np.diff(nptr[:n + 1]))
+    count = np.diff(nptr[:n + 1])
+    out[:, 2] = np.bincount(nrows, weights=q_nums[unit_nums], minlength=n) / np.maximum(count, 1)
+    out[:, 3] = 1.0
+    return out
+
+
 class ParserFeaturizer(TextFlags):
     """Per-unit features besides the embedding: cue flags, text-shape flags (patterns stored with
-    the model), and 10 numeric features. Linear in the trace length."""
+    the model), 10 numeric features and, for a model trained with `question`, the unit's overlap
+    with the question (`question_overlap`). Linear in the trace length."""
 
     numeric = 10
 
-    def __init__(self, cue_names: Sequence[str], shape_patterns: Mapping[str, str], lexical_pairs: bool = False):
+    def __init__(self, cue_names: Sequence[str], shape_patterns: Mapping[str, str], lexical_pairs: bool = False,
+                 question: bool = False):
         super().__init__(cue_names, shape_patterns)
         self.lexical_pairs = lexical_pairs  # whether the model reads `lexical_pair_features` too
+        self.question = question  # whether the model reads `question_overlap` too
+
+    @property
+    def base_size(self) -> int:
+        """The columns before the question's (what a reranker reads of a unit)."""
+        return super().size
+
+    @property
+    def size(self) -> int:
+        return self.base_size + (QUESTION_FEATURES if self.question else 0)
 
     @property
     def pair_size(self) -> int:
         return SHARED_PAIR_FEATURES + (LEXICAL_PAIR_FEATURES if self.lexical_pairs else 0)
 
-    def __call__(self, units: Sequence[ThoughtUnit], emb: np.ndarray, best: np.ndarray) -> np.ndarray:
+    def __call__(self, units: Sequence[ThoughtUnit], emb: np.ndarray, best: np.ndarray, question: str | None = None) -> np.ndarray:
         out, texts, length, f = self.flags(units)
         n = len(units)
         if not n:
             return out
+        if self.question:
+            out[:, self.base_size:] = question_overlap(units, question)
         k = np.arange(n)
         neighbour = np.einsum("ij,ij->i", emb[1:], emb[:-1]) if n > 1 else np.zeros(0, np.float32)
         out[:, f] = k / max(1, n - 1)
@@ -108,7 +164,8 @@ def candidate_rank(s: np.ndarray, j: np.ndarray) -> np.ndarray:
 
 
 def trace_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: CandidateParams,
-                   featurizer: ParserFeaturizer, retrieved: tuple | None = None, reranker=None) -> dict[str, np.ndarray]:
+                   featurizer: ParserFeaturizer, retrieved: tuple | None = None, reranker=None,
+                   question: str | None = None) -> dict[str, np.ndarray]:
     """What the parser reads of one trace: unit features (uf), candidate pairs (i, j, origin), their
     distance buckets (bucket) and pair features (pf). NumPy and numba only (worker processes).
     `retrieved`: a learned retriever's (queries, keys, distance bias) of the trace (`retriever.retrieve`,
@@ -116,14 +173,15 @@ def trace_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: Candid
     retrieval margin is the last pair feature. `reranker` (`rerank.Reranker`, with
     `params.rerank_pool`): the `rerank_pool` most similar units beyond the window get the pair
     features of a candidate set that holds them, and the reranker's `params.learned_k` best by
-    those join the candidates."""
+    those join the candidates (it reads the unit features before the question's). `question`: the
+    trace's question, for a featurizer with `question`."""
     emb = np.asarray(emb, dtype=np.float32)
     topk, best = earlier_topk(emb, max(params.top_k, params.rerank_pool if reranker is not None else 0),
                               skip=params.window, horizon=params.horizon)
     numbers = number_index(units) if featurizer.lexical_pairs or params.number_lookback else None
     last = last_mentions(numbers) if numbers is not None else None
     words = word_index(units)
-    uf = featurizer(units, emb, best)
+    uf = featurizer(units, emb, best, question)
     learned = rbest = None
     if retrieved is not None:
         from ..retriever import learned_topk
@@ -135,10 +193,10 @@ def trace_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: Candid
         pool = _pairs(units, emb, best, uf, topk, replace(params, top_k=params.rerank_pool, learned_k=0), featurizer, last,
                       numbers, words)
         if reranker.per_trace:
-            return _chosen_in_trace(pool, topk[:, :params.learned_k], reranker)
+            return _chosen_in_trace(pool, topk[:, :params.learned_k], reranker, featurizer.base_size)
         sel = scored_pairs(pool["origin"], per_trace=False)
         i, j = pool["i"][sel], pool["j"][sel]
-        score = reranker.pair_scores(pool["pf"][sel], pool["bucket"][sel], uf, i, j)
+        score = reranker.pair_scores(pool["pf"][sel], pool["bucket"][sel], uf[:, :featurizer.base_size], i, j)
         return _chosen(pool, best_per_unit(i, j, score, len(units), params.learned_k), topk[:, :params.top_k])
     out = _pairs(units, emb, best, uf, topk, params, featurizer, last, numbers, words, learned)
     if retrieved is not None:
@@ -159,7 +217,7 @@ def _chosen(pool: dict[str, np.ndarray], learned: np.ndarray, topk: np.ndarray) 
     return _subset(pool, keep, np.where(similar, origin, origin & ~FROM_SIMILARITY))
 
 
-def _chosen_in_trace(pool: dict[str, np.ndarray], similar: np.ndarray, reranker) -> dict[str, np.ndarray]:
+def _chosen_in_trace(pool: dict[str, np.ndarray], similar: np.ndarray, reranker, base_size: int) -> dict[str, np.ndarray]:
     """The candidate set of a reranker that chooses for the whole trace: the window, and of the
     pool's pairs beyond it (its most similar units and every look-back) the ones `best_in_trace`
     keeps, as many as the rule-based candidates hold beyond the window (each unit's look-backs and
@@ -172,8 +230,9 @@ def _chosen_in_trace(pool: dict[str, np.ndarray], similar: np.ndarray, reranker)
     i, j, o = pool["i"][scored], pool["j"][scored], origin[scored]
     named = (similar[j] == i[:, None]).any(axis=1) if similar.shape[1] else np.zeros(len(i), dtype=bool)
     budget = int((((o & FROM_LOOKBACK) > 0) | (((o & FROM_SIMILARITY) > 0) & named)).sum())
-    score = reranker.pair_scores(pool["pf"][scored], pool["bucket"][scored], pool["uf"], i, j)
-    logp = parent_log_probs(j, score, reranker.null_scores(pool["uf"]))
+    uf = pool["uf"][:, :base_size]
+    score = reranker.pair_scores(pool["pf"][scored], pool["bucket"][scored], uf, i, j)
+    logp = parent_log_probs(j, score, reranker.null_scores(uf))
     keep = ~scored
     keep[np.flatnonzero(scored)[most_probable(i, j, logp, budget)]] = True  # = best_in_trace
     feature = np.zeros(len(origin), dtype=np.float32)
@@ -203,8 +262,8 @@ def _pairs(units, emb, best, uf, topk, params, featurizer, last, numbers, words,
 
 
 def unit_features(units: Sequence[ThoughtUnit], emb: np.ndarray, params: CandidateParams,
-                  featurizer: ParserFeaturizer) -> np.ndarray:
+                  featurizer: ParserFeaturizer, question: str | None = None) -> np.ndarray:
     """The unit features alone (what a learned retriever reads besides the embeddings)."""
     emb = np.asarray(emb, dtype=np.float32)
     _, best = earlier_topk(emb, 0, horizon=params.horizon)
-    return featurizer(units, emb, best)
+    return featurizer(units, emb, best, question)

@@ -57,7 +57,8 @@ class ParserLinker:
         self.name = self.meta.get("name", self.model_dir.name)
         self.params = CandidateParams.from_dict(self.meta["candidates"])
         self.decode = dict(self.meta["decode"])
-        self.featurizer = ParserFeaturizer(self.meta["cue_names"], self.meta["shape_patterns"], self.meta.get("lexical_pairs", False))
+        self.featurizer = ParserFeaturizer(self.meta["cue_names"], self.meta["shape_patterns"], self.meta.get("lexical_pairs", False),
+                                           self.meta.get("question", False))
         self.device = device
         self._model = None
         self._retriever = None
@@ -143,48 +144,57 @@ class ParserLinker:
             self._encoder = Encoder(device=self.device)
         return self._encoder
 
-    def parser_inputs(self, items: Sequence[tuple[Sequence[ThoughtUnit], np.ndarray]]) -> list[np.ndarray]:
+    def parser_inputs(self, items: Sequence[tuple]) -> list[np.ndarray]:
         """What the network reads per unit: the embedding, and with a reader its vector of the unit's text."""
-        embs = [np.asarray(e, np.float32).reshape(len(u), self.embedding_dim) for u, e in items]
+        embs = [np.asarray(e, np.float32).reshape(len(u), self.embedding_dim) for u, e, *_ in items]
         if "reader" not in self.meta:
             return embs
-        vec = self.encoder.reader_vectors([x.text for u, _ in items for x in u], self.reader)
-        bounds = np.cumsum([0] + [len(u) for u, _ in items])
+        vec = self.encoder.reader_vectors([x.text for u, *_ in items for x in u], self.reader)
+        bounds = np.cumsum([0] + [len(u) for u, *_ in items])
         return [np.concatenate([e, vec[a:b]], axis=1) for e, a, b in zip(embs, bounds, bounds[1:])]
 
     @property
     def cache_stats(self) -> dict[str, int]:
         return self.cache.stats if self.cache else {}
 
-    def features(self, items: Sequence[tuple[Sequence[ThoughtUnit], np.ndarray]], mapper=map) -> list[dict[str, np.ndarray]]:
-        """`trace_features` of each trace (through `mapper`); with a learned retriever, its queries and
-        keys first (each trace alone, on the model's device); with a reranker, it chooses candidates there."""
-        units = [u for u, _ in items]
-        embs = [np.asarray(e, np.float32).reshape(len(u), self.embedding_dim) for u, e in items]
+    def features(self, items: Sequence[tuple], mapper=map) -> list[dict[str, np.ndarray]]:
+        """`trace_features` of each trace ((units, embeddings) or (units, embeddings, question)) through
+        `mapper`; with a learned retriever, its queries and keys first (each trace alone, on the model's
+        device); with a reranker, it chooses candidates there."""
+        units = [u for u, *_ in items]
+        embs = [np.asarray(e, np.float32).reshape(len(u), self.embedding_dim) for u, e, *_ in items]
+        questions = [self._question(item) for item in items]
         retrieved: Sequence = [None] * len(items)
         if self.retriever is not None:
             from ..retriever import retrieve
 
-            ufs = list(mapper(unit_features, units, embs, itertools.repeat(self.params), itertools.repeat(self.featurizer)))
+            ufs = list(mapper(unit_features, units, embs, itertools.repeat(self.params), itertools.repeat(self.featurizer),
+                              questions))
             retrieved = [retrieve(self.retriever, e, uf, self.device) for e, uf in zip(embs, ufs)]
         return list(mapper(trace_features, units, embs, itertools.repeat(self.params), itertools.repeat(self.featurizer),
-                           retrieved, itertools.repeat(self.reranker)))
+                           retrieved, itertools.repeat(self.reranker), questions))
+
+    def _question(self, item: tuple) -> str | None:
+        """The question of an item ((units, embeddings[, question])) where the model reads it, else None."""
+        return (item[2] or None) if self.featurizer.question and len(item) > 2 else None
 
     def candidates(self, item: LinkInput) -> list[np.ndarray]:
-        f = self.features([(item.units, item.embeddings)])[0]  # the pairs it scores
+        f = self.features([(item.units, item.embeddings, item.question)])[0]  # the pairs it scores
         i, j = f["i"], f["j"]
         bounds = np.searchsorted(j, np.arange(len(item.units) + 1))
         return [i[bounds[k]:bounds[k + 1]] for k in range(len(item.units))]
 
     @staticmethod
-    def _key(units: Sequence[ThoughtUnit], emb: np.ndarray):
+    def _key(units: Sequence[ThoughtUnit], emb: np.ndarray, question: str | None = None):
         return (len(units), tuple((u.start, u.end, u.segment, u.cues, u.text) for u in units),
-                np.asarray(emb, np.float32).tobytes())
+                np.asarray(emb, np.float32).tobytes(), question)
 
-    def score(self, items: Sequence[tuple[Sequence[ThoughtUnit], np.ndarray]], mapper=map) -> list[dict]:
-        """Per trace: candidate pairs (i, j, origin), type probabilities (types) and pair-class
-        probabilities (probs); from the score cache where present."""
-        keys = [self._key(u, e) for u, e in items]
+    def score(self, items: Sequence[tuple], mapper=map) -> list[dict]:
+        """Per trace ((units, embeddings) or (units, embeddings, question)): candidate pairs (i, j,
+        origin), type probabilities (types) and pair-class probabilities (probs); from the score cache
+        where present. The question counts only for a model that reads it."""
+        items = [(item[0], item[1], self._question(item)) if self.featurizer.question else (item[0], item[1]) for item in items]
+        keys = [self._key(*item) for item in items]
         todo = [n for n, k in enumerate(keys) if k not in self._memo]
         if todo:
             def compute(idx: list[int]) -> list[dict[str, np.ndarray]]:
@@ -203,7 +213,7 @@ class ParserLinker:
         return [self._memo[k] for k in keys]
 
     def link(self, batch: Sequence[LinkInput], mapper=map) -> list[list[Edge]]:
-        scored = self.score([(item.units, item.embeddings) for item in batch], mapper)
+        scored = self.score([(item.units, item.embeddings, item.question) for item in batch], mapper)
         return [decode_edges(item.units, s["probs"], s["i"], s["j"], s["origin"], self.decode) if len(item.units) > 1 else []
                 for item, s in zip(batch, scored)]
 
@@ -217,7 +227,7 @@ class ParserLinker:
 
 
 class ParserTyper:
-    """(units, embeddings) -> units with the parser's provisional types (the shape of `Retyper`)."""
+    """(units, embeddings[, question]) -> units with the parser's provisional types (the shape of `Retyper`)."""
 
     def __init__(self, parser: ParserLinker):
         self.parser = parser
@@ -225,10 +235,10 @@ class ParserTyper:
     def __call__(self, units: Sequence[ThoughtUnit], emb: np.ndarray) -> list[ThoughtUnit]:
         return self.batch([(units, emb)])[0]
 
-    def batch(self, items: Sequence[tuple[Sequence[ThoughtUnit], np.ndarray]], mapper=map) -> list[list[ThoughtUnit]]:
+    def batch(self, items: Sequence[tuple], mapper=map) -> list[list[ThoughtUnit]]:
         scored = self.parser.score(items, mapper)
         return [[replace(u, node_type=t) for u, t in zip(units, self.parser.predict_types(s["types"]))]
-                for (units, _), s in zip(items, scored)]
+                for (units, *_), s in zip(items, scored)]
 
     @property
     def cache_stats(self) -> dict[str, int]:

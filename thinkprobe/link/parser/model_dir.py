@@ -29,7 +29,8 @@ def load_parser_model(model_dir: str | Path):
     from safetensors.torch import load_file
 
     meta = read_model_dir(str(model_dir))
-    featurizer = ParserFeaturizer(meta["cue_names"], meta["shape_patterns"], meta.get("lexical_pairs", False))
+    featurizer = ParserFeaturizer(meta["cue_names"], meta["shape_patterns"], meta.get("lexical_pairs", False),
+                                  meta.get("question", False))
     state = load_file(str(Path(model_dir) / "parser.safetensors"))
     archs = meta.get("members") or [meta["model"]]
     models = []
@@ -58,20 +59,22 @@ def write_model_dir(folder: str | Path, model, featurizer: ParserFeaturizer, arc
             "pair_classes": list(PAIR_CLASSES), "type_classes": list(TYPE_CLASSES), "model": dict(arch),
             "candidates": asdict(params), "decode": dict(decode), "cue_names": featurizer.cue_names,
             "shape_patterns": {n: p.pattern for n, p in zip(featurizer.shape_names, featurizer.shapes)},
-            **({"lexical_pairs": True} if featurizer.lexical_pairs else {}), **(extra or {})}
+            **({"lexical_pairs": True} if featurizer.lexical_pairs else {}),
+            **({"question": True} if featurizer.question else {}), **(extra or {})}
     (folder / "config.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     read_model_dir.cache_clear()
     return folder
 
 
 def init_model_dir(folder: str | Path, cfg: Config, seed: int = 0, dim: int = 384, lexical_pairs: bool = False,
-                   reader: bool = False, rerank: bool | str = False, **arch) -> Path:
+                   reader: bool = False, rerank: bool | str = False, question: bool = False, **arch) -> Path:
     """A parser model folder with untrained (seeded random) weights: for tests of the contract.
     `lexical_pairs`: with the lexical pair features, the number look-back and the decoding the
     shipped model uses (type offsets, labels following types). `reader`: with a reader (the
     encoder's own top two layers, untrained), so the network reads [embedding, reader vector].
     `rerank`: candidates beyond the window chosen by a (random) reranker from a pool of 8, each
-    unit's own (True) or the trace's together ("trace", as `--rerank-trace` trains)."""
+    unit's own (True) or the trace's together ("trace", as `--rerank-trace` trains). `question`: the
+    network also reads each unit's overlap with the trace's question (`question_overlap`)."""
     import torch
 
     torch.manual_seed(seed)
@@ -79,7 +82,7 @@ def init_model_dir(folder: str | Path, cfg: Config, seed: int = 0, dim: int = 38
         dim = 2 * dim
     a = {"dim": dim, "proj": 32, "hidden": 16, "layers": 1, "arc_hidden": 16, "context": "bilstm", "pair_feats": True}
     a.update(arch)
-    featurizer = ParserFeaturizer(list(cfg.lexicon), {"question": r"\?\s*$"}, lexical_pairs)
+    featurizer = ParserFeaturizer(list(cfg.lexicon), {"question": r"\?\s*$"}, lexical_pairs, question)
     a["pair_size"] = featurizer.pair_size + (rerank == "trace")  # a per-trace reranker's score is a pair feature
     model = build_parser_model(a["dim"], featurizer.size, a["proj"], a["hidden"], a["layers"], a["arc_hidden"],
                                a["context"], a["pair_feats"], 0.0, a["pair_size"])
@@ -94,12 +97,12 @@ def init_model_dir(folder: str | Path, cfg: Config, seed: int = 0, dim: int = 38
 
         params = replace(params, top_k=0, rerank_pool=8, learned_k=3)
         rng = np.random.default_rng(seed)
-        size = featurizer.pair_size + len(DISTANCE_BUCKETS) + 1 + 2 * featurizer.size
+        size = featurizer.pair_size + len(DISTANCE_BUCKETS) + 1 + 2 * featurizer.base_size  # it reads no question
         Path(folder).mkdir(parents=True, exist_ok=True)
         weights = {"mean": np.zeros(size), "scale": np.ones(size), "w0": rng.normal(size=(8, size)), "b0": np.zeros(8),
                    "w1": rng.normal(size=(1, 8)), "b1": np.zeros(1)}
         if rerank == "trace":
-            weights.update(null_w=rng.normal(size=(1, featurizer.size)), null_b=np.zeros(1))
+            weights.update(null_w=rng.normal(size=(1, featurizer.base_size)), null_b=np.zeros(1))
         Reranker(weights).save(Path(folder) / RERANK_FILE)
         extra["rerank"] = {"pool": 8, "keep": 3, "inputs": size, "select": "trace" if rerank == "trace" else "unit", "hidden": 8}
     if reader:
