@@ -416,3 +416,63 @@ def test_a_parser_that_reads_the_question_scores_by_it_and_caches_each_apart(tmp
     b = ParserLinker(plain, cfg)  # a model that does not read it: the question changes nothing
     assert np.array_equal(b.score([(units, emb, question)])[0]["types"], b.score([(units, emb)])[0]["types"])
     assert b.link([LinkInput(units, emb, question)]) == b.link([LinkInput(units, emb)])
+
+
+def _with_gate(folder, gate: dict):
+    import json
+
+    path = folder / "config.json"
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**meta, "rpt_gate": gate}), encoding="utf-8")
+    from thinkprobe.link.models import read_model_dir
+
+    read_model_dir.cache_clear()
+    return folder
+
+
+def test_the_restatement_gate_types_rpt_with_the_question_and_leaves_the_rest_to_the_head(tmp_path):
+    cfg = Config.load()
+    question = "A train leaves at 9:40 and travels 120 km at 80 km/h. When does it arrive?"
+    units = _texts(["Let me think.", "A train leaves at 9:40 and travels 120 km at 80 km/h.", "Time is distance over speed.",
+                    "So 120 / 80 = 1.5 hours.", "It leaves at 9:40 and travels 120 km at 80 km/h, when does it arrive?"])
+    emb = _emb(len(units))
+    w = np.zeros((7, 11))
+    w[TYPE_CLASSES.index("RPT"), 7] = 12.0  # the share of the unit's words that the question writes
+    gate = {"weights": w.tolist(), "bias": [0.0] * 7, "offsets": [0.0] * 6 + [-6.0]}
+    plain = init_model_dir(tmp_path / "plain", cfg, seed=3, lexical_pairs=True)
+    gated = _with_gate(init_model_dir(tmp_path / "gated", cfg, seed=3, lexical_pairs=True), gate)
+    head = [u.node_type for u in ParserLinker(plain, cfg).typer.batch([(units, emb, question)])[0]]
+    a = ParserLinker(gated, cfg, cache_dir=tmp_path / "cache")
+    typed = [u.node_type for u in a.typer.batch([(units, emb, question)])[0]]
+    assert [k for k, t in enumerate(typed) if t == "RPT"] == [1, 4]  # the restatements; the first unit never
+    assert all(t == h for t, h in zip(typed, head) if t != "RPT" and h != "RPT")  # the head's other decisions stand
+    assert [u.node_type for u in a.typer.batch([(units, emb)])[0]] == head  # no question: the head's types
+    assert [u.node_type for u in a.typer.batch([(units, emb, "")])[0]] == head
+    again = ParserLinker(gated, cfg, cache_dir=tmp_path / "cache")  # the cache keeps the two apart
+    assert [u.node_type for u in again.typer.batch([(units, emb, question)])[0]] == typed
+    assert again.cache_stats == {"hits": 1, "misses": 0}
+
+
+def test_the_restatement_gate_is_fitted_on_held_out_outputs_and_gains_where_the_question_tells():
+    from thinkprobe.training.rpt_gate import fit_rpt_gate
+
+    rng = np.random.default_rng(0)
+    outs = []
+    for k in range(40):
+        n = 30
+        gold = rng.integers(0, 6, size=n)
+        restates = rng.random(n) < 0.2
+        gold[restates] = TYPE_CLASSES.index("RPT")
+        head = np.full((n, 7), 0.02)
+        head[np.arange(n), gold] = 0.5  # the head knows every type but RPT, which it cannot tell from RSN
+        head[restates, TYPE_CLASSES.index("RPT")] = 0.02
+        head[restates, TYPE_CLASSES.index("RSN")] = 0.5
+        question = np.zeros((n, 4), np.float32)
+        question[:, 3] = 1.0
+        question[:, 0] = np.where(restates, rng.uniform(0.6, 1.0, n), rng.uniform(0.0, 0.4, n))
+        outs.append({"types": head / head.sum(axis=1, keepdims=True), "question": question, "gold": gold})
+    gate = fit_rpt_gate(outs, None, log=lambda msg: None)
+    assert np.shape(gate["weights"]) == (7, 11) and len(gate["bias"]) == 7 and len(gate["offsets"]) == 7
+    cv = gate["cv"]
+    assert cv["head_rpt_f1"] == 0.0 and cv["gated_rpt_f1"] > 0.9
+    assert cv["gated_type_macro_f1"] > cv["head_type_macro_f1"] + 0.1

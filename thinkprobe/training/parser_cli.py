@@ -389,6 +389,13 @@ def parse_args(argv=None):
                     help="fit type offsets and distance thresholds on the training folds")
     cv.add_argument("--indicators", action="store_true", help="also the indicator agreement of the cross-validated graphs")
     cv.add_argument("--write", action="store_true", help="store the calibration fitted on all the dev traces in the model folder")
+    g = sub.add_parser("rpt-gate", help="fit a parser folder's restatement gate (RPT decided with the question) on its "
+                                        "held-out silver traces and write it into its config.json")
+    g.add_argument("--model", default=str(REPO / "models" / "parser-minilm-reader"))
+    g.add_argument("--silver", default=str(SILVER))
+    g.add_argument("--cache", default=str(REPO.parent / "cache" / "silver"))
+    g.add_argument("--lower", default=str(REPO.parent / "cache" / "lower"))
+    g.add_argument("--reader-cache", default=str(REPO.parent / "cache"))
     en = sub.add_parser("ensemble", help="stack trained parser folders into one ensemble, thresholds refitted")
     en.add_argument("members", nargs="+")
     en.add_argument("--out", required=True)
@@ -425,6 +432,10 @@ def main(argv=None) -> None:
         train(args)
     elif args.cmd == "ensemble":
         ensemble(args)
+    elif args.cmd == "rpt-gate":
+        from .rpt_gate import main_rpt_gate
+
+        main_rpt_gate(args)
     elif args.cmd == "compare":
         compare(args)
     elif args.cmd == "lower":

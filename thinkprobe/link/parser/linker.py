@@ -19,7 +19,8 @@ from ..candidates import CandidateParams
 from ..decode import decode_edges
 from ..models import read_model_dir
 from ..protocol import LinkInput
-from .features import ParserFeaturizer, trace_features, unit_features
+from .features import ParserFeaturizer, question_overlap, trace_features, unit_features
+from .gate import gated_types
 from .model_dir import load_parser_model
 from .network import predict_types
 from .runner import run_parser
@@ -39,6 +40,7 @@ class ParserLinker:
     def kind(self) -> str:
         """What `thinkprobe doctor` says the loaded model is."""
         rerank = "; far candidates chosen by a learned reranker" if "rerank" in self.meta else ""
+        rerank += "; restatements typed with the question" if "rpt_gate" in self.meta else ""
         if "reader" in self.meta:
             return ("trace-level parser reading the units' tokens (fine-tuned top encoder layers, BiLSTMs over "
                     f"[embedding, reader vector]): edges and node types jointly{rerank}")
@@ -59,6 +61,8 @@ class ParserLinker:
         self.decode = dict(self.meta["decode"])
         self.featurizer = ParserFeaturizer(self.meta["cue_names"], self.meta["shape_patterns"], self.meta.get("lexical_pairs", False),
                                            self.meta.get("question", False))
+        self.gate = self.meta.get("rpt_gate")  # RPT decided with the question (`gate.gated_types`), or None
+        self.reads_question = self.featurizer.question or self.gate is not None
         self.device = device
         self._model = None
         self._retriever = None
@@ -176,7 +180,7 @@ class ParserLinker:
 
     def _question(self, item: tuple) -> str | None:
         """The question of an item ((units, embeddings[, question])) where the model reads it, else None."""
-        return (item[2] or None) if self.featurizer.question and len(item) > 2 else None
+        return (item[2] or None) if self.reads_question and len(item) > 2 else None
 
     def candidates(self, item: LinkInput) -> list[np.ndarray]:
         f = self.features([(item.units, item.embeddings, item.question)])[0]  # the pairs it scores
@@ -192,8 +196,9 @@ class ParserLinker:
     def score(self, items: Sequence[tuple], mapper=map) -> list[dict]:
         """Per trace ((units, embeddings) or (units, embeddings, question)): candidate pairs (i, j,
         origin), type probabilities (types) and pair-class probabilities (probs); from the score cache
-        where present. The question counts only for a model that reads it."""
-        items = [(item[0], item[1], self._question(item)) if self.featurizer.question else (item[0], item[1]) for item in items]
+        where present. The question counts only for a model that reads it (its network, or its
+        restatement gate: the types then have RPT decided by `gate.gated_types`)."""
+        items = [(item[0], item[1], self._question(item)) if self.reads_question else (item[0], item[1]) for item in items]
         keys = [self._key(*item) for item in items]
         todo = [n for n, k in enumerate(keys) if k not in self._memo]
         if todo:
@@ -201,6 +206,9 @@ class ParserLinker:
                 sub = [items[todo[n]] for n in idx]
                 feats = self.features(sub, mapper)
                 res = run_parser(self.model, feats, self.parser_inputs(sub), self.device)
+                if self.gate is not None:
+                    for (units, _, question), r in zip(sub, res):
+                        r["types"] = gated_types(r["types"], question_overlap(units, question), self.gate)
                 # what decoding and typing read, compact (as stored in the cache)
                 return [{"i": f["i"].astype(np.int32), "j": f["j"].astype(np.int32), "origin": f["origin"].astype(np.uint8),
                          "probs": r["probs"], "types": r["types"]} for f, r in zip(feats, res)]
