@@ -32,22 +32,23 @@ def gate_says_rpt(x: np.ndarray, gate: Mapping) -> np.ndarray:
 def gated_types(types: np.ndarray, question_cols: np.ndarray, gate: Mapping) -> np.ndarray:
     """The head's type probabilities with RPT decided by `gate` (a model folder's "rpt_gate":
     weights (7, 11), bias and offsets (7)): RPT certain where the gate says so and impossible
-    elsewhere, so that `predict_types` with the model's offsets gives RPT exactly there (the first
-    unit still never) and the head's order of the other types everywhere else. Unchanged without a
-    question (question_cols' last column 0).
+    elsewhere, so that `predict_types` with the model's offsets gives RPT exactly there and the
+    head's order of the other types everywhere else; the first unit, never RPT, keeps the head's
+    other types. Unchanged without a question (question_cols' last column 0).
 
     >>> w = np.zeros((7, 11)); w[6, 7] = 2.0  # RPT's score rises with the share of the question's words
     >>> gate = {"weights": w, "bias": np.zeros(7), "offsets": [0, 0, 0, 0, 0, 0, -1.0]}
-    >>> p = np.array([[0.1, 0.6, 0.1, 0.1, 0.05, 0.0, 0.05]] * 3)
-    >>> q = np.array([[0.9, 0.9, 1.0, 1.0], [0.1, 0.1, 0.0, 1.0], [0.9, 0.9, 1.0, 0.0]])  # the last: no question
-    >>> gated_types(p, q, gate)[:, 6].astype(float).round(2).tolist()
-    [1.0, 0.0, 0.05]
+    >>> p = np.array([[0.1, 0.6, 0.1, 0.1, 0.05, 0.0, 0.05]] * 4)
+    >>> q = np.array([[0.9, 0.9, 1.0, 1.0], [0.9, 0.9, 1.0, 1.0], [0.1, 0.1, 0.0, 1.0], [0.9, 0.9, 1.0, 0.0]])
+    >>> gated_types(p, q, gate)[:, 6].astype(float).round(2).tolist()  # the first unit; a restatement; not; no question
+    [0.0, 1.0, 0.0, 0.05]
     """
     types = np.asarray(types, np.float32)
     asked = np.asarray(question_cols)[:, -1] > 0
     if not asked.any():
         return types
     says = gate_says_rpt(gate_inputs(types, question_cols), gate)
+    says[0] = False  # the first unit is never RPT (`predict_types`): it keeps the head's other types
     out = types.copy()
     out[asked & says] = 1e-12
     out[asked, RPT] = np.where(says[asked], 1.0, 0.0)
