@@ -120,11 +120,12 @@ def profile_with(probs: dict[str, np.ndarray], offsets, sets: dict, work: Path, 
 
     from thinkprobe.agreement import profile_graphs
     from thinkprobe.evalgold import score
+    from thinkprobe.link.protocol import TYPE_CLASSES
 
     shipped = json.loads((MODEL / "config.json").read_text(encoding="utf-8"))["decode"]
     decode = {**shipped, "type_offsets": None}
     cache = str(work / "embeddings")
-    rpt = 6
+    rpt = TYPE_CLASSES.index("RPT")
     for name, d in sets.items():
         p = np.exp(np.log(np.maximum(probs[name], 1e-9)) + np.asarray(offsets))
         p /= p.sum(axis=1, keepdims=True)

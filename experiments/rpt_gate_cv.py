@@ -41,9 +41,8 @@ def main() -> None:
         meta = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         (folder / "config.json").write_text(json.dumps({**meta, "rpt_gate": gate}, indent=2) + "\n", encoding="utf-8")
         ids = {o["doc_id"] for k, o in enumerate(outs) if k % FOLDS == f}
-        lines = (MODEL / "traces.txt").read_text(encoding="utf-8").splitlines()
-        (folder / "traces.txt").write_text("".join(f"{line.partition(chr(9))[0]}\t{'heldout' if line.partition(chr(9))[0] in ids else 'train'}\n"
-                                                   for line in lines), encoding="utf-8")
+        docs = [line.partition("\t")[0] for line in (MODEL / "traces.txt").read_text(encoding="utf-8").splitlines()]
+        (folder / "traces.txt").write_text("".join(f"{d}\t{'heldout' if d in ids else 'train'}\n" for d in docs), encoding="utf-8")
         pred = args.work / f"pred{f}.jsonl"
         subprocess.run(THINKPROBE + ["eval-gold", str(SILVER), "--linker", str(folder), "--heldout-of",
                         str(folder), "--device", "cpu", "--no-indicators", "--json", str(args.work / f"fold{f}.json"),

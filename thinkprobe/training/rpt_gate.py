@@ -67,18 +67,21 @@ def cross_fitted_gates(outs: list[dict]) -> list[dict]:
     """The gate of each of five folds by trace (trace k of `outs` in fold k % 5), each regression
     fitted on the other folds; the offsets, common to all, fitted for unit macro-F1 on the
     cross-fitted predictions (each type's count within 1.5x of silver)."""
+    return _cross_fitted(*_regression_data(outs))
+
+
+def _cross_fitted(x: np.ndarray, y: np.ndarray, fold: np.ndarray) -> list[dict]:
+    from scipy.special import softmax
+
     from thinkprobe.link.protocol import TYPE_CLASSES
 
     from .dev_cv import fit_offsets
 
-    x, y, fold = _regression_data(outs)
     known = y >= 0
     folds = [_regression(x[known & (fold != f)], y[known & (fold != f)]) for f in range(FOLDS)]
     cross = np.zeros((len(y), len(TYPE_CLASSES)))
     for f, m in enumerate(folds):
-        z = x[fold == f] @ np.asarray(m["weights"]).T + np.asarray(m["bias"])
-        cross[fold == f] = np.exp(z - z.max(axis=1, keepdims=True))
-    cross /= cross.sum(axis=1, keepdims=True)
+        cross[fold == f] = softmax(x[fold == f] @ np.asarray(m["weights"]).T + np.asarray(m["bias"]), axis=1)
     offsets = [float(v) for v in fit_offsets([{"types": y}], [cross], np.zeros(len(TYPE_CLASSES)))]
     return [{**m, "offsets": offsets} for m in folds]
 
@@ -88,20 +91,21 @@ def fit_rpt_gate(outs: list[dict], type_offsets, log=print) -> dict:
     offsets those of `cross_fitted_gates`, the weights from every trace. "cv": unit type macro-F1
     and RPT F1 of the head alone (with the model's `type_offsets`) and with RPT from the gate of
     the trace's fold."""
+    from sklearn.metrics import f1_score
+
     from thinkprobe.link.parser import predict_types
     from thinkprobe.link.parser.gate import RPT, gated_types
     from thinkprobe.link.protocol import TYPE_CLASSES
 
-    x, y, _ = _regression_data(outs)
+    x, y, fold = _regression_data(outs)
     known = y >= 0
-    folds = cross_fitted_gates(outs)
+    folds = _cross_fitted(x, y, fold)
     gate = {**_regression(x[known], y[known]), "offsets": folds[0]["offsets"]}
     gated = [gated_types(o["types"], o["question"], folds[k % FOLDS]) for k, o in enumerate(outs)]
 
     def scores(probs) -> tuple[float, float]:
-        pred = np.concatenate([[TYPE_CLASSES.index(t) for t in predict_types(p, type_offsets)] for p in probs])[known]
-        gold = y[known]
-        f1 = [2 * np.sum((pred == c) & (gold == c)) / max(1, np.sum(pred == c) + np.sum(gold == c)) for c in range(len(TYPE_CLASSES))]
+        pred = np.concatenate([[TYPE_CLASSES.index(t) for t in predict_types(p, type_offsets)] for p in probs])
+        f1 = f1_score(y[known], pred[known], labels=range(len(TYPE_CLASSES)), average=None, zero_division=0)
         return round(float(np.mean(f1)), 4), round(float(f1[RPT]), 4)
 
     (head_f1, head_rpt), (gate_f1, gate_rpt) = scores([o["types"] for o in outs]), scores(gated)

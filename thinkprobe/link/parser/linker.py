@@ -198,7 +198,7 @@ class ParserLinker:
         origin), type probabilities (types) and pair-class probabilities (probs); from the score cache
         where present. The question counts only for a model that reads it (its network, or its
         restatement gate: the types then have RPT decided by `gate.gated_types`)."""
-        items = [(item[0], item[1], self._question(item)) if self.reads_question else (item[0], item[1]) for item in items]
+        items = [(item[0], item[1], self._question(item)) for item in items]  # the question None where not read
         keys = [self._key(*item) for item in items]
         todo = [n for n, k in enumerate(keys) if k not in self._memo]
         if todo:
