@@ -40,12 +40,12 @@ MODEL = REPO / "models" / "parser-minilm-reader"
 
 
 def scored_sets(cache: Path, model: Path = MODEL) -> dict[str, dict]:
-    """{"silver_held", "dev"}: gold documents, encoded rows and the outputs of the shipped parser, or
-    of `model` (another parser folder over the same encoder: its outputs cached beside), cached."""
-    sets = _shipped_sets(cache)
-    if model.resolve() == MODEL.resolve():
-        return sets
-    path = cache.with_name(f"outs-{model.resolve().name}.pkl")
+    """{"silver_held", "dev"}: gold documents, encoded rows (cached in `cache`) and the outputs of the
+    shipped parser, or of `model` (another parser folder over the same encoder), cached beside under
+    the folder's name and a digest of its config.json (so a changed gate or decoding recomputes them)."""
+    sets = _encoded_sets(cache)
+    digest = hashlib.sha1((model / "config.json").read_bytes()).hexdigest()[:10]
+    path = cache.with_name(f"outs-{model.resolve().name}-{digest}.pkl")
     if path.exists():
         with open(path, "rb") as f:
             outs = pickle.load(f)
@@ -56,10 +56,12 @@ def scored_sets(cache: Path, model: Path = MODEL) -> dict[str, dict]:
     return {n: {**d, "outs": outs[n]} for n, d in sets.items()}
 
 
-def _shipped_sets(cache: Path) -> dict[str, dict]:
+def _encoded_sets(cache: Path) -> dict[str, dict]:
+    """{"silver_held", "dev"}: gold documents and their encoded rows (the shipped folder's held-out
+    silver traces; every dev trace), cached in `cache`."""
     if cache.exists():
         with open(cache, "rb") as f:
-            return pickle.load(f)
+            return {n: {"docs": d["docs"], "rows": d["rows"]} for n, d in pickle.load(f).items()}
     from thinkprobe.config import Config
     from thinkprobe.encoder import make_encoder
     from thinkprobe.training.parser_data import encode_rows
@@ -72,8 +74,7 @@ def _shipped_sets(cache: Path) -> dict[str, dict]:
                              ("dev", root / "reasoningflow/v0/v0_human_D", False)):
         docs = load_docs(gold)
         docs = held_out_docs(docs, MODEL) if held else docs
-        rows = encode_rows(docs, list(range(len(docs))), encoder, cfg)
-        out[name] = {"docs": docs, "rows": rows, "outs": adapted_outputs(MODEL, dev_examples(MODEL, docs, rows), [], 0, 0.0)}
+        out[name] = {"docs": docs, "rows": encode_rows(docs, list(range(len(docs))), encoder, cfg)}
     cache.parent.mkdir(parents=True, exist_ok=True)
     with open(cache, "wb") as f:
         pickle.dump(out, f)

@@ -65,10 +65,11 @@ def dev_examples(model_dir: Path, docs: list[dict], rows: list[dict]) -> list[di
     feats = linker.features(items)
     inputs = linker.parser_inputs(items)  # with a reader: [embedding, reader vector]
     out = []
-    for r, f, emb in zip(rows, feats, inputs):
+    for (_, _, question), r, f, emb in zip(items, rows, feats, inputs):
         types, labels = silver_labels(docs[r["doc_index"]], r["units"])
         lab = np.array([labels.get((int(a), int(b)), 0) for a, b in zip(f["i"], f["j"])], dtype=np.int64)
         out.append({**f, "doc_id": r["doc_id"], "doc_index": r["doc_index"], "units": r["units"], "emb": emb,
+                    "question": question,
                     "label": lab, "arc": (lab > 0).astype(np.float32),
                     "types": np.array([TYPE_CLASSES.index(t) if t else -1 for t in types], dtype=np.int64)})
     return out
@@ -103,11 +104,17 @@ def adapted_model(model_dir: Path, exs: list[dict], train: list[int], epochs: in
 
 def adapted_outputs(model_dir: Path, exs: list[dict], train: list[int], epochs: int, lr: float) -> list[dict]:
     """`adapted_model` run on every example: per trace i, j, origin, probs, types (what the linker scores;
-    `epochs` 0: the model as it is)."""
-    from thinkprobe.link.parser import run_parser
+    `epochs` 0: the model as it is). A folder with a restatement gate has RPT decided by it, with
+    each example's question, as `ParserLinker.score` decides it."""
+    from thinkprobe.link.models import read_model_dir
+    from thinkprobe.link.parser import gated_types, question_overlap, run_parser
 
     model = adapted_model(model_dir, exs, train, epochs, lr)
     res = run_parser(model, exs, [x["emb"] for x in exs])
+    gate = read_model_dir(str(model_dir)).get("rpt_gate")
+    if gate is not None:
+        for x, r in zip(exs, res):
+            r["types"] = gated_types(r["types"], question_overlap(x["units"], x.get("question")), gate)
     return [{"i": x["i"], "j": x["j"], "origin": x["origin"], "probs": r["probs"], "types": r["types"]} for x, r in zip(exs, res)]
 
 
