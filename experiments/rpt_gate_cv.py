@@ -10,7 +10,6 @@ shipped folder's held-out traces. Prints eval-gold's table (edge, type and indic
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import subprocess
 import sys
@@ -24,7 +23,7 @@ THINKPROBE = [sys.executable, "-c", "from thinkprobe.cli import main; main()"]
 
 def main() -> None:
     from thinkprobe.training.parser_data import SILVER
-    from thinkprobe.training.rpt_gate import FOLDS, cross_fitted_gates, held_out_outputs
+    from thinkprobe.training.rpt_gate import FOLDS, cross_fitted_gates, held_out_outputs, write_rpt_gate
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--work", type=Path, default=REPO / "runs" / "rpt-gate-cv")
@@ -33,15 +32,14 @@ def main() -> None:
     outs = held_out_outputs(MODEL, Path(SILVER), args.cache / "silver", args.cache / "lower", args.cache)
     gates = cross_fitted_gates(outs)
     args.work.mkdir(parents=True, exist_ok=True)
+    docs = [line.partition("\t")[0] for line in (MODEL / "traces.txt").read_text(encoding="utf-8").splitlines()]
     preds = []
     for f, gate in enumerate(gates):
         folder = args.work / f"fold{f}"
         shutil.rmtree(folder, ignore_errors=True)
         shutil.copytree(MODEL, folder)
-        meta = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        (folder / "config.json").write_text(json.dumps({**meta, "rpt_gate": gate}, indent=2) + "\n", encoding="utf-8")
+        write_rpt_gate(folder, gate)
         ids = {o["doc_id"] for k, o in enumerate(outs) if k % FOLDS == f}
-        docs = [line.partition("\t")[0] for line in (MODEL / "traces.txt").read_text(encoding="utf-8").splitlines()]
         (folder / "traces.txt").write_text("".join(f"{d}\t{'heldout' if d in ids else 'train'}\n" for d in docs), encoding="utf-8")
         pred = args.work / f"pred{f}.jsonl"
         subprocess.run(THINKPROBE + ["eval-gold", str(SILVER), "--linker", str(folder), "--heldout-of",

@@ -419,14 +419,9 @@ def test_a_parser_that_reads_the_question_scores_by_it_and_caches_each_apart(tmp
 
 
 def _with_gate(folder, gate: dict):
-    import json
+    from thinkprobe.training.rpt_gate import write_rpt_gate
 
-    path = folder / "config.json"
-    meta = json.loads(path.read_text(encoding="utf-8"))
-    path.write_text(json.dumps({**meta, "rpt_gate": gate}), encoding="utf-8")
-    from thinkprobe.link.models import read_model_dir
-
-    read_model_dir.cache_clear()
+    write_rpt_gate(folder, gate)
     return folder
 
 

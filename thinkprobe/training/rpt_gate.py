@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["held_out_outputs", "cross_fitted_gates", "fit_rpt_gate", "main_rpt_gate"]
+__all__ = ["held_out_outputs", "cross_fitted_gates", "fit_rpt_gate", "write_rpt_gate", "main_rpt_gate"]
 
 FOLDS = 5
 
@@ -116,15 +116,24 @@ def fit_rpt_gate(outs: list[dict], type_offsets, log=print) -> dict:
     return gate
 
 
+def write_rpt_gate(model_dir: Path, gate: dict) -> Path:
+    """Write `gate` into the parser folder's config.json ("rpt_gate", replacing one there) and forget
+    the folder's cached metadata; returns the file."""
+    from thinkprobe.link.models import read_model_dir
+
+    path = Path(model_dir) / "config.json"
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**meta, "rpt_gate": gate}, indent=2) + "\n", encoding="utf-8")
+    read_model_dir.cache_clear()
+    return path
+
+
 def main_rpt_gate(args) -> None:
     """`train_parser.py rpt-gate`: fit the gate of `args.model` and write it into its config.json."""
     from thinkprobe.link.models import read_model_dir
 
     model_dir = Path(args.model)
     outs = held_out_outputs(model_dir, Path(args.silver), Path(args.cache), Path(args.lower), Path(args.reader_cache))
-    path = model_dir / "config.json"
-    meta = json.loads(path.read_text(encoding="utf-8"))
-    meta["rpt_gate"] = fit_rpt_gate(outs, meta["decode"].get("type_offsets"), log=lambda msg: print(msg, flush=True))
-    path.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    read_model_dir.cache_clear()
+    offsets = read_model_dir(str(model_dir))["decode"].get("type_offsets")
+    path = write_rpt_gate(model_dir, fit_rpt_gate(outs, offsets, log=lambda msg: print(msg, flush=True)))
     print(f"wrote the restatement gate into {path}", flush=True)
