@@ -107,14 +107,14 @@ def adapted_outputs(model_dir: Path, exs: list[dict], train: list[int], epochs: 
     `epochs` 0: the model as it is). A folder with a restatement gate has RPT decided by it, with
     each example's question, as `ParserLinker.score` decides it."""
     from thinkprobe.link.models import read_model_dir
-    from thinkprobe.link.parser import gated_types, question_overlap, run_parser
+    from thinkprobe.link.parser import gated_trace_types, run_parser
 
     model = adapted_model(model_dir, exs, train, epochs, lr)
     res = run_parser(model, exs, [x["emb"] for x in exs])
     gate = read_model_dir(str(model_dir)).get("rpt_gate")
     if gate is not None:
         for x, r in zip(exs, res):
-            r["types"] = gated_types(r["types"], question_overlap(x["units"], x.get("question")), gate)
+            r["types"] = gated_trace_types(r["types"], x["units"], x.get("question"), gate)
     return [{"i": x["i"], "j": x["j"], "origin": x["origin"], "probs": r["probs"], "types": r["types"]} for x, r in zip(exs, res)]
 
 

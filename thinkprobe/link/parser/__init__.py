@@ -38,7 +38,7 @@ from ..models import read_model_dir
 from .candidates import earlier_topk, last_mentions, number_index, parser_candidates
 from .features import (LEXICAL_PAIR_FEATURES, LOGP_FLOOR, QUESTION_FEATURES, ParserFeaturizer, candidate_rank,
                        lexical_pair_features, pair_features, question_overlap, trace_features, unit_features)
-from .gate import gated_types
+from .gate import gated_trace_types, gated_types
 from .linker import ParserLinker, ParserTyper
 from .model_dir import init_model_dir, load_parser_model, write_model_dir
 from .network import build_parser_model, pair_class_probs, predict_types
@@ -50,4 +50,5 @@ __all__ = [
     "DISTANCE_BUCKETS", "ParserFeaturizer", "parser_candidates", "earlier_topk", "trace_features",
     "build_parser_model", "ParserLinker", "ParserTyper", "distance_bucket", "LEXICAL_PAIR_FEATURES", "lexical_pair_features",
     "number_index", "last_mentions", "predict_types", "unit_features", "QUESTION_FEATURES", "question_overlap", "gated_types",
+    "gated_trace_types",
 ]

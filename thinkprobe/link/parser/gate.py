@@ -7,13 +7,15 @@ without a question keeps the head's types.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 
+from ...records import ThoughtUnit
 from ..protocol import TYPE_CLASSES
+from .features import question_overlap
 
-__all__ = ["RPT", "gate_inputs", "gate_says_rpt", "gated_types"]
+__all__ = ["RPT", "gate_inputs", "gate_says_rpt", "gated_types", "gated_trace_types"]
 
 RPT = TYPE_CLASSES.index("RPT")
 
@@ -53,3 +55,9 @@ def gated_types(types: np.ndarray, question_cols: np.ndarray, gate: Mapping) -> 
     out[asked & says] = 1e-12
     out[asked, RPT] = np.where(says[asked], 1.0, 0.0)
     return out
+
+
+def gated_trace_types(types: np.ndarray, units: Sequence[ThoughtUnit], question: str | None, gate: Mapping) -> np.ndarray:
+    """`gated_types` of one trace, its question's columns computed from its units (`question_overlap`):
+    what a parser folder with a gate does to its type head's output (the linker and dev_cv alike)."""
+    return gated_types(types, question_overlap(units, question), gate)

@@ -19,8 +19,8 @@ from ..candidates import CandidateParams
 from ..decode import decode_edges
 from ..models import read_model_dir
 from ..protocol import LinkInput
-from .features import ParserFeaturizer, question_overlap, trace_features, unit_features
-from .gate import gated_types
+from .features import ParserFeaturizer, trace_features, unit_features
+from .gate import gated_trace_types
 from .model_dir import load_parser_model
 from .network import predict_types
 from .runner import run_parser
@@ -61,7 +61,7 @@ class ParserLinker:
         self.decode = dict(self.meta["decode"])
         self.featurizer = ParserFeaturizer(self.meta["cue_names"], self.meta["shape_patterns"], self.meta.get("lexical_pairs", False),
                                            self.meta.get("question", False))
-        self.gate = self.meta.get("rpt_gate")  # RPT decided with the question (`gate.gated_types`), or None
+        self.gate = self.meta.get("rpt_gate")  # RPT decided with the question (`gate.gated_trace_types`), or None
         self.reads_question = self.featurizer.question or self.gate is not None
         self.device = device
         self._model = None
@@ -197,7 +197,7 @@ class ParserLinker:
         """Per trace ((units, embeddings) or (units, embeddings, question)): candidate pairs (i, j,
         origin), type probabilities (types) and pair-class probabilities (probs); from the score cache
         where present. The question counts only for a model that reads it (its network, or its
-        restatement gate: the types then have RPT decided by `gate.gated_types`)."""
+        restatement gate: the types then have RPT decided by `gate.gated_trace_types`)."""
         items = [(item[0], item[1], self._question(item)) for item in items]  # the question None where not read
         keys = [self._key(*item) for item in items]
         todo = [n for n, k in enumerate(keys) if k not in self._memo]
@@ -208,7 +208,7 @@ class ParserLinker:
                 res = run_parser(self.model, feats, self.parser_inputs(sub), self.device)
                 if self.gate is not None:
                     for (units, _, question), r in zip(sub, res):
-                        r["types"] = gated_types(r["types"], question_overlap(units, question), self.gate)
+                        r["types"] = gated_trace_types(r["types"], units, question, self.gate)
                 # what decoding and typing read, compact (as stored in the cache)
                 return [{"i": f["i"].astype(np.int32), "j": f["j"].astype(np.int32), "origin": f["origin"].astype(np.uint8),
                          "probs": r["probs"], "types": r["types"]} for f, r in zip(feats, res)]
