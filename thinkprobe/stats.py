@@ -271,21 +271,22 @@ def split_half_reliability(values: Sequence[float], models: Sequence[str], split
     if len(by_model) < 3:
         out.update(status=NOT_TESTABLE, reason=f"{len(by_model)} model(s) with 2+ traces; split-half needs 3")
         return out
+    # The permutations are drawn split by split, model by model (one seeded stream); the halves'
+    # means and each split's Pearson r are then taken for all splits at once.
     rng = np.random.default_rng(seed)
-    rs = []
-    for _ in range(splits):
-        a, b = [], []
-        for v in by_model.values():
-            order = rng.permutation(len(v))
-            half = len(v) // 2
-            a.append(v[order[:half]].mean())
-            b.append(v[order[half:]].mean())
-        a, b = np.asarray(a), np.asarray(b)
-        if np.ptp(a) > 0 and np.ptp(b) > 0:
-            rs.append(float(np.corrcoef(a, b)[0, 1]))
-    if not rs:
+    orders = [np.empty((splits, len(v)), dtype=np.intp) for v in by_model.values()]
+    for s in range(splits):
+        for order in orders:
+            order[s] = rng.permutation(order.shape[1])
+    a = np.stack([v[o[:, : len(v) // 2]].mean(axis=1) for v, o in zip(by_model.values(), orders)], axis=1)
+    b = np.stack([v[o[:, len(v) // 2 :]].mean(axis=1) for v, o in zip(by_model.values(), orders)], axis=1)
+    varies = (np.ptp(a, axis=1) > 0) & (np.ptp(b, axis=1) > 0)
+    if not varies.any():
         out.update(status=CONSTANT, reason="model means do not vary")
         return out
+    a = a[varies] - a[varies].mean(axis=1, keepdims=True)
+    b = b[varies] - b[varies].mean(axis=1, keepdims=True)
+    rs = np.clip((a * b).sum(axis=1) / np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1)), -1.0, 1.0)
     r = float(np.mean(rs))
     # r <= 0: the halves do not even agree on the order of the models; Spearman-Brown would turn
     # that into a negative "reliability" below -1, so it is reported as 0
