@@ -7,7 +7,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export NUMBA_CACHE_DIR := $(CURDIR)/.cache/numba
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test scale bench clean
 
 install: $(VENV)/.installed
 
@@ -27,7 +27,11 @@ demo: install
 # thread each (torch's default is one per core: two workers would run four threads on two cores).
 TEST_WORKERS ?= 2
 test: install
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not scale"
+
+# The checks at scale (tests marked `scale`), left out of `make test` to keep it short.
+scale: install
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q -m scale tests
 
 bench: install
 	$(PY) scripts/bench.py
