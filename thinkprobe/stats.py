@@ -271,15 +271,15 @@ def split_half_reliability(values: Sequence[float], models: Sequence[str], split
     if len(by_model) < 3:
         out.update(status=NOT_TESTABLE, reason=f"{len(by_model)} model(s) with 2+ traces; split-half needs 3")
         return out
-    # The permutations are drawn split by split, model by model (one seeded stream); the halves'
-    # means and each split's Pearson r are then taken for all splits at once.
+    # Each split's halves are drawn model by model from one seeded stream; the Pearson r of every
+    # split is then taken at once (memory: the splits x models means, not the permutations).
     rng = np.random.default_rng(seed)
-    orders = [np.empty((splits, len(v)), dtype=np.intp) for v in by_model.values()]
+    a, b = np.empty((splits, len(by_model))), np.empty((splits, len(by_model)))
+    halves = [(v, len(v) // 2, len(v) - len(v) // 2) for v in by_model.values()]
     for s in range(splits):
-        for order in orders:
-            order[s] = rng.permutation(order.shape[1])
-    a = np.stack([v[o[:, : len(v) // 2]].mean(axis=1) for v, o in zip(by_model.values(), orders)], axis=1)
-    b = np.stack([v[o[:, len(v) // 2 :]].mean(axis=1) for v, o in zip(by_model.values(), orders)], axis=1)
+        for k, (v, first, second) in enumerate(halves):
+            shuffled = v[rng.permutation(first + second)]
+            a[s, k], b[s, k] = shuffled[:first].sum() / first, shuffled[first:].sum() / second  # as .mean() sums
     varies = (np.ptp(a, axis=1) > 0) & (np.ptp(b, axis=1) > 0)
     if not varies.any():
         out.update(status=CONSTANT, reason="model means do not vary")
