@@ -111,7 +111,7 @@ def linker(request, linkers):
 # The 10,000-unit trace for one backend of each kind: parser-reader has every part of parser and
 # parser-lexical (lexical pair features, and a reader and reranker besides), cross-encoder-7 the
 # cross-encoder's code with more labels; the other three took 80 s of `make test` and tested nothing more.
-# The default linker's run is part of `make test`; the other kinds' (about two minutes on the
+# The default linker's run is part of `make test`; the other kinds' (2.5 minutes on the
 # 2-core machine) are scale checks, run by `make scale`.
 LONG_TRACE_BACKENDS = [b if b == "parser-reader" else pytest.param(b, marks=pytest.mark.scale)
                        for b in BACKENDS if b not in ("parser", "parser-lexical", "cross-encoder")]
