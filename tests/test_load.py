@@ -301,6 +301,8 @@ def test_correctness_values(value, expected, graded):
         ({"reasoning": "x", "answer": 33}, "33", "answer"),
         ({"reasoning": "x", "metadata": {"correct_answer": "B"}}, "B", "metadata.correct_answer"),
         ({"reasoning": "x", "gold_answer": "7", "correct_answer": "8"}, "8", "correct_answer"),
+        # BIG-Bench Mistake: "answer" is the model's own answer, "target" the gold
+        ({"reasoning": "So the answer is 12", "answer": "12", "target": "88"}, "88", "target"),
         ({"reasoning": "x"}, None, None),
     ],
 )

@@ -50,8 +50,11 @@ QUESTION_FIELDS = ("question", "problem", "prompt", "raw_text.question", "doc.qu
                    "doc.query", "Instruction", "instruction", "input")
 
 
-GOLD_FIELDS = ("answer", "correct_answer", "gold", "gold_answer", "metadata.correct_answer", "target",
-               "Ground_Truth_Answer_Modified", "Ground_Truth_Answer", "Correct Answer", "ground_truth_answer")  # MR-BEN's corrected gold first, where set
+# A field named for the gold answer comes before the bare "answer", which some records use for the
+# model's own answer beside the gold (BIG-Bench Mistake: "answer" is PaLM 2's, "target" the gold).
+# MR-BEN's corrected gold before its original, where set.
+GOLD_FIELDS = ("correct_answer", "gold", "gold_answer", "metadata.correct_answer", "target",
+               "Ground_Truth_Answer_Modified", "Ground_Truth_Answer", "Correct Answer", "ground_truth_answer", "answer")
 
 
 TURN_LISTS = ("messages", "conversations")
