@@ -38,6 +38,11 @@ def units(text, config):
     ("It is 5! Now stop. Yes! so it goes.", ["It is 5!", "Now stop.", "Yes!", "so it goes."]),
     ("The terms are (104, 114, ..., 194). Count them... Hmm. (It is 10.)",
      ["The terms are (104, 114, ..., 194).", "Count them...", "Hmm.", "(It is 10.)"]),
+    # a LaTeX environment inside inline math is part of its sentence (ProcessBench); on its own lines a block
+    ("So $a = \\begin{pmatrix} x \\\\ y \\end{pmatrix}$ is given. The answer is $\\boxed{\\begin{pmatrix} 1 \\end{pmatrix}}$.",
+     ["So $a = \\begin{pmatrix} x \\\\ y \\end{pmatrix}$ is given.", "The answer is $\\boxed{\\begin{pmatrix} 1 \\end{pmatrix}}$."]),
+    ("We have\n\\begin{align}\nx &= 1. \\\\\ny &= 2\n\\end{align}\nSo done.",
+     ["We have", "\\begin{align}\nx &= 1. \\\\\ny &= 2\n\\end{align}", "So done."]),
 ])
 def test_fragments(text, expected):
     assert frags(text) == expected

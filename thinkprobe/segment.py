@@ -10,7 +10,7 @@ import bisect
 import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import numba
 import numpy as np
@@ -194,10 +194,24 @@ def _cut_long(text: str, start: int, end: int, limit: int) -> Iterable[tuple[int
     yield start, end
 
 
+def _blocks(text: str, start: int, end: int) -> Iterator[re.Match]:
+    """The blocks kept whole in text[start:end), in order. A LaTeX environment on one line inside
+    inline math or code ("$a = \\begin{pmatrix} x \\\\ y \\end{pmatrix}$ is", "$\\boxed{\\begin{...}...}$")
+    is part of its sentence, not a block: cut out, it would tear the formula in three units."""
+    for m in _BLOCK.finditer(text, start, end):
+        if m.group(1) is not None and "\n" not in m.group():
+            line = text.rfind("\n", start, m.start()) + 1 or start
+            stop = text.find("\n", m.end(), end)
+            stop = end if stop < 0 else stop
+            if any(i.start() < m.start() and m.end() < i.end() for i in _INLINE.finditer(text, line, stop)):
+                continue
+        yield m
+
+
 def _line_spans(text: str, start: int, end: int) -> Iterable[tuple[int, int, bool]]:
     """Yield (start, end, whole) pieces of [start, end): blocks kept whole, else single lines."""
     pos = start
-    for m in _BLOCK.finditer(text, start, end):
+    for m in _blocks(text, start, end):
         yield from _lines(text, pos, m.start())
         yield from _cut_special(text, m.start(), m.end(), True)
         pos = m.end()
@@ -340,7 +354,7 @@ def settled_fragments(text: str, start: int, end: int, cfg: Config) -> tuple[lis
     >>> [t[s:e] for s, e in frags], t[resume:]
     (['Let x be 2.', 'Okay.'], '```py\\nx = 1\\n\\ny = 2')
     """
-    blocks = [(m.start(), m.end()) for m in _BLOCK.finditer(text, start, end)]
+    blocks = [(m.start(), m.end()) for m in _blocks(text, start, end)]
     if blocks and blocks[-1][1] == end:  # may still be open (or grow): nothing from its start on is settled
         end = blocks.pop()[0]
     cut = text.rfind("\n", start, end)
