@@ -41,6 +41,9 @@ def units(text, config):
     # a LaTeX environment inside inline math is part of its sentence (ProcessBench); on its own lines a block
     ("So $a = \\begin{pmatrix} x \\\\ y \\end{pmatrix}$ is given. The answer is $\\boxed{\\begin{pmatrix} 1 \\end{pmatrix}}$.",
      ["So $a = \\begin{pmatrix} x \\\\ y \\end{pmatrix}$ is given.", "The answer is $\\boxed{\\begin{pmatrix} 1 \\end{pmatrix}}$."]),
+    # a quotation mark that opens a sentence stays with it (BIG-Bench Mistake's word_sorting)
+    ('The first letter: "bushwhack": "b" (2). "hippy": "h" (8). "yakima": "y" (25).',
+     ['The first letter: "bushwhack": "b" (2).', '"hippy": "h" (8).', '"yakima": "y" (25).']),
     ("We have\n\\begin{align}\nx &= 1. \\\\\ny &= 2\n\\end{align}\nSo done.",
      ["We have", "\\begin{align}\nx &= 1. \\\\\ny &= 2\n\\end{align}", "So done."]),
 ])
@@ -180,10 +183,11 @@ def _reference_abbreviation(text, cut):
 
 
 def _reference_openers(text, cut):
-    """A cut right after opening brackets that follow a space (or open the text) moves before them."""
+    """A cut right after opening brackets or quotation marks that follow a space (or open the text)
+    moves before them."""
     import re
 
-    m = re.search(r"(?:\A|\s)([(\[{]+)\Z", text[:cut])
+    m = re.search(r"(?:\A|\s)([(\[{\"'“‘«]+)\Z", text[:cut])
     return m.start(1) if m else cut
 
 

@@ -127,11 +127,16 @@ def _in_formula(text: str, cut: int) -> bool:
     return False
 
 
+# Brackets and quotation marks that open what follows them.
+_OPENERS = "([{\"'“‘«"
+
+
 def _before_openers(text: str, cut: int) -> int:
-    """A cut right after opening brackets that follow a space moves before them: "ten. (5!) ways" is cut
-    before "(", never between "(" and "5"."""
+    """A cut right after opening brackets or quotation marks that follow a space moves before them:
+    "ten. (5!) ways" is cut before "(", never between "(" and "5"; '"b" (2). "hippy": "h"' before the
+    quote that opens "hippy", not after it."""
     k = cut
-    while k > 0 and text[k - 1] in "([{":
+    while k > 0 and text[k - 1] in _OPENERS:
         k -= 1
     return k if k < cut and (k == 0 or text[k - 1].isspace()) else cut
 
