@@ -41,6 +41,8 @@ def units(text, config):
     # a LaTeX environment inside inline math is part of its sentence (ProcessBench); on its own lines a block
     ("So $a = \\begin{pmatrix} x \\\\ y \\end{pmatrix}$ is given. The answer is $\\boxed{\\begin{pmatrix} 1 \\end{pmatrix}}$.",
      ["So $a = \\begin{pmatrix} x \\\\ y \\end{pmatrix}$ is given.", "The answer is $\\boxed{\\begin{pmatrix} 1 \\end{pmatrix}}$."]),
+    ("It was approx. 3.5 km, approx. the same. It is approx. Then stop.",
+     ["It was approx. 3.5 km, approx. the same.", "It is approx.", "Then stop."]),
     # a quotation mark that opens a sentence stays with it (BIG-Bench Mistake's word_sorting)
     ('The first letter: "bushwhack": "b" (2). "hippy": "h" (8). "yakima": "y" (25).',
      ['The first letter: "bushwhack": "b" (2).', '"hippy": "h" (8).', '"yakima": "y" (25).']),
