@@ -364,6 +364,15 @@ def test_empty_dedicated_field_does_not_turn_the_answer_into_reasoning():
     assert (err.value.field, err.value.reason) == ("thought_summary", "empty reasoning")
 
 
+def test_a_reasoning_field_that_holds_the_answer_is_no_reasoning():
+    with pytest.raises(InputError) as err:
+        one({"thought_summary": "Answer: 78", "response": "Answer: 78 "})
+    assert err.value.field == "thought_summary" and err.value.reason.startswith("the reasoning is the answer itself")
+    assert "response holds the same text" in err.value.reason
+    kept = one({"thought_summary": "He died in 1926, aged 78. Answer: 78", "response": "Answer: 78"})
+    assert [s.field for s in kept.sections] == ["thought_summary", "response"]
+
+
 @pytest.mark.parametrize(
     "content, reason",
     [(b"[1, 2", "malformed JSON"), (b'"just a string"', "top level"), (b'[{"reasoning": "x"}, 3]', None)],
@@ -485,6 +494,10 @@ def test_tts_knowledge_empty_summaries_are_errors_not_traces(shared_data):
     errors = [i for i in items if isinstance(i, InputError)]
     assert errors and all((e.field, e.reason) == ("thought_summary", "empty reasoning") for e in errors)
     assert any(isinstance(i, Trace) and i.model.startswith("gpt-5-mini") for i in items)
+    # summaries that repeat the response (29 in the six gpt-5-mini files) are not profiled as reasoning
+    same = [i for i in iter_traces(real(shared_data, "tts_knowledge/outputs/gpt-5-mini/gpt-5-mini_simpleqa_medium_effort.jsonl.gz"))
+            if isinstance(i, InputError) and i.reason.startswith("the reasoning is the answer itself")]
+    assert len(same) == 8 and all(e.field == "thought_summary" for e in same)
 
 
 @pytest.mark.realdata

@@ -140,6 +140,10 @@ def detect(
     answer = _answer_section(record, answer_fields, reasoning_from, text, split)
     if answer is not None:
         answer = Section("answer", _origin(record, answer.field), answer.text, answer.start, answer.end)
+        if answer.field != _origin(record, reasoning_from) and answer.content.strip() == text[start:end].strip():
+            # e.g. tts_knowledge's gpt-5-mini records whose thought_summary is the response
+            raise error(_origin(record, reasoning_from), f"the reasoning is the answer itself ({answer.field} holds "
+                                                         "the same text): nothing to profile as reasoning")
     if answer:
         sections.append(answer)
 
