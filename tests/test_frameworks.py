@@ -193,6 +193,31 @@ def test_a_misspelt_field_option_is_a_warning_naming_the_keys_and_an_error_with_
     assert res.exit_code == 0 and "warning: --model-field 'modle_name' matched none" in res.stderr
 
 
+def test_a_path_pattern_that_misses_files_of_a_folder_is_a_warning_naming_them(tmp_path):
+    """Venhoff et al.'s folder: the models' files beside the question list (messages.json), which the
+    pattern that names the models does not match and would otherwise be read as traces in silence."""
+    folder = tmp_path / "venhoff"
+    folder.mkdir()
+    trace = {"response": "<think>Add them: 2 + 2 = 4. So it is 4.</think>4"}
+    for model in ("claude", "gpt"):
+        (folder / f"reasoning_comparison_{model}.json").write_text(json.dumps([trace, trace]), encoding="utf-8")
+    (folder / "messages.json").write_text(json.dumps([{"index": 0, "content": "What is 2 + 2?"}]), encoding="utf-8")
+    pattern = "reasoning_comparison_{model}.json"
+    warnings = check_fields([str(folder)], FieldMap(path_pattern=pattern))
+    assert [(w.option, w.checked, w.unmatched) for w in warnings] == [("--path-pattern", 3, ("messages.json",))]
+    assert "matched 2 of the 3 data files" in str(warnings[0]) and "name the matching files" in str(warnings[0])
+    assert check_fields([str(folder / "reasoning_comparison_gpt.json")], FieldMap(path_pattern=pattern)) == []
+    res = CliRunner().invoke(main, ["peek", str(folder), "--path-pattern", pattern])
+    assert res.exit_code == 0 and "warning: --path-pattern" in res.stderr and "messages.json" in res.stderr
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["profile", str(folder), "-o", str(out), "--path-pattern", pattern, "--linker", "cue",
+                                    "--types", "cue", "--no-cache", "--no-report", "--no-progress", "--device", "cpu"])
+    assert res.exit_code == 0 and "warning: --path-pattern" in res.output, res.output
+    run = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert run["field_warnings"] == [{"option": "--path-pattern", "field": pattern, "input": str(folder), "checked": 3,
+                                      "unmatched": ["messages.json"]}]
+
+
 def test_grades_not_attempted_is_not_graded():
     assert one({"reasoning": "x", "grading": "C"}).correct is None  # SimpleQA: C = not attempted
     assert one({"reasoning": "x", "grading": "A"}).correct is True

@@ -1,6 +1,8 @@
 """Named fields checked against the records: a `--*-field` that no record has is a misspelling far
 more often than a choice, and without this check it is ignored in silence (every trace grouped as
-`unknown`, the answer or gold answer missing).
+`unknown`, the answer or gold answer missing). Likewise a `--path-pattern` that some of a folder's
+data files do not match: their records are read without it (Venhoff et al.'s folder holds its
+question list, messages.json, beside the models' files).
 """
 from __future__ import annotations
 
@@ -11,10 +13,10 @@ from typing import Sequence
 
 from ..records import InputError
 from .detect import get_path
-from .formats import iter_records
+from .formats import data_files, iter_records
 from .sources import NAMED_FIELDS, FieldMap, Source, parse_source
 
-__all__ = ["FieldWarning", "check_fields", "CHECKED_RECORDS"]
+__all__ = ["FieldWarning", "PatternWarning", "check_fields", "CHECKED_RECORDS"]
 
 
 CHECKED_RECORDS = 200  # records read per input for the check (the first ones, in input order)
@@ -40,14 +42,49 @@ class FieldWarning:
                 "keys": list(self.keys)}
 
 
+@dataclass(frozen=True)
+class PatternWarning:
+    """A --path-pattern that some data files of an input do not match."""
+
+    option: str  # "--path-pattern"
+    field: str  # the pattern
+    input: str
+    checked: int  # data files in the input
+    unmatched: tuple[str, ...]  # those it does not match, relative to the input
+
+    def __str__(self) -> str:
+        shown = ", ".join(self.unmatched[:10]) + (f", ... ({len(self.unmatched)} files)" if len(self.unmatched) > 10 else "")
+        return (f"{self.option} {self.field!r} matched {self.checked - len(self.unmatched)} of the {self.checked} data "
+                f"files of {self.input}; the others are read without it (model, domain and group from their own "
+                f"fields, else unknown): {shown}; to leave them out, name the matching files as the inputs")
+
+    def as_dict(self) -> dict:
+        return {"option": self.option, "field": self.field, "input": self.input, "checked": self.checked,
+                "unmatched": list(self.unmatched)}
+
+
+def _pattern_warning(src: Source) -> PatternWarning | None:
+    root = Path(src.path)
+    if not src.fields.path_pattern or src.records is not None or not root.exists():
+        return None
+    files = data_files(root) if root.is_dir() else [root]
+    unmatched = tuple((f.relative_to(root).as_posix() if root.is_dir() else f.as_posix())
+                      for f in files if not src.fields.from_path(str(f)))
+    return PatternWarning("--path-pattern", src.fields.path_pattern, src.path, len(files), unmatched) if unmatched else None
+
+
 def check_fields(inputs: Sequence[str | Path | Source], fields: FieldMap = FieldMap(),
-                 records: Sequence[dict] | None = None, limit: int = CHECKED_RECORDS) -> list[FieldWarning]:
-    """One warning per named field (per input) that none of the first `limit` records has."""
+                 records: Sequence[dict] | None = None,
+                 limit: int = CHECKED_RECORDS) -> list[FieldWarning | PatternWarning]:
+    """One warning per named field (per input) that none of the first `limit` records has, and one per
+    input whose data files --path-pattern does not all match."""
     sources = [parse_source(i, fields) for i in inputs]
     if records is not None:
         sources.insert(0, Source("<memory>", fields, records))
-    warnings = []
+    warnings: list[FieldWarning | PatternWarning] = []
     for src in sources:
+        if (pattern := _pattern_warning(src)) is not None:
+            warnings.append(pattern)
         named = {name: getattr(src.fields, name) for name in NAMED_FIELDS if getattr(src.fields, name)}
         if not named:
             continue
