@@ -123,6 +123,14 @@ def test_every_layout_profiled_without_flags_end_to_end(tmp_path):
     run = thinkprobe.profile(str(FRAMEWORKS), tmp_path / "out", **FAST)
     assert run.summary["traces"] == 8 + 12 + 2 + 6 and run.summary["errors"] == 3
     assert run.summary["untagged"] == 2 and json.loads((run.folder / "run.json").read_text())["counts"]["untagged"] == 2
+    by_model = json.loads((run.folder / "run.json").read_text())["untagged"]["by_model"]
+    assert by_model == run.summary["untagged_by_model"] and sum(by_model.values()) == 2
+    from thinkprobe.cli import format_summary
+
+    line = next(x for x in format_summary(run.summary).splitlines() if "traces are untagged text" in x)
+    traces = {row["model"]: row["traces"] for row in run.summary["coverage"]["by_model"]}
+    assert line.endswith("by model: " + ", ".join(f"{m} {n} of {traces[m]}" for m, n in
+                                                  sorted(by_model.items(), key=lambda kv: (-kv[1], kv[0]))))
     ind = run.indicators
     assert "source_id" in ind.columns and "source_id" in run.profiles.columns and "source_id" in run.redundancy.columns
     assert "unknown" not in set(ind[ind["trace_id"].str.contains(":e")]["model"])

@@ -199,9 +199,13 @@ def format_summary(result: dict) -> str:
     for warning in result.get("field_warnings", ()):
         lines.append(f"warning: {warning}")
     if result.get("untagged"):
+        traces = {row["model"]: row["traces"] for row in (result.get("coverage") or {}).get("by_model", ())}
+        per_model = ", ".join(f"{model} {n}" + (f" of {traces[model]}" if model in traces else "")
+                              for model, n in sorted((result.get("untagged_by_model") or {}).items(),
+                                                     key=lambda kv: (-kv[1], kv[0])))
         lines.append(f"{result['untagged']} traces are untagged text (no reasoning field or tags: a non-reasoning "
                      "model's output?) profiled as chain of thought; provenance marks them, --untagged skip leaves "
-                     "them out")
+                     "them out" + (f"; by model: {per_model}" if per_model else ""))
     if result.get("code_not_run"):
         from .redundancy import not_run_line
 

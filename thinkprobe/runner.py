@@ -277,6 +277,7 @@ class Joined:
     unknown: dict[str, int] = field(default_factory=lambda: {"model": 0, "domain": 0})
     unknown_sources: set[str] = field(default_factory=set)  # the files of the traces without a model
     untagged: int = 0  # traces whose reasoning is untagged whole text (provenance "untagged")
+    untagged_by_model: dict[str, int] = field(default_factory=dict)  # the same per model
     code_not_run: int = 0  # traces whose final answer is code left ungraded: code execution was off
     accounting: Accounting = field(default_factory=Accounting)  # coverage per file and model, grades
     groups: dict[str, int] = field(default_factory=dict)  # traces per group (the third design factor)
@@ -327,7 +328,9 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
                         joined.unknown[key] += g[key] == "unknown"
                     if g["model"] == "unknown":
                         joined.unknown_sources.add(g["source"])
-                    joined.untagged += bool(g["provenance"].get("untagged"))
+                    if g["provenance"].get("untagged"):
+                        joined.untagged += 1
+                        joined.untagged_by_model[g["model"]] = joined.untagged_by_model.get(g["model"], 0) + 1
                     joined.code_not_run += code_not_run(g)
                     if (group := group_of(g)) is not None:
                         joined.groups[group] = joined.groups.get(group, 0) + 1
@@ -383,6 +386,7 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
                    "unknown_model": joined.unknown["model"], "unknown_domain": joined.unknown["domain"],
                    "untagged": joined.untagged, "code_not_run": joined.code_not_run},
         "untagged": {"policy": opts.untagged, "profiled": joined.untagged,
+                     "by_model": dict(sorted(joined.untagged_by_model.items())),
                      "answers_without_thinking": sum(m["reasons"].get("answer without thinking", 0)
                                                      for m in joined.accounting.coverage()["by_model"]),
                      "what": "traces whose reasoning is a whole text with no reasoning field and no reasoning tags "
@@ -463,7 +467,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     write_stats(out, cfg.stats)
     return {"out_dir": str(out), "traces": len(joined.rows), "errors": joined.errors, "resumed": resumed,
             "duplicates": len(joined.duplicates), "unknown": joined.unknown, "unknown_fix": info["unknown_fix"],
-            "untagged": joined.untagged,
+            "untagged": joined.untagged, "untagged_by_model": dict(sorted(joined.untagged_by_model.items())),
             "code_not_run": joined.code_not_run,
             "coverage": info["coverage"], "coverage_warnings": info["coverage_warnings"], "grades": info["grades"],
             "model_profiles": by_model, "model_domain_profiles": by_model_domain,
