@@ -43,6 +43,9 @@ def units(text, config):
      ["So $a = \\begin{pmatrix} x \\\\ y \\end{pmatrix}$ is given.", "The answer is $\\boxed{\\begin{pmatrix} 1 \\end{pmatrix}}$."]),
     ("It was approx. 3.5 km, approx. the same. It is approx. Then stop.",
      ["It was approx. 3.5 km, approx. the same.", "It is approx.", "Then stop."]),
+    # a bold title glued to the sentence before it (gpt-5-mini's reasoning summaries) starts a unit
+    ("I should check it.**Investigating album rankings**\n\nI'm looking at the charts. So **this** is it.",
+     ["I should check it.", "**Investigating album rankings**", "I'm looking at the charts.", "So **this** is it."]),
     # a quotation mark that opens a sentence stays with it (BIG-Bench Mistake's word_sorting)
     ('The first letter: "bushwhack": "b" (2). "hippy": "h" (8). "yakima": "y" (25).',
      ['The first letter: "bushwhack": "b" (2).', '"hippy": "h" (8).', '"yakima": "y" (25).']),
@@ -142,7 +145,7 @@ def _reference_fragment_spans(text, start, end, max_line_chars=20000):
         doc = next(docs)
         protected = [(m.start(), m.end()) for m in sg._INLINE.finditer(doc.text)]
         cuts = {sent.start_char for sent in doc.sents} | {m.start() for m in sg._CJK_END.finditer(doc.text)}
-        cuts |= {m.end() for m in sg._MISSED_END.finditer(doc.text)}
+        cuts |= {m.end() for m in sg._MISSED_END.finditer(doc.text)} | {m.start() for m in sg._GLUED_BOLD.finditer(doc.text)}
         cuts = sorted({_reference_openers(doc.text, c) for c in cuts if 0 < c < len(doc.text)})
         cuts = [c for c in cuts if c > 0 and not any(a < c < b for a, b in protected)
                 and not _reference_abbreviation(doc.text, c) and not _reference_formula(doc.text, c)]

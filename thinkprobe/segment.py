@@ -41,6 +41,9 @@ _WORD = re.compile(r"\w", re.UNICODE)
 # opening bracket / LaTeX command) they end a sentence unless they are a real abbreviation.
 _MISSED_END = re.compile(r"[.!?]\s+(?=[A-Z(\[\\])")
 _NEXT_WORD = re.compile(r"[\w'’]+")
+# A bold title glued to the sentence before it ("... confirmation.**Investigating album rankings**"), as
+# the reasoning summaries of OpenAI's models often come when their parts are joined without a break.
+_GLUED_BOLD = re.compile(r"(?<=[.!?])\*\*(?=[^*\s][^*\n]*\*\*)")
 
 
 @dataclass(frozen=True)
@@ -287,7 +290,7 @@ def fragment_spans(text: str, start: int, end: int, max_line_chars: int = 20000,
         piece = doc.text
         protected = [(m.start(), m.end()) for m in _INLINE.finditer(piece)]
         cuts = {sent.start_char for sent in doc.sents} | {m.start() for m in _CJK_END.finditer(piece)}
-        cuts |= {m.end() for m in _MISSED_END.finditer(piece)}
+        cuts |= {m.end() for m in _MISSED_END.finditer(piece)} | {m.start() for m in _GLUED_BOLD.finditer(piece)}
         cuts = sorted({_before_openers(piece, c) for c in cuts if 0 < c < len(piece)})
         cuts = [c for c in cuts if 0 < c and not _inside(protected, c) and not abbreviations.holds(piece, c)
                 and not _in_formula(piece, c)]
