@@ -209,6 +209,28 @@ def test_reasoning_in_an_unlisted_field_with_tags_is_found_and_else_suggested():
     assert "--reasoning-field 'final output'" in err.value.reason  # the longest text, the reference solution left out
 
 
+def test_a_reasoning_that_is_a_program_is_marked_and_counted_in_the_summary():
+    from thinkprobe.cli import format_summary
+
+    program = one({"reasoning": "from typing import List\n\ndef total(xs: List[int]) -> int:\n    return sum(xs)"})
+    assert program.provenance["reasoning_is_code"] is True
+    prose = one({"reasoning": "Let x = 5. If x > 3: then we are done. So total = sum(xs)."})
+    assert "reasoning_is_code" not in prose.provenance
+    text = format_summary({"traces": 3, "out_dir": "out", "resumed": 0, "errors": 0, "model_profiles": [],
+                           "reasoning_is_code": 2})
+    assert "2 traces' reasoning is a Python program, not prose" in text
+
+
+@pytest.mark.realdata
+def test_mr_ben_coding_solutions_are_marked_as_programs(shared_data):
+    fields = FieldMap(reasoning_field="Model_Solution_Steps")
+    coding = [t for t in iter_traces(shared_data / "mr_ben" / "coding.json.gz", fields) if isinstance(t, Trace)]
+    marked = sum(bool(t.provenance.get("reasoning_is_code")) for t in coding)
+    assert len(coding) == 238 and marked == 214  # the other 24 open with a sentence and fence their code
+    math = [t for t in iter_traces(shared_data / "mr_ben" / "math.json.gz", fields) if isinstance(t, Trace)]
+    assert math and not any(t.provenance.get("reasoning_is_code") for t in math)
+
+
 def test_mr_ben_gold_is_the_corrected_answer_where_one_is_set():
     steps = ["Step 1: Narcissism fits.", "Solution: Choice_B"]
     base = {"Question": "Q?", "Model_Solution_Steps": steps, "Ground_Truth_Answer": "C"}

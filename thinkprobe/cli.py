@@ -206,6 +206,9 @@ def format_summary(result: dict) -> str:
         lines.append(f"{result['untagged']} traces are untagged text (no reasoning field or tags: a non-reasoning "
                      "model's output?) profiled as chain of thought; provenance marks them, --untagged skip leaves "
                      "them out" + (f"; by model: {per_model}" if per_model else ""))
+    if result.get("reasoning_is_code"):
+        lines.append(f"{result['reasoning_is_code']} traces' reasoning is a Python program, not prose (provenance "
+                     "reasoning_is_code): their units and indicators describe code")
     if result.get("code_not_run"):
         from .redundancy import not_run_line
 

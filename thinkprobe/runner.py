@@ -279,6 +279,7 @@ class Joined:
     untagged: int = 0  # traces whose reasoning is untagged whole text (provenance "untagged")
     untagged_by_model: dict[str, int] = field(default_factory=dict)  # the same per model
     code_not_run: int = 0  # traces whose final answer is code left ungraded: code execution was off
+    reasoning_is_code: int = 0  # traces whose reasoning is a program, not prose (provenance reasoning_is_code)
     accounting: Accounting = field(default_factory=Accounting)  # coverage per file and model, grades
     groups: dict[str, int] = field(default_factory=dict)  # traces per group (the third design factor)
     group_from: dict[str, int] = field(default_factory=dict)  # traces per place the group was read from
@@ -332,6 +333,7 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
                         joined.untagged += 1
                         joined.untagged_by_model[g["model"]] = joined.untagged_by_model.get(g["model"], 0) + 1
                     joined.code_not_run += code_not_run(g)
+                    joined.reasoning_is_code += bool(g["provenance"].get("reasoning_is_code"))
                     if (group := group_of(g)) is not None:
                         joined.groups[group] = joined.groups.get(group, 0) + 1
                         origin = str(g["provenance"].get("group_from") or "graph record")
@@ -384,7 +386,8 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
                          ("transformers", "transformers"))}},
         "counts": {"traces": len(joined.rows), "errors": joined.errors, "duplicate_ids": len(joined.duplicates),
                    "unknown_model": joined.unknown["model"], "unknown_domain": joined.unknown["domain"],
-                   "untagged": joined.untagged, "code_not_run": joined.code_not_run},
+                   "untagged": joined.untagged, "code_not_run": joined.code_not_run,
+                   "reasoning_is_code": joined.reasoning_is_code},
         "untagged": {"policy": opts.untagged, "profiled": joined.untagged,
                      "by_model": dict(sorted(joined.untagged_by_model.items())),
                      "answers_without_thinking": sum(m["reasons"].get("answer without thinking", 0)
@@ -468,7 +471,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     return {"out_dir": str(out), "traces": len(joined.rows), "errors": joined.errors, "resumed": resumed,
             "duplicates": len(joined.duplicates), "unknown": joined.unknown, "unknown_fix": info["unknown_fix"],
             "untagged": joined.untagged, "untagged_by_model": dict(sorted(joined.untagged_by_model.items())),
-            "code_not_run": joined.code_not_run,
+            "code_not_run": joined.code_not_run, "reasoning_is_code": joined.reasoning_is_code,
             "coverage": info["coverage"], "coverage_warnings": info["coverage_warnings"], "grades": info["grades"],
             "model_profiles": by_model, "model_domain_profiles": by_model_domain,
             "norms": str(opts.norms) if opts.norms else None}

@@ -13,7 +13,7 @@ from ..records import InputError, Section, Trace
 from .formats import strip_extensions, type_name
 from .grades import CORRECT_FIELDS, GENERATION_CORRECT_FIELDS, GRADES, grade_key, parse_correct_values, read_grade, unread_codes
 from .sources import FieldMap
-from .guess import longest_text_hint, model_output, step_texts, tagged_field
+from .guess import is_code, longest_text_hint, model_output, step_texts, tagged_field
 from .tags import Split, split_tags, trim
 
 __all__ = ["get_path", "GRADES", "ENCRYPTED", "UNTAGGED", "CHOICE_MESSAGES", "record_position", "REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect", "record_model"]
@@ -184,6 +184,8 @@ def detect(
             provenance["unread_grade"] = f"{grade.field}={grade.value}"  # --correct-field holding words no default reads
     elif codes := unread_codes(record, get_path):  # e.g. MiP's eval_result: a grade only --correct-values reads
         provenance["unread_grade"] = ", ".join(f"{field}={value}" for field, value in codes)
+    if is_code(text[start:end]):
+        provenance["reasoning_is_code"] = True  # a program, not prose (MR-BEN's coding solutions): counted in the summary
     if "layout" in record:
         provenance["layout"] = record["layout"]
     if source_id is not None:

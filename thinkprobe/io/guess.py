@@ -9,13 +9,15 @@ counts thinking tokens it does not hold (`o1 (question) thinking_token_count`): 
 """
 from __future__ import annotations
 
+import ast
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Iterable
 
 from .tags import split_tags
 
-__all__ = ["tagged_field", "longest_text_hint", "step_texts", "HINT_MIN_CHARS", "NOT_OUTPUT", "OUTPUT_WORDS", "ModelOutput",
+__all__ = ["is_code", "tagged_field", "longest_text_hint", "step_texts", "HINT_MIN_CHARS", "NOT_OUTPUT", "OUTPUT_WORDS", "ModelOutput",
            "model_output", "HIDDEN_REASONING"]
 
 
@@ -110,3 +112,26 @@ def model_output(record: dict) -> ModelOutput | None:
         counted = hidden if isinstance(hidden, int) and not isinstance(hidden, bool) and hidden > 0 else None
         return ModelOutput(str(key), match["model"].strip(), value, counted)
     return None
+
+
+
+# What prose never parses into: definitions, imports, compound statements.
+_CODE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.For, ast.While,
+               ast.If, ast.With, ast.Try)
+
+
+def is_code(text: str) -> bool:
+    """Whether a reasoning text is a Python program rather than prose: it parses as Python and holds a
+    definition, an import or a compound statement (a bare word or "x = 5" parses too, prose never does
+    with these). MR-BEN's coding solutions are such programs.
+
+    >>> is_code("def f(x):\\n    return x + 1"), is_code("So x = 5. Then we stop."), is_code("Hmm")
+    (True, False, False)
+    """
+    try:
+        with warnings.catch_warnings():  # "\d" in a string literal of the program: a SyntaxWarning
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    return any(isinstance(node, _CODE_NODES) for node in ast.walk(tree))
