@@ -101,6 +101,26 @@ def test_constant_indicator_is_reported_not_a_crash(tmp_path):
     assert "NaN" not in json.dumps(stats)
 
 
+def test_a_mostly_tied_indicator_gets_no_length_controlled_test(tmp_path):
+    """initial_diversity 0 in 29 of 30 traces, model b's traces short: a line on log tokens would rank
+    the 29 zeros by length and call that a model effect; the length-controlled test is not run (with
+    the reason), the raw one is, and a variable with few ties keeps its length-controlled test."""
+    rows = []
+    for model, tokens in (("a", 400), ("b", 50), ("c", 420)):
+        for k in range(10):
+            rows.append({"trace_id": f"{model}-{k}", "model": model, "domain": "xy"[k % 2], "tokens": tokens + 7 * k,
+                         "initial_diversity": 0.4 if (model, k) == ("a", 0) else 0.0, "idea_count": 3 + k})
+    stats = compute_stats(write_run(tmp_path, rows))
+    tied = variable(stats, "initial_diversity")
+    lc = tied["length_controlled"]
+    assert lc["model"]["status"] == "not testable" and lc["model"]["eps2_corrected"] is None
+    assert "29 of 30 traces share one value" in lc["model"]["reason"] and lc["fit"]["r2"] is None
+    assert tied["reliability"]["split_half_length_controlled"]["status"] == "not testable"
+    assert tied["model"]["status"] == "ok"  # the raw test still runs
+    assert variable(stats, "idea_count")["length_controlled"]["model"]["status"] == "ok"
+    assert stats["settings"]["length_control_max_tied"] == 0.5
+
+
 def test_holm_by_hand():
     # Sorted: 0.005 * 4 = 0.02, 0.01 * 3 = 0.03, 0.03 * 2 = 0.06, 0.04 * 1 = 0.04 -> raised to 0.06.
     assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])

@@ -300,6 +300,7 @@ class StatsSettings:
     split_halves: int
     split_half_seed: int
     min_reliability: float
+    length_control_max_tied: float
     cv_folds: int
     cv_seed: int
     min_class: int

@@ -15,6 +15,7 @@ import csv
 import io
 import json
 import math
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -241,6 +242,28 @@ def length_residuals(values: Sequence[float], log_tokens: Sequence[float]) -> tu
     return resid, fit
 
 
+def _mostly_tied(values: Sequence[float], max_share: float) -> str | None:
+    """Why a variable gets no length-controlled test (its most common value holds more than
+    `max_share` of the traces with a value: the residuals would order those by length alone), or None."""
+    finite = [float(v) for v in values if math.isfinite(v)]
+    if not finite:
+        return None
+    value, count = Counter(finite).most_common(1)[0]
+    if count <= max_share * len(finite) or count == len(finite):  # one value everywhere: the tests say "constant"
+        return None
+    return (f"{count} of {len(finite)} traces share one value ({value:g}): residuals on log(tokens) would order "
+            "them by length alone")
+
+
+def _untested(reason: str, permutations: bool) -> dict:
+    """A length-controlled test not run, with the keys of kruskal_test's result."""
+    out = {"status": NOT_TESTABLE, "k": None, "n": None, "too_few": [], "H": None, "p": None, "eps2": None,
+           "reason": reason}
+    if permutations:
+        out.update(eps2_expected=None, eps2_corrected=None)
+    return out
+
+
 def _ratio(model_eps: float | None, domain_eps: float | None, floor: float) -> dict:
     """Chance-corrected eps2(model) / eps2(domain): no ratio when both are under `floor`; a side
     under it is raised to it, which makes the ratio a bound (floored names that side)."""
@@ -451,17 +474,22 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
     results = []
     for name, kind, dim in variables:
         values = [r[name] for r in rows]
-        resid, fit = length_residuals(values, log_tokens)
+        tied = _mostly_tied(values, cfg.length_control_max_tied)
+        resid, fit = length_residuals(values, log_tokens) if tied is None else (None, {
+            "n": len(values), "slope": None, "intercept": None, "r2": None, "reason": tied})
         entry = {"variable": name, "kind": kind, "dimension": dim,
                  "length_controlled": {"fit": fit}, "reliability": {}}
         for by in groupings:
             labels = [r[by] for r in rows]
             entry[by] = _grouped_test(values, labels, **perm)
-            entry["length_controlled"][by] = _grouped_test(list(resid), labels, **perm)
+            entry["length_controlled"][by] = (_grouped_test(list(resid), labels, **perm) if tied is None else
+                                              _untested(tied, bool(cfg.permutations)))
         entry["reliability"]["split_half"] = split_half_reliability(values, list(models), cfg.split_halves,
                                                                     cfg.split_half_seed)
-        entry["reliability"]["split_half_length_controlled"] = split_half_reliability(
-            list(resid), list(models), cfg.split_halves, cfg.split_half_seed)
+        entry["reliability"]["split_half_length_controlled"] = (
+            split_half_reliability(list(resid), list(models), cfg.split_halves, cfg.split_half_seed) if tied is None
+            else {"status": NOT_TESTABLE, "models": None, "splits": 0, "r": None, "spearman_brown": None,
+                  "reason": tied})
         entry["reliability"]["icc"] = icc1(values, clusters)
         sb = entry["reliability"]["split_half"]["spearman_brown"]
         entry["reliability"]["supports_model_differences"] = None if sb is None else sb >= cfg.min_reliability

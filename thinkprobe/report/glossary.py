@@ -31,7 +31,9 @@ STATS_GLOSSARY: dict[str, str] = {
     "chance": "ε² that random group labels give on the same traces (mean over seeded permutations); "
               "it grows with the number of groups",
     "corrected": "ε² − chance ε²",
-    "length-controlled": "the same test on what a straight-line fit on log tokens (whole run) leaves of the variable",
+    "length-controlled": "the same test on what a straight-line fit on log tokens (whole run) leaves of the variable; "
+                         "not testable where most traces share one value (mostly 0): the residuals of those would "
+                         "differ by length alone",
     "ratio": "corrected ε²(model) / corrected ε²(domain), none when both are under the floor",
     "group": "a third grouping factor beside model and domain, named at profiling time (--group-field, --group or "
              "(?P<group>...) in --path-pattern: a design condition, a thinking budget); tested like the domain over "
