@@ -63,11 +63,14 @@ def as_number(value) -> float:
 def format_number(x: float | None, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "–"
+    if abs(x) < 1e-12:  # floating-point noise (an effect minus its chance level, both equal): no "-1.4e-17"
+        x = 0.0
     if x != 0 and abs(x) < 1e-3:
         return f"{x:.{digits}g}"
     # `digits` decimals below 10, fewer as the number grows: 0.031, 1.185, 174.0, 5000
     decimals = max(0, digits - max(0, int(math.log10(abs(x))) if x else 0))
-    return f"{x:.{decimals}f}"
+    text = f"{x:.{decimals}f}"
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text  # "-0.00" is 0
 
 
 @contextlib.contextmanager
