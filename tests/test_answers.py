@@ -48,6 +48,11 @@ def only(rec: dict) -> tuple[str, str]:
      "B", "option"),
     ("The answer is not obvious yet, so let's compute more.", None, None),
     ("Let me think about what the answer is.", None, None),
+    # the phrase named, not used (grok-3-mini quoting its instructions), or a value that is no answer
+    ("And put the answer on its own line after 'Answer:'.", None, None),
+    ('The user said: "Put your answer on its own line after \'Answer:\'."', None, None),
+    ("Possible answer: If I knew it was, say, Schmidhuber, but I don't.", None, None),
+    ("So the answer is ) ]", ") ]", "phrase"),  # BIG-Bench Mistake's Dyck languages: brackets are the answer
 ])
 def test_unit_rules(text, value, kind):
     cands = find_candidates(record(text))

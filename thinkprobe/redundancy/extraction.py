@@ -52,8 +52,11 @@ _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 _HEDGE = re.compile(r"^(?:probably|likely|maybe|perhaps|definitely|indeed|actually|simply|just|still|then|"
                     r"therefore|thus|clearly|exactly|now|here|hence|so)\b[,:]?\s*", re.IGNORECASE)
 _NOT_A_VALUE = re.compile(r"^(?:not|that|going|either|no\s+(?:longer|more|different|clear|single|way)\b|none of|wrong|"
-                          r"incorrect|correct\b|in\b|the same|different|unclear|unknown|what|whether|this\b|to\b)",
+                          r"incorrect|correct\b|in\b|the same|different|unclear|unknown|what|whether|this\b|to\b|"
+                          r"if\b)",  # "Possible answer: If I knew it was ..."
                           re.IGNORECASE)
+_EMPTY_VALUE = re.compile(r"^[\s'\"‘’“”`.,;:!?]*$")  # a lone quote or stop (brackets are Dyck languages' answers)
+_QUOTES = "'\"‘“`"
 _INLINE_MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
 _CONCLUDES = re.compile(r"(?:=|≈|\\approx|\bis\b|\bare\b|\bequals\b|\bbe\b|\bgives\b|\bget\b)", re.IGNORECASE)
 _ABBREVIATION = re.compile(r"(?:^|\W)(?:St|Dr|Mr|Mrs|Ms|Jr|Sr|Mt|Ft|vs|No)$")
@@ -117,6 +120,8 @@ def _phrase_value(text: str) -> tuple[str, str] | None:
     plain = MARKDOWN.sub("", text)
     matches = list(_PHRASE.finditer(plain))
     for m in reversed(matches):
+        if m.start() and plain[m.start() - 1] in _QUOTES:  # "put it after 'Answer:'": the phrase named, not used
+            continue
         value = _cut_value(plain[m.end():])
         while _HEDGE.match(value):
             value = _HEDGE.sub("", value, count=1)
@@ -125,7 +130,7 @@ def _phrase_value(text: str) -> tuple[str, str] | None:
             return labelled.group(1), "option"
         if len(value.split()) > _MAX_PHRASE_WORDS:  # "Yes, Winnie Ewing was alive when ..." -> "Yes"
             value = re.split(r",\s|\s[-–—]\s|\s\(", value, maxsplit=1)[0].strip()
-        if not value or _NOT_A_VALUE.match(value) or len(value.split()) > _MAX_PHRASE_WORDS:
+        if _EMPTY_VALUE.match(value) or _NOT_A_VALUE.match(value) or len(value.split()) > _MAX_PHRASE_WORDS:
             continue
         letter = _OPTION_VALUE.match(value)
         if letter and (len(value.strip()) <= 3 or value.strip().startswith("(")):
