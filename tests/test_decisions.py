@@ -3,6 +3,7 @@ choice (`thinkprobe select`) and their report sections, on hand-built run folder
 import copy
 import csv
 import json
+import re
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -250,6 +251,7 @@ def test_report_sections_list_unusual_traces_and_the_model_for_each_domain(run_d
     unusual = page[:page.index("<h2>Which model")]
     assert unusual.count('<a href="traces/r1-') == SETTINGS.unusual_per_model and "solo has 1 trace" in unusual
     assert "[r1-" in md and "AUROC of failure_risk" in unusual  # the run is graded
+    assert re.search(r"AUROC of failure_risk for a wrong answer is [\d.]+ \(95% interval [\d.]+–[\d.]+, Hanley", unusual)
     choice = page[page.index("<h2>Which model"):]
     assert "<td class=l>logic</td>" in choice and "<td class=l>math</td>" in choice
     defined = {name for _, items in glossary_items() for name, _ in items}

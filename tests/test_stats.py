@@ -9,7 +9,7 @@ from scipy.stats import kruskal
 from sklearn.metrics import roc_auc_score
 
 from thinkprobe.indicators import DIMENSIONS, INDICATORS
-from thinkprobe.stats import (CSV_COLUMNS, auroc, chance_eps2, compute_stats, holm, icc1, split_half_reliability,
+from thinkprobe.stats import (CSV_COLUMNS, auroc, auroc_se, chance_eps2, compute_stats, holm, icc1, split_half_reliability,
                               stats_settings, write_stats)
 
 from run_folder import write_run
@@ -119,6 +119,20 @@ def test_a_mostly_tied_indicator_gets_no_length_controlled_test(tmp_path):
     assert tied["model"]["status"] == "ok"  # the raw test still runs
     assert variable(stats, "idea_count")["length_controlled"]["model"]["status"] == "ok"
     assert stats["settings"]["length_control_max_tied"] == 0.5
+
+
+def test_a_gain_in_auroc_is_called_one_only_beyond_its_standard_error():
+    """The report's verdict on the indicators beyond model + length: 0.88 against 0.56 on 23 traces is a
+    gain; 0.70 against 0.60 on the same is within what they can tell apart; on 2,300 it is a gain."""
+    from thinkprobe.report.text import _gain_margin
+
+    def cv(n, wrong, base, full):
+        return {"n": n, "n_wrong": wrong, "auroc_model_length": base, "auroc_model_length_indicators": full}
+
+    assert _gain_margin(cv(23, 16, 0.56, 0.88)) < 0.32
+    assert _gain_margin(cv(23, 16, 0.60, 0.70)) > 0.10
+    assert _gain_margin(cv(2300, 1600, 0.60, 0.70)) < 0.05
+    assert auroc_se(0.5, 10, 10) > auroc_se(0.5, 100, 100) > 0
 
 
 def test_holm_by_hand():

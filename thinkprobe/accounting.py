@@ -246,9 +246,10 @@ def format_coverage(coverage: Mapping, grades: Mapping | None = None, max_rows: 
     if grades:
         rec, mat = grades["from_records"], grades["from_matcher"]
         lines.append(f"grades: {sum(rec.values())} from the records ({rec['correct']} correct, {rec['incorrect']} "
-                     f"incorrect, {rec['not graded']} not graded)" + (
+                     f"incorrect, {rec['not graded']} graded neither, e.g. not attempted: left out of Acc)" + (
                          f" in {', '.join(grades['fields'])}" if grades["fields"] else "")
-                     + f"; {sum(mat.values())} by matching the answer; {grades['none']} without a verdict")
+                     + f"; {sum(mat.values())} by matching the answer; {grades['none']} with neither a grade nor a "
+                       f"gold answer")
         if grades["matcher_checked"]:
             lines.append(f"the answer matcher disagrees with the record's grade on {grades['matcher_disagrees']} of "
                          f"{grades['matcher_checked']} traces (the grade is kept; run.json grades.disagreements)")

@@ -29,7 +29,7 @@ from .outputs import INDICATORS_TABLE, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON
 from .records import iter_graph_records
 
 __all__ = ["GROUPINGS", "stats_settings", "compute_stats", "write_stats", "holm", "kruskal_test",
-           "chance_eps2", "length_residuals", "split_half_reliability", "icc1", "auroc", "outcome_validity",
+           "chance_eps2", "length_residuals", "split_half_reliability", "icc1", "auroc", "auroc_se", "outcome_validity",
            "load_table"]
 
 # "group" (a design factor beside model and domain) is tested only in runs where some trace has one,
@@ -360,6 +360,18 @@ def auroc(scores: Sequence[float], positive: Sequence[bool]) -> float | None:
     if len(a) == 0 or len(b) == 0:
         return None
     return float(mannwhitneyu(a, b).statistic) / (len(a) * len(b))
+
+
+def auroc_se(value: float, n_pos: int, n_neg: int) -> float:
+    """The standard error of an AUROC from n_pos positives and n_neg negatives (Hanley & McNeil 1982,
+    exponential approximation): how far a small sample's AUROC may lie from the population's.
+
+    >>> round(auroc_se(0.8, 50, 50), 4)
+    0.0445
+    """
+    q1, q2 = value / (2 - value), 2 * value ** 2 / (1 + value)
+    var = (value * (1 - value) + (n_pos - 1) * (q1 - value ** 2) + (n_neg - 1) * (q2 - value ** 2)) / (n_pos * n_neg)
+    return math.sqrt(max(var, 0.0))
 
 
 def _auroc_within(scores: np.ndarray, wrong: np.ndarray, models: np.ndarray) -> tuple[float | None, dict]:

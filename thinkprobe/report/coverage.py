@@ -41,10 +41,12 @@ def _lines(run: dict) -> list[str]:
     if grades:
         rec, mat = grades["from_records"], grades["from_matcher"]
         lines.append(f"Verdicts: {sum(rec.values())} traces carry their own grade ({rec['correct']} correct, "
-                     f"{rec['incorrect']} incorrect, {rec['not graded']} not graded"
+                     f"{rec['incorrect']} incorrect, {rec['not graded']} graded neither, as SimpleQA's 'not "
+                     f"attempted': left out of Acc"
                      + (f"; read from {', '.join(grades['fields'])}" if grades["fields"] else "")
                      + f"), {sum(mat.values())} were judged by matching the final answer against the gold answer, "
-                       f"{grades['none']} have no verdict. A record's own grade always wins over the matcher.")
+                       f"{grades['none']} have neither a grade nor a gold answer. A record's own grade always wins "
+                       f"over the matcher.")
         if grades["matcher_checked"]:
             lines.append(f"The answer matcher disagrees with the record's grade on {grades['matcher_disagrees']} of "
                          f"{grades['matcher_checked']} traces that have both (run.json grades.disagreements).")

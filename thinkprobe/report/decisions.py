@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 
 from ..anomalies import read_anomalies
 from ..choice import select_by_domain
-from ..stats import auroc, stats_settings
+from ..stats import auroc, auroc_se, stats_settings
 from .markup import esc, html_table, md_table
 from .style import format_number
 
@@ -52,8 +52,11 @@ def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], p
               if a["trace_id"] in correct and a["failure_risk"] is not None]
     if graded and 0 < sum(w for _, w in graded) < len(graded):
         value = auroc([p for p, _ in graded], [w for _, w in graded])
-        note += (f" On this run's {len(graded)} graded traces ({sum(w for _, w in graded)} wrong) the AUROC of "
-                 f"failure_risk for a wrong answer is {value:.3f}.")
+        n_wrong = sum(w for _, w in graded)
+        se = auroc_se(value, n_wrong, len(graded) - n_wrong)
+        note += (f" On this run's {len(graded)} graded traces ({n_wrong} wrong) the AUROC of failure_risk for a wrong "
+                 f"answer is {value:.3f} (95% interval {max(0.0, value - 1.96 * se):.2f}–{min(1.0, value + 1.96 * se):.2f}, "
+                 "Hanley & McNeil).")
     elif graded:
         note += " This run's graded traces are all right or all wrong: no AUROC of failure_risk."
     return Section("Unusual traces and failure risk", note, UNUSUAL_HEADER, cells,
@@ -66,7 +69,7 @@ def _choice(run_dir: Path, rows: Sequence[Mapping]) -> Section:
     for sel in select_by_domain(run_dir, settings=settings, rows=rows):
         best = [r for r in sel.rows if r["tier"] == 1]
         top = best[0]
-        accs = [f"{r['model']} {r['accuracy']:.2f}" for r in best if r["accuracy"] is not None]
+        accs = [f"{r['model']} {r['accuracy']:.2f} (n {r['graded']})" for r in best if r["accuracy"] is not None]
         interval = (f"[{format_number(top['ci_low'], 2)}, {format_number(top['ci_high'], 2)}]"
                     if top["ci_low"] is not None else "–")
         cells.append([sel.domain, str(len(sel.rows)), ", ".join(r["model"] for r in best),
@@ -77,7 +80,7 @@ def _choice(run_dir: Path, rows: Sequence[Mapping]) -> Section:
             "RUN --domain D`; other wishes: --want 'Depth+,Efficiency+' or --like PROFILE.json). Tier 1 is the best "
             "model and every model the run cannot tell apart from it (the "
             f"{level}% bootstrap interval of the difference in fit contains 0); fit and interval are the best "
-            "model's.")
+            "model's; accuracy is over each model's graded traces of the domain (n: how many).")
     return Section("Which model for which domain", note, CHOICE_HEADER, cells,
                    empty="No domain has two or more models.")
 

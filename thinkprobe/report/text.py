@@ -3,10 +3,11 @@ notes that define how each number was computed.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ..stats import TESTED
+from ..stats import TESTED, auroc_se
 from .glossary import GLOSSARY
 from .markup import esc
 from .style import DIMS, display_label, format_number
@@ -68,8 +69,9 @@ def headline(stats: Mapping) -> list[str]:
         if sep:
             out.append(f"{opening}: beyond trace length and chance the models differ in "
                        + _list([f"{v} (corrected ε² {format_number(x, 2)})" for x, v in sep])
-                       + (f"; {_list(rest)} {'shows' if len(rest) == 1 else 'show'} no model difference "
-                          f"once length and chance are removed." if rest else "."))
+                       + (f"; {_list(rest)} {'shows' if len(rest) == 1 else 'show'} no significant model difference "
+                          f"once length and chance are removed (smallest model: {min(groups['model']['groups'].values())} "
+                          f"traces)." if rest else "."))
         else:
             best = max(((lc(e, "model")["eps2_corrected"] or 0.0, e["variable"]) for e in dims), default=(0.0, "–"))
             out.append(f"{opening}: no dimension separates the models once length and chance are removed "
@@ -99,12 +101,22 @@ def headline(stats: Mapping) -> list[str]:
         out.append(" ".join(factors))
     cv = stats["outcome"]["cross_validated"]
     if cv["status"] == TESTED:
-        gain = cv["gain"]
-        verdict = "add to" if gain >= 0.02 else "add nothing to" if gain > -0.02 else "do worse than"
+        gain, margin = cv["gain"], _gain_margin(cv)
+        verdict = ("add to" if gain > margin else "do worse than" if gain < -margin else
+                   "neither add to nor do worse than, within what these traces can tell apart,")
         out.append(f"On {cv['n']} graded traces ({cv['n_wrong']} wrong) the indicators {verdict} model + length "
                    f"in predicting a wrong answer (cross-validated AUROC {format_number(cv['auroc_model_length_indicators'], 2)} "
-                   f"with them, {format_number(cv['auroc_model_length'], 2)} without).")
+                   f"with them, {format_number(cv['auroc_model_length'], 2)} without; a gain needs more than "
+                   f"{format_number(margin, 2)} here).")
     return out[:5]
+
+
+def _gain_margin(cv: Mapping) -> float:
+    """1.96 standard errors of the difference of the two cross-validated AUROCs (Hanley & McNeil, the
+    two taken as independent: a conservative bound, as both score the same traces)."""
+    n_wrong, n_right = cv["n_wrong"], cv["n"] - cv["n_wrong"]
+    return 1.96 * math.hypot(auroc_se(cv["auroc_model_length"], n_wrong, n_right),
+                             auroc_se(cv["auroc_model_length_indicators"], n_wrong, n_right))
 
 
 def _z(value: float | None) -> str:
@@ -287,7 +299,8 @@ def outcome_text(stats: Mapping) -> str:
     if cv["status"] == TESTED:
         text += (f"Cross-validated logistic regression ({cv['folds']} stratified folds, seed {cv['seed']}): model + "
                  f"log tokens AUROC {format_number(cv['auroc_model_length'], 3)}; + the 19 indicators "
-                 f"{format_number(cv['auroc_model_length_indicators'], 3)} (gain {format_number(cv['gain'], 2)}).")
+                 f"{format_number(cv['auroc_model_length_indicators'], 3)} (gain {format_number(cv['gain'], 2)}; "
+                 f"1.96 standard errors of the difference, Hanley & McNeil: {format_number(_gain_margin(cv), 2)}).")
     else:
         text += f"No cross-validated comparison: {cv.get('reason', '')}."
     return text
