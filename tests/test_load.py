@@ -963,7 +963,7 @@ def test_a_run_over_two_files_with_the_same_ids_lists_the_renamed_ones(tmp_path)
     ids = [json.loads(line)["trace_id"] for line in (out / "graphs.jsonl").read_text(encoding="utf-8").splitlines()]
     assert ids == ["10", "21", "b:10", "b:84"]  # b prefixed from its first repeated id on
     summary = format_summary(result)
-    assert "1 duplicate trace ids were renamed" in summary and "--model-field FIELD" in summary
+    assert "1 trace ids repeated an earlier trace's id" in summary and "--model-field FIELD" in summary
 
 
 def test_models_named_only_by_the_file_names_get_a_ready_path_pattern(tmp_path):

@@ -193,9 +193,10 @@ def format_summary(result: dict) -> str:
     if result["errors"] or several or graded or grades.get("unread_codes"):
         lines += ["", format_coverage(coverage if result["errors"] or several else {}, grades or None), ""]
     if result.get("duplicates"):
-        lines.append(f"{result['duplicates']} duplicate trace ids were renamed (<file>:<id>, or #2, #3... within "
-                     "a file; listed in run.json duplicate_ids); a file's later ids carry its prefix too "
-                     "(provenance renamed_from)")
+        lines.append(f"{result['duplicates']} trace ids repeated an earlier trace's id (across files usually one "
+                     "question asked of several models; within a file a repeated record) and were made unique: "
+                     "<file>:<id> across files, #2, #3... within a file (run.json duplicate_ids; the record's own id "
+                     "stays in source_id); a file's later ids carry its prefix too (provenance renamed_from)")
     for warning in result.get("field_warnings", ()):
         lines.append(f"warning: {warning}")
     if result.get("untagged"):

@@ -213,7 +213,7 @@ def pareto_figure(pareto_rows: Sequence[Mapping]):
     ax.plot([as_number(r["R"]) for r in frontier], [as_number(r["Acc"]) for r in frontier], color="#d1495b", lw=1.2,
             zorder=2, label="Pareto frontier (★: no model more accurate and less redundant)")
     ax.margins(x=0.1, y=0.1)
-    ax.set_xlabel("redundancy ratio R (mean per trace; lower is leaner)")
+    ax.set_xlabel("redundancy ratio R (mean over the graded traces; lower is leaner)")
     ax.set_ylabel("accuracy (share of graded traces correct)")
     ax.set_title("Accuracy against redundancy")
     _legend_outside(fig, ax)

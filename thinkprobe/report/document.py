@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ..outputs import INDICATORS_TABLE, read_table
 from ..tables import read_csv
@@ -15,7 +15,7 @@ from .glossary import GLOSSARY, definition, glossary_items
 from .markup import data_uri, esc, html_page, html_table, md_table
 from .style import DIMS, as_number, display_label, format_number
 from .text import (EFFECT_TITLES, NO_RADAR, effect_header, effect_rows, has_group, headline, icc_rows, method_note,
-                   outcome_rows, outcome_text, profile_ci_rows, summary_text, too_few_text)
+                   outcome_rows, outcome_text, profile_ci_rows, profile_note, summary_text, too_few_text)
 
 __all__ = ["redundancy_table", "report_html", "report_md"]
 
@@ -143,7 +143,6 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
 
     summary = "".join(f"<p>{esc(line).replace('`', '')}</p>" for line in summary_text(run_dir, stats, pages))
     head = "".join(f"<li>{esc(line)}</li>" for line in headline(stats))
-    min_rel = stats["settings"]["min_reliability"]
     cell_rows = [[esc(c["model"]), esc(display_label(c["domain"])), str(c["n"]), *(format_number(c[d], 2) for d in DIMS)]
                  for c in cells]
     counts = _read_counts(run_dir)
@@ -197,8 +196,6 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
     glossary = "".join(f"<h3>{esc(title)}</h3><dl class=glossary>"
                        + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items) + "</dl>"
                        for title, items in glossary_items())
-    flagged = [e["variable"] for e in stats["variables"]
-               if e["reliability"]["supports_model_differences"] is False]
 
     body = f"""<h1>ThinkProbe report</h1>
 {summary}
@@ -206,13 +203,13 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
 <h2>Model profiles</h2>
 {radar}
 {html_table(["model", "n", *DIMS], [[esc(c) for c in r] for r in profile_ci_rows(stats)], titles=titled(["n", *DIMS]))}
-<p class=note>Mean signed z-score per dimension with its 95% bootstrap interval; 0 is the corpus mean.</p>
+<p class=note>{esc(profile_note(stats))}</p>
 <h2>{esc(_effects_title(stats))}</h2>
 {html_table(effect_header(stats), effect_rows(stats, html_out=True), left=1, titles=EFFECT_TITLES,
              cls="dense wrap" if has_group(stats) else "",
              row_classes=["dim" if e["kind"] == "dimension" else "" for e in stats["variables"]])}
 <p class=note>{esc(method_note(stats))} {esc(too_few_text(stats))}</p>
-{f'<p class="flag">⚠ Split-half reliability of the model means under {min_rel}: model differences in {esc(", ".join(flagged))} are not supported by this run.</p>' if flagged else ""}
+{f'<p class="flag">⚠ {esc(unreliable_text(stats))}</p>' if unreliable_text(stats) else ""}
 {img("effects", "Effect sizes by model and by domain, raw and length-controlled")}
 <h2>Reliability of repeated answers</h2>
 {icc_html}
@@ -241,16 +238,27 @@ def _read_counts(run_dir: Path) -> dict[str, tuple[str, str, str]]:
             for r in read_table(run_dir, INDICATORS_TABLE)}
 
 
+def unreliable_text(stats: Mapping) -> str:
+    """The caveat under the effect-size table (HTML and Markdown alike): the variables whose model means
+    are less reliable than stats.min_reliability; empty when none."""
+    flagged = [e["variable"] for e in stats["variables"] if e["reliability"]["supports_model_differences"] is False]
+    if not flagged:
+        return ""
+    return (f"Split-half reliability of the model means under {stats['settings']['min_reliability']}: model "
+            f"differences in {', '.join(flagged)} are not supported by this run.")
+
+
 def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=None, group_cells=()) -> str:
     radar = "![Radar chart of the model profiles](figures/radar.png)" if "radar" in figures else NO_RADAR
     parts = ["# ThinkProbe report", "", *summary_text(run_dir, stats, pages), "", "**Headline**", "",
              *(f"- {line}" for line in headline(stats)), "",
              "## Model profiles", "", radar, "",
              md_table(["model", "n", *DIMS], profile_ci_rows(stats)), "",
-             "Mean signed z-score per dimension with its 95% bootstrap interval; 0 is the corpus mean.", "",
+             profile_note(stats), "",
              f"## {_effects_title(stats)}", "",
              md_table(effect_header(stats), effect_rows(stats, html_out=False)),
              "", method_note(stats) + (" " + too_few_text(stats) if too_few_text(stats) else ""), "",
+             *([f"⚠ {unreliable_text(stats)}", ""] if unreliable_text(stats) else []),
              "![Effect sizes](figures/effects.png)", "", "## Reliability of repeated answers", ""]
     icc = icc_rows(stats)
     parts += [md_table(["variable", "ICC", "ICC of a question's mean", "(model, question) pairs", "traces per pair"],

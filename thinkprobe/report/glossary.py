@@ -21,8 +21,9 @@ REDUNDANCY_GLOSSARY: dict[str, str] = {
     "out_max": "largest out-degree", "Self": "share of repetition edges", "Back": "share of critique edges",
     "L_eff": "units on the Shortest Effective Path to the answer", "R": "redundancy (|V| - L_eff) / |V|",
     "Unc": "1 when more than two units hold a candidate answer",
-    "DR": "successive candidate answers correct → incorrect", "SV": "correct → correct",
-    "EE": "incorrect → incorrect", "EB": "incorrect → correct",
+    "DR": "transitions between successive candidate answers from correct to incorrect (a count per trace; a "
+          "model's row: the mean count)", "SV": "transitions correct → correct (count per trace)",
+    "EE": "transitions incorrect → incorrect (count per trace)", "EB": "transitions incorrect → correct (count per trace)",
 }
 
 
@@ -54,7 +55,8 @@ ANALYSES_GLOSSARY: dict[str, str] = {
                "(1 everywhere = spread evenly)",
     "off_share": "share of the units in a position bin that are off the path",
     "position": "unit index / (units - 1): 0 is the first unit of a trace, 1 the last",
-    "frontier": "a model on the Pareto frontier: no other model has higher accuracy and lower mean R",
+    "frontier": "a model on the Pareto frontier: no other model has higher accuracy and lower mean R (both over the "
+                "model's graded traces, so R there can differ from the redundancy table's mean over all traces)",
     "node-type share": "units of a type / all units of the group (per domain, per model, or per position bin)",
     "n": "traces in the group; for the difficulty levels, traces of the model at that level",
 }

@@ -52,7 +52,7 @@ def headline(stats: Mapping) -> list[str]:
     groups = stats["groupings"]
     n_models, n_domains = len(groups["model"]["groups"]), len(groups["domain"]["groups"])
     dims = _dims(stats)
-    opening = (f"{stats['n_traces']} traces from {n_models} model{'s' if n_models != 1 else ''} and "
+    opening = (f"{traces_word(stats['n_traces'])} from {n_models} model{'s' if n_models != 1 else ''} and "
                f"{n_domains} domain{'s' if n_domains != 1 else ''}")
     out = []
 
@@ -122,6 +122,19 @@ def _gain_margin(cv: Mapping) -> float:
 def _z(value: float | None) -> str:
     """A z-score at 2 decimals: 0.00, not the 1e-07 that profile.csv's 6 significant digits leave of 0."""
     return format_number(0.0 if value is not None and abs(value) < 5e-5 else value, 2)
+
+
+def profile_note(stats: Mapping) -> str:
+    """The caption of the model-profile table: the interval named only where some model has one."""
+    with_ci = any(v["ci_low"] is not None for mp in stats["model_profiles"] for v in mp["dimensions"].values())
+    level = round(100 * stats["settings"]["ci_level"])
+    return ("Mean signed z-score per dimension" + (f" with its {level}% bootstrap interval (a model with one trace "
+                                                   "has none)" if with_ci else " (no interval: no model has 2 traces)")
+            + "; 0 is the corpus mean.")
+
+
+def traces_word(n: int) -> str:
+    return f"{n} trace{'' if n == 1 else 's'}"
 
 
 def profile_ci_rows(stats: Mapping) -> list[list[str]]:
@@ -237,7 +250,7 @@ def too_few_text(stats: Mapping) -> str:
 def summary_text(run_dir: Path, stats: Mapping, pages: Mapping) -> list[str]:
     groups = stats["groupings"]
     n_models, n_domains = len(groups["model"]["groups"]), len(groups["domain"]["groups"])
-    lines = [f"{stats['n_traces']} traces from {n_models} model{'s' if n_models != 1 else ''} and "
+    lines = [f"{traces_word(stats['n_traces'])} from {n_models} model{'s' if n_models != 1 else ''} and "
              f"{n_domains} domain{'s' if n_domains != 1 else ''} (run folder `{run_dir.name}`)."]
     lines += _code_not_run_lines(run_dir)
     if has_group(stats):

@@ -129,7 +129,8 @@ FLAGS = {
     "untagged": "no reasoning field and no reasoning tags: the whole text was profiled as reasoning",
     "truncated": "the reasoning section was cut off (no closing tag)",
     "open_tag_missing": "a closing reasoning tag without its opening tag",
-    "duplicate_of": "its id repeated an earlier trace's id and was renamed",
+    "duplicate_of": "its id repeated an earlier trace's id (another file's: often the same question asked of "
+                    "another model) and was made unique; the record's own id is its source_id",
     "renamed_from": "its file's ids met another file's, so its id carries the file's prefix",
 }
 
