@@ -291,14 +291,17 @@ def test_watch_follows_a_growing_file(tmp_path, sample_once, memo, reuse):
     writer.start()
     res = CliRunner().invoke(main, ["watch", str(path), "--follow", "--until", "[[END]]", "--idle-timeout", "60",
                                     "--every", "5", "--json", "--device", "cpu", "--cache-dir", str(tmp_path / "c"),
-                                    "--model", "qwq-style"])
+                                    "--model", "qwq-style", "--question", SAMPLE["question"], "-o", str(tmp_path / "o")])
     writer.join()
     assert res.exit_code == 0, res.output
     lines = [json.loads(line) for line in res.output.splitlines() if line.startswith("{")]
     snaps = [x["snapshot"] for x in lines if "snapshot" in x]
     assert len(snaps) >= 3 and [s["units"] for s in snaps] == sorted(s["units"] for s in snaps)
+    assert len({(s["units"], s["analysed_units"]) for s in snaps}) == len(snaps)  # no snapshot shown twice
     final = lines[-1]["final"]
     assert final["indicators"] == _rows(sample_once)[0] and final["units"] == len(_spans(sample_once))
+    graph = json.loads((tmp_path / "o" / "graphs.jsonl").read_text(encoding="utf-8"))
+    assert graph["question"] == SAMPLE["question"] == sample_once.graphs[0]["question"]  # the parser read it
 
 
 def test_watch_reads_standard_input(tmp_path, sample_once, memo, reuse):

@@ -415,20 +415,23 @@ WATCH_OPTIONS = (*field_option_names(), "config", "encoder", "device", "batch_si
               help="the record field the text is read as (response: reasoning in <think> tags is found; "
                    "reasoning_content: all of it is reasoning)")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON line per snapshot and for the final profile")
+@click.option("--question", default=None,
+              help="the prompt the generation answers: the parser reads it, as `profile` reads a record's question")
 @_options(*WATCH_OPTIONS)
-def watch(source, out_dir, follow, until, idle_timeout, every, text_field, as_json, **options):
+def watch(source, out_dir, follow, until, idle_timeout, every, text_field, as_json, question, **options):
     """Follow a generation as it is written (a growing FILE, or - for standard input) and show its
     structure live: settled units, the named signals (repetition loop, critique run, revision
     without conclusion), indicators and, with --norms, the 5D profile. Ends at the end of input,
     at --until, after --idle-timeout without growth, or on Ctrl-C, with the profile of the whole
-    text (equal to `thinkprobe profile` on it)."""
+    text (equal to `thinkprobe profile` on it, with --question when its record has a question)."""
     from .watch import watch as run_watch
 
     if source != "-" and not Path(source).is_file():
         raise click.BadParameter(f"no such file: {source}", param_hint="SOURCE")
     try:
         run_watch(source, out_dir=out_dir, follow=follow, until=until, idle_timeout=idle_timeout, every=every,
-                  as_json=as_json, text_field=text_field, report=out_dir is not None, progress=False, **options)
+                  as_json=as_json, text_field=text_field, question=question, report=out_dir is not None,
+                  progress=False, **options)
     except OptionError as exc:
         raise click.UsageError(str(exc)) from exc
 

@@ -149,17 +149,20 @@ class _Panel:
 
 def watch(source: str, *, out_dir: str | None = None, follow: bool = False, until: str | None = None,
           idle_timeout: float = 10.0, every: int | None = None, as_json: bool = False, text_field: str = "response",
-          out: TextIO | None = None, panel: bool | None = None, emit: Callable[[Snapshot], None] | None = None,
-          **options: Any) -> dict[str, Any]:
+          question: str | None = None, out: TextIO | None = None, panel: bool | None = None,
+          emit: Callable[[Snapshot], None] | None = None, **options: Any) -> dict[str, Any]:
     """Follow `source` through a stream (see the module docstring); returns the final summary.
-    `panel`: the rich panel (default: when `out` is a terminal and not `as_json`); `emit`, when
-    given, also receives every snapshot. `options` are `thinkprobe.profile`'s."""
+    `question`: the prompt the generation answers (the parser reads it, as `profile` reads a record's
+    question). `panel`: the rich panel (default: when `out` is a terminal and not `as_json`); `emit`,
+    when given, also receives every snapshot. `options` are `thinkprobe.profile`'s."""
     out = out or sys.stdout
     panel = (out.isatty() and not as_json) if panel is None else panel
-    s = Stream(every=every, text_field=text_field, **options)
+    s = Stream(every=every, text_field=text_field, record={"question": question} if question else None, **options)
+    shown: list[tuple[int, int]] = []
     view = _Panel(out) if panel else None
 
     def show(snap: Snapshot) -> None:
+        shown.append((snap.units, snap.analysed_units))
         if emit is not None:
             emit(snap)
         if view is not None:
@@ -175,7 +178,9 @@ def watch(source: str, *, out_dir: str | None = None, follow: bool = False, unti
             if snap is not None:
                 show(snap)
         if s.units:
-            show(s.snapshot())  # every settled unit analysed
+            last = s.snapshot()  # every settled unit analysed
+            if not shown or shown[-1] != (last.units, last.analysed_units):  # not the one just shown again
+                show(last)
     except KeyboardInterrupt:
         print("interrupted: closing the stream", file=sys.stderr)
     except TooLarge as exc:  # over --max-trace-chars: the text kept so far is profiled
