@@ -265,4 +265,8 @@ def format_selection(sel: Selection) -> str:
                      f"{acc:>9} {_num(r['R'], 2):>6}  {', '.join(r['not_told_apart_from']) or '–'}")
     if sel.note:
         lines.append(sel.note)
+    lines.append("fit: the model's mean signed z over the wanted dimensions (or closeness to --like), with its bootstrap "
+                 "interval; tier 1: the best model and those not told apart from it (the interval of the difference "
+                 "in fit holds 0); accuracy: share of graded traces correct (how many graded); R: mean redundancy "
+                 "ratio (|V| - L_eff) / |V| of the model's traces (CoTJudger)")
     return "\n".join(lines)
