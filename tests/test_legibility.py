@@ -119,6 +119,26 @@ def test_indicators_are_one_heat_map_not_nineteen_panels(ten_run, ten_figures):
     assert 'alt="Heat map of the median of every indicator by model"' in page and "boxplots" not in page
 
 
+def test_a_grouping_nothing_can_be_tested_by_draws_no_bars_and_says_why(tmp_path):
+    """One domain: the effect figure has no 'by domain' bars or legend entry (every one would read 'not
+    testable'), and its title says why. The difficulty lines break at a level no trace reached."""
+    import math
+
+    from thinkprobe.report.cot_figures import difficulty_figure
+    from thinkprobe.report.figures import effects_figure
+
+    rows = [{"trace_id": f"{m}-{k}", "model": m, "domain": "math", "idea_count": k + (3 if m == "b" else 0)}
+            for m in ("a", "b", "c") for k in range(4)]
+    with figure_style():
+        fig = effects_figure(compute_stats(write_run(tmp_path, rows)))
+        labels = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+        assert labels == ["by model"] and "by domain: not testable" in fig._suptitle.get_text()
+        levels = [{"model": "a", "level": 2, "n": 3, "D": 1.5, "R": 0.2}, {"model": "a", "level": 5, "n": 2, "D": 2.0, "R": 0.4}]
+        line = difficulty_figure(levels).axes[0].get_lines()[0]
+        assert list(line.get_xdata()) == [1, 2, 3, 4, 5]
+        assert [math.isnan(v) for v in line.get_ydata()] == [True, False, True, True, False]
+
+
 def test_trace_page_shows_verdict_profile_and_flags(ten_run):
     flagged = (ten_run / "traces" / "DeepSeek-R1-Distill-Qwen-14B-0.html").read_text(encoding="utf-8")
     assert '<span class="verdict incorrect">incorrect: from the record&#x27;s grade, field correct' in flagged

@@ -49,10 +49,12 @@ def difficulty_figure(level_rows: Sequence[Mapping]):
     for k, (metric, label) in enumerate((("D", "average degree D = |E| / (|V| - 1)"), ("R", "redundancy ratio R"))):
         ax = fig.add_subplot(1, 2, k + 1)
         for model, rows in groups.items():
-            rows = sorted(rows, key=lambda r: int(r["level"]))
+            at = {int(r["level"]): as_number(r[metric]) for r in rows}
             n = sum(int(r["n"]) for r in rows)
-            ax.plot([int(r["level"]) for r in rows], [as_number(r[metric]) for r in rows], marker="o",
-                    **style[model], label=f"{model} (n={n})")
+            # every level on the axis, NaN where the model has no trace: the line breaks there instead of
+            # joining level 2 to level 5 across levels nobody reached
+            ax.plot(range(1, 6), [at.get(level, math.nan) for level in range(1, 6)], marker="o",
+                    **style[model], label=f"{model} (n={n} at a level)")
         ax.set_xticks(range(1, 6))
         ax.set_xlabel("difficulty level (1 = every model right, 5 = none)")
         ax.set_ylabel(label)

@@ -155,8 +155,12 @@ def effects_figure(stats: Mapping):
     entries = stats["variables"]
     names = [e["variable"] for e in entries]
     y = np.arange(len(entries))
-    bars = [(by, color) for by, color in (("model", "#1f77b4"), ("domain", "#ff7f0e"), ("group", "#2ca02c"))
-            if by in stats["groupings"]]
+    present = [(by, color) for by, color in (("model", "#1f77b4"), ("domain", "#ff7f0e"), ("group", "#2ca02c"))
+               if by in stats["groupings"]]
+    # a grouping no variable can be tested by (one domain) gets no bars and no legend entry, only a word
+    untestable = {by: next((e[by].get("reason") for e in entries if e[by].get("reason")), "not testable")
+                  for by, _ in present if all(e[by]["status"] not in (TESTED, "constant") for e in entries)}
+    bars = [(by, color) for by, color in present if by not in untestable] or present[:1]
     height = 0.8 / len(bars)
     fig = Figure(figsize=(11, 0.15 * len(bars) * len(entries) + 1.6), layout="constrained")
     fig.get_layout_engine().set(wspace=0.06)  # the panels' end tick labels ("1.0", "−0.4") apart
@@ -184,7 +188,9 @@ def effects_figure(stats: Mapping):
     axes[0].invert_yaxis()
     axes[1].legend(loc="lower right", fontsize=9)
     names = [by for by, _ in bars]
-    fig.suptitle(f"Effect size: how much {', '.join(names[:-1])} and {names[-1]} explain (Kruskal-Wallis)")
+    told = f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else names[0]
+    missing = "".join(f"\nby {by}: not testable ({reason})" for by, reason in untestable.items() if by not in names)
+    fig.suptitle(f"Effect size: how much {told} explain{'s' if len(names) == 1 else ''} (Kruskal-Wallis){missing}")
     return fig
 
 
