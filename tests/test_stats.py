@@ -135,6 +135,19 @@ def test_a_gain_in_auroc_is_called_one_only_beyond_its_standard_error():
     assert auroc_se(0.5, 10, 10) > auroc_se(0.5, 100, 100) > 0
 
 
+def test_the_stats_command_prints_the_headline_and_writes_both_files(tmp_path):
+    from click.testing import CliRunner
+
+    from thinkprobe.cli import main
+
+    groups = {"a": [1, 2, 3, 4], "b": [8, 9, 10, 11], "c": [4, 5, 6, 7]}
+    run = write_run(tmp_path, rows_of(groups))
+    res = CliRunner().invoke(main, ["stats", str(run)])
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith("- 12 traces from 3 models and 2 domains") and "wrote " in res.output
+    assert (run / "stats.json").exists() and (run / "stats.csv").exists()
+
+
 def test_holm_by_hand():
     # Sorted: 0.005 * 4 = 0.02, 0.01 * 3 = 0.03, 0.03 * 2 = 0.06, 0.04 * 1 = 0.04 -> raised to 0.06.
     assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])

@@ -286,12 +286,16 @@ def export(run_dir, fmt, out):
 @main.command()
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 def stats(run_dir):
-    """Kruskal-Wallis H, p, epsilon-squared by model and by domain; Holm; bootstrap CIs."""
+    """Kruskal-Wallis H, p, epsilon-squared by model and by domain; Holm; bootstrap CIs. Prints the
+    report's headline findings from them."""
     _require_run(run_dir, "indicators.csv", "profile.csv")
+    from .report.text import headline
     from .stats import write_stats
 
-    write_stats(run_dir)
-    click.echo(f"wrote {Path(run_dir) / 'stats.json'} and {Path(run_dir) / 'stats.csv'}")
+    stats = write_stats(run_dir)
+    for line in headline(stats):
+        click.echo(f"- {line}")
+    click.echo(f"wrote {Path(run_dir) / 'stats.json'} and {Path(run_dir) / 'stats.csv'} (every test, per variable)")
 
 
 @main.command()
