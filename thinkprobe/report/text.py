@@ -292,7 +292,8 @@ def method_note(stats: Mapping) -> str:
             f"ε²(domain), none when both are under {c['ratio_floor']}, a side under it raised to it (≥, ≤: a bound). "
             f"* Holm p < {c['alpha']}, Holm over all raw tests and, separately, all length-controlled tests. "
             f"Split-half: {c['split_halves']} random halvings of every model's traces (seed {c['split_half_seed']}), "
-            f"mean Pearson r of the model means across halves, Spearman-Brown 2r / (1 + r); ⚠ under "
+            f"mean Pearson r of the model means across halves, Spearman-Brown 2r / (1 + r) (0 when r ≤ 0: the halves "
+            f"disagree); ⚠ under "
             f"{c['min_reliability']}. Profile intervals: percentile bootstrap of the mean, "
             f"{c['bootstrap_resamples']} resamples, seed {c['bootstrap_seed']}.")
 
