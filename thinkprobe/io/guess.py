@@ -114,7 +114,6 @@ def model_output(record: dict) -> ModelOutput | None:
     return None
 
 
-
 # What prose never parses into: definitions, imports, compound statements.
 _CODE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.For, ast.While,
                ast.If, ast.With, ast.Try)
