@@ -314,7 +314,7 @@ def test_odd_but_valid_traces_are_profiled(mixed_run):
     assert by_id["odd-dup#2"]["provenance"]["duplicate_of"] == "odd-dup"
     run = json.loads((out / "run.json").read_text(encoding="utf-8"))
     assert [d["trace_id"] for d in run["duplicate_ids"]] == ["odd-dup#2"]
-    assert result["duplicates"] == 1 and "duplicate trace ids" in format_summary(result)
+    assert result["duplicates"] == 1 and "trace ids repeated an earlier trace's id" in format_summary(result)
 
     # missing model or domain: grouped as "unknown", and said so
     assert by_id["odd-nomodel"]["model"] == "unknown" and by_id["odd-nodomain"]["domain"] == "unknown"
