@@ -231,6 +231,17 @@ def test_mr_ben_coding_solutions_are_marked_as_programs(shared_data):
     assert math and not any(t.provenance.get("reasoning_is_code") for t in math)
 
 
+@pytest.mark.realdata
+def test_mr_ben_without_a_field_named_points_at_the_solution_steps(shared_data):
+    """Without --reasoning-field every MR-BEN record is an error whose hint names the longest text; the
+    annotators' error notes and the reference analysis are no candidates (they were on 1 in 9 records)."""
+    from itertools import islice
+
+    errors = [e for e in islice(iter_traces(shared_data / "mr_ben" / "math.json.gz"), 300) if isinstance(e, InputError)]
+    assert len(errors) == 300
+    assert all("--reasoning-field 'Model_Solution_Steps'" in e.reason for e in errors)
+
+
 def test_mr_ben_gold_is_the_corrected_answer_where_one_is_set():
     steps = ["Step 1: Narcissism fits.", "Solution: Choice_B"]
     base = {"Question": "Q?", "Model_Solution_Steps": steps, "Ground_Truth_Answer": "C"}

@@ -24,9 +24,11 @@ __all__ = ["is_code", "tagged_field", "longest_text_hint", "step_texts", "HINT_M
 HINT_MIN_CHARS = 200  # a shorter text is an answer or a label, not a reasoning to suggest
 
 
-# Long texts that are the task, not the model's output (MATH's reference `solution`, MiP's premise-less question).
+# Long texts that are the task or an annotation, not the model's output (MATH's reference `solution`, MiP's
+# premise-less question, MR-BEN's reference analysis and its annotators' error notes).
 NOT_OUTPUT = ("solution", "reference_solution", "insufficient_question", "context", "passage", "system",
-              "instruction", "system_prompt")
+              "instruction", "system_prompt", "Ground_Truth_Analysis", "Options", "Model_Solution_First_Error_Step",
+              "Model_Solution_Error_Reason", "Model_Solution_Rectified_First_Error_Step")
 
 
 def _outputs(record: dict, skip: Iterable[str]) -> list[tuple[str, object]]:
