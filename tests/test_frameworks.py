@@ -258,6 +258,39 @@ def test_output_folder_never_mixes_two_runs(tmp_path):
     assert res.exit_code == 2 and "notes.txt" in res.output and (foreign / "notes.txt").exists()
 
 
+def test_no_clearing_deletes_an_input_or_a_users_file_in_a_tool_folder(tmp_path):
+    """--overwrite of a folder holding the input (or above it) is refused before anything is deleted;
+    what it clears it names. A rerun keeps the user's files inside figures/, traces/ and parts/."""
+    folder = tmp_path / "M"
+    (folder / "data").mkdir(parents=True)
+    data = folder / "data" / "a.jsonl"
+    data.write_text(json.dumps({"id": "a", "model": "m", "response": "<think>One. Two.</think>2"}) + "\n")
+    (folder / "notes.txt").write_text("mine")
+    for out in (folder, folder / "data"):
+        res = CliRunner().invoke(main, ["profile", str(data), "-o", str(out), "--overwrite", "--no-progress",
+                                        "--linker", "cue", "--types", "cue", "--no-cache", "--device", "cpu"])
+        assert res.exit_code == 2 and f"--overwrite would delete the input {data}" in res.output, res.output
+    assert data.exists() and (folder / "notes.txt").read_text() == "mine"
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "old.txt").write_text("x")
+    res = CliRunner().invoke(main, ["profile", str(data), "-o", str(other), "--overwrite", "--no-progress",
+                                    "--linker", "cue", "--types", "cue", "--no-cache", "--device", "cpu", "--no-report"])
+    assert res.exit_code == 0 and "cleared (--overwrite): removed old.txt" in res.stderr
+    out = tmp_path / "out"
+    args = ["profile", str(data), "-o", str(out), "--no-progress", "--linker", "cue", "--types", "cue", "--no-cache",
+            "--device", "cpu"]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    mine = [out / "figures" / "my_plot.png", out / "traces" / "my_note.md", out / "parts" / "keep.txt"]
+    for path in mine:
+        path.write_text("mine")
+    (out / "figures" / "radar.png").write_text("stale")
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0 and all(path.read_text() == "mine" for path in mine)
+    assert "figures/my_plot.png" in res.stderr and "parts/keep.txt" in res.stderr
+    assert not (out / "figures" / "radar.png").exists() or (out / "figures" / "radar.png").read_bytes() != b"stale"
+
+
 # ----------------------------------------------------------------------------- 4. progress, limit, peek
 
 

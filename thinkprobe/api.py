@@ -33,6 +33,21 @@ REPORT_FILES = ("report.html", "report.md", "figures", "traces")
 # Everything the tool writes into a run folder: the run's files (outputs.RUN_FILES), the committed
 # chunks, the report, and what `thinkprobe export` writes there by default. A rerun removes these only.
 TOOL_FILES = (*OUTPUT_FILES, *REPORT_FILES, "parts", "reasoningflow.jsonl", "graphs.node_link.jsonl", "graphml")
+# What the tool writes inside its folders (the report's figures by name: report.writer.FIGURE_NAMES): a
+# rerun removes only these there; a file of the user's stays.
+TOOL_FOLDER_FILES = {"traces": ("*.html",), "graphml": ("*.graphml",)}
+
+
+def _tool_file(folder: str, path: Path) -> bool:
+    if folder == "figures":
+        from .report.writer import FIGURE_NAMES
+
+        return path.name in {f"{name}.png" for name in FIGURE_NAMES}
+    if folder == "parts":
+        from .runner import PART_FILE
+
+        return PART_FILE.fullmatch(path.name) is not None
+    return any(path.match(pattern) for pattern in TOOL_FOLDER_FILES[folder])
 
 
 # ----------------------------------------------------------------------------- input data
@@ -109,18 +124,44 @@ def _run_inputs(out: Path) -> list[str] | None:
 
 
 def _clear(out: Path, names: Iterable[str] | None = None) -> list[str]:
-    """Remove the entries of `out` (only those in `names`, with their .tmp twins, when given); returns
-    the names of the entries left in place."""
+    """Remove the entries of `out` (only those in `names`, with their .tmp twins, when given: in a
+    tool's folder only the files it writes there, TOOL_FOLDER_FILES); returns the entries left in
+    place (a file kept inside a tool's folder as folder/name)."""
     wanted = None if names is None else {*names, *(f"{n}.tmp" for n in names)}
     kept = []
     for child in sorted(out.iterdir()):
         if wanted is not None and child.name not in wanted:
             kept.append(child.name)
+        elif wanted is not None and child.name in {*TOOL_FOLDER_FILES, "figures", "parts"} and child.is_dir() \
+                and not child.is_symlink():
+            for inner in sorted(child.iterdir()):
+                if inner.is_file() and _tool_file(child.name, inner):
+                    inner.unlink()
+                else:
+                    kept.append(f"{child.name}/{inner.name}")
+            if not any(child.iterdir()):
+                child.rmdir()
         elif child.is_dir() and not child.is_symlink():
             shutil.rmtree(child)
         else:
             child.unlink()
     return kept
+
+
+def _inputs_under(out: Path, opts: RunOptions, names: Iterable[str] | None = None) -> list[str]:
+    """The run's input paths that lie in `out` (in one of its entries `names`, when given): clearing
+    those entries would delete the input."""
+    from .io import source_path
+
+    target = out.resolve()
+    inside = []
+    for spec in opts.inputs:
+        path = Path(source_path(str(spec))).resolve()
+        if path == target or target in path.parents:
+            first = path.relative_to(target).parts[:1] if path != target else ()
+            if names is None or not first or first[0] in names or first[0] in {f"{n}.tmp" for n in names}:
+                inside.append(str(spec))
+    return inside
 
 
 def prepare_out_dir(out: Path, opts: RunOptions) -> str | None:
@@ -144,6 +185,9 @@ def prepare_out_dir(out: Path, opts: RunOptions) -> str | None:
     inputs = ([MEMORY_SOURCE] if opts.records is not None else []) + [str(p) for p in opts.inputs]
     held = _run_inputs(out)
     if held == inputs:  # a rerun: only what the tool wrote goes (TOOL_FILES); the user's own files stay
+        if under := _inputs_under(out, opts, TOOL_FILES):
+            raise OutputFolderError(f"-o {out}: the input {under[0]} lies among the files a rerun replaces; choose "
+                                    "another output folder")
         kept = _clear(out, TOOL_FILES)
         what = "1 file that is" if len(kept) == 1 else f"{len(kept)} files that are"
         return "cleared (an earlier run of the same inputs)" + (
@@ -152,8 +196,13 @@ def prepare_out_dir(out: Path, opts: RunOptions) -> str | None:
         if (target / ".git").exists() or target == here or target in here.parents or target == Path.home().resolve():
             raise OutputFolderError(f"-o {out}: --overwrite will not clear a folder that holds .git, the working "
                                     "folder, one above it or the home folder; choose another output folder")
+        if under := _inputs_under(out, opts):
+            raise OutputFolderError(f"-o {out}: --overwrite would delete the input {under[0]}, which lies in it; "
+                                    "choose another output folder")
+        names = sorted(p.name for p in out.iterdir())
         _clear(out)
-        return "cleared (--overwrite)"
+        return (f"cleared (--overwrite): removed {', '.join(names[:8])}"
+                + (f" ... ({len(names)} entries)" if len(names) > 8 else ""))
     names = sorted(p.name for p in out.iterdir())
     shown = ", ".join(names[:8]) + (f", ... ({len(names)} entries)" if len(names) > 8 else "")
     what = "a run of other inputs" if held is not None else "other files"
@@ -210,7 +259,7 @@ def profile_run(opts: RunOptions, temporary: bool = False, *, encoder=None, link
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     prepared = prepare_out_dir(out, opts)
-    if prepared and prepared != "resumed" and (opts.show_progress or "kept" in prepared):
+    if prepared and prepared != "resumed" and (opts.show_progress or "kept" in prepared or "--overwrite" in prepared):
         print(f"output folder {out}: {prepared}", file=sys.stderr)
     given = {k: v for k, v in (("linker", linker), ("encoder", encoder)) if v is not None}
     summary = run_profile(opts, **given)

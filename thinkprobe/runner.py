@@ -13,7 +13,7 @@ import itertools
 import json
 import os
 import platform
-import shutil
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -117,11 +117,18 @@ def prepare_parts(out: Path, manifest: dict, resume: bool) -> Path:
             detail = "; ".join(f"{k}: {old.get(k)!r} -> {manifest[k]!r}" for k in changed)
             raise SystemExit(f"cannot resume {out}: the run changed ({detail}). Start afresh without --resume.")
         return parts
-    if parts.exists():
-        shutil.rmtree(parts)
-    parts.mkdir(parents=True)
+    if parts.exists():  # the chunks of an earlier run go; a file of the user's there stays
+        for f in parts.iterdir():
+            if f.is_file() and PART_FILE.fullmatch(f.name):
+                f.unlink()
+    parts.mkdir(parents=True, exist_ok=True)
     write_atomic(mpath, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return parts
+
+
+# What the tool writes in OUT/parts/: committed chunks, their in-progress markers, the manifest (and the
+# .tmp files of writes in progress).
+PART_FILE = re.compile(r"(?:\d{6}\.(?:jsonl|running)|manifest\.json)(?:\.tmp)?")
 
 
 def finish_line(result: ThoughtGraph | InputError, trace_id: str | None, indicators: IndicatorSettings | None,
