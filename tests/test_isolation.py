@@ -313,6 +313,68 @@ def test_a_native_crash_keeps_committed_chunks_and_resume_gets_past_the_trace(tm
     assert not list((out / "parts").glob("*.running"))
 
 
+def test_an_interrupt_marks_no_trace_as_crashed(tmp_path):
+    """Ctrl-C while a chunk runs whole, or while its traces run one by one (after a failure or a crash),
+    leaves no trace marked as running: the next --resume skips none of them as crashed. Before, a second
+    Ctrl-C in the one-by-one phase made a healthy trace 'the process crashed while profiling this trace'."""
+    from thinkprobe.io import FieldMap, detect
+    from thinkprobe.isolation import TraceLimits, marker_path, profile_chunk_isolated
+
+    chunk = [detect(json.loads(tiny_trace(i)), FieldMap(), "in.jsonl", i) for i in range(3)]
+    part = tmp_path / "000000.jsonl"
+    marker = marker_path(part)
+
+    def interrupt(items):
+        raise KeyboardInterrupt
+
+    def each(items):
+        return f"{items[0].trace_id}\n"
+
+    with pytest.raises(KeyboardInterrupt):  # the chunk whole
+        profile_chunk_isolated(chunk, interrupt, each, part, TraceLimits())
+    assert not marker.exists()
+
+    def stop_at_t1(items):
+        if items[0].trace_id == "t1":
+            raise KeyboardInterrupt
+        return each(items)
+
+    marker.write_text(json.dumps({"mode": "chunk", "trace_ids": ["t0", "t1", "t2"]}) + "\n")  # a crash came first
+    with pytest.raises(KeyboardInterrupt):  # one by one, stopped at t1
+        profile_chunk_isolated(chunk, each, stop_at_t1, part, TraceLimits())
+    assert not marker.exists()
+    marker.write_text(json.dumps({"mode": "trace", "current": 0, "trace_id": "t0", "crashed": []}) + "\n")
+    with pytest.raises(KeyboardInterrupt):  # t0 really crashed; Ctrl-C at t1
+        profile_chunk_isolated(chunk, each, stop_at_t1, part, TraceLimits())
+    assert json.loads(marker.read_text()) == {"mode": "chunk", "crashed": [0]}
+    lines = profile_chunk_isolated(chunk, each, each, part, TraceLimits()).splitlines()  # the resume
+    assert "the process crashed" in lines[0] and lines[1:] == ["t1", "t2"]
+
+
+def test_an_interrupted_profile_says_what_is_kept_and_how_to_resume(tmp_path, monkeypatch):
+    """Ctrl-C (or SIGTERM, which the command turns into the same) ends with the chunks kept and the way on,
+    exit status 130, instead of click's bare 'Aborted!'."""
+    import signal as signals
+
+    import thinkprobe.api
+
+    path = write_lines(tmp_path / "in.jsonl", [tiny_trace(0)])
+    out = tmp_path / "out"
+
+    def stopped(*args, **kwargs):
+        (out / "parts").mkdir(parents=True)
+        (out / "parts" / "000000.jsonl").write_text("{}\n")
+        assert signals.getsignal(signals.SIGTERM) is not signals.SIG_DFL  # SIGTERM is turned into an interrupt
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(thinkprobe.api, "profile", stopped)
+    before = signals.getsignal(signals.SIGTERM)
+    res = CliRunner().invoke(main, ["profile", str(path), "-o", str(out), "--device", "cpu", "--no-progress"])
+    assert res.exit_code == 130
+    assert f"interrupted: 1 chunk committed in {out / 'parts'}; run the same command with --resume" in res.stderr
+    assert signals.getsignal(signals.SIGTERM) is before  # the handler is put back
+
+
 # --------------------------------------------------------------------------- exit statuses
 
 

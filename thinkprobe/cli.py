@@ -1,9 +1,12 @@
 """Command line: each command parses its arguments and calls one pipeline function."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -148,9 +151,16 @@ def profile(inputs, out_dir, summary, strict, **options):
         if problems:
             raise click.UsageError("--strict: " + "; ".join(map(str, problems)))
     try:
-        run = profile_run(sources, out_dir, **options)
+        with _interrupt_on_sigterm():
+            run = profile_run(sources, out_dir, **options)
     except OptionError as exc:  # a value the declaration refuses (the API's own check)
         raise click.UsageError(str(exc)) from exc
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: say what is kept and how to go on
+        parts = Path(out_dir) / "parts"
+        done = len(list(parts.glob("[0-9]" * 6 + ".jsonl"))) if parts.is_dir() else 0
+        click.echo(f"interrupted: {done} chunk{'' if done == 1 else 's'} committed in {parts}; run the same command "
+                   "with --resume to go on from there", err=True)
+        sys.exit(130)
     result = run.summary
     if summary:
         click.echo(format_summary(result))
@@ -281,6 +291,25 @@ def export(run_dir, fmt, out):
     from .export import export as do_export
 
     click.echo(str(do_export(run_dir, fmt, out)))
+
+
+@contextlib.contextmanager
+def _interrupt_on_sigterm():
+    """SIGTERM (a scheduler stopping the job) ends a profile run as Ctrl-C does: through
+    KeyboardInterrupt, so that no trace in progress is marked as a crash and the user is told how to
+    resume. Outside the main thread (an embedding program) the handler is left as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @main.command()

@@ -7,7 +7,8 @@ trace is not run again: its failure is the trace's). The time limit
 holds in any thread (Ray Data runs an actor's batches off the main thread). A crash in native
 code (a segfault) cannot be caught in-process, so a marker file beside the chunk records what was
 running: on --resume a chunk that died is profiled trace by trace, and a trace that died while
-running alone is listed in errors.jsonl instead of being tried again.
+running alone is listed in errors.jsonl instead of being tried again. An interrupt (Ctrl-C, or
+SIGTERM where the command turns it into one) is no crash: it leaves no trace marked as running.
 """
 from __future__ import annotations
 
@@ -165,6 +166,9 @@ def profile_chunk_isolated(chunk: Sequence, profile_all: Callable[[Sequence], st
         try:
             with time_limit(limits.trace_timeout_s * len(chunk)):
                 return profile_all(chunk)
+        except KeyboardInterrupt:  # Ctrl-C is no crash: --resume runs the chunk whole again
+            marker.unlink(missing_ok=True)
+            raise
         except Exception as exc:  # noqa: BLE001 - any failure of one trace: find it by profiling them one by one
             if preflight is not None:
                 preflight()
@@ -189,6 +193,12 @@ def profile_chunk_isolated(chunk: Sequence, profile_all: Callable[[Sequence], st
         try:
             with time_limit(limits.trace_timeout_s):
                 lines.append(profile_one([item]))
+        except KeyboardInterrupt:  # Ctrl-C is no crash: the trace it stopped is not skipped on --resume
+            if crashed:
+                write_atomic(marker, json.dumps({"mode": "chunk", "crashed": sorted(crashed)}) + "\n")
+            else:
+                marker.unlink(missing_ok=True)
+            raise
         except Exception as exc:  # noqa: BLE001 - the reason goes to errors.jsonl, the run goes on
             lines.append(failure_line(item, exc))
     return "".join(lines)
