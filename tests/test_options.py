@@ -53,6 +53,11 @@ def test_the_api_refuses_what_the_command_refuses(tmp_path):
         ProfileOptions(limit=0)
     res = CliRunner().invoke(main, ["profile", str(SAMPLES), "-o", str(tmp_path / "c"), "--limit", "0"])
     assert res.exit_code == 2 and "--limit" in res.output
+    # a misspelt device or linker is a usage error before the run begins (no traceback, no parts/ left)
+    for option, value, said in (("--device", "cpux", "use auto, cpu, cuda or cuda:N"),
+                                ("--linker", "parser-readr", "no linker model 'parser-readr'")):
+        res = CliRunner().invoke(main, ["profile", str(SAMPLES), "-o", str(tmp_path / "d"), option, value])
+        assert res.exit_code == 2 and said in res.output and not (tmp_path / "d").exists(), res.output
 
 
 def test_a_registered_backend_is_offered_and_runs(tmp_path):

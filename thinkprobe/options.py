@@ -6,6 +6,7 @@ engines (`thinkprobe.engine.run_profile`) take.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Sequence
@@ -173,6 +174,16 @@ class ProfileOptions:
                 raise OptionError(f"{f.name}={value!r}: use one of {', '.join(choices)}")
             if spec.minimum is not None and value < spec.minimum:
                 raise OptionError(f"{f.name}={value!r}: must be at least {spec.minimum:g}")
+        device = getattr(self, "device", None)
+        if device is not None and not re.fullmatch(r"auto|cpu|mps|cuda(?::\d+)?", device):
+            raise OptionError(f"device={device!r}: use auto, cpu, cuda or cuda:N")
+        if getattr(self, "linker", None) is not None:  # a misspelt name fails here, not after the run has begun
+            from .link.registry import linker_backend
+
+            try:
+                linker_backend(self.linker)
+            except (FileNotFoundError, ValueError) as exc:
+                raise OptionError(f"linker={self.linker!r}: {exc}; the backends: {', '.join(_linker_choices())}") from exc
 
     @property
     def field_map(self) -> "FieldMap":
