@@ -122,6 +122,10 @@ def test_limit_and_sample(tmp_path, cache):
     assert res.exit_code == 0, res.output
     assert _indicator_bytes(tmp_path / "b") == _indicator_bytes(a.folder)
     assert json.loads((tmp_path / "b" / "run.json").read_text())["selection"] == {"limit": None, "sample": 3, "seed": 7}
+    assert "note: --sample" not in res.stderr
+    res = CliRunner().invoke(main, ["profile", str(SAMPLES), "-o", str(tmp_path / "all"), "--sample", "500",
+                                    "--device", "cpu", "--no-progress", "--no-report", "--cache-dir", str(cache)])
+    assert res.exit_code == 0 and "note: --sample 500 asks for more than the inputs hold (15 traces" in res.stderr
 
 
 def test_what_profile_accepts():

@@ -230,6 +230,13 @@ def test_select_command_prints_every_model_with_an_interval(run_dir, tmp_path):
     target.write_text(json.dumps({"Depth": -0.5, "Breadth": -0.5}))
     like = CliRunner().invoke(main, ["select", str(run_dir), "--like", str(target), "--domain", "math"])
     assert like.exit_code == 0 and like.output.splitlines()[2].split()[2] == "qwq"
+    typo = tmp_path / "typo.json"
+    typo.write_text(json.dumps({"Depth": 1, "Efficency": 2}))
+    res = CliRunner().invoke(main, ["select", str(run_dir), "--like", str(typo)])
+    assert res.exit_code != 0 and "'Efficency' is no dimension (did you mean Efficiency?)" in res.output
+    typo.write_text("not json")
+    res = CliRunner().invoke(main, ["select", str(run_dir), "--like", str(typo)])
+    assert res.exit_code != 0 and f"--like {typo}: not a JSON profile" in res.output
     bad = CliRunner().invoke(main, ["select", str(run_dir), "--domain", "poetry"])
     assert bad.exit_code == 2 and "the run's domains are logic, math" in bad.output
     # the API and the command are one code path

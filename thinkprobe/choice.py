@@ -82,9 +82,22 @@ def read_like(source: str | Path | Mapping, limits=None) -> dict[str, float]:
                 data = json.loads(read_whole(fh, limits or InputLimits.from_config(Config.load()), f"--like {source}"))
             except TooLarge as exc:
                 raise ValueError(str(exc)) from exc
+            except ValueError as exc:  # not JSON
+                raise ValueError(f"--like {source}: not a JSON profile ({exc})") from exc
     if isinstance(data, Mapping) and isinstance(data.get("profile"), Mapping):
         data = data["profile"]
-    target = {d: float(data[d]) for d in DIMS if isinstance(data, Mapping) and data.get(d) is not None}
+    where = f"--like {source}" if not isinstance(source, Mapping) else "the profile"
+    if isinstance(data, Mapping):
+        import difflib
+
+        for key in data:  # "Efficency": a misspelt dimension would be dropped without a word
+            near = difflib.get_close_matches(str(key), DIMS, n=1, cutoff=0.75)
+            if near and key not in DIMS:
+                raise ValueError(f"{where}: {key!r} is no dimension (did you mean {near[0]}?)")
+    try:
+        target = {d: float(data[d]) for d in DIMS if isinstance(data, Mapping) and data.get(d) is not None}
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: a dimension's value is not a number ({exc})") from exc
     if not target:
         raise ValueError(f"--like: no dimension ({', '.join(DIMS)}) in {source if not isinstance(source, Mapping) else 'the profile'}")
     return target

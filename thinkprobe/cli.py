@@ -162,6 +162,10 @@ def profile(inputs, out_dir, summary, strict, **options):
                    "with --resume to go on from there", err=True)
         sys.exit(130)
     result = run.summary
+    sample = options.get("sample")
+    if sample is not None and result["traces"] + result["errors"] < sample:
+        click.echo(f"note: --sample {sample} asks for more than the inputs hold ({result['traces'] + result['errors']} "
+                   "traces and skipped records): all of them were taken", err=True)
     if summary:
         click.echo(format_summary(result))
     elif result["errors"] and result["traces"]:  # --no-summary still says that records were skipped
