@@ -1,6 +1,7 @@
 """End to end on the bundled sample traces: outputs, graph invariants, determinism, norms,
 export, resume and bad records. The whole profile runs under a guard that fails on network use."""
 import csv
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -143,7 +144,12 @@ def test_saved_norms_score_a_new_corpus(sample_run, tmp_path):
     out, _ = sample_run
     subset = tmp_path / "subset.jsonl"
     subset.write_text("".join(SAMPLES.read_text(encoding="utf-8").splitlines(True)[:5]), encoding="utf-8")
-    profile([subset], tmp_path / "a", norms=str(out / "norms.json"))
+    result = profile([subset], tmp_path / "a", norms=str(out / "norms.json"))
+    run = json.loads((tmp_path / "a" / "run.json").read_text(encoding="utf-8"))
+    assert run["norms_sha256"] == hashlib.sha256((out / "norms.json").read_bytes()).hexdigest()
+    from thinkprobe.cli import format_summary
+
+    assert f"positive = more than the mean of the norms in {out / 'norms.json'}" in format_summary(result)
     against_saved = {r["trace_id"]: r for r in read_csv(tmp_path / "a" / "profile.csv")}
     full = {r["trace_id"]: r for r in read_csv(out / "profile.csv")}
     for tid, row in against_saved.items():

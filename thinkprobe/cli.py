@@ -242,7 +242,8 @@ def format_summary(result: dict) -> str:
     if rows:
         width = max(12, *(len(r["model"]) for r in rows))
         lines.append("")
-        lines.append("5D cognitive profile per model (mean z-score; positive = more than the corpus average)")
+        reference = f"the mean of the norms in {result['norms']}" if result.get("norms") else "this run's mean"
+        lines.append(f"5D cognitive profile per model (mean z-score; positive = more than {reference})")
         lines.append(f"{'model':<{width}} {'n':>5} " + " ".join(f"{d:>13}" for d in DIMENSION_NAMES))
         for r in rows:  # round(...) + 0.0: no "-0.000"
             lines.append(f"{r['model']:<{width}} {r['n']:>5} "

@@ -379,6 +379,8 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
         **({"selection": {"limit": opts.limit, "sample": opts.sample, "seed": opts.seed}}
            if opts.limit is not None or opts.sample is not None else {}),
         "norms": str(opts.norms) if opts.norms else "fit on this run",
+        # which norms they were, wherever the path pointed later
+        **({"norms_sha256": hashlib.sha256(Path(opts.norms).read_bytes()).hexdigest()} if opts.norms else {}),
         "config": cfg.data,
         "config_digest": cfg.digest,
         "encoder": {"path": str(encoder.path), "name": encoder.name, "max_seq_length": encoder.max_seq_length,
