@@ -193,11 +193,9 @@ def profile_chunk_isolated(chunk: Sequence, profile_all: Callable[[Sequence], st
         try:
             with time_limit(limits.trace_timeout_s):
                 lines.append(profile_one([item]))
-        except KeyboardInterrupt:  # Ctrl-C is no crash: the trace it stopped is not skipped on --resume
-            if crashed:
-                write_atomic(marker, json.dumps({"mode": "chunk", "crashed": sorted(crashed)}) + "\n")
-            else:
-                marker.unlink(missing_ok=True)
+        except KeyboardInterrupt:  # Ctrl-C is no crash: the trace it stopped is not skipped on --resume, which
+            # goes on one trace at a time (the chunk whole failed or crashed), skipping only those that crashed
+            write_atomic(marker, json.dumps({"mode": "chunk", "crashed": sorted(crashed)}) + "\n")
             raise
         except Exception as exc:  # noqa: BLE001 - the reason goes to errors.jsonl, the run goes on
             lines.append(failure_line(item, exc))
