@@ -203,7 +203,7 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
 <h2>Model profiles</h2>
 {radar}
 {html_table(["model", "n", *DIMS], [[esc(c) for c in r] for r in profile_ci_rows(stats)], titles=titled(["n", *DIMS]))}
-<p class=note>{esc(profile_note(stats))}</p>
+<p class=note>{esc(profile_note(stats, run_dir))}</p>
 <h2>{esc(_effects_title(stats))}</h2>
 {html_table(effect_header(stats), effect_rows(stats, html_out=True), left=1, titles=EFFECT_TITLES,
              cls="dense wrap" if has_group(stats) else "",
@@ -254,7 +254,7 @@ def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=
              *(f"- {line}" for line in headline(stats)), "",
              "## Model profiles", "", radar, "",
              md_table(["model", "n", *DIMS], profile_ci_rows(stats)), "",
-             profile_note(stats), "",
+             profile_note(stats, run_dir), "",
              f"## {_effects_title(stats)}", "",
              md_table(effect_header(stats), effect_rows(stats, html_out=False)),
              "", method_note(stats) + (" " + too_few_text(stats) if too_few_text(stats) else ""), "",
