@@ -127,17 +127,12 @@ def _z(value: float | None) -> str:
 def profile_note(stats: Mapping, run_dir: Path | None = None) -> str:
     """The caption of the model-profile table: the interval named only where some model has one, and the
     mean the z-scores are against (the run's own, or the norms it was given: run.json's norms)."""
-    import json
+    from .trace_pages import run_norms
 
     with_ci = any(v["ci_low"] is not None for mp in stats["model_profiles"] for v in mp["dimensions"].values())
     level = round(100 * stats["settings"]["ci_level"])
-    norms = None
-    if run_dir is not None:
-        try:
-            norms = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8")).get("norms")
-        except (OSError, ValueError):
-            norms = None
-    zero = (f"the mean of the norms in {norms}" if norms and norms != "fit on this run" else "this run's mean")
+    norms = run_norms(run_dir) if run_dir is not None else None
+    zero = "this run's mean" if norms is None else f"the mean of the norms in {norms}"
     return ("Mean signed z-score per dimension" + (f" with its {level}% bootstrap interval (a model with one trace "
                                                    "has none)" if with_ci else " (no interval: no model has 2 traces)")
             + f"; 0 is {zero}.")

@@ -23,7 +23,7 @@ from .style import (DIMS, EDGE_COLORS, MAX_TRACE_PAGES, NODE_COLORS, NODE_NAMES,
                     display_label,
                     figure_style, format_number, png_bytes, svg_bytes)
 
-__all__ = ["safe_trace_id", "write_trace_view", "write_trace_pages"]
+__all__ = ["safe_trace_id", "write_trace_view", "write_trace_pages", "run_norms"]
 
 
 def _find_graph(run_dir: Path, trace_id: str) -> dict:
@@ -208,15 +208,20 @@ def _profiles(run_dir: Path) -> dict[str, dict[str, float]]:
     return {r["trace_id"]: {d: as_number(r.get(d)) for d in DIMS} for r in read_table(run_dir, PROFILE_TABLE)}
 
 
-def _norms(run_dir: Path) -> str:
-    """What the run's z-scores are taken against, in words (run.json's norms)."""
+def run_norms(run_dir: Path) -> str | None:
+    """The norms file a run's z-scores are taken against (run.json's norms, as --norms gave it); None
+    when they are the run's own."""
     try:
-        norms = json.loads((run_dir / RUN_JSON).read_text(encoding="utf-8")).get("norms")
+        norms = json.loads((Path(run_dir) / RUN_JSON).read_text(encoding="utf-8")).get("norms")
     except (OSError, ValueError):
-        norms = None
-    if not norms or norms == "fit on this run":
-        return "this run's traces"
-    return f"the reference norms {Path(str(norms)).name} (--norms)"
+        return None
+    return None if not norms or norms == "fit on this run" else str(norms)
+
+
+def _norms(run_dir: Path) -> str:
+    """What the run's z-scores are taken against, in words."""
+    norms = run_norms(run_dir)
+    return "this run's traces" if norms is None else f"the reference norms {Path(norms).name} (--norms)"
 
 
 def write_trace_view(run_dir: str | Path, trace_id: str, out: str | Path | None = None) -> Path:
