@@ -33,21 +33,21 @@ REPORT_FILES = ("report.html", "report.md", "figures", "traces")
 # Everything the tool writes into a run folder: the run's files (outputs.RUN_FILES), the committed
 # chunks, the report, and what `thinkprobe export` writes there by default. A rerun removes these only.
 TOOL_FILES = (*OUTPUT_FILES, *REPORT_FILES, "parts", "reasoningflow.jsonl", "graphs.node_link.jsonl", "graphml")
-# What the tool writes inside its folders (the report's figures by name: report.writer.FIGURE_NAMES): a
-# rerun removes only these there; a file of the user's stays.
-TOOL_FOLDER_FILES = {"traces": ("*.html",), "graphml": ("*.graphml",)}
+# The folders among TOOL_FILES: a rerun removes only the tool's files in them; a file of the user's stays.
+TOOL_FOLDERS = ("figures", "traces", "parts", "graphml")
 
 
-def _tool_file(folder: str, path: Path) -> bool:
-    if folder == "figures":
+def _tool_file(folder: str, name: str) -> bool:
+    """Whether the file `name` in the tool's folder `folder` is one the tool writes there."""
+    if folder == "figures":  # the report's figures, by name
         from .report.writer import FIGURE_NAMES
 
-        return path.name in {f"{name}.png" for name in FIGURE_NAMES}
-    if folder == "parts":
+        return name in {f"{figure}.png" for figure in FIGURE_NAMES}
+    if folder == "parts":  # chunks, their markers, the manifest
         from .runner import PART_FILE
 
-        return PART_FILE.fullmatch(path.name) is not None
-    return any(path.match(pattern) for pattern in TOOL_FOLDER_FILES[folder])
+        return PART_FILE.fullmatch(name) is not None
+    return name.endswith({"traces": ".html", "graphml": ".graphml"}[folder])
 
 
 # ----------------------------------------------------------------------------- input data
@@ -125,17 +125,16 @@ def _run_inputs(out: Path) -> list[str] | None:
 
 def _clear(out: Path, names: Iterable[str] | None = None) -> list[str]:
     """Remove the entries of `out` (only those in `names`, with their .tmp twins, when given: in a
-    tool's folder only the files it writes there, TOOL_FOLDER_FILES); returns the entries left in
-    place (a file kept inside a tool's folder as folder/name)."""
+    tool's folder, TOOL_FOLDERS, only the files it writes there); returns the entries left in place (a
+    file kept inside a tool's folder as folder/name)."""
     wanted = None if names is None else {*names, *(f"{n}.tmp" for n in names)}
     kept = []
     for child in sorted(out.iterdir()):
         if wanted is not None and child.name not in wanted:
             kept.append(child.name)
-        elif wanted is not None and child.name in {*TOOL_FOLDER_FILES, "figures", "parts"} and child.is_dir() \
-                and not child.is_symlink():
+        elif wanted is not None and child.name in TOOL_FOLDERS and child.is_dir() and not child.is_symlink():
             for inner in sorted(child.iterdir()):
-                if inner.is_file() and _tool_file(child.name, inner):
+                if inner.is_file() and _tool_file(child.name, inner.name):
                     inner.unlink()
                 else:
                     kept.append(f"{child.name}/{inner.name}")

@@ -283,8 +283,7 @@ class Joined:
     duplicates: list[dict] = field(default_factory=list)
     unknown: dict[str, int] = field(default_factory=lambda: {"model": 0, "domain": 0})
     unknown_sources: set[str] = field(default_factory=set)  # the files of the traces without a model
-    untagged: int = 0  # traces whose reasoning is untagged whole text (provenance "untagged")
-    untagged_by_model: dict[str, int] = field(default_factory=dict)  # the same per model
+    untagged_by_model: dict[str, int] = field(default_factory=dict)  # traces per model whose reasoning is untagged
     code_not_run: int = 0  # traces whose final answer is code left ungraded: code execution was off
     reasoning_is_code: int = 0  # traces whose reasoning is a program, not prose (provenance reasoning_is_code)
     accounting: Accounting = field(default_factory=Accounting)  # coverage per file and model, grades
@@ -292,6 +291,11 @@ class Joined:
     group_from: dict[str, int] = field(default_factory=dict)  # traces per place the group was read from
     # traces whose semantic_spread was clustered on samples (over indicators.cluster_exact_max content units)
     semantic_spread_sampled: list[str] = field(default_factory=list)
+
+    @property
+    def untagged(self) -> int:
+        """Traces whose reasoning is untagged whole text (provenance "untagged"), all models."""
+        return sum(self.untagged_by_model.values())
 
 
 def indicator_row(g: GraphRecord) -> dict:
@@ -337,7 +341,6 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
                     if g["model"] == "unknown":
                         joined.unknown_sources.add(g["source"])
                     if g["provenance"].get("untagged"):
-                        joined.untagged += 1
                         joined.untagged_by_model[g["model"]] = joined.untagged_by_model.get(g["model"], 0) + 1
                     joined.code_not_run += code_not_run(g)
                     joined.reasoning_is_code += bool(g["provenance"].get("reasoning_is_code"))
