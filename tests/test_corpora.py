@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -633,3 +634,37 @@ def test_a_rerun_keeps_the_users_files_and_no_summary_still_warns(tmp_path):
     assert strict.stderr.count("model x: no trace profiled from its 1 record (1 skipped") == 1  # said once
     assert "the 1 warning above about what had no trace profiled is an error here" in strict.stderr
     assert (out / "NOTES.txt").read_text() == "x\n"
+
+
+def test_records_that_are_the_sentences_of_one_text_are_warned_about(tmp_path):
+    """A file whose records are the sentences of one response (Schoenfeld et al.'s labelled files: {"text":
+    sentence, "gt-class-2": label}), profiled with --reasoning-field text, gives one-unit traces: said per
+    model with the files, in the summary, run.json and the report; a file of whole traces is not named."""
+    from click.testing import CliRunner
+
+    from conftest import SAMPLES
+    from thinkprobe.cli import main
+
+    response = json.loads(SAMPLES.read_text(encoding="utf-8").splitlines()[0])["response"]
+    text = response.split("<think>")[1].split("</think>")[0].strip()
+    sentences = [s for s in re.split(r"(?<=[.?!])\s+", text) if s.strip()][:12]
+    assert len(sentences) >= 6
+    labelled = tmp_path / "labelled.json"
+    labelled.write_text(json.dumps({"Question ID": "q1", "data": [{"text": s, "gt-class-2": "Analyze"} for s in sentences]}),
+                        encoding="utf-8")
+    whole = tmp_path / "whole.jsonl"
+    whole.write_text(json.dumps({"id": "w", "model": "m", "text": text}) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["profile", str(labelled), str(whole), "--reasoning-field", "text", "-o", str(out),
+                                    "--no-summary", "--device", "cpu", "--no-progress", "--linker", "cue",
+                                    "--types", "cue", "--no-cache"])
+    assert res.exit_code == 0, res.output
+    run = json.loads((out / "run.json").read_text())
+    (warning,) = run["short_trace_warnings"]
+    singles = sum(1 for line in open(out / "graphs.jsonl", encoding="utf-8")
+                  if sum(u["section"] == "reasoning" for u in json.loads(line)["units"]) == 1)
+    assert singles >= len(sentences) // 2
+    assert warning.startswith(f"model unknown: {singles} of {len(sentences)} traces hold a single Thought Unit")
+    assert f"{singles} in {labelled}" in warning and str(whole) not in warning
+    assert f"warning: {warning}" in res.stderr and not run["coverage_warnings"]
+    assert warning in (out / "report.md").read_text(encoding="utf-8")

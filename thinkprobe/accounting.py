@@ -136,6 +136,7 @@ class Accounting:
     grade_fields: Counter = field(default_factory=Counter)
     unread: Counter = field(default_factory=Counter)
     unread_value: dict = field(default_factory=dict)  # the first unread value per field, for the hint
+    single_unit: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))  # model -> file -> traces
     checked: int = 0  # traces with both a grade (correct or incorrect) and a gold answer
     disagreements: list[dict] = field(default_factory=list)
     disagreement_count: int = 0
@@ -145,6 +146,8 @@ class Accounting:
         for tally in (self.files[g["source"]], self.models[g["model"]]):
             tally.records.add(key)
             tally.traces += 1
+        if sum(u.get("section") == "reasoning" for u in g.get("units") or ()) <= 1:
+            self.single_unit[g["model"]][g["source"]] += 1
         self._grade(g)
 
     def skipped(self, error: Mapping) -> None:
@@ -225,6 +228,27 @@ class Accounting:
                     out.append(f"{kind} {name}: no trace profiled from its {n} record{'' if n == 1 else 's'} "
                                f"({sum(t.reasons.values())} skipped: {why}; see errors.jsonl)")
         return out
+
+    def short_warnings(self) -> list[str]:
+        """One line per model (traces without one together) of which at least SINGLE_UNIT_SHARE of
+        at least SINGLE_UNIT_MIN traces hold a single Thought Unit of reasoning: most often a file whose
+        records are the sentences of one text (Schoenfeld et al.'s labelled responses), each profiled
+        as a whole trace."""
+        out = []
+        for model, files in sorted(self.single_unit.items()):
+            n, total = sum(files.values()), self.models[model].traces
+            if total >= SINGLE_UNIT_MIN and n >= SINGLE_UNIT_SHARE * total:
+                where = ", ".join(f"{k} in {f}" for f, k in files.most_common(3))
+                more = f", ... ({len(files)} files)" if len(files) > 3 else ""
+                out.append(f"model {model}: {n} of {total} traces hold a single Thought Unit of reasoning ({where}{more}); "
+                           "each record is profiled as a whole trace, so if a file's records are the sentences of "
+                           "one text, join them into one record first; the indicators of a one-unit trace say "
+                           "little about reasoning")
+        return out
+
+
+SINGLE_UNIT_MIN = 5  # traces of a model before its share of one-unit traces is judged
+SINGLE_UNIT_SHARE = 0.5
 
 
 def format_coverage(coverage: Mapping, grades: Mapping | None = None, max_rows: int = 30) -> str:

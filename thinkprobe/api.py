@@ -263,7 +263,8 @@ def profile_run(opts: RunOptions, temporary: bool = False, *, encoder=None, link
     given = {k: v for k, v in (("linker", linker), ("encoder", encoder)) if v is not None}
     summary = run_profile(opts, **given)
     summary["field_warnings"] = [str(w) for w in warnings]
-    for warning in summary.get("coverage_warnings", ()):  # a file or model with no trace: never silent
+    # a file or model with no trace, or profiled as one-unit traces: never silent
+    for warning in (*summary.get("coverage_warnings", ()), *summary.get("short_trace_warnings", ())):
         print(f"warning: {warning}", file=sys.stderr)
     run = Run(out, summary=summary, temporary=temporary)
     if opts.report:

@@ -412,6 +412,7 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
                            **({"how": not_run_line(joined.code_not_run)} if joined.code_not_run else {})},
         "coverage": joined.accounting.coverage(),
         "coverage_warnings": joined.accounting.warnings(),
+        "short_trace_warnings": joined.accounting.short_warnings(),
         "grades": joined.accounting.grade_summary(),
         "group": group_info(joined),
         "field_warnings": [w.as_dict() for w in field_warnings(opts)],
@@ -484,7 +485,8 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
             "duplicates": len(joined.duplicates), "unknown": joined.unknown, "unknown_fix": info["unknown_fix"],
             "untagged": joined.untagged, "untagged_by_model": dict(sorted(joined.untagged_by_model.items())),
             "code_not_run": joined.code_not_run, "reasoning_is_code": joined.reasoning_is_code,
-            "coverage": info["coverage"], "coverage_warnings": info["coverage_warnings"], "grades": info["grades"],
+            "coverage": info["coverage"], "coverage_warnings": info["coverage_warnings"],
+            "short_trace_warnings": info["short_trace_warnings"], "grades": info["grades"],
             "model_profiles": by_model, "model_domain_profiles": by_model_domain,
             "norms": str(opts.norms) if opts.norms else None}
 

@@ -36,7 +36,7 @@ def _tables(run: dict) -> list[tuple[str, list[str], list[list[str]]]]:
 
 
 def _lines(run: dict) -> list[str]:
-    lines = [f"Warning: {w}." for w in run.get("coverage_warnings") or ()]
+    lines = [f"Warning: {w}." for w in (*(run.get("coverage_warnings") or ()), *(run.get("short_trace_warnings") or ()))]
     grades = run.get("grades")
     if grades:
         rec, mat = grades["from_records"], grades["from_matcher"]
