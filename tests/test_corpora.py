@@ -327,6 +327,11 @@ def test_reasoneval_records_read_their_steps_gold_and_grade():
         marked = one({**record, "model_output": "The cube's side is 6. " + closing})
         assert marked.reasoning.content.startswith("The cube's side is 6.") and "####" not in marked.reasoning.content
         assert marked.answer.content == "216" and marked.provenance["untagged"]
+    # WizardMath's own closing line is its answer too; the same words inside the text are reasoning
+    wizard = one({**record, "model_output": "The cube's side is 6.\nSo its volume is $\\boxed{216}$.\n\nThe answer is: 216.\n\n"})
+    assert wizard.reasoning.content.endswith("$\\boxed{216}$.") and wizard.answer.content == "216."
+    inside = one({**record, "model_output": "The answer is: 216, I think.\nCheck: 6^3 = 216."})
+    assert inside.answer is None and inside.reasoning.content.startswith("The answer is: 216")
 
 
 def test_a_step_list_is_named_in_the_error_when_no_field_holds_reasoning():

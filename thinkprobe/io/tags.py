@@ -70,13 +70,17 @@ class Split:
 
 def split_tags(text: str) -> Split:
     """Find the reasoning span by inline tags; without tags the whole text is the reasoning, but for
-    a closing "#### <answer>" (GSM8K's convention), which is the answer.
+    a closing "#### <answer>" (GSM8K's convention) or a last line "The answer is: <answer>"
+    (WizardMath's), which is the answer.
 
     >>> text = "2 + 3 = 5.\\nSo she has 5 apples.\\n#### 5 "
     >>> s = split_tags(text); s.tag, text[slice(*s.reasoning)], text[slice(*s.answer)]
     (None, '2 + 3 = 5.\\nSo she has 5 apples.\\n', '5 ')
     >>> split_tags("#### Notes\\nJust a heading above.").answer is None
     True
+    >>> text = "So $x = 0.15$.\\n\\nThe answer is: 0.15.\\n\\n"
+    >>> s = split_tags(text); text[slice(*s.reasoning)], text[slice(*s.answer)]
+    ('So $x = 0.15$.\\n', '0.15.')
     """
     split = _split_gpt_oss(text) or _split_s1(text) or _split_paired_tags(text)
     if split:
@@ -92,6 +96,9 @@ def split_tags(text: str) -> Split:
         answer = rest.strip()
         if answer and "\n" not in answer:
             return Split(None, (0, mark), (len(text) - len(rest.lstrip()), len(text)))
+    line = ANSWER_LINE.search(text)
+    if line and text[:line.start()].strip():
+        return Split(None, (0, line.start()), line.span(1))
     return Split(None, (0, len(text)), None)
 
 
@@ -99,6 +106,10 @@ def split_tags(text: str) -> Split:
 # their untagged chain of thought with: "#### 5", on a line of its own or after the last sentence. Read
 # as the answer when nothing but that answer, on one line, follows it.
 FINAL_MARK = "####"
+
+# WizardMath's and MetaMath's closing line (ReasonEval's WizardMath outputs): "The answer is: 0.15." on a
+# line of its own, the last of the text; read as the answer as "####" is.
+ANSWER_LINE = re.compile(r"\n[ \t]*The answer is:[ \t]*(\S[^\n]*?)\s*\Z")
 
 
 def _split_gpt_oss(text: str) -> Split | None:
