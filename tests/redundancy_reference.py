@@ -40,8 +40,12 @@ def shortest_effective_path(n: int, edges: Iterable[Any], target: int) -> SEP:
        restatements merge onto their earliest unit): edges into and out of j become edges of i;
        those that would point backwards are dropped.
 
-    The root has an edge to every unit without a forward parent. Breadth-first search from the
-    root (neighbours in unit order, so ties go to earlier units) gives the path; the SEP adds,
+    A synthesis j -> i counts as an inference i -> j (j draws on i: a premise). A unit without a
+    forward parent hangs on the units its critique or repetition edges point to: path edges from
+    them (never premises), and they stand in for its forward parents in rules 1-3. The root has an
+    edge to every unit with neither (the first unit, a unit that builds on the question alone).
+    Breadth-first search from the root (neighbours in unit order, so ties go to earlier units)
+    gives the path; the SEP adds,
     until nothing changes, every unit with an inference edge (after the rewriting) into a SEP unit.
     Jump edges carry the path only and are never premises. When the target cannot be reached
     the path is the target alone.
@@ -59,9 +63,17 @@ def shortest_effective_path(n: int, edges: Iterable[Any], target: int) -> SEP:
     target = min(max(int(target), 0), n - 1)
     parsed = [_edge_tuple(e) for e in edges]
     forward = {(s, d): k for s, d, k, _ in sorted(parsed) if k in FORWARD and 0 <= s < d < n}
+    for j, i, kind, _ in sorted(parsed):  # a synthesis j -> i draws on i: i is its premise, as inference i -> j
+        if kind == "synthesis" and 0 <= i < j < n:
+            forward.setdefault((i, j), "inference")
     parents: dict[int, set[int]] = {}
     for s, d in forward:
         parents.setdefault(d, set()).add(s)
+    # a unit with no forward parent hangs on the units its critique or repetition edges point to (path only)
+    anchors: dict[int, set[int]] = {}
+    for j, i, kind, _ in parsed:
+        if kind in ("critique", "repetition") and 0 <= i < j < n and j not in parents:
+            anchors.setdefault(j, set()).add(i)
 
     rep = list(range(n))
 
@@ -85,16 +97,16 @@ def shortest_effective_path(n: int, edges: Iterable[Any], target: int) -> SEP:
             reached = {d for _, d in leaving} | ({j + 1} if j + 1 < n else set())
             for edge in leaving:
                 del typed[edge]
-            for p in parents.get(i) or {ROOT}:
+            for p in parents.get(i) or anchors.get(i) or {ROOT}:
                 jumps.update((p, k) for k in reached)
         elif kind == "critique" and polarity == "affirm":
             for (s, d), k in [(e, t) for e, t in typed.items() if e[0] == j]:
                 del typed[(s, d)]
                 typed.setdefault((i, d), k)
-                jumps.update((p, d) for p in parents.get(j) or {ROOT})
+                jumps.update((p, d) for p in parents.get(j) or anchors.get(j) or {ROOT})
     for (a, b), kind in forward.items():
         if kind == "branch":
-            jumps.update((p, b) for p in parents.get(a) or {ROOT})
+            jumps.update((p, b) for p in parents.get(a) or anchors.get(a) or {ROOT})
 
     def mapped(pairs: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
         out = set()
@@ -104,8 +116,9 @@ def shortest_effective_path(n: int, edges: Iterable[Any], target: int) -> SEP:
                 out.add((ms, md))
         return out
 
-    starts = {(ROOT, u) for u in range(n) if u not in parents}
-    path_edges = mapped(typed) | mapped(jumps) | mapped(starts)
+    starts = {(ROOT, u) for u in range(n) if u not in parents and u not in anchors}
+    hung = {(i, j) for j, held in anchors.items() for i in held}
+    path_edges = mapped(typed) | mapped(jumps) | mapped(starts) | mapped(hung)
     succ: dict[int, list[int]] = {}
     for s, d in sorted(path_edges):
         succ.setdefault(s, []).append(d)

@@ -345,3 +345,19 @@ def test_repetition_chains_merge_onto_the_earliest_unit():
     # the target is never merged into an earlier unit
     sep = shortest_effective_path(4, chain(4) + [(3, 2, "repetition"), (3, 1, "repetition")], target=2)
     assert sep.target == 2 and sep.units == (0, 1, 2)
+
+
+def test_an_answer_without_a_forward_parent_still_has_its_path():
+    """The default parser leaves a unit that synthesises, critiques or repeats without a forward parent
+    (issue 40); the SEP must not then start at the answer itself (L_eff 1, R near 1: 18 of 42 Thought
+    Anchors traces did). A synthesising answer rests on what it combines, a repeating or checking one
+    hangs on its source; a unit that builds on the question alone still starts at the root."""
+    from thinkprobe.redundancy import shortest_effective_path
+
+    chain = [(k, k + 1, "inference") for k in range(5)]  # 0 -> ... -> 5, then 6, 7 and 8 with no forward parent
+    synth = shortest_effective_path(9, chain + [(6, 5, "synthesis"), (6, 2, "synthesis")], target=6)
+    assert synth.path == (0, 1, 2, 6) and synth.units == tuple(range(7))  # every synthesised result is a premise
+    assert shortest_effective_path(9, chain + [(7, 5, "repetition")], target=7).path == (0, 1, 2, 3, 4, 5, 7)
+    checked = shortest_effective_path(9, chain + [(8, 5, "critique", "affirm")], target=8)
+    assert checked.path == (0, 1, 2, 3, 4, 5, 8) and 8 in checked.units
+    assert shortest_effective_path(9, chain, target=8).path == (8,)  # nothing to hang on: the root
