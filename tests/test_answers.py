@@ -53,6 +53,15 @@ def only(rec: dict) -> tuple[str, str]:
     ('The user said: "Put your answer on its own line after \'Answer:\'."', None, None),
     ("Possible answer: If I knew it was, say, Schmidhuber, but I don't.", None, None),
     ("So the answer is ) ]", ") ]", "phrase"),  # BIG-Bench Mistake's Dyck languages: brackets are the answer
+    # an approximate value is the value; a hypothesis or a sum still to do is no answer
+    ("So the answer is approximately 5.8 cm.", "5.8 cm", "phrase"),
+    ("So the answer is about 19.", "19", "phrase"),
+    ("If the answer is 10, the total would be 30.", None, None),
+    ("If we add them, the answer is 12.", "12", "phrase"),
+    ("Final Answer: 3 * 29524 = ?", None, None),
+    # a factorial stays in its expression (PRM800K's "# Answer" step); a lone "5!" is an exclamation
+    ("So the answer is 2 * 5! * 5!", "2 * 5! * 5!", "phrase"),
+    ("The answer is 5! Let me check.", "5", "phrase"),
 ])
 def test_unit_rules(text, value, kind):
     cands = find_candidates(record(text))
@@ -81,6 +90,15 @@ def test_answer_label_on_its_own_line_takes_the_next_unit():
 def test_bold_only_in_the_answer_section():
     assert find_candidates(record("**Key idea**: speeds differ.")) == []
     assert only(record("**160/3 km/h**", answer_from=0)) == ("160/3 km/h", "bold")
+
+
+def test_bold_headings_and_emphasis_in_a_worked_answer_are_not_answers():
+    """Thought Anchors' answer sections: step headings and emphasised numbers of a worked solution were
+    candidates and made up answer changes (EE 21 in one trace); the boxed answer stands."""
+    rec = record("Let me solve it.", "1. **Subtract one from both sides**:", "- The digit **4** appears **10** times.",
+                 "So **48** full cycles.", r"The answer is $\boxed{90}$.", "**90**", answer_from=1)
+    assert [(c.unit, c.value, c.kind) for c in find_candidates(rec)] == [(4, "90", "boxed"), (5, "90", "bold")]
+    assert only(record("Thinking.", "The capital is **Paris**.", answer_from=1)) == ("Paris", "bold")
 
 
 def test_final_code_block_is_one_candidate():
@@ -162,6 +180,10 @@ def test_normalise(raw, expected):
     ("Tasmania and Victoria", "Victoria and Tasmania"),  # the same items in another order
     ("Tasmania, Victoria", "Victoria & Tasmania"),
     ("A is a knight; B and C are knaves", "A knight; B and C knaves"),
+    ("2 * 5! * 5!", "28800"),  # factorials are evaluated
+    ("10!/(2!8!)", "45"),
+    ("B:115.130", "B"),  # THINK-Bench's options: "A:145.200 B:115.130"
+    ("Correct choice: A", "A"),
 ])
 def test_answers_match(pred, gold):
     assert answers_match(pred, gold)
@@ -186,6 +208,8 @@ def test_answers_match(pred, gold):
     ("1/4", "0.2, 0.25"),
     ("Tasmania and Queensland", "Victoria and Tasmania"),
     ("Victoria, Tasmania and Queensland", "Victoria and Tasmania"),
+    ("5!", "120"),  # a lone "5!" reads as an exclamation
+    ("A:1", "B"),
 ])
 def test_answers_differ(pred, gold):
     assert not answers_match(pred, gold)

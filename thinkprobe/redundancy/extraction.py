@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .normalise import BOXED, MARKDOWN, NUMBER, SPECIAL_TOKEN, answers_match
+from .normalise import FACTORIAL_EXPR, BOXED, MARKDOWN, NUMBER, SPECIAL_TOKEN, answers_match
 
 __all__ = ["Candidate", "KIND_RANK", "find_candidates", "final_candidate", "code_tests_of", "boxed_values",
            "conclusion_number"]
@@ -48,13 +48,18 @@ _OPTION_VALUE = re.compile(r"^\s*\(?([A-J])\)?(?:[.:)]|\s|$)")
 _OPTION_LABEL = re.compile(r"^\s*\(?([A-J])\)\s+\S")
 _ANSWER_LABEL = re.compile(r"(?:#+\s*)?(?:the\s+)?(?:final\s+)?answer(?:\s+is)?\s*[:：]?", re.IGNORECASE)
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.DOTALL)
+_LIST_MARK = re.compile(r"\s*(?:\d+[.)]|[-*•]|#+)\s*")  # what starts a list item or a heading line
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
-_HEDGE = re.compile(r"^(?:probably|likely|maybe|perhaps|definitely|indeed|actually|simply|just|still|then|"
-                    r"therefore|thus|clearly|exactly|now|here|hence|so)\b[,:]?\s*", re.IGNORECASE)
+_HEDGE = re.compile(r"^(?:(?:probably|likely|maybe|perhaps|definitely|indeed|actually|simply|just|still|then|"
+                    r"therefore|thus|clearly|exactly|now|here|hence|so|approximately|about|around|roughly|nearly)\b"
+                    r"|approx\.|~|≈|\\approx\b)[,:]?\s*", re.IGNORECASE)
+# "If the answer is 10, the total would be 30": a hypothesis, not an answer put forward
+_SUPPOSED = re.compile(r"\b(?:if|suppose|supposing|assume|assuming|whether|unless)\b[^,.;:!?]*$", re.IGNORECASE)
 _NOT_A_VALUE = re.compile(r"^(?:not|that|going|either|no\s+(?:longer|more|different|clear|single|way)\b|none of|wrong|"
                           r"incorrect|correct\b|in\b|the same|different|unclear|unknown|what|whether|this\b|to\b|"
                           r"if\b)",  # "Possible answer: If I knew it was ..."
                           re.IGNORECASE)
+_UNFINISHED = re.compile(r"(?:=|\?)\s*$")  # "Final Answer: 3 * 29524 = ?": a sum still to do
 _EMPTY_VALUE = re.compile(r"^[\s'\"‘’“”`.,;:!?]*$")  # a lone quote or stop (brackets are Dyck languages' answers)
 _QUOTES = "'\"‘“`"
 _INLINE_MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
@@ -102,7 +107,10 @@ def _cut_value(text: str) -> str:
         elif text.startswith("\\)", i) or text.startswith("\\]", i):
             in_math = False
         elif not in_math:
-            if ch in "\n!?":
+            if ch == "!" and i and (text[i - 1].isdigit() or text[i - 1] == ")") \
+                    and FACTORIAL_EXPR.search(text[: i + 4]):
+                pass  # a factorial in an expression ("2 * 5! * 5!"); a lone "5!" ends the sentence
+            elif ch in "\n!?":
                 break
             if ch == "." and not (i > 0 and text[i - 1].isdigit() and text[i + 1 : i + 2].isdigit()) \
                     and not _ABBREVIATION.search(text[max(0, i - 4) : i]) \
@@ -122,6 +130,8 @@ def _phrase_value(text: str) -> tuple[str, str] | None:
     for m in reversed(matches):
         if m.start() and plain[m.start() - 1] in _QUOTES:  # "put it after 'Answer:'": the phrase named, not used
             continue
+        if _SUPPOSED.search(plain[max(0, m.start() - 80):m.start()]):
+            continue
         value = _cut_value(plain[m.end():])
         while _HEDGE.match(value):
             value = _HEDGE.sub("", value, count=1)
@@ -130,7 +140,8 @@ def _phrase_value(text: str) -> tuple[str, str] | None:
             return labelled.group(1), "option"
         if len(value.split()) > _MAX_PHRASE_WORDS:  # "Yes, Winnie Ewing was alive when ..." -> "Yes"
             value = re.split(r",\s|\s[-–—]\s|\s\(", value, maxsplit=1)[0].strip()
-        if _EMPTY_VALUE.match(value) or _NOT_A_VALUE.match(value) or len(value.split()) > _MAX_PHRASE_WORDS:
+        if _EMPTY_VALUE.match(value) or _NOT_A_VALUE.match(value) or len(value.split()) > _MAX_PHRASE_WORDS \
+                or _UNFINISHED.search(value):
             continue
         letter = _OPTION_VALUE.match(value)
         if letter and (len(value.strip()) <= 3 or value.strip().startswith("(")):
@@ -143,7 +154,13 @@ def _phrase_value(text: str) -> tuple[str, str] | None:
 
 
 def _bold_value(text: str) -> str | None:
-    values = [v.strip() for v in _BOLD.findall(text)]
+    """The last bold span of an answer-section unit that could be an answer: not a heading ("1. **Plug
+    in the values**:", "**Step 2:**") and not one of several emphasised words in a sentence."""
+    spans = list(_BOLD.finditer(text))
+    if len(spans) > 1:  # "**4** appears **10** times": emphasis in an explanation
+        return None
+    values = [m.group(1).strip() for m in spans
+              if not re.match(r"\s*:", text[m.end():]) and not _LIST_MARK.fullmatch(text[:m.start()].rsplit("\n", 1)[-1])]
     for v in reversed(values):
         words = v.lower()
         if v.endswith(":") or re.search(r"\b(?:answer|step|solution|final|conclusion|verification)\b", words) and not re.search(r"\d", v):
@@ -255,7 +272,19 @@ def find_candidates(record: dict) -> list[Candidate]:
             found = (code[1], "code")
         if found:
             out.append(Candidate(int(u["id"]), found[0], found[1]))
-    return _keep_answer_numbers(out, record.get("gold_answer"))
+    return _keep_answer_numbers(_keep_answer_bold(out, set(answer_ids)), record.get("gold_answer"))
+
+
+def _keep_answer_bold(candidates: list[Candidate], answer: set[int]) -> list[Candidate]:
+    """Bold is the weakest sign of an answer: where the answer section states one by a stronger rule
+    (boxed, a phrase, an option, code), its bold values that differ from those are emphasis in a
+    worked solution ("so **48** full cycles"), not answers put forward."""
+    strong = [c.value for c in candidates if c.unit in answer and c.kind in ("boxed", "phrase", "option", "code")]
+    bold = [c for c in candidates if c.kind == "bold"]
+    if not bold or not strong:
+        return candidates
+    drop = {id(c) for c in bold if not any(answers_match(c.value, v) for v in strong)}
+    return [c for c in candidates if id(c) not in drop]
 
 
 def _keep_answer_numbers(candidates: list[Candidate], gold: Any) -> list[Candidate]:

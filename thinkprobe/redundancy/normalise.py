@@ -10,7 +10,7 @@ import unicodedata
 from functools import lru_cache
 from typing import Any, Iterable
 
-__all__ = ["normalise", "to_number", "answers_match", "BOXED", "MARKDOWN", "NUMBER", "SPECIAL_TOKEN"]
+__all__ = ["normalise", "to_number", "answers_match", "BOXED", "FACTORIAL_EXPR", "MARKDOWN", "NUMBER", "SPECIAL_TOKEN"]
 
 # Shared with extraction: markup that never belongs to an answer's value.
 BOXED = re.compile(r"\\(?:boxed|fbox)\s*")
@@ -59,7 +59,9 @@ def _normalise_text(s: str) -> str:
     s = _MATH_DELIMS.sub("", s.strip())
     s = s.replace("²", "^2").replace("³", "^3")
     s = s.replace("−", "-").replace("×", "\\times ").replace("÷", "\\div ").replace("√", "\\sqrt")
-    s = re.sub(r"\s+", " ", s).strip().rstrip(".;:!").strip()
+    s = re.sub(r"\s+", " ", s).strip().rstrip(".;:").strip()
+    if not (s.endswith("!") and FACTORIAL_EXPR.search(s)):  # "2 * 5! * 5!" keeps its factorial; "5!" is 5
+        s = s.rstrip(".;:!").strip()
     return s.lower()
 
 
@@ -80,8 +82,11 @@ def _unbox(text: str) -> str:
 
 # ----------------------------------------------------------------------------- numbers
 
-_NUM_TOKEN = re.compile(r"\s*(?:(\d+\.?\d*(?:e[+-]?\d+)?|\.\d+(?:e[+-]?\d+)?)|(sqrt|pi)|(\*\*|[-+*/()]))")
+_NUM_TOKEN = re.compile(r"\s*(?:(\d+\.?\d*(?:e[+-]?\d+)?|\.\d+(?:e[+-]?\d+)?)|(sqrt|pi)|(\*\*|[-+*/()!]))")
 _MAX_EXPONENT = 400
+_MAX_FACTORIAL = 170  # the largest whose value is a float
+# an expression with a factorial in it: an operator beside a number with "!" ("2 * 5! * 5!", "10!/(2!8!)")
+FACTORIAL_EXPR = re.compile(r"[\d)}]!\s*(?:[-+*/^(]|\\times|\\cdot|\d)|(?:[-+*/^]|\\times|\\cdot)\s*\d+!")
 _NUMBER_WORDS = {w: k for k, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty".split())}
@@ -159,7 +164,7 @@ def _latex_to_expr(s: str) -> str | None:
 
 
 class _Parser:
-    """Recursive-descent arithmetic over numbers, + - * / **, parentheses, sqrt and pi, with
+    """Recursive-descent arithmetic over numbers, + - * / **, factorials, parentheses, sqrt and pi, with
     implicit multiplication ("2sqrt(3)", "3(4)"). Nothing is ever eval'ed."""
 
     def __init__(self, tokens: list[tuple[str, str]]):
@@ -201,6 +206,11 @@ class _Parser:
 
     def power(self) -> float:
         base = self.atom()
+        while self.peek() == ("op", "!"):  # a factorial: "2 * 5! * 5!"
+            self.take()
+            if base != int(base) or not 0 <= base <= _MAX_FACTORIAL:
+                raise ValueError("no factorial")
+            base = float(math.factorial(int(base)))
         t = self.peek()
         if t == ("op", "**"):
             self.take()
@@ -309,7 +319,8 @@ def _option_letter(s: str, loose: bool = False) -> str | None:
     if m:
         return m.group(1)
     if loose:
-        m = re.match(r"^(?:option\s+|choice\s+)?\(([a-j])\)|^(?:option\s+|choice\s+)?([a-j])(?:[).:]\s|$)", s.strip())
+        # "(b) 115", "option b", "b: 115", THINK-Bench's "b:115.130", "correct choice: a"
+        m = re.match(r"^(?:(?:correct\s+)?(?:option|choice)\s*:?\s*)?(?:\(([a-j])\)|([a-j])(?:[).]\s|:|$))", s.strip())
         if m:
             return m.group(1) or m.group(2)
     return None
