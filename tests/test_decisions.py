@@ -43,6 +43,10 @@ def test_anomalies_rank_within_model_name_drivers_and_explain_small_models():
     solo = next(r for r in out if r["model"] == "solo")
     assert solo["anomaly"] is None and solo["anomaly_rank"] is None and "1 trace" in solo["anomaly_reason"]
     assert out[0]["failure_risk"] == 0.25 and out[1]["failure_risk"] is None
+    # every key of the trace travels with it (anomalies.csv had an empty group column)
+    grouped = anomaly_rows([{**r, "group": "MiP" if k % 2 else "normal", "source_id": f"s{k}"} for k, r in enumerate(rows)],
+                           SETTINGS)
+    assert [(r["group"], r["source_id"]) for r in grouped[:2]] == [("normal", "s0"), ("MiP", "s1")]
 
 
 def test_anomaly_scores_follow_the_model_not_the_run():

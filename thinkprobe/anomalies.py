@@ -71,7 +71,8 @@ def anomaly_rows(rows: Sequence[Mapping], settings: StatsSettings,
     """anomalies.csv rows, in the order of `rows` (indicators.csv rows: trace_id, model, domain,
     source_id and the 19 indicators); `risks`: failure_risk by trace id."""
     risks = risks or {}
-    out = [{"trace_id": r["trace_id"], "model": r["model"], "domain": r.get("domain"), "source_id": r.get("source_id"),
+    out = [{"trace_id": r["trace_id"], "model": r["model"], "domain": r.get("domain"), "group": r.get("group"),
+            "source_id": r.get("source_id"),
             "anomaly": None, "anomaly_rank": None, "anomaly_reason": None, "drivers": None,
             "failure_risk": risks.get(r["trace_id"])} for r in rows]
     by_model: dict[str, list[int]] = {}
