@@ -272,6 +272,11 @@ def test_a_field_named_after_a_model_and_its_prompt_is_that_models_output():
     # a field that only looks so (its parenthesis names no field of the record) is not taken
     with pytest.raises(InputError):
         one({"question": "Q?", "gpt-4o (prompt)": answer})
+    # the question is the prompt the output answers: the missing-premise question, not the whole one
+    mip = {"question": "Q? with all it needs", "insufficient_question": "Q? missing a premise",
+           "deepseek-reasoner (insufficient_question)": "<think>Hmm.</think>5"}
+    assert one(mip).question == "Q? missing a premise"
+    assert one(mip, FieldMap(question_field="question")).question == "Q? with all it needs"  # unless named
 
 
 def test_thought_anchors_base_solution_takes_the_problem_beside_it(tmp_path, monkeypatch):

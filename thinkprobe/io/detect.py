@@ -13,7 +13,7 @@ from ..records import InputError, Section, Trace
 from .formats import strip_extensions, type_name
 from .grades import CORRECT_FIELDS, GENERATION_CORRECT_FIELDS, GRADES, grade_key, parse_correct_values, read_grade, unread_codes
 from .sources import FieldMap
-from .guess import is_code, longest_text_hint, model_output, step_texts, tagged_field
+from .guess import is_code, longest_text_hint, model_output, output_prompt, step_texts, tagged_field
 from .tags import Split, split_tags, trim
 
 __all__ = ["get_path", "GRADES", "ENCRYPTED", "UNTAGGED", "CHOICE_MESSAGES", "record_position", "REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect", "record_model"]
@@ -200,7 +200,9 @@ def detect(
         domain=domain or "unknown",
         group=group,
         sections=tuple(sections),
-        question=_question(record, fields.question_field) or _prompt_turn(sections),
+        # a named field first, then the prompt a `<model> (<prompt>)` output answers, then detection
+        question=(fields.question_field and _question(record, fields.question_field)) or output_prompt(record, reasoning_from)
+        or _question(record) or _prompt_turn(sections),
         gold_answer=gold,
         correct=grade.verdict if grade else None,
         provenance=provenance,

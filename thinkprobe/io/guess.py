@@ -17,7 +17,7 @@ from typing import Iterable
 
 from .tags import split_tags
 
-__all__ = ["is_code", "tagged_field", "longest_text_hint", "step_texts", "HINT_MIN_CHARS", "NOT_OUTPUT", "OUTPUT_WORDS", "ModelOutput",
+__all__ = ["is_code", "output_prompt", "tagged_field", "longest_text_hint", "step_texts", "HINT_MIN_CHARS", "NOT_OUTPUT", "OUTPUT_WORDS", "ModelOutput",
            "model_output", "HIDDEN_REASONING"]
 
 
@@ -114,6 +114,21 @@ def model_output(record: dict) -> ModelOutput | None:
         counted = hidden if isinstance(hidden, int) and not isinstance(hidden, bool) and hidden > 0 else None
         return ModelOutput(str(key), match["model"].strip(), value, counted)
     return None
+
+
+def output_prompt(record: dict, key: str | None) -> str | None:
+    """The prompt a `<model> (<field>)` output answers: the record's <field> text (MiP-Overthinking's
+    `deepseek-reasoner (insufficient_question)` answers `insufficient_question`, not `question`); None
+    for any other key, or a <field> that is one of OUTPUT_WORDS.
+
+    >>> output_prompt({"question": "Q", "insufficient_question": "Q'"}, "o1 (insufficient_question)")
+    "Q'"
+    """
+    match = _OUTPUT_KEY.match(str(key or ""))
+    if not match or match["prompt"] in OUTPUT_WORDS:
+        return None
+    value = record.get(match["prompt"])
+    return value if isinstance(value, str) and value.strip() else None
 
 
 # What prose never parses into: definitions, imports, compound statements.
