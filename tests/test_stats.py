@@ -360,6 +360,12 @@ def test_icc_over_repeated_answers_to_one_question(tmp_path):
     assert icc["icc_mean"] == pytest.approx(2 * expected / (1 + expected), rel=1e-5)
     # One trace per (model, question): no ICC, and it says why.
     assert icc1([1.0, 2.0, 3.0], [("a", "q1"), ("a", "q2"), ("b", "q1")])["status"] == "not testable"
+    # Three pairs are too few (the report printed ICC -0.77 and "reliability" -6.81 from three); a negative
+    # ICC has no reliability of the mean
+    three = icc1([1.0, 1.2, 5.0, 4.0, 2.0, 2.4], [("a", "q1")] * 2 + [("a", "q2")] * 2 + [("b", "q1")] * 2)
+    assert three["status"] == "not testable" and "fewer than 5" in three["reason"]
+    negative = icc1([1.0, 5.0] * 5, [(m, q) for m in "ab" for q in ("q1", "q2", "q3") for _ in range(2)][:10])
+    assert negative["icc"] < 0 and negative["icc_mean"] is None
 
 
 def test_auroc_is_the_share_of_pairs_ordered_right():

@@ -317,11 +317,15 @@ def split_half_reliability(values: Sequence[float], models: Sequence[str], split
     return out
 
 
-def icc1(values: Sequence[float], clusters: Sequence) -> dict:
+ICC_MIN_CLUSTERS = 5  # (model, question) pairs with several traces before an ICC is estimated
+
+
+def icc1(values: Sequence[float], clusters: Sequence, min_clusters: int = ICC_MIN_CLUSTERS) -> dict:
     """One-way random-effects ICC(1) over clusters of traces (a model's answers to one question):
     (MSB - MSW) / (MSB + (k0 - 1) MSW), k0 the adjusted mean cluster size for unequal clusters;
-    `icc_mean` = k0 ICC / (1 + (k0 - 1) ICC), the reliability of a cluster's mean. Clusters with
-    one trace stay out; needs 2 clusters of 2+."""
+    `icc_mean` = k0 ICC / (1 + (k0 - 1) ICC), the reliability of a cluster's mean (none for a
+    negative ICC, where it means nothing). Clusters with one trace stay out; needs `min_clusters`
+    clusters of 2+ (from 3 pairs the estimate ranged over -0.8 .. 1 on real runs)."""
     by: dict = {}
     for value, c in zip(values, clusters):
         if c is not None and math.isfinite(value):
@@ -329,8 +333,9 @@ def icc1(values: Sequence[float], clusters: Sequence) -> dict:
     groups = [np.asarray(v) for _, v in sorted(by.items(), key=lambda kv: str(kv[0])) if len(v) >= 2]
     out = {"status": TESTED, "clusters": len(groups), "traces": int(sum(len(g) for g in groups)),
            "k0": None, "icc": None, "icc_mean": None}
-    if len(groups) < 2:
-        out.update(status=NOT_TESTABLE, reason="fewer than 2 (model, question) pairs with several traces")
+    if len(groups) < max(2, min_clusters):
+        out.update(status=NOT_TESTABLE, reason=f"fewer than {max(2, min_clusters)} (model, question) pairs with "
+                                               "several traces")
         return out
     sizes = np.array([len(g) for g in groups], dtype=np.float64)
     n, g = sizes.sum(), len(groups)
@@ -342,7 +347,7 @@ def icc1(values: Sequence[float], clusters: Sequence) -> dict:
         out.update(status=CONSTANT, reason="every trace has the same value")
         return out
     icc = (msb - msw) / (msb + (k0 - 1) * msw)
-    out.update(k0=k0, icc=icc, icc_mean=k0 * icc / (1 + (k0 - 1) * icc) if 1 + (k0 - 1) * icc != 0 else None)
+    out.update(k0=k0, icc=icc, icc_mean=k0 * icc / (1 + (k0 - 1) * icc) if icc >= 0 else None)
     return out
 
 
@@ -476,7 +481,8 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
     variables += [(dim, "dimension", dim) for dim in DIMENSIONS]
     log_tokens = [math.log(r["tokens"]) if r["tokens"] > 0 else math.nan for r in rows]
     models = np.array([r["model"] for r in rows], dtype=object)
-    clusters = [(r["model"], r["question"]) if r["question"] is not None else None for r in rows]
+    # a model's answers to one prompt: the group is part of it (MiP's missing-premise and normal questions)
+    clusters = [(r["model"], r["group"], r["question"]) if r["question"] is not None else None for r in rows]
     graded = np.array([r["correct"] is not None for r in rows], dtype=bool)
     wrong = np.array([r["correct"] is False for r in rows], dtype=bool)
     enough_labels = min(int(wrong.sum()), int((graded & ~wrong).sum())) >= cfg.min_class

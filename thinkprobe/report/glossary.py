@@ -41,7 +41,7 @@ STATS_GLOSSARY: dict[str, str] = {
              "the traces that have one; a run where no trace has one has no group tests",
     "split-half": "reliability of the model means: correlation of model means between random halves of each "
                   "model's traces, Spearman-Brown corrected",
-    "ICC": "intraclass correlation of traces of one model on one question (needs repeated answers)",
+    "ICC": "intraclass correlation of traces of one model on one question, and one group where the run has groups (needs repeated answers to 5 or more such questions)",
     "AUROC": "how well a higher value flags a wrong answer (0.5 = no signal, below 0.5 = lower values flag it)",
 }
 
@@ -105,7 +105,7 @@ TABLE_GLOSSARY: dict[str, str] = {
                       "(the indicators heat map)",
     "95% interval": "percentile bootstrap interval of a model's mean, in brackets after it",
     "p": "Kruskal-Wallis p-value; Holm p: adjusted for the number of tests (Holm-Bonferroni)",
-    "ICC of a question's mean": "reliability of the mean over a (model, question) pair's repeated answers",
+    "ICC of a question's mean": "reliability of the mean over a (model, question) pair's repeated answers (none for a negative ICC)",
     "(model, question) pairs": "pairs with two or more traces, the clusters of the ICC",
     "traces per pair": "the adjusted mean cluster size k0 of the ICC",
     "AUROC (wrong), pooled": "AUROC of the indicator for a wrong answer over all graded traces",
