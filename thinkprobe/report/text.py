@@ -36,11 +36,12 @@ def _factor_sentence(stats: Mapping, by: str) -> str | None:
     floor = stats["settings"]["ratio_floor"]
     tests = [(e["length_controlled"][by], e["variable"]) for e in _dims(stats)]
     found = sorted(((t["eps2_corrected"], v) for t, v in tests
-                    if t["status"] == TESTED and (t["eps2_corrected"] or 0) >= floor), reverse=True)
+                    if t["status"] == TESTED and t.get("significant") and (t["eps2_corrected"] or 0) >= floor), reverse=True)
     if found:
         return (f"The {by} matters most for " + _list([f"{v} (corrected ε² {format_number(x, 2)})" for x, v in found[:2]])
                 + " after length control.")
-    return f"No dimension depends on the {by} beyond length and chance (every corrected ε² by {by} under {floor})."
+    return (f"No dimension differs significantly by {by} once length and chance are removed (Holm-corrected, "
+            f"corrected ε² at least {floor}).")
 
 
 def headline(stats: Mapping) -> list[str]:
@@ -65,10 +66,15 @@ def headline(stats: Mapping) -> list[str]:
         sep = sorted(((lc(e, "model")["eps2_corrected"], e["variable"]) for e in dims
                       if lc(e, "model")["status"] == TESTED and lc(e, "model").get("significant")
                       and lc(e, "model")["eps2_corrected"] >= floor), reverse=True)
-        rest = [e["variable"] for e in dims if e["variable"] not in {v for _, v in sep}]
+        found = {v for _, v in sep}
+        tiny = [e["variable"] for e in dims if e["variable"] not in found and lc(e, "model")["status"] == TESTED
+                and lc(e, "model").get("significant")]  # significant, but under the floor
+        rest = [e["variable"] for e in dims if e["variable"] not in found and e["variable"] not in tiny]
         if sep:
             out.append(f"{opening}: beyond trace length and chance the models differ in "
                        + _list([f"{v} (corrected ε² {format_number(x, 2)})" for x, v in sep])
+                       + (f"; {_list(tiny)} {'differs' if len(tiny) == 1 else 'differ'} significantly but by less than "
+                          f"corrected ε² {floor}" if tiny else "")
                        + (f"; {_list(rest)} {'shows' if len(rest) == 1 else 'show'} no significant model difference "
                           f"once length and chance are removed (smallest model: {min(groups['model']['groups'].values())} "
                           f"traces)." if rest else "."))
@@ -80,7 +86,7 @@ def headline(stats: Mapping) -> list[str]:
             if e["length_controlled"]["fit"]["r2"] is not None]
     if fits:
         top = max(fits)
-        out.append(f"Log tokens alone explain {format_number(min(fits)[0] * 100, 2)}–{format_number(top[0] * 100, 2)}% of the "
+        out.append(f"Log tokens alone explain {min(fits)[0] * 100:.0f}–{top[0] * 100:.0f}% of the "
                    f"variance of a dimension (most: {top[1]}).")
     rel = [(e["reliability"]["split_half"]["spearman_brown"], e["variable"]) for e in dims
            if e["reliability"]["split_half"]["spearman_brown"] is not None]
