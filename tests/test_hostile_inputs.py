@@ -221,6 +221,27 @@ def test_many_tiny_records_stream_in_bounded_memory(tmp_path):
     assert n == 3000 and peak < MIB, peak
 
 
+def test_texts_that_parse_as_python_are_not_parsed_whole():
+    """A runaway "Wait, Wait, ..." is a valid Python tuple: checking whether a reasoning is a program
+    parsed it whole, at 100-200 times its size (a 200 MB record was killed at 21.8 GB). A lighteval
+    column of a million short items decoded at 1 KB each. Both stay bounded now."""
+    from thinkprobe.io.guess import is_code
+    from thinkprobe.io.layouts import literal
+
+    loop = "Wait, " * (2 * MIB // 6)
+    numbers = "[" + "1," * MIB + "]"
+    tracemalloc.start()
+    try:
+        assert not is_code(loop) and not is_code("1 + " * (MIB // 4))
+        assert literal(numbers) == numbers  # left as text
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * MIB, peak  # parsed, the loop alone took over 200 MiB
+    assert is_code("import math\n\ndef f(x):\n    return math.sqrt(x)\n")
+    assert literal("['<think>a, b</think>51', 'x']") == ["<think>a, b</think>51", "x"]
+
+
 # ------------------------------------------------------------------ trace text over the limit
 
 

@@ -136,6 +136,10 @@ _CODE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, 
                ast.If, ast.With, ast.Try)
 
 
+IS_CODE_MAX_CHARS = 200_000  # no model-written solution is longer; parsing 200 KB peaks near 40 MB
+_CODE_LINE = re.compile(r"^[ \t]*(?:async[ \t]+def|def|class|import|from|for|while|if|with|try)\b", re.MULTILINE)
+
+
 def is_code(text: str) -> bool:
     """Whether a reasoning text is a Python program rather than prose: it parses as Python and holds a
     definition, an import or a compound statement (a bare word or "x = 5" parses too, prose never does
@@ -143,7 +147,12 @@ def is_code(text: str) -> bool:
 
     >>> is_code("def f(x):\\n    return x + 1"), is_code("So x = 5. Then we stop."), is_code("Hmm")
     (True, False, False)
+
+    Parsing costs 100-200 times a text's size in memory ("Wait, Wait, ..." is a valid tuple), so a text
+    with no line opening such a statement, or longer than IS_CODE_MAX_CHARS, is prose unparsed.
     """
+    if len(text) > IS_CODE_MAX_CHARS or not _CODE_LINE.search(text):
+        return False
     try:
         with warnings.catch_warnings():  # "\d" in a string literal of the program: a SyntaxWarning
             warnings.simplefilter("ignore")

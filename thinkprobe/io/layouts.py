@@ -46,10 +46,16 @@ INSPECT_GRADES = {"C": True, "I": False, "P": None, "N": None}
 ATTACHMENT = "attachment://"
 
 
+LITERAL_MAX_ITEMS = 100_000
+
+
 def literal(value: Any) -> Any:
     """A list or dict saved as its Python repr (lighteval before 0.8 stringified every column),
-    decoded with `ast.literal_eval` (never `eval`); anything else as it is."""
-    if isinstance(value, str) and value[:1] in "[{(" and value[-1:] in "]})":
+    decoded with `ast.literal_eval` (never `eval`); anything else as it is. Decoding costs about 1 KB
+    per item (a 2 MB line of a million numbers took 1 GB), so a repr of many short items (more
+    separators than LITERAL_MAX_ITEMS and than one per 50 characters) stays text."""
+    if isinstance(value, str) and value[:1] in "[{(" and value[-1:] in "]})" \
+            and value.count(",") + value.count(":") <= max(LITERAL_MAX_ITEMS, len(value) // 50):
         try:
             return ast.literal_eval(value)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
