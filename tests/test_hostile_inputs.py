@@ -242,6 +242,18 @@ def test_texts_that_parse_as_python_are_not_parsed_whole():
     assert literal("['<think>a, b</think>51', 'x']") == ["<think>a, b</think>51", "x"]
 
 
+def test_an_invalid_byte_in_a_csv_costs_its_row_only(tmp_path):
+    """One byte that is not UTF-8 ended the CSV (3,076 good rows lost) under a wrong row number."""
+    path = tmp_path / "bad.csv"
+    rows = [f"g{i},m,<think>Fine {i}.</think>{i}" for i in range(400)]
+    path.write_bytes(("id,model,response\n" + "\n".join(rows[:200]) + "\n").encode()
+                     + b"bad,m,<think>oops \xff\xfe here.</think>1\n" + ("\n".join(rows[200:]) + "\n").encode())
+    items = list(iter_traces(path))
+    errors = [e for e in items if isinstance(e, InputError)]
+    assert len(items) == 401 and [(e.record, e.field, e.reason) for e in errors] == [(200, "response", "invalid UTF-8 in this cell")]
+    assert [t.trace_id for t in items if isinstance(t, Trace)][199:201] == ["g199", "g200"]
+
+
 # ------------------------------------------------------------------ trace text over the limit
 
 

@@ -361,6 +361,9 @@ def _bounded_text_lines(text: io.TextIOBase, max_chars: int | None, skipped: lis
         yield line
 
 
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8, as errors="surrogateescape" keeps it
+
+
 def _iter_delimited(delimiter: str) -> Callable[[str, BinaryIO, InputLimits], Iterator[tuple[str, int | str, dict | InputError]]]:
     """CSV or TSV with a header row: one record per row, the header names as fields (quoted cells
     may span lines; an empty cell is a missing value). The locator is the row's 0-based position;
@@ -371,7 +374,8 @@ def _iter_delimited(delimiter: str) -> Callable[[str, BinaryIO, InputLimits], It
     def read(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple[str, int | str, dict | InputError]]:
         max_chars = limits.record_bytes
         csv.field_size_limit(min(sys.maxsize, 2**31 - 1, max_chars or sys.maxsize))  # reasoning cells are long
-        text = io.TextIOWrapper(fh, encoding="utf-8-sig", newline="")
+        # an invalid byte costs its row only: kept as a surrogate and refused with the row
+        text = io.TextIOWrapper(fh, encoding="utf-8-sig", newline="", errors="surrogateescape")
         skipped: list[tuple[int, int]] = []
 
         def over(number: int, size: int) -> InputError:
@@ -396,6 +400,10 @@ def _iter_delimited(delimiter: str) -> Callable[[str, BinaryIO, InputLimits], It
                     continue
                 if len(row) != len(header):
                     yield source, index, InputError(source, index, "", f"row has {len(row)} cells, the header {len(header)}")
+                    continue
+                bad = next((k for k, cell in zip(header, row) if _ESCAPED_BYTE.search(cell)), None)
+                if bad is not None:
+                    yield source, index, InputError(source, index, bad, "invalid UTF-8 in this cell")
                     continue
                 yield source, index, {k: (v if v != "" else None) for k, v in zip(header, row)}
             for error in (over(*line) for line in skipped):  # lines skipped after the last row
