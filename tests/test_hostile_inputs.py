@@ -254,6 +254,19 @@ def test_an_invalid_byte_in_a_csv_costs_its_row_only(tmp_path):
     assert [t.trace_id for t in items if isinstance(t, Trace)][199:201] == ["g199", "g200"]
 
 
+def test_a_folders_data_file_in_another_compression_is_named_not_passed_over(tmp_path):
+    """A folder's a.jsonl.bz2 was left out in silence (a folder of only such files: "all 0 records were
+    skipped" with an empty errors.jsonl); other files (notes, READMEs) stay out as before."""
+    import bz2
+
+    (tmp_path / "a.jsonl").write_text(json.dumps(good(1)) + "\n")
+    (tmp_path / "b.jsonl.bz2").write_bytes(bz2.compress((json.dumps(good(2)) + "\n").encode()))
+    (tmp_path / "notes.txt").write_text("mine")
+    items = [(Path(src).name, loc, getattr(r, "reason", "record")) for src, loc, r in iter_records(tmp_path)]
+    assert items == [("a.jsonl", "line 1", "record"),
+                     ("b.jsonl.bz2", "file", ".bz2 compression is not read: decompress the file, or compress it with gzip (.gz)")]
+
+
 # ------------------------------------------------------------------ trace text over the limit
 
 

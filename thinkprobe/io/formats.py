@@ -74,10 +74,13 @@ def iter_records(path: str | Path, limits: InputLimits | None = None) -> Iterato
 
 
 def data_files(root: Path) -> list[Path]:
-    """The data files of a folder, sorted; hidden ones and Hugging Face metadata left out."""
+    """The data files of a folder, sorted; hidden ones and Hugging Face metadata left out. A data file
+    compressed other than by gzip (`a.jsonl.bz2`) is among them, so that it is named as unread
+    rather than passed over in silence."""
     return sorted(
         p for p in root.rglob("*")
-        if p.is_file() and _format_of(p) and not any(part.startswith(".") for part in p.relative_to(root).parts)
+        if p.is_file() and (_format_of(p) or _unread_compression(p))
+        and not any(part.startswith(".") for part in p.relative_to(root).parts)
         and not _is_hf_metadata(p) and not _is_anchors_side_file(p)
     )
 
@@ -106,6 +109,16 @@ def _format_of(path: Path) -> str | None:
     return next((fmt for ext, fmt in FORMATS.items() if name.endswith(ext)), None)
 
 
+_OTHER_COMPRESSION = (".bz2", ".xz", ".zst", ".zstd", ".lz4", ".zip", ".7z", ".tar", ".tgz")
+
+
+def _unread_compression(path: Path) -> str | None:
+    """The suffix of a data file compressed other than by gzip ("a.jsonl.bz2" -> ".bz2"), else None."""
+    name = path.name.lower()
+    packed = next((c for c in _OTHER_COMPRESSION if name.endswith(c)), None)
+    return packed if packed and _format_of(Path(name[: -len(packed)])) else None
+
+
 def strip_extensions(name: str) -> str:
     lower = name.lower()
     if lower.endswith(".gz"):
@@ -119,6 +132,10 @@ def strip_extensions(name: str) -> str:
 def _iter_file(file: Path, limits: InputLimits) -> Iterator[tuple[str, int | str, dict | InputError]]:
     source = str(file)
     fmt = _format_of(file)
+    if fmt is None and (packed := _unread_compression(file)):
+        yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"{packed} compression is not read: decompress "
+                                                                     "the file, or compress it with gzip (.gz)")
+        return
     if fmt is None:
         supported = ", ".join(FORMATS)
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"unsupported file type (expected {supported}, optionally .gz)")
