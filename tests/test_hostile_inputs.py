@@ -267,6 +267,20 @@ def test_a_folders_data_file_in_another_compression_is_named_not_passed_over(tmp
                      ("b.jsonl.bz2", "file", ".bz2 compression is not read: decompress the file, or compress it with gzip (.gz)")]
 
 
+def test_an_arrow_batch_over_the_file_limit_is_refused_with_its_rows(tmp_path):
+    """Arrow had no limit: a 13 KB zstd stream of one 400 MiB string took 2.5 GB. A batch over
+    --max-file-mb is refused (as a Parquet row group) before its rows become Python objects."""
+    path = tmp_path / "data-00000.arrow"
+    schema = pa.schema([("id", pa.string()), ("response", pa.string())])
+    with pa.ipc.new_stream(str(path), schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as writer:
+        writer.write_batch(pa.record_batch([["big"], ["<think>" + "a" * (3 * MIB) + "</think>1"]], schema=schema))
+        writer.write_batch(pa.record_batch([["good-1"], ["<think>" + good(1)["reasoning_content"] + "</think>51"]], schema=schema))
+    assert path.stat().st_size < 64 * 1024
+    items = [(loc, getattr(r, "reason", None) or r["id"]) for _, loc, r in iter_records(path, LIMITS)]
+    assert items[1] == (1, "good-1") and items[0][0] == "rows 0-0"
+    assert items[0][1].startswith("record batch of 3.0 MiB") and "over the limit of 2 MiB" in items[0][1]
+
+
 # ------------------------------------------------------------------ trace text over the limit
 
 

@@ -316,7 +316,8 @@ def _with_source(error: InputError, source: str) -> InputError:
 
 def _iter_arrow(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple[str, int | str, dict | InputError]]:
     """An Arrow IPC stream (what `datasets` writes as data-*.arrow) or an Arrow IPC file, batch by
-    batch (the file format read from the file, not loaded whole first)."""
+    batch (the file format read from the file, not loaded whole first). A batch over --max-file-mb
+    (decompressed) is refused with its rows named, as a Parquet row group is."""
     import pyarrow as pa
 
     index = 0
@@ -330,6 +331,12 @@ def _iter_arrow(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tupl
         else:
             batches = iter(reader)
         for batch in batches:
+            if limits.file_bytes is not None and batch.nbytes > limits.file_bytes:
+                # decompressed already, but not turned into Python objects (several times its size)
+                locator = f"rows {index}-{index + batch.num_rows - 1}"
+                yield source, locator, InputError(source, locator, "", file_reason("record batch", limits, batch.nbytes))
+                index += batch.num_rows
+                continue
             for row in batch.to_pylist():
                 yield source, index, row
                 index += 1
@@ -555,7 +562,7 @@ def count_records(path: str | Path, limits: InputLimits | None = None) -> int:
     if path.is_file() and stem.endswith((".jsonl", ".ndjson")):
         try:
             with contextlib.ExitStack() as stack:
-                fh = open_input(path, InputLimits(), stack)
+                fh = open_input(path, limits if limits is not None else InputLimits.default(), stack)
                 if not fh.peek(64)[:64].lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
                     return count_lines(fh)  # else a JSON array saved as .jsonl: its records are counted below
         except (OSError, EOFError, TooLarge):  # a damaged file: the loader reports it; count what it will read
