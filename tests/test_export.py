@@ -112,6 +112,16 @@ def test_every_format_reads_back(run_dir):
     assert back.number_of_edges() == 6 and back.nodes["2"]["type"] == "CRT"
 
 
+def test_graphml_reads_back_when_the_text_holds_control_characters(tmp_path):
+    """An ANSI colour code or a NUL in a unit (or the trace id) wrote GraphML no parser reads."""
+    rec = separate_fields_record("a\x00b")
+    rec["units"][1]["text"] = "So \x1b[31m2x\x1b[0m = 6.\x01"
+    (tmp_path / "graphs.jsonl").write_text(dump_graph_record(rec), encoding="utf-8")
+    (file,) = export(tmp_path, "graphml").iterdir()
+    back = nx.read_graphml(file)
+    assert back.nodes["1"]["text"] == "So \ufffd[31m2x\ufffd[0m = 6.\ufffd" and back.graph["trace_id"] == "a\ufffdb"
+
+
 def test_unknown_format_and_missing_run(run_dir, tmp_path_factory):
     with pytest.raises(ValueError, match="unknown export format"):
         export(run_dir, "csv")

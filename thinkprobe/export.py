@@ -28,6 +28,7 @@ critique edge, an incoming reflect:*, marks as CRT (spec section 7).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import networkx as nx
@@ -107,6 +108,26 @@ def to_networkx(rec: dict) -> nx.MultiDiGraph:
     return g
 
 
+# What XML 1.0 cannot hold (control characters but tab and newlines, lone surrogates, U+FFFE/FFFF): a
+# trace with an ANSI colour code or a NUL wrote GraphML that no parser reads.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_safe(g: nx.MultiDiGraph) -> nx.MultiDiGraph:
+    """`g` with every text attribute's non-XML characters replaced by U+FFFD (GraphML only)."""
+    def clean(attrs: dict) -> None:
+        for key, value in attrs.items():
+            if isinstance(value, str) and _NOT_XML.search(value):
+                attrs[key] = _NOT_XML.sub("\ufffd", value)
+
+    clean(g.graph)
+    for _, attrs in g.nodes(data=True):
+        clean(attrs)
+    for _, _, attrs in g.edges(data=True):
+        clean(attrs)
+    return g
+
+
 def export(run_dir: str | Path, fmt: str, out: str | Path | None = None) -> Path:
     """Write every graph of a run in `fmt`; returns the file (or folder, for graphml) written."""
     run_dir = Path(run_dir)
@@ -126,7 +147,7 @@ def export(run_dir: str | Path, fmt: str, out: str | Path | None = None) -> Path
         target.mkdir(parents=True, exist_ok=True)
         for k, rec in enumerate(iter_graph_records(run_dir)):
             safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in rec["trace_id"])[:80]
-            nx.write_graphml(to_networkx(rec), target / f"{k:06d}_{safe}.graphml")
+            nx.write_graphml(_xml_safe(to_networkx(rec)), target / f"{k:06d}_{safe}.graphml")
     else:
         raise ValueError(f"unknown export format {fmt!r}: use reasoningflow, graphml or json")
     return target
