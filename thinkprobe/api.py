@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .options import OptionError, RunOptions, option_specs, options_doc
+from .progress import terminal_safe
 from .runner import field_warnings
 from .outputs import (ANOMALIES_TABLE, ERRORS_FILE, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
                       MODEL_GROUP_PROFILES_TABLE, MODEL_PROFILES_TABLE, OUTPUT_FILES, PROFILE_TABLE, REDUNDANCY_TABLE,
@@ -256,7 +257,7 @@ def profile_run(opts: RunOptions, temporary: bool = False, *, encoder=None, link
                               f"answers stay ungraded); docs/redundancy.md says what the isolation needs")
     warnings = field_warnings(opts)  # also recorded in run.json
     for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(terminal_safe(f"warning: {warning}"), file=sys.stderr)
     prepared = prepare_out_dir(out, opts)
     if prepared and prepared != "resumed" and (opts.show_progress or "kept" in prepared or "--overwrite" in prepared):
         print(f"output folder {out}: {prepared}", file=sys.stderr)
@@ -265,7 +266,7 @@ def profile_run(opts: RunOptions, temporary: bool = False, *, encoder=None, link
     summary["field_warnings"] = [str(w) for w in warnings]
     # a file or model with no trace, or profiled as one-unit traces: never silent
     for warning in (*summary.get("coverage_warnings", ()), *summary.get("short_trace_warnings", ())):
-        print(f"warning: {warning}", file=sys.stderr)
+        print(terminal_safe(f"warning: {warning}"), file=sys.stderr)
     run = Run(out, summary=summary, temporary=temporary)
     if opts.report:
         from .report import write_report

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from .options import OptionError, field_option_names, option_help, option_specs
+from .progress import terminal_safe
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -167,7 +168,7 @@ def profile(inputs, out_dir, summary, strict, **options):
         click.echo(f"note: --sample {sample} asks for more than the inputs hold ({result['traces'] + result['errors']} "
                    "traces and skipped records): all of them were taken", err=True)
     if summary:
-        click.echo(format_summary(result))
+        click.echo(terminal_safe(format_summary(result)))
     elif result["errors"] and result["traces"]:  # --no-summary still says that records were skipped
         click.echo(skipped_line(result), err=True)
     if not result["traces"]:
@@ -274,7 +275,7 @@ def peek(paths, count, as_json, **kw):
     for warning in check_fields(_sources(paths, fields), fields):  # as `profile` warns (a misspelt --*-field)
         click.echo(f"warning: {warning}", err=True)
     rows = peek_rows(_sources(paths, fields), count, fields)
-    click.echo(json.dumps(rows, indent=2, ensure_ascii=False) if as_json else format_peek(rows))
+    click.echo(json.dumps(rows, indent=2, ensure_ascii=False) if as_json else terminal_safe(format_peek(rows)))
     nameless = [row for row in rows if not row.get("error") and not row.get("note") and row.get("model") == "unknown"]
     if nameless and not as_json:  # as the profile's summary says it
         from .io import unknown_fix

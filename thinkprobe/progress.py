@@ -7,15 +7,29 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 import sys
 import threading
 from typing import Iterable, Iterator, TypeVar
 
 from .timing import StageTimes
 
-__all__ = ["select", "selected_total", "Progress", "ProgressTimes", "STAGE_NAMES"]
+__all__ = ["terminal_safe", "select", "selected_total", "Progress", "ProgressTimes", "STAGE_NAMES"]
 
 T = TypeVar("T")
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    r"""Text to print: control characters from the data (an OSC sequence in a trace id sets the
+    terminal's title; a NUL in a model name) written as escapes; newlines and tabs kept.
+
+    >>> terminal_safe("t\x1b]0;TITLE\x07 ok\n")
+    't\\x1b]0;TITLE\\x07 ok\n'
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def select(items: Iterable[T], limit: int | None = None, sample: int | None = None, seed: int = 0) -> Iterator[T]:
