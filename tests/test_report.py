@@ -67,6 +67,20 @@ def test_report_markdown_twin(run_dir):
     assert "[r1-math-0](traces/r1-math-0.html)" in md
 
 
+def test_report_markdown_carries_no_html_from_the_data(tmp_path):
+    """report.html escaped a model named as an HTML tag; report.md carried it raw for a Markdown viewer."""
+    evil = "<img src=x onerror=alert(1)>"
+    traces = [(f"t{k}", evil if k % 2 else "plain", "math", 6 + k) for k in range(6)]
+    rows = [{"trace_id": t, "model": m, "domain": d, "units": n + 1, "edges": n, "tokens": 9 * n,
+             **{name: (k * (j + 2)) % 7 / 7 for j, name in enumerate(INDICATORS)},
+             **{dim: (k - 3) * 0.2 + j * 0.1 for j, dim in enumerate(DIMENSIONS)}} for k, (t, m, d, n) in enumerate(traces)]
+    write_run(tmp_path, rows, [make_graph(*t) for t in traces])
+    write_report(tmp_path)
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "&lt;img src=x onerror=alert(1)>" in md and "<img" not in md
+    assert "<img src=x" not in (tmp_path / "report.html").read_text(encoding="utf-8")
+
+
 def test_report_is_reproducible(run_dir, tmp_path):
     copy = tmp_path / run_dir.name
     shutil.copytree(run_dir, copy)

@@ -4,6 +4,7 @@ CoTJudger prints it).
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -301,4 +302,6 @@ def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=
               "", "## Glossary", ""]
     for title, items in glossary_items():
         parts += [f"### {title}", "", *(f"- **{k}**: {v}" for k, v in items), ""]
-    return "\n".join(parts)
+    # what opens an HTML tag, from the data (a model named "<img src=x onerror=...>") or the glossary's
+    # "(?P<group>...)", is text: a Markdown viewer would run it or hide it
+    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", "\n".join(parts))
