@@ -425,3 +425,22 @@ def test_settings_come_from_the_config_recorded_in_the_run(tmp_path):
     values = [r["idea_count"] for r in rows_of({"a": [1, 2, 3, 4], "b": [5, 6, 7, 9], "c": [2, 8, 3, 10]})]
     expected = direct_chance_eps2(values, ["a"] * 4 + ["b"] * 4 + ["c"] * 4, 7, stats["settings"]["permutation_seed"])
     assert variable(stats, "idea_count")["model"]["eps2_expected"] == pytest.approx(expected, rel=1e-5)
+
+
+def test_models_unevenly_crossed_with_domains_are_said_so():
+    """A MiP run where QwQ had no svamp traces: its 'model difference' in Efficiency vanished within each
+    domain, and the headline did not say that models and domains were confounded."""
+    from thinkprobe.report.text import _crossing_sentence
+    from thinkprobe.stats import model_crossing
+
+    even = [{"model": m, "domain": d} for m in ("a", "b", "c") for d in ("x", "y") for _ in range(4)]
+    assert model_crossing(even, "domain") == {"models": 3, "levels": 2, "empty_cells": [], "cramers_v": 0.0,
+                                              "p": 1.0, "uneven": False}
+    lopsided = [r for r in even if (r["model"], r["domain"]) != ("c", "y")]
+    crossing = model_crossing(lopsided, "domain")
+    assert crossing["empty_cells"] == [["c", "y"]] and crossing["uneven"]
+    assert not model_crossing([{"model": "a", "domain": d} for d in "xy"], "domain")["uneven"]  # one model
+    stats = {"crossing": {"domain": crossing}}
+    assert _crossing_sentence(stats).startswith("Models are unevenly crossed with domains (by domain: c has no y traces, "
+                                                "Cramér's V ")
+    assert _crossing_sentence({"crossing": {"domain": model_crossing(even, "domain")}}) is None

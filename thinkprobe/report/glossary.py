@@ -105,6 +105,9 @@ TABLE_GLOSSARY: dict[str, str] = {
                       "(the indicators heat map)",
     "95% interval": "percentile bootstrap interval of a model's mean, in brackets after it",
     "p": "Kruskal-Wallis p-value; Holm p: adjusted for the number of tests (Holm-Bonferroni)",
+    "unevenly crossed": "models and domains (or groups) whose traces are not spread alike: some model has no trace "
+                        "of a domain others have, or Cramér's V of the model × domain counts is 0.3 or more",
+    "Cramér's V": "association of two factors from the chi-square of their table of counts, 0 (independent) to 1",
     "ICC of a question's mean": "reliability of the mean over a (model, question) pair's repeated answers (none for a negative ICC)",
     "(model, question) pairs": "pairs with two or more traces, the clusters of the ICC",
     "traces per pair": "the adjusted mean cluster size k0 of the ICC",

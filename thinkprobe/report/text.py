@@ -44,6 +44,26 @@ def _factor_sentence(stats: Mapping, by: str) -> str | None:
             f"corrected ε² at least {floor}).")
 
 
+def _crossing_sentence(stats: Mapping) -> str | None:
+    """That models and domains (or groups) are unevenly crossed, where they are: a model test over the
+    whole run then mixes in the domain."""
+    parts = []
+    for by, c in (stats.get("crossing") or {}).items():
+        if not c.get("uneven"):
+            continue
+        empty = [f"{display_label(m)} has no {display_label(d)} traces" for m, d in c["empty_cells"][:3]]
+        more = len(c["empty_cells"]) - len(empty)
+        what = ", ".join(empty) + (f", {more} more such cells" if more > 0 else "")
+        v = f"Cramér's V {format_number(c['cramers_v'], 2)}" if c.get("cramers_v") is not None else ""
+        parts.append((by, f"by {by}: " + ", ".join(x for x in (what, v) if x)))
+    if not parts:
+        return None
+    return ("Models are unevenly crossed with " + _list([f"{by}s" for by, _ in parts]) + " ("
+            + "; ".join(d for _, d in parts) + "): a model difference here may be a difference of "
+            + " or ".join(f"{by}" for by, _ in parts) + "; compare models within one domain (model × domain table, "
+            "`thinkprobe select --domain`).")
+
+
 def headline(stats: Mapping) -> list[str]:
     """Three to five sentences with numbers: which dimensions separate the models beyond length
     and chance, how much length explains, how reliable the model means are, where the domain (and
@@ -82,6 +102,8 @@ def headline(stats: Mapping) -> list[str]:
             best = max(((lc(e, "model")["eps2_corrected"] or 0.0, e["variable"]) for e in dims), default=(0.0, "–"))
             out.append(f"{opening}: no dimension separates the models once length and chance are removed "
                        f"(largest corrected length-controlled ε² {format_number(best[0], 2)}, {best[1]}).")
+    if n_models >= 2 and (crossing := _crossing_sentence(stats)):
+        out[-1] += " " + crossing
     fits = [(e["length_controlled"]["fit"]["r2"], e["variable"]) for e in dims
             if e["length_controlled"]["fit"]["r2"] is not None]
     if fits:
