@@ -155,6 +155,18 @@ def test_select_ranks_with_intervals_and_ties_models_it_cannot_tell_apart():
     assert unpaired.resampling.startswith("traces")
 
 
+def test_select_pairs_by_the_records_id_says_when_models_and_domains_are_crossed_unevenly_and_prints_no_minus_zero():
+    from thinkprobe.choice import format_selection
+
+    rows = _profile_rows({"a": 0.0, "b": 1.0}, paired=False)
+    for r in rows:  # no question text, but each record's own id names its question across the models
+        r["source_id"] = r["trace_id"].split("-")[1]
+    assert select_models(rows, SETTINGS).resampling.startswith("questions")
+    sel = select_models(rows, SETTINGS, like={d: 0.0 for d in DIMENSIONS})
+    sel.rows[0]["fit"] = -0.0001
+    assert " -0.000 " not in format_selection(sel) and "read the tiers" in format_selection(sel)
+
+
 def test_a_like_profile_is_read_within_the_input_size_limit(tmp_path):
     """select --like reads its JSON as any input is read: a file over limits.max_file_mb is refused
     with a reason naming it, before it is parsed."""

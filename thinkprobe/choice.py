@@ -104,6 +104,7 @@ def read_like(source: str | Path | Mapping, limits=None) -> dict[str, float]:
 
 
 def _question(r: Mapping) -> str | None:
+    """What a trace answers, to pair models' traces: the question text, else the record's own id."""
     return r.get("question") or r.get("source_id")
 
 
@@ -233,15 +234,22 @@ def select_run(run_dir: str | Path, *, domain: str | None = None, want: str | Ma
                like: str | Path | Mapping | None = None, settings: StatsSettings | None = None,
                rows: Sequence[Mapping] | None = None) -> Selection:
     """select_models over a run folder (its own stats settings); `want` may be the --want text."""
-    from .stats import load_table, stats_settings
+    from .stats import load_table, model_crossing, stats_settings
 
     run_dir = Path(run_dir)
     settings = settings or stats_settings(run_dir)
     rows = rows if rows is not None else load_table(run_dir)
     want_map = parse_want(want) if isinstance(want, str) else want
     like_map = read_like(like) if like is not None else None
-    return select_models(rows, settings, domain=domain, want=want_map if want else None, like=like_map,
-                         redundancy=_redundancy_means(run_dir, domain))
+    sel = select_models(rows, settings, domain=domain, want=want_map if want else None, like=like_map,
+                        redundancy=_redundancy_means(run_dir, domain))
+    if domain is None and (crossing := model_crossing(rows, "domain", settings.min_group))["uneven"]:
+        empty = ", ".join(f"{m} has no {d} traces" for m, d in crossing["empty_cells"][:3])
+        sel.note = "; ".join(x for x in (sel.note, (
+            "models and domains are unevenly crossed (" + ", ".join(x for x in (empty, f"Cramér's V {_num(crossing['cramers_v'], 2)}"
+                                                                         if crossing["cramers_v"] is not None else "") if x)
+            + "): a difference in fit may be one of domain; rank within a domain with --domain")) if x)
+    return sel
 
 
 def select_by_domain(run_dir: str | Path, settings: StatsSettings | None = None,
@@ -259,7 +267,10 @@ def select_by_domain(run_dir: str | Path, settings: StatsSettings | None = None,
 
 
 def _num(x, digits=3) -> str:
-    return "–" if x is None else f"{x:.{digits}f}"
+    if x is None:
+        return "–"
+    text = f"{x:.{digits}f}"
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text  # "-0.000" is 0
 
 
 def format_selection(sel: Selection) -> str:
@@ -274,12 +285,15 @@ def format_selection(sel: Selection) -> str:
     for r in sel.rows:
         ci = f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]" if r["ci_low"] is not None else "–"
         acc = f"{r['accuracy']:.2f} ({r['graded']})" if r["accuracy"] is not None else "–"
-        lines.append(f"{r['rank']:>4} {r['tier']:>4}  {r['model']:<{width}} {r['n']:>5} {r['fit']:>7.3f} {ci:>17} "
+        lines.append(f"{r['rank']:>4} {r['tier']:>4}  {r['model']:<{width}} {r['n']:>5} {_num(r['fit']):>7} {ci:>17} "
                      f"{acc:>9} {_num(r['R'], 2):>6}  {', '.join(r['not_told_apart_from']) or '–'}")
     if sel.note:
         lines.append(sel.note)
     lines.append("fit: the model's mean signed z over the wanted dimensions (or closeness to --like), with its bootstrap "
                  "interval; tier 1: the best model and those not told apart from it (the interval of the difference "
                  "in fit holds 0); accuracy: share of graded traces correct (how many graded); R: mean redundancy "
-                 "ratio (|V| - L_eff) / |V| of the model's traces (CoTJudger)")
+                 "ratio (|V| - L_eff) / |V| of the model's traces (CoTJudger)"
+                 + ("; with --like, fit is minus the distance to the profile, and a resampled mean lies farther "
+                    "from it than the mean itself, so an interval sits below its fit: read the tiers" if
+                    sel.criterion.startswith("like") else ""))
     return "\n".join(lines)

@@ -94,8 +94,9 @@ def _correctness(run_dir: Path) -> tuple[dict[str, dict], str | None]:
 
 
 def load_table(run_dir: str | Path, meta: Mapping[str, dict] | None = None) -> list[dict]:
-    """One row per trace: trace_id, model, domain, group, tokens, question, correct, the 19 indicators
-    and the 5 dimensions as floats (group, question and correct are None when unknown; `meta` is
+    """One row per trace: trace_id, model, domain, group, source_id, tokens, question, correct, the 19
+    indicators and the 5 dimensions as floats (group, source_id, question and correct are None when
+    unknown; `meta` is
     _correctness's answer when the caller has it already)."""
     run_dir = Path(run_dir)
     profile = {r["trace_id"]: r for r in read_table(run_dir, PROFILE_TABLE)}
@@ -106,6 +107,7 @@ def load_table(run_dir: str | Path, meta: Mapping[str, dict] | None = None) -> l
         p = profile.get(r["trace_id"], {})
         m = meta.get(r["trace_id"], {})
         row = {"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"], "group": r.get("group") or None,
+               "source_id": r.get("source_id") or None,
                "tokens": _as_float(r.get("tokens")), "question": m.get("question"), "correct": m.get("correct")}
         row.update({name: _as_float(r.get(name)) for name in INDICATORS})
         row.update({dim: _as_float(p.get(dim)) for dim in DIMENSIONS})
