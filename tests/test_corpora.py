@@ -106,6 +106,21 @@ def test_a_named_grade_field_with_words_no_default_reads_says_so():
     assert "--correct-values 'off-topic=incorrect,...'" in summary
 
 
+def test_traces_counted_wrong_for_stating_no_answer_are_counted_apart():
+    """PRM800K's rated prefixes: 12 of 14 'incorrect' GPT-4 traces stated no answer at all, and the summary
+    read as an accuracy of 0.48."""
+    from thinkprobe.accounting import Accounting, format_coverage
+
+    accounting = Accounting()
+    for k, (acc, final) in enumerate([(1, {"value": "40"}), (0, {"value": "41"}), (0, None), (0, None)]):
+        accounting.trace({"trace_id": f"t{k}", "model": "m", "source": "a.jsonl", "record": k, "correct": None,
+                          "gold_answer": "40", "provenance": {}, "units": [],
+                          "redundancy": {"metrics": {"Acc": acc}, "final_answer": final}})
+    grades = accounting.grade_summary()
+    assert grades["from_matcher"] == {"correct": 1, "incorrect": 3} and grades["matcher_no_answer"] == 2
+    assert "4 by matching the answer (3 incorrect, of which 2 state no final answer" in format_coverage(accounting.coverage(), grades)
+
+
 def test_correct_values_per_input_keep_their_commas():
     src = parse_source("a.json::correct-field=eval_result,correct-values=1=correct,2=incorrect,model=Q")
     assert (src.fields.correct_field, src.fields.correct_values, src.fields.model) == (

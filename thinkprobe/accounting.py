@@ -181,6 +181,8 @@ class Accounting:
                             "matcher": "correct" if matched else "incorrect"})
         elif metrics.get("Acc") in (0, 1):
             self.grades[f"matcher {verdict_name(bool(metrics['Acc']))}"] += 1
+            if not metrics["Acc"] and not (g.get("redundancy") or {}).get("final_answer"):
+                self.grades["matcher no answer"] += 1  # incorrect because no answer was found at all
         else:
             self.grades["none"] += 1
         if provenance.get("unread_grade"):
@@ -201,6 +203,7 @@ class Accounting:
             "from_records": {v: self.grades[f"record {v}"] for v in ("correct", "incorrect", "not graded")},
             "fields": dict(sorted(self.grade_fields.items())),
             "from_matcher": {v: self.grades[f"matcher {v}"] for v in ("correct", "incorrect")},
+            "matcher_no_answer": self.grades["matcher no answer"],
             "none": self.grades["none"],
             "unread_codes": dict(sorted(self.unread.items())),
             "unread_examples": dict(sorted(self.unread_value.items())),
@@ -208,7 +211,8 @@ class Accounting:
             "matcher_disagrees": self.disagreement_count,
             "disagreements": self.disagreements,
             "what": "a record's own grade (from_records) always decides its verdict; the final answer is matched "
-                    "against the gold answer (from_matcher) only where the record has no grade. matcher_disagrees: "
+                    "against the gold answer (from_matcher) only where the record has no grade; matcher_no_answer: "
+                    "those counted incorrect because no final answer was found (an unfinished text). matcher_disagrees: "
                     "traces with a grade and a gold answer where the matcher would have said otherwise (of "
                     "matcher_checked); unread_codes: traces whose grade field holds codes (or, named with --correct-field, "
                     "words) that only --correct-values can read, with one such value per field in unread_examples",
@@ -272,8 +276,10 @@ def format_coverage(coverage: Mapping, grades: Mapping | None = None, max_rows: 
         lines.append(f"grades: {sum(rec.values())} from the records ({rec['correct']} correct, {rec['incorrect']} "
                      f"incorrect, {rec['not graded']} graded neither, e.g. not attempted: left out of Acc)" + (
                          f" in {', '.join(grades['fields'])}" if grades["fields"] else "")
-                     + f"; {sum(mat.values())} by matching the answer; {grades['none']} with neither a grade nor a "
-                       f"gold answer")
+                     + f"; {sum(mat.values())} by matching the answer"
+                     + (f" ({mat['incorrect']} incorrect, of which {grades['matcher_no_answer']} state no final answer: "
+                        f"unfinished texts count as wrong)" if grades.get("matcher_no_answer") else "")
+                     + f"; {grades['none']} with neither a grade nor a gold answer")
         if grades["matcher_checked"]:
             lines.append(f"the answer matcher disagrees with the record's grade on {grades['matcher_disagrees']} of "
                          f"{grades['matcher_checked']} traces (the grade is kept; run.json grades.disagreements)")
