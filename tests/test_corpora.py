@@ -350,6 +350,9 @@ def test_reasoneval_records_read_their_steps_gold_and_grade():
     # WizardMath's own closing line is its answer too; the same words inside the text are reasoning
     wizard = one({**record, "model_output": "The cube's side is 6.\nSo its volume is $\\boxed{216}$.\n\nThe answer is: 216.\n\n"})
     assert wizard.reasoning.content.endswith("$\\boxed{216}$.") and wizard.answer.content == "216."
+    prm = one({**record, "model_output_step_format": [["The cube's side is 6."], ["So its volume is 216."],
+                                                       ["# Answer\n\n216"]]}, FieldMap(reasoning_field="model_output_step_format"))
+    assert prm.reasoning.content == "The cube's side is 6.\nSo its volume is 216." and prm.answer.content == "216"
     inside = one({**record, "model_output": "The answer is: 216, I think.\nCheck: 6^3 = 216."})
     assert inside.answer is None and inside.reasoning.content.startswith("The answer is: 216")
 

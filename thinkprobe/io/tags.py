@@ -108,8 +108,9 @@ def split_tags(text: str) -> Split:
 FINAL_MARK = "####"
 
 # WizardMath's and MetaMath's closing line (ReasonEval's WizardMath outputs): "The answer is: 0.15." on a
-# line of its own, the last of the text; read as the answer as "####" is.
-ANSWER_LINE = re.compile(r"\n[ \t]*The answer is:[ \t]*(\S[^\n]*?)\s*\Z")
+# line of its own, the last of the text, or PRM800K's closing step "# Answer" and the answer on the
+# line after it; read as the answer as "####" is.
+ANSWER_LINE = re.compile(r"\n[ \t]*(?:The answer is:|#[ \t]*Answer[ \t]*\n\s*)[ \t]*(\S[^\n]*?)\s*\Z")
 
 
 def _split_gpt_oss(text: str) -> Split | None:
