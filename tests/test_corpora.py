@@ -696,3 +696,29 @@ def test_records_that_are_the_sentences_of_one_text_are_warned_about(tmp_path):
     assert f"{singles} in {labelled}" in warning and str(whole) not in warning
     assert f"warning: {warning}" in res.stderr and not run["coverage_warnings"]
     assert warning in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_traces_cut_off_before_their_reasoning_ends_are_counted_per_model(tmp_path):
+    """Venhoff's distilled models: 5 of 11 and 4 of 8 traces truncated, flagged per trace only; the
+    summary, run.json and the report count them per model."""
+    from click.testing import CliRunner
+
+    from conftest import SAMPLES
+    from thinkprobe.cli import main
+
+    records = [json.loads(line) for line in SAMPLES.read_text(encoding="utf-8").splitlines()[:4]]
+    for k, r in enumerate(records):
+        if k % 2:
+            r["response"] = r["response"].split("</think>")[0]  # an opening tag, no closing one
+    data = tmp_path / "cut.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["profile", str(data), "-o", str(out), "--device", "cpu", "--no-progress",
+                                    "--linker", "cue", "--types", "cue", "--no-cache"])
+    assert res.exit_code == 0, res.output
+    models = [records[k]["model"] for k in (1, 3)]
+    expected = {m: models.count(m) for m in models}
+    run = json.loads((out / "run.json").read_text())
+    assert run["truncated_by_model"] == expected and run["counts"]["truncated"] == 2
+    assert "2 traces end before their reasoning does" in res.stdout
+    assert "2 traces end before their reasoning does" in (out / "report.md").read_text(encoding="utf-8")

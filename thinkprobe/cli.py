@@ -222,7 +222,14 @@ def format_summary(result: dict) -> str:
         lines.append(f"{result['untagged']} traces are untagged text (no reasoning field or tags: a non-reasoning "
                      "model's output?) profiled as chain of thought; provenance marks them, --untagged skip leaves "
                      "them out" + (f"; by model: {per_model}" if per_model else ""))
-    if result.get("reasoning_is_code"):
+    if truncated := result.get("truncated_by_model"):
+        traces = {row["model"]: row["traces"] for row in (result.get("coverage") or {}).get("by_model", ())}
+        per_model = ", ".join(f"{model} {n}" + (f" of {traces[model]}" if model in traces else "")
+                              for model, n in sorted(truncated.items(), key=lambda kv: (-kv[1], kv[0])))
+        lines.append(f"{sum(truncated.values())} traces end before their reasoning does (an opening tag with no "
+                     f"closing one: cut off at a length limit?), profiled as far as they go (provenance truncated); "
+                     f"by model: {per_model}")
+
         lines.append(f"{result['reasoning_is_code']} traces' reasoning is a Python program, not prose (provenance "
                      "reasoning_is_code): their units and indicators describe code")
     if result.get("code_not_run"):

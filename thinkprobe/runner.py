@@ -284,6 +284,7 @@ class Joined:
     unknown: dict[str, int] = field(default_factory=lambda: {"model": 0, "domain": 0})
     unknown_sources: set[str] = field(default_factory=set)  # the files of the traces without a model
     untagged_by_model: dict[str, int] = field(default_factory=dict)  # traces per model whose reasoning is untagged
+    truncated_by_model: dict[str, int] = field(default_factory=dict)  # traces per model cut off before their reasoning ended
     code_not_run: int = 0  # traces whose final answer is code left ungraded: code execution was off
     reasoning_is_code: int = 0  # traces whose reasoning is a program, not prose (provenance reasoning_is_code)
     accounting: Accounting = field(default_factory=Accounting)  # coverage per file and model, grades
@@ -342,6 +343,8 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
                         joined.unknown_sources.add(g["source"])
                     if g["provenance"].get("untagged"):
                         joined.untagged_by_model[g["model"]] = joined.untagged_by_model.get(g["model"], 0) + 1
+                    if g["provenance"].get("truncated"):
+                        joined.truncated_by_model[g["model"]] = joined.truncated_by_model.get(g["model"], 0) + 1
                     joined.code_not_run += code_not_run(g)
                     joined.reasoning_is_code += bool(g["provenance"].get("reasoning_is_code"))
                     if (group := group_of(g)) is not None:
@@ -399,7 +402,9 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
         "counts": {"traces": len(joined.rows), "errors": joined.errors, "duplicate_ids": len(joined.duplicates),
                    "unknown_model": joined.unknown["model"], "unknown_domain": joined.unknown["domain"],
                    "untagged": joined.untagged, "code_not_run": joined.code_not_run,
-                   "reasoning_is_code": joined.reasoning_is_code},
+                   "reasoning_is_code": joined.reasoning_is_code,
+                   "truncated": sum(joined.truncated_by_model.values())},
+        "truncated_by_model": dict(sorted(joined.truncated_by_model.items())),
         "untagged": {"policy": opts.untagged, "profiled": joined.untagged,
                      "by_model": dict(sorted(joined.untagged_by_model.items())),
                      "answers_without_thinking": sum(m["reasons"].get("answer without thinking", 0)
@@ -484,6 +489,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     return {"out_dir": str(out), "traces": len(joined.rows), "errors": joined.errors, "resumed": resumed,
             "duplicates": len(joined.duplicates), "unknown": joined.unknown, "unknown_fix": info["unknown_fix"],
             "untagged": joined.untagged, "untagged_by_model": dict(sorted(joined.untagged_by_model.items())),
+            "truncated_by_model": dict(sorted(joined.truncated_by_model.items())),
             "code_not_run": joined.code_not_run, "reasoning_is_code": joined.reasoning_is_code,
             "coverage": info["coverage"], "coverage_warnings": info["coverage_warnings"],
             "short_trace_warnings": info["short_trace_warnings"], "grades": info["grades"],

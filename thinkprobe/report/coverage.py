@@ -37,6 +37,11 @@ def _tables(run: dict) -> list[tuple[str, list[str], list[list[str]]]]:
 
 def _lines(run: dict) -> list[str]:
     lines = [f"Warning: {w}." for w in (*(run.get("coverage_warnings") or ()), *(run.get("short_trace_warnings") or ()))]
+    if truncated := run.get("truncated_by_model"):
+        lines.append(f"{sum(truncated.values())} traces end before their reasoning does (an opening tag with no closing "
+                     "one: cut off at a length limit?) and are profiled as far as they go: "
+                     + ", ".join(f"{m} {n}" for m, n in sorted(truncated.items(), key=lambda kv: (-kv[1], kv[0])))
+                     + ".")
     grades = run.get("grades")
     if grades:
         rec, mat = grades["from_records"], grades["from_matcher"]
