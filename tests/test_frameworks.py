@@ -203,7 +203,8 @@ def test_a_misspelt_field_option_is_a_warning_naming_the_keys_and_an_error_with_
 
 def test_a_path_pattern_that_misses_files_of_a_folder_is_a_warning_naming_them(tmp_path):
     """Venhoff et al.'s folder: the models' files beside the question list (messages.json), which the
-    pattern that names the models does not match and would otherwise be read as traces in silence."""
+    pattern that names the models does not match: read, its prompts became traces of a model 'unknown' in the
+    norms and the statistics. Left out, and named."""
     folder = tmp_path / "venhoff"
     folder.mkdir()
     trace = {"response": "<think>Add them: 2 + 2 = 4. So it is 4.</think>4"}
@@ -213,7 +214,7 @@ def test_a_path_pattern_that_misses_files_of_a_folder_is_a_warning_naming_them(t
     pattern = "reasoning_comparison_{model}.json"
     warnings = check_fields([str(folder)], FieldMap(path_pattern=pattern))
     assert [(w.option, w.checked, w.unmatched) for w in warnings] == [("--path-pattern", 3, ("messages.json",))]
-    assert "matched 2 of the 3 data files" in str(warnings[0]) and "name the matching files" in str(warnings[0])
+    assert "matched 2 of the 3 data files" in str(warnings[0]) and "the others are left out: messages.json" in str(warnings[0])
     assert check_fields([str(folder / "reasoning_comparison_gpt.json")], FieldMap(path_pattern=pattern)) == []
     res = CliRunner().invoke(main, ["peek", str(folder), "--path-pattern", pattern])
     assert res.exit_code == 0 and "warning: --path-pattern" in res.stderr and "messages.json" in res.stderr
@@ -224,6 +225,9 @@ def test_a_path_pattern_that_misses_files_of_a_folder_is_a_warning_naming_them(t
     run = json.loads((out / "run.json").read_text(encoding="utf-8"))
     assert run["field_warnings"] == [{"option": "--path-pattern", "field": pattern, "input": str(folder), "checked": 3,
                                       "unmatched": ["messages.json"]}]
+    assert run["counts"]["traces"] == 4 and run["counts"]["unknown_model"] == 0
+    assert [Path(f["file"]).name for f in run["coverage"]["by_file"]] == ["reasoning_comparison_claude.json",
+                                                                          "reasoning_comparison_gpt.json"]
 
 
 def test_grades_not_attempted_is_not_graded():

@@ -26,13 +26,12 @@ from .config import Config, IndicatorSettings
 from .encoder import Encoder, model_fingerprint
 from .indicators import CONTENT_TYPES, compute_indicators
 from .link import Linker, Typer, bind_encoder, load_linker, unit_typer
-from .io import InputLimits, Source, iter_inputs, source_path, unknown_fix
+from .io import InputLimits, Source, count_records, iter_inputs, parse_source, source_path, unknown_fix
 from .options import RunOptions
 from .outputs import (ERRORS_FILE, GRAPHS_FILE, GRAPHS_PARQUET, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
                       MODEL_GROUP_PROFILES_TABLE, MODEL_PROFILES_TABLE, NORMS_FILE, PROFILE_TABLE, RUN_JSON,
                       GraphsParquetWriter, write_table)
 from .cognitive_profile import Normalizer, group_profiles, profile_row
-from .io import count_inputs
 from .progress import Progress
 from .records import (GraphRecord, InputError, Section, ThoughtGraph, Trace, dump_graph_record, graph_record,
                       group_of, source_id)
@@ -244,7 +243,9 @@ def run_typer(opts: RunOptions, linker: Linker, cache_dir: str | None) -> Typer 
 def total_records(opts: RunOptions, cfg: Config | None = None) -> int:
     """Records in the run's inputs, before --limit / --sample."""
     limits = InputLimits.from_config(cfg or run_config(opts))
-    return len(opts.records or ()) + count_inputs([source_path(p) for p in opts.inputs], limits)
+    sources = [parse_source(p, opts.field_map) for p in opts.inputs]
+    return len(opts.records or ()) + sum(
+        count_records(s.path, limits, keep=s.fields.matches_path if s.fields.path_pattern else None) for s in sources)
 
 
 def field_warnings(opts: RunOptions) -> list:

@@ -1,7 +1,7 @@
 """Named fields checked against the records: a `--*-field` that no record has is a misspelling far
 more often than a choice, and without this check it is ignored in silence (every trace grouped as
 `unknown`, the answer or gold answer missing). Likewise a `--path-pattern` that some of a folder's
-data files do not match: their records are read without it (Venhoff et al.'s folder holds its
+data files do not match: they are left out, and named (Venhoff et al.'s folder holds its
 question list, messages.json, beside the models' files).
 """
 from __future__ import annotations
@@ -55,8 +55,8 @@ class PatternWarning:
     def __str__(self) -> str:
         shown = ", ".join(self.unmatched[:10]) + (f", ... ({len(self.unmatched)} files)" if len(self.unmatched) > 10 else "")
         return (f"{self.option} {self.field!r} matched {self.checked - len(self.unmatched)} of the {self.checked} data "
-                f"files of {self.input}; the others are read without it (model, domain and group from their own "
-                f"fields, else unknown): {shown}; to leave them out, name the matching files as the inputs")
+                f"files of {self.input}; the others are left out: {shown}; to profile them too, name them as "
+                f"inputs of their own")
 
     def as_dict(self) -> dict:
         return {"option": self.option, "field": self.field, "input": self.input, "checked": self.checked,

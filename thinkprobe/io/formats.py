@@ -57,18 +57,20 @@ WHOLE_FILE = "file"  # record locator for errors that concern the whole file
 EMPTY_FILE = "empty file: it holds no records"
 
 
-def iter_records(path: str | Path, limits: InputLimits | None = None) -> Iterator[tuple[str, int | str, dict | InputError]]:
+def iter_records(path: str | Path, limits: InputLimits | None = None,
+                 keep: Callable[[Path], bool] | None = None) -> Iterator[tuple[str, int | str, dict | InputError]]:
     """Stream ``(source file, record locator, record or InputError)`` from a file or a directory.
 
     The locator is ``"line N"`` (1-based) for JSON Lines and the 0-based position otherwise.
     A bad record becomes an InputError and the stream goes on; so does one over a size limit
-    (`limits`, default: configs/default.yaml's; see thinkprobe.io.limits).
+    (`limits`, default: configs/default.yaml's; see thinkprobe.io.limits). `keep`: which of a
+    directory's data files are read (FieldMap.matches_path: a --path-pattern's files).
     """
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"no such file or directory: {root}")
     limits = limits if limits is not None else InputLimits.default()
-    files = data_files(root) if root.is_dir() else [root]
+    files = [f for f in data_files(root) if keep is None or keep(f)] if root.is_dir() else [root]
     for file in files:
         yield from _iter_file(file, limits)
 
@@ -552,7 +554,8 @@ READERS: dict[str, Callable[[str, BinaryIO, InputLimits], Iterator[tuple[str, in
 }
 
 
-def count_records(path: str | Path, limits: InputLimits | None = None) -> int:
+def count_records(path: str | Path, limits: InputLimits | None = None,
+                  keep: Callable[[Path], bool] | None = None) -> int:
     """Records in one input: non-blank lines of a JSONL file (gzipped or not; read in bounded chunks,
     so a line of any length is counted without being held) and rows in a Parquet file's metadata,
     without parsing them; anything else is read once by the loader (with `limits`)."""
@@ -574,6 +577,8 @@ def count_records(path: str | Path, limits: InputLimits | None = None) -> int:
             return pq.ParquetFile(path).metadata.num_rows
         except Exception:  # not readable as Parquet: the loader reports it
             pass
+    if path.is_dir() and keep is not None:
+        return sum(count_records(f, limits) for f in data_files(path) if keep(f))
     return sum(1 for _ in iter_records(path, limits))
 
 

@@ -30,7 +30,7 @@ def peek(paths: str | Path | Source | Sequence[str | Path | Source], n: int = 5,
         src = parse_source(spec, fields)
         files = [src]
         if src.records is None and Path(src.path).is_dir():
-            found = data_files(Path(src.path))
+            found = [f for f in data_files(Path(src.path)) if src.fields.matches_path(f)]  # as the run reads them
             files = [Source(str(f), src.fields) for f in found[:max_files]]
             if len(found) > max_files:
                 row = dict.fromkeys(_PEEK_KEYS)

@@ -54,6 +54,11 @@ class FieldMap:
                 raise ValueError(f"path pattern {self.path_pattern!r} must name groups among {sorted(PATH_GROUPS)}, "
                                  f"e.g. '(?P<model>[^/]+)/(?P<domain>[^/]+)\\.jsonl' or '{{model}}/{{domain}}.jsonl'")
 
+    def matches_path(self, source: str | Path) -> bool:
+        """Whether a data file is one the run reads: every file without a ``path_pattern``, else those
+        it matches (a folder's other files, a question list beside the models' files, are left out)."""
+        return not self.path_pattern or _path_regex(self.path_pattern).search(Path(source).as_posix()) is not None
+
     def from_path(self, source: str) -> dict[str, str]:
         """The named groups ``path_pattern`` finds in a file path ({} when it does not match)."""
         if not self.path_pattern:

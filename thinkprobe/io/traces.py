@@ -124,7 +124,7 @@ def detect_inputs(
             root = None
         else:
             root = Path(src.path)
-            records = iter_records(root, limits)
+            records = iter_records(root, limits, keep=src.fields.matches_path if src.fields.path_pattern else None)
         for source, locator, record in records:
             if isinstance(record, InputError):
                 record.model = record.model or src.fields.model or src.fields.from_path(source).get("model")
