@@ -121,6 +121,22 @@ def test_traces_counted_wrong_for_stating_no_answer_are_counted_apart():
     assert "4 by matching the answer (3 incorrect, of which 2 state no final answer" in format_coverage(accounting.coverage(), grades)
 
 
+def test_a_file_with_no_trace_profiled_names_the_option_its_records_suggest():
+    """ReasonEval's PRM800K file: every record skipped for want of a reasoning field; the fix was only in
+    errors.jsonl."""
+    from thinkprobe.accounting import Accounting
+
+    accounting = Accounting()
+    accounting.trace({"trace_id": "ok", "model": "Abel", "source": "a.jsonl", "record": 0, "correct": None,
+                      "gold_answer": None, "provenance": {}, "units": [], "redundancy": {"metrics": {}}})
+    for k in range(3):
+        accounting.skipped({"file": "b.jsonl", "record": k, "model": "GPT-4", "reason": "no reasoning text found; "
+                            "tried: ...; if it holds the reasoning, name it with --reasoning-field 'steps'"})
+    warnings = accounting.warnings()
+    assert warnings[0].startswith("file b.jsonl: no trace profiled from its 3 records")
+    assert all(w.endswith("the records suggest --reasoning-field 'steps'") for w in warnings) and len(warnings) == 2
+
+
 def test_correct_values_per_input_keep_their_commas():
     src = parse_source("a.json::correct-field=eval_result,correct-values=1=correct,2=incorrect,model=Q")
     assert (src.fields.correct_field, src.fields.correct_values, src.fields.model) == (

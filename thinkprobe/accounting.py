@@ -117,6 +117,7 @@ class _Tally:
     records: set = field(default_factory=set)
     traces: int = 0
     reasons: Counter = field(default_factory=Counter)
+    hint: str = ""  # the first option a skip reason suggests ("--reasoning-field 'steps'"), for the warning
 
     def row(self) -> dict:
         return {"records": len(self.records), "traces": self.traces, "skipped": sum(self.reasons.values()),
@@ -124,6 +125,7 @@ class _Tally:
 
 
 DISAGREEMENT_EXAMPLES = 10
+_HINT = re.compile(r"--[a-z-]+-field '[^']+'")  # an option a skip reason suggests, with its value
 
 
 @dataclass
@@ -155,10 +157,13 @@ class Accounting:
         kind = reason_kind(str(error.get("reason", "")))
         model = error.get("model") or "unknown"
         tallies = [self.files[file]] + ([] if record == "file" else [self.models[model]])
+        hint = _HINT.search(str(error.get("reason", "")))
         for tally in tallies:
             if record != "file":
                 tally.records.add((file, record_position(record) if isinstance(record, (int, str)) else record))
             tally.reasons[kind] += 1
+            if hint and not tally.hint:
+                tally.hint = hint.group(0)
 
     def _grade(self, g: Mapping) -> None:
         provenance = g.get("provenance") or {}
@@ -230,7 +235,8 @@ class Accounting:
                     why = ", ".join(f"{reason} {n}" for reason, n in t.row()["reasons"].items())
                     n = len(t.records)
                     out.append(f"{kind} {name}: no trace profiled from its {n} record{'' if n == 1 else 's'} "
-                               f"({sum(t.reasons.values())} skipped: {why}; see errors.jsonl)")
+                               f"({sum(t.reasons.values())} skipped: {why}; see errors.jsonl)"
+                               + (f"; the records suggest {t.hint}" if t.hint else ""))
         return out
 
     def short_warnings(self) -> list[str]:
