@@ -1,5 +1,6 @@
 """The HTML / Markdown report and the per-trace view on a small hand-built run folder; the last
 tests open the pages in headless Chromium and skip when no Chromium is installed."""
+import json
 import re
 import shutil
 import subprocess
@@ -79,6 +80,15 @@ def test_report_markdown_carries_no_html_from_the_data(tmp_path):
     md = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert "&lt;img src=x onerror=alert(1)>" in md and "<img" not in md
     assert "<img src=x" not in (tmp_path / "report.html").read_text(encoding="utf-8")
+
+
+def test_report_says_when_its_traces_are_a_sample(run_dir, tmp_path):
+    copy = tmp_path / "sampled"
+    shutil.copytree(run_dir, copy)
+    (copy / "run.json").write_text(json.dumps({"selection": {"limit": None, "sample": 7, "seed": 3}}), encoding="utf-8")
+    write_report(copy)
+    assert "random sample of 7 records of the inputs (--sample, seed 3)" in (copy / "report.md").read_text(encoding="utf-8")
+    assert "random sample" not in (run_dir / "report.md").read_text(encoding="utf-8")
 
 
 def test_report_is_reproducible(run_dir, tmp_path):

@@ -285,6 +285,7 @@ def summary_text(run_dir: Path, stats: Mapping, pages: Mapping) -> list[str]:
     n_models, n_domains = len(groups["model"]["groups"]), len(groups["domain"]["groups"])
     lines = [f"{traces_word(stats['n_traces'])} from {n_models} model{'s' if n_models != 1 else ''} and "
              f"{n_domains} domain{'s' if n_domains != 1 else ''} (run folder `{run_dir.name}`)."]
+    lines += _selection_lines(run_dir)
     lines += _code_not_run_lines(run_dir)
     if has_group(stats):
         named = groups["group"]["groups"]
@@ -299,6 +300,23 @@ def summary_text(run_dir: Path, stats: Mapping, pages: Mapping) -> list[str]:
         lines.append(f"Per-trace pages exist for the first {len(pages)} traces of graphs.jsonl "
                      f"(of {stats['n_traces']}); draw any other with `thinkprobe graph {run_dir.name} TRACE_ID`.")
     return lines
+
+
+def _selection_lines(run_dir: Path) -> list[str]:
+    """That the traces are a sample (--sample) or the first records (--limit) of the inputs, from run.json."""
+    import json
+
+    from ..outputs import RUN_JSON
+
+    path = run_dir / RUN_JSON
+    selection = json.loads(path.read_text(encoding="utf-8")).get("selection") if path.exists() else None
+    if not selection:
+        return []
+    if selection.get("sample") is not None:
+        return [f"The traces are a random sample of {selection['sample']} records of the inputs (--sample, seed "
+                f"{selection.get('seed', 0)}): the counts per file and model below are of the sample, and every "
+                f"figure describes it, not the whole inputs."]
+    return [f"The traces are the first {selection['limit']} records of the inputs (--limit), not all of them."]
 
 
 def _code_not_run_lines(run_dir: Path) -> list[str]:
