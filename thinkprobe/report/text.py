@@ -64,6 +64,9 @@ def _crossing_sentence(stats: Mapping) -> str | None:
             "`thinkprobe select --domain`).")
 
 
+FEW_MODELS = 5  # fewer models than this: a high split-half reliability is weak support
+
+
 def headline(stats: Mapping) -> list[str]:
     """Three to five sentences with numbers: which dimensions separate the models beyond length
     and chance, how much length explains, how reliable the model means are, where the domain (and
@@ -119,6 +122,10 @@ def headline(stats: Mapping) -> list[str]:
                 f" across dimensions")
         text += (f"; model differences in {_list(weak)} are below {min_rel} and not supported by these data."
                  if weak else f", at least {min_rel} for all {len(strong)}.")
+        usable = sum(1 for c in groups["model"]["groups"].values() if c >= 2)
+        if strong and usable < FEW_MODELS:
+            text += (f" With {usable} models this is weak support: a correlation over {usable} model means is often "
+                     f"high by chance.")
         out.append(text)
     elif n_models >= 2:
         usable = sum(1 for c in groups["model"]["groups"].values() if c >= 2)
