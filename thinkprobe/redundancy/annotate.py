@@ -42,6 +42,7 @@ class RedundancyParams:
 # ----------------------------------------------------------------------------- Iso
 
 _CONTENT_WORD = re.compile(r"[^\W\d_]{3,}", re.UNICODE)
+_CONTENT_NUMBER = re.compile(r"(?<![\d.])\d{2,}(?:\.\d+)?|(?<![\d.])\d\.\d+")
 _STOPWORDS = frozenset("""
 about above after again against all also and any are because been before being below between both but can
 could did does doing down during each few for from further had has have having her here hers herself him
@@ -58,6 +59,8 @@ def _content_words(text: str) -> set[str]:
         if w in _STOPWORDS:
             continue
         words.add(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w)
+    # a number of two or more digits is content too: "7 plus 5 is 12" is on the topic the other units' 12 is
+    words.update(_CONTENT_NUMBER.findall(text))
     return words
 
 
