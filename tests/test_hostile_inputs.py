@@ -281,6 +281,19 @@ def test_an_arrow_batch_over_the_file_limit_is_refused_with_its_rows(tmp_path):
     assert items[0][1].startswith("record batch of 3.0 MiB") and "over the limit of 2 MiB" in items[0][1]
 
 
+def test_utf16_and_doubly_gzipped_files_are_named_as_such(tmp_path):
+    """Both read as 'NUL byte in record', one error per line and none saying why."""
+    line = json.dumps(good(1)) + "\n"
+    (tmp_path / "u16.jsonl").write_bytes((line * 2).encode("utf-16"))
+    (tmp_path / "twice.jsonl.gz").write_bytes(gzip.compress(gzip.compress(line.encode())))
+    (tmp_path / "fine.jsonl").write_text(line, encoding="utf-8")
+    got = {Path(src).name: [getattr(r, "reason", "record") for _, _, r in iter_records(src)]
+           for src in map(str, sorted(tmp_path.iterdir()))}
+    assert got["u16.jsonl"] == ["UTF-16 text (its byte-order mark): save it as UTF-8"]
+    assert got["twice.jsonl.gz"][0].startswith("gzip data where text was expected") and len(got["twice.jsonl.gz"]) == 1
+    assert got["fine.jsonl"] == ["record"]
+
+
 # ------------------------------------------------------------------ trace text over the limit
 
 

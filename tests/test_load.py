@@ -394,7 +394,7 @@ def test_unreadable_files_are_reported_and_the_next_file_still_read(tmp_path):
     (tmp_path / "c.parquet").write_bytes(b"garbage")
     write_jsonl(tmp_path / "d.jsonl", [{"reasoning": "z"}])
     items = [(Path(i.source).name, i.record, type(i).__name__) for i in iter_traces(tmp_path)]
-    assert items[0] == ("a.jsonl.gz", "line 1", "InputError")
+    assert items[0] == ("a.jsonl.gz", "file", "InputError")  # the whole file: it is no gzip stream
     assert items[-2:] == [("c.parquet", 0, "InputError"), ("d.jsonl", 0, "Trace")]
     assert ("b.jsonl.gz", 0, "Trace") in items and items[-3][2] == "InputError"
 

@@ -131,6 +131,20 @@ def strip_extensions(name: str) -> str:
     return name
 
 
+_BINARY_FORMATS = frozenset({"parquet", "arrow", "inspect_eval"})
+
+
+def _not_utf8(fh) -> str | None:
+    """Why a text file's first bytes say it cannot be read as UTF-8 (UTF-16's byte-order mark; a gzip
+    stream, as a .gz compressed twice or a gzip file without its .gz name gives), else None."""
+    head = fh.peek(4)[:4] if hasattr(fh, "peek") else b""
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "UTF-16 text (its byte-order mark): save it as UTF-8"
+    if head[:2] == b"\x1f\x8b":
+        return "gzip data where text was expected (compressed twice, or a .gz file without its .gz name): decompress it"
+    return None
+
+
 def _iter_file(file: Path, limits: InputLimits) -> Iterator[tuple[str, int | str, dict | InputError]]:
     source = str(file)
     fmt = _format_of(file)
@@ -146,6 +160,9 @@ def _iter_file(file: Path, limits: InputLimits) -> Iterator[tuple[str, int | str
     try:
         with contextlib.ExitStack() as stack:
             fh = open_input(file, limits, stack)
+            if fmt not in _BINARY_FORMATS and (encoding := _not_utf8(fh)):
+                yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", encoding)
+                return
             for source, locator, record in READERS[fmt](source, fh, limits):
                 read += 1
                 if isinstance(record, InputError):
