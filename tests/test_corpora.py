@@ -738,3 +738,23 @@ def test_traces_cut_off_before_their_reasoning_ends_are_counted_per_model(tmp_pa
     assert run["truncated_by_model"] == expected and run["counts"]["truncated"] == 2
     assert "2 traces end before their reasoning does" in res.stdout
     assert "2 traces end before their reasoning does" in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_files_a_sample_took_nothing_from_are_named(tmp_path):
+    """Schoenfeld's folder: --sample 40 drew only from the sentence files, never from the one file that
+    holds the traces, and the coverage lists only the files read."""
+    from click.testing import CliRunner
+
+    from conftest import SAMPLES
+    from thinkprobe.cli import main
+
+    lines = SAMPLES.read_text(encoding="utf-8").splitlines(keepends=True)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_text("".join(lines[:3]), encoding="utf-8")
+    (tmp_path / "in" / "b.jsonl").write_text(lines[3], encoding="utf-8")
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["profile", str(tmp_path / "in"), "--limit", "2", "-o", str(out), "--device", "cpu",
+                                    "--no-progress", "--linker", "cue", "--types", "cue", "--no-cache", "--no-report"])
+    assert res.exit_code == 0, res.output
+    assert json.loads((out / "run.json").read_text())["files_not_drawn"] == [str(tmp_path / "in" / "b.jsonl")]
+    assert f"note: --limit took no record from 1 data file of the inputs: {tmp_path / 'in' / 'b.jsonl'}" in res.stderr

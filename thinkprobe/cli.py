@@ -167,6 +167,10 @@ def profile(inputs, out_dir, summary, strict, **options):
     if sample is not None and result["traces"] + result["errors"] < sample:
         click.echo(f"note: --sample {sample} asks for more than the inputs hold ({result['traces'] + result['errors']} "
                    "traces and skipped records): all of them were taken", err=True)
+    if missed := result.get("files_not_drawn"):
+        shown = ", ".join(missed[:5]) + (f", ... ({len(missed)} files)" if len(missed) > 5 else "")
+        click.echo(terminal_safe(f"note: --{'sample' if sample is not None else 'limit'} took no record from {len(missed)} "
+                                 f"data file{'s' if len(missed) != 1 else ''} of the inputs: {shown}"), err=True)
     if summary:
         click.echo(terminal_safe(format_summary(result)))
     elif result["errors"] and result["traces"]:  # --no-summary still says that records were skipped

@@ -364,6 +364,21 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
     return joined
 
 
+def files_not_drawn(opts: RunOptions, joined: Joined) -> list[str]:
+    """The inputs' data files from which --sample (or --limit) took no record: a sample can miss the one
+    file that holds the traces (Schoenfeld et al.'s folder), and the coverage lists only files read."""
+    from .io.formats import data_files
+
+    read = {row["file"] for row in joined.accounting.coverage()["by_file"]}
+    out = []
+    for spec in opts.inputs:
+        src = parse_source(spec, opts.field_map)
+        root = Path(src.path)
+        files = [f for f in data_files(root) if src.fields.matches_path(f)] if root.is_dir() else [root]
+        out += [str(f) for f in files if str(f) not in read]
+    return out
+
+
 def fit_norms(rows: Sequence[dict], norms_path: str | None) -> Normalizer:
     """The z-score reference: a saved norms.json, else this run's own indicators."""
     return Normalizer.load(norms_path) if norms_path else Normalizer().fit(rows)
@@ -417,6 +432,7 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
         "code_execution": {"allowed": bool(opts.allow_code_execution), "not_run": joined.code_not_run,
                            **({"how": not_run_line(joined.code_not_run)} if joined.code_not_run else {})},
         "coverage": joined.accounting.coverage(),
+        **({"files_not_drawn": files_not_drawn(opts, joined)} if opts.sample is not None or opts.limit is not None else {}),
         "coverage_warnings": joined.accounting.warnings(),
         "short_trace_warnings": joined.accounting.short_warnings(),
         "grades": joined.accounting.grade_summary(),
@@ -494,6 +510,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
             "code_not_run": joined.code_not_run, "reasoning_is_code": joined.reasoning_is_code,
             "coverage": info["coverage"], "coverage_warnings": info["coverage_warnings"],
             "short_trace_warnings": info["short_trace_warnings"], "grades": info["grades"],
+            "files_not_drawn": info.get("files_not_drawn", []),
             "model_profiles": by_model, "model_domain_profiles": by_model_domain,
             "norms": str(opts.norms) if opts.norms else None}
 
