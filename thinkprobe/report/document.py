@@ -83,7 +83,7 @@ def redundancy_table(path: Path) -> tuple[list[str], list[list[str]], str] | Non
         note = (f" Columns known for only some traces carry their own n: {', '.join(partial)}." if partial else "")
         return header, out, ("Mean per model over traces (columns in CoTJudger's order); per column the best "
                              "model value is marked ▲ and the worst ▼ (higher is better for Acc and EB, lower for "
-                             "the others)." + note)
+                             "the others): which mean is highest or lowest, not that it differs beyond chance." + note)
     return columns, [[r[c] for c in columns] for r in rows[:500]], "As written in redundancy.csv."
 
 
