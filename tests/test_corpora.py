@@ -137,6 +137,12 @@ def test_a_file_with_no_trace_profiled_names_the_option_its_records_suggest():
     assert all(w.endswith("the records suggest --reasoning-field 'steps'") for w in warnings) and len(warnings) == 2
 
 
+def test_a_nan_model_or_domain_is_missing_not_named_nan():
+    """A pandas frame's missing cell (or JSON's NaN) grouped traces under a model 'nan' and a domain 'inf'."""
+    t = one({"response": "<think>So 4.</think>4", "model": float("nan"), "domain": float("inf"), "id": float("nan")})
+    assert (t.model, t.domain) == ("unknown", "unknown") and not t.trace_id.startswith("nan")
+
+
 def test_correct_values_per_input_keep_their_commas():
     src = parse_source("a.json::correct-field=eval_result,correct-values=1=correct,2=incorrect,model=Q")
     assert (src.fields.correct_field, src.fields.correct_values, src.fields.model) == (

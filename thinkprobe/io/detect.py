@@ -4,6 +4,7 @@ id, question, gold answer and correctness, and where each value came from.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -568,8 +569,8 @@ def _prompt_turn(sections: list[Section]) -> str | None:
 def _first_scalar(record: dict, paths: tuple[str, ...]) -> tuple[str | None, str | None]:
     for path in paths:
         found, value = get_path(record, path)
-        if not found or isinstance(value, bool):
-            continue
+        if not found or isinstance(value, bool) or isinstance(value, float) and not math.isfinite(value):
+            continue  # NaN (a missing cell of a pandas frame, JSON's NaN) names no model, domain or id
         if isinstance(value, (int, float)) or (isinstance(value, str) and value.strip()):
             return str(value), path
     return None, None
