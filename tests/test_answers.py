@@ -64,7 +64,7 @@ def only(rec: dict) -> tuple[str, str]:
     ("The answer is 5! Let me check.", "5", "phrase"),
 ])
 def test_unit_rules(text, value, kind):
-    cands = find_candidates(record(text))
+    cands = find_candidates(record(text, "Let me go on."))  # not the closing unit, whose numbers count too
     if value is None:
         assert cands == []
     else:
@@ -80,6 +80,9 @@ def test_numbers_only_in_conclusions_and_the_closing_unit():
     rec = record("We have 3 apples and 4 pears.", "So the total is $3 + 4 = 7$.", "That is 7 fruit.",
                  types="RSN CON RSN", answer_from=2)
     assert [(c.unit, c.value, c.kind) for c in find_candidates(rec)] == [(1, "7", "number"), (2, "7", "number")]
+    # without an answer section the text's last unit closes it (an answer-only model's "θ = 90°.")
+    untagged = record("The lines meet where the dot product is 0.", "θ = 90°.")
+    assert [(c.unit, c.value, c.kind) for c in find_candidates(untagged)] == [(1, "90", "number")]
 
 
 def test_answer_label_on_its_own_line_takes_the_next_unit():

@@ -256,7 +256,9 @@ def find_candidates(record: dict) -> list[Candidate]:
     if not units:
         return []
     answer_ids = [u["id"] for u in units if u.get("section") == "answer"]
-    last_answer = answer_ids[-1] if answer_ids else None
+    # the closing unit: the answer section's last, or without one the text's last ("θ = 90°." of an
+    # answer-only model's untagged text)
+    last_answer = answer_ids[-1] if answer_ids else units[-1]["id"]
     code = _final_code_block(units)
     out = []
     label_before = False  # the previous unit was a bare "Answer:" label
