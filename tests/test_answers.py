@@ -58,6 +58,9 @@ def only(rec: dict) -> tuple[str, str]:
     ("So the answer is about 19.", "19", "phrase"),
     ("If the answer is 10, the total would be 30.", None, None),
     ("If we add them, the answer is 12.", "12", "phrase"),
+    ("Let me verify if everything is consistent\nThe answer is 42.", "42", "phrase"),
+    ("Regardless of whether n is odd the answer is 4.", "4", "phrase"),
+    ("The answer is approx. 5 cm.", "5 cm", "phrase"),
     ("Final Answer: 3 * 29524 = ?", None, None),
     # a factorial stays in its expression (PRM800K's "# Answer" step); a lone "5!" is an exclamation
     ("So the answer is 2 * 5! * 5!", "2 * 5! * 5!", "phrase"),
@@ -102,6 +105,9 @@ def test_bold_headings_and_emphasis_in_a_worked_answer_are_not_answers():
                  "So **48** full cycles.", r"The answer is $\boxed{90}$.", "**90**", answer_from=1)
     assert [(c.unit, c.value, c.kind) for c in find_candidates(rec)] == [(4, "90", "boxed"), (5, "90", "bold")]
     assert only(record("Thinking.", "The capital is **Paris**.", answer_from=1)) == ("Paris", "bold")
+    # a bulleted or numbered answer is an answer; a step label beside it is not
+    assert only(record("Thinking.", "- **Paris**", answer_from=1)) == ("Paris", "bold")
+    assert only(record("Thinking.", "**Step 3:** the total is **42**", answer_from=1)) == ("42", "bold")
 
 
 def test_final_code_block_is_one_candidate():

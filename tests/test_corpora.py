@@ -118,7 +118,8 @@ def test_traces_counted_wrong_for_stating_no_answer_are_counted_apart():
                           "redundancy": {"metrics": {"Acc": acc}, "final_answer": final}})
     grades = accounting.grade_summary()
     assert grades["from_matcher"] == {"correct": 1, "incorrect": 3} and grades["matcher_no_answer"] == 2
-    assert "4 by matching the answer (3 incorrect, of which 2 state no final answer" in format_coverage(accounting.coverage(), grades)
+    assert "4 by matching the answer (3 incorrect, of which 2 because no final answer was found in them)" in \
+        format_coverage(accounting.coverage(), grades)
 
 
 def test_a_file_with_no_trace_profiled_names_the_option_its_records_suggest():
@@ -314,6 +315,12 @@ def test_a_field_named_after_a_model_and_its_prompt_is_that_models_output():
            "deepseek-reasoner (insufficient_question)": "<think>Hmm.</think>5"}
     assert one(mip).question == "Q? missing a premise"
     assert one(mip, FieldMap(question_field="question")).question == "Q? with all it needs"  # unless named
+    qwq = {"question": "Q? with all it needs", "insufficient_question": "Q? missing a premise",
+           "model_answer": "<think>Hmm.</think>5", "answer": "5"}  # QwQ's MiP files: the output names no prompt
+    assert one(qwq).question == "Q? missing a premise"
+    normal = {"question": mip["question"], "insufficient_question": mip["insufficient_question"],
+              "deepseek-reasoner (question)": "<think>Hmm.</think>5"}
+    assert one(normal).question == "Q? with all it needs"  # the normal condition's file names its prompt
 
 
 def test_thought_anchors_base_solution_takes_the_problem_beside_it(tmp_path, monkeypatch):
@@ -372,6 +379,9 @@ def test_reasoneval_records_read_their_steps_gold_and_grade():
     # WizardMath's own closing line is its answer too; the same words inside the text are reasoning
     wizard = one({**record, "model_output": "The cube's side is 6.\nSo its volume is $\\boxed{216}$.\n\nThe answer is: 216.\n\n"})
     assert wizard.reasoning.content.endswith("$\\boxed{216}$.") and wizard.answer.content == "216."
+    # a dedicated reasoning field keeps its closing line when the answer is another field's
+    kept = one({"reasoning_content": "Then 12 times 3 is 36.\nThe answer is: 36", "content": "**36**"})
+    assert kept.reasoning.content.endswith("The answer is: 36") and kept.answer.content == "**36**"
     prm = one({**record, "model_output_step_format": [["The cube's side is 6."], ["So its volume is 216."],
                                                        ["# Answer\n\n216"]]}, FieldMap(reasoning_field="model_output_step_format"))
     assert prm.reasoning.content == "The cube's side is 6.\nSo its volume is 216." and prm.answer.content == "216"

@@ -292,6 +292,12 @@ def test_utf16_and_doubly_gzipped_files_are_named_as_such(tmp_path):
     assert got["u16.jsonl"] == ["UTF-16 text (its byte-order mark): save it as UTF-8"]
     assert got["twice.jsonl.gz"][0].startswith("gzip data where text was expected") and len(got["twice.jsonl.gz"]) == 1
     assert got["fine.jsonl"] == ["record"]
+    (tmp_path / "u16be.jsonl").write_bytes(line.encode("utf-16-be"))  # no byte-order mark
+    assert [getattr(r, "reason", "record") for _, _, r in iter_records(tmp_path / "u16be.jsonl")] == [
+        "UTF-16 text (every other byte is NUL): save it as UTF-8"]
+    latin = tmp_path / "latin.csv"  # a header that is not UTF-8 named keys no output file could write
+    latin.write_bytes("id,raisonnement_détaillé\nx,<think>So 4.</think>4\n".encode("latin-1"))
+    assert [getattr(r, "reason", "record") for _, _, r in iter_records(latin)] == ["header row: invalid UTF-8 (save the file as UTF-8)"]
 
 
 # ------------------------------------------------------------------ trace text over the limit

@@ -89,6 +89,11 @@ def test_report_says_when_its_traces_are_a_sample(run_dir, tmp_path):
     write_report(copy)
     assert "random sample of 7 records of the inputs (--sample, seed 3)" in (copy / "report.md").read_text(encoding="utf-8")
     assert "random sample" not in (run_dir / "report.md").read_text(encoding="utf-8")
+    # a sample larger than the inputs took every record: no such note
+    (copy / "run.json").write_text(json.dumps({"selection": {"limit": None, "sample": 100, "seed": 3},
+                                               "counts": {"traces": 7, "errors": 0}}), encoding="utf-8")
+    write_report(copy)
+    assert "random sample" not in (copy / "report.md").read_text(encoding="utf-8")
 
 
 def test_report_is_reproducible(run_dir, tmp_path):

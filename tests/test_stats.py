@@ -444,3 +444,17 @@ def test_models_unevenly_crossed_with_domains_are_said_so():
     assert _crossing_sentence(stats).startswith("Models are unevenly crossed with domains (by domain: c has no y traces, "
                                                 "Cramér's V ")
     assert _crossing_sentence({"crossing": {"domain": model_crossing(even, "domain")}}) is None
+
+
+def test_a_significant_but_negligible_domain_effect_is_not_called_no_difference():
+    from thinkprobe.report.text import _factor_sentence
+
+    def dim(name, significant, eps):
+        tested = {"status": "ok", "significant": significant, "eps2_corrected": eps}
+        return {"kind": "dimension", "variable": name, "length_controlled": {"domain": tested}}
+
+    stats = {"groupings": {"domain": {"groups": {"x": 5, "y": 5}}}, "settings": {"ratio_floor": 0.01},
+             "variables": [dim("Breadth", True, 0.005), dim("Depth", False, 0.3)]}
+    assert _factor_sentence(stats, "domain").startswith("By domain, Breadth differs significantly but by less than")
+    stats["variables"][0] = dim("Breadth", False, 0.005)
+    assert _factor_sentence(stats, "domain").startswith("No dimension differs significantly by domain")

@@ -217,7 +217,7 @@ class Accounting:
             "disagreements": self.disagreements,
             "what": "a record's own grade (from_records) always decides its verdict; the final answer is matched "
                     "against the gold answer (from_matcher) only where the record has no grade; matcher_no_answer: "
-                    "those counted incorrect because no final answer was found (an unfinished text). matcher_disagrees: "
+                    "those counted incorrect because no final answer was found in them. matcher_disagrees: "
                     "traces with a grade and a gold answer where the matcher would have said otherwise (of "
                     "matcher_checked); unread_codes: traces whose grade field holds codes (or, named with --correct-field, "
                     "words) that only --correct-values can read, with one such value per field in unread_examples",
@@ -283,8 +283,8 @@ def format_coverage(coverage: Mapping, grades: Mapping | None = None, max_rows: 
                      f"incorrect, {rec['not graded']} graded neither, e.g. not attempted: left out of Acc)" + (
                          f" in {', '.join(grades['fields'])}" if grades["fields"] else "")
                      + f"; {sum(mat.values())} by matching the answer"
-                     + (f" ({mat['incorrect']} incorrect, of which {grades['matcher_no_answer']} state no final answer: "
-                        f"unfinished texts count as wrong)" if grades.get("matcher_no_answer") else "")
+                     + (f" ({mat['incorrect']} incorrect, of which {grades['matcher_no_answer']} because no final answer "
+                        f"was found in them)" if grades.get("matcher_no_answer") else "")
                      + f"; {grades['none']} with neither a grade nor a gold answer")
         if grades["matcher_checked"]:
             lines.append(f"the answer matcher disagrees with the record's grade on {grades['matcher_disagrees']} of "

@@ -233,7 +233,7 @@ def format_summary(result: dict) -> str:
         lines.append(f"{sum(truncated.values())} traces end before their reasoning does (an opening tag with no "
                      f"closing one: cut off at a length limit?), profiled as far as they go (provenance truncated); "
                      f"by model: {per_model}")
-
+    if result.get("reasoning_is_code"):
         lines.append(f"{result['reasoning_is_code']} traces' reasoning is a Python program, not prose (provenance "
                      "reasoning_is_code): their units and indicators describe code")
     if result.get("code_not_run"):
@@ -284,7 +284,7 @@ def peek(paths, count, as_json, **kw):
 
     fields = _fields(kw)
     for warning in check_fields(_sources(paths, fields), fields):  # as `profile` warns (a misspelt --*-field)
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(terminal_safe(f"warning: {warning}"), err=True)
     rows = peek_rows(_sources(paths, fields), count, fields)
     click.echo(json.dumps(rows, indent=2, ensure_ascii=False) if as_json else terminal_safe(format_peek(rows)))
     nameless = [row for row in rows if not row.get("error") and not row.get("note") and row.get("model") == "unknown"]
@@ -340,7 +340,7 @@ def stats(run_dir):
 
     stats = write_stats(run_dir)
     for line in headline(stats):
-        click.echo(f"- {line}")
+        click.echo(terminal_safe(f"- {line}"))
     click.echo(f"wrote {Path(run_dir) / 'stats.json'} and {Path(run_dir) / 'stats.csv'} (every test, per variable)")
 
 
@@ -373,7 +373,7 @@ def select_cmd(run_dir, domain, want, like, as_json):
         sel = select_run(run_dir, domain=domain, want=want, like=like)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
-    click.echo(json.dumps(sel.as_dict(), indent=2) if as_json else format_selection(sel))
+    click.echo(json.dumps(sel.as_dict(), indent=2) if as_json else terminal_safe(format_selection(sel)))
 
 
 @main.command()

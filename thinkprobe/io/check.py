@@ -51,8 +51,12 @@ class PatternWarning:
     input: str
     checked: int  # data files in the input
     unmatched: tuple[str, ...]  # those it does not match, relative to the input
+    folder: bool = True  # a folder's files (left out) or a file named as an input (read)
 
     def __str__(self) -> str:
+        if not self.folder:
+            return (f"{self.option} {self.field!r} does not match {self.input}: it is read, its model, domain and group "
+                    f"from its own fields, else unknown")
         shown = ", ".join(self.unmatched[:10]) + (f", ... ({len(self.unmatched)} files)" if len(self.unmatched) > 10 else "")
         return (f"{self.option} {self.field!r} matched {self.checked - len(self.unmatched)} of the {self.checked} data "
                 f"files of {self.input}; the others are left out: {shown}; to profile them too, name them as "
@@ -67,9 +71,11 @@ def _pattern_warning(src: Source) -> PatternWarning | None:
     root = Path(src.path)
     if not src.fields.path_pattern or src.records is not None or not root.exists():
         return None
-    files = data_files(root) if root.is_dir() else [root]
-    unmatched = tuple((f.relative_to(root).as_posix() if root.is_dir() else f.as_posix())
-                      for f in files if not src.fields.from_path(str(f)))
+    if not root.is_dir():  # a file named as an input is read whatever the pattern finds in its path
+        return None if src.fields.matches_path(root) else PatternWarning(
+            "--path-pattern", src.fields.path_pattern, src.path, 1, (root.as_posix(),), folder=False)
+    files = data_files(root)
+    unmatched = tuple(f.relative_to(root).as_posix() for f in files if not src.fields.matches_path(f))
     return PatternWarning("--path-pattern", src.fields.path_pattern, src.path, len(files), unmatched) if unmatched else None
 
 

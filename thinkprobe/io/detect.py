@@ -139,6 +139,10 @@ def detect(
     if fields.answer_field:
         answer_fields = (fields.answer_field, *answer_fields)
     answer = _answer_section(record, answer_fields, reasoning_from, text, split)
+    if answer is not None and answer.field != reasoning_from and split.tag is None and split.answer is not None:
+        # a closing "#### 36" / "The answer is: 36" line of a text whose answer is another field's: reasoning
+        start, end = trim(text, 0, len(text))
+        sections = [Section("reasoning", _origin(record, reasoning_from), text, start, end)]
     if answer is not None:
         answer = Section("answer", _origin(record, answer.field), answer.text, answer.start, answer.end)
         if answer.field != _origin(record, reasoning_from) and answer.content.strip() == text[start:end].strip():
@@ -203,7 +207,7 @@ def detect(
         sections=tuple(sections),
         # a named field first, then the prompt a `<model> (<prompt>)` output answers, then detection
         question=(fields.question_field and _question(record, fields.question_field)) or output_prompt(record, reasoning_from)
-        or _question(record) or _prompt_turn(sections),
+        or _missing_premise(record) or _question(record) or _prompt_turn(sections),
         gold_answer=gold,
         correct=grade.verdict if grade else None,
         provenance=provenance,
@@ -533,6 +537,14 @@ def _answer_section(
         if start < end:
             return Section("answer", reasoning_from, text, start, end)
     return None
+
+
+def _missing_premise(record: dict) -> str | None:
+    """MiP-Overthinking's missing-premise question, where a record whose output field does not name its
+    prompt (`model_answer`: QwQ, s1.1, DSQ ...) holds it beside the whole question: only its missing-premise
+    files do, and their models were asked it."""
+    value = record.get("insufficient_question")
+    return value if isinstance(value, str) and value.strip() and isinstance(record.get("question"), str) else None
 
 
 def _question(record: dict, field: str | None = None) -> str | None:

@@ -140,6 +140,8 @@ def _not_utf8(fh) -> str | None:
     head = fh.peek(4)[:4] if hasattr(fh, "peek") else b""
     if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return "UTF-16 text (its byte-order mark): save it as UTF-8"
+    if len(head) == 4 and (head[1::2] == b"\x00\x00" or head[0::2] == b"\x00\x00") and head.strip(b"\x00"):
+        return "UTF-16 text (every other byte is NUL): save it as UTF-8"
     if head[:2] == b"\x1f\x8b":
         return "gzip data where text was expected (compressed twice, or a .gz file without its .gz name): decompress it"
     return None
@@ -435,6 +437,10 @@ def _iter_delimited(delimiter: str) -> Callable[[str, BinaryIO, InputLimits], It
                 yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", "no header row")
                 return
             header = [h.strip() for h in header]
+            if any(_ESCAPED_BYTE.search(h) for h in header):
+                yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", "header row: invalid UTF-8 (save the file "
+                                                                             "as UTF-8)")
+                return
             for index, row in enumerate(reader):
                 while skipped:
                     error = over(*skipped.pop(0))

@@ -48,13 +48,13 @@ _OPTION_VALUE = re.compile(r"^\s*\(?([A-J])\)?(?:[.:)]|\s|$)")
 _OPTION_LABEL = re.compile(r"^\s*\(?([A-J])\)\s+\S")
 _ANSWER_LABEL = re.compile(r"(?:#+\s*)?(?:the\s+)?(?:final\s+)?answer(?:\s+is)?\s*[:：]?", re.IGNORECASE)
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.DOTALL)
-_LIST_MARK = re.compile(r"\s*(?:\d+[.)]|[-*•]|#+)\s*")  # what starts a list item or a heading line
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 _HEDGE = re.compile(r"^(?:(?:probably|likely|maybe|perhaps|definitely|indeed|actually|simply|just|still|then|"
                     r"therefore|thus|clearly|exactly|now|here|hence|so|approximately|about|around|roughly|nearly)\b"
-                    r"|approx\.|~|≈|\\approx\b)[,:]?\s*", re.IGNORECASE)
+                    r"|~|≈|\\approx\b)[,:]?\s*", re.IGNORECASE)
+_APPROX = re.compile(r"^\s*approx\.\s*", re.IGNORECASE)
 # "If the answer is 10, the total would be 30": a hypothesis, not an answer put forward
-_SUPPOSED = re.compile(r"\b(?:if|suppose|supposing|assume|assuming|whether|unless)\b[^,.;:!?]*$", re.IGNORECASE)
+_SUPPOSED = re.compile(r"(?:^|[\n,.;:!?(]\s*)(?:if|suppose|supposing|assume|assuming|unless)\b[^,.;:!?\n]*$", re.IGNORECASE)
 _NOT_A_VALUE = re.compile(r"^(?:not|that|going|either|no\s+(?:longer|more|different|clear|single|way)\b|none of|wrong|"
                           r"incorrect|correct\b|in\b|the same|different|unclear|unknown|what|whether|this\b|to\b|"
                           r"if\b)",  # "Possible answer: If I knew it was ..."
@@ -132,7 +132,7 @@ def _phrase_value(text: str) -> tuple[str, str] | None:
             continue
         if _SUPPOSED.search(plain[max(0, m.start() - 80):m.start()]):
             continue
-        value = _cut_value(plain[m.end():])
+        value = _cut_value(_APPROX.sub("", plain[m.end():], count=1))  # "approx. 5": its stop ends no sentence
         while _HEDGE.match(value):
             value = _HEDGE.sub("", value, count=1)
         labelled = _OPTION_LABEL.match(value)  # "B) Those who responded ...": the option, its text however long
@@ -154,20 +154,20 @@ def _phrase_value(text: str) -> tuple[str, str] | None:
 
 
 def _bold_value(text: str) -> str | None:
-    """The last bold span of an answer-section unit that could be an answer: not a heading ("1. **Plug
-    in the values**:", "**Step 2:**") and not one of several emphasised words in a sentence."""
-    spans = list(_BOLD.finditer(text))
-    if len(spans) > 1:  # "**4** appears **10** times": emphasis in an explanation
-        return None
-    values = [m.group(1).strip() for m in spans
-              if not re.match(r"\s*:", text[m.end():]) and not _LIST_MARK.fullmatch(text[:m.start()].rsplit("\n", 1)[-1])]
-    for v in reversed(values):
-        words = v.lower()
-        if v.endswith(":") or re.search(r"\b(?:answer|step|solution|final|conclusion|verification)\b", words) and not re.search(r"\d", v):
+    """The bold span of an answer-section unit that could be an answer: not a heading ("1. **Plug in
+    the values**:", "**Step 2:**", "**Final Answer**"), and none where a unit emphasises several
+    values ("**4** appears **10** times": a worked explanation)."""
+    values = []
+    for m in _BOLD.finditer(text):
+        v = m.group(1).strip()
+        if v.endswith(":") or re.match(r"\s*:", text[m.end():]):
+            continue  # a heading or a label
+        if re.search(r"\b(?:answer|step|solution|final|conclusion|verification)\b", v.lower()) and not re.search(r"\d", v):
             continue
-        if len(v.split()) <= _MAX_PHRASE_WORDS:
-            return v
-    return None
+        values.append(v)
+    if len(values) != 1:
+        return None
+    return values[0] if len(values[0].split()) <= _MAX_PHRASE_WORDS else None
 
 
 def conclusion_number(text: str) -> str | None:

@@ -50,7 +50,7 @@ def _lines(run: dict) -> list[str]:
                      f"attempted': left out of Acc"
                      + (f"; read from {', '.join(grades['fields'])}" if grades["fields"] else "")
                      + f"), {sum(mat.values())} were judged by matching the final answer against the gold answer"
-                     + (f" ({grades['matcher_no_answer']} of them incorrect because they state no final answer at all)"
+                     + (f" ({grades['matcher_no_answer']} of them incorrect because no final answer was found in them)"
                         if grades.get("matcher_no_answer") else "") + ", "
                        f"{grades['none']} have neither a grade nor a gold answer. A record's own grade always wins "
                        f"over the matcher.")

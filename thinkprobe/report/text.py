@@ -40,6 +40,10 @@ def _factor_sentence(stats: Mapping, by: str) -> str | None:
     if found:
         return (f"The {by} matters most for " + _list([f"{v} (corrected ε² {format_number(x, 2)})" for x, v in found[:2]])
                 + " after length control.")
+    tiny = [v for t, v in tests if t["status"] == TESTED and t.get("significant")]
+    if tiny:
+        return (f"By {by}, {_list(tiny)} {'differs' if len(tiny) == 1 else 'differ'} significantly but by less than "
+                f"corrected ε² {floor} once length and chance are removed; no other dimension differs.")
     return (f"No dimension differs significantly by {by} once length and chance are removed (Holm-corrected, "
             f"corrected ε² at least {floor}).")
 
@@ -124,8 +128,8 @@ def headline(stats: Mapping) -> list[str]:
                  if weak else f", at least {min_rel} for all {len(strong)}.")
         usable = sum(1 for c in groups["model"]["groups"].values() if c >= 2)
         if strong and usable < FEW_MODELS:
-            text += (f" With {usable} models this is weak support: a correlation over {usable} model means is often "
-                     f"high by chance.")
+            text += (f" With {usable} models a reliability of {min_rel} or more{' (' + _list(strong) + ')' if weak else ''} "
+                     f"is weak support: a correlation over {usable} model means is often high by chance.")
         out.append(text)
     elif n_models >= 2:
         usable = sum(1 for c in groups["model"]["groups"].values() if c >= 2)
@@ -316,8 +320,14 @@ def _selection_lines(run_dir: Path) -> list[str]:
     from ..outputs import RUN_JSON
 
     path = run_dir / RUN_JSON
-    selection = json.loads(path.read_text(encoding="utf-8")).get("selection") if path.exists() else None
+    info = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    selection = info.get("selection")
     if not selection:
+        return []
+    counts = info.get("counts") or {}
+    taken = (counts.get("traces") or 0) + (counts.get("errors") or 0)
+    asked = min(x for x in (selection.get("sample"), selection.get("limit")) if x is not None)
+    if counts and taken < asked:  # the inputs hold fewer: every record was taken
         return []
     if selection.get("sample") is not None:
         return [f"The traces are a random sample of {selection['sample']} records of the inputs (--sample, seed "
