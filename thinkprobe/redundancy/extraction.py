@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .normalise import FACTORIAL_EXPR, BOXED, MARKDOWN, NUMBER, SPECIAL_TOKEN, answers_match
+from .normalise import BOXED, FACTORIAL_EXPR, MARKDOWN, NUMBER, SPECIAL_TOKEN, answers_match
 
 __all__ = ["Candidate", "KIND_RANK", "find_candidates", "final_candidate", "code_tests_of", "boxed_values",
            "conclusion_number"]
