@@ -431,7 +431,7 @@ def test_models_unevenly_crossed_with_domains_are_said_so():
     """A MiP run where QwQ had no svamp traces: its 'model difference' in Efficiency vanished within each
     domain, and the headline did not say that models and domains were confounded."""
     from thinkprobe.report.text import _crossing_sentence
-    from thinkprobe.stats import model_crossing
+    from thinkprobe.crossing import model_crossing
 
     even = [{"model": m, "domain": d} for m in ("a", "b", "c") for d in ("x", "y") for _ in range(4)]
     assert model_crossing(even, "domain") == {"models": 3, "levels": 2, "empty_cells": [], "cramers_v": 0.0,

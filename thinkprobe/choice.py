@@ -234,7 +234,8 @@ def select_run(run_dir: str | Path, *, domain: str | None = None, want: str | Ma
                like: str | Path | Mapping | None = None, settings: StatsSettings | None = None,
                rows: Sequence[Mapping] | None = None) -> Selection:
     """select_models over a run folder (its own stats settings); `want` may be the --want text."""
-    from .stats import load_table, model_crossing, stats_settings
+    from .crossing import model_crossing
+    from .stats import load_table, stats_settings
 
     run_dir = Path(run_dir)
     settings = settings or stats_settings(run_dir)
