@@ -198,6 +198,20 @@ def test_only_the_option_allows_code_not_a_config_file():
     assert RedundancyParams.from_config(run_config(RunOptions(allow_code_execution=True))).allow_code_execution
 
 
+
+def test_a_config_file_asking_for_code_execution_is_refused_naming_the_key(tmp_path):
+    """It was ignored without a word: the user believed code answers were being run."""
+    from thinkprobe.config import Config, ConfigError
+
+    path = tmp_path / "run.yaml"
+    path.write_text("redundancy:\n  allow_code_execution: true\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="redundancy.allow_code_execution.*--allow-code-execution") as err:
+        Config.load(path)
+    assert str(path) in str(err.value)
+    path.write_text("redundancy:\n  allow_code_execution: false\n", encoding="utf-8")
+    assert Config.load(path)["redundancy"]["allow_code_execution"] is False
+
+
 # ----------------------------------------------------------------------------- whole runs
 
 def hostile_trace(folder, port) -> dict:

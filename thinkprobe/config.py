@@ -119,6 +119,9 @@ class Config:
                 with open(path, encoding="utf-8") as f:
                     user = yaml.safe_load(f) or {}
                 check_config(user, data)
+                if isinstance(user.get("redundancy"), Mapping) and user["redundancy"].get("allow_code_execution"):
+                    raise ConfigError("config key 'redundancy.allow_code_execution': a config file cannot turn code "
+                                      "execution on; give the run --allow-code-execution (docs/redundancy.md, Code answers)")
                 data = _merge(data, user)
             if overrides:
                 check_config(overrides, data)
