@@ -300,6 +300,17 @@ def test_utf16_and_doubly_gzipped_files_are_named_as_such(tmp_path):
     assert [getattr(r, "reason", "record") for _, _, r in iter_records(latin)] == ["header row: invalid UTF-8 (save the file as UTF-8)"]
 
 
+def test_a_pipe_or_a_device_named_as_an_input_is_refused_not_read(tmp_path):
+    """A FIFO blocked waiting for a writer; /dev/zero was read until a timeout killed the run."""
+    import os
+
+    fifo = tmp_path / "records.jsonl"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/zero")):
+        assert [(loc, r.reason) for _, loc, r in iter_records(path)] == [
+            ("file", "not a regular file (a pipe or a device): save the records to a file first")]
+
+
 # ------------------------------------------------------------------ trace text over the limit
 
 

@@ -70,6 +70,10 @@ def iter_records(path: str | Path, limits: InputLimits | None = None,
     if not root.exists():
         raise FileNotFoundError(f"no such file or directory: {root}")
     limits = limits if limits is not None else InputLimits.default()
+    if not root.is_dir() and not root.is_file():  # a FIFO or a device (/dev/zero) would block or never end
+        yield str(root), WHOLE_FILE, InputError(str(root), WHOLE_FILE, "", "not a regular file (a pipe or a device): "
+                                                                          "save the records to a file first")
+        return
     files = [f for f in data_files(root) if keep is None or keep(f)] if root.is_dir() else [root]
     for file in files:
         yield from _iter_file(file, limits)
