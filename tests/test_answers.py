@@ -83,9 +83,22 @@ def test_numbers_only_in_conclusions_and_the_closing_unit():
     rec = record("We have 3 apples and 4 pears.", "So the total is $3 + 4 = 7$.", "That is 7 fruit.",
                  types="RSN CON RSN", answer_from=2)
     assert [(c.unit, c.value, c.kind) for c in find_candidates(rec)] == [(1, "7", "number"), (2, "7", "number")]
-    # without an answer section the text's last unit closes it (an answer-only model's "θ = 90°.")
-    untagged = record("The lines meet where the dot product is 0.", "θ = 90°.")
+    # an answer-only model's untagged text closes on its last unit ("θ = 90°."); a thinking trace or one cut
+    # off does not: its last sentence is no answer ("... let me recheck step 3 again.")
+    texts = ("The lines meet where the dot product is 0.", "θ = 90°.")
+    untagged = record(*texts, provenance={"untagged": True})
     assert [(c.unit, c.value, c.kind) for c in find_candidates(untagged)] == [(1, "90", "number")]
+    assert find_candidates(record(*texts)) == []
+    assert find_candidates(record(*texts, provenance={"untagged": True, "truncated": True})) == []
+    named = record(*texts, provenance={"reasoning_from": "o1 (question)"})  # MiP's answer-only field, named
+    assert [(c.unit, c.value) for c in find_candidates(named)] == [(1, "90")]
+
+
+def test_an_answer_section_that_is_a_bare_value_is_that_value():
+    """WizardMath's 'The answer is: \\frac{3}{2}.' leaves '\\frac{3}{2}.' as the answer section: its last
+    number ('2') was taken for the answer."""
+    for value in (r"\frac{3}{2}", r"\sqrt{5}", "216"):
+        assert only(record("So it is done.", value + ".", answer_from=1)) == (value, "phrase")
 
 
 def test_answer_label_on_its_own_line_takes_the_next_unit():
@@ -103,7 +116,7 @@ def test_bold_headings_and_emphasis_in_a_worked_answer_are_not_answers():
     candidates and made up answer changes (EE 21 in one trace); the boxed answer stands."""
     rec = record("Let me solve it.", "1. **Subtract one from both sides**:", "- The digit **4** appears **10** times.",
                  "So **48** full cycles.", r"The answer is $\boxed{90}$.", "**90**", answer_from=1)
-    assert [(c.unit, c.value, c.kind) for c in find_candidates(rec)] == [(4, "90", "boxed"), (5, "90", "bold")]
+    assert [(c.unit, c.value, c.kind) for c in find_candidates(rec)] == [(4, "90", "boxed"), (5, "90", "phrase")]
     assert only(record("Thinking.", "The capital is **Paris**.", answer_from=1)) == ("Paris", "bold")
     # a bulleted or numbered answer is an answer; a step label beside it is not
     assert only(record("Thinking.", "- **Paris**", answer_from=1)) == ("Paris", "bold")

@@ -458,3 +458,16 @@ def test_a_significant_but_negligible_domain_effect_is_not_called_no_difference(
     assert _factor_sentence(stats, "domain").startswith("By domain, Breadth differs significantly but by less than")
     stats["variables"][0] = dim("Breadth", False, 0.005)
     assert _factor_sentence(stats, "domain").startswith("No dimension differs significantly by domain")
+
+
+def test_a_group_that_is_the_model_under_another_name_is_said_so():
+    """tts_knowledge's budget in the file name, one budget per model: 'the group matters most for
+    Metacognition' was the model effect again."""
+    from thinkprobe.report.text import _factor_sentence
+
+    tested = {"status": "ok", "significant": True, "eps2_corrected": 0.5}
+    stats = {"groupings": {"group": {"groups": {"a": 5, "b": 5}}}, "settings": {"ratio_floor": 0.01},
+             "crossing": {"group": {"cramers_v": 1.0}},
+             "variables": [{"kind": "dimension", "variable": "Metacognition", "length_controlled": {"group": tested}}]}
+    assert _factor_sentence(stats, "group") == ("The group splits the traces as the model does (Cramér's V 1.00): "
+                                                "what differs by group here is what differs by model.")

@@ -55,10 +55,10 @@ class PatternWarning:
 
     def __str__(self) -> str:
         if not self.folder:
-            return (f"{self.option} {self.field!r} does not match {self.input}: it is read, its model, domain and group "
+            return (f"{self.option} '{self.field}' does not match {self.input}: it is read, its model, domain and group "
                     f"from its own fields, else unknown")
         shown = ", ".join(self.unmatched[:10]) + (f", ... ({len(self.unmatched)} files)" if len(self.unmatched) > 10 else "")
-        return (f"{self.option} {self.field!r} matched {self.checked - len(self.unmatched)} of the {self.checked} data "
+        return (f"{self.option} '{self.field}' matched {self.checked - len(self.unmatched)} of the {self.checked} data "
                 f"files of {self.input}; the others are left out: {shown}; to profile them too, name them as "
                 f"inputs of their own")
 

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .normalise import BOXED, FACTORIAL_EXPR, MARKDOWN, NUMBER, SPECIAL_TOKEN, answers_match
+from .normalise import BOXED, FACTORIAL_EXPR, MARKDOWN, NUMBER, SPECIAL_TOKEN, answers_match, to_number
 
 __all__ = ["Candidate", "KIND_RANK", "find_candidates", "final_candidate", "code_tests_of", "boxed_values",
            "conclusion_number"]
@@ -59,6 +59,7 @@ _NOT_A_VALUE = re.compile(r"^(?:not|that|going|either|no\s+(?:longer|more|differ
                           r"incorrect|correct\b|in\b|the same|different|unclear|unknown|what|whether|this\b|to\b|"
                           r"if\b)",  # "Possible answer: If I knew it was ..."
                           re.IGNORECASE)
+_OUTPUT_FIELD = re.compile(r"^[^()]*[^()\s] \([^()]+\)$")  # "o1 (question)": a model's whole output (io.guess)
 _UNFINISHED = re.compile(r"(?:=|\?)\s*$")  # "Final Answer: 3 * 29524 = ?": a sum still to do
 _EMPTY_VALUE = re.compile(r"^[\s'\"‘’“”`.,;:!?]*$")  # a lone quote or stop (brackets are Dyck languages' answers)
 _QUOTES = "'\"‘“`"
@@ -212,6 +213,10 @@ def _unit_candidate(text: str, *, in_answer: bool, conclusion: bool) -> tuple[st
     phrase = _phrase_value(text)
     if phrase:
         return phrase
+    if in_answer and conclusion:  # an answer section that is a bare value ("\\frac{3}{2}." after "The answer is:")
+        bare = MARKDOWN.sub("", text).strip().rstrip(".").strip()
+        if bare and len(bare) <= _MAX_VALUE_CHARS and to_number(bare) is not None:
+            return bare, "phrase"
     if in_answer:
         bold = _bold_value(text)
         if bold:
@@ -256,9 +261,12 @@ def find_candidates(record: dict) -> list[Candidate]:
     if not units:
         return []
     answer_ids = [u["id"] for u in units if u.get("section") == "answer"]
-    # the closing unit: the answer section's last, or without one the text's last ("θ = 90°." of an
-    # answer-only model's untagged text)
-    last_answer = answer_ids[-1] if answer_ids else units[-1]["id"]
+    # the closing unit: the answer section's last, or the last of an answer-only model's untagged text
+    # ("θ = 90°."), which has no answer section; never of a thinking trace or one cut off
+    provenance = record.get("provenance") or {}
+    whole_output = provenance.get("untagged") or _OUTPUT_FIELD.match(str(provenance.get("reasoning_from") or ""))
+    closes = whole_output and not provenance.get("truncated")
+    last_answer = answer_ids[-1] if answer_ids else units[-1]["id"] if closes else None
     code = _final_code_block(units)
     out = []
     label_before = False  # the previous unit was a bare "Answer:" label

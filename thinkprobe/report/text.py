@@ -33,6 +33,10 @@ def _factor_sentence(stats: Mapping, by: str) -> str | None:
     with fewer than two of them."""
     if by not in stats["groupings"] or len(stats["groupings"][by]["groups"]) < 2:
         return None
+    crossing = (stats.get("crossing") or {}).get(by) or {}
+    if (crossing.get("cramers_v") or 0.0) >= SAME_SPLIT_V:
+        return (f"The {by} splits the traces as the model does (Cramér's V {format_number(crossing['cramers_v'], 2)}): "
+                f"what differs by {by} here is what differs by model.")
     floor = stats["settings"]["ratio_floor"]
     tests = [(e["length_controlled"][by], e["variable"]) for e in _dims(stats)]
     found = sorted(((t["eps2_corrected"], v) for t, v in tests
@@ -69,6 +73,7 @@ def _crossing_sentence(stats: Mapping) -> str | None:
 
 
 FEW_MODELS = 5  # fewer models than this: a high split-half reliability is weak support
+SAME_SPLIT_V = 0.99  # Cramér's V from which a domain or group is the model under another name
 
 
 def headline(stats: Mapping) -> list[str]:
@@ -107,8 +112,9 @@ def headline(stats: Mapping) -> list[str]:
                           f"traces)." if rest else "."))
         else:
             best = max(((lc(e, "model")["eps2_corrected"] or 0.0, e["variable"]) for e in dims), default=(0.0, "–"))
-            out.append(f"{opening}: no dimension separates the models once length and chance are removed "
-                       f"(largest corrected length-controlled ε² {format_number(best[0], 2)}, {best[1]}).")
+            out.append(f"{opening}: no dimension separates the models significantly once length and chance are "
+                       f"removed (largest corrected length-controlled ε² {format_number(best[0], 2)}, {best[1]}; "
+                       f"smallest model: {min(groups['model']['groups'].values())} traces).")
     if n_models >= 2 and (crossing := _crossing_sentence(stats)):
         out[-1] += " " + crossing
     fits = [(e["length_controlled"]["fit"]["r2"], e["variable"]) for e in dims
