@@ -121,6 +121,7 @@ def test_bold_headings_and_emphasis_in_a_worked_answer_are_not_answers():
     # a bulleted or numbered answer is an answer; a step label beside it is not
     assert only(record("Thinking.", "- **Paris**", answer_from=1)) == ("Paris", "bold")
     assert only(record("Thinking.", "**Step 3:** the total is **42**", answer_from=1)) == ("42", "bold")
+    assert all(c.kind != "bold" for c in find_candidates(record("Thinking.", "**Step 3: Compute the total**", answer_from=1)))
 
 
 def test_final_code_block_is_one_candidate():

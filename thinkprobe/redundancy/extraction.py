@@ -161,8 +161,8 @@ def _bold_value(text: str) -> str | None:
     values = []
     for m in _BOLD.finditer(text):
         v = m.group(1).strip()
-        if v.endswith(":") or re.match(r"\s*:", text[m.end():]):
-            continue  # a heading or a label
+        if v.endswith(":") or re.match(r"\s*:", text[m.end():]) or re.match(r"(?:step|part|case)\s*\d+\s*[:.)]", v.lower()):
+            continue  # a heading or a label ("**Step 3: Compute**")
         if re.search(r"\b(?:answer|step|solution|final|conclusion|verification)\b", v.lower()) and not re.search(r"\d", v):
             continue
         values.append(v)
