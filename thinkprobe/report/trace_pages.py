@@ -52,10 +52,9 @@ def _find_graph(run_dir: Path, trace_id: str) -> dict:
 
 
 def safe_trace_id(trace_id: str) -> str:
-    """A file name for a trace id: the id itself when it is a plain lower-case name, else a cleaned
-    prefix + hash, so that ids differing only in case ("Case", "case") or a name Windows reserves
-    ("con") never share a file on a case-insensitive or Windows file system."""
-    if re.fullmatch(r"[a-z0-9_-][a-z0-9._-]{0,99}", trace_id) and trace_id.split(".")[0] not in _RESERVED:
+    """A file name for a trace id: the id itself when it is a plain name (not one Windows reserves,
+    "con", "nul" ...), else a cleaned prefix + hash."""
+    if re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}", trace_id) and trace_id.split(".")[0].lower() not in _RESERVED:
         return trace_id
     clean = re.sub(r"[^A-Za-z0-9._-]+", "_", trace_id).strip("._")[:60]
     return f"{clean}-{hashlib.sha1(trace_id.encode('utf-8')).hexdigest()[:10]}"
