@@ -198,6 +198,13 @@ def skipped_line(result: dict) -> str:
     return f"{result['errors']} records skipped ({why}), see {Path(result['out_dir']) / 'errors.jsonl'}"
 
 
+def _per_model(counts: dict, result: dict) -> str:
+    """'m1 5 of 11, m2 4 of 8': a count per model beside the model's traces, most first."""
+    traces = {row["model"]: row["traces"] for row in (result.get("coverage") or {}).get("by_model", ())}
+    return ", ".join(f"{model} {n}" + (f" of {traces[model]}" if model in traces else "")
+                     for model, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def format_summary(result: dict) -> str:
     from .accounting import format_coverage
     from .cognitive_profile import DIMENSION_NAMES
@@ -219,20 +226,14 @@ def format_summary(result: dict) -> str:
     for warning in result.get("field_warnings", ()):
         lines.append(f"warning: {warning}")
     if result.get("untagged"):
-        traces = {row["model"]: row["traces"] for row in (result.get("coverage") or {}).get("by_model", ())}
-        per_model = ", ".join(f"{model} {n}" + (f" of {traces[model]}" if model in traces else "")
-                              for model, n in sorted((result.get("untagged_by_model") or {}).items(),
-                                                     key=lambda kv: (-kv[1], kv[0])))
+        per_model = _per_model(result.get("untagged_by_model") or {}, result)
         lines.append(f"{result['untagged']} traces are untagged text (no reasoning field or tags: a non-reasoning "
                      "model's output?) profiled as chain of thought; provenance marks them, --untagged skip leaves "
                      "them out" + (f"; by model: {per_model}" if per_model else ""))
     if truncated := result.get("truncated_by_model"):
-        traces = {row["model"]: row["traces"] for row in (result.get("coverage") or {}).get("by_model", ())}
-        per_model = ", ".join(f"{model} {n}" + (f" of {traces[model]}" if model in traces else "")
-                              for model, n in sorted(truncated.items(), key=lambda kv: (-kv[1], kv[0])))
         lines.append(f"{sum(truncated.values())} traces end before their reasoning does (an opening tag with no "
                      f"closing one: cut off at a length limit?), profiled as far as they go (provenance truncated); "
-                     f"by model: {per_model}")
+                     f"by model: {_per_model(truncated, result)}")
     if result.get("reasoning_is_code"):
         lines.append(f"{result['reasoning_is_code']} traces' reasoning is a Python program, not prose (provenance "
                      "reasoning_is_code): their units and indicators describe code")

@@ -367,15 +367,13 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
 def files_not_drawn(opts: RunOptions, joined: Joined) -> list[str]:
     """The inputs' data files from which --sample (or --limit) took no record: a sample can miss the one
     file that holds the traces (Schoenfeld et al.'s folder), and the coverage lists only files read."""
-    from .io.formats import data_files
+    from .io.formats import source_files
 
     read = {row["file"] for row in joined.accounting.coverage()["by_file"]}
     out = []
     for spec in opts.inputs:
         src = parse_source(spec, opts.field_map)
-        root = Path(src.path)
-        files = [f for f in data_files(root) if src.fields.matches_path(f)] if root.is_dir() else [root]
-        out += [str(f) for f in files if str(f) not in read]
+        out += [str(f) for f in source_files(Path(src.path), src.fields.matches_path) if str(f) not in read]
     return out
 
 

@@ -23,7 +23,7 @@ from .layouts import expand
 from .limits import (READ_CHUNK, GuardedStream, InflateGuard, InputLimits, Skipped, TooLarge, bounded_lines, count_lines,
                      file_reason, open_input, read_whole, record_reason)
 
-__all__ = ["READERS", "data_files", "count_records", "count_inputs", "RECORD_LIST_KEYS", "FORMATS", "HF_METADATA_FILES", "RECORD_OBJECT_LISTS", "RECORD_VALUE_LISTS", "PARQUET_BATCH_ROWS", "WHOLE_FILE", "EMPTY_FILE", "iter_records", "strip_extensions", "type_name"]
+__all__ = ["READERS", "data_files", "source_files", "count_records", "count_inputs", "RECORD_LIST_KEYS", "FORMATS", "HF_METADATA_FILES", "RECORD_OBJECT_LISTS", "RECORD_VALUE_LISTS", "PARQUET_BATCH_ROWS", "WHOLE_FILE", "EMPTY_FILE", "iter_records", "strip_extensions", "type_name"]
 
 
 RECORD_LIST_KEYS = ("records", "data", "traces")
@@ -74,9 +74,13 @@ def iter_records(path: str | Path, limits: InputLimits | None = None,
         yield str(root), WHOLE_FILE, InputError(str(root), WHOLE_FILE, "", "not a regular file (a pipe or a device): "
                                                                           "save the records to a file first")
         return
-    files = [f for f in data_files(root) if keep is None or keep(f)] if root.is_dir() else [root]
-    for file in files:
+    for file in source_files(root, keep):
         yield from _iter_file(file, limits)
+
+
+def source_files(root: Path, keep: Callable[[Path], bool] | None = None) -> list[Path]:
+    """The data files an input is read from: a folder's (those `keep` accepts), or the file itself."""
+    return [f for f in data_files(root) if keep is None or keep(f)] if root.is_dir() else [root]
 
 
 def data_files(root: Path) -> list[Path]:

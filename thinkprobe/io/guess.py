@@ -17,7 +17,7 @@ from typing import Iterable
 
 from .tags import split_tags
 
-__all__ = ["is_code", "output_prompt", "tagged_field", "longest_text_hint", "step_texts", "HINT_MIN_CHARS", "NOT_OUTPUT", "OUTPUT_WORDS", "ModelOutput",
+__all__ = ["is_code", "is_output_field", "output_prompt", "tagged_field", "longest_text_hint", "step_texts", "HINT_MIN_CHARS", "NOT_OUTPUT", "OUTPUT_WORDS", "ModelOutput",
            "model_output", "HIDDEN_REASONING"]
 
 
@@ -114,6 +114,11 @@ def model_output(record: dict) -> ModelOutput | None:
         counted = hidden if isinstance(hidden, int) and not isinstance(hidden, bool) and hidden > 0 else None
         return ModelOutput(str(key), match["model"].strip(), value, counted)
     return None
+
+
+def is_output_field(key: str | None) -> bool:
+    """Whether a field is named as a model's whole output, `<model> (<field>)` ("o1 (question)")."""
+    return _OUTPUT_KEY.match(str(key or "")) is not None
 
 
 def output_prompt(record: dict, key: str | None) -> str | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..records import InputError, Trace
-from .formats import data_files, strip_extensions
+from .formats import source_files, strip_extensions
 from .grades import verdict_name
 from .sources import FieldMap, Source, parse_source
 from .traces import detect_inputs
@@ -30,7 +30,7 @@ def peek(paths: str | Path | Source | Sequence[str | Path | Source], n: int = 5,
         src = parse_source(spec, fields)
         files = [src]
         if src.records is None and Path(src.path).is_dir():
-            found = [f for f in data_files(Path(src.path)) if src.fields.matches_path(f)]  # as the run reads them
+            found = source_files(Path(src.path), src.fields.matches_path)  # as the run reads them
             files = [Source(str(f), src.fields) for f in found[:max_files]]
             if len(found) > max_files:
                 row = dict.fromkeys(_PEEK_KEYS)

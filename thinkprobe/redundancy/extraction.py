@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from ..io.guess import is_output_field
 from .normalise import BOXED, FACTORIAL_EXPR, MARKDOWN, NUMBER, SPECIAL_TOKEN, answers_match, to_number
 
 __all__ = ["Candidate", "KIND_RANK", "find_candidates", "final_candidate", "code_tests_of", "boxed_values",
@@ -59,7 +60,6 @@ _NOT_A_VALUE = re.compile(r"^(?:not|that|going|either|no\s+(?:longer|more|differ
                           r"incorrect|correct\b|in\b|the same|different|unclear|unknown|what|whether|this\b|to\b|"
                           r"if\b)",  # "Possible answer: If I knew it was ..."
                           re.IGNORECASE)
-_OUTPUT_FIELD = re.compile(r"^[^()]*[^()\s] \([^()]+\)$")  # "o1 (question)": a model's whole output (io.guess)
 _UNFINISHED = re.compile(r"(?:=|\?)\s*$")  # "Final Answer: 3 * 29524 = ?": a sum still to do
 _EMPTY_VALUE = re.compile(r"^[\s'\"‘’“”`.,;:!?]*$")  # a lone quote or stop (brackets are Dyck languages' answers)
 _QUOTES = "'\"‘“`"
@@ -264,7 +264,7 @@ def find_candidates(record: dict) -> list[Candidate]:
     # the closing unit: the answer section's last, or the last of an answer-only model's untagged text
     # ("θ = 90°."), which has no answer section; never of a thinking trace or one cut off
     provenance = record.get("provenance") or {}
-    whole_output = provenance.get("untagged") or _OUTPUT_FIELD.match(str(provenance.get("reasoning_from") or ""))
+    whole_output = provenance.get("untagged") or is_output_field(provenance.get("reasoning_from"))
     closes = whole_output and not provenance.get("truncated")
     last_answer = answer_ids[-1] if answer_ids else units[-1]["id"] if closes else None
     code = _final_code_block(units)

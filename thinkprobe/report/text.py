@@ -123,6 +123,7 @@ def headline(stats: Mapping) -> list[str]:
         top = max(fits)
         out.append(f"Log tokens alone explain {min(fits)[0] * 100:.0f}–{top[0] * 100:.0f}% of the "
                    f"variance of a dimension (most: {top[1]}).")
+    usable = sum(1 for c in groups["model"]["groups"].values() if c >= 2)  # models a split-half can use
     rel = [(e["reliability"]["split_half"]["spearman_brown"], e["variable"]) for e in dims
            if e["reliability"]["split_half"]["spearman_brown"] is not None]
     if rel:
@@ -132,13 +133,11 @@ def headline(stats: Mapping) -> list[str]:
                 f" across dimensions")
         text += (f"; model differences in {_list(weak)} are below {min_rel} and not supported by these data."
                  if weak else f", at least {min_rel} for all {len(strong)}.")
-        usable = sum(1 for c in groups["model"]["groups"].values() if c >= 2)
         if strong and usable < FEW_MODELS:
             text += (f" With {usable} models a reliability of {min_rel} or more{' (' + _list(strong) + ')' if weak else ''} "
                      f"is weak support: a correlation over {usable} model means is often high by chance.")
         out.append(text)
     elif n_models >= 2:
-        usable = sum(1 for c in groups["model"]["groups"].values() if c >= 2)
         out.append(f"Only {usable} model{'s' if usable != 1 else ''} with 2 or more traces, and a split-half "
                    f"reliability of model means needs 3: treat model differences as unconfirmed.")
     factors = [s for s in (_factor_sentence(stats, by) for by in ("domain", "group")) if s]
@@ -302,8 +301,9 @@ def summary_text(run_dir: Path, stats: Mapping, pages: Mapping) -> list[str]:
     n_models, n_domains = len(groups["model"]["groups"]), len(groups["domain"]["groups"])
     lines = [f"{traces_word(stats['n_traces'])} from {n_models} model{'s' if n_models != 1 else ''} and "
              f"{n_domains} domain{'s' if n_domains != 1 else ''} (run folder `{run_dir.name}`)."]
-    lines += _selection_lines(run_dir)
-    lines += _code_not_run_lines(run_dir)
+    info = _run_json(run_dir)
+    lines += _selection_lines(info)
+    lines += _code_not_run_lines(info)
     if has_group(stats):
         named = groups["group"]["groups"]
         without = stats["n_traces"] - sum(named.values())
@@ -319,14 +319,18 @@ def summary_text(run_dir: Path, stats: Mapping, pages: Mapping) -> list[str]:
     return lines
 
 
-def _selection_lines(run_dir: Path) -> list[str]:
-    """That the traces are a sample (--sample) or the first records (--limit) of the inputs, from run.json."""
+def _run_json(run_dir: Path) -> dict:
+    """The run's run.json ({} for a run folder without one)."""
     import json
 
     from ..outputs import RUN_JSON
 
     path = run_dir / RUN_JSON
-    info = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def _selection_lines(info: Mapping) -> list[str]:
+    """That the traces are a sample (--sample) or the first records (--limit) of the inputs, from run.json."""
     selection = info.get("selection")
     if not selection:
         return []
@@ -342,15 +346,11 @@ def _selection_lines(run_dir: Path) -> list[str]:
     return [f"The traces are the first {selection['limit']} records of the inputs (--limit), not all of them."]
 
 
-def _code_not_run_lines(run_dir: Path) -> list[str]:
+def _code_not_run_lines(info: Mapping) -> list[str]:
     """run.json's count of code answers left ungraded (code execution off), with how to allow it."""
-    import json
-
-    from ..outputs import RUN_JSON
     from ..redundancy import not_run_line
 
-    path = run_dir / RUN_JSON
-    count = json.loads(path.read_text(encoding="utf-8")).get("counts", {}).get("code_not_run") if path.exists() else 0
+    count = (info.get("counts") or {}).get("code_not_run")
     return [not_run_line(count)] if count else []
 
 
