@@ -88,7 +88,11 @@ def main(argv=None) -> None:
                 "command": "python scripts/train_failure_risk.py" + ("" if set(corpora) == set(CORPORA) else
                                                                      f" --corpora {','.join(corpora)}")
                            + (f" --per-stratum {args.per_stratum}" if caps else "")}
-        write_model(fit(data, args.C), Path(args.out), card)
+        model = fit(data, args.C)
+        if model.calibration[0] <= 0:
+            raise SystemExit(f"the calibration slope is {model.calibration[0]:.3f}: the out-of-fold scores do not "
+                             "rank wrong answers above right ones, so no model was written")
+        write_model(model, Path(args.out), card)
         print(f"wrote {Path(args.out) / 'model.json'}")
 
 

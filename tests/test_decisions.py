@@ -1,5 +1,6 @@
 """Issue 42's decisions: unusual traces (anomalies.csv), failure risk from structure alone, model
 choice (`thinkprobe select`) and their report sections, on hand-built run folders (no encoder)."""
+import dataclasses
 import copy
 import csv
 import json
@@ -111,6 +112,23 @@ def test_failure_risk_reads_neither_the_answer_nor_the_gold_nor_a_grade():
     for u in changed["units"][:10]:
         u.update(type="CRT", cues=["CRT", "hedge"])
     assert risk_features(changed) != base and failure_risk(changed) != failure_risk(rec)
+
+
+def test_failure_risk_bounds_a_feature_far_outside_the_training_range():
+    """A rare feature (units on a cycle) far outside what the model saw moves the risk no further
+    than CLIP standard deviations would: one odd feature cannot set the risk to 0 or 1 alone."""
+    from thinkprobe.training.risk_fit import CLIP
+
+    model = load_failure_risk()
+    assert model.clip == CLIP and model.to_json()["clip"] == CLIP
+    j = model.features.index("recurrence")
+    row = {**risk_features(_graph()), "recurrence": model.mean[j]}
+    at_bound = {**row, "recurrence": model.mean[j] + CLIP * model.scale[j]}
+    far = {**row, "recurrence": model.mean[j] + 1000 * model.scale[j]}
+    assert model.probability(far) == pytest.approx(model.probability(at_bound))
+    assert model.probability(far) != pytest.approx(model.probability(row))  # the bound moves it, it does not drop it
+    unclipped = dataclasses.replace(model, clip=None)
+    assert unclipped.probability(far) != pytest.approx(model.probability(far))
 
 
 def test_risk_features_count_candidate_answers_of_the_reasoning():

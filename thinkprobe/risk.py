@@ -168,7 +168,8 @@ MODEL_DIR = _model_dir()
 @dataclass(frozen=True)
 class FailureRisk:
     """A logistic regression on standardised features followed by Platt calibration:
-    p = sigmoid(a * (w . (x - mean) / scale + b) + c)."""
+    p = sigmoid(a * (w . z + b) + c), z = (x - mean) / scale clipped to [-clip, clip] (so one
+    feature far outside the training range, such as a rare cycle, cannot decide the risk alone)."""
 
     features: tuple[str, ...]
     mean: np.ndarray
@@ -177,18 +178,21 @@ class FailureRisk:
     intercept: float
     calibration: tuple[float, float]  # (a, c)
     card: Mapping[str, Any]  # what model.json says about its training (data, date, evaluation)
+    clip: float | None = None  # |z| bound of the standardised features (None: unbounded)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "FailureRisk":
         return cls(tuple(data["features"]), np.asarray(data["mean"], np.float64), np.asarray(data["scale"], np.float64),
                    np.asarray(data["coef"], np.float64), float(data["intercept"]),
                    (float(data["calibration"]["a"]), float(data["calibration"]["c"])),
-                   {k: v for k, v in data.items() if k not in ("mean", "scale", "coef", "intercept")})
+                   {k: v for k, v in data.items() if k not in ("mean", "scale", "coef", "intercept", "clip")},
+                   None if data.get("clip") is None else float(data["clip"]))
 
     def to_json(self) -> dict:
         return {**self.card, "features": list(self.features), "mean": self.mean.tolist(), "scale": self.scale.tolist(),
                 "coef": self.coef.tolist(), "intercept": self.intercept,
-                "calibration": {"a": self.calibration[0], "c": self.calibration[1]}}
+                "calibration": {"a": self.calibration[0], "c": self.calibration[1]},
+                **({} if self.clip is None else {"clip": self.clip})}
 
     def matrix(self, rows: Sequence[Mapping[str, float]]) -> np.ndarray:
         missing = [f for f in self.features if rows and f not in rows[0]]
@@ -196,8 +200,12 @@ class FailureRisk:
             raise KeyError(f"feature row lacks {missing[:3]}: build it with thinkprobe.risk.risk_features")
         return np.array([[float(r[f]) for f in self.features] for r in rows], dtype=np.float64).reshape(len(rows), -1)
 
+    def standardised(self, x: np.ndarray) -> np.ndarray:
+        z = (x - self.mean) / self.scale
+        return z if self.clip is None else np.clip(z, -self.clip, self.clip)
+
     def logit(self, x: np.ndarray) -> np.ndarray:
-        return ((x - self.mean) / self.scale) @ self.coef + self.intercept
+        return self.standardised(x) @ self.coef + self.intercept
 
     def probability(self, features: Mapping[str, float] | Sequence[Mapping[str, float]]):
         """P(the final answer is wrong) of one feature row (a float) or of a list of rows (an array)."""

@@ -5,7 +5,7 @@
    label), profiled by `thinkprobe.profile` into WORK/<corpus>/run; the labels go to
    WORK/<corpus>/labels.csv, joined back by record position.
 2. `fit` + `evaluate`: risk_features of every graph record; a logistic regression on standardised
-   features with Platt calibration (scikit-learn), evaluated leave-one-corpus-out and
+   features clipped to +-CLIP standard deviations, with Platt calibration (scikit-learn), evaluated leave-one-corpus-out and
    leave-one-model-out against length alone and length + model (one-hot).
 
 The command line is scripts/train_failure_risk.py.
@@ -33,6 +33,10 @@ __all__ = ["PER_STRATUM", "prepare", "profile_corpora", "load_dataset", "fit", "
 PER_STRATUM: dict[str, int] = {"mip_overthinking": 20, "tts_knowledge": 12, "think_bench": 20, "reasoningflow": 12,
                                "thought_anchors": 100, "processbench": 4, "big_bench_mistake": 30, "mr_ben": 10}
 LABEL_COLUMNS = ("record", "id", "corpus", "model", "domain", "wrong")
+# Standardised features are clipped to +-CLIP: a rare feature (a cycle: 17 of 1,876 traces) has a
+# tiny standard deviation, and unclipped one such trace in a held-out fold got a logit of 168, which
+# turned the out-of-fold Platt slope negative (MiP-Overthinking left out: AUROC 0.27, 0.73 clipped).
+CLIP = 4.0
 
 
 def prepare(work: Path, data_root: Path, corpora: Sequence[str] = tuple(CORPORA), seed: int = 0,
@@ -108,12 +112,16 @@ def load_dataset(work: Path, corpora: Sequence[str], partial: bool = False) -> d
 # ----------------------------------------------------------------------------- fitting
 
 
+def _clip(z: np.ndarray) -> np.ndarray:
+    return np.clip(z, -CLIP, CLIP)
+
+
 def _logistic(c: float = 0.1):
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+    from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
-    return make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=5000))
+    return make_pipeline(StandardScaler(), FunctionTransformer(_clip), LogisticRegression(C=c, max_iter=5000))
 
 
 def _balanced_weights(y: np.ndarray, groups: np.ndarray) -> np.ndarray:
@@ -160,7 +168,7 @@ def fit(data: Mapping[str, np.ndarray], c: float = 0.1) -> FailureRisk:
     scaler, lr = clf.named_steps["standardscaler"], clf.named_steps["logisticregression"]
     scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
     return FailureRisk(RISK_FEATURES, scaler.mean_.copy(), scale, lr.coef_[0].copy(), float(lr.intercept_[0]),
-                       (a, b), {"C": c})
+                       (a, b), {"C": c}, CLIP)
 
 
 def _predict(model: FailureRisk, X: np.ndarray) -> np.ndarray:
@@ -253,7 +261,7 @@ def write_model(model: FailureRisk, folder: Path, card: Mapping) -> None:
     README.md model card."""
     folder.mkdir(parents=True, exist_ok=True)
     data = FailureRisk(model.features, model.mean, model.scale, model.coef, model.intercept, model.calibration,
-                       {**model.card, **card}).to_json()
+                       {**model.card, **card}, model.clip).to_json()
     (folder / "model.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     (folder / "README.md").write_text(model_card(data), encoding="utf-8")
 
