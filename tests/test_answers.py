@@ -65,6 +65,9 @@ def only(rec: dict) -> tuple[str, str]:
     # a factorial stays in its expression (PRM800K's "# Answer" step); a lone "5!" is an exclamation
     ("So the answer is 2 * 5! * 5!", "2 * 5! * 5!", "phrase"),
     ("The answer is 5! Let me check.", "5", "phrase"),
+    ("The answer is 5! = 120.", "5! = 120", "phrase"),  # matches 120, not 5
+    ("The answer is 120, i.e. 5!.", "120", "phrase"),  # "i.e." opens a clause, as "which" does
+    ("So the answer is 7, that is, the seventh day.", "7", "phrase"),
 ])
 def test_unit_rules(text, value, kind):
     cands = find_candidates(record(text, "Let me go on."))  # not the closing unit, whose numbers count too
@@ -205,6 +208,7 @@ def test_normalise(raw, expected):
     ("A is a knight; B and C are knaves", "A knight; B and C knaves"),
     ("2 * 5! * 5!", "28800"),  # factorials are evaluated
     ("10!/(2!8!)", "45"),
+    ("5! = 120", "120"),  # an equation: its last side
     ("B:115.130", "B"),  # THINK-Bench's options: "A:145.200 B:115.130"
     ("Correct choice: A", "A"),
 ])

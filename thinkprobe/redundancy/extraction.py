@@ -118,7 +118,7 @@ def _cut_value(text: str) -> str:
                     and not (_INITIAL.search(text[max(0, i - 3) : i]) and re.match(r"\s?[A-Z][a-z.]", text[i + 1 : i + 4])) \
                     and not (re.fullmatch(r"[A-Z]", text[:i]) and re.match(r"\s?[A-Z]\.", text[i + 1 : i + 4])):
                 break
-            if re.match(r"\s+(?:because|since|which|but|so that|as)\b", text[i:]):
+            if re.match(r"\s+(?:(?:because|since|which|but|so that|as|that is)\b|i\.e\.|e\.g\.)", text[i:]):
                 break
         out.append(ch)
         i += 1

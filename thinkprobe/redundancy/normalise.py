@@ -85,8 +85,9 @@ def _unbox(text: str) -> str:
 _NUM_TOKEN = re.compile(r"\s*(?:(\d+\.?\d*(?:e[+-]?\d+)?|\.\d+(?:e[+-]?\d+)?)|(sqrt|pi)|(\*\*|[-+*/()!]))")
 _MAX_EXPONENT = 400
 _MAX_FACTORIAL = 170  # the largest whose value is a float
-# an expression with a factorial in it: an operator beside a number with "!" ("2 * 5! * 5!", "10!/(2!8!)")
-FACTORIAL_EXPR = re.compile(r"[\d)}]!\s*(?:[-+*/^(]|\\times|\\cdot|\d)|(?:[-+*/^]|\\times|\\cdot)\s*\d+!")
+# an expression with a factorial in it: an operator beside a number with "!" ("2 * 5! * 5!", "10!/(2!8!)",
+# "5! = 120")
+FACTORIAL_EXPR = re.compile(r"[\d)}]!\s*(?:[-+*/^(=]|\\times|\\cdot|\d)|(?:[-+*/^]|\\times|\\cdot)\s*\d+!")
 _NUMBER_WORDS = {w: k for k, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty".split())}
