@@ -13,9 +13,10 @@ from .records import Edge
 
 __all__ = ["cue_categories", "provisional_type", "finalise_type", "concreteness"]
 
-_TOKEN = re.compile(r"\\[A-Za-z]+|\d+(?:[.,]\d+)*|\w+|[^\w\s]", re.UNICODE)
+_TOKEN = re.compile(r"\\[A-Za-z]+|\\[()\[\]]|\$\$?|\d+(?:[.,]\d+)*|\w+|[^\w\s]", re.UNICODE)
 _MATH = set("=+-−*/^<>≤≥≠≈∑∏∫√π∞±×÷·%∂∇∈∉⊂⊆∪∩→⇒⇔≡∝θλμσΔΩαβγ|")
-_PUNCT = set(".,;:!?'\"()[]{}…—–-`")
+# math delimiters ($, $$, \( \), \[ \]) mark where math is, they are no token of it
+_PUNCT = {*".,;:!?'\"()[]{}…—–‐`", "$", "$$", "\\(", "\\)", "\\[", "\\]"}
 _SENTENCE_END = set(".!?:")
 
 
@@ -53,14 +54,29 @@ def finalise_type(provisional: str, outgoing: Sequence[Edge]) -> str:
     return "RSN" if provisional == "CRT" else provisional
 
 
+_MINUS_AFTER = re.compile(r"\s*[\d(\\.]")
+_MINUS_BEFORE = re.compile(r"[\d)]\s*$")
+
+
+def _is_minus(text: str, i: int) -> bool:
+    """Whether the "-" at i is a minus: a number, "(" or a LaTeX command after it, or a number or ")"
+    before it ("5 - 3", "-3", "x - (a + b)"); a hyphen ("well-known"), a dash in prose or a list
+    bullet is punctuation."""
+    return bool(_MINUS_AFTER.match(text, i + 1) or _MINUS_BEFORE.search(text[max(0, i - 20):i]))
+
+
 def concreteness(text: str, units: frozenset[str]) -> float:
     """Share of tokens that are numbers, math symbols or LaTeX commands, measurement units after
-    a number, or named entities (capitalised words not opening a sentence).
+    a number, or named entities (capitalised words not opening a sentence). Math delimiters ($, \\(
+    ...) are punctuation, and so is a "-" that is no minus (`_is_minus`).
 
     >>> round(concreteness("So Paris has 2 km of roads = 5 m each.", frozenset({"km", "m"})), 3)
     0.545
+    >>> [round(concreteness(t, frozenset()), 3) for t in ("Then x = 5 - 3.", "Then $x = 5 - 3$.", "Then \\(x = 5 − 3\\).")]
+    [0.667, 0.667, 0.667]
     """
-    tokens = _TOKEN.findall(text)
+    # a "-" that is no minus is read as the hyphen sign (U+2010, punctuation)
+    tokens = ["\u2010" if m.group(0) == "-" and not _is_minus(text, m.start()) else m.group(0) for m in _TOKEN.finditer(text)]
     words = [t for t in tokens if t not in _PUNCT]
     if not words:
         return 0.0
