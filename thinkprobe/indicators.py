@@ -38,7 +38,8 @@ class Indicator:
 INDICATOR_RECORDS: tuple[Indicator, ...] = (
     Indicator("branching_factor", "Breadth", "|E_branch| / n", "branch edges per unit: |E_branch| / n"),
     Indicator("idea_count", "Breadth", "number of branches",
-              "number of branches (runs of units joined by inference/elaboration edges)"),
+              "number of branches (runs of units joined by inference/elaboration edges; a unit without "
+              "such a parent starts one)"),
     Indicator("semantic_spread", "Breadth",
               "clusters of content units (FAC, RSN, EXP, SYN, CON), average-linkage on cosine distance cut at 0.45 (scipy)",
               "clusters of content units (FAC, RSN, EXP, SYN, CON), average-linkage, cosine distance 0.45"),
@@ -158,7 +159,8 @@ def sampled_clusters(content: np.ndarray, cluster_distance: float, sample_size: 
     distance to a cluster is exact from the sum of its unit vectors, compared in blocks of
     `sample_size` rows). Units that join none are clustered again the same way, until at most
     `sample_size` are left, which are clustered exactly. Memory stays O(sample_size^2); a unit
-    never merges two sample clusters, so the count can exceed the exact one.
+    never merges two sample clusters, and a sample links differently from the whole, so the count
+    can differ from the exact one either way.
     """
     norms = np.linalg.norm(content, axis=1, keepdims=True)
     unit = np.divide(content, norms, out=np.zeros_like(content), where=norms > 0)  # zero rows stay zero
