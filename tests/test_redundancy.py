@@ -16,6 +16,7 @@ from thinkprobe.outputs import REDUNDANCY_TABLE
 
 from thinkprobe.redundancy import (COLUMNS, METRICS, MODEL_COLUMNS, annotate_record, isolated_units, redundancy_row,
                                    shortest_effective_path, write_redundancy)
+from thinkprobe.redundancy.tables import table_row
 
 
 def chain(n: int, kind: str = "inference") -> list[tuple[int, int, str]]:
@@ -125,7 +126,7 @@ def test_sep_ends_at_first_correct_candidate():
     rec = graph_record(["Setup.", "So the answer is 6.", "Let me double-check by another route.", "Yes, so the answer is 6."],
                        chain(4), types="FAC CON RSN CON", gold_answer="6")
     row, extra = redundancy_row(rec)
-    assert extra["sep"] == [0, 1] and row["R"] == 0.5
+    assert extra["sep"] == [0, 1] and row["R"] == 0.5 and row["sep_to"] == "first_correct"
     assert (row["SV"], row["DR"]) == (1, 0)
 
 
@@ -136,7 +137,8 @@ def test_row_columns_and_graph_counts():
     edges = chain(4) + [(3, 1, "repetition"), (2, 0, "critique", "uncertain"), (0, 2, "elaboration")]
     rec = graph_record(["a b c", "d e", "f", "g h"], edges)
     row, _ = redundancy_row(rec)
-    assert tuple(row) == COLUMNS
+    assert tuple(row) == (*COLUMNS, "sep_to")
+    assert row["sep_to"] == "last_unit"  # no candidate, no conclusion
     assert row["Tokens"] == 8 and row["|V|"] == 4 and row["|E|"] == 6
     assert row["D"] == pytest.approx(6 / 3)
     assert row["Self"] == pytest.approx(1 / 6) and row["Back"] == pytest.approx(1 / 6)
@@ -149,7 +151,18 @@ def test_unknown_correctness_leaves_cells_empty():
     for column in ("Acc", "DR", "SV", "EE", "EB"):
         assert row[column] is None  # null in graphs.jsonl, an empty cell in redundancy.csv
     assert extra["final_correct"] is None
-    assert extra["sep"] == [0, 1, 2]  # to the final conclusion
+    assert extra["sep"] == [0, 1, 2] and row["sep_to"] == "final_answer"  # to the final answer, ungraded
+
+
+def test_sep_to_says_what_r_runs_to_and_the_stored_record_says_the_same():
+    rec = graph_record(["Setup.", "We compute more.", "Thus it holds.", "Some remark."], chain(4), types="FAC RSN CON RSN")
+    row, extra = redundancy_row(rec)
+    assert extra["sep_target"] == 2 and row["sep_to"] == "conclusion"
+    stored = annotate_record(rec)
+    assert table_row(stored)["sep_to"] == "conclusion"
+    graded = annotate_record(graph_record(["So the answer is 5.", "No: so the answer is 6."], chain(2),
+                                          types="CON CON", gold_answer="6"))
+    assert table_row(graded)["sep_to"] == "first_correct" and table_row(graded)["L_eff"] == 2
 
 
 def test_correctness_label_without_gold():
@@ -245,7 +258,7 @@ def test_write_redundancy(tmp_path: Path):
     assert result["traces"] == 4
     with open(tmp_path / "redundancy.csv", newline="") as f:
         rows = list(csv.reader(f))
-    assert tuple(rows[0]) == REDUNDANCY_TABLE.columns == (*COLUMNS, "level")
+    assert tuple(rows[0]) == REDUNDANCY_TABLE.columns == (*COLUMNS, "level", "sep_to")
     by_id = {r[0]: dict(zip(REDUNDANCY_TABLE.columns, r)) for r in rows[1:]}
     assert (by_id["a"]["Acc"], by_id["b"]["Acc"], by_id["c"]["Acc"]) == ("1", "0", "")
     assert by_id["c"]["DR"] == "" and by_id["a"]["R"] == "0"
@@ -260,7 +273,7 @@ def test_write_redundancy(tmp_path: Path):
 def test_write_redundancy_on_an_empty_run(tmp_path: Path):
     (tmp_path / "graphs.jsonl").write_text("")
     write_redundancy(tmp_path)
-    assert (tmp_path / "redundancy.csv").read_text().strip().split(",") == [*COLUMNS, "level"]
+    assert (tmp_path / "redundancy.csv").read_text().strip().split(",") == [*COLUMNS, "level", "sep_to"]
     assert (tmp_path / "model_redundancy.csv").read_text().strip().split(",") == list(MODEL_COLUMNS)
 
 

@@ -86,7 +86,8 @@ MODEL_GROUP_PROFILES_TABLE = _table("model_group_profiles.csv", ("model", "group
                                     ints=("n",), floats=DIMENSION_NAMES)
 # level: the question's difficulty level 1 (easiest) - 5 from the share of models that answered it
 # correctly (thinkprobe.redundancy.analyses), null where fewer than 3 models answered it graded.
-REDUNDANCY_TABLE = _table("redundancy.csv", (*REDUNDANCY_COLUMNS, "level"), parquet=True,
+# sep_to: what L_eff and R run to (thinkprobe.redundancy.annotate.sep_to).
+REDUNDANCY_TABLE = _table("redundancy.csv", (*REDUNDANCY_COLUMNS, "level", "sep_to"), parquet=True,
                           ints=[*(c for c in REDUNDANCY_METRICS if c not in _FLOAT_METRICS), "level"],
                           floats=_FLOAT_METRICS)
 # Model means: every metric is a float (a mean), empty where no trace of the model has a value.

@@ -14,7 +14,8 @@ from .sandbox import NOT_ALLOWED, run_code_tests
 from .sep import SEP, edge_tuple, shortest_effective_path
 from ..outputs import REDUNDANCY_COLUMNS, REDUNDANCY_METRICS
 
-__all__ = ["COLUMNS", "METRICS", "RedundancyParams", "isolated_units", "redundancy_row", "annotate_record", "has_grade"]
+__all__ = ["COLUMNS", "METRICS", "RedundancyParams", "isolated_units", "redundancy_row", "annotate_record", "has_grade",
+           "sep_to", "positional_units"]
 
 COLUMNS: tuple[str, ...] = REDUNDANCY_COLUMNS  # declared with the run's other tables (thinkprobe.outputs)
 METRICS: tuple[str, ...] = REDUNDANCY_METRICS
@@ -195,6 +196,21 @@ def _sep_target(units: Sequence[dict], candidates: Sequence[Candidate], verdicts
     return conclusions[-1] if conclusions else int(units[-1]["id"])
 
 
+def sep_to(extra: Mapping[str, Any], units: Sequence[dict]) -> str | None:
+    """What the trace's SEP (L_eff, R) runs to, from the per-trace data `redundancy_row` keeps:
+    "first_correct" (the first candidate answer judged correct, CoTJudger's definition),
+    "final_answer" (no correct candidate: the final one), "conclusion" (no candidate: the last CON
+    unit) or "last_unit"; None for a trace without units."""
+    target = extra.get("sep_target")
+    if target is None:
+        return None
+    if any(c.get("correct") is True for c in extra.get("candidates") or ()):
+        return "first_correct"
+    if extra.get("final_answer") is not None:
+        return "final_answer"
+    return "conclusion" if any(int(u["id"]) == target and u.get("type") == "CON" for u in units) else "last_unit"
+
+
 def _transitions(verdicts: Sequence[bool | None]) -> dict[str, int]:
     counts = {"DR": 0, "SV": 0, "EE": 0, "EB": 0}
     names = {(True, False): "DR", (True, True): "SV", (False, False): "EE", (False, True): "EB"}
@@ -202,6 +218,11 @@ def _transitions(verdicts: Sequence[bool | None]) -> dict[str, int]:
         if a is not None and b is not None:
             counts[names[(a, b)]] += 1
     return counts
+
+
+def positional_units(record: dict) -> list[dict]:
+    """The record's units in text order with ids 0..n-1 (the ids SEP data refers to)."""
+    return _positional(record)[0]
 
 
 def _positional(record: dict) -> tuple[list[dict], list[tuple[int, int, str, str]]]:
@@ -222,7 +243,7 @@ def _tokens(u: dict) -> int:
 
 
 def redundancy_row(record: dict, params: RedundancyParams = RedundancyParams()) -> tuple[dict, dict]:
-    """The redundancy.csv row of one graph record (COLUMNS order) and the per-trace data to keep
+    """The redundancy.csv row of one graph record (COLUMNS order, then sep_to) and the per-trace data to keep
     in graphs.jsonl: the SEP, its path, the candidates with verdicts, the normalised positions
     (0-1) of the units outside the SEP, and the verdict on the final answer."""
     units, edges = _positional(record)
@@ -276,6 +297,7 @@ def redundancy_row(record: dict, params: RedundancyParams = RedundancyParams()) 
         "final_correct": final_correct,
         "off_path_positions": off_path,
     }
+    row["sep_to"] = sep_to(extra, units)
     return row, extra
 
 

@@ -8,7 +8,7 @@ from typing import Sequence
 from ..outputs import MODEL_REDUNDANCY_TABLE, RUN_JSON, write_table
 from ..records import group_of, iter_graph_records, source_id
 from .analyses import Analyses, write_analyses
-from .annotate import METRICS, RedundancyParams, annotate_record, redundancy_row
+from .annotate import METRICS, RedundancyParams, annotate_record, positional_units, redundancy_row, sep_to
 
 __all__ = ["MODEL_COLUMNS", "model_means", "write_redundancy", "table_row", "write_redundancy_tables",
            "format_model_table"]
@@ -57,7 +57,7 @@ def table_row(record: dict, params: RedundancyParams = RedundancyParams()) -> di
     if isinstance(stored, dict) and isinstance(stored.get("metrics"), dict):
         return {"trace_id": record.get("trace_id"), "model": record.get("model"),
                 "domain": record.get("domain"), "group": group_of(record), "source_id": source_id(record),
-                **stored["metrics"]}
+                **stored["metrics"], "sep_to": sep_to(stored, positional_units(record))}
     return redundancy_row(record, params)[0]
 
 

@@ -58,7 +58,7 @@ def redundancy_table(path: Path) -> tuple[list[str], list[list[str]], str] | Non
     if not rows:
         return None
     columns = list(rows[0])
-    keys = {"trace_id", "model", "domain", "group", "source_id", "level"}
+    keys = {"trace_id", "model", "domain", "group", "source_id", "level", "sep_to"}
     metrics = [c for c in columns if c not in keys]
 
     def value(r, c):
