@@ -88,6 +88,21 @@ def test_trace_page_names_avoid_names_windows_reserves():
                                                                and len(n) > 10 for n in names[:3])
 
 
+def test_trace_pages_of_ids_differing_only_in_case_are_two_files_anywhere(tmp_path):
+    """'Case' and 'case' would share one page on macOS and Windows: the later one gets a hashed name,
+    and the report links each trace to its own page."""
+    traces = [(t, "m", "math", 6) for t in ("case", "Case", "other")]
+    rows = [{"trace_id": t, "model": m, "domain": d, "units": n + 1, "edges": n, "tokens": 9 * n} for t, m, d, n in traces]
+    write_run(tmp_path, rows, [make_graph(*t) for t in traces])
+    write_report(tmp_path)
+    names = sorted(p.name for p in (tmp_path / "traces").glob("*.html"))
+    assert len(names) == 3 and len({n.casefold() for n in names}) == 3
+    assert "case.html" in names and "other.html" in names
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    hashed = next(n for n in names if n not in ("case.html", "other.html"))
+    assert f"[case](traces/case.html)" in md and f"[Case](traces/{hashed})" in md
+
+
 def test_report_says_when_its_traces_are_a_sample(run_dir, tmp_path):
     copy = tmp_path / "sampled"
     shutil.copytree(run_dir, copy)

@@ -257,18 +257,22 @@ def _write_trace_page(job: tuple[dict, Path, dict | None, str]) -> None:
 
 
 def write_trace_pages(run_dir: Path, workers: int) -> dict[str, str]:
-    """traces/<safe id>.html for the first MAX_TRACE_PAGES traces; {trace_id: relative link}.
+    """traces/<safe id>.html for the first MAX_TRACE_PAGES traces; {trace_id: relative link}. An id
+    whose name differs from an earlier one's only in case gets a hashed name.
 
     Drawing is most of the report's time (about 0.2 s per page, 0.5 s for 300 units), so on Linux the
     pages are drawn by forked workers: the children use neither torch nor OpenMP, so threads the
     caller holds do not matter to them, and unlike "spawn" no `__main__` guard is asked of scripts.
     """
-    jobs, pages = [], {}
+    jobs, pages, taken = [], {}, set()
     profiles, norms = _profiles(run_dir), _norms(run_dir)
     for k, rec in enumerate(iter_graph_records(run_dir, missing_ok=True)):
         if k == MAX_TRACE_PAGES:
             break
         name = safe_trace_id(rec["trace_id"])
+        if name.casefold() in taken:  # "Case" after "case": one file on macOS and Windows, so a hashed name
+            name = f"{name[:60]}-{hashlib.sha1(rec['trace_id'].encode('utf-8')).hexdigest()[:10]}"
+        taken.add(name.casefold())
         jobs.append((rec, run_dir / "traces" / f"{name}.html", profiles.get(rec["trace_id"]), norms))
         pages[rec["trace_id"]] = f"traces/{name}.html"
     if workers > 1 and len(jobs) >= 16 and sys.platform.startswith("linux"):
