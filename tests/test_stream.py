@@ -313,6 +313,43 @@ def test_watch_reads_standard_input(tmp_path, sample_once, memo, reuse):
     assert f"{len(_spans(sample_once))} units" in res.output and "needs norms" in res.output
 
 
+@pytest.mark.parametrize("how", ["truncated", "replaced"])
+def test_watch_stops_when_the_followed_file_is_rewritten(tmp_path, how):
+    """A file truncated and rewritten (or replaced under its name) while followed was read on from
+    the old offset: old text spliced onto new text nobody wrote, or the new text ignored."""
+    import os
+
+    from thinkprobe.watch import SourceChanged, read_pieces
+
+    path = tmp_path / "gen.txt"
+    path.write_text("Alpha step one. " * 50, encoding="utf-8")
+    pieces = read_pieces(str(path), follow=True, idle_timeout=30, interval=0.01, piece=100)
+    got = "".join(next(pieces) for _ in range(8))
+    assert got == ("Alpha step one. " * 50)[:800]
+    if how == "truncated":
+        path.write_text("Beta.", encoding="utf-8")
+    else:
+        (tmp_path / "new.txt").write_text("Beta. " * 500, encoding="utf-8")
+        os.replace(tmp_path / "new.txt", path)
+    with pytest.raises(SourceChanged, match=how):
+        "".join(pieces)
+
+
+def test_watch_says_why_nothing_was_profiled_and_how_it_ended(tmp_path, monkeypatch):
+    path = tmp_path / "empty.txt"
+    path.write_text("", encoding="utf-8")
+    res = CliRunner().invoke(main, ["watch", str(path), "--device", "cpu", "--cache-dir", str(tmp_path / "c")])
+    assert res.exit_code == 0 and "no trace was profiled: empty reasoning" in res.output
+
+    def interrupted(*args, **kwargs):  # Ctrl-C while reading: the profile is printed, the status says so
+        yield "<think>\nWe add 2 and 3.\n"
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("thinkprobe.watch.read_pieces", interrupted)
+    res = CliRunner().invoke(main, ["watch", str(path), "--device", "cpu", "--cache-dir", str(tmp_path / "c")])
+    assert res.exit_code == 130 and "interrupted" in res.output
+
+
 def test_stream_refuses_what_it_cannot_do():
     with pytest.raises(TypeError, match="unknown options"):
         thinkprobe.stream(no_such_option=1)

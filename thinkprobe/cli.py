@@ -474,17 +474,21 @@ def watch(source, out_dir, follow, until, idle_timeout, every, text_field, as_js
     structure live: settled units, the named signals (repetition loop, critique run, revision
     without conclusion), indicators and, with --norms, the 5D profile. Ends at the end of input,
     at --until, after --idle-timeout without growth, or on Ctrl-C, with the profile of the whole
-    text (equal to `thinkprobe profile` on it, with --question when its record has a question)."""
+    text (equal to `thinkprobe profile` on it, with --question when its record has a question).
+    Exit status 130 after Ctrl-C, 1 when the text was cut (--max-trace-chars) or the FILE was
+    truncated or replaced while followed, else 0."""
     from .watch import watch as run_watch
 
     if source != "-" and not Path(source).is_file():
         raise click.BadParameter(f"no such file: {source}", param_hint="SOURCE")
     try:
-        run_watch(source, out_dir=out_dir, follow=follow, until=until, idle_timeout=idle_timeout, every=every,
-                  as_json=as_json, text_field=text_field, question=question, report=out_dir is not None,
-                  progress=False, **options)
+        final = run_watch(source, out_dir=out_dir, follow=follow, until=until, idle_timeout=idle_timeout, every=every,
+                          as_json=as_json, text_field=text_field, question=question, report=out_dir is not None,
+                          progress=False, **options)
     except OptionError as exc:
         raise click.UsageError(str(exc)) from exc
+    # the profile is printed either way; the status says whether the whole text was read
+    sys.exit({"interrupted": 130, "source changed": 1, "too large": 1}.get(final.get("stopped"), 0))
 
 
 @main.command("eval-gold")

@@ -5,8 +5,9 @@ otherwise one line per snapshot (JSON with --json), so the output can be piped a
 
 It ends at the end of standard input; for a file, when the text holds the `until` sentinel
 (what follows it is not profiled), when the file stops growing for `idle_timeout` seconds, or
-without `follow` at the file's current end; and on Ctrl-C. Each way the stream is closed and
-the final profile printed.
+without `follow` at the file's current end; on Ctrl-C; and when the file is truncated or
+replaced while followed (its new text does not continue the old). Each way the stream is closed
+and the final profile printed; the summary's `stopped` says which of the last three ended it.
 """
 from __future__ import annotations
 
@@ -22,16 +23,40 @@ from .indicators import DIMENSIONS, INDICATORS
 from .io.limits import TooLarge
 from .live import NEEDS_NORMS, Snapshot, Stream
 
-__all__ = ["watch", "read_pieces", "snapshot_line", "final_summary"]
+__all__ = ["watch", "read_pieces", "snapshot_line", "final_summary", "SourceChanged"]
 
 READ_BYTES = 1 << 16
 
 
+class SourceChanged(Exception):
+    """The watched file shrank or was replaced: what follows its read position is no continuation
+    of the text read so far."""
+
+
 def _reader(source: str, stdin=None):
-    """(read() -> the bytes that have arrived, up to READ_BYTES; b"" when none, close())."""
+    """(read() -> the bytes that have arrived, up to READ_BYTES; b"" when none, close()). A file
+    that shrinks below what was read, or whose name now points to another file, raises
+    SourceChanged instead of splicing the new text onto the old."""
     if source != "-":
         handle = open(source, "rb")
-        return (lambda: handle.read(READ_BYTES)), handle.close
+        inode = os.fstat(handle.fileno()).st_ino
+
+        def read_file() -> bytes:
+            data = handle.read(READ_BYTES)
+            if data:
+                return data
+            at, size = handle.tell(), os.fstat(handle.fileno()).st_size
+            try:
+                replaced = os.stat(source).st_ino != inode
+            except OSError:  # removed: nothing more will come
+                replaced = False
+            if size < at or replaced:
+                raise SourceChanged(f"{source} was {'replaced' if replaced else f'truncated to {size:,} bytes'} after "
+                                    f"{at:,} bytes were read: the text read before is profiled; watch the file "
+                                    "again for its new text")
+            return data
+
+        return read_file, handle.close
     stream = stdin if stdin is not None else sys.stdin.buffer
     try:  # a pipe or a terminal: os.read returns what has arrived without waiting for a full buffer
         fd = stream.fileno()
@@ -182,15 +207,22 @@ def watch(source: str, *, out_dir: str | None = None, follow: bool = False, unti
             if not shown or shown[-1] != (last.units, last.analysed_units):  # not the one just shown again
                 show(last)
     except KeyboardInterrupt:
+        stopped = "interrupted"
         print("interrupted: closing the stream", file=sys.stderr)
-    except TooLarge as exc:  # over --max-trace-chars: the text kept so far is profiled
+    except (TooLarge, SourceChanged) as exc:  # over --max-trace-chars, or a file rewritten: the text kept so far is profiled
+        stopped = "too large" if isinstance(exc, TooLarge) else "source changed"
         print(f"stopped reading: {exc}", file=sys.stderr)
+    else:
+        stopped = None
     finally:
         if view is not None:
             view.stop()
     run = s.close(out_dir)
     final = final_summary(run, s.norms)
+    final["stopped"] = stopped
     if out_dir:
         final["run"] = str(out_dir)
+    if final["indicators"] is None and run.errors:  # say why ("empty reasoning"), not only that nothing was profiled
+        final["profile_note"] += ": " + "; ".join(sorted({str(e.get("reason") or e) for e in run.errors}))
     print(json.dumps({"final": final}) if as_json else _final_text(final), file=out, flush=True)
     return final
