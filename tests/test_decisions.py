@@ -207,6 +207,28 @@ def test_select_rejects_unknown_domain_and_dimension():
     with pytest.raises(ValueError, match="not a dimension"):
         parse_want("Depth+,Wisdom+")
     assert len(select_models(rows, SETTINGS, domain="math").rows) == 2
+    # a dimension named twice, or with two signs, was read as the last one
+    for text in ("Depth+,Depth-", "Depth+-"):
+        with pytest.raises(ValueError):
+            parse_want(text)
+    assert parse_want("depth -, Efficiency") == {"Depth": -1, "Efficiency": 1}
+
+
+def test_select_refuses_a_target_that_is_not_finite_and_ranks_within_a_group(tmp_path):
+    from thinkprobe.choice import read_like
+
+    for bad in ('{"Depth": "NaN"}', '{"Depth": 1e400}'):  # every bootstrap draw was NaN: a traceback
+        (tmp_path / "like.json").write_text(bad)
+        with pytest.raises(ValueError, match="finite"):
+            read_like(tmp_path / "like.json")
+    rows = _profile_rows({"a": 0.0, "b": 1.0})
+    for k, r in enumerate(rows):
+        r["group"] = "MiP" if k % 2 else "normal"
+    in_group = select_models(rows, SETTINGS, group="MiP")
+    assert in_group.group == "MiP" and sum(r["n"] for r in in_group.rows) == len(rows) // 2
+    assert "group MiP" in __import__("thinkprobe.choice").choice.format_selection(in_group)
+    with pytest.raises(ValueError, match="MiP, normal"):
+        select_models(rows, SETTINGS, group="nothing")
 
 
 # ----------------------------------------------------------------------------- a run folder

@@ -337,11 +337,11 @@ class Run:
     anomalies = _frame(ANOMALIES_TABLE, "One row per trace: anomaly (distance from its own model's traces), "
                                         "anomaly_rank, drivers and failure_risk (anomalies.csv).")
 
-    def select(self, domain: str | None = None, want: str | None = None, like=None):
+    def select(self, domain: str | None = None, want: str | None = None, like=None, group: str | None = None):
         """The models ranked by fit, as `thinkprobe select` ranks them (thinkprobe.choice.Selection)."""
         from .choice import select_run
 
-        return select_run(self.folder, domain=domain, want=want, like=like)
+        return select_run(self.folder, domain=domain, want=want, like=like, group=group)
 
     @cached_property
     def stats(self):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -42,10 +43,11 @@ class Selection:
     resampling: str
     rows: list[dict] = field(default_factory=list)
     note: str = ""
+    group: str | None = None
 
     def as_dict(self) -> dict:
-        return {"criterion": self.criterion, "domain": self.domain, "resampling": self.resampling, "note": self.note,
-                "models": self.rows}
+        return {"criterion": self.criterion, "domain": self.domain, "group": self.group, "resampling": self.resampling,
+                "note": self.note, "models": self.rows}
 
 
 def parse_want(text: str | None) -> dict[str, int]:
@@ -58,11 +60,13 @@ def parse_want(text: str | None) -> dict[str, int]:
         part = part.strip()
         if not part:
             continue
-        sign = -1 if part.endswith("-") else 1
-        name = part.rstrip("+-").strip()
+        parsed = re.fullmatch(r"(.*?)\s*([+-]?)", part)
+        name, sign = parsed.group(1), -1 if parsed.group(2) == "-" else 1
         match = [d for d in DIMS if d.lower() == name.lower()]
         if not match:
             raise ValueError(f"--want: {name!r} is not a dimension; use {', '.join(DIMS)} with + or -")
+        if match[0] in out:  # "Depth+,Depth-": the last one won without a word
+            raise ValueError(f"--want names {match[0]} twice")
         out[match[0]] = sign
     return out
 
@@ -98,6 +102,8 @@ def read_like(source: str | Path | Mapping, limits=None) -> dict[str, float]:
         target = {d: float(data[d]) for d in DIMS if isinstance(data, Mapping) and data.get(d) is not None}
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: a dimension's value is not a number ({exc})") from exc
+    if not all(math.isfinite(v) for v in target.values()):  # NaN or 1e400 made every bootstrap draw NaN
+        raise ValueError(f"{where}: a dimension's value is not a finite number ({target})")
     if not target:
         raise ValueError(f"--like: no dimension ({', '.join(DIMS)}) in {source if not isinstance(source, Mapping) else 'the profile'}")
     return target
@@ -142,16 +148,18 @@ def _interval(x: np.ndarray, level: float) -> tuple[float, float]:
 
 def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: str | None = None,
                   want: Mapping[str, int] | None = None, like: Mapping[str, float] | None = None,
-                  redundancy: Mapping[str, float] | None = None) -> Selection:
-    """Rank the models of `rows` (stats.load_table rows: model, domain, question, correct and the
-    five dimensions) by fit (module docstring). `redundancy`: mean R per model, shown beside."""
+                  redundancy: Mapping[str, float] | None = None, group: str | None = None) -> Selection:
+    """Rank the models of `rows` (stats.load_table rows: model, domain, group, question, correct and
+    the five dimensions) by fit (module docstring), on one domain's or group's traces when given.
+    `redundancy`: mean R per model, shown beside."""
     if want and like:
         raise ValueError("give --want or --like, not both")
-    if domain is not None:
-        domains = sorted({r["domain"] for r in rows})
-        if domain not in domains:
-            raise ValueError(f"--domain {domain!r}: the run's domains are {', '.join(domains)}")
-        rows = [r for r in rows if r["domain"] == domain]
+    for key, value in (("domain", domain), ("group", group)):
+        if value is not None:
+            levels = sorted({str(r.get(key)) for r in rows if r.get(key) is not None})
+            if value not in levels:
+                raise ValueError(f"--{key} {value!r}: the run's {key}s are {', '.join(levels) or 'none'}")
+            rows = [r for r in rows if r.get(key) == value]
     if like:
         target = dict(like)
         dims = list(target)
@@ -181,7 +189,7 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
     question_sets = [set(k) for k in keys.values()]
     paired = (len(groups) > 1 and all(None not in s for s in question_sets)
               and all(s == question_sets[0] for s in question_sets) and len(question_sets[0]) >= 2)
-    sel = Selection(criterion, domain, "questions, paired across models" if paired else "traces, per model")
+    sel = Selection(criterion, domain, "questions, paired across models" if paired else "traces, per model", group=group)
     if not groups:
         sel.note = "no trace with the dimensions asked for"
         return sel
@@ -218,21 +226,22 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
     return sel
 
 
-def _redundancy_means(run_dir: Path, domain: str | None) -> dict[str, float]:
+def _redundancy_means(run_dir: Path, domain: str | None, group: str | None = None) -> dict[str, float]:
     from .outputs import REDUNDANCY_TABLE, read_table
 
     if not (run_dir / REDUNDANCY_TABLE.name).exists():
         return {}
     sums: dict[str, list[float]] = {}
     for r in read_table(run_dir, REDUNDANCY_TABLE):
-        if (domain is None or r["domain"] == domain) and r.get("R", "") != "":
+        if (domain is None or r["domain"] == domain) and (group is None or r.get("group") == group) \
+                and r.get("R", "") != "":
             sums.setdefault(r["model"], []).append(float(r["R"]))
     return {m: sum(v) / len(v) for m, v in sums.items()}
 
 
 def select_run(run_dir: str | Path, *, domain: str | None = None, want: str | Mapping[str, int] | None = None,
                like: str | Path | Mapping | None = None, settings: StatsSettings | None = None,
-               rows: Sequence[Mapping] | None = None) -> Selection:
+               rows: Sequence[Mapping] | None = None, group: str | None = None) -> Selection:
     """select_models over a run folder (its own stats settings); `want` may be the --want text."""
     from .crossing import model_crossing
     from .stats import load_table, stats_settings
@@ -243,13 +252,17 @@ def select_run(run_dir: str | Path, *, domain: str | None = None, want: str | Ma
     want_map = parse_want(want) if isinstance(want, str) else want
     like_map = read_like(like) if like is not None else None
     sel = select_models(rows, settings, domain=domain, want=want_map if want else None, like=like_map,
-                        redundancy=_redundancy_means(run_dir, domain))
+                        redundancy=_redundancy_means(run_dir, domain, group), group=group)
     if domain is None and (crossing := model_crossing(rows, "domain", settings.min_group))["uneven"]:
         empty = ", ".join(f"{m} has no {d} traces" for m, d in crossing["empty_cells"][:3])
         sel.note = "; ".join(x for x in (sel.note, (
             "models and domains are unevenly crossed (" + ", ".join(x for x in (empty, f"Cramér's V {_num(crossing['cramers_v'], 2)}"
                                                                          if crossing["cramers_v"] is not None else "") if x)
             + "): a difference in fit may be one of domain; rank within a domain with --domain")) if x)
+    groups = sorted({str(r["group"]) for r in rows if r.get("group") is not None})
+    if group is None and len(groups) > 1:  # a design condition (MiP / normal) moves the profile as much as a model
+        sel.note = "; ".join(x for x in (sel.note, f"the fit pools the run's groups ({', '.join(groups[:5])}"
+                                         f"{', ...' if len(groups) > 5 else ''}); rank within one with --group") if x)
     return sel
 
 
@@ -276,7 +289,8 @@ def _num(x, digits=3) -> str:
 
 def format_selection(sel: Selection) -> str:
     """The ranking as a text table."""
-    lines = [f"models ranked by fit ({sel.criterion}{'; domain ' + sel.domain if sel.domain else ''}); "
+    lines = [f"models ranked by fit ({sel.criterion}{'; domain ' + sel.domain if sel.domain else ''}"
+             f"{'; group ' + sel.group if sel.group else ''}); "
              f"bootstrap over {sel.resampling}"]
     if not sel.rows:
         return "\n".join(lines + [sel.note])

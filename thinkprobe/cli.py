@@ -359,19 +359,20 @@ def report(run_dir, workers):
 @main.command("select")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--domain", default=None, help="rank on this domain's traces only")
+@click.option("--group", default=None, help="rank on this group's traces only (a design condition, a budget)")
 @click.option("--want", default=None, help="signed dimensions to favour, e.g. 'Depth+,Efficiency+' "
               "[default: every dimension +]")
 @click.option("--like", type=click.Path(exists=True, dir_okay=False), default=None,
               help="JSON target profile {dimension: z}: rank by closeness to it")
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
-def select_cmd(run_dir, domain, want, like, as_json):
+def select_cmd(run_dir, domain, group, want, like, as_json):
     """Rank the run's models by how well their 5D profile fits, with bootstrap intervals; models the
     run cannot tell apart share a tier."""
     _require_run(run_dir, "indicators.csv", "profile.csv")
     from .choice import format_selection, select_run
 
     try:
-        sel = select_run(run_dir, domain=domain, want=want, like=like)
+        sel = select_run(run_dir, domain=domain, want=want, like=like, group=group)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     click.echo(json.dumps(sel.as_dict(), indent=2) if as_json else terminal_safe(format_selection(sel)))
