@@ -92,7 +92,7 @@ def main(argv=None) -> None:
         if model.calibration[0] <= 0:
             raise SystemExit(f"the calibration slope is {model.calibration[0]:.3f}: the out-of-fold scores do not "
                              "rank wrong answers above right ones, so no model was written")
-        write_model(model, Path(args.out), card)
+        write_model(model, Path(args.out), card, list(data["key"]))
         print(f"wrote {Path(args.out) / 'model.json'}")
 
 

@@ -131,6 +131,19 @@ def test_failure_risk_bounds_a_feature_far_outside_the_training_range():
     assert unclipped.probability(far) != pytest.approx(model.probability(far))
 
 
+def test_trace_key_names_the_reasoning_by_its_opening_words():
+    from thinkprobe.risk import trace_key, training_keys
+
+    rec = _graph("a", 30)
+    cut = copy.deepcopy(rec)
+    cut["units"] = [u for u in cut["units"] if u["section"] != "answer"]
+    other = copy.deepcopy(rec)
+    other["units"][0]["text"] = "Something else opens this trace."
+    assert trace_key(rec) == trace_key(cut) != trace_key(other) and len(trace_key(rec)) == 16
+    assert trace_key({"units": []}) is None
+    assert len(training_keys()) > 1000  # the shipped model lists its training traces
+
+
 def test_risk_features_count_candidate_answers_of_the_reasoning():
     units = [{"id": k, "section": "reasoning", "type": "CON", "text": t, "cues": [], "tokens": 5}
              for k, t in enumerate(["So the answer is 12.", "Hmm.", "So the answer is 14.", "So the answer is 14."])]
@@ -321,6 +334,31 @@ def test_report_sections_list_unusual_traces_and_the_model_for_each_domain(run_d
     assert {"anomaly", "anomaly_rank", "drivers", "failure_risk", "fit", "interval", "tier"} <= defined
     assert set(sections[0].header) <= defined | {"trace", "model"}
     assert set(sections[1].header) <= defined | {"domain"}  # every header of the choice table has hover text
+
+
+def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run_dir, monkeypatch):
+    """A run of MiP-Overthinking traces got AUROC 0.93 of which half came from the model's own
+    training traces and most from the MiP / normal condition; one right trace among 25 gave an AUROC too."""
+    import thinkprobe.report.decisions as decisions
+    from thinkprobe.records import iter_graph_records
+    from thinkprobe.stats import load_table
+
+    rows = load_table(run_dir)
+    anomalies = decisions.read_anomalies(run_dir)
+    graphs = {g["trace_id"]: g for g in iter_graph_records(run_dir)}
+    seen = [t for t in graphs if t.startswith("r1-")]
+    monkeypatch.setattr(decisions, "trace_key", lambda rec: rec["trace_id"])  # the made-up traces share their opening
+    monkeypatch.setattr(decisions, "training_keys", lambda: frozenset(seen))
+    text = decisions._risk_auroc(run_dir, rows, anomalies)
+    assert f"{len(seen)} of them are traces the model was trained on" in text
+    assert re.search(r"on the other 13 graded traces \(7 wrong\) the AUROC of failure_risk for a wrong answer is [\d.]+", text)
+    for k, r in enumerate(rows):  # two groups; one with too few right answers
+        r["group"] = "A" if r["model"] == "r1" else "B"
+    text = decisions._risk_auroc(run_dir, rows, anomalies)
+    assert "within each group" in text and "A: 14 graded traces (7 wrong) the AUROC" in text
+    few = [dict(r, correct=(r["trace_id"] != "r1-0")) for r in rows]
+    text = decisions._risk_auroc(run_dir, few, anomalies)
+    assert "are too few of one kind for an AUROC of failure_risk (5 right and 5 wrong needed)" in text
 
 
 # ----------------------------------------------------------------------------- training labels (real data)

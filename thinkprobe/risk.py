@@ -6,8 +6,15 @@ graph being built) into the model's features. It reads the units of the reasonin
 the answer section), their types, cues, token counts and text, and the typed edges between them;
 nothing else: not the answer section, the question, the gold answer, the grade or the redundancy
 suite's verdicts. The candidate answers it counts (`redundancy.extraction.find_candidates`) are
-found in the reasoning with no gold answer given. So a trace scores the same with or without its
-answer section, graded or not.
+found in the reasoning with no gold answer given. So a grade or a gold answer never moves the
+risk, nor does the answer section's text directly; the parser, though, types and links the
+reasoning's units having read the whole trace, so a trace profiled with its answer section can
+score slightly differently from the same trace cut before it (0.001-0.006 on three MiP-Overthinking
+traces; the model was trained on traces cut before their answers).
+
+`trace_key(record)` names a trace by its reasoning's opening words, and `training_keys()` lists the
+keys of the traces the shipped model was trained on (models/failure-risk/training_traces.json), so
+a run can say which of its traces the model has seen.
 
 `load_failure_risk()` loads the shipped model (models/failure-risk/model.json: a logistic
 regression on standardised features, then Platt calibration; trained by
@@ -27,8 +34,10 @@ one feature row (or a list of them) to probabilities; `failure_risk(record)` doe
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -37,7 +46,8 @@ import numpy as np
 
 from .records import EDGE_TYPES, NODE_TYPES
 
-__all__ = ["RISK_FEATURES", "MODEL_DIR", "risk_features", "FailureRisk", "load_failure_risk", "failure_risk"]
+__all__ = ["RISK_FEATURES", "MODEL_DIR", "risk_features", "FailureRisk", "load_failure_risk", "failure_risk", "trace_key",
+           "training_keys", "TRAINING_KEYS_FILE"]
 
 _TAIL = 0.2  # the last fifth of the units: how a trace ends
 _CUES = ("hedge", "perspective", "synthesis", "critique_negate", "critique_affirm")
@@ -60,6 +70,30 @@ RISK_FEATURES: tuple[str, ...] = (
 def _reasoning_units(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     units = [u for u in record.get("units") or () if u.get("section", "reasoning") != "answer"]
     return sorted(units, key=lambda u: int(u["id"]))
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+KEY_WORDS = 200
+
+
+def trace_key(record: Mapping[str, Any]) -> str | None:
+    """A trace's reasoning named by its first KEY_WORDS words (lower case, letters and digits only,
+    over its reasoning units in order): the same trace profiled again, in another run or with its
+    answer section, gets the same key. None for a trace without reasoning words."""
+    words: list[str] = []
+    for u in _reasoning_units(record):
+        words += _WORD.findall(str(u.get("text", "")).lower())
+        if len(words) >= KEY_WORDS:
+            break
+    return hashlib.sha1(" ".join(words[:KEY_WORDS]).encode("utf-8")).hexdigest()[:16] if words else None
+
+
+@functools.lru_cache(maxsize=4)
+def training_keys(path: str | Path | None = None) -> frozenset[str]:
+    """`trace_key`s of the traces a failure-risk model folder was trained on (empty when it lists none)."""
+    folder = Path(path) if path is not None else MODEL_DIR
+    file = (folder if folder.is_dir() else folder.parent) / TRAINING_KEYS_FILE
+    return frozenset(json.loads(file.read_text(encoding="utf-8"))["keys"]) if file.exists() else frozenset()
 
 
 def _longest_path(n: int, edges: Sequence[tuple[int, int]]) -> int:
@@ -163,6 +197,7 @@ def _model_dir() -> Path:
 
 
 MODEL_DIR = _model_dir()
+TRAINING_KEYS_FILE = "training_traces.json"
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from typing import Mapping, Sequence
 
 from ..anomalies import read_anomalies
 from ..choice import select_by_domain
+from ..records import iter_graph_records
+from ..risk import trace_key, training_keys
 from ..stats import auroc, auroc_se, stats_settings
 from .markup import esc, html_table, md_table
 from .style import format_number
@@ -19,6 +21,7 @@ __all__ = ["Section", "decision_sections", "sections_html", "sections_md"]
 
 UNUSUAL_HEADER = ["trace", "model", "anomaly", "anomaly_rank", "drivers", "failure_risk"]
 CHOICE_HEADER = ["domain", "models", "tier 1", "fit", "interval", "accuracy", "told apart from the rest"]
+MIN_PER_CLASS = 5  # right and wrong graded traces an AUROC needs
 
 
 @dataclass
@@ -42,25 +45,51 @@ def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], p
     reasons = sorted({a["anomaly_reason"] for a in anomalies if a["anomaly_reason"]})
     note = (f"The {per_model} most unusual traces of each model: anomaly is the robust Mahalanobis distance of a "
             "trace's 19 indicators from its own model's traces; drivers are the indicators that push it out, with "
-            "their signed robust z; failure_risk is the calibrated probability that the final answer is wrong, "
-            "from the reasoning's structure alone (never the answer, the gold answer or a grade). "
+            "their signed robust z; failure_risk is the probability that the final answer is wrong (calibrated on "
+            "its training corpora), from the reasoning's structure alone (never the answer, the gold answer or a "
+            "grade). "
             "Every trace is in anomalies.csv.")
     if reasons:
         note += " Not scored: " + "; ".join(reasons) + "."
-    correct = {r["trace_id"]: r["correct"] for r in rows if r.get("correct") is not None}
-    graded = [(a["failure_risk"], not correct[a["trace_id"]]) for a in anomalies
-              if a["trace_id"] in correct and a["failure_risk"] is not None]
-    if graded and 0 < sum(w for _, w in graded) < len(graded):
-        value = auroc([p for p, _ in graded], [w for _, w in graded])
-        n_wrong = sum(w for _, w in graded)
-        se = auroc_se(value, n_wrong, len(graded) - n_wrong)
-        note += (f" On this run's {len(graded)} graded traces ({n_wrong} wrong) the AUROC of failure_risk for a wrong "
-                 f"answer is {value:.3f} (95% interval {max(0.0, value - 1.96 * se):.2f}–{min(1.0, value + 1.96 * se):.2f}, "
-                 "Hanley & McNeil).")
-    elif graded:
-        note += " This run's graded traces are all right or all wrong: no AUROC of failure_risk."
+    note += _risk_auroc(run_dir, rows, anomalies)
     return Section("Unusual traces and failure risk", note, UNUSUAL_HEADER, cells,
                    empty="No model has enough traces for anomaly scores.")
+
+
+def _auroc_text(graded: Sequence[tuple[float, bool]], what: str) -> str:
+    n_wrong = sum(w for _, w in graded)
+    if min(n_wrong, len(graded) - n_wrong) < MIN_PER_CLASS:
+        return (f"{what} {len(graded)} graded traces ({n_wrong} wrong) are too few of one kind for an AUROC of "
+                f"failure_risk ({MIN_PER_CLASS} right and {MIN_PER_CLASS} wrong needed)")
+    value = auroc([p for p, _ in graded], [w for _, w in graded])
+    se = auroc_se(value, n_wrong, len(graded) - n_wrong)
+    return (f"{what} {len(graded)} graded traces ({n_wrong} wrong) the AUROC of failure_risk for a wrong answer is "
+            f"{value:.3f} (95% interval {max(0.0, value - 1.96 * se):.2f}–{min(1.0, value + 1.96 * se):.2f}, Hanley & McNeil)")
+
+
+def _risk_auroc(run_dir: Path, rows: Sequence[Mapping], anomalies: Sequence[Mapping]) -> str:
+    """The run's own AUROC of failure_risk where it has grades, with the traces the model was
+    trained on (recognised by `risk.trace_key`) counted and left out of a second figure."""
+    correct = {r["trace_id"]: r["correct"] for r in rows if r.get("correct") is not None}
+    graded = {a["trace_id"]: (a["failure_risk"], not correct[a["trace_id"]]) for a in anomalies
+              if a["trace_id"] in correct and a["failure_risk"] is not None}
+    if not graded:
+        return ""
+    text = " " + _auroc_text(list(graded.values()), "On this run's")
+    trained = training_keys()
+    seen = {rec["trace_id"] for rec in iter_graph_records(run_dir, missing_ok=True)
+            if rec["trace_id"] in graded and trace_key(rec) in trained}
+    if seen:
+        text += (f"; {len(seen)} of them are traces the model was trained on (recognised by their opening words), "
+                 "so that figure is partly in-sample; on the other " + _auroc_text(
+                     [v for t, v in graded.items() if t not in seen], "").strip())
+    group_of = {r["trace_id"]: r.get("group") for r in rows}
+    groups = sorted({str(group_of[t]) for t in graded if group_of.get(t) is not None})
+    if len(groups) > 1:  # a design condition can carry the whole ranking (MiP against normal questions)
+        text += "; within each group (a condition can separate right from wrong answers by itself): " + "; ".join(
+            f"{g}: " + _auroc_text([v for t, v in graded.items() if str(group_of.get(t)) == g], "").strip()
+            for g in groups)
+    return text + "."
 
 
 def _choice(run_dir: Path, rows: Sequence[Mapping]) -> Section:

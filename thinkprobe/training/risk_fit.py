@@ -5,8 +5,9 @@
    label), profiled by `thinkprobe.profile` into WORK/<corpus>/run; the labels go to
    WORK/<corpus>/labels.csv, joined back by record position.
 2. `fit` + `evaluate`: risk_features of every graph record; a logistic regression on standardised
-   features clipped to +-CLIP standard deviations, with Platt calibration (scikit-learn), evaluated leave-one-corpus-out and
-   leave-one-model-out against length alone and length + model (one-hot).
+   features clipped to +-CLIP standard deviations, with Platt calibration (scikit-learn),
+   evaluated leave-one-corpus-out and leave-one-model-out against length alone and length +
+   model (one-hot).
 
 The command line is scripts/train_failure_risk.py.
 """
@@ -22,7 +23,7 @@ from typing import Iterator, Mapping, Sequence
 import numpy as np
 
 from ..records import GraphRecord, iter_graph_records, load_graph_record
-from ..risk import RISK_FEATURES, FailureRisk, risk_features
+from ..risk import RISK_FEATURES, TRAINING_KEYS_FILE, FailureRisk, risk_features, trace_key
 from .risk_data import CORPORA, MATH_CORPORA, read_corpus, sample_examples
 
 __all__ = ["PER_STRATUM", "prepare", "profile_corpora", "load_dataset", "fit", "evaluate", "ece", "write_model",
@@ -91,7 +92,8 @@ def load_dataset(work: Path, corpora: Sequence[str], partial: bool = False) -> d
     """Features and labels of every profiled trace: X (RISK_FEATURES), wrong, corpus, model,
     domain, tokens (reasoning tokens, for the length baselines). `partial`: a corpus whose run has
     not finished contributes the traces of its committed chunks."""
-    cols: dict[str, list] = {"X": [], "wrong": [], "corpus": [], "model": [], "domain": [], "tokens": [], "id": []}
+    cols: dict[str, list] = {"X": [], "wrong": [], "corpus": [], "model": [], "domain": [], "tokens": [], "id": [],
+                             "key": []}
     for name in corpora:
         with open(work / name / "labels.csv", encoding="utf-8", newline="") as f:
             labels = {int(r["record"]): r for r in csv.DictReader(f)}
@@ -105,6 +107,7 @@ def load_dataset(work: Path, corpora: Sequence[str], partial: bool = False) -> d
             for key in ("corpus", "model", "domain", "id"):
                 cols[key].append(lab[key])
             cols["tokens"].append(math.expm1(feats["log_tokens"]))
+            cols["key"].append(trace_key(rec))
     return {k: np.asarray(v, dtype=np.float64 if k in ("X", "tokens") else bool if k == "wrong" else object)
             for k, v in cols.items()}
 
@@ -256,10 +259,15 @@ def evaluate(data: Mapping[str, np.ndarray], c: float = 0.1) -> dict:
     return out
 
 
-def write_model(model: FailureRisk, folder: Path, card: Mapping) -> None:
-    """model.json (the weights and calibration with what the card says: data, evaluation) and its
-    README.md model card."""
+def write_model(model: FailureRisk, folder: Path, card: Mapping, keys: Sequence[str | None] = ()) -> None:
+    """model.json (the weights and calibration with what the card says: data, evaluation), its
+    README.md model card and training_traces.json (the training traces' `trace_key`s, so a run can
+    tell which of its traces the model has seen)."""
     folder.mkdir(parents=True, exist_ok=True)
+    (folder / TRAINING_KEYS_FILE).write_text(json.dumps({"key": "risk.trace_key: sha1 of the reasoning's first 200 "
+                                                                "words, 16 hex digits",
+                                                         "keys": sorted({k for k in keys if k})}, indent=0) + "\n",
+                                             encoding="utf-8")
     data = FailureRisk(model.features, model.mean, model.scale, model.coef, model.intercept, model.calibration,
                        {**model.card, **card}, model.clip).to_json()
     (folder / "model.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -311,14 +319,17 @@ def model_card(data: Mapping) -> str:
         "# failure-risk: P(wrong final answer) from the structure of the reasoning",
         "",
         "A logistic regression (scikit-learn, L2, C = "
-        f"{data['C']}) on {len(data['features'])} standardised features of a trace's reasoning, followed by "
+        f"{data['C']}) on {len(data['features'])} standardised features of a trace's reasoning (clipped to "
+        f"+-{data.get('clip')} sd), followed by "
         "Platt calibration fitted on out-of-fold predictions (`thinkprobe/risk.py`; weights in model.json, "
         "no pickle). The features come from the graph record's reasoning units and the edges between them "
         "only: unit types, cues, token counts, edge types and directions, cycles, chain depth, how the trace "
         "ends (its last fifth) and the candidate answers the reasoning puts forward (how many, how many "
         "distinct, how often they change, where the last one settles), found with no gold answer. The "
-        "answer section, the question, the gold answer and any grade are never read, so a trace gets "
-        "the same risk with its answer removed.",
+        "answer section, the question, the gold answer and any grade are never read (the parser, which "
+        "reads the whole trace, types and links the reasoning, so a trace profiled with its answer can score "
+        "a little differently). training_traces.json names the training traces by their opening words "
+        "(`risk.trace_key`), so a report can say which of its traces the model has seen.",
         "",
         "## Data",
         "",
