@@ -1,5 +1,6 @@
 """The HTML / Markdown report and the per-trace view on a small hand-built run folder; the last
 tests open the pages in headless Chromium and skip when no Chromium is installed."""
+import html
 import json
 import re
 import shutil
@@ -86,6 +87,20 @@ def test_trace_page_names_avoid_names_windows_reserves():
     names = [safe_trace_id(t) for t in ("con", "NUL", "aux.x", "r1-math-0", "DeepSeek-R1-0")]
     assert names[3:] == ["r1-math-0", "DeepSeek-R1-0"] and all(n.split("-")[0].lower() in ("con", "nul", "aux.x")
                                                                and len(n) > 10 for n in names[:3])
+
+
+def test_trace_page_says_why_its_trace_is_unusual(run_dir):
+    """The report's unusual-traces table links to trace pages: each page says what anomalies.csv says."""
+    import csv
+
+    with open(run_dir / "anomalies.csv", newline="", encoding="utf-8") as f:
+        row = next(csv.DictReader(f))  # this run's models are too small for anomaly scores: the page says why
+    page = (run_dir / "traces" / f"{safe_trace_id(row['trace_id'])}.html").read_text(encoding="utf-8")
+    assert row["anomaly"] == "" and f"Not scored as unusual ({row['anomaly_reason']})" in html.unescape(page)
+    assert f"failure_risk {float(row['failure_risk']):.2f}" in page
+    from thinkprobe.report.trace_pages import _unusual_html
+    scored = _unusual_html({"anomaly": 4.2, "anomaly_rank": 1, "drivers": "idea_count +3.1", "failure_risk": 0.7})
+    assert "anomaly 4.20 (rank 1 within the model); drivers: idea_count +3.1. failure_risk 0.70" in scored
 
 
 def test_trace_pages_of_ids_differing_only_in_case_are_two_files_anywhere(tmp_path):

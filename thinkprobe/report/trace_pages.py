@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ..indicators import INDICATORS
-from ..outputs import GRAPHS_FILE, PROFILE_TABLE, RUN_JSON, read_table
+from ..outputs import ANOMALIES_TABLE, GRAPHS_FILE, INDICATORS_TABLE, PROFILE_TABLE, RUN_JSON, read_table
 from ..records import BACKWARD_EDGES, EDGE_TYPES, NODE_TYPES, iter_graph_records, source_id
 from .figures import graph_figure
 from .glossary import definition
@@ -155,8 +155,24 @@ def _profile_html(profile: Mapping[str, float] | None, norms: str) -> str:
               f"(0 = the reference mean; positive = more of the dimension).</p>")
 
 
+def _unusual_html(row: Mapping | None) -> str:
+    """What anomalies.csv says of the trace: how unusual it is among its model's traces, why, and its
+    failure risk (nothing without a row)."""
+    if not row:
+        return ""
+    if row.get("anomaly") is None:
+        where = f"Not scored as unusual ({esc(row.get('anomaly_reason') or 'no score')})"
+    else:
+        where = (f"Unusual among its model's traces: anomaly {format_number(row['anomaly'], 2)} (rank "
+                 f"{row['anomaly_rank']} within the model); drivers: {esc(row.get('drivers') or 'none')}")
+    risk = ("" if row.get("failure_risk") is None else
+            f" failure_risk {format_number(row['failure_risk'], 2)}: the probability that the final answer is "
+            "wrong, from the reasoning's structure alone.")
+    return f"<p class=note>{where}.{risk} Definitions: the report's glossary; every trace: anomalies.csv.</p>"
+
+
 def _trace_page(rec: Mapping, png: bytes, back_link: str | None, profile: Mapping[str, float] | None = None,
-                norms: str = "this run's traces") -> str:
+                norms: str = "this run's traces", unusual: Mapping | None = None) -> str:
     units = rec["units"]
     counts = {t: sum(u["type"] == t for u in units) for t in NODE_TYPES}
     legend = "".join(f'<span class="chip" style="background:{NODE_COLORS[t]}33;border-bottom:2px solid '
@@ -186,6 +202,7 @@ def _trace_page(rec: Mapping, png: bytes, back_link: str | None, profile: Mappin
                       for k, v in meta], left=2, cls="meta")}
 <h2>5D profile</h2>
 {_profile_html(profile, norms)}
+{_unusual_html(unusual)}
 <p>{legend}</p>
 <p>{edge_legend}</p>
 <div class="zoom" role="toolbar" aria-label="graph zoom"><button type="button" data-zoom="fit">fit width</button>
@@ -244,16 +261,24 @@ def write_trace_view(run_dir: str | Path, trace_id: str, out: str | Path | None 
         (out_dir / f"{name}.svg").write_bytes(svg_bytes(fig))
     in_run = out_dir.resolve() == (run_dir / "traces").resolve()
     path = out_dir / f"{name}.html"
+    unusual = _unusual_rows(run_dir) if (run_dir / ANOMALIES_TABLE.name).exists() else {}  # `graph` writes no table
     path.write_text(_trace_page(rec, png, "../report.html" if in_run else None, _profiles(run_dir).get(rec["trace_id"]),
-                                _norms(run_dir)), encoding="utf-8")
+                                _norms(run_dir), unusual.get(rec["trace_id"])), encoding="utf-8")
     return path
 
 
-def _write_trace_page(job: tuple[dict, Path, dict | None, str]) -> None:
-    rec, path, profile, norms = job
+def _unusual_rows(run_dir: Path) -> dict[str, dict]:
+    """{trace_id: its anomalies.csv row} (the table is written first for a run made before it existed)."""
+    from ..anomalies import read_anomalies
+
+    return {r["trace_id"]: r for r in read_anomalies(run_dir)}
+
+
+def _write_trace_page(job: tuple[dict, Path, dict | None, str, dict | None]) -> None:
+    rec, path, profile, norms, unusual = job
     with figure_style():
         png = png_bytes(graph_figure(rec), PAGE_DPI)
-    path.write_text(_trace_page(rec, png, "../report.html", profile, norms), encoding="utf-8")
+    path.write_text(_trace_page(rec, png, "../report.html", profile, norms, unusual), encoding="utf-8")
 
 
 def write_trace_pages(run_dir: Path, workers: int) -> dict[str, str]:
@@ -266,6 +291,7 @@ def write_trace_pages(run_dir: Path, workers: int) -> dict[str, str]:
     """
     jobs, pages, taken = [], {}, set()
     profiles, norms = _profiles(run_dir), _norms(run_dir)
+    unusual = _unusual_rows(run_dir) if (run_dir / INDICATORS_TABLE.name).exists() else {}
     for k, rec in enumerate(iter_graph_records(run_dir, missing_ok=True)):
         if k == MAX_TRACE_PAGES:
             break
@@ -273,7 +299,8 @@ def write_trace_pages(run_dir: Path, workers: int) -> dict[str, str]:
         if name.casefold() in taken:  # "Case" after "case": one file on macOS and Windows, so a hashed name
             name = f"{name[:60]}-{hashlib.sha1(rec['trace_id'].encode('utf-8')).hexdigest()[:10]}"
         taken.add(name.casefold())
-        jobs.append((rec, run_dir / "traces" / f"{name}.html", profiles.get(rec["trace_id"]), norms))
+        jobs.append((rec, run_dir / "traces" / f"{name}.html", profiles.get(rec["trace_id"]), norms,
+                     unusual.get(rec["trace_id"])))
         pages[rec["trace_id"]] = f"traces/{name}.html"
     if workers > 1 and len(jobs) >= 16 and sys.platform.startswith("linux"):
         with warnings.catch_warnings():
