@@ -768,6 +768,7 @@ def test_files_a_sample_took_nothing_from_are_named(tmp_path):
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "a.jsonl").write_text("".join(lines[:3]), encoding="utf-8")
     (tmp_path / "in" / "b.jsonl").write_text(lines[3], encoding="utf-8")
+    (tmp_path / "in" / "empty.jsonl").write_text("", encoding="utf-8")  # nothing to draw: not named
     out = tmp_path / "out"
     res = CliRunner().invoke(main, ["profile", str(tmp_path / "in"), "--limit", "2", "-o", str(out), "--device", "cpu",
                                     "--no-progress", "--linker", "cue", "--types", "cue", "--no-cache", "--no-report"])

@@ -373,7 +373,8 @@ def files_not_drawn(opts: RunOptions, joined: Joined) -> list[str]:
     out = []
     for spec in opts.inputs:
         src = parse_source(spec, opts.field_map)
-        out += [str(f) for f in source_files(Path(src.path), src.fields.matches_path) if str(f) not in read]
+        out += [str(f) for f in source_files(Path(src.path), src.fields.matches_path)
+                if str(f) not in read and f.stat().st_size > 0]  # an empty file had nothing to draw
     return out
 
 
