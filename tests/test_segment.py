@@ -38,6 +38,8 @@ def units(text, config):
     ("It is 5! Now stop. Yes! so it goes.", ["It is 5!", "Now stop.", "Yes!", "so it goes."]),
     ("The terms are (104, 114, ..., 194). Count them... Hmm. (It is 10.)",
      ["The terms are (104, 114, ..., 194).", "Count them...", "Hmm.", "(It is 10.)"]),
+    # the unknown of an equation ends no sentence, unless a capital follows it
+    ("So x = ? cm. Then 3 + 4 = ? Add them.", ["So x = ? cm.", "Then 3 + 4 = ?", "Add them."]),
     # a LaTeX environment inside inline math is part of its sentence (ProcessBench); on its own lines a block
     ("So $a = \\begin{pmatrix} x \\\\ y \\end{pmatrix}$ is given. The answer is $\\boxed{\\begin{pmatrix} 1 \\end{pmatrix}}$.",
      ["So $a = \\begin{pmatrix} x \\\\ y \\end{pmatrix}$ is given.", "The answer is $\\boxed{\\begin{pmatrix} 1 \\end{pmatrix}}$."]),
@@ -208,12 +210,14 @@ def _reference_formula(text, cut):
     if m.group(1) == "!":
         factorial = re.search(r"(?:\d|[)\]}]|(?<![^\W\d_])[A-Za-z])!\Z", text[:m.end(1)])
         return bool(factorial) and not (following.isupper() or following in ('"', "'", "“", "‘"))
+    if m.group(1) == "?":  # the unknown of an equation
+        return bool(re.search(r"=\s*\?\Z", text[:m.end(1)])) and not (following.isupper() or following in ('"', "'", "“", "‘"))
     return m.group(1) in ("...", "…") and following in (",", ")", "]", "}")
 
 
 TRICKY = ("Use e.g. approx. 3 units. Then Dr. Who. So 1. first and 2. second, then a) this. "
           "Eq. 5 holds. We have $a. B$ and `x. Y` here. No. Really?! Fine... 我们。好！ z. (b) item. So n! / (r!(n-r)!) "
-          "and 5! Then (1, 2, ..., 9) and {1,…, 3}. Wow! so. Done. (x) y")
+          "and 5! Then (1, 2, ..., 9) and {1,…, 3}. Wow! so. Done. (x) y = ? cm. z = ? Then w? no.")
 
 
 @pytest.mark.parametrize("text", [TRICKY, TRICKY * 40, TRICKY.replace(" ", "\n", 7)])

@@ -113,7 +113,8 @@ _MARKS = ".!?…"
 def _in_formula(text: str, cut: int) -> bool:
     """Whether the cut before text[cut] follows a mark that ends no sentence: a factorial ("n! / (r!(n-r)!)",
     "8! / (5! * 2!)": a "!" right after a digit, a closing bracket or a one-letter name; a capital after it
-    still starts a sentence) or an ellipsis inside a list ("(104, 114, ..., 194)")."""
+    still starts a sentence), an ellipsis inside a list ("(104, 114, ..., 194)") or the unknown of an
+    equation ("x = ? cm")."""
     k = cut  # back over what lies between the last mark and the cut: spaces, brackets, operators
     while k > 0 and not (text[k - 1] in _MARKS or text[k - 1].isalnum() or text[k - 1] == "_"):
         k -= 1
@@ -127,6 +128,8 @@ def _in_formula(text: str, cut: int) -> bool:
         return factorial and not (nxt.isupper() or nxt in ('"', "'", "“", "‘"))
     if text[k - 1] == "…" or text.endswith("...", 0, k):
         return nxt in (",", ")", "]", "}")
+    if text[k - 1] == "?":  # "x = ? cm": the unknown of an equation, no question; a capital after it still starts one
+        return text[:k - 1].rstrip().endswith("=") and not (nxt.isupper() or nxt in ('"', "'", "“", "‘"))
     return False
 
 
