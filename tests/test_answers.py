@@ -43,6 +43,14 @@ def only(rec: dict) -> tuple[str, str]:
     ("Solution: Choice D", "D", "option"),
     (r"Solution: Choice\_C: 1/3", "C", "option"),  # a markdown-escaped underscore
     ("Based on the analysis, the correct choice is B: the reshuffling of alleles.", "B", "option"),
+    # an option examined, not settled on (MR-BEN going through A to D; SAT), is no answer put forward
+    ("Step 3: Choice_B argues that the process is spontaneous due to an entropy increase.", None, None),
+    ("Then there's option B: the respondents weren't a random sample.", None, None),
+    ("(Choice_B) would be indicated if the infection were viral.", None, None),
+    ("Choice_C: 293 grams - Incorrect", None, None),
+    ("So option C is correct here.", "C", "option"),
+    ("I choose B.", "B", "option"),
+    ("We need to choose a different approach.", None, None),
     # an option stated with its whole text, however long (DeepSeek-R1 on SAT, Schoenfeld episodes)
     ("The correct answer is **B) Those who responded to the poll were not a random sample of the population.**",
      "B", "option"),

@@ -43,8 +43,16 @@ KIND_RANK = {"boxed": 0, "phrase": 1, "option": 1, "code": 2, "bold": 3, "number
 _PHRASE = re.compile(
     r"\b(?:the\s+)?(?:final\s+|correct\s+)?answer\s*(?:is|should be|would be|must be|will be|=|:|：)\s*:?\s*",
     re.IGNORECASE)
-# "option (B)", "choice D"; MR-BEN's closing step "Solution: Choice_B" / "Solution: Choice D" / "Solution: A"
-_OPTION_PHRASE = re.compile(r"\b(?:option\s*|choice\s*(?:is\s+)?|[Cc]hoice\\?_|Solution:\s*(?:[Cc]hoice(?:\\?_|\s)?)?)\(?([A-J])\)?(?![\w])")
+# An option the reasoning settles on: MR-BEN's closing step "Solution: Choice_B" / "Solution: Choice D" /
+# "Solution: A", "the correct choice is B", "I'd go with option D", "option C is correct". An option only
+# named ("Choice_B argues that ...", "Then there's option B: ...") is no answer put forward.
+_OPTION_PHRASE = re.compile(
+    r"(?:\bSolution:\s*(?:[Cc]hoice(?:\\?_|\s)?)?"
+    r"|\b(?i:correct|right|best|final)\s+(?i:option|choice)\s*(?i:is|would be|should be|must be|:)?\s*(?i:option\s*|choice\s*)?"
+    r"|\b(?i:go(?:ing)?\s+with|choose|chose|pick|picked|select|selected|opt\s+for)\s+(?i:option\s*|choice\s*)?"
+    r")\(?([A-J])\)?(?![\w])")
+_OPTION_IS_RIGHT = re.compile(r"\b(?i:option|choice)\s*(?:\\?_)?\s*\(?([A-J])\)?\s+(?i:is|seems|must be|should be)\s+"
+                              r"(?i:the\s+)?(?i:correct|right|best|answer)\b")
 _OPTION_VALUE = re.compile(r"^\s*\(?([A-J])\)?(?:[.:)]|\s|$)")
 _OPTION_LABEL = re.compile(r"^\s*\(?([A-J])\)\s+\S")
 _ANSWER_LABEL = re.compile(r"(?:#+\s*)?(?:the\s+)?(?:final\s+)?answer(?:\s+is)?\s*[:：]?", re.IGNORECASE)
@@ -148,10 +156,8 @@ def _phrase_value(text: str) -> tuple[str, str] | None:
         if letter and (len(value.strip()) <= 3 or value.strip().startswith("(")):
             return letter.group(1), "option"
         return value, "phrase"
-    m = None
-    for m in _OPTION_PHRASE.finditer(plain):
-        pass
-    return (m.group(1), "option") if m else None
+    settled = [*_OPTION_PHRASE.finditer(plain), *_OPTION_IS_RIGHT.finditer(plain)]
+    return (max(settled, key=lambda m: m.start()).group(1), "option") if settled else None
 
 
 def _bold_value(text: str) -> str | None:
