@@ -36,6 +36,8 @@ def units(text, config):
     ("So C(n, r) = n! / (r!(n-r)!). Then 8! / (5! * 3!) = 336. Done!",
      ["So C(n, r) = n! / (r!(n-r)!).", "Then 8! / (5! * 3!) = 336.", "Done!"]),
     ("It is 5! Now stop. Yes! so it goes.", ["It is 5!", "Now stop.", "Yes!", "so it goes."]),
+    ("Find n such that \\( n!! \\) divides \\( 2012!! \\), then stop.",
+     ["Find n such that \\( n!! \\) divides \\( 2012!! \\), then stop."]),  # double factorials (ProcessBench)
     ("The terms are (104, 114, ..., 194). Count them... Hmm. (It is 10.)",
      ["The terms are (104, 114, ..., 194).", "Count them...", "Hmm.", "(It is 10.)"]),
     # the unknown of an equation ends no sentence, unless a capital follows it
@@ -208,7 +210,7 @@ def _reference_formula(text, cut):
         return False
     following = text[m.end(1):cut + 1].lstrip()[:1]
     if m.group(1) == "!":
-        factorial = re.search(r"(?:\d|[)\]}]|(?<![^\W\d_])[A-Za-z])!\Z", text[:m.end(1)])
+        factorial = re.search(r"(?:\d|[)\]}]|(?<![^\W\d_])[A-Za-z])!!?\Z", text[:m.end(1)])
         return bool(factorial) and not (following.isupper() or following in ('"', "'", "“", "‘"))
     if m.group(1) == "?":  # the unknown of an equation
         return bool(re.search(r"=\s*\?\Z", text[:m.end(1)])) and not (following.isupper() or following in ('"', "'", "“", "‘"))
@@ -217,7 +219,7 @@ def _reference_formula(text, cut):
 
 TRICKY = ("Use e.g. approx. 3 units. Then Dr. Who. So 1. first and 2. second, then a) this. "
           "Eq. 5 holds. We have $a. B$ and `x. Y` here. No. Really?! Fine... 我们。好！ z. (b) item. So n! / (r!(n-r)!) "
-          "and 5! Then (1, 2, ..., 9) and {1,…, 3}. Wow! so. Done. (x) y = ? cm. z = ? Then w? no.")
+          "and 5! Then (1, 2, ..., 9) and {1,…, 3}. Wow! so. Done. (x) y = ? cm. z = ? Then w? no. So n!! and 7!! then. Wow!! Yes.")
 
 
 @pytest.mark.parametrize("text", [TRICKY, TRICKY * 40, TRICKY.replace(" ", "\n", 7)])

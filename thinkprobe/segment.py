@@ -112,8 +112,8 @@ _MARKS = ".!?…"
 
 def _in_formula(text: str, cut: int) -> bool:
     """Whether the cut before text[cut] follows a mark that ends no sentence: a factorial ("n! / (r!(n-r)!)",
-    "8! / (5! * 2!)": a "!" right after a digit, a closing bracket or a one-letter name; a capital after it
-    still starts a sentence), an ellipsis inside a list ("(104, 114, ..., 194)") or the unknown of an
+    "8! / (5! * 2!)", "n!!": a "!" or "!!" right after a digit, a closing bracket or a one-letter name; a
+    capital after it still starts a sentence), an ellipsis inside a list ("(104, 114, ..., 194)") or the unknown of an
     equation ("x = ? cm")."""
     k = cut  # back over what lies between the last mark and the cut: spaces, brackets, operators
     while k > 0 and not (text[k - 1] in _MARKS or text[k - 1].isalnum() or text[k - 1] == "_"):
@@ -122,9 +122,10 @@ def _in_formula(text: str, cut: int) -> bool:
         return False
     nxt = text[k:cut + 1].lstrip()[:1]
     if text[k - 1] == "!":
-        before = text[k - 2] if k >= 2 else ""
+        j = k - 2 if k >= 3 and text[k - 2] == "!" else k - 1  # "n!!": a double factorial
+        before = text[j - 1] if j >= 1 else ""
         factorial = before.isdigit() or before in (")", "]", "}") or (
-            before.isascii() and before.isalpha() and not (k >= 3 and text[k - 3].isalpha()))
+            before.isascii() and before.isalpha() and not (j >= 2 and text[j - 2].isalpha()))
         return factorial and not (nxt.isupper() or nxt in ('"', "'", "“", "‘"))
     if text[k - 1] == "…" or text.endswith("...", 0, k):
         return nxt in (",", ")", "]", "}")
