@@ -50,6 +50,7 @@ def only(rec: dict) -> tuple[str, str]:
     ("Choice_C: 293 grams - Incorrect", None, None),
     ("So option C is correct here.", "C", "option"),
     ("I choose B.", "B", "option"),
+    ("If we are forced to choose, we can choose Choice_A: 4 as it is the smallest.", "A", "option"),
     ("We need to choose a different approach.", None, None),
     # an option stated with its whole text, however long (DeepSeek-R1 on SAT, Schoenfeld episodes)
     ("The correct answer is **B) Those who responded to the poll were not a random sample of the population.**",

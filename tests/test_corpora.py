@@ -292,6 +292,23 @@ def test_mr_ben_gold_is_the_corrected_answer_where_one_is_set():
     assert (named.model, named.domain) == ("Claude2", "college_medicine")
 
 
+
+def test_mr_ben_closing_step_is_the_answer_and_its_solution_label_no_grade():
+    """MR-BEN's "Solution: Choice_B" closes each solution: the answer section (as the failure-risk model
+    was trained, answer cut off); Model_Solution_Correctness labels the whole solution (a wrong step on
+    the way to the right option makes it "incorrect"), so the matcher grades the final answer."""
+    steps = ["Step 1: Choice_A argues one thing.", "Step 2: Choice_B fits the data.", "Solution: Choice_B"]
+    rec = {"Question": "Q?", "Model_Solution_Steps": steps, "Ground_Truth_Answer_Modified": "B",
+           "Model_Solution_Correctness": "incorrect"}
+    trace = one(rec, FieldMap(reasoning_field="Model_Solution_Steps"))
+    answer = next(s for s in trace.sections if s.name == "answer")
+    assert answer.text[answer.start:answer.end] == "Solution: Choice_B"
+    assert trace.correct is None and trace.provenance["correct_from"] is None
+    assert trace.provenance["unread_grade"] == "Model_Solution_Correctness=incorrect"
+    labelled = one(rec, FieldMap(reasoning_field="Model_Solution_Steps", correct_field="Model_Solution_Correctness"))
+    assert labelled.correct is False  # named, the label grades
+
+
 def test_a_field_named_after_a_model_and_its_prompt_is_that_models_output():
     """MiP-Overthinking keeps each API model's output in `<model> (<prompt field>)`: untagged, it is the whole
     output of a model without visible reasoning (profiled as untagged text, under the model it names); where the

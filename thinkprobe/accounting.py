@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from .io.detect import record_position
-from .io.grades import verdict_name
+from .io.grades import SOLUTION_LABELS, verdict_name
 from .redundancy import answers_match, has_grade
 
 __all__ = ["NO_THINK", "ANSWER_WITHOUT_THINKING", "UntaggedAnswers", "Accounting", "reason_kind", "format_coverage"]
@@ -291,6 +291,11 @@ def format_coverage(coverage: Mapping, grades: Mapping | None = None, max_rows: 
                          f"{grades['matcher_checked']} traces (the grade is kept; run.json grades.disagreements)")
         for name, n in grades["unread_codes"].items():
             example = grades.get("unread_examples", {}).get(name, "")
+            if name in SOLUTION_LABELS:
+                lines.append(f"{n} traces carry `{name}`, a label of the whole solution (a wrong step on the way to "
+                             f"the right answer makes it incorrect), not of the final answer: the answer matcher "
+                             f"grades them; --correct-field {name} grades by the label instead")
+                continue
             if example and not example.strip().lstrip("-").replace(".", "", 1).isdigit():  # words: name their meaning
                 lines.append(f"{n} traces carry `{name}` values no default reads (e.g. '{example}'), so they are not "
                              f"graded: name what each means, e.g. --correct-field {name} --correct-values "

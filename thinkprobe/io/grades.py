@@ -10,7 +10,7 @@ import re
 from typing import Any, Callable, Mapping
 
 __all__ = ["GRADES", "GRADE_LABELS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "CODE_FIELDS", "Grade",
-           "parse_correct_values", "grade_key", "read_grade", "unread_codes", "verdict_name"]
+           "parse_correct_values", "grade_key", "read_grade", "unread_codes", "verdict_name", "SOLUTION_LABELS"]
 
 
 # Grades read from a correctness field, written down once (README, "Profile your traces"): True correct, False
@@ -28,10 +28,15 @@ GRADE_LABELS: dict[str, bool | None] = {"correct": True, "incorrect": False, "un
 
 
 # Where records keep their grade, in the order tried. final_answer_correct: ProcessBench;
-# Model_Solution_Correctness ("correct"/"incorrect"): MR-BEN; eval_result: MiP-Overthinking (codes, below).
+# eval_result: MiP-Overthinking (codes, below).
 CORRECT_FIELDS = ("correct", "is_correct", "correctness", "grading", "metadata.correctness", "exact_match",
-                  "final_answer_correct", "Model_Solution_Correctness", "model_output_answer_correctness", "score",
-                  "eval_result")
+                  "final_answer_correct", "model_output_answer_correctness", "score", "eval_result")
+
+
+# Labels of a whole solution, not of its final answer: MR-BEN's Model_Solution_Correctness is
+# "incorrect" for a solution with a wrong step on its way to the right option (252 of 2,922 readable
+# choices). Not read as the grade (the answer matcher grades such records); --correct-field reads one.
+SOLUTION_LABELS = frozenset({"Model_Solution_Correctness"})
 
 
 # OpenR1: one verdict per generation
@@ -130,12 +135,17 @@ def read_grade(record: dict, get_path: Callable[[dict, str], tuple[bool, Any]], 
 
 
 def unread_codes(record: dict, get_path: Callable[[dict, str], tuple[bool, Any]]) -> list[tuple[str, str]]:
-    """(field, value) of the CODE_FIELDS a record holds a number in: a grade that only --correct-values can read."""
+    """(field, value) of the CODE_FIELDS a record holds a number in (a grade that only --correct-values
+    can read), and of the SOLUTION_LABELS it holds (a label no default reads as the answer's grade)."""
     out = []
     for path in sorted(CODE_FIELDS):
         found, value = get_path(record, path)
         key = grade_key(value) if found else None
         if key is not None and _NUMBER.fullmatch(key):
+            out.append((path, str(value)))
+    for path in sorted(SOLUTION_LABELS):
+        found, value = get_path(record, path)
+        if found and grade_key(value) is not None:
             out.append((path, str(value)))
     return out
 

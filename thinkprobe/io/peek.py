@@ -9,7 +9,7 @@ from typing import Iterable, Sequence
 
 from ..records import InputError, Trace
 from .formats import source_files, strip_extensions
-from .grades import verdict_name
+from .grades import SOLUTION_LABELS, verdict_name
 from .sources import FieldMap, Source, parse_source
 from .traces import detect_inputs
 
@@ -150,7 +150,8 @@ def _grade_cell(row: dict) -> str:
         return cell + ("; needs --correct-values" if row.get("unread_grade") else "")
     cell = "matcher vs gold" if row.get("gold_from") else "-"
     if row.get("unread_grade"):
-        cell += f"; {row['unread_grade']} needs --correct-values"
+        label = row["unread_grade"].partition("=")[0] in SOLUTION_LABELS
+        cell += f"; {row['unread_grade']} " + ("is a solution label, not read" if label else "needs --correct-values")
     return cell
 
 

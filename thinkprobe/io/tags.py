@@ -98,7 +98,7 @@ def split_tags(text: str) -> Split:
             return Split(None, (0, mark), (len(text) - len(rest.lstrip()), len(text)))
     line = ANSWER_LINE.search(text)
     if line and text[:line.start()].strip():
-        return Split(None, (0, line.start()), line.span(1))
+        return Split(None, (0, line.start()), line.span(1) if line.group(1) is not None else line.span(2))
     return Split(None, (0, len(text)), None)
 
 
@@ -109,8 +109,10 @@ FINAL_MARK = "####"
 
 # WizardMath's and MetaMath's closing line (ReasonEval's WizardMath outputs): "The answer is: 0.15." on a
 # line of its own, the last of the text, or PRM800K's closing step "# Answer" and the answer on the
-# line after it; read as the answer as "####" is.
-ANSWER_LINE = re.compile(r"\n[ \t]*(?:The answer is:|#[ \t]*Answer[ \t]*\n\s*)[ \t]*(\S[^\n]*?)\s*\Z")
+# line after it; read as the answer as "####" is. MR-BEN's closing step "Solution: Choice_B" is the
+# answer too ("Solution: None of the choices ..." as well), kept whole (group 2: the option is read from it).
+ANSWER_LINE = re.compile(r"\n[ \t]*(?:(?:The answer is:|#[ \t]*Answer[ \t]*\n\s*)[ \t]*(\S[^\n]*?)"
+                         r"|(Solution:[ \t]*\S[^\n]*?))\s*\Z")
 
 
 def _split_gpt_oss(text: str) -> Split | None:

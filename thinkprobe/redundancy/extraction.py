@@ -48,8 +48,9 @@ _PHRASE = re.compile(
 # named ("Choice_B argues that ...", "Then there's option B: ...") is no answer put forward.
 _OPTION_PHRASE = re.compile(
     r"(?:\bSolution:\s*(?:[Cc]hoice(?:\\?_|\s)?)?"
-    r"|\b(?i:correct|right|best|final)\s+(?i:option|choice)\s*(?i:is|would be|should be|must be|:)?\s*(?i:option\s*|choice\s*)?"
-    r"|\b(?i:go(?:ing)?\s+with|choose|chose|pick|picked|select|selected|opt\s+for)\s+(?i:option\s*|choice\s*)?"
+    r"|\b(?i:correct|right|best|final)\s+(?i:option|choice)\s*(?i:is|would be|should be|must be|:)?\s*"
+    r"(?:(?i:option|choice)(?:\s*|\\?_))?"
+    r"|\b(?i:go(?:ing)?\s+with|choose|chose|pick|picked|select|selected|opt\s+for)\s+(?:(?i:option|choice)(?:\s*|\\?_))?"
     r")\(?([A-J])\)?(?![\w])")
 _OPTION_IS_RIGHT = re.compile(r"\b(?i:option|choice)\s*(?:\\?_)?\s*\(?([A-J])\)?\s+(?i:is|seems|must be|should be)\s+"
                               r"(?i:the\s+)?(?i:correct|right|best|answer)\b")

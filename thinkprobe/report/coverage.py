@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..io.grades import SOLUTION_LABELS
 from ..outputs import RUN_JSON
 from .markup import esc, html_table, md_table
 
@@ -58,7 +59,10 @@ def _lines(run: dict) -> list[str]:
             lines.append(f"The answer matcher disagrees with the record's grade on {grades['matcher_disagrees']} of "
                          f"{grades['matcher_checked']} traces that have both (run.json grades.disagreements).")
         for name, n in (grades.get("unread_codes") or {}).items():
-            lines.append(f"{n} traces carry `{name}` codes no default reads: name their meaning with "
+            lines.append(f"{n} traces carry `{name}`, a label of the whole solution rather than of its final answer: "
+                         f"the answer matcher grades them (--correct-field {name} grades by the label)."
+                         if name in SOLUTION_LABELS else
+                         f"{n} traces carry `{name}` codes no default reads: name their meaning with "
                          f"--correct-field {name} --correct-values.")
     return lines
 
