@@ -19,6 +19,7 @@ domain, question and reasoning. Records without a usable label are left out.
     processbench        final_answer_correct false                        the steps
     big_bench_mistake   answer != target                                  the steps
     mr_ben              "Solution: Choice_X" != Ground_Truth_Answer       the steps but the last (the answer)
+                        (_Modified where set)
 """
 from __future__ import annotations
 
@@ -216,7 +217,8 @@ def _mr_ben(root: Path) -> Iterator[Example]:
                 if not isinstance(steps, list) or len(steps) < 2:
                     continue
                 m = _CHOICE.search(steps[-1])
-                gold = str(s.get("Ground_Truth_Answer") or "").strip()
+                # the corrected key where one is set (as `profile` reads it): the original is wrong there
+                gold = str(s.get("Ground_Truth_Answer_Modified") or s.get("Ground_Truth_Answer") or "").strip()
                 if not m or not re.fullmatch(r"[A-J]", gold):
                     continue
                 yield Example(f"mr_ben:{question}:{j}", "mr_ben", s["Sampled_Model"], subject, s.get("Question"),
