@@ -106,6 +106,19 @@ def test_numbers_only_in_conclusions_and_the_closing_unit():
     assert [(c.unit, c.value) for c in find_candidates(named)] == [(1, "90")]
 
 
+def test_the_closing_units_answer_may_be_a_long_list():
+    """BIG-Bench Mistake's word sorting answers list 13-20 words: never extracted, so correct traces were
+    graded wrong 'because no final answer was found'. Only the closing unit's answer may be that long."""
+    words = ("autocracy balinese bordeaux chilly disquietude forever hornet insensible iodinate neck prostaglandin "
+             "rescind soon surge survival tear")  # over 120 characters too
+    text = f"The answer is {words}"
+    assert only(record("Sort them.", text, provenance={"untagged": True})) == (words, "phrase")
+    assert find_candidates(record(text, "Let me go on.")) == []  # mid-trace, as long a phrase is no answer
+    # a long sentence is no list: its number is the answer, as before
+    sentence = "**Answer:** There are 210 ways Mr. Brennan can pick 3 boys and 2 girls for the presentation."
+    assert [c.value for c in find_candidates(record("Count them.", sentence, provenance={"untagged": True}))] == ["210"]
+
+
 def test_an_answer_section_that_is_a_bare_value_is_that_value():
     """WizardMath's 'The answer is: \\frac{3}{2}.' leaves '\\frac{3}{2}.' as the answer section: its last
     number ('2') was taken for the answer."""

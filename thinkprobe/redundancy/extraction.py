@@ -77,7 +77,12 @@ _CONCLUDES = re.compile(r"(?:=|≈|\\approx|\bis\b|\bare\b|\bequals\b|\bbe\b|\bg
 _ABBREVIATION = re.compile(r"(?:^|\W)(?:St|Dr|Mr|Mrs|Ms|Jr|Sr|Mt|Ft|vs|No)$")
 _INITIAL = re.compile(r"[\w.]\s+[A-Z]$")  # "John B. Mortimer", "A. J. Hinch": a name initial, not an end
 _MAX_PHRASE_WORDS = 12
+_MAX_CLOSING_WORDS = 40  # the closing unit's answer may be longer: BIG-Bench's word sorting lists 13-20 words
+# ... when it reads as a list, not a sentence ("There are 210 ways he can pick 3 boys and 2 girls"): few of these
+_FUNCTION_WORDS = frozenset("a an the is are was were be been there it this that of to for and or can we i you "
+                            "he she they which so with by on in".split())
 _MAX_VALUE_CHARS = 120
+_MAX_CLOSING_CHARS = 400  # a list of up to _MAX_CLOSING_WORDS words
 
 
 def boxed_values(text: str) -> list[str]:
@@ -104,11 +109,11 @@ def boxed_values(text: str) -> list[str]:
                 out.append(token.group(0))
     return [v for v in out if v]
 
-def _cut_value(text: str) -> str:
+def _cut_value(text: str, max_chars: int = _MAX_VALUE_CHARS) -> str:
     """The answer value at the start of text: up to the end of the sentence, outside of math."""
     text = text.lstrip()
     out, in_math, i = [], False, 0
-    while i < len(text) and i < _MAX_VALUE_CHARS:
+    while i < len(text) and i < max_chars:
         ch = text[i]
         if ch == "$":
             in_math = not in_math
@@ -134,7 +139,7 @@ def _cut_value(text: str) -> str:
     return "".join(out).strip().strip("*").rstrip(",;:").strip()
 
 
-def _phrase_value(text: str) -> tuple[str, str] | None:
+def _phrase_value(text: str, closing: bool = False) -> tuple[str, str] | None:
     plain = MARKDOWN.sub("", text)
     matches = list(_PHRASE.finditer(plain))
     for m in reversed(matches):
@@ -142,7 +147,8 @@ def _phrase_value(text: str) -> tuple[str, str] | None:
             continue
         if _SUPPOSED.search(plain[max(0, m.start() - 80):m.start()]):
             continue
-        value = _cut_value(_APPROX.sub("", plain[m.end():], count=1))  # "approx. 5": its stop ends no sentence
+        value = _cut_value(_APPROX.sub("", plain[m.end():], count=1),  # "approx. 5": its stop ends no sentence
+                           _MAX_CLOSING_CHARS if closing else _MAX_VALUE_CHARS)
         while _HEDGE.match(value):
             value = _HEDGE.sub("", value, count=1)
         labelled = _OPTION_LABEL.match(value)  # "B) Those who responded ...": the option, its text however long
@@ -150,8 +156,10 @@ def _phrase_value(text: str) -> tuple[str, str] | None:
             return labelled.group(1), "option"
         if len(value.split()) > _MAX_PHRASE_WORDS:  # "Yes, Winnie Ewing was alive when ..." -> "Yes"
             value = re.split(r",\s|\s[-–—]\s|\s\(", value, maxsplit=1)[0].strip()
-        if _EMPTY_VALUE.match(value) or _NOT_A_VALUE.match(value) or len(value.split()) > _MAX_PHRASE_WORDS \
-                or _UNFINISHED.search(value):
+        words = value.split()
+        listed = closing and len(words) <= _MAX_CLOSING_WORDS and sum(w.lower() in _FUNCTION_WORDS for w in words) <= 2
+        if _EMPTY_VALUE.match(value) or _NOT_A_VALUE.match(value) or _UNFINISHED.search(value) \
+                or (len(words) > _MAX_PHRASE_WORDS and not listed):
             continue
         letter = _OPTION_VALUE.match(value)
         if letter and (len(value.strip()) <= 3 or value.strip().startswith("(")):
@@ -212,12 +220,12 @@ def conclusion_number(text: str) -> str | None:
     return numbers[-1].strip() if numbers else None
 
 
-def _unit_candidate(text: str, *, in_answer: bool, conclusion: bool) -> tuple[str, str] | None:
+def _unit_candidate(text: str, *, in_answer: bool, conclusion: bool, closing: bool = False) -> tuple[str, str] | None:
     text = SPECIAL_TOKEN.sub("", text)
     boxed = boxed_values(text)
     if boxed:
         return ", ".join(boxed), "boxed"
-    phrase = _phrase_value(text)
+    phrase = _phrase_value(text, closing)
     if phrase:
         return phrase
     if in_answer and conclusion:  # an answer section that is a bare value ("\\frac{3}{2}." after "The answer is:")
@@ -274,12 +282,15 @@ def find_candidates(record: dict) -> list[Candidate]:
     whole_output = provenance.get("untagged") or is_output_field(provenance.get("reasoning_from"))
     closes = whole_output and not provenance.get("truncated")
     last_answer = answer_ids[-1] if answer_ids else units[-1]["id"] if closes else None
+    # where "The answer is ..." may state a long list: the trace's last unit (answer section or not), unless cut off
+    last_unit = None if provenance.get("truncated") else (answer_ids or [units[-1]["id"]])[-1]
     code = _final_code_block(units)
     out = []
     label_before = False  # the previous unit was a bare "Answer:" label
     for u in units:
         found = _unit_candidate(u["text"], in_answer=u.get("section") == "answer",
-                                conclusion=u.get("type") == "CON" or u["id"] == last_answer)
+                                conclusion=u.get("type") == "CON" or u["id"] == last_answer,
+                                closing=u["id"] == last_unit)
         if label_before and (found is None or found[1] == "number"):
             value = _cut_value(MARKDOWN.sub("", SPECIAL_TOKEN.sub("", u["text"])))
             if value and len(value.split()) <= _MAX_PHRASE_WORDS:
