@@ -50,6 +50,9 @@ def only(rec: dict) -> tuple[str, str]:
     ("Choice_C: 293 grams - Incorrect", None, None),
     ("So option C is correct here.", "C", "option"),
     ("I choose B.", "B", "option"),
+    ("So the answer is Choice_B.", "B", "option"),
+    ("Thus the answer is option (C).", "C", "option"),
+    ("Step 5: Based on the analysis, the correct choice is: Choice_A: Chitin", "A", "option"),
     ("If we are forced to choose, we can choose Choice_A: 4 as it is the smallest.", "A", "option"),
     ("We need to choose a different approach.", None, None),
     # an option stated with its whole text, however long (DeepSeek-R1 on SAT, Schoenfeld episodes)
@@ -124,6 +127,8 @@ def test_an_answer_section_that_is_a_bare_value_is_that_value():
     number ('2') was taken for the answer."""
     for value in (r"\frac{3}{2}", r"\sqrt{5}", "216"):
         assert only(record("So it is done.", value + ".", answer_from=1)) == (value, "phrase")
+    formula = r"\frac{\sin 80^\circ(-1+4\cos 80^\circ)}{\cos 80^\circ}"  # PRM800K: its last number (80) was taken
+    assert only(record("So it is done.", f"${formula}$", answer_from=1)) == (formula, "phrase")
 
 
 def test_answer_label_on_its_own_line_takes_the_next_unit():

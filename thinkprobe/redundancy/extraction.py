@@ -48,12 +48,13 @@ _PHRASE = re.compile(
 # named ("Choice_B argues that ...", "Then there's option B: ...") is no answer put forward.
 _OPTION_PHRASE = re.compile(
     r"(?:\bSolution:\s*(?:[Cc]hoice(?:\\?_|\s)?)?"
-    r"|\b(?i:correct|right|best|final)\s+(?i:option|choice)\s*(?i:is|would be|should be|must be|:)?\s*"
+    r"|\b(?i:correct|right|best|final)\s+(?i:option|choice)\s*(?i:is|would be|should be|must be)?\s*:?\s*"
     r"(?:(?i:option|choice)(?:\s*|\\?_))?"
     r"|\b(?i:go(?:ing)?\s+with|choose|chose|pick|picked|select|selected|opt\s+for)\s+(?:(?i:option|choice)(?:\s*|\\?_))?"
     r")\(?([A-J])\)?(?![\w])")
 _OPTION_IS_RIGHT = re.compile(r"\b(?i:option|choice)\s*(?:\\?_)?\s*\(?([A-J])\)?\s+(?i:is|seems|must be|should be)\s+"
                               r"(?i:the\s+)?(?i:correct|right|best|answer)\b")
+_NAMED_OPTION = re.compile(r"(?i:option|choice)\s*(?:\\?_)?\s*\(?([A-J])\)?(?![\w])")
 _OPTION_VALUE = re.compile(r"^\s*\(?([A-J])\)?(?:[.:)]|\s|$)")
 _OPTION_LABEL = re.compile(r"^\s*\(?([A-J])\)\s+\S")
 _ANSWER_LABEL = re.compile(r"(?:#+\s*)?(?:the\s+)?(?:final\s+)?answer(?:\s+is)?\s*[:：]?", re.IGNORECASE)
@@ -164,6 +165,9 @@ def _phrase_value(text: str, closing: bool = False) -> tuple[str, str] | None:
         letter = _OPTION_VALUE.match(value)
         if letter and (len(value.strip()) <= 3 or value.strip().startswith("(")):
             return letter.group(1), "option"
+        named = _NAMED_OPTION.match(value)  # "the answer is Choice_B" / "option (C)"
+        if named:
+            return named.group(1), "option"
         return value, "phrase"
     settled = [*_OPTION_PHRASE.finditer(plain), *_OPTION_IS_RIGHT.finditer(plain)]
     return (max(settled, key=lambda m: m.start()).group(1), "option") if settled else None
@@ -230,6 +234,9 @@ def _unit_candidate(text: str, *, in_answer: bool, conclusion: bool, closing: bo
         return phrase
     if in_answer and conclusion:  # an answer section that is a bare value ("\\frac{3}{2}." after "The answer is:")
         bare = MARKDOWN.sub("", text).strip().rstrip(".").strip()
+        math = _INLINE_MATH.fullmatch(bare)  # or one formula: "$\\frac{\\sin 80^\\circ}{\\cos 80^\\circ}$" (its 80 was taken)
+        if math and len(bare) <= _MAX_CLOSING_CHARS:
+            return next(g for g in math.groups() if g is not None).strip(), "phrase"
         if bare and len(bare) <= _MAX_VALUE_CHARS and to_number(bare) is not None:
             return bare, "phrase"
     if in_answer:
