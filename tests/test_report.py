@@ -89,6 +89,16 @@ def test_trace_page_names_avoid_names_windows_reserves():
                                                                and len(n) > 10 for n in names[:3])
 
 
+def test_redundancy_table_says_what_r_runs_to(tmp_path):
+    from thinkprobe.report.document import redundancy_table
+
+    path = tmp_path / "redundancy.csv"
+    path.write_text("trace_id,model,domain,R,L_eff,sep_to\na,m,d,0.5,2,first_correct\nb,m,d,0.2,4,last_unit\n"
+                    "c,m,d,0.1,5,last_unit\n", encoding="utf-8")
+    header, rows, caption = redundancy_table(path)
+    assert "sep_to" not in header and "run to the first correct answer in 1, the last unit in 2 of the traces" in caption
+
+
 def test_trace_page_says_why_its_trace_is_unusual(run_dir):
     """The report's unusual-traces table links to trace pages: each page says what anomalies.csv says."""
     import csv

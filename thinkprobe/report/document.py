@@ -48,6 +48,10 @@ def best_worst(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[dic
     return marks
 
 
+SEP_ENDS = {"first_correct": "the first correct answer", "final_answer": "the final answer",
+            "conclusion": "the last conclusion", "last_unit": "the last unit"}
+
+
 def redundancy_table(path: Path) -> tuple[list[str], list[list[str]], str] | None:
     """redundancy.csv as (header, rows, caption): per-model means in the file's column order
     (CoTJudger's) when it has one row per trace, the file as it is otherwise. A column known for
@@ -81,6 +85,10 @@ def redundancy_table(path: Path) -> tuple[list[str], list[list[str]], str] | Non
                     cells.append(str(len(vals)))
             out.append(cells)
         note = (f" Columns known for only some traces carry their own n: {', '.join(partial)}." if partial else "")
+        ends = {k: sum(r.get("sep_to") == k for r in rows) for k in SEP_ENDS}
+        if any(ends.values()):  # what R means differs by trace: say how often each end was used
+            note += (" L_eff and R run to " + ", ".join(f"{SEP_ENDS[k]} in {n}" for k, n in ends.items() if n)
+                     + " of the traces (sep_to in redundancy.csv; a trace cut off runs to its last unit).")
         return header, out, ("Mean per model over traces (columns in CoTJudger's order); per column the best "
                              "model value is marked ▲ and the worst ▼ (higher is better for Acc and EB, lower for "
                              "the others): which mean is highest or lowest, not that it differs beyond chance." + note)
