@@ -165,6 +165,19 @@ def test_sep_to_says_what_r_runs_to_and_the_stored_record_says_the_same():
     assert table_row(graded)["sep_to"] == "first_correct" and table_row(graded)["L_eff"] == 2
 
 
+def test_a_candidate_stating_an_options_text_is_that_option():
+    """SAT (Schoenfeld's episodes): the bold 'all fourth-grade students at the school' was judged against
+    the gold letter 'B' and found wrong, turning a trace that never changed its answer into DR and EB."""
+    question = "Which population?\nChoices:\nA) The 40 students who were surveyed\nB) All fourth-grade students at the school"
+    rec = graph_record(["We compare the two.", "So the answer is all fourth-grade students at the school."], chain(2),
+                       types="RSN CON", gold_answer="B", question=question)
+    row, extra = redundancy_row(rec)
+    assert row["Acc"] == 1 and extra["candidates"][0]["reason"] == "states option B's text, the gold option"
+    wrong = graph_record(["So the answer is the 40 students who were surveyed."], [], types="CON", gold_answer="B",
+                         question=question)
+    assert redundancy_row(wrong)[0]["Acc"] == 0
+
+
 def test_correctness_label_without_gold():
     rec = graph_record(["So the answer is 5.", "No: so the answer is 6.", "Final answer: 6"], chain(3),
                        types="CON CON CON", correct=True)

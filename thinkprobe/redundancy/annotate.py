@@ -141,6 +141,37 @@ def has_grade(record: Mapping) -> bool:
     return isinstance(record.get("correct"), bool) or bool(provenance.get("correct_from"))
 
 
+_OPTION_LINE = re.compile(r"^\s*\(?([A-J])[).:]\s*(\S.*?)\s*$", re.MULTILINE)  # "B) All fourth-grade students"
+_OPTION_INLINE = re.compile(r"\(([A-J])\)\s*([^()]+?)(?=\s*\([A-J]\)|\s*$)")  # "(A) 12 (B) 15 (C) 18"
+_LABELLED = re.compile(r"^\s*\(?([A-J])\)\s+\S")  # "B) All fourth-grade ..." as a candidate
+
+
+def question_options(question: str | None) -> dict[str, str]:
+    """The lettered options a multiple-choice question lists ({letter: text}), on lines of their own
+    ("B) All fourth-grade students", "C. 12") or inline ("(A) 12 (B) 15"); {} with fewer than two.
+
+    >>> question_options("Which?\\nA) The 40 students\\nB) All students")
+    {'A': 'The 40 students', 'B': 'All students'}
+    >>> question_options("Pick one: (A) 12 (B) 15 (C) 18")
+    {'A': '12', 'B': '15', 'C': '18'}
+    """
+    if not question:
+        return {}
+    for pattern in (_OPTION_LINE, _OPTION_INLINE):
+        found = {m.group(1): m.group(2).strip() for m in pattern.finditer(question)}
+        if len(found) >= 2:
+            return found
+    return {}
+
+
+def _option_of(value: str, options: dict[str, str]) -> str | None:
+    """The letter of the option a candidate states by its label ("B) ...") or its whole text."""
+    labelled = _LABELLED.match(value)
+    if labelled and labelled.group(1) in options:
+        return labelled.group(1)
+    return next((letter for letter, text in options.items() if answers_match(value, text)), None)
+
+
 def _verdicts(record: dict, candidates: Sequence[Candidate], final: Candidate | None,
               params: RedundancyParams) -> tuple[list[bool | None], list[str], bool | None]:
     """Verdict and reason per candidate, and the verdict on the final answer."""
@@ -149,6 +180,10 @@ def _verdicts(record: dict, candidates: Sequence[Candidate], final: Candidate | 
     label = record.get("correct")
     verdicts: list[bool | None] = []
     reasons: list[str] = []
+    # a gold option letter: a candidate that states an option's text ("all fourth-grade students at the
+    # school") is that option
+    options = question_options(record.get("question")) if gold is not None and re.fullmatch(
+        r"\(?[A-J]\)?", str(gold).strip()) else {}
     for c in candidates:
         if c.kind == "code" and tests is not None:
             v, why = (run_code_tests(c.value, tests, timeout_s=params.code_timeout_s, memory_mb=params.code_memory_mb)
@@ -156,6 +191,10 @@ def _verdicts(record: dict, candidates: Sequence[Candidate], final: Candidate | 
         elif gold is not None:
             v = answers_match(c.value, gold)
             why = "matches the gold answer" if v else "differs from the gold answer"
+            letter = _option_of(c.value, options) if options and not v and c.kind in ("phrase", "bold") else None
+            if letter is not None:
+                v = letter == str(gold).strip().strip("()")
+                why = f"states option {letter}'s text, " + ("the gold option" if v else "not the gold option")
         else:
             v, why = None, "no gold answer"
         verdicts.append(v)
