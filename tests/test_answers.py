@@ -55,6 +55,14 @@ def only(rec: dict) -> tuple[str, str]:
     ("Step 5: Based on the analysis, the correct choice is: Choice_A: Chitin", "A", "option"),
     ("If we are forced to choose, we can choose Choice_A: 4 as it is the smallest.", "A", "option"),
     ("We need to choose a different approach.", None, None),
+    # a point picked, a letter a word, an option described (a review's cases)
+    ("Let's pick A = (0, 0) and B = (4, 0).", None, None),
+    ("Select C to be the midpoint of AB.", None, None),
+    ("So the best choice is I think option C.", None, None),
+    ("Option A is the best way to start, but it fails.", None, None),
+    ("Solution: A car travels 60 km.", None, None),
+    ("Suppose I pick A,B,C for team 1", None, None),
+    ("The correct choice is A because it fits.", "A", "option"),
     # an option stated with its whole text, however long (DeepSeek-R1 on SAT, Schoenfeld episodes)
     ("The correct answer is **B) Those who responded to the poll were not a random sample of the population.**",
      "B", "option"),
@@ -80,6 +88,7 @@ def only(rec: dict) -> tuple[str, str]:
     ("The answer is 5! = 120.", "5! = 120", "phrase"),  # matches 120, not 5
     ("The answer is 120, i.e. 5!.", "120", "phrase"),  # "i.e." opens a clause, as "which" does
     ("So the answer is 7, that is, the seventh day.", "7", "phrase"),
+    ("The answer is the number that is largest, 9.", "the number that is largest, 9", "phrase"),
 ])
 def test_unit_rules(text, value, kind):
     cands = find_candidates(record(text, "Let me go on."))  # not the closing unit, whose numbers count too
@@ -117,6 +126,8 @@ def test_the_closing_units_answer_may_be_a_long_list():
     text = f"The answer is {words}"
     assert only(record("Sort them.", text, provenance={"untagged": True})) == (words, "phrase")
     assert find_candidates(record(text, "Let me go on.")) == []  # mid-trace, as long a phrase is no answer
+    commas = "aster, bujumbura, disdainful, evildoer, fractionate, greenery, gullah, hagiography, librettist, metier, mycology"
+    assert only(record("Sort them.", f"The answer is {commas}", provenance={"untagged": True})) == (commas, "phrase")
     # a long sentence is no list: its number is the answer, as before
     sentence = "**Answer:** There are 210 ways Mr. Brennan can pick 3 boys and 2 girls for the presentation."
     assert [c.value for c in find_candidates(record("Count them.", sentence, provenance={"untagged": True}))] == ["210"]
@@ -129,6 +140,8 @@ def test_an_answer_section_that_is_a_bare_value_is_that_value():
         assert only(record("So it is done.", value + ".", answer_from=1)) == (value, "phrase")
     formula = r"\frac{\sin 80^\circ(-1+4\cos 80^\circ)}{\cos 80^\circ}"  # PRM800K: its last number (80) was taken
     assert only(record("So it is done.", f"${formula}$", answer_from=1)) == (formula, "phrase")
+    for two in ("$x = 3$ and $y = 4$.", "$3$ or $4$", r"\(\frac{1}{2}\) and \(3\)"):  # two formulas are not one
+        assert only(record("So it is done.", two, answer_from=1))[1] == "number"
 
 
 def test_answer_label_on_its_own_line_takes_the_next_unit():

@@ -176,6 +176,13 @@ def test_a_candidate_stating_an_options_text_is_that_option():
     wrong = graph_record(["So the answer is the 40 students who were surveyed."], [], types="CON", gold_answer="B",
                          question=question)
     assert redundancy_row(wrong)[0]["Acc"] == 0
+    # only letters A, B, C ... count as options, and only a candidate equal to one option's text
+    roman = "Which must be true?\nI. x > 0\nII. y > 0\n(A) I only (B) II only (C) I and II"
+    for text, acc in (("So the answer is II only.", 0), ("So the answer is I only.", 1)):
+        assert redundancy_row(graph_record([text], [], types="CON", gold_answer="A", question=roman))[0]["Acc"] == acc
+    vague = graph_record(["So the answer is: it does not increase."], [], types="CON", gold_answer="A",
+                         question="Effect?\nA) increase\nB) no change\nC) decrease")
+    assert redundancy_row(vague)[0]["Acc"] == 0
 
 
 def test_correctness_label_without_gold():

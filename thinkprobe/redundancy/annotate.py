@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 
 from ..records import FORWARD_EDGES, group_of, source_id
 from .extraction import Candidate, code_tests_of, final_candidate, find_candidates
-from .normalise import answers_match
+from .normalise import answers_match, normalise
 from .sandbox import NOT_ALLOWED, run_code_tests
 from .sep import SEP, edge_tuple, shortest_effective_path
 from ..outputs import REDUNDANCY_COLUMNS, REDUNDANCY_METRICS
@@ -142,34 +142,39 @@ def has_grade(record: Mapping) -> bool:
 
 
 _OPTION_LINE = re.compile(r"^\s*\(?([A-J])[).:]\s*(\S.*?)\s*$", re.MULTILINE)  # "B) All fourth-grade students"
-_OPTION_INLINE = re.compile(r"\(([A-J])\)\s*([^()]+?)(?=\s*\([A-J]\)|\s*$)")  # "(A) 12 (B) 15 (C) 18"
+_OPTION_INLINE = re.compile(r"\(([A-J])\)\s*([^()\n]+?)(?=\s*\([A-J]\)|\s*\n|\s*$)")  # "(A) 12 (B) 15 (C) 18"
 _LABELLED = re.compile(r"^\s*\(?([A-J])\)\s+\S")  # "B) All fourth-grade ..." as a candidate
 
 
 def question_options(question: str | None) -> dict[str, str]:
-    """The lettered options a multiple-choice question lists ({letter: text}), on lines of their own
-    ("B) All fourth-grade students", "C. 12") or inline ("(A) 12 (B) 15"); {} with fewer than two.
+    """The lettered options a multiple-choice question lists ({letter: text}): inline ("(A) 12 (B) 15")
+    or on lines of their own ("B) All fourth-grade students", "C. 12"); only letters A, B, C ... in
+    order (a Roman "I." or "II." is a statement, not an option); {} with fewer than two.
 
     >>> question_options("Which?\\nA) The 40 students\\nB) All students")
     {'A': 'The 40 students', 'B': 'All students'}
-    >>> question_options("Pick one: (A) 12 (B) 15 (C) 18")
-    {'A': '12', 'B': '15', 'C': '18'}
+    >>> question_options("Which must be true?\\nI. x > 0\\nII. y > 0\\n(A) I only (B) II only (C) I and II")
+    {'A': 'I only', 'B': 'II only', 'C': 'I and II'}
     """
     if not question:
         return {}
-    for pattern in (_OPTION_LINE, _OPTION_INLINE):
-        found = {m.group(1): m.group(2).strip() for m in pattern.finditer(question)}
-        if len(found) >= 2:
-            return found
+    for pattern in (_OPTION_INLINE, _OPTION_LINE):
+        found = [(m.group(1), m.group(2).strip()) for m in pattern.finditer(question)]
+        letters = "".join(letter for letter, _ in found)
+        if len(found) >= 2 and letters == "ABCDEFGHIJ"[:len(found)]:
+            return dict(found)
     return {}
 
 
 def _option_of(value: str, options: dict[str, str]) -> str | None:
-    """The letter of the option a candidate states by its label ("B) ...") or its whole text."""
+    """The letter of the option a candidate states by its label ("B) ...") or by its text: the one
+    option equal to it once normalised."""
     labelled = _LABELLED.match(value)
     if labelled and labelled.group(1) in options:
         return labelled.group(1)
-    return next((letter for letter, text in options.items() if answers_match(value, text)), None)
+    # equal once normalised, and to one option only ("it does not increase" states no option "increase")
+    exact = [letter for letter, text in options.items() if normalise(text) == normalise(value)]
+    return exact[0] if len(exact) == 1 else None
 
 
 def _verdicts(record: dict, candidates: Sequence[Candidate], final: Candidate | None,

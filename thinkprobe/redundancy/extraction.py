@@ -44,16 +44,21 @@ _PHRASE = re.compile(
     r"\b(?:the\s+)?(?:final\s+|correct\s+)?answer\s*(?:is|should be|would be|must be|will be|=|:|：)\s*:?\s*",
     re.IGNORECASE)
 # An option the reasoning settles on: MR-BEN's closing step "Solution: Choice_B" / "Solution: Choice D" /
-# "Solution: A", "the correct choice is B", "I'd go with option D", "option C is correct". An option only
-# named ("Choice_B argues that ...", "Then there's option B: ...") is no answer put forward.
+# "Solution: A", "the correct choice is B", "I'd go with option D" / "I choose B.", "option C is
+# correct". An option only named ("Choice_B argues that ...", "Then there's option B: ..."), a point
+# picked ("Let's pick A = (0, 0)", "choose C columns") or a pronoun ("the best choice is I think C") is none.
 _OPTION_PHRASE = re.compile(
     r"(?:\bSolution:\s*(?:[Cc]hoice(?:\\?_|\s)?)?"
     r"|\b(?i:correct|right|best|final)\s+(?i:option|choice)\s*(?i:is|would be|should be|must be)?\s*:?\s*"
     r"(?:(?i:option|choice)(?:\s*|\\?_))?"
-    r"|\b(?i:go(?:ing)?\s+with|choose|chose|pick|picked|select|selected|opt\s+for)\s+(?:(?i:option|choice)(?:\s*|\\?_))?"
+    r"|\b(?i:go(?:ing)?\s+with|choose|chose|pick|picked|select|selected|opt\s+for)\s+(?i:option|choice)(?:\s*|\\?_)"
+    r"|\b(?i:go(?:ing)?\s+with|choose|chose|pick|picked|select|selected|opt\s+for)\s+(?=\(?[A-J]\)?\s*(?:[.;!]|$))"
     r")\(?([A-J])\)?(?![\w])")
 _OPTION_IS_RIGHT = re.compile(r"\b(?i:option|choice)\s*(?:\\?_)?\s*\(?([A-J])\)?\s+(?i:is|seems|must be|should be)\s+"
-                              r"(?i:the\s+)?(?i:correct|right|best|answer)\b")
+                              r"(?i:the\s+)?(?i:correct|right|answer)\b")
+# "A" and "I" are words too: followed by a word in lower case ("I think", "A car travels") they are no option
+_A_OR_I_WORD = re.compile(r"\s+(?!(?:because|since|as|which|and|but|so|here|now|is|was|seems|would|should|must|"
+                          r"from|for|with|then)\b)[a-z]")
 _NAMED_OPTION = re.compile(r"(?i:option|choice)\s*(?:\\?_)?\s*\(?([A-J])\)?(?![\w])")
 _OPTION_VALUE = re.compile(r"^\s*\(?([A-J])\)?(?:[.:)]|\s|$)")
 _OPTION_LABEL = re.compile(r"^\s*\(?([A-J])\)\s+\S")
@@ -81,7 +86,8 @@ _MAX_PHRASE_WORDS = 12
 _MAX_CLOSING_WORDS = 40  # the closing unit's answer may be longer: BIG-Bench's word sorting lists 13-20 words
 # ... when it reads as a list, not a sentence ("There are 210 ways he can pick 3 boys and 2 girls"): few of these
 _FUNCTION_WORDS = frozenset("a an the is are was were be been there it this that of to for and or can we i you "
-                            "he she they which so with by on in".split())
+                            "he she they his her which who when so with by on in at as from not had has have did does"
+                            .split())
 _MAX_VALUE_CHARS = 120
 _MAX_CLOSING_CHARS = 400  # a list of up to _MAX_CLOSING_WORDS words
 
@@ -133,7 +139,8 @@ def _cut_value(text: str, max_chars: int = _MAX_VALUE_CHARS) -> str:
                     and not (_INITIAL.search(text[max(0, i - 3) : i]) and re.match(r"\s?[A-Z][a-z.]", text[i + 1 : i + 4])) \
                     and not (re.fullmatch(r"[A-Z]", text[:i]) and re.match(r"\s?[A-Z]\.", text[i + 1 : i + 4])):
                 break
-            if re.match(r"\s+(?:(?:because|since|which|but|so that|as|that is)\b|i\.e\.|e\.g\.)", text[i:]):
+            if re.match(r"\s+(?:(?:because|since|which|but|so that|as)\b|i\.e\.|e\.g\.)|,\s+(?:that is\b|i\.e\.|e\.g\.)",
+                        text[i:]):
                 break
         out.append(ch)
         i += 1
@@ -155,10 +162,12 @@ def _phrase_value(text: str, closing: bool = False) -> tuple[str, str] | None:
         labelled = _OPTION_LABEL.match(value)  # "B) Those who responded ...": the option, its text however long
         if labelled:
             return labelled.group(1), "option"
-        if len(value.split()) > _MAX_PHRASE_WORDS:  # "Yes, Winnie Ewing was alive when ..." -> "Yes"
+        whole = value.split()  # a list the closing unit states, with or without commas, is kept whole
+        listed = (closing and len(whole) <= _MAX_CLOSING_WORDS and len(value) < _MAX_CLOSING_CHARS - 1
+                  and sum(w.strip(",;").lower() in _FUNCTION_WORDS for w in whole) <= 2)
+        if len(whole) > _MAX_PHRASE_WORDS and not listed:  # "Yes, Winnie Ewing was alive when ..." -> "Yes"
             value = re.split(r",\s|\s[-–—]\s|\s\(", value, maxsplit=1)[0].strip()
         words = value.split()
-        listed = closing and len(words) <= _MAX_CLOSING_WORDS and sum(w.lower() in _FUNCTION_WORDS for w in words) <= 2
         if _EMPTY_VALUE.match(value) or _NOT_A_VALUE.match(value) or _UNFINISHED.search(value) \
                 or (len(words) > _MAX_PHRASE_WORDS and not listed):
             continue
@@ -169,7 +178,8 @@ def _phrase_value(text: str, closing: bool = False) -> tuple[str, str] | None:
         if named:
             return named.group(1), "option"
         return value, "phrase"
-    settled = [*_OPTION_PHRASE.finditer(plain), *_OPTION_IS_RIGHT.finditer(plain)]
+    settled = [m for m in (*_OPTION_PHRASE.finditer(plain), *_OPTION_IS_RIGHT.finditer(plain))
+               if not (m.group(1) in "AI" and _A_OR_I_WORD.match(plain, m.end(1) + (plain[m.end(1):m.end(1) + 1] == ")")))]
     return (max(settled, key=lambda m: m.start()).group(1), "option") if settled else None
 
 
@@ -235,8 +245,9 @@ def _unit_candidate(text: str, *, in_answer: bool, conclusion: bool, closing: bo
     if in_answer and conclusion:  # an answer section that is a bare value ("\\frac{3}{2}." after "The answer is:")
         bare = MARKDOWN.sub("", text).strip().rstrip(".").strip()
         math = _INLINE_MATH.fullmatch(bare)  # or one formula: "$\\frac{\\sin 80^\\circ}{\\cos 80^\\circ}$" (its 80 was taken)
-        if math and len(bare) <= _MAX_CLOSING_CHARS:
-            return next(g for g in math.groups() if g is not None).strip(), "phrase"
+        body = next(g for g in math.groups() if g is not None) if math else ""
+        if body and len(bare) <= _MAX_CLOSING_CHARS and not re.search(r"\$|\\[()\[\]]", body):  # "$3$ or $4$": two
+            return body.strip(), "phrase"
         if bare and len(bare) <= _MAX_VALUE_CHARS and to_number(bare) is not None:
             return bare, "phrase"
     if in_answer:
