@@ -336,6 +336,16 @@ def test_report_sections_list_unusual_traces_and_the_model_for_each_domain(run_d
     assert set(sections[1].header) <= defined | {"domain"}  # every header of the choice table has hover text
 
 
+def test_select_says_it_pools_groups_only_where_it_does(run_dir):
+    from thinkprobe.stats import load_table
+
+    rows = load_table(run_dir)
+    for r in rows:  # each domain holds one group
+        r["group"] = "MiP" if r["domain"] == "math" else "normal"
+    assert "pools the run's groups (MiP, normal)" in select_run(run_dir, rows=rows).note
+    assert "pools" not in select_run(run_dir, rows=rows, domain="math").note
+
+
 def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run_dir, monkeypatch):
     """A run of MiP-Overthinking traces got AUROC 0.93 of which half came from the model's own
     training traces and most from the MiP / normal condition; one right trace among 25 gave an AUROC too."""
@@ -358,7 +368,7 @@ def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run
     assert "within each group" in text and "A: 14 graded traces (7 wrong) the AUROC" in text
     few = [dict(r, correct=(r["trace_id"] != "r1-0")) for r in rows]
     text = decisions._risk_auroc(run_dir, few, anomalies)
-    assert "are too few of one kind for an AUROC of failure_risk (5 right and 5 wrong needed)" in text
+    assert "(1 wrong): too few of one kind for an AUROC of failure_risk (5 right and 5 wrong needed)" in text
 
 
 # ----------------------------------------------------------------------------- training labels (real data)

@@ -313,7 +313,7 @@ def test_watch_reads_standard_input(tmp_path, sample_once, memo, reuse):
     assert f"{len(_spans(sample_once))} units" in res.output and "needs norms" in res.output
 
 
-@pytest.mark.parametrize("how", ["truncated", "replaced"])
+@pytest.mark.parametrize("how", ["truncated", "replaced", "rewritten"])
 def test_watch_stops_when_the_followed_file_is_rewritten(tmp_path, how):
     """A file truncated and rewritten (or replaced under its name) while followed was read on from
     the old offset: old text spliced onto new text nobody wrote, or the new text ignored."""
@@ -328,11 +328,34 @@ def test_watch_stops_when_the_followed_file_is_rewritten(tmp_path, how):
     assert got == ("Alpha step one. " * 50)[:800]
     if how == "truncated":
         path.write_text("Beta.", encoding="utf-8")
+    elif how == "rewritten":  # in place and longer: the same inode, no shrinking (a review's case)
+        path.write_text("Beta step two. " * 200, encoding="utf-8")
     else:
         (tmp_path / "new.txt").write_text("Beta. " * 500, encoding="utf-8")
         os.replace(tmp_path / "new.txt", path)
     with pytest.raises(SourceChanged, match=how):
         "".join(pieces)
+
+
+def test_watch_ends_on_sigterm_as_on_ctrl_c(tmp_path, no_encoding_config):
+    """A scheduler stopping `watch --follow` with SIGTERM killed it silently (exit -15): it now closes
+    the stream, prints the profile of what it read and exits 130, as after Ctrl-C."""
+    import signal
+    import subprocess
+    import sys
+
+    path = tmp_path / "gen.txt"
+    path.write_text("<think>\n" + "".join(f"Step {k}: we add {k} and 1.\n" for k in range(12)), encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", "thinkprobe.cli", "watch", str(path), "--follow", "--idle-timeout",
+                             "120", "--every", "1", "--json", "--device", "cpu", "--no-cache", "--linker", "cue",
+                             "--types", "cue", "--config", no_encoding_config],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = proc.stdout.readline()  # a snapshot: it is reading and following
+    assert '"snapshot"' in first
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and json.loads(out.splitlines()[-1])["final"]["units"] >= 10
 
 
 def test_watch_says_why_nothing_was_profiled_and_how_it_ended(tmp_path, monkeypatch):

@@ -259,7 +259,8 @@ def select_run(run_dir: str | Path, *, domain: str | None = None, want: str | Ma
             "models and domains are unevenly crossed (" + ", ".join(x for x in (empty, f"Cramér's V {_num(crossing['cramers_v'], 2)}"
                                                                          if crossing["cramers_v"] is not None else "") if x)
             + "): a difference in fit may be one of domain; rank within a domain with --domain")) if x)
-    groups = sorted({str(r["group"]) for r in rows if r.get("group") is not None})
+    groups = sorted({str(r["group"]) for r in rows
+                     if r.get("group") is not None and (domain is None or r["domain"] == domain)})
     if group is None and len(groups) > 1:  # a design condition (MiP / normal) moves the profile as much as a model
         sel.note = "; ".join(x for x in (sel.note, f"the fit pools the run's groups ({', '.join(groups[:5])}"
                                          f"{', ...' if len(groups) > 5 else ''}); rank within one with --group") if x)

@@ -483,9 +483,10 @@ def watch(source, out_dir, follow, until, idle_timeout, every, text_field, as_js
     if source != "-" and not Path(source).is_file():
         raise click.BadParameter(f"no such file: {source}", param_hint="SOURCE")
     try:
-        final = run_watch(source, out_dir=out_dir, follow=follow, until=until, idle_timeout=idle_timeout, every=every,
-                          as_json=as_json, text_field=text_field, question=question, report=out_dir is not None,
-                          progress=False, **options)
+        with _interrupt_on_sigterm():  # SIGTERM as Ctrl-C: the profile of what was read is printed
+            final = run_watch(source, out_dir=out_dir, follow=follow, until=until, idle_timeout=idle_timeout,
+                              every=every, as_json=as_json, text_field=text_field, question=question,
+                              report=out_dir is not None, progress=False, **options)
     except OptionError as exc:
         raise click.UsageError(str(exc)) from exc
     # the profile is printed either way; the status says whether the whole text was read

@@ -33,27 +33,40 @@ class SourceChanged(Exception):
     of the text read so far."""
 
 
+HEAD_BYTES = 4096  # the opening bytes kept to tell a rewritten file from a growing one
+
+
 def _reader(source: str, stdin=None):
     """(read() -> the bytes that have arrived, up to READ_BYTES; b"" when none, close()). A file
-    that shrinks below what was read, or whose name now points to another file, raises
-    SourceChanged instead of splicing the new text onto the old."""
+    that shrinks below what was read, whose opening bytes change (rewritten in place, even longer)
+    or whose name now points to another file raises SourceChanged instead of splicing the new text
+    onto the old; the checks run before every read."""
     if source != "-":
         handle = open(source, "rb")
-        inode = os.fstat(handle.fileno()).st_ino
+        fd = handle.fileno()
+        inode = os.fstat(fd).st_ino
+        head = bytearray()
 
         def read_file() -> bytes:
-            data = handle.read(READ_BYTES)
-            if data:
-                return data
-            at, size = handle.tell(), os.fstat(handle.fileno()).st_size
+            at = handle.tell()
             try:
                 replaced = os.stat(source).st_ino != inode
             except OSError:  # removed: nothing more will come
                 replaced = False
-            if size < at or replaced:
-                raise SourceChanged(f"{source} was {'replaced' if replaced else f'truncated to {size:,} bytes'} after "
-                                    f"{at:,} bytes were read: the text read before is profiled; watch the file "
-                                    "again for its new text")
+            size = os.fstat(fd).st_size
+            rewritten = False
+            if head:  # read the opening again (seek and read back: os.pread is POSIX only)
+                handle.seek(0)
+                rewritten = handle.read(len(head)) != bytes(head)
+                handle.seek(at)
+            if size < at or replaced or rewritten:
+                what = ("replaced" if replaced else f"truncated to {size:,} bytes" if size < at
+                        else "rewritten (its opening changed)")
+                raise SourceChanged(f"{source} was {what} after {at:,} bytes were read: the text read before is "
+                                    "profiled; watch the file again for its new text")
+            data = handle.read(READ_BYTES)
+            if len(head) < HEAD_BYTES:
+                head.extend(data[:HEAD_BYTES - len(head)])
             return data
 
         return read_file, handle.close

@@ -59,7 +59,7 @@ def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], p
 def _auroc_text(graded: Sequence[tuple[float, bool]], what: str) -> str:
     n_wrong = sum(w for _, w in graded)
     if min(n_wrong, len(graded) - n_wrong) < MIN_PER_CLASS:
-        return (f"{what} {len(graded)} graded traces ({n_wrong} wrong) are too few of one kind for an AUROC of "
+        return (f"{what} {len(graded)} graded traces ({n_wrong} wrong): too few of one kind for an AUROC of "
                 f"failure_risk ({MIN_PER_CLASS} right and {MIN_PER_CLASS} wrong needed)")
     value = auroc([p for p, _ in graded], [w for _, w in graded])
     se = auroc_se(value, n_wrong, len(graded) - n_wrong)

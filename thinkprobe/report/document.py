@@ -88,7 +88,7 @@ def redundancy_table(path: Path) -> tuple[list[str], list[list[str]], str] | Non
         ends = {k: sum(r.get("sep_to") == k for r in rows) for k in SEP_ENDS}
         if any(ends.values()):  # what R means differs by trace: say how often each end was used
             note += (" L_eff and R run to " + ", ".join(f"{SEP_ENDS[k]} in {n}" for k, n in ends.items() if n)
-                     + " of the traces (sep_to in redundancy.csv; a trace cut off runs to its last unit).")
+                     + " of the traces (sep_to in redundancy.csv).")
         return header, out, ("Mean per model over traces (columns in CoTJudger's order); per column the best "
                              "model value is marked ▲ and the worst ▼ (higher is better for Acc and EB, lower for "
                              "the others): which mean is highest or lowest, not that it differs beyond chance." + note)
