@@ -703,11 +703,13 @@ def test_columnar_json_with_unequal_lists_is_one_clear_error(tmp_path):
 def test_grouped_json_reads_every_object_of_every_list():
     fields = FieldMap(reasoning_field="Model_Solution_Steps", model_field="Sampled_Model", domain_field="Subject")
     traces = list(iter_traces(FORMATS_DIR / "mrben_grouped.json", fields))
+    # Model_Solution_Correctness labels the whole solution, not the final answer: no grade (the matcher grades)
     assert [(t.trace_id, t.model, t.domain, t.correct) for t in traces] == [
-        ("mrben_grouped:0", "Claude2", "high_school_biology", True),
-        ("mrben_grouped:1", "GPT3.5", "high_school_biology", False),
-        ("mrben_grouped:2", "mistral-medium", "high_school_biology", True),
+        ("mrben_grouped:0", "Claude2", "high_school_biology", None),
+        ("mrben_grouped:1", "GPT3.5", "high_school_biology", None),
+        ("mrben_grouped:2", "mistral-medium", "high_school_biology", None),
     ]
+    assert [t.provenance["unread_grade"].split("=")[0] for t in traces] == ["Model_Solution_Correctness"] * 3
     assert traces[1].question == "Which organelle makes ATP?"
     assert traces[1].reasoning.text == "Step 1: Plants make energy in chloroplasts.\nSolution: Chloroplast"
 
@@ -727,7 +729,10 @@ def test_steps_list_is_one_trace_joined_with_newlines():
     steps = ["Step 1: 3 + 4 = 7.", "Step 2: 7 * 2 = 14.", "Solution: 14"]
     trace = one({"id": "s", "steps": steps, "final_answer_correct": True}, FieldMap(reasoning_field="steps"))
     assert trace.reasoning.field == "steps" and trace.reasoning.text == "\n".join(steps)
-    assert (trace.reasoning.start, trace.reasoning.end) == (0, len("\n".join(steps)))
+    # the closing "Solution: 14" step is the answer section (MR-BEN's form)
+    assert (trace.reasoning.start, trace.reasoning.end) == (0, len("\n".join(steps[:2])))
+    answer = next(s for s in trace.sections if s.name == "answer")
+    assert answer.text[answer.start:answer.end] == "Solution: 14"
     assert trace.provenance["joined"] == {"field": "steps", "parts": 3, "separator": "\n"}
     offsets, start = [], 0
     for step in steps:  # every step is found at its own offset in the joined text
