@@ -126,6 +126,8 @@ def test_trace_pages_of_ids_differing_only_in_case_are_two_files_anywhere(tmp_pa
     md = (tmp_path / "report.md").read_text(encoding="utf-8")
     hashed = next(n for n in names if n not in ("case.html", "other.html"))
     assert f"[case](traces/case.html)" in md and f"[Case](traces/{hashed})" in md
+    from thinkprobe.report import write_trace_view
+    assert write_trace_view(tmp_path, "Case").name == hashed  # `thinkprobe graph` writes the page the report links
 
 
 def test_report_says_when_its_traces_are_a_sample(run_dir, tmp_path):

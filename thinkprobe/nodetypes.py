@@ -62,6 +62,8 @@ def _is_minus(text: str, i: int) -> bool:
     """Whether the "-" at i is a minus: a number, "(" or a LaTeX command after it, or a number or ")"
     before it ("5 - 3", "-3", "x - (a + b)"); a hyphen ("well-known"), a dash in prose or a list
     bullet is punctuation."""
+    if text[i + 1:i + 2] == " " and not text[text.rfind("\n", 0, i) + 1:i].strip():
+        return False  # "- 3 apples": a list bullet opening its line
     return bool(_MINUS_AFTER.match(text, i + 1) or _MINUS_BEFORE.search(text[max(0, i - 20):i]))
 
 
@@ -74,6 +76,8 @@ def concreteness(text: str, units: frozenset[str]) -> float:
     0.545
     >>> [round(concreteness(t, frozenset()), 3) for t in ("Then x = 5 - 3.", "Then $x = 5 - 3$.", "Then \\(x = 5 − 3\\).")]
     [0.667, 0.667, 0.667]
+    >>> [round(concreteness(t, frozenset()), 3) for t in ("- 3 apples", "-3 apples", "x = 2\\n- 4 more")]
+    [0.5, 0.667, 0.6]
     """
     # a "-" that is no minus is read as the hyphen sign (U+2010, punctuation)
     tokens = ["\u2010" if m.group(0) == "-" and not _is_minus(text, m.start()) else m.group(0) for m in _TOKEN.finditer(text)]

@@ -10,6 +10,7 @@ import re
 import sys
 import warnings
 from concurrent.futures import ProcessPoolExecutor
+from itertools import islice
 from pathlib import Path
 from typing import Mapping
 
@@ -58,6 +59,20 @@ def safe_trace_id(trace_id: str) -> str:
         return trace_id
     clean = re.sub(r"[^A-Za-z0-9._-]+", "_", trace_id).strip("._")[:60]
     return f"{clean}-{hashlib.sha1(trace_id.encode('utf-8')).hexdigest()[:10]}"
+
+
+def page_names(trace_ids) -> dict[str, str]:
+    """{trace_id: page file name without .html} for a run's ids in order: `safe_trace_id`, and a hashed
+    name for an id whose name differs from an earlier one's only in case ("Case" after "case": one
+    file on macOS and Windows). The report and `thinkprobe graph` name pages alike."""
+    names, taken = {}, set()
+    for trace_id in trace_ids:
+        name = safe_trace_id(trace_id)
+        if name.casefold() in taken:
+            name = f"{name[:60]}-{hashlib.sha1(trace_id.encode('utf-8')).hexdigest()[:10]}"
+        taken.add(name.casefold())
+        names[trace_id] = name
+    return names
 
 
 _RESERVED = frozenset({"con", "prn", "aux", "nul", *(f"com{k}" for k in range(1, 10)), *(f"lpt{k}" for k in range(1, 10))})
@@ -253,7 +268,8 @@ def write_trace_view(run_dir: str | Path, trace_id: str, out: str | Path | None 
     out_dir = Path(out) if out is not None else run_dir / "traces"
     rec = _find_graph(run_dir, trace_id)
     out_dir.mkdir(parents=True, exist_ok=True)
-    name = safe_trace_id(rec["trace_id"])
+    ids = (r["trace_id"] for r in islice(iter_graph_records(run_dir, missing_ok=True), MAX_TRACE_PAGES))
+    name = page_names(ids).get(rec["trace_id"]) or safe_trace_id(rec["trace_id"])  # the name the report links
     with figure_style():
         fig = graph_figure(rec)
         png = png_bytes(fig, TRACE_DPI)
@@ -289,16 +305,13 @@ def write_trace_pages(run_dir: Path, workers: int) -> dict[str, str]:
     pages are drawn by forked workers: the children use neither torch nor OpenMP, so threads the
     caller holds do not matter to them, and unlike "spawn" no `__main__` guard is asked of scripts.
     """
-    jobs, pages, taken = [], {}, set()
+    jobs, pages = [], {}
     profiles, norms = _profiles(run_dir), _norms(run_dir)
     unusual = _unusual_rows(run_dir) if (run_dir / INDICATORS_TABLE.name).exists() else {}
-    for k, rec in enumerate(iter_graph_records(run_dir, missing_ok=True)):
-        if k == MAX_TRACE_PAGES:
-            break
-        name = safe_trace_id(rec["trace_id"])
-        if name.casefold() in taken:  # "Case" after "case": one file on macOS and Windows, so a hashed name
-            name = f"{name[:60]}-{hashlib.sha1(rec['trace_id'].encode('utf-8')).hexdigest()[:10]}"
-        taken.add(name.casefold())
+    records = list(islice(iter_graph_records(run_dir, missing_ok=True), MAX_TRACE_PAGES))
+    names = page_names(rec["trace_id"] for rec in records)
+    for rec in records:
+        name = names[rec["trace_id"]]
         jobs.append((rec, run_dir / "traces" / f"{name}.html", profiles.get(rec["trace_id"]), norms,
                      unusual.get(rec["trace_id"])))
         pages[rec["trace_id"]] = f"traces/{name}.html"
