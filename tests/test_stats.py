@@ -444,6 +444,12 @@ def test_models_unevenly_crossed_with_domains_are_said_so():
     assert _crossing_sentence(stats).startswith("Models are unevenly crossed with domains (by domain: c has no y traces, "
                                                 "Cramér's V ")
     assert _crossing_sentence({"crossing": {"domain": model_crossing(even, "domain")}}) is None
+    assert _crossing_sentence(stats).endswith("compare models within one domain (model × domain table, "
+                                              "`thinkprobe select --domain`).")
+    by_group = model_crossing([{"model": m, "group": "MiP" if m == "a" else "normal"} for m in "ab" for _ in range(4)],
+                              "group")
+    assert _crossing_sentence({"crossing": {"group": by_group}}).endswith(
+        "compare models within one group (`thinkprobe select --group`).")  # the group's advice, not the domain's
 
 
 def test_a_significant_but_negligible_domain_effect_is_not_called_no_difference():

@@ -68,8 +68,9 @@ def _crossing_sentence(stats: Mapping) -> str | None:
         return None
     return ("Models are unevenly crossed with " + _list([f"{by}s" for by, _ in parts]) + " ("
             + "; ".join(d for _, d in parts) + "): a model difference here may be a difference of "
-            + " or ".join(f"{by}" for by, _ in parts) + "; compare models within one domain (model × domain table, "
-            "`thinkprobe select --domain`).")
+            + " or ".join(f"{by}" for by, _ in parts) + "; compare models within one "
+            + " or one ".join(f"{by} ({'model × domain table, ' if by == 'domain' else ''}`thinkprobe select --{by}`)"
+                              for by, _ in parts) + ".")
 
 
 FEW_MODELS = 5  # fewer models than this: a high split-half reliability is weak support
