@@ -63,6 +63,8 @@ def only(rec: dict) -> tuple[str, str]:
     ("Solution: A car travels 60 km.", None, None),
     ("Suppose I pick A,B,C for team 1", None, None),
     ("The correct choice is A because it fits.", "A", "option"),
+    ("If option B is correct, then the rate doubles.", None, None),  # a hypothesis, as for "If the answer is"
+    ("Suppose choice C is right; then x = 2.", None, None),
     # an option stated with its whole text, however long (DeepSeek-R1 on SAT, Schoenfeld episodes)
     ("The correct answer is **B) Those who responded to the poll were not a random sample of the population.**",
      "B", "option"),

@@ -179,7 +179,8 @@ def _phrase_value(text: str, closing: bool = False) -> tuple[str, str] | None:
             return named.group(1), "option"
         return value, "phrase"
     settled = [m for m in (*_OPTION_PHRASE.finditer(plain), *_OPTION_IS_RIGHT.finditer(plain))
-               if not (m.group(1) in "AI" and _A_OR_I_WORD.match(plain, m.end(1) + (plain[m.end(1):m.end(1) + 1] == ")")))]
+               if not (m.group(1) in "AI" and _A_OR_I_WORD.match(plain, m.end(1) + (plain[m.end(1):m.end(1) + 1] == ")")))
+               and not _SUPPOSED.search(plain[max(0, m.start() - 80):m.start()])]  # "If option B is correct, ..."
     return (max(settled, key=lambda m: m.start()).group(1), "option") if settled else None
 
 
