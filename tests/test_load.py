@@ -899,6 +899,20 @@ def test_peek_several_paths_names_files_and_exits_1_when_nothing_is_usable(tmp_p
     assert result.exit_code == 2 and "no such file or directory" in result.output
 
 
+def test_peek_shows_the_ids_the_run_gives(tmp_path):
+    """Several inputs whose files share a name (MiP-Overthinking's */response.json): peek showed each file's
+    records as response:N, while the run names the later files' traces after their folders."""
+    inputs = []
+    for name in ("normal", "MiP"):
+        folder = tmp_path / name / "model"
+        folder.mkdir(parents=True)
+        write_jsonl(folder / "response.jsonl", [{"reasoning": f"Step {k} of {name}."} for k in range(3)])
+        inputs.append(str(tmp_path / name / "model"))
+    shown = [r["trace_id"] for r in peek(inputs, n=2)]
+    run = [t.trace_id for t in iter_inputs(inputs)]
+    assert shown == run[0:2] + run[3:5] and len(set(shown)) == 4
+
+
 def test_peek_on_a_large_folder_notes_the_files_left_out_without_calling_them_errors(tmp_path):
     from thinkprobe.io.peek import usable
 

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import re
-from itertools import islice
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..records import InputError, Trace
-from .formats import source_files, strip_extensions
+from .formats import strip_extensions
 from .grades import SOLUTION_LABELS, verdict_name
-from .sources import FieldMap, Source, parse_source
-from .traces import detect_inputs
+from .sources import FieldMap, Source
+from .traces import peek_inputs
 
 __all__ = ["peek", "format_peek", "usable", "unknown_fix", "model_path_template"]
 
@@ -26,23 +25,14 @@ def peek(paths: str | Path | Source | Sequence[str | Path | Source], n: int = 5,
     file; an error row carries the whole reason."""
     inputs = [paths] if isinstance(paths, (str, Path, Source)) else list(paths)
     rows = []
-    for spec in inputs:
-        src = parse_source(spec, fields)
-        files = [src]
-        if src.records is None and Path(src.path).is_dir():
-            found = source_files(Path(src.path), src.fields.matches_path)  # as the run reads them
-            files = [Source(str(f), src.fields) for f in found[:max_files]]
-            if len(found) > max_files:
-                row = dict.fromkeys(_PEEK_KEYS)
-                row.update(file=src.path, record="...", note=f"{len(found) - max_files} more files not shown "
-                                                              f"(peek a file, or the folder with fewer files)")
-                files.append(row)
-        for item in files:
-            if isinstance(item, dict):
-                rows.append(item)
-                continue
-            for locator, traced in islice(detect_inputs([item], fields), n):
-                rows.append(_peek_row(locator, traced))
+    for item in peek_inputs(inputs, fields, n, max_files):
+        if isinstance(item, dict):  # files of a folder not shown
+            row = dict.fromkeys(_PEEK_KEYS)
+            row.update(file=item["folder"], record="...",
+                       note=f"{item['more_files']} more files not shown (peek a file, or the folder with fewer files)")
+            rows.append(row)
+        elif not isinstance(item, Source):  # a Source opens each file's rows
+            rows.append(_peek_row(*item))
     return rows
 
 

@@ -13,7 +13,7 @@ from .graphs import is_graph_record, trace_of_graph_record, with_given_graph
 from .limits import InputLimits, clip_trace
 from .sources import FieldMap, Source, parse_source
 
-__all__ = ["record_traces", "iter_traces", "iter_inputs", "detect_inputs"]
+__all__ = ["record_traces", "iter_traces", "iter_inputs", "detect_inputs", "peek_inputs"]
 
 
 def record_traces(
@@ -116,38 +116,73 @@ def detect_inputs(
 ) -> Iterator[tuple[int | str, Trace | InputError]]:
     limits = limits if limits is not None else InputLimits.default()
     sources = [parse_source(i, fields) for i in inputs]
-    labels = _input_labels([s.path for s in sources])
     ids = _RunIds()
-    for src, label in zip(sources, labels):
+    for src, label in zip(sources, _input_labels([s.path for s in sources])):
         if src.records is not None:
             records = ((src.path, i, r) for i, r in enumerate(src.records))
             root = None
         else:
             root = Path(src.path)
             records = iter_records(root, limits, keep=src.fields.matches_path if src.fields.path_pattern else None)
-        for source, locator, record in records:
-            if isinstance(record, InputError):
-                record.model = record.model or src.fields.model or src.fields.from_path(source).get("model")
-                yield locator, record
-                continue
-            # In a folder, files like */base_solution.json share a stem; the relative path does not.
-            file_label = label
-            if root is not None and root.is_dir():
-                inner = strip_extensions(Path(source).relative_to(root).as_posix())
-                file_label = inner if len(sources) == 1 else f"{label}/{inner}"
-                stem = inner
-            else:
-                stem = label
-            if graphs and is_graph_record(record):
-                items = [trace_of_graph_record(record, source, locator)]
-            else:
-                items = record_traces(record, src.fields, source, locator, id_stem=stem)
-                if graphs:
-                    items = [item if isinstance(item, InputError) else with_given_graph(record, item, locator) for item in items]
-            for item in items:
-                if isinstance(item, Trace):
-                    item = clip_trace(item, limits, locator)
-                yield locator, item if isinstance(item, InputError) else ids.claim(item, file_label)
+        yield from _detect_records(records, src, label, root, len(sources) == 1, ids, graphs, limits)
+
+
+def _detect_records(records, src: Source, label: str, root: Path | None, alone: bool, ids: "_RunIds", graphs: bool,
+                    limits: InputLimits) -> Iterator[tuple[int | str, Trace | InputError]]:
+    """The traces of one input's records (`src`, read from `root`, labelled `label` among the run's
+    inputs; `alone`: the run's only input), their ids claimed in `ids`."""
+    for source, locator, record in records:
+        if isinstance(record, InputError):
+            record.model = record.model or src.fields.model or src.fields.from_path(source).get("model")
+            yield locator, record
+            continue
+        # In a folder, files like */base_solution.json share a stem; the relative path does not.
+        file_label = label
+        if root is not None and root.is_dir():
+            inner = strip_extensions(Path(source).relative_to(root).as_posix())
+            file_label = inner if alone else f"{label}/{inner}"
+            stem = inner
+        else:
+            stem = label
+        if graphs and is_graph_record(record):
+            items = [trace_of_graph_record(record, source, locator)]
+        else:
+            items = record_traces(record, src.fields, source, locator, id_stem=stem)
+            if graphs:
+                items = [item if isinstance(item, InputError) else with_given_graph(record, item, locator) for item in items]
+        for item in items:
+            if isinstance(item, Trace):
+                item = clip_trace(item, limits, locator)
+            yield locator, item if isinstance(item, InputError) else ids.claim(item, file_label)
+
+
+def peek_inputs(inputs: Sequence[str | Path | Source], fields: FieldMap, n: int, max_files: int,
+                limits: InputLimits | None = None) -> Iterator[Source | dict | tuple[int | str, Trace | InputError]]:
+    """What `peek` shows: the first `n` traces or errors of each data file of the inputs (of a
+    folder, its first `max_files` files), with the ids the run would give them (the labels are the
+    run's, over all inputs, and ids are claimed in input order as the run claims them). Before each
+    file's rows comes its Source; a folder with more files than shown yields {"folder", "more_files"}."""
+    from itertools import islice
+
+    from .formats import source_files
+
+    limits = limits if limits is not None else InputLimits.default()
+    sources = [parse_source(i, fields) for i in inputs]
+    ids = _RunIds()
+    for src, label in zip(sources, _input_labels([s.path for s in sources])):
+        if src.records is not None:
+            yield src
+            records = ((src.path, i, r) for i, r in enumerate(src.records))
+            yield from islice(_detect_records(records, src, label, None, len(sources) == 1, ids, False, limits), n)
+            continue
+        root = Path(src.path)
+        files = source_files(root, src.fields.matches_path) if root.is_dir() else [root]  # as the run reads them
+        for f in files[:max_files]:
+            yield Source(str(f), src.fields)
+            records = iter_records(f, limits)
+            yield from islice(_detect_records(records, src, label, root, len(sources) == 1, ids, False, limits), n)
+        if len(files) > max_files:
+            yield {"folder": src.path, "more_files": len(files) - max_files}
 
 
 def _input_labels(paths: list[str]) -> list[str]:
