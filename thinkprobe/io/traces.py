@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import islice
 from pathlib import Path
 from typing import Iterator, Sequence
 
 from ..records import InputError, Trace
 from .detect import detect, record_model
-from .formats import iter_records, strip_extensions
+from .formats import iter_records, source_files, strip_extensions
 from .graphs import is_graph_record, trace_of_graph_record, with_given_graph
 from .limits import InputLimits, clip_trace
 from .sources import FieldMap, Source, parse_source
@@ -162,10 +163,6 @@ def peek_inputs(inputs: Sequence[str | Path | Source], fields: FieldMap, n: int,
     folder, its first `max_files` files), with the ids the run would give them (the labels are the
     run's, over all inputs, and ids are claimed in input order as the run claims them). Before each
     file's rows comes its Source; a folder with more files than shown yields {"folder", "more_files"}."""
-    from itertools import islice
-
-    from .formats import source_files
-
     limits = limits if limits is not None else InputLimits.default()
     sources = [parse_source(i, fields) for i in inputs]
     ids = _RunIds()
@@ -176,7 +173,7 @@ def peek_inputs(inputs: Sequence[str | Path | Source], fields: FieldMap, n: int,
             yield from islice(_detect_records(records, src, label, None, len(sources) == 1, ids, False, limits), n)
             continue
         root = Path(src.path)
-        files = source_files(root, src.fields.matches_path) if root.is_dir() else [root]  # as the run reads them
+        files = source_files(root, src.fields.matches_path)  # as the run reads them
         for f in files[:max_files]:
             yield Source(str(f), src.fields)
             records = iter_records(f, limits)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..records import FORWARD_EDGES, group_of, source_id
-from .extraction import Candidate, code_tests_of, final_candidate, find_candidates
+from .extraction import OPTION_LABEL, Candidate, code_tests_of, final_candidate, find_candidates
 from .normalise import answers_match, normalise
 from .sandbox import NOT_ALLOWED, run_code_tests
 from .sep import SEP, edge_tuple, shortest_effective_path
@@ -143,7 +143,6 @@ def has_grade(record: Mapping) -> bool:
 
 _OPTION_LINE = re.compile(r"^\s*\(?([A-J])[).:]\s*(\S.*?)\s*$", re.MULTILINE)  # "B) All fourth-grade students"
 _OPTION_INLINE = re.compile(r"\(([A-J])\)\s*([^()\n]+?)(?=\s*\([A-J]\)|\s*\n|\s*$)")  # "(A) 12 (B) 15 (C) 18"
-_LABELLED = re.compile(r"^\s*\(?([A-J])\)\s+\S")  # "B) All fourth-grade ..." as a candidate
 
 
 def question_options(question: str | None) -> dict[str, str]:
@@ -169,7 +168,7 @@ def question_options(question: str | None) -> dict[str, str]:
 def _option_of(value: str, options: dict[str, str]) -> str | None:
     """The letter of the option a candidate states by its label ("B) ...") or by its text: the one
     option equal to it once normalised."""
-    labelled = _LABELLED.match(value)
+    labelled = OPTION_LABEL.match(value)  # "B) All fourth-grade ..."
     if labelled and labelled.group(1) in options:
         return labelled.group(1)
     # equal once normalised, and to one option only ("it does not increase" states no option "increase")

@@ -27,7 +27,7 @@ from ..io.guess import is_output_field
 from .normalise import BOXED, FACTORIAL_EXPR, MARKDOWN, NUMBER, SPECIAL_TOKEN, answers_match, to_number
 
 __all__ = ["Candidate", "KIND_RANK", "find_candidates", "final_candidate", "code_tests_of", "boxed_values",
-           "conclusion_number"]
+           "conclusion_number", "OPTION_LABEL"]
 
 
 @dataclass(frozen=True)
@@ -47,12 +47,14 @@ _PHRASE = re.compile(
 # "Solution: A", "the correct choice is B", "I'd go with option D" / "I choose B.", "option C is
 # correct". An option only named ("Choice_B argues that ...", "Then there's option B: ..."), a point
 # picked ("Let's pick A = (0, 0)", "choose C columns") or a pronoun ("the best choice is I think C") is none.
+_PICKED = r"\b(?i:go(?:ing)?\s+with|choose|chose|pick|picked|select|selected|opt\s+for)\s+"
+_OPTION_WORD = r"(?i:option|choice)(?:\s*|\\?_)"  # "option ", "Choice_", "choice\_"
 _OPTION_PHRASE = re.compile(
     r"(?:\bSolution:\s*(?:[Cc]hoice(?:\\?_|\s)?)?"
     r"|\b(?i:correct|right|best|final)\s+(?i:option|choice)\s*(?i:is|would be|should be|must be)?\s*:?\s*"
-    r"(?:(?i:option|choice)(?:\s*|\\?_))?"
-    r"|\b(?i:go(?:ing)?\s+with|choose|chose|pick|picked|select|selected|opt\s+for)\s+(?i:option|choice)(?:\s*|\\?_)"
-    r"|\b(?i:go(?:ing)?\s+with|choose|chose|pick|picked|select|selected|opt\s+for)\s+(?=\(?[A-J]\)?\s*(?:[.;!]|$))"
+    rf"(?:{_OPTION_WORD})?"
+    rf"|{_PICKED}{_OPTION_WORD}"
+    rf"|{_PICKED}(?=\(?[A-J]\)?\s*(?:[.;!]|$))"
     r")\(?([A-J])\)?(?![\w])")
 _OPTION_IS_RIGHT = re.compile(r"\b(?i:option|choice)\s*(?:\\?_)?\s*\(?([A-J])\)?\s+(?i:is|seems|must be|should be)\s+"
                               r"(?i:the\s+)?(?i:correct|right|answer)\b")
@@ -61,7 +63,7 @@ _A_OR_I_WORD = re.compile(r"\s+(?!(?:because|since|as|which|and|but|so|here|now|
                           r"from|for|with|then)\b)[a-z]")
 _NAMED_OPTION = re.compile(r"(?i:option|choice)\s*(?:\\?_)?\s*\(?([A-J])\)?(?![\w])")
 _OPTION_VALUE = re.compile(r"^\s*\(?([A-J])\)?(?:[.:)]|\s|$)")
-_OPTION_LABEL = re.compile(r"^\s*\(?([A-J])\)\s+\S")
+OPTION_LABEL = re.compile(r"^\s*\(?([A-J])\)\s+\S")  # "B) Those who responded ...": an option and its text
 _ANSWER_LABEL = re.compile(r"(?:#+\s*)?(?:the\s+)?(?:final\s+)?answer(?:\s+is)?\s*[:：]?", re.IGNORECASE)
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.DOTALL)
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
@@ -159,7 +161,7 @@ def _phrase_value(text: str, closing: bool = False) -> tuple[str, str] | None:
                            _MAX_CLOSING_CHARS if closing else _MAX_VALUE_CHARS)
         while _HEDGE.match(value):
             value = _HEDGE.sub("", value, count=1)
-        labelled = _OPTION_LABEL.match(value)  # "B) Those who responded ...": the option, its text however long
+        labelled = OPTION_LABEL.match(value)  # "B) Those who responded ...": the option, its text however long
         if labelled:
             return labelled.group(1), "option"
         whole = value.split()  # a list the closing unit states, with or without commas, is kept whole

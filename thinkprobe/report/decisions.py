@@ -77,7 +77,7 @@ def _risk_auroc(run_dir: Path, rows: Sequence[Mapping], anomalies: Sequence[Mapp
         return ""
     text = " " + _auroc_text(list(graded.values()), "On this run's")
     trained = training_keys()
-    seen = {rec["trace_id"] for rec in iter_graph_records(run_dir, missing_ok=True)
+    seen = {rec["trace_id"] for rec in (iter_graph_records(run_dir, missing_ok=True) if trained else ())
             if rec["trace_id"] in graded and trace_key(rec) in trained}
     if seen:
         text += (f"; {len(seen)} of them are traces the model was trained on (recognised by their opening words), "

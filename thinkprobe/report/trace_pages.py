@@ -57,8 +57,12 @@ def safe_trace_id(trace_id: str) -> str:
     "con", "nul" ...), else a cleaned prefix + hash."""
     if re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}", trace_id) and trace_id.split(".")[0].lower() not in _RESERVED:
         return trace_id
-    clean = re.sub(r"[^A-Za-z0-9._-]+", "_", trace_id).strip("._")[:60]
-    return f"{clean}-{hashlib.sha1(trace_id.encode('utf-8')).hexdigest()[:10]}"
+    return _hashed(re.sub(r"[^A-Za-z0-9._-]+", "_", trace_id).strip("._"), trace_id)
+
+
+def _hashed(name: str, trace_id: str) -> str:
+    """`name` (cut to 60 characters) with a hash of the trace id: a file name no other id gets."""
+    return f"{name[:60]}-{hashlib.sha1(trace_id.encode('utf-8')).hexdigest()[:10]}"
 
 
 def page_names(trace_ids) -> dict[str, str]:
@@ -69,7 +73,7 @@ def page_names(trace_ids) -> dict[str, str]:
     for trace_id in trace_ids:
         name = safe_trace_id(trace_id)
         if name.casefold() in taken:
-            name = f"{name[:60]}-{hashlib.sha1(trace_id.encode('utf-8')).hexdigest()[:10]}"
+            name = _hashed(name, trace_id)
         taken.add(name.casefold())
         names[trace_id] = name
     return names
