@@ -583,6 +583,8 @@ def test_no_thinking_answers_stay_out_of_the_models_profile(tts_run):
     skipped = [e for e in _errors(run.folder) if e["file"].endswith("no_think.jsonl.gz")]
     assert len(skipped) == 6 and all(e["reason"] == ANSWER_WITHOUT_THINKING and e["model"] == "Qwen3-8B"
                                      for e in skipped)
+    # named as every other skipped record of a JSON Lines file: by its line
+    assert all(e["record"].startswith("line ") for e in skipped) and len({e["record"] for e in skipped}) == 6
     (model,) = run.summary["coverage"]["by_model"]
     assert (model["model"], model["records"], model["traces"], model["skipped"]) == ("Qwen3-8B", 12, 6, 6)
     assert model["reasons"] == {"answer without thinking": 6}

@@ -406,6 +406,18 @@ def test_duplicate_ids_get_suffixes(tmp_path):
     assert [t.provenance.get("duplicate_of") for t in traces] == [None, "a", None, "a", "a#2"]
 
 
+def test_duplicates_of_an_undrawn_record_are_counted_and_said():
+    from thinkprobe.cli import format_summary
+    from thinkprobe.runner import Joined, duplicates_of_undrawn
+    joined = Joined(rows=[{"trace_id": "a"}, {"trace_id": "a#2"}, {"trace_id": "b#2"}],
+                    duplicates=[{"trace_id": "a#2", "duplicate_of": "a"}, {"trace_id": "b#2", "duplicate_of": "b"}])
+    assert duplicates_of_undrawn(joined) == 1  # "b" kept its id on a record --sample did not draw
+    result = {"traces": 3, "out_dir": "o", "resumed": 0, "errors": 0, "duplicates": 2, "duplicates_of_undrawn": 1,
+              "model_profiles": {}}
+    assert "1 of them repeat the id of a record this run did not draw" in format_summary(result)
+    assert "did not draw" not in format_summary({**result, "duplicates_of_undrawn": 0})
+
+
 # ----------------------------------------------------------------------------- peek
 
 

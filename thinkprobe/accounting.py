@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from .io.detect import record_position
+from .io.formats import record_locator
 from .io.grades import SOLUTION_LABELS, verdict_name
 from .redundancy import answers_match, has_grade
 
@@ -94,7 +95,7 @@ class UntaggedAnswers:
     def error(g: Mapping) -> dict:
         """The errors.jsonl line of an answer without thinking left out of its model's profile."""
         reasoning = next((s["field"] for s in g.get("sections") or () if s.get("name") == "reasoning"), "reasoning")
-        return {"file": g["source"], "record": g["record"], "field": reasoning, "reason": ANSWER_WITHOUT_THINKING,
+        return {"file": g["source"], "record": record_locator(g["source"], g["record"]), "field": reasoning, "reason": ANSWER_WITHOUT_THINKING,
                 "model": g["model"], "trace_id": g["trace_id"]}
 
 

@@ -364,6 +364,14 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
     return joined
 
 
+def duplicates_of_undrawn(joined: Joined) -> int:
+    """Renamed repeats whose original id is no trace of this run: ids are claimed over every record of
+    the inputs (so a trace keeps its id whatever --sample or --limit draws), and the record that kept
+    the id may not have been drawn."""
+    ids = {row["trace_id"] for row in joined.rows}
+    return sum(d["duplicate_of"] not in ids for d in joined.duplicates)
+
+
 def files_not_drawn(opts: RunOptions, joined: Joined) -> list[str]:
     """The inputs' data files from which --sample (or --limit) took no record: a sample can miss the one
     file that holds the traces (Schoenfeld et al.'s folder), and the coverage lists only files read."""
@@ -503,7 +511,8 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     stage("stats")
     write_stats(out, cfg.stats)
     return {"out_dir": str(out), "traces": len(joined.rows), "errors": joined.errors, "resumed": resumed,
-            "duplicates": len(joined.duplicates), "unknown": joined.unknown, "unknown_fix": info["unknown_fix"],
+            "duplicates": len(joined.duplicates), "duplicates_of_undrawn": duplicates_of_undrawn(joined),
+            "unknown": joined.unknown, "unknown_fix": info["unknown_fix"],
             "untagged": joined.untagged, "untagged_by_model": dict(sorted(joined.untagged_by_model.items())),
             "truncated_by_model": dict(sorted(joined.truncated_by_model.items())),
             "code_not_run": joined.code_not_run, "reasoning_is_code": joined.reasoning_is_code,

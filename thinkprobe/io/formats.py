@@ -119,6 +119,14 @@ def _format_of(path: Path) -> str | None:
     return next((fmt for ext, fmt in FORMATS.items() if name.endswith(ext)), None)
 
 
+def record_locator(source: str, position: int | str) -> int | str:
+    """The locator errors give a record of `source` at its 0-based `position` (``Trace.record``):
+    ``"line N"`` in a JSON Lines file, the position itself otherwise (as `iter_records` gives them)."""
+    if isinstance(position, int) and _format_of(Path(source)) == "jsonl":
+        return f"line {position + 1}"
+    return position
+
+
 _OTHER_COMPRESSION = (".bz2", ".xz", ".zst", ".zstd", ".lz4", ".zip", ".7z", ".tar", ".tgz")
 
 
