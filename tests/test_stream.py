@@ -258,6 +258,38 @@ def test_repetition_loop_on_real_traces(no_encoding_config, shared_data):
     assert any(f["repetition_loop"] for f in _fired(looping, no_encoding_config, size=2000))
 
 
+def test_phrase_copies_counts_the_copies_that_end_the_text():
+    from thinkprobe.live import phrase_copies
+
+    loop = "Wait, no, vinyloxy is OCH2CH2? " * 12
+    assert phrase_copies("We start. " + loop, 50, 30, 4000) == 12
+    assert phrase_copies("We start. " + loop + "Wait, no, vinyl", 50, 30, 4000) == 12  # a cut word is left out
+    assert phrase_copies("We start. " + loop + "So the answer is B.", 50, 30, 4000) == 1  # the loop ended
+    assert phrase_copies("very " * 20, 50, 30, 4000) == 1  # 20 words: under phrase_min_words
+    assert phrase_copies("wait " * 40, 50, 30, 4000) == 40
+    assert phrase_copies("a b c " * 10, 2, 3, 4000) == 1  # period 3 is over max_period 2
+    assert phrase_copies("a b c " * 400, 50, 30, 60) == 20  # only the last 60 words are read
+    terms = " ".join(f"Term {i} adds {2 * i + 1}, giving {(i + 1) ** 2}." for i in range(60))
+    assert phrase_copies(terms, 50, 30, 4000) == 1
+
+
+def test_phrase_loop_fires_where_no_unit_settles(no_encoding_config, shared_data):
+    """The QwQ-32B trace that ends in "Wait, no, vinyloxy is OCH2CH2?" 565 times with no line break:
+    no unit settles in its last 17,000 characters, so repetition_loop cannot see the loop; phrase_loop
+    fires and feed returns a snapshot for it. Quiet on the bundled samples (docs/stream.md: on the
+    1,260 ReasoningFlow v1 traces it reaches 8 only in 4, each a real loop)."""
+    with gzip.open(shared_data / "reasoningflow" / "v1" / "v1_raw_data.jsonl.gz", "rt", encoding="utf-8") as f:
+        looping = next(json.loads(line)["raw_text"]["response"] for line in f
+                       if '"gpqa-diamond_48_QwQ-32B"' in line)
+    tail = looping[-20000:]
+    assert "\n" not in tail[-17000:]
+    fired = _fired(tail, no_encoding_config, size=200)
+    assert fired[-1]["phrase_loop"] and not fired[-1]["repetition_loop"]
+    assert any(f["phrase_loop"] for f in fired[:-1])  # a snapshot came while it was fed
+    for line in SAMPLES.read_text(encoding="utf-8").splitlines():
+        assert not any(f["phrase_loop"] for f in _fired(json.loads(line)["response"], no_encoding_config, size=300))
+
+
 def test_critique_signals_count_cue_units(no_encoding_config):
     s = Stream(every=1, config=no_encoding_config, cache=False, **FAST)
     s.feed("<think>\nThe answer is 4.\nWait, that's wrong.\nLet me check the sum again.\nThe sum is 9.\nNext")

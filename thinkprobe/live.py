@@ -3,7 +3,7 @@
     >>> s = thinkprobe.stream(norms="run/norms.json")            # doctest: +SKIP
     >>> for piece in generation:                                  # doctest: +SKIP
     ...     snap = s.feed(piece)                                   # a Snapshot every `every` new units, else None
-    ...     if snap and snap.signals["repetition_loop"].fired:
+    ...     if snap and any(snap.signals[k].fired for k in ("repetition_loop", "phrase_loop")):
     ...         stop_generating()
     >>> run = s.close()    # a Run, as thinkprobe.profile returns for the whole text  # doctest: +SKIP
 
@@ -56,6 +56,9 @@ SIGNALS: dict[str, str] = {
     "critique_run": "the last units in a row that carry a critique cue (lexicon CRT)",
     "revision_without_conclusion": "units with a critique cue since the last unit with a conclusion cue (lexicon CON)",
     "filler_run": "settled filler fragments in a row at the end of the text (\"Hmm.\" over and over: no unit forms)",
+    "phrase_loop": "copies in a row, at the end of the text fed so far (settled or not), of its last p words, for the "
+                   "period p <= phrase_max_period words that gives the most, counted where they cover at least "
+                   "phrase_min_words words (a loop with no line break, where no unit settles)",
 }
 NEEDS_NORMS = "the profile needs norms: pass norms=PATH (a run's norms.json; thinkprobe watch --norms)"
 _WORDS = re.compile(r"\w+")
@@ -90,7 +93,7 @@ class Snapshot:
     """Where a stream stands. `units` counts the settled Thought Units (final: later text cannot
     change them); `pending_chars` the characters after the last of them. The indicators, profile
     and failure risk cover the first `analysed_units` of them (those encoded so far; None before
-    the first). `signals` cover every settled unit."""
+    the first). `signals` cover every settled unit (phrase_loop: the text itself)."""
 
     chars: int
     units: int
@@ -260,6 +263,7 @@ class Stream:
         self._indicators: dict[str, float] | None = None
         self._risk: float | None = None
         self._last_snapshot = 0
+        self._phrase_checked, self._phrase_fired = 0, False  # text length at the last phrase-loop check; its verdict
         self.times = StageTimes()  # seconds per stage (settle, encode, link, indicators, close): the benchmark's breakdown
 
     # ------------------------------------------------------------------ feeding
@@ -271,7 +275,7 @@ class Stream:
 
     def feed(self, piece: str) -> Snapshot | None:
         """Append the next piece of the generation; a Snapshot when `every` units settled since the
-        last one, else None."""
+        last one or when phrase_loop starts to fire (checked every phrase_check_chars), else None."""
         if self.closed:
             raise RuntimeError("the stream is closed")
         self._check_size(self.text + piece)
@@ -281,9 +285,13 @@ class Stream:
         waiting = len(self._units) - self._encoded
         if self.encode_batch and waiting >= min(self.encode_batch, max(self.every, int(self.encode_share * len(self._units)))):
             self._encode()
-        if len(self._units) - self._last_snapshot < self.every:
-            return None
-        return self.snapshot(analyse=False)
+        if len(self._units) - self._last_snapshot >= self.every:
+            return self.snapshot(analyse=False)
+        if len(self.text) - self._phrase_checked >= self.thresholds["phrase_check_chars"]:
+            was = self._phrase_fired
+            if self._phrase_loop() >= self.thresholds["phrase_loop_min"] and not was:
+                return self.snapshot(analyse=False)  # a loop that settles no unit still gets its snapshot
+        return None
 
     def _check_size(self, text: str) -> None:
         """Refuse a piece that takes the trace's text (reasoning plus answer, as `profile` counts it)
@@ -512,9 +520,42 @@ class Stream:
                 break
             revisions += "CRT" in u.cues
         filler = len(self._sections[-1].pending) if self._sections else 0
+        phrase = self._phrase_loop()
         values = {"repetition_loop": (loop, th["loop_min"]), "critique_run": (run, th["critique_run"]),
-                  "revision_without_conclusion": (revisions, th["revision_min"]), "filler_run": (filler, th["filler_run"])}
+                  "revision_without_conclusion": (revisions, th["revision_min"]), "filler_run": (filler, th["filler_run"]),
+                  "phrase_loop": (phrase, th["phrase_loop_min"])}
         return {name: Signal(name, float(v), float(t), v >= t, SIGNALS[name]) for name, (v, t) in values.items()}
+
+
+    def _phrase_loop(self) -> int:
+        """The phrase_loop signal's value now (SIGNALS), over the text's last phrase_window_words words."""
+        th = self.thresholds
+        self._phrase_checked = len(self.text)
+        with self.times("phrase_loop"):
+            value = phrase_copies(self.text, th["phrase_max_period"], th["phrase_min_words"], th["phrase_window_words"])
+        self._phrase_fired = value >= th["phrase_loop_min"]
+        return value
+
+
+def phrase_copies(text: str, max_period: int, min_words: int, window: int) -> int:
+    """How many copies in a row of its last p words end `text` (lower-cased \\w+ words), for the
+    period p <= max_period that gives the most where the copies cover at least min_words words;
+    1 where none does. A word the text ends in is left out (it may be cut); only the last `window`
+    words are read, so the count stops there."""
+    words = _WORDS.findall(text[-12 * window:].lower())[-window:]
+    if words and _WORDS.match(text[-1:]):
+        words.pop()  # the last word may still be growing: "vinyl" of "vinyloxy" would break the run
+    if len(words) < 2:
+        return 1
+    codes = np.fromiter(map(hash, words), dtype=np.int64, count=len(words))
+    best = 1
+    for p in range(1, min(max_period, len(codes) // 2) + 1):
+        differ = np.flatnonzero(codes[p:] != codes[:-p])  # position i + p repeats position i where equal
+        run = len(codes) - p - (differ[-1] + 1 if differ.size else 0)  # repeats in a row at the end
+        copies = 1 + run // p
+        if p * copies >= min_words:
+            best = max(best, int(copies))
+    return best
 
 
 def stream(*, every: int | None = None, record: Mapping[str, Any] | None = None, text_field: str = "response",
