@@ -253,6 +253,13 @@ def test_normalise(raw, expected):
     ("5! = 120", "120"),  # an equation: its last side
     ("B:115.130", "B"),  # THINK-Bench's options: "A:145.200 B:115.130"
     ("Correct choice: A", "A"),
+    (r"\text{A and C}", "AC"),  # THINK-Bench's multiple-answer keys: the same options in any layout
+    ("B, D", "BD"),
+    (r"B \text{ and } C", "BC"),
+    ("The correct options are A and C", "AC"),
+    ("CA", "AC"),
+    (r"72\, \text{Mb/h}", "72"),  # a short unit after the value (gsm8k)
+    ("3 Hz", "3"),
 ])
 def test_answers_match(pred, gold):
     assert answers_match(pred, gold)
@@ -279,6 +286,11 @@ def test_answers_match(pred, gold):
     ("Victoria, Tasmania and Queensland", "Victoria and Tasmania"),
     ("5!", "120"),  # a lone "5!" reads as an exclamation
     ("A:1", "B"),
+    ("A", "AC"),  # one option of two
+    ("A, C, D", "AC"),
+    ("a, b, d", "bad"),  # a key written together must be in order: "bad" is a word
+    ("2a", "2"),  # a letter after a number is no unit
+    ("3n", "3"),
 ])
 def test_answers_differ(pred, gold):
     assert not answers_match(pred, gold)

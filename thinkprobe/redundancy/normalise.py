@@ -291,7 +291,8 @@ def _close(a: float, b: float) -> bool:
 # ----------------------------------------------------------------------------- matching
 
 _UNIT_TAIL = re.compile(r"^(?P<head>.*?[\d})a-z])\s*(?P<tail>(?<=[\d}) ])[a-z][a-z\s/^.\-23]*)$")
-_SHORT_UNITS = frozenset("m cm mm km kg g mg s ms h hr hrs min l ml mph kph kmh ft in yd mi lb lbs oz sq cu rs usd".split())
+_SHORT_UNITS = frozenset("m cm mm km kg g mg s ms h hr hrs min l ml mph kph kmh ft in yd mi lb lbs oz sq cu rs usd "
+                           "kb mb gb tb kw mw kj pa hz kcal mol".split())
 _ARTICLES = re.compile(r"\b(?:the|a|an)\b")
 _MAX_CONTAINING_WORDS = 15
 _LIST_MARK = re.compile(r"[,;]|\band\b|\bor\b|&")
@@ -324,6 +325,22 @@ def _option_letter(s: str, loose: bool = False) -> str | None:
         m = re.match(r"^(?:(?:correct\s+)?(?:option|choice)\s*:?\s*)?(?:\(([a-j])\)|([a-j])(?:[).]\s|:|$))", s.strip())
         if m:
             return m.group(1) or m.group(2)
+    return None
+
+
+_LETTER_LIST = re.compile(r"\(?[a-j]\)?(?:\s*(?:,|;|&|、|/|\band\b|\s)\s*\(?[a-j]\)?)+")
+
+
+def _option_set(s: str, key: bool = True) -> frozenset[str] | None:
+    """The options of a multiple-answer key or choice: "ac", "a, c", "a and c", "(a) and (c)" ->
+    {a, c}; None for anything else. Written together ("ac"), the letters must be distinct, and in a
+    `key` in order, as answer keys write them (so a gold "bad" or "cab" stays a word)."""
+    s = re.sub(r"^(?:the\s+)?(?:correct\s+)?(?:options?|choices?|answers?)\s*(?:are|is)?\s*:?\s*", "", s.strip())
+    if re.fullmatch(r"[a-j]{2,10}", s):
+        return frozenset(s) if len(set(s)) == len(s) and (not key or list(s) == sorted(s)) else None
+    if _LETTER_LIST.fullmatch(s):
+        letters = re.findall(r"(?<![a-z])[a-j](?![a-z])", s)
+        return frozenset(letters) if len(set(letters)) == len(letters) > 1 else None
     return None
 
 
@@ -522,6 +539,8 @@ def _texts_match(pred: str, gold: str) -> bool:
     letter = _option_letter(g)
     if letter:
         return _option_letter(p, loose=True) == letter
+    if options := _option_set(g):  # a multiple-answer key: the same options, in any order or layout
+        return _option_set(p, key=False) == options
     forms = _alternative_forms(g)
     if forms:
         return any(_texts_match(pred, form) for form in forms)
