@@ -111,6 +111,7 @@ def test_report_draws_every_analysis_for_a_run_made_without_them(tmp_path):
     assert "## CoTJudger's analyses" in md and "![Where redundancy sits](figures/positions.png)" in md
     assert "▲" in md and "▼" in md  # best and worst model value per column
     stats = compute_stats(run)  # what stats.json holds
+    assert stats["outcome"]["wrong"] == 4 and stats["outcome"]["wrong_no_answer"] == 0  # records without redundancy
     assert stats["redundancy_by_level"] and {"model", "level", "n", "D", "R"} <= set(stats["redundancy_by_level"][0])
     # the same run again: the same bytes
     before = {t.name: (run / t.name).read_bytes() for t in ANALYSIS_TABLES}

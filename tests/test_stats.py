@@ -466,6 +466,32 @@ def test_a_significant_but_negligible_domain_effect_is_not_called_no_difference(
     assert _factor_sentence(stats, "domain").startswith("No dimension differs significantly by domain")
 
 
+def test_a_dimension_not_testable_after_length_control_is_not_called_no_difference():
+    """Venhoff's run: Structure's values mostly tied (33 of 60 traces alike), so it had no length-controlled
+    test, and the headline said 'no dimension separates the models' as if it had been tested."""
+    from thinkprobe.report.text import _factor_sentence
+
+    untested = {"status": "not testable", "significant": None, "eps2_corrected": None}
+    quiet = {"status": "ok", "significant": False, "eps2_corrected": 0.02}
+    stats = {"groupings": {"domain": {"groups": {"x": 5, "y": 5}}}, "settings": {"ratio_floor": 0.01},
+             "variables": [{"kind": "dimension", "variable": v, "length_controlled": {"domain": t}}
+                           for v, t in (("Structure", untested), ("Depth", quiet))]}
+    assert _factor_sentence(stats, "domain") == (
+        "No tested dimension differs significantly by domain once length and chance are removed (Holm-corrected, "
+        "corrected ε² at least 0.01) (Structure could not be tested once length is removed).")
+    stats["variables"][1]["length_controlled"]["domain"] = untested
+    assert _factor_sentence(stats, "domain") == "No dimension could be tested by domain once length is removed (see the effect sizes)."
+
+
+def test_wrong_answers_without_any_answer_are_said_so_beside_the_outcome_auroc():
+    """ReasonEval's unfinished PRM800K solutions: 22 of 24 'wrong' had no final answer at all, and the
+    headline read a wrong-answer signal out of them without a word."""
+    from thinkprobe.report.text import _no_answer_note
+
+    assert _no_answer_note({"wrong_no_answer": 0}) == "" and _no_answer_note({}) == ""
+    assert _no_answer_note({"wrong_no_answer": 22}).startswith(", 22 of them because no final answer was found")
+
+
 def test_a_group_that_is_the_model_under_another_name_is_said_so():
     """tts_knowledge's budget in the file name, one budget per model: 'the group matters most for
     Metacognition' was the model effect again."""

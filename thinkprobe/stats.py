@@ -82,7 +82,9 @@ def _correctness(run_dir: Path) -> tuple[dict[str, dict], str | None]:
     record has no label; and where the labels came from."""
     meta: dict[str, dict] = {}
     for rec in iter_graph_records(run_dir, missing_ok=True):
-        meta[rec["trace_id"]] = {"question": rec.get("question"), "correct": rec.get("correct")}
+        meta[rec["trace_id"]] = {"question": rec.get("question"), "correct": rec.get("correct"),
+                                 "answer_found": (bool(rec["redundancy"].get("final_answer"))
+                                                  if isinstance(rec.get("redundancy"), dict) else None)}
     sources = {"graphs.jsonl correct"} if any(m["correct"] is not None for m in meta.values()) else set()
     if (run_dir / REDUNDANCY_TABLE.name).exists():
         for r in read_table(run_dir, REDUNDANCY_TABLE):
@@ -90,6 +92,7 @@ def _correctness(run_dir: Path) -> tuple[dict[str, dict], str | None]:
             entry = meta.setdefault(r["trace_id"], {"question": None, "correct": None})
             if entry["correct"] is None and acc in ("0", "1"):
                 entry["correct"] = acc == "1"
+                entry["no_answer"] = acc == "0" and entry.get("answer_found") is False  # wrong: no answer found
                 sources.add("redundancy.csv Acc")
     return meta, " + ".join(sorted(sources)) or None
 
@@ -563,6 +566,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
         "crossing": {by: model_crossing(rows, by, cfg.min_group) for by in groupings if by != "model"},
         "outcome": {"labels_from": labels_from, "graded": len(graded_rows),
                     "wrong": sum(1 for r in graded_rows if r["correct"] is False),
+                    "wrong_no_answer": sum(1 for r in graded_rows if meta.get(r["trace_id"], {}).get("no_answer")),
                     "graded_by_model": _groups(graded_rows, "model"),
                     "cross_validated": outcome_validity(rows, cfg)},
         "variables": results,

@@ -43,6 +43,17 @@ def _lines(run: dict) -> list[str]:
                      "one: cut off at a length limit?) and are profiled as far as they go: "
                      + ", ".join(f"{m} {n}" for m, n in sorted(truncated.items(), key=lambda kv: (-kv[1], kv[0])))
                      + ".")
+    untagged = run.get("untagged") or {}
+    if untagged.get("profiled"):
+        per_model = sorted((untagged.get("by_model") or {}).items(), key=lambda kv: (-kv[1], kv[0]))
+        lines.append(f"{untagged['profiled']} traces are untagged text (no reasoning field and no reasoning tags: a "
+                     "non-reasoning model's output, or a worked solution?) profiled as chain of thought (provenance "
+                     "untagged; --untagged skip leaves them out)"
+                     + (": " + ", ".join(f"{m} {n}" for m, n in per_model) if per_model else "") + ".")
+    if untagged.get("answers_without_thinking"):
+        lines.append(f"{untagged['answers_without_thinking']} records were a model's answers without thinking "
+                     "(untagged text of a model whose other records carry reasoning) and are left out of its profile "
+                     "(--untagged separate profiles them as <model>:no-think).")
     grades = run.get("grades")
     if grades:
         rec, mat = grades["from_records"], grades["from_matcher"]

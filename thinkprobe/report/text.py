@@ -45,11 +45,16 @@ def _factor_sentence(stats: Mapping, by: str) -> str | None:
         return (f"The {by} matters most for " + _list([f"{v} (corrected ε² {format_number(x, 2)})" for x, v in found[:2]])
                 + " after length control.")
     tiny = [v for t, v in tests if t["status"] == TESTED and t.get("significant")]
+    untested = [v for t, v in tests if t["status"] != TESTED]
+    if len(untested) == len(tests):
+        return f"No dimension could be tested by {by} once length is removed (see the effect sizes)."
+    not_tested = f" ({_list(untested)} could not be tested once length is removed)" if untested else ""
     if tiny:
         return (f"By {by}, {_list(tiny)} {'differs' if len(tiny) == 1 else 'differ'} significantly but by less than "
-                f"corrected ε² {floor} once length and chance are removed; no other dimension differs.")
-    return (f"No dimension differs significantly by {by} once length and chance are removed (Holm-corrected, "
-            f"corrected ε² at least {floor}).")
+                f"corrected ε² {floor} once length and chance are removed; no other {'tested ' if untested else ''}"
+                f"dimension differs{not_tested}.")
+    return (f"No {'tested ' if untested else ''}dimension differs significantly by {by} once length and chance are "
+            f"removed (Holm-corrected, corrected ε² at least {floor}){not_tested}.")
 
 
 def _crossing_sentence(stats: Mapping) -> str | None:
@@ -102,7 +107,11 @@ def headline(stats: Mapping) -> list[str]:
         found = {v for _, v in sep}
         tiny = [e["variable"] for e in dims if e["variable"] not in found and lc(e, "model")["status"] == TESTED
                 and lc(e, "model").get("significant")]  # significant, but under the floor
-        rest = [e["variable"] for e in dims if e["variable"] not in found and e["variable"] not in tiny]
+        untested = [e["variable"] for e in dims if lc(e, "model")["status"] != TESTED]
+        rest = [e["variable"] for e in dims if e["variable"] not in found and e["variable"] not in tiny
+                and e["variable"] not in untested]
+        not_tested = (f"; {_list(untested)} could not be tested once length is removed (see the effect sizes)"
+                      if untested else "")
         if sep:
             out.append(f"{opening}: beyond trace length and chance the models differ in "
                        + _list([f"{v} (corrected ε² {format_number(x, 2)})" for x, v in sep])
@@ -110,12 +119,16 @@ def headline(stats: Mapping) -> list[str]:
                           f"corrected ε² {floor}" if tiny else "")
                        + (f"; {_list(rest)} {'shows' if len(rest) == 1 else 'show'} no significant model difference "
                           f"once length and chance are removed (smallest model: {min(groups['model']['groups'].values())} "
-                          f"traces)." if rest else "."))
+                          f"traces)" if rest else "") + not_tested + ".")
+        elif len(untested) < len(dims):
+            best = max(((lc(e, "model")["eps2_corrected"] or 0.0, e["variable"]) for e in dims
+                        if e["variable"] not in untested), default=(0.0, "–"))
+            out.append(f"{opening}: no {'tested ' if untested else ''}dimension separates the models significantly once "
+                       f"length and chance are removed (largest corrected length-controlled ε² {format_number(best[0], 2)}, "
+                       f"{best[1]}; smallest model: {min(groups['model']['groups'].values())} traces){not_tested}.")
         else:
-            best = max(((lc(e, "model")["eps2_corrected"] or 0.0, e["variable"]) for e in dims), default=(0.0, "–"))
-            out.append(f"{opening}: no dimension separates the models significantly once length and chance are "
-                       f"removed (largest corrected length-controlled ε² {format_number(best[0], 2)}, {best[1]}; "
-                       f"smallest model: {min(groups['model']['groups'].values())} traces).")
+            out.append(f"{opening}: no dimension could be tested for model differences once length is removed "
+                       f"(see the effect sizes).")
     if n_models >= 2 and (crossing := _crossing_sentence(stats)):
         out[-1] += " " + crossing
     fits = [(e["length_controlled"]["fit"]["r2"], e["variable"]) for e in dims
@@ -149,11 +162,22 @@ def headline(stats: Mapping) -> list[str]:
         gain, margin = cv["gain"], _gain_margin(cv)
         verdict = ("add to" if gain > margin else "do worse than" if gain < -margin else
                    "neither add to nor do worse than, within what these traces can tell apart,")
-        out.append(f"On {cv['n']} graded traces ({cv['n_wrong']} wrong) the indicators {verdict} model + length "
+        out.append(f"On {cv['n']} graded traces ({cv['n_wrong']} wrong{_no_answer_note(stats['outcome'])}) the "
+                   f"indicators {verdict} model + length "
                    f"in predicting a wrong answer (cross-validated AUROC {format_number(cv['auroc_model_length_indicators'], 2)} "
                    f"with them, {format_number(cv['auroc_model_length'], 2)} without; a gain needs more than "
                    f"{format_number(margin, 2)} here).")
     return out[:5]
+
+
+def _no_answer_note(outcome: Mapping) -> str:
+    """Where the matcher counted traces wrong because it found no final answer in them (an
+    unfinished solution, a cut-off trace), how many: structure then tells finished from unfinished."""
+    n = outcome.get("wrong_no_answer") or 0
+    if not n:
+        return ""
+    return (f", {n} of them because no final answer was found in them: the indicators may tell unfinished "
+            f"traces from finished ones rather than wrong answers from right ones")
 
 
 def _gain_margin(cv: Mapping) -> float:
@@ -383,8 +407,13 @@ NO_RADAR = ("No radar chart: the run has one model, and z-scored against its own
 def outcome_text(stats: Mapping) -> str:
     o = stats["outcome"]
     cv = o["cross_validated"]
-    text = (f"{o['graded']} graded traces ({o['wrong']} wrong; labels from {o['labels_from']}). AUROC of each "
-            f"indicator for a wrong answer, pooled over all graded traces and within model (pairs of one model only). ")
+    text = f"{o['graded']} graded traces ({o['wrong']} wrong{_no_answer_note(o)}; labels from {o['labels_from']}). "
+    if outcome_rows(stats):
+        text += ("AUROC of each indicator for a wrong answer, pooled over all graded traces and within model (pairs of "
+                 "one model only). ")
+    else:
+        text += (f"No AUROC per indicator: it needs {stats['settings']['min_class']} right and "
+                 f"{stats['settings']['min_class']} wrong traces. ")
     if cv["status"] == TESTED:
         text += (f"Cross-validated logistic regression ({cv['folds']} stratified folds, seed {cv['seed']}): model + "
                  f"log tokens AUROC {format_number(cv['auroc_model_length'], 3)}; + the 19 indicators "
