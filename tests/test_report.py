@@ -350,7 +350,7 @@ def test_effect_table_has_length_controlled_corrected_and_reliability(run_dir):
     page = (run_dir / "report.html").read_text(encoding="utf-8")
     for header in ("corrected model", "length-controlled model", "length-controlled ratio", "split-half"):
         assert f">{header}</th>" in page
-    assert "random relabellings" in page and "log tokens" in page
+    assert "random labels give the same traces on average, (k − 1) / (n − 1)" in page and "log tokens" in page
 
 
 def test_acc_has_its_own_n(tmp_path):

@@ -2,7 +2,7 @@
 
 For each of the 19 indicators and the 5 dimensions: a Kruskal-Wallis test grouped by model and,
 separately, by domain (and by group, the third design factor, over the traces that have one), with epsilon-squared = H / (n - 1), on the raw values and on what log tokens
-does not explain (length-controlled); the eps2 that random group labels give (permutations) and the
+does not explain (length-controlled); the eps2 that random group labels give ((k - 1) / (n - 1)) and the
 chance-corrected eps2; the model/domain ratio; the split-half reliability of the model means and,
 when a model answered one question several times, the intraclass correlation; and, when answers are
 graded, how well each indicator flags a wrong answer. Holm-corrected p-values, bootstrap intervals
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy.stats import kruskal, mannwhitneyu, rankdata, tiecorrect
+from scipy.stats import kruskal, mannwhitneyu
 
 from .config import StatsSettings
 from .crossing import model_crossing
@@ -159,32 +159,19 @@ def _grouped_test(values: Sequence[float], labels: Sequence[str | None], **perm)
 # --------------------------------------------------------------------------- effect sizes
 
 
-def chance_eps2(values: Sequence[float], labels: Sequence[str], permutations: int, seed: int) -> float:
-    """The mean eps2 = H / (n - 1) over `permutations` random relabellings of `values` (the group
-    sizes kept), with a generator seeded by `seed`. Ranks and the tie correction do not depend on
-    the labels, so every relabelling is one bincount of rank sums (H as scipy computes it).
-
-    Without ties its expectation is (k - 1) / (n - 1), k groups: random labels alone give this much.
-    """
-    x = np.asarray(values, dtype=np.float64)
-    _, codes = np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True)
-    n, k = len(x), int(codes.max()) + 1
-    ranks = rankdata(x)
-    ties = tiecorrect(ranks)
-    sizes = np.bincount(codes, minlength=k).astype(np.float64)
-    rng = np.random.default_rng(seed)
-    h = np.empty(permutations)
-    for j in range(permutations):
-        sums = np.bincount(codes[rng.permutation(n)], weights=ranks, minlength=k)
-        h[j] = (12.0 / (n * (n + 1)) * (sums ** 2 / sizes).sum() - 3.0 * (n + 1)) / ties
-    return float(np.mean(h / (n - 1)))
+def chance_eps2(k: int, n: int) -> float:
+    """The eps2 = H / (n - 1) that random group labels give on average, k groups over n traces:
+    exactly (k - 1) / (n - 1), ties or not. Under a random relabelling (group sizes kept) a group's
+    rank sum has variance n_i (n - n_i) s2 / (n - 1), s2 the variance of the n (mid)ranks, so the
+    expected uncorrected H is (k - 1) s2 * 12 / (n^2 - 1); ties lower s2 by exactly scipy's tie
+    correction, which H is divided by, so E[H] = k - 1. (Until 2026-12-06 this was the mean over 200
+    seeded relabellings, off by up to 0.007.)"""
+    return (k - 1) / (n - 1)
 
 
-def kruskal_test(values: Sequence[float], labels: Sequence[str], min_group: int = 2,
-                 permutations: int = 0, seed: int = 0) -> dict:
-    """Kruskal-Wallis H, p and eps2 = H / (n - 1) of `values` grouped by `labels`; with
-    `permutations`, also eps2_expected (chance_eps2 over the same traces) and
-    eps2_corrected = eps2 - eps2_expected.
+def kruskal_test(values: Sequence[float], labels: Sequence[str], min_group: int = 2, chance: bool = False) -> dict:
+    """Kruskal-Wallis H, p and eps2 = H / (n - 1) of `values` grouped by `labels`; with `chance`,
+    also eps2_expected (chance_eps2 of the test's k and n) and eps2_corrected = eps2 - eps2_expected.
 
     Groups under `min_group` traces and non-finite values stay out of the test and are named in the
     result; fewer than two groups left, or one value everywhere, give a status and a reason, not NaN.
@@ -200,7 +187,7 @@ def kruskal_test(values: Sequence[float], labels: Sequence[str], min_group: int 
     kept = {g: v for g, v in sorted(groups.items()) if len(v) >= min_group}
     n = sum(len(v) for v in kept.values())
     out = {"status": TESTED, "k": len(kept), "n": n, "too_few": too_few, "H": None, "p": None, "eps2": None}
-    if permutations:
+    if chance:
         out.update(eps2_expected=None, eps2_corrected=None)
     if missing:
         out["missing"] = missing
@@ -221,10 +208,8 @@ def kruskal_test(values: Sequence[float], labels: Sequence[str], min_group: int 
         out["status"], out["reason"] = CONSTANT, "every trace has the same rank"
         return out
     out.update(H=float(h), p=float(p), eps2=float(h) / (n - 1))
-    if permutations:
-        # in input order, so the relabellings do not depend on how the groups are sorted
-        order = [(float(v), g) for v, g in zip(values, labels) if g in kept and math.isfinite(v)]
-        expected = chance_eps2([v for v, _ in order], [g for _, g in order], permutations, seed)
+    if chance:
+        expected = chance_eps2(len(kept), n)
         out.update(eps2_expected=expected, eps2_corrected=out["eps2"] - expected)
     return out
 
@@ -261,11 +246,11 @@ def _mostly_tied(values: Sequence[float], max_share: float) -> str | None:
             "them by length alone")
 
 
-def _untested(reason: str, permutations: bool) -> dict:
+def _untested(reason: str, chance: bool) -> dict:
     """A length-controlled test not run, with the keys of kruskal_test's result."""
     out = {"status": NOT_TESTABLE, "k": None, "n": None, "too_few": [], "H": None, "p": None, "eps2": None,
            "reason": reason}
-    if permutations:
+    if chance:
         out.update(eps2_expected=None, eps2_corrected=None)
     return out
 
@@ -492,7 +477,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
     graded = np.array([r["correct"] is not None for r in rows], dtype=bool)
     wrong = np.array([r["correct"] is False for r in rows], dtype=bool)
     enough_labels = min(int(wrong.sum()), int((graded & ~wrong).sum())) >= cfg.min_class
-    perm = {"min_group": cfg.min_group, "permutations": cfg.permutations, "seed": cfg.permutation_seed}
+    perm = {"min_group": cfg.min_group, "chance": bool(cfg.permutations)}
     groupings = run_groupings(rows)
 
     results = []
@@ -551,7 +536,8 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
         "settings": {**asdict(cfg), "correction": "holm", "family_size": family_size,
                      "family_size_length_controlled": family_size_lc,
                      "effect_size": "eps2 = H / (n - 1)",
-                     "chance_correction": "eps2_corrected = eps2 - mean eps2 over `permutations` random relabellings",
+                     "chance_correction": "eps2_corrected = eps2 - (k - 1) / (n - 1), the eps2 random group labels give "
+                                          "on average (exact for H with the tie correction)",
                      "length_control": "Kruskal-Wallis on the residuals of an OLS fit of the variable on log(tokens) "
                                        "over the whole run",
                      "ratio": "eps2_corrected(model) / eps2_corrected(domain); none when both are under ratio_floor; "

@@ -29,8 +29,8 @@ REDUNDANCY_GLOSSARY: dict[str, str] = {
 
 STATS_GLOSSARY: dict[str, str] = {
     "ε²": "Kruskal-Wallis effect size H / (n − 1): the share of rank variance the grouping explains",
-    "chance": "ε² that random group labels give on the same traces (mean over seeded permutations); "
-              "it grows with the number of groups",
+    "chance": "ε² that random group labels give on the same traces on average: (k − 1) / (n − 1) for k groups "
+              "and n traces (exact for Kruskal-Wallis H, ties or not); it grows with the number of groups",
     "corrected": "ε² − chance ε²",
     "length-controlled": "the same test on what a straight-line fit on log tokens (whole run) leaves of the variable; "
                          "not testable where most traces share one value (mostly 0): the residuals of those would "

@@ -242,12 +242,12 @@ def effect_header(stats: Mapping) -> list[str]:
 EFFECT_TITLES = {
     "ε² group": "Kruskal-Wallis ε² grouped by group (the third design factor), raw values, over the traces that "
                 "have a group; * Holm p < α",
-    "corrected group": "ε²(group) minus the ε² random group labels give (permutations)",
+    "corrected group": "ε²(group) minus the ε² random group labels give, (k − 1) / (n − 1)",
     "length-controlled group": "corrected ε² by group of what a fit on log tokens leaves; * Holm p < α",
     "ε² model": "Kruskal-Wallis ε² = H / (n − 1) grouped by model, raw values; * Holm p < α",
     "ε² domain": "Kruskal-Wallis ε² grouped by domain, raw values; * Holm p < α",
-    "corrected model": "ε²(model) minus the ε² random model labels give (permutations)",
-    "corrected domain": "ε²(domain) minus the ε² random domain labels give (permutations)",
+    "corrected model": "ε²(model) minus the ε² random model labels give, (k − 1) / (n − 1)",
+    "corrected domain": "ε²(domain) minus the ε² random domain labels give, (k − 1) / (n − 1)",
     "ratio": "corrected ε²(model) / corrected ε²(domain); – when both are under the floor; ≥ / ≤ when one side was "
              "raised to the floor",
     "length-controlled model": "corrected ε² by model of what a fit on log tokens leaves; * Holm p < α",
@@ -383,8 +383,8 @@ def method_note(stats: Mapping) -> str:
     c = stats["settings"]
     by_group = ", and by group over the traces that have one" if has_group(stats) else ""
     return (f"Kruskal-Wallis H per indicator and dimension, grouped by model and, separately, by domain{by_group}; "
-            f"ε² = H / (n − 1). Chance: the mean ε² over {c['permutations']} random relabellings of the same traces "
-            f"(seed {c['permutation_seed']}); corrected = ε² − chance. Length-controlled: the test on the residuals of "
+            f"ε² = H / (n − 1). Chance: the ε² random labels give the same traces on average, (k − 1) / (n − 1) for "
+            f"k groups (exact, ties or not); corrected = ε² − chance. Length-controlled: the test on the residuals of "
             f"a least-squares line on log tokens fitted over the whole run; not testable where one value holds more "
             f"than {c.get('length_control_max_tied', 0.5):.0%} of the traces (the residuals would order those by "
             f"length alone). Ratio = corrected ε²(model) / corrected "
