@@ -186,6 +186,26 @@ def test_select_ranks_with_intervals_and_ties_models_it_cannot_tell_apart():
     assert unpaired.resampling.startswith("traces")
 
 
+def test_select_gives_no_tier_on_a_few_traces_and_says_when_a_lower_tier_is_more_accurate():
+    """A reviewer's MiP run: a model of 2 traces got the 'interval' [min, max] of its two fits and a
+    tier; on tts_knowledge a model right 0 times in 12 headed tier 1 while the accurate one sat in
+    tier 2, with nothing to say the fit is not quality."""
+    from thinkprobe.choice import format_selection
+
+    rows = _profile_rows({"lean": -1.0, "wide": 1.0}) + _profile_rows({"few": 2.0}, n=SETTINGS.select_min_traces - 1)
+    for r in rows:
+        r["correct"] = r["model"] == "lean" or (r["model"] == "wide" and r["trace_id"].endswith("-0"))
+    sel = select_models(rows, SETTINGS)
+    few = next(r for r in sel.rows if r["model"] == "few")
+    assert few["rank"] == 1 and few["tier"] is None and few["ci_low"] is None and few["not_told_apart_from"]
+    tiers = {r["model"]: r["tier"] for r in sel.rows}
+    assert tiers["wide"] == 1 and tiers["lean"] == 2
+    assert "no interval and no tier: few" in sel.note
+    assert "lean (tier 2) answers more accurately (1.00 of 30) than every tier-1 model" in sel.note
+    text = format_selection(sel)
+    assert "not length-controlled" in text and "   1    –  few" in text
+
+
 def test_select_pairs_by_the_records_id_says_when_models_and_domains_are_crossed_unevenly_and_prints_no_minus_zero():
     from thinkprobe.choice import format_selection
 
@@ -291,7 +311,7 @@ def test_select_command_prints_every_model_with_an_interval(run_dir, tmp_path):
     for model in ("r1", "qwq"):
         line = next(ln for ln in lines if f" {model} " in ln)
         assert "[" in line and "]" in line
-    assert next(ln for ln in lines if " solo " in ln) and "no interval: solo" in result.output
+    assert next(ln for ln in lines if " solo " in ln) and "no interval and no tier: solo" in result.output
     assert lines[2].split()[2] == "r1"  # the wider, deeper... model first
     as_json = json.loads(CliRunner().invoke(main, ["select", str(run_dir), "--json", "--want", "Depth-"]).output)
     assert as_json["models"][0]["model"] == "qwq" and as_json["criterion"] == "want Depth-"

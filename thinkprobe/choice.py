@@ -12,8 +12,12 @@ Intervals are percentile bootstraps of the model's fit (the stats section's boot
 bootstrap_seed, ci_level). When every model answered the same questions the resampling draws
 questions, the same for all models (paired); otherwise each model's traces are drawn on their own.
 Two models cannot be told apart when the interval of the difference of their fits, over the same
-resamples, contains 0. Tier 1 holds the best model and every model it cannot be told apart from;
-the next tier starts at the first model the tier's head is told apart from, and so on.
+resamples, contains 0 (each pair on its own: no correction for the number of pairs). Tier 1 holds
+the best-fitting model and every model it cannot be told apart from; the next tier starts at the
+first model the tier's head is told apart from, and so on. A model with fewer than
+stats.select_min_traces traces gets no interval and no tier. The fit says how a model's reasoning
+looks on the wanted dimensions, not how often it is right: where a lower tier is more accurate,
+the note says so.
 """
 from __future__ import annotations
 
@@ -197,7 +201,8 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
     level = settings.ci_level
     est = {m: score(v, np.ones(len(v))) for m, v in groups.items()}
     order = sorted(groups, key=lambda m: (-est[m], m))
-    small = {m for m, v in groups.items() if len(v) < settings.min_group}
+    fewest = max(settings.min_group, settings.select_min_traces)
+    small = {m for m, v in groups.items() if len(v) < fewest}
 
     def apart(a: str, b: str) -> bool:
         if a in small or b in small:
@@ -207,9 +212,11 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
 
     tiers, head = {}, None
     for m in order:
-        if head is None or apart(head, m):
+        if m in small:
+            tiers[m] = None  # too few traces to be placed
+        elif head is None or apart(head, m):
             head = m
-            tiers[m] = (max(tiers.values()) + 1) if tiers else 1
+            tiers[m] = max((t for t in tiers.values() if t is not None), default=0) + 1
         else:
             tiers[m] = tiers[head]
     for rank, m in enumerate(order, start=1):
@@ -221,9 +228,28 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
             "accuracy": (sum(graded) / len(graded)) if graded else None, "graded": len(graded),
             "R": (redundancy or {}).get(m)})
     if small:
-        sel.note = (f"fewer than {settings.min_group} traces (stats.min_group), no interval: "
+        sel.note = (f"fewer than {fewest} traces (stats.select_min_traces), so no interval and no tier: "
                     + ", ".join(sorted(small)))
+    worse = _more_accurate_below(sel.rows, settings.select_min_traces)
+    if worse:
+        sel.note = "; ".join(x for x in (sel.note, worse) if x)
     return sel
+
+
+def _more_accurate_below(rows: Sequence[Mapping], min_graded: int) -> str:
+    """Where a model of a lower tier is clearly more accurate than every tier-1 model (both with at
+    least min_graded graded traces), that the fit is a profile, not a quality: say so."""
+    graded = [r for r in rows if r["accuracy"] is not None and r["graded"] >= min_graded and r["tier"] is not None]
+    top = [r for r in graded if r["tier"] == 1]
+    below = [r for r in graded if r["tier"] != 1]
+    if not top or not below:
+        return ""
+    best = max(below, key=lambda r: r["accuracy"])
+    if best["accuracy"] <= max(r["accuracy"] for r in top):
+        return ""
+    return (f"{best['model']} (tier {best['tier']}) answers more accurately ({best['accuracy']:.2f} of "
+            f"{best['graded']}) than every tier-1 model: the fit ranks how the reasoning looks on the wanted "
+            f"dimensions, not how often it is right")
 
 
 def _redundancy_means(run_dir: Path, domain: str | None, group: str | None = None) -> dict[str, float]:
@@ -301,13 +327,15 @@ def format_selection(sel: Selection) -> str:
     for r in sel.rows:
         ci = f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]" if r["ci_low"] is not None else "–"
         acc = f"{r['accuracy']:.2f} ({r['graded']})" if r["accuracy"] is not None else "–"
-        lines.append(f"{r['rank']:>4} {r['tier']:>4}  {r['model']:<{width}} {r['n']:>5} {_num(r['fit']):>7} {ci:>17} "
+        tier = "–" if r["tier"] is None else r["tier"]
+        lines.append(f"{r['rank']:>4} {tier:>4}  {r['model']:<{width}} {r['n']:>5} {_num(r['fit']):>7} {ci:>17} "
                      f"{acc:>9} {_num(r['R'], 2):>6}  {', '.join(r['not_told_apart_from']) or '–'}")
     if sel.note:
         lines.append(sel.note)
     lines.append("fit: the model's mean signed z over the wanted dimensions (or closeness to --like), with its bootstrap "
-                 "interval; tier 1: the best model and those not told apart from it (the interval of the difference "
-                 "in fit holds 0); accuracy: share of graded traces correct (how many graded); R: mean redundancy "
+                 "interval; the profile is not length-controlled (longer traces open more ideas: `thinkprobe stats` "
+                 "gives each dimension's model effect beyond length); tier 1: the model that fits best and those not told apart from it (the interval of the "
+                 "difference in fit holds 0; no correction for the number of pairs compared); accuracy: share of graded traces correct (how many graded); R: mean redundancy "
                  "ratio (|V| - L_eff) / |V| of the model's traces (CoTJudger)"
                  + ("; with --like, fit is minus the distance to the profile, and a resampled mean lies farther "
                     "from it than the mean itself, so an interval sits below its fit: read the tiers" if

@@ -311,6 +311,7 @@ class StatsSettings:
     anomaly_drivers: int
     anomaly_driver_z: float
     unusual_per_model: int
+    select_min_traces: int
 
 
 @dataclass(frozen=True)

@@ -94,10 +94,16 @@ def _risk_auroc(run_dir: Path, rows: Sequence[Mapping], anomalies: Sequence[Mapp
 
 def _choice(run_dir: Path, rows: Sequence[Mapping]) -> Section:
     settings = stats_settings(run_dir)
-    cells = []
+    cells, warnings = [], []
     for sel in select_by_domain(run_dir, settings=settings, rows=rows):
         best = [r for r in sel.rows if r["tier"] == 1]
+        if not best:  # every model under stats.select_min_traces
+            cells.append([sel.domain, str(len(sel.rows)), "–", "–", "–", "–",
+                          f"no: every model has fewer than {settings.select_min_traces} traces"])
+            continue
         top = best[0]
+        if "answers more accurately" in sel.note:
+            warnings.append(f"{sel.domain}: " + next(p for p in sel.note.split("; ") if "answers more accurately" in p))
         accs = [f"{r['model']} {r['accuracy']:.2f} (n {r['graded']})" for r in best if r["accuracy"] is not None]
         interval = (f"[{format_number(top['ci_low'], 2)}, {format_number(top['ci_high'], 2)}]"
                     if top["ci_low"] is not None else "–")
@@ -106,10 +112,14 @@ def _choice(run_dir: Path, rows: Sequence[Mapping]) -> Section:
                       "yes" if len(best) == 1 else "no"])
     level = round(100 * settings.ci_level)
     note = ("Per domain, the models ranked by fit with every dimension wanted up (the default of `thinkprobe select "
-            "RUN --domain D`; other wishes: --want 'Depth+,Efficiency+' or --like PROFILE.json). Tier 1 is the best "
+            "RUN --domain D`; other wishes: --want 'Depth+,Efficiency+' or --like PROFILE.json). The fit says how a "
+            "model's reasoning looks on those dimensions, not how often it is right, and is not length-controlled "
+            "(longer traces open more ideas). Tier 1 is the best-fitting "
             "model and every model the run cannot tell apart from it (the "
-            f"{level}% bootstrap interval of the difference in fit contains 0); fit and interval are the best "
-            "model's; accuracy is over each model's graded traces of the domain (n: how many).")
+            f"{level}% bootstrap interval of the difference in fit contains 0; each pair on its own); a model with "
+            f"fewer than {settings.select_min_traces} traces of the domain gets no tier; fit and interval are the "
+            "best-fitting model's; accuracy is over each model's graded traces of the domain (n: how many)."
+            + (" Where a lower tier answers more accurately: " + "; ".join(warnings) + "." if warnings else ""))
     return Section("Which model for which domain", note, CHOICE_HEADER, cells,
                    empty="No domain has two or more models.")
 

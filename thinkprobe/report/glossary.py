@@ -87,11 +87,13 @@ DECISIONS_GLOSSARY: dict[str, str] = {
            "(--want), or minus the distance of its mean profile from a target (--like); higher fits better",
     "interval": "percentile bootstrap interval of the fit (stats bootstrap settings); questions are resampled, "
                 "paired across models, when every model answered the same questions",
-    "tier": "tier 1: the best model and every model the run cannot tell apart from it (the bootstrap interval "
-            "of their difference in fit contains 0); each later tier starts at the first model told apart",
+    "tier": "tier 1: the best-fitting model and every model the run cannot tell apart from it (the bootstrap "
+            "interval of their difference in fit contains 0); each later tier starts at the first model told apart; "
+            "none (–) for a model with fewer than stats.select_min_traces traces",
     "accuracy": "share of the model's graded traces whose final answer is correct",
     "models": "models with traces in the domain, ranked by fit",
-    "tier 1": "the domain's best model by fit and every model the run cannot tell apart from it (see tier)",
+    "tier 1": "the domain's best-fitting model and every model the run cannot tell apart from it (see tier): "
+              "a profile that fits, not a model that answers better",
     "told apart from the rest": "yes: tier 1 holds the best model alone (every other model's difference "
                                 "interval excludes 0); no: tier 1 holds two or more models",
 }
