@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -20,15 +21,15 @@ import numpy as np
 
 from thinkprobe.config import Config
 from thinkprobe.io import iter_traces
-from thinkprobe.live import _WORDS
 
+WORDS = re.compile(r"\w+")  # the words phrase_loop reads (thinkprobe.live.phrase_copies)
 DATA = Path(os.environ.get("THINKPROBE_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
 def most_copies(text: str, max_period: int, min_words: int) -> int:
     """The most copies in a row of any p <= max_period words anywhere in `text`, where they cover at
     least min_words words (1 where none do): phrase_loop's highest value over every prefix."""
-    words = _WORDS.findall(text.lower())
+    words = WORDS.findall(text.lower())
     codes = np.fromiter(map(hash, words), dtype=np.int64, count=len(words))
     best = 1
     for p in range(1, min(max_period, len(codes) // 2) + 1):

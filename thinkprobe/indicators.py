@@ -78,7 +78,8 @@ INDICATOR_RECORDS: tuple[Indicator, ...] = (
 )
 # What each dimension of the profile reads (its indicators are listed after it in the glossary).
 DIMENSION_ABOUT: dict[str, str] = {
-    "Breadth": "how many distinct directions and ideas the trace opens",
+    "Breadth": "how many distinct directions and ideas the trace opens (as branches: a unit with no "
+               "inference/elaboration parent, often a critique or a restatement, opens one)",
     "Depth": "how long the chains of inference run",
     "Structure": "how much the trace explores, backtracks, reconnects and revises",
     "Metacognition": "how much the trace plans, checks and hedges",

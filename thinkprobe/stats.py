@@ -540,8 +540,10 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
                                           "on average (exact for H with the tie correction)",
                      "length_control": "Kruskal-Wallis on the residuals of an OLS fit of the variable on log(tokens) "
                                        "over the whole run",
-                     "ratio": "eps2_corrected(model) / eps2_corrected(domain); none when both are under ratio_floor; "
-                              "a side under it is raised to it",
+                     "ratio": "eps2(model) / eps2(domain), raw (none where eps2(domain) is 0)",
+                     "ratio_corrected": "eps2_corrected(model) / eps2_corrected(domain); none when both are under "
+                                        "ratio_floor; a side under it is raised to it (the report's ratio; "
+                                        "ratio_length_corrected: the same on the length-controlled tests)",
                      "split_half": "mean Pearson r of model means between random halves, Spearman-Brown 2r / (1 + r)",
                      "icc": "ICC(1) over (model, question) clusters with 2+ traces",
                      "group": "tested like the domain, over the traces that have a group; no group tests in a "

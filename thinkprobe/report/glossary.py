@@ -32,7 +32,8 @@ STATS_GLOSSARY: dict[str, str] = {
     "chance": "ε² that random group labels give on the same traces on average: (k − 1) / (n − 1) for k groups "
               "and n traces (exact for Kruskal-Wallis H, ties or not); it grows with the number of groups",
     "corrected": "ε² − chance ε²",
-    "length-controlled": "the same test on what a straight-line fit on log tokens (whole run) leaves of the variable; "
+    "length-controlled": "the same test on what a straight-line fit on log tokens (whole run) leaves of the variable, "
+                         "its ε² shown chance-corrected (ε² − chance ε², as the corrected columns); "
                          "not testable where most traces share one value (mostly 0): the residuals of those would "
                          "differ by length alone",
     "ratio": "corrected ε²(model) / corrected ε²(domain), none when both are under the floor",
@@ -55,8 +56,9 @@ ANALYSES_GLOSSARY: dict[str, str] = {
                "(1 everywhere = spread evenly)",
     "off_share": "share of the units in a position bin that are off the path",
     "position": "unit index / (units - 1): 0 is the first unit of a trace, 1 the last",
-    "frontier": "a model on the Pareto frontier: no other model has higher accuracy and lower mean R (both over the "
-                "model's graded traces, so R there can differ from the redundancy table's mean over all traces)",
+    "frontier": "a model on the Pareto frontier: no other model is at least as accurate with a mean R at least as low "
+                "and better on one of the two (both over the model's graded traces, so R there can differ from the "
+                "redundancy table's mean over all traces)",
     "node-type share": "units of a type / all units of the group (per domain, per model, or per position bin)",
     "n": "traces in the group; for the difficulty levels, traces of the model at that level",
 }

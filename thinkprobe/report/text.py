@@ -166,7 +166,7 @@ def headline(stats: Mapping) -> list[str]:
                    f"indicators {verdict} model + length "
                    f"in predicting a wrong answer (cross-validated AUROC {format_number(cv['auroc_model_length_indicators'], 2)} "
                    f"with them, {format_number(cv['auroc_model_length'], 2)} without; a gain needs more than "
-                   f"{format_number(margin, 2)} here).")
+                   f"{format_number(margin, 2)} here, a conservative bound).")
     return out[:5]
 
 
