@@ -432,3 +432,17 @@ def test_report_has_the_unusual_traces_and_model_choice_sections(run_dir):
     glossary = page[page.index("<h2>Glossary</h2>"):]
     for name in ("anomaly", "drivers", "failure_risk", "fit", "tier"):
         assert f"<dt>{name}</dt>" in glossary, name
+
+
+def test_trace_tables_order_hash_ids_plainly_and_numbered_ids_as_numbers():
+    """Schoenfeld's hex ids were ordered by their leading digits (9d159400 before 33e29881 before
+    0700a2d5); numbered ids keep t2 before t10."""
+    from thinkprobe.report.writer import sorted_by_id
+
+    def ids(*names):
+        return [r["trace_id"] for r in sorted_by_id([{"trace_id": n} for n in names])]
+
+    assert ids("9d159400", "33e29881", "0700a2d5", "113b938e") == ["0700a2d5", "113b938e", "33e29881", "9d159400"]
+    assert ids("t10", "t2", "t1") == ["t1", "t2", "t10"]
+    assert ids("f:10", "f:2", "f:100") == ["f:2", "f:10", "f:100"]
+    assert ids("100000000", "99999999") == ["99999999", "100000000"]  # long numbers are no hashes

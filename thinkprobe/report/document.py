@@ -15,7 +15,7 @@ from .decisions import decision_sections, sections_html, sections_md
 from .glossary import GLOSSARY, definition, glossary_items
 from .markup import data_uri, esc, html_page, html_table, md_table
 from .style import DIMS, as_number, display_label, format_number
-from .text import (EFFECT_TITLES, NO_RADAR, effect_header, effect_rows, has_group, headline, icc_rows, method_note,
+from .text import (EFFECT_TITLES, NO_RADAR, effect_header, z_text, effect_rows, has_group, headline, icc_rows, method_note,
                    outcome_rows, outcome_text, profile_ci_rows, profile_note, summary_text, too_few_text)
 
 __all__ = ["redundancy_table", "report_html", "report_md"]
@@ -152,7 +152,7 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
 
     summary = "".join(f"<p>{esc(line).replace('`', '')}</p>" for line in summary_text(run_dir, stats, pages))
     head = "".join(f"<li>{esc(line)}</li>" for line in headline(stats))
-    cell_rows = [[esc(c["model"]), esc(display_label(c["domain"])), str(c["n"]), *(format_number(c[d], 2) for d in DIMS)]
+    cell_rows = [[esc(c["model"]), esc(display_label(c["domain"])), str(c["n"]), *(z_text(c[d]) for d in DIMS)]
                  for c in cells]
     counts = _read_counts(run_dir)
     trace_header, grouped = _trace_columns(rows)
@@ -165,7 +165,7 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
                            *(format_number(r[d], 2) for d in DIMS)])
     group_section = ""
     if group_cells:
-        group_rows = [[esc(c["model"]), esc(c["group"]), str(c["n"]), *(format_number(c[d], 2) for d in DIMS)]
+        group_rows = [[esc(c["model"]), esc(c["group"]), str(c["n"]), *(z_text(c[d]) for d in DIMS)]
                       for c in group_cells]
         group_section = (f"<h2>Model × group profiles</h2><p class=note>{esc(GROUP_NOTE)}</p>"
                          + img("group_heatmap", "Heat map of the model by group profiles")
@@ -280,11 +280,11 @@ def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=
     parts += sections_md(decision_sections(run_dir, rows, pages))
     parts += ["## Model × domain profiles", "", "![Heat map](figures/heatmap.png)", "",
               md_table(["model", "domain", "n", *DIMS],
-                        [[c["model"], display_label(c["domain"]), c["n"], *(format_number(c[d], 2) for d in DIMS)] for c in cells]), ""]
+                        [[c["model"], display_label(c["domain"]), c["n"], *(z_text(c[d]) for d in DIMS)] for c in cells]), ""]
     if group_cells:
         parts += ["## Model × group profiles", "", GROUP_NOTE, "", "![Heat map by group](figures/group_heatmap.png)", "",
                   md_table(["model", "group", "n", *DIMS],
-                           [[c["model"], c["group"], c["n"], *(format_number(c[d], 2) for d in DIMS)] for c in group_cells]),
+                           [[c["model"], c["group"], c["n"], *(z_text(c[d]) for d in DIMS)] for c in group_cells]),
                   ""]
     parts += ["## Indicators by model", "", INDICATORS_NOTE, "", "![Indicators by model](figures/indicators.png)", ""]
     if redundancy:

@@ -12,7 +12,7 @@ from .glossary import GLOSSARY
 from .markup import esc
 from .style import DIMS, display_label, format_number
 
-__all__ = ["headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "icc_rows", "outcome_rows", "too_few_text", "summary_text", "method_note", "NO_RADAR", "outcome_text"]
+__all__ = ["headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "icc_rows", "outcome_rows", "too_few_text", "summary_text", "method_note", "NO_RADAR", "outcome_text", "z_text"]
 
 
 def _dims(stats: Mapping) -> list[Mapping]:
@@ -118,14 +118,14 @@ def headline(stats: Mapping) -> list[str]:
                        + (f"; {_list(tiny)} {'differs' if len(tiny) == 1 else 'differ'} significantly but by less than "
                           f"corrected ε² {floor}" if tiny else "")
                        + (f"; {_list(rest)} {'shows' if len(rest) == 1 else 'show'} no significant model difference "
-                          f"once length and chance are removed (smallest model: {min(groups['model']['groups'].values())} "
-                          f"traces)" if rest else "") + not_tested + ".")
+                          f"once length and chance are removed (smallest model: "
+                          f"{traces_word(min(groups['model']['groups'].values()))})" if rest else "") + not_tested + ".")
         elif len(untested) < len(dims):
             best = max(((lc(e, "model")["eps2_corrected"] or 0.0, e["variable"]) for e in dims
                         if e["variable"] not in untested), default=(0.0, "–"))
             out.append(f"{opening}: no {'tested ' if untested else ''}dimension separates the models significantly once "
                        f"length and chance are removed (largest corrected length-controlled ε² {format_number(best[0], 2)}, "
-                       f"{best[1]}; smallest model: {min(groups['model']['groups'].values())} traces){not_tested}.")
+                       f"{best[1]}; smallest model: {traces_word(min(groups['model']['groups'].values()))}){not_tested}.")
         else:
             out.append(f"{opening}: no dimension could be tested for model differences once length is removed "
                        f"(see the effect sizes).")
@@ -162,11 +162,15 @@ def headline(stats: Mapping) -> list[str]:
         gain, margin = cv["gain"], _gain_margin(cv)
         verdict = ("add to" if gain > margin else "do worse than" if gain < -margin else
                    "neither add to nor do worse than, within what these traces can tell apart,")
+        base = "model + length" if n_models >= 2 else "length"
+        below = max(cv["auroc_model_length_indicators"], cv["auroc_model_length"]) < 0.5
         out.append(f"On {cv['n']} graded traces ({cv['n_wrong']} wrong{_no_answer_note(stats['outcome'])}) the "
-                   f"indicators {verdict} model + length "
+                   f"indicators {verdict} {base} "
                    f"in predicting a wrong answer (cross-validated AUROC {format_number(cv['auroc_model_length_indicators'], 2)} "
                    f"with them, {format_number(cv['auroc_model_length'], 2)} without; a gain needs more than "
-                   f"{format_number(margin, 2)} here, a conservative bound).")
+                   f"{format_number(margin, 2)} here, a conservative bound"
+                   + ("; both below 0.5: the fits do worse than chance on held-out folds, so neither tells right "
+                      "from wrong here" if below else "") + ").")
     return out[:5]
 
 
@@ -188,7 +192,7 @@ def _gain_margin(cv: Mapping) -> float:
                              auroc_se(cv["auroc_model_length_indicators"], n_wrong, n_right))
 
 
-def _z(value: float | None) -> str:
+def z_text(value: float | None) -> str:
     """A z-score at 2 decimals: 0.00, not the 1e-07 that profile.csv's 6 significant digits leave of 0."""
     return format_number(0.0 if value is not None and abs(value) < 5e-5 else value, 2)
 
@@ -217,8 +221,8 @@ def profile_ci_rows(stats: Mapping) -> list[list[str]]:
         cells = [mp["model"], str(mp["n"])]
         for d in DIMS:
             v = mp["dimensions"][d]
-            ci = f" [{_z(v['ci_low'])}, {_z(v['ci_high'])}]" if v["ci_low"] is not None else ""
-            cells.append(f"{_z(v['mean'])}{ci}")
+            ci = f" [{z_text(v['ci_low'])}, {z_text(v['ci_high'])}]" if v["ci_low"] is not None else ""
+            cells.append(f"{z_text(v['mean'])}{ci}")
         out.append(cells)
     return out
 

@@ -29,6 +29,18 @@ def _natural_key(text: str) -> list:
     return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text) if part]
 
 
+_HASHED = re.compile(r"(?:[^:/]*[:/])*[0-9a-f]{8,}(?:#\d+)?")  # an id that is (ends in) a hex hash
+
+
+def sorted_by_id(rows: Sequence[Mapping]) -> list:
+    """Rows in the order of their trace ids: numbers inside ids as numbers (t2 before t10), but hash
+    ids (Schoenfeld's 9d159400, 33e29881) in plain order, where their digits are no numbers."""
+    if rows and all(_HASHED.fullmatch(r["trace_id"]) for r in rows) and any(
+            re.search(r"[a-f]", re.split(r"[:/]", r["trace_id"])[-1]) for r in rows):  # not plain long numbers
+        return sorted(rows, key=lambda r: r["trace_id"])
+    return sorted(rows, key=lambda r: _natural_key(r["trace_id"]))
+
+
 def _is_flat(by_model: Sequence[Mapping]) -> bool:
     """Every model mean 0 on every dimension, up to the 6 significant digits profile.csv keeps."""
     return all(abs(r[d]) < 1e-4 for r in by_model for d in DIMS if math.isfinite(r[d]))
@@ -162,7 +174,7 @@ def _write_report(run_dir: Path, workers: int | None, step: _Steps) -> Path:
                                              encoding="utf-8")
         (run_dir / "report.md").write_text(f"# ThinkProbe report\n\n{note}\n", encoding="utf-8")
         return run_dir / "report.html"
-    rows = sorted(rows, key=lambda r: _natural_key(r["trace_id"]))
+    rows = sorted_by_id(rows)
     cells = group_profiles(rows, ("model", "domain"))
     # the third grouping factor, over the traces that have a group (none: no section, no figure)
     group_cells = group_profiles([r for r in rows if r.get("group") is not None], ("model", "group"))
