@@ -541,6 +541,8 @@ def test_think_bench_and_venhoff_layouts(shared_data):
     bench = list(islice(iter_traces(real(shared_data, "think_bench_qwen3/qwen3-32b_think_bench.jsonl.gz")), 10))
     assert all(t.reasoning.field == "think_content" and t.answer.field == "prediction" for t in bench)
     assert all(t.provenance["domain_from"] == "category" for t in bench)
+    # its own 1-based record number names each trace, as the corpus does (the file position was off by one)
+    assert [t.trace_id for t in bench] == [str(k) for k in range(1, 11)]
     claude = list(iter_traces(real(shared_data, "venhoff_reasoning_comparison/reasoning_comparison_claude-3-7-sonnet.json")))
     assert len(claude) == 300 and all(isinstance(t, Trace) for t in claude)
     assert all(t.reasoning.field == "response" and not t.provenance["truncated"] for t in claude)

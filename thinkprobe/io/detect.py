@@ -43,7 +43,7 @@ MODEL_FIELDS = ("model", "model_name", "generator", "metadata.generator", "respo
 DOMAIN_FIELDS = ("domain", "task", "subject", "source", "problem_type", "category", "metadata.domain", "Subject")
 
 
-ID_FIELDS = ("trace_id", "id", "doc_id", "uid", "_id", "uuid", "custom_id", "Question ID")  # uuid: OpenR1; custom_id: OpenAI Batch
+ID_FIELDS = ("trace_id", "id", "doc_id", "uid", "_id", "uuid", "custom_id", "Question ID", "index")  # uuid: OpenR1; custom_id: OpenAI Batch; index: THINK-Bench (its 1-based record number)
 
 
 # doc.*, target, exact_match: lm-eval samples files
