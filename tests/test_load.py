@@ -421,6 +421,21 @@ def test_duplicates_of_an_undrawn_record_are_counted_and_said():
 # ----------------------------------------------------------------------------- peek
 
 
+def test_peek_of_a_big_folder_shows_every_subfolder(tmp_path):
+    """Schoenfeld's folder: 38 responses_labeled/*.json (unreadable without --reasoning-field) filled
+    peek's 20 files, hid responses_original/ (the readable layout) and peek exited 1."""
+    (tmp_path / "labeled").mkdir()
+    (tmp_path / "original").mkdir()
+    for k in range(30):
+        write_jsonl(tmp_path / "labeled" / f"{k:02d}.jsonl", [{"text": "x"}])
+    write_jsonl(tmp_path / "original" / "r1.jsonl", [{"reasoning": "We add 2 and 2. That gives 4.", "model": "R1"}])
+    rows = peek(tmp_path, n=1, max_files=4)
+    shown = [Path(r["file"]).parent.name for r in rows if r["record"] != "..."]
+    assert shown == ["labeled", "labeled", "labeled", "original"]
+    assert next(r for r in rows if "original" in r["file"])["model"] == "R1"
+    assert rows[-1]["note"].startswith("27 more files not shown")
+
+
 def test_peek(tmp_path):
     path = write_jsonl(tmp_path / "p.jsonl", [
         {"id": "x", "model": "M", "domain": "math", "response": "Plan.</think>42", "answer": "42", "correct": True},

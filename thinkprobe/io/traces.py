@@ -174,12 +174,30 @@ def peek_inputs(inputs: Sequence[str | Path | Source], fields: FieldMap, n: int,
             continue
         root = Path(src.path)
         files = source_files(root, src.fields.matches_path)  # as the run reads them
-        for f in files[:max_files]:
+        for f in _shown_files(files, max_files):
             yield Source(str(f), src.fields)
             records = iter_records(f, limits)
             yield from islice(_detect_records(records, src, label, root, len(sources) == 1, ids, False, limits), n)
         if len(files) > max_files:
             yield {"folder": src.path, "more_files": len(files) - max_files}
+
+
+def _shown_files(files: Sequence[Path], max_files: int) -> list[Path]:
+    """At most max_files of a folder's files for peek, taken in turn from each subfolder (in the
+    run's order within each), so that one folder of many alike files does not hide the others
+    (Schoenfeld's 38 responses_labeled/*.json hid responses_original/, the one readable layout)."""
+    if len(files) <= max_files:
+        return list(files)
+    by_folder: dict[Path, list[Path]] = {}
+    for f in files:
+        by_folder.setdefault(f.parent, []).append(f)
+    queues = list(by_folder.values())
+    chosen: set[Path] = set()
+    while len(chosen) < max_files:
+        for q in queues:
+            if q and len(chosen) < max_files:
+                chosen.add(q.pop(0))
+    return [f for f in files if f in chosen]
 
 
 def _input_labels(paths: list[str]) -> list[str]:
