@@ -501,3 +501,19 @@ def test_a_group_that_is_the_model_under_another_name_is_said_so():
              "variables": [{"kind": "dimension", "variable": "Metacognition", "length_controlled": {"group": tested}}]}
     assert _factor_sentence(stats, "group") == ("The group splits the traces as the model does (Cramér's V 1.00): "
                                                 "what differs by group here is what differs by model.")
+
+
+def test_domains_and_groups_unevenly_crossed_are_said_so():
+    """A MiP run: all missing-premise traces were math and gsm8k only normal, and the report spoke of
+    the domain and of the group each as if the other were not there."""
+    from thinkprobe.crossing import factor_crossing
+    from thinkprobe.report.text import _domain_group_sentence
+
+    rows = ([{"domain": "math", "group": g} for g in ("MiP", "normal") for _ in range(4)]
+            + [{"domain": "gsm8k", "group": "normal"} for _ in range(4)])
+    crossing = factor_crossing(rows, "domain", "group")
+    assert crossing["empty_cells"] == [["gsm8k", "MiP"]] and crossing["uneven"]
+    assert _domain_group_sentence({"domain_group_crossing": crossing}).startswith(
+        "Domains and groups are unevenly crossed (no MiP traces of gsm8k, Cramér's V ")
+    even = [{"domain": d, "group": g} for d in ("math", "gsm8k") for g in ("MiP", "normal") for _ in range(3)]
+    assert _domain_group_sentence({"domain_group_crossing": factor_crossing(even, "domain", "group")}) is None

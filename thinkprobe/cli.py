@@ -336,8 +336,8 @@ def _interrupt_on_sigterm():
 @main.command()
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 def stats(run_dir):
-    """Kruskal-Wallis H, p, epsilon-squared by model and by domain; Holm; bootstrap CIs. Prints the
-    report's headline findings from them."""
+    """Kruskal-Wallis H, p, epsilon-squared by model, by domain and (where traces have one) by group;
+    Holm; bootstrap CIs. Prints the report's headline findings from them."""
     _require_run(run_dir, "indicators.csv", "profile.csv")
     from .report.text import headline
     from .stats import write_stats

@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy.stats import chi2_contingency
 
-__all__ = ["CROSSING_V", "model_crossing"]
+__all__ = ["CROSSING_V", "model_crossing", "factor_crossing"]
 
 
 CROSSING_V = 0.3  # Cramér's V of model x domain (or group) from which models and domains are unevenly crossed
@@ -22,7 +22,13 @@ def model_crossing(rows: Sequence[Mapping], by: str, min_group: int = 2) -> dict
     trace of a domain that other models have, both with `min_group` traces or more) and Cramér's V of
     the model x `by` table with its chi-square p. `uneven` when a cell is empty or V >= CROSSING_V: a
     one-way model test then mixes in the domain (and the other way round)."""
-    kept = [(r["model"], r.get(by)) for r in rows if r.get(by) is not None]
+    return factor_crossing(rows, "model", by, min_group)
+
+
+def factor_crossing(rows: Sequence[Mapping], first: str, second: str, min_group: int = 2) -> dict:
+    """model_crossing for any two factors of the traces (domain and group: MiP's missing-premise
+    questions all math); "models" counts the levels of `first`, "levels" those of `second`."""
+    kept = [(r.get(first), r.get(second)) for r in rows if r.get(first) is not None and r.get(second) is not None]
     models = sorted({m for m, _ in kept})
     levels = sorted({d for _, d in kept})
     out = {"models": len(models), "levels": len(levels), "empty_cells": [], "cramers_v": None, "p": None,

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.stats import kruskal, mannwhitneyu
 
 from .config import StatsSettings
-from .crossing import model_crossing
+from .crossing import factor_crossing, model_crossing
 from .indicators import DIMENSIONS, INDICATORS
 from .outputs import INDICATORS_TABLE, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, STATS_JSON, read_table
 from .records import iter_graph_records
@@ -552,6 +552,8 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
                            "too_few": sorted(g for g, c in _groups(rows, by).items() if c < cfg.min_group)}
                       for by in groupings},
         "crossing": {by: model_crossing(rows, by, cfg.min_group) for by in groupings if by != "model"},
+        **({"domain_group_crossing": factor_crossing(rows, "domain", "group", cfg.min_group)}
+           if "group" in groupings else {}),
         "outcome": {"labels_from": labels_from, "graded": len(graded_rows),
                     "wrong": sum(1 for r in graded_rows if r["correct"] is False),
                     "wrong_no_answer": sum(1 for r in graded_rows if meta.get(r["trace_id"], {}).get("no_answer")),

@@ -57,6 +57,20 @@ def _factor_sentence(stats: Mapping, by: str) -> str | None:
             f"removed (Holm-corrected, corrected ε² at least {floor}){not_tested}.")
 
 
+def _domain_group_sentence(stats: Mapping) -> str | None:
+    """That domains and groups are unevenly crossed, where they are (a MiP run: every missing-premise
+    trace is math, gsm8k only normal): the domain and group sentences then each carry the other."""
+    c = stats.get("domain_group_crossing") or {}
+    if not c.get("uneven"):
+        return None
+    empty = [f"no {display_label(g)} traces of {display_label(d)}" for d, g in c["empty_cells"][:3]]
+    more = len(c["empty_cells"]) - len(empty)
+    what = ", ".join(empty) + (f", {more} more such cells" if more > 0 else "")
+    v = f"Cramér's V {format_number(c['cramers_v'], 2)}" if c.get("cramers_v") is not None else ""
+    return (f"Domains and groups are unevenly crossed ({', '.join(x for x in (what, v) if x)}): a difference by "
+            f"domain may be one of group, and the other way round.")
+
+
 def _crossing_sentence(stats: Mapping) -> str | None:
     """That models and domains (or groups) are unevenly crossed, where they are: a model test over the
     whole run then mixes in the domain."""
@@ -155,6 +169,8 @@ def headline(stats: Mapping) -> list[str]:
         out.append(f"Only {usable} model{'s' if usable != 1 else ''} with 2 or more traces, and a split-half "
                    f"reliability of model means needs 3: treat model differences as unconfirmed.")
     factors = [s for s in (_factor_sentence(stats, by) for by in ("domain", "group")) if s]
+    if factors and (confounded := _domain_group_sentence(stats)):
+        factors.append(confounded)
     if factors:  # one item, so that the outcome sentence still fits in five
         out.append(" ".join(factors))
     cv = stats["outcome"]["cross_validated"]
