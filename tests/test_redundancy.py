@@ -287,6 +287,7 @@ def test_write_redundancy(tmp_path: Path):
     assert tuple(models[0]) == MODEL_COLUMNS
     m = {r[0]: dict(zip(MODEL_COLUMNS, r)) for r in models[1:]}
     assert m["m1"]["n"] == "3" and m["m1"]["Acc"] == "0.5"  # the trace without gold is left out
+    assert m["m1"]["n_graded"] == "2" and m["m0"]["n_graded"] == "0"  # what Acc is the mean of
     assert m["m0"]["Acc"] == "" and m["m0"]["|V|"] == "1"
 
 

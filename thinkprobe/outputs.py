@@ -91,8 +91,9 @@ REDUNDANCY_TABLE = _table("redundancy.csv", (*REDUNDANCY_COLUMNS, "level", "sep_
                           ints=[*(c for c in REDUNDANCY_METRICS if c not in _FLOAT_METRICS), "level"],
                           floats=_FLOAT_METRICS)
 # Model means: every metric is a float (a mean), empty where no trace of the model has a value.
-MODEL_REDUNDANCY_TABLE = _table("model_redundancy.csv", ("model", "n", *REDUNDANCY_METRICS), ints=("n",),
-                                floats=REDUNDANCY_METRICS)
+# n_graded: the traces Acc (and the answer transitions) are known for.
+MODEL_REDUNDANCY_TABLE = _table("model_redundancy.csv", ("model", "n", "n_graded", *REDUNDANCY_METRICS),
+                                ints=("n", "n_graded"), floats=REDUNDANCY_METRICS)
 # CoTJudger's analyses (thinkprobe.redundancy.analyses): one table behind each report figure.
 LEVEL_REDUNDANCY_TABLE = _table("redundancy_by_level.csv", ("model", "level", "n", "questions", *REDUNDANCY_METRICS),
                                 ints=("level", "n", "questions"), floats=REDUNDANCY_METRICS)

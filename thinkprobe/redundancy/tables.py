@@ -25,7 +25,7 @@ def model_means(rows: Sequence[dict]) -> list[dict]:
     out = []
     for model in sorted(by_model):
         group = by_model[model]
-        mean = {"model": model, "n": len(group)}
+        mean = {"model": model, "n": len(group), "n_graded": sum(r.get("Acc") not in ("", None) for r in group)}
         for c in METRICS:
             values = [float(r[c]) for r in group if r.get(c) not in ("", None)]
             mean[c] = sum(values) / len(values) if values else ""
