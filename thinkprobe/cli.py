@@ -452,7 +452,9 @@ def bench(count, device, batch_size, scale, encoder_path, workers, naive_n, json
             f.write("\n")
 
 
-WATCH_OPTIONS = (*field_option_names(), "config", "encoder", "device", "batch_size", "precision", "norms", "cache",
+# A watched text is one record's --text-field: where other record fields are read from has no meaning
+# there, so of the field options only the constants (model, domain, group) are offered.
+WATCH_OPTIONS = ("model", "domain", "group", "config", "encoder", "device", "batch_size", "precision", "norms", "cache",
                  "cache_dir", "linker", "linker_model", "types", "overwrite", "max_trace_chars", "oversize")
 
 
@@ -475,8 +477,8 @@ WATCH_OPTIONS = (*field_option_names(), "config", "encoder", "device", "batch_si
 @_options(*WATCH_OPTIONS)
 def watch(source, out_dir, follow, until, idle_timeout, every, text_field, as_json, question, **options):
     """Follow a generation as it is written (a growing FILE, or - for standard input) and show its
-    structure live: settled units, the named signals (repetition loop, critique run, revision
-    without conclusion), indicators and, with --norms, the 5D profile. Ends at the end of input,
+    structure live: settled units, the named signals (repetition loop, phrase loop, critique run,
+    revision without conclusion), indicators and, with --norms, the 5D profile. Ends at the end of input,
     at --until, after --idle-timeout without growth, or on Ctrl-C, with the profile of the whole
     text (equal to `thinkprobe profile` on it, with --question when its record has a question).
     Exit status 130 after Ctrl-C, 1 when the text was cut (--max-trace-chars) or the FILE was
