@@ -448,3 +448,13 @@ def test_prepare_takes_per_corpus_caps(tmp_path, shared_data):
     rows = [json.loads(line) for line in records.splitlines()]
     assert [r["id"] for r in rows] == [x["id"] for x in labels] and sum(int(x["wrong"]) for x in labels) == 6
     assert not any("wrong" in r or "correct" in r for r in rows)
+
+
+def test_a_perfect_failure_risk_auroc_keeps_an_interval():
+    """Hanley & McNeil's standard error is 0 at an AUROC of 1: the report printed '1.00-1.00' on 5
+    right and 5 wrong traces."""
+    from thinkprobe.report.decisions import _auroc_text
+
+    text = _auroc_text([(0.9, True)] * 5 + [(0.1, False)] * 5, "On")
+    low = float(text.split("95% interval ")[1].split("–")[0])
+    assert "is 1.000" in text and low < 0.95

@@ -62,7 +62,9 @@ def _auroc_text(graded: Sequence[tuple[float, bool]], what: str) -> str:
         return (f"{what} {len(graded)} graded traces ({n_wrong} wrong): too few of one kind for an AUROC of "
                 f"failure_risk ({MIN_PER_CLASS} right and {MIN_PER_CLASS} wrong needed)")
     value = auroc([p for p, _ in graded], [w for _, w in graded])
-    se = auroc_se(value, n_wrong, len(graded) - n_wrong)
+    pairs = n_wrong * (len(graded) - n_wrong)
+    # at 0 or 1 Hanley & McNeil's standard error is 0 (an interval 1.00-1.00): take it half a pair in
+    se = auroc_se(min(max(value, 0.5 / pairs), 1 - 0.5 / pairs), n_wrong, len(graded) - n_wrong)
     return (f"{what} {len(graded)} graded traces ({n_wrong} wrong) the AUROC of failure_risk for a wrong answer is "
             f"{value:.3f} (95% interval {max(0.0, value - 1.96 * se):.2f}–{min(1.0, value + 1.96 * se):.2f}, Hanley & McNeil)")
 
