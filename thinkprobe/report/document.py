@@ -122,7 +122,9 @@ def _levels_line(analyses: dict | None) -> str:
 
 
 INDICATORS_NOTE = ("Each cell: the model's median of the indicator over its traces; its colour: that median as a "
-                   "z-score over all traces of the run (blue below the run's mean, red above). Under each name: "
+                   "z-score over all traces of the run (blue below the run's mean, red above; the indicators are raw, "
+                   "so for tokens_per_idea and redundancy_ratio, which Efficiency counts negatively, red is less "
+                   "efficient). Under each name: "
                    "ε² by model (Kruskal-Wallis), * Holm p < α. Per-trace values: indicators.csv.")
 
 
