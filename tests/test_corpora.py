@@ -715,6 +715,46 @@ def test_a_rerun_keeps_the_users_files_and_no_summary_still_warns(tmp_path):
     assert (out / "NOTES.txt").read_text() == "x\n"
 
 
+def test_resume_reports_and_reruns_never_touch_what_is_not_the_tools(tmp_path):
+    """A probe's findings: --resume into a folder of the user's overwrote its report.html and deleted
+    its traces/mine.html; a rerun deleted any .html in traces/; and a run folder whose traces/ or
+    report.md was a symlink (an unpacked archive) had files written and deleted where they pointed."""
+    from click.testing import CliRunner
+
+    from conftest import SAMPLES
+    from thinkprobe.cli import main
+
+    data = tmp_path / "two.jsonl"
+    data.write_text("".join(SAMPLES.read_text(encoding="utf-8").splitlines(keepends=True)[:2]), encoding="utf-8")
+    mine = tmp_path / "mine"
+    (mine / "traces").mkdir(parents=True)
+    (mine / "report.html").write_text("MY OWN REPORT")
+    (mine / "traces" / "notes.html").write_text("<p>my annotations</p>")
+    args = ["profile", str(data), "--device", "cpu", "--no-progress", "--linker", "cue", "--types", "cue", "--no-cache"]
+    refused = CliRunner().invoke(main, [*args, "-o", str(mine), "--resume"])
+    assert refused.exit_code != 0 and "--resume found no interrupted run here" in refused.output
+    assert (mine / "report.html").read_text() == "MY OWN REPORT"
+    out = tmp_path / "out"
+    assert CliRunner().invoke(main, [*args, "-o", str(out)]).exit_code == 0
+    (out / "traces" / "notes.html").write_text("<p>my annotations</p>")
+    rerun = CliRunner().invoke(main, [*args, "-o", str(out)])
+    assert rerun.exit_code == 0, rerun.output
+    assert (out / "traces" / "notes.html").read_text() == "<p>my annotations</p>"
+    assert "traces/notes.html" in rerun.stderr  # named among the files kept
+    # links out of the run folder are replaced, never followed
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.html").write_text("<title>ThinkProbe · mine</title>")
+    (tmp_path / "victim.md").write_text("keep")
+    shutil.rmtree(out / "traces")
+    (out / "traces").symlink_to(victim)
+    (out / "report.md").unlink()
+    (out / "report.md").symlink_to(tmp_path / "victim.md")
+    assert CliRunner().invoke(main, ["report", str(out)]).exit_code == 0
+    assert sorted(p.name for p in victim.iterdir()) == ["keep.html"] and (tmp_path / "victim.md").read_text() == "keep"
+    assert not (out / "traces").is_symlink() and (out / "report.md").read_text().startswith("# ThinkProbe report")
+
+
 def test_records_that_are_the_sentences_of_one_text_are_warned_about(tmp_path):
     """A file whose records are the sentences of one response (Schoenfeld et al.'s labelled files: {"text":
     sentence, "gt-class-2": label}), profiled with --reasoning-field text, gives one-unit traces: said per

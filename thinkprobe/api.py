@@ -38,8 +38,8 @@ TOOL_FILES = (*OUTPUT_FILES, *REPORT_FILES, "parts", "reasoningflow.jsonl", "gra
 TOOL_FOLDERS = ("figures", "traces", "parts", "graphml")
 
 
-def _tool_file(folder: str, name: str) -> bool:
-    """Whether the file `name` in the tool's folder `folder` is one the tool writes there."""
+def _tool_file(folder: str, name: str, path: Path) -> bool:
+    """Whether the file `name` (at `path`) in the tool's folder `folder` is one the tool writes there."""
     if folder == "figures":  # the report's figures, by name
         from .report.writer import FIGURE_NAMES
 
@@ -48,7 +48,11 @@ def _tool_file(folder: str, name: str) -> bool:
         from .runner import PART_FILE
 
         return PART_FILE.fullmatch(name) is not None
-    return name.endswith({"traces": ".html", "graphml": ".graphml"}[folder])
+    if folder == "traces":  # the report's pages, by their title (a page of the user's there stays)
+        from .report.trace_pages import is_trace_page
+
+        return name.endswith(".html") and is_trace_page(path)
+    return name.endswith(".graphml")
 
 
 # ----------------------------------------------------------------------------- input data
@@ -135,7 +139,7 @@ def _clear(out: Path, names: Iterable[str] | None = None) -> list[str]:
             kept.append(child.name)
         elif wanted is not None and child.name in TOOL_FOLDERS and child.is_dir() and not child.is_symlink():
             for inner in sorted(child.iterdir()):
-                if inner.is_file() and _tool_file(child.name, inner.name):
+                if inner.is_file() and _tool_file(child.name, inner.name, inner):
                     inner.unlink()
                 else:
                     kept.append(f"{child.name}/{inner.name}")
@@ -179,6 +183,9 @@ def prepare_out_dir(out: Path, opts: RunOptions) -> str | None:
     if not out.is_dir():
         raise OutputFolderError(f"-o {out}: not a folder")
     if opts.resume:
+        if not (out / "parts" / "manifest.json").is_file():  # a folder of the user's: a fresh run would overwrite it
+            raise OutputFolderError(f"-o {out}: --resume found no interrupted run here (no parts/manifest.json); "
+                                    "run without --resume into an empty folder, or pass --overwrite to clear this one")
         return "resumed"
     here = Path.cwd().resolve()
     target = out.resolve()

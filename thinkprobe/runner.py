@@ -116,6 +116,8 @@ def prepare_parts(out: Path, manifest: dict, resume: bool) -> Path:
             detail = "; ".join(f"{k}: {old.get(k)!r} -> {manifest[k]!r}" for k in changed)
             raise SystemExit(f"cannot resume {out}: the run changed ({detail}). Start afresh without --resume.")
         return parts
+    if parts.is_symlink():  # not followed: nothing is deleted or written where it points
+        parts.unlink()
     if parts.exists():  # the chunks of an earlier run go; a file of the user's there stays
         for f in parts.iterdir():
             if f.is_file() and PART_FILE.fullmatch(f.name):

@@ -28,6 +28,7 @@ from .crossing import factor_crossing, model_crossing
 from .indicators import DIMENSIONS, INDICATORS
 from .outputs import INDICATORS_TABLE, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, STATS_JSON, read_table
 from .records import iter_graph_records
+from .tables import write_atomic
 
 __all__ = ["GROUPINGS", "stats_settings", "compute_stats", "write_stats", "holm", "kruskal_test",
            "chance_eps2", "length_residuals", "split_half_reliability", "icc1", "auroc", "auroc_se", "outcome_validity",
@@ -629,6 +630,6 @@ def write_stats(run_dir: str | Path, settings: StatsSettings | None = None) -> d
     """compute_stats, then stats.json and stats.csv in the run folder; returns the statistics."""
     run_dir = Path(run_dir)
     stats = compute_stats(run_dir, settings)
-    (run_dir / STATS_JSON).write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    (run_dir / STATS_CSV).write_text(stats_csv(stats), encoding="utf-8")
+    write_atomic(run_dir / STATS_JSON, json.dumps(stats, indent=2, sort_keys=True) + "\n")  # replaces a symlink,
+    write_atomic(run_dir / STATS_CSV, stats_csv(stats))  # never writes where it points
     return stats

@@ -32,6 +32,27 @@ def csv_text(rows: Sequence[dict], columns: Sequence[str]) -> str:
     return buf.getvalue()
 
 
+def write_own(path: Path, data: str | bytes) -> None:
+    """Write one of the tool's files in a run folder without following a symlink there: the link
+    itself is replaced, never what it points to (a run folder unpacked from someone's archive may hold
+    links out of it)."""
+    if path.is_symlink():
+        path.unlink()
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    else:
+        path.write_text(data, encoding="utf-8")
+
+
+def own_dir(path: Path) -> Path:
+    """One of the tool's folders in a run folder, as a real folder: a symlink in its place is removed
+    (not followed, not emptied), so that nothing is written or deleted where it points."""
+    if path.is_symlink():
+        path.unlink()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8", newline="") as f:

@@ -17,6 +17,7 @@ from typing import Mapping
 from ..indicators import INDICATORS
 from ..outputs import ANOMALIES_TABLE, GRAPHS_FILE, INDICATORS_TABLE, PROFILE_TABLE, RUN_JSON, read_table
 from ..records import BACKWARD_EDGES, EDGE_TYPES, NODE_TYPES, iter_graph_records, source_id
+from ..tables import own_dir, write_own
 from .figures import graph_figure
 from .glossary import definition
 from .markup import ZOOM_JS, data_uri, esc, html_page, html_table
@@ -238,7 +239,7 @@ Grey text lies outside every unit.</p>
 {html_table(["src", "dst", "type", "polarity", "score"], edge_rows, left=0, cls="sortable",
              titles={h: definition(h) for h in ("polarity", "score")})}
 </details>"""
-    return html_page(f"ThinkProbe · {rec['trace_id']}", body, ZOOM_JS)
+    return html_page(f"{PAGE_TITLE}{rec['trace_id']}", body, ZOOM_JS)
 
 
 def _profiles(run_dir: Path) -> dict[str, dict[str, float]]:
@@ -271,19 +272,21 @@ def write_trace_view(run_dir: str | Path, trace_id: str, out: str | Path | None 
     run_dir = Path(run_dir)
     out_dir = Path(out) if out is not None else run_dir / "traces"
     rec = _find_graph(run_dir, trace_id)
+    if out is None:
+        own_dir(out_dir)  # the run's own folder: a symlink there is not followed
     out_dir.mkdir(parents=True, exist_ok=True)
     ids = (r["trace_id"] for r in islice(iter_graph_records(run_dir, missing_ok=True), MAX_TRACE_PAGES))
     name = page_names(ids).get(rec["trace_id"]) or safe_trace_id(rec["trace_id"])  # the name the report links
     with figure_style():
         fig = graph_figure(rec)
         png = png_bytes(fig, TRACE_DPI)
-        (out_dir / f"{name}.png").write_bytes(png)
-        (out_dir / f"{name}.svg").write_bytes(svg_bytes(fig))
+        write_own(out_dir / f"{name}.png", png)
+        write_own(out_dir / f"{name}.svg", svg_bytes(fig))
     in_run = out_dir.resolve() == (run_dir / "traces").resolve()
     path = out_dir / f"{name}.html"
     unusual = _unusual_rows(run_dir) if (run_dir / ANOMALIES_TABLE.name).exists() else {}  # `graph` writes no table
-    path.write_text(_trace_page(rec, png, "../report.html" if in_run else None, _profiles(run_dir).get(rec["trace_id"]),
-                                _norms(run_dir), unusual.get(rec["trace_id"])), encoding="utf-8")
+    write_own(path, _trace_page(rec, png, "../report.html" if in_run else None, _profiles(run_dir).get(rec["trace_id"]),
+                                _norms(run_dir), unusual.get(rec["trace_id"])))
     return path
 
 
@@ -294,11 +297,23 @@ def _unusual_rows(run_dir: Path) -> dict[str, dict]:
     return {r["trace_id"]: r for r in read_anomalies(run_dir)}
 
 
+PAGE_TITLE = "ThinkProbe · "  # every trace page's <title> opens with it: how a rerun tells the tool's pages
+
+
+def is_trace_page(path: Path) -> bool:
+    """Whether `path` is a trace page the tool wrote (its <title> near the top), not a file of the user's."""
+    try:
+        with open(path, "rb") as fh:
+            return f"<title>{PAGE_TITLE}".encode("utf-8") in fh.read(1024)
+    except OSError:
+        return False
+
+
 def _write_trace_page(job: tuple[dict, Path, dict | None, str, dict | None]) -> None:
     rec, path, profile, norms, unusual = job
     with figure_style():
         png = png_bytes(graph_figure(rec), PAGE_DPI)
-    path.write_text(_trace_page(rec, png, "../report.html", profile, norms, unusual), encoding="utf-8")
+    write_own(path, _trace_page(rec, png, "../report.html", profile, norms, unusual))
 
 
 def write_trace_pages(run_dir: Path, workers: int) -> dict[str, str]:

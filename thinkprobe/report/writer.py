@@ -13,13 +13,14 @@ from ..cognitive_profile import group_profiles
 from ..outputs import (DYNAMICS_TABLE, LEVEL_REDUNDANCY_TABLE, PARETO_TABLE, POSITIONS_TABLE, REDUNDANCY_TABLE,
                        ROLES_TABLE, TRANSITIONS_TABLE)
 from ..stats import compute_stats, load_table
+from ..tables import own_dir, write_own
 from .document import redundancy_table, report_html, report_md
 from .cot_figures import (COT_FIGURES, difficulty_figure, dynamics_figure, lengths_figure, outcome_tokens_figure,
                           pareto_figure, positions_figure, roles_figure, transitions_figure)
 from .figures import effects_figure, heatmap_figure, indicator_figure, radar_figure
 from .markup import html_page
 from .style import DIMS, FIGURE_DPI, figure_style, png_bytes
-from .trace_pages import write_trace_pages
+from .trace_pages import is_trace_page, write_trace_pages
 
 __all__ = ["write_report", "figure_makers", "FIGURE_NAMES", "load_analyses", "cot_tables"]
 
@@ -170,17 +171,15 @@ def _write_report(run_dir: Path, workers: int | None, step: _Steps) -> Path:
     rows = load_table(run_dir)
     if not rows:  # every trace failed to load: say so rather than draw empty charts
         note = "No traces in this run: see errors.jsonl."
-        (run_dir / "report.html").write_text(html_page("ThinkProbe report", f"<h1>ThinkProbe report</h1><p>{note}</p>"),
-                                             encoding="utf-8")
-        (run_dir / "report.md").write_text(f"# ThinkProbe report\n\n{note}\n", encoding="utf-8")
+        write_own(run_dir / "report.html", html_page("ThinkProbe report", f"<h1>ThinkProbe report</h1><p>{note}</p>"))
+        write_own(run_dir / "report.md", f"# ThinkProbe report\n\n{note}\n")
         return run_dir / "report.html"
     rows = sorted_by_id(rows)
     cells = group_profiles(rows, ("model", "domain"))
     # the third grouping factor, over the traces that have a group (none: no section, no figure)
     group_cells = group_profiles([r for r in rows if r.get("group") is not None], ("model", "group"))
-    fig_dir = run_dir / "figures"
-    fig_dir.mkdir(exist_ok=True)
-    (run_dir / "traces").mkdir(exist_ok=True)
+    fig_dir = own_dir(run_dir / "figures")
+    own_dir(run_dir / "traces")
     step("CoTJudger's analyses")
     analyses = load_analyses(run_dir)
     figures: dict[str, bytes] = {}
@@ -194,19 +193,19 @@ def _write_report(run_dir: Path, workers: int | None, step: _Steps) -> Path:
                 continue
             step(f"figure: {name}")
             figures[name] = png_bytes(fig, FIGURE_DPI)
-            target.write_bytes(figures[name])
+            write_own(target, figures[name])
     step("per-trace pages")
     pages = write_trace_pages(run_dir, workers if workers is not None else min(8, os.cpu_count() or 1))
     # pages of an earlier report (traces since re-profiled, renamed or gone) would read as this run's
     current = {Path(link).name for link in pages.values()}
     for old in (run_dir / "traces").glob("*.html"):
-        if old.name not in current:
+        if old.name not in current and (old.is_symlink() or is_trace_page(old)):  # a page of the user's stays
             old.unlink()
 
     step("report.html and report.md")
     redundancy = redundancy_table(run_dir / REDUNDANCY_TABLE.name)
     html_doc = report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyses, group_cells)
-    (run_dir / "report.html").write_text(html_doc, encoding="utf-8")
-    (run_dir / "report.md").write_text(report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses,
-                                                 group_cells), encoding="utf-8")
+    write_own(run_dir / "report.html", html_doc)
+    write_own(run_dir / "report.md", report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses,
+                                              group_cells))
     return run_dir / "report.html"
