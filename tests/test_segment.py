@@ -281,3 +281,17 @@ def test_depth_scores_equal_the_climbing_definition(seed):
         emb[::11] = 0.0
     emb = np.ascontiguousarray(emb, dtype=np.float64)
     np.testing.assert_allclose(depth_scores(emb, 3), _reference_depth_scores(emb, 3), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("char", ["!", "**", "(", "'", "="])
+def test_a_long_punctuation_run_splits_as_before_without_spacys_quadratic_time(char, monkeypatch):
+    """A model's runaway '!!!!' or '****': spaCy's tokenizer splits such a run one character at a time
+    in quadratic time (20,000 characters took 30 s and a long one stalled a batch). spaCy now reads
+    the run with a space every 64 characters; the fragments are those it gave on the run itself."""
+    import thinkprobe.segment as segment
+
+    text = "Start. " + char * (900 // len(char)) + " End. Then more. Wait, really!"
+    fast = segment.fragment_spans(text, 0, len(text))
+    assert segment._tokenizable(text) != text and len(segment._tokenizable(text)) == len(text)
+    monkeypatch.setattr(segment, "_tokenizable", lambda piece: piece)
+    assert fast == segment.fragment_spans(text, 0, len(text))

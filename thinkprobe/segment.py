@@ -266,6 +266,24 @@ def _inside(spans: list[tuple[int, int]], pos: int) -> bool:
     return k >= 0 and spans[k][0] < pos < spans[k][1]
 
 
+_PUNCT_RUN = re.compile(r"[^\w\s]{200,}")  # "!!!!...", "****...": spaCy splits such a run in quadratic time
+_RUN_STEP = 64
+
+
+def _tokenizable(piece: str) -> str:
+    """`piece` for spaCy: the same length, with a space every 64 characters inside a run of 200 or
+    more punctuation characters without a space (a model's runaway "!!!!" or "****"), which spaCy's
+    tokenizer splits one character at a time in quadratic time (10,000 took 8-17 s, 20,000 took 30 s).
+    Such a run is all single-character tokens either way, so no sentence boundary moves."""
+    if len(piece) < 200 or not _PUNCT_RUN.search(piece):
+        return piece
+    chars = list(piece)
+    for m in _PUNCT_RUN.finditer(piece):
+        for k in range(m.start() + _RUN_STEP, m.end() - 1, _RUN_STEP):
+            chars[k] = " "
+    return "".join(chars)
+
+
 def fragment_spans(text: str, start: int, end: int, max_line_chars: int = 20000,
                    abbreviations: Abbreviations | None = None) -> list[tuple[int, int]]:
     """Rule-based fragments of text[start:end]: stripped (start, end) pairs in order; no fragment ends
@@ -283,15 +301,14 @@ def fragment_spans(text: str, start: int, end: int, max_line_chars: int = 20000,
                 pieces.append((a, b, whole))
     abbreviations = abbreviations or _default_abbreviations()
     prose = [(s, e) for s, e, whole in pieces if not whole]
-    sentences = iter(_nlp().pipe(text[s:e] for s, e in prose))
+    sentences = iter(_nlp().pipe(_tokenizable(text[s:e]) for s, e in prose))
     out: list[tuple[int, int]] = []
     for s, e, whole in pieces:
         if whole:
             out.append((s, e))
             continue
         doc = next(sentences)
-        # spaCy rebuilds Doc.text from every token on each access: read it once per piece.
-        piece = doc.text
+        piece = text[s:e]  # what spaCy read, but for the spaces _tokenizable put in (the same length)
         protected = [(m.start(), m.end()) for m in _INLINE.finditer(piece)]
         cuts = {sent.start_char for sent in doc.sents} | {m.start() for m in _CJK_END.finditer(piece)}
         cuts |= {m.end() for m in _MISSED_END.finditer(piece)} | {m.start() for m in _GLUED_BOLD.finditer(piece)}
