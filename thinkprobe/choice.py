@@ -128,13 +128,13 @@ def _draws(groups: dict[str, np.ndarray], keys: dict[str, list], paired: bool, s
     if paired:
         questions = sorted({q for ks in keys.values() for q in ks})
         index = {q: k for k, q in enumerate(questions)}
-        picks = rng.integers(0, len(questions), size=(b, len(questions)))
-        drawn = np.stack([np.bincount(p, minlength=len(questions)) for p in picks]).astype(np.float64)
-        for m, values in groups.items():
-            # each trace weighs as often as its question is drawn
-            counts = drawn[:, [index[q] for q in keys[m]]]
-            for j in range(b):
-                out[m][j] = score(values, counts[j]) if counts[j].sum() else np.nan
+        at = {m: np.array([index[q] for q in keys[m]]) for m in groups}
+        for j in range(b):  # one resample at a time (the same draws as one (b, questions) array, in bounded memory)
+            drawn = np.bincount(rng.integers(0, len(questions), size=len(questions)),
+                                minlength=len(questions)).astype(np.float64)
+            for m, values in groups.items():
+                counts = drawn[at[m]]  # each trace weighs as often as its question is drawn
+                out[m][j] = score(values, counts) if counts.sum() else np.nan
         return out
     for m, values in groups.items():
         n = len(values)

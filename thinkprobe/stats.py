@@ -425,6 +425,9 @@ def outcome_validity(rows: Sequence[Mapping], settings: StatsSettings) -> dict:
 # --------------------------------------------------------------------------- profiles and the whole run
 
 
+BOOTSTRAP_BLOCK = 1_000_000  # resampled traces drawn at once per model (about 48 MB of draws and indices)
+
+
 def bootstrap_model_profiles(rows: Sequence[Mapping], settings: StatsSettings) -> list[dict]:
     """Per model, the mean of each dimension with a percentile bootstrap interval.
 
@@ -440,7 +443,12 @@ def bootstrap_model_profiles(rows: Sequence[Mapping], settings: StatsSettings) -
         means = values.mean(axis=0)
         entry = {"model": model, "n": len(values), "dimensions": {}}
         if len(values) >= min_group:
-            draws = values[rng.integers(0, len(values), size=(resamples, len(values)))].mean(axis=1)
+            # in blocks of resamples (the same draws as one (resamples, n) array, at a bounded size: one
+            # array for 100,000 traces of a model took 4.6 GB)
+            block = max(1, BOOTSTRAP_BLOCK // len(values))
+            draws = np.concatenate([
+                values[rng.integers(0, len(values), size=(min(block, resamples - k), len(values)))].mean(axis=1)
+                for k in range(0, resamples, block)])
             tail = 100 * (1 - level) / 2
             low, high = np.percentile(draws, [tail, 100 - tail], axis=0)
         else:
