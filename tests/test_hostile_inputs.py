@@ -23,7 +23,7 @@ from conftest import REPO
 from thinkprobe.cli import main
 from thinkprobe.config import Config, ConfigError
 from thinkprobe.engine import RunOptions, run_profile
-from thinkprobe.io import InputLimits, count_records, iter_inputs, iter_records, iter_traces
+from thinkprobe.io import FieldMap, InputLimits, count_records, iter_inputs, iter_records, iter_traces
 from thinkprobe.io.limits import Skipped, bounded_lines, count_lines
 from thinkprobe.records import InputError, Trace
 
@@ -252,6 +252,29 @@ def test_an_invalid_byte_in_a_csv_costs_its_row_only(tmp_path):
     errors = [e for e in items if isinstance(e, InputError)]
     assert len(items) == 401 and [(e.record, e.field, e.reason) for e in errors] == [(200, "response", "invalid UTF-8 in this cell")]
     assert [t.trace_id for t in items if isinstance(t, Trace)][199:201] == ["g199", "g200"]
+
+
+def test_a_csv_quote_never_closed_is_named_and_multi_line_cells_still_read(tmp_path):
+    """An unterminated quote took every later row into one cell, with no error and the record count
+    short; a cell that spans lines on purpose is read as before."""
+    path = tmp_path / "quote.csv"
+    path.write_text('id,model,response\nu0,m,"<think>a.\nb.</think>c"\nu1,m,"<think>broken. x.</think>y\n'
+                    'u2,m,<think>fine. ok.</think>z\nu3,m,<think>f3.</think>z\n')
+    items = list(iter_traces(path))
+    assert isinstance(items[0], Trace) and "a.\nb." in items[0].reasoning.text
+    assert isinstance(items[1], InputError) and len(items) == 2
+    assert "a quoted cell opened on line 4 is never closed: lines 4-6" in items[1].reason
+
+
+def test_a_csv_header_naming_a_column_twice_loses_neither(tmp_path):
+    """`id,id,response,response`: the last of each silently won; the first keeps the name, the
+    second reads as response_2."""
+    path = tmp_path / "dup.csv"
+    path.write_text('id,id,response,response\nd1,d2,"<think>first. one.</think>a","<think>second. two.</think>b"\n')
+    (trace,) = iter_traces(path)
+    assert trace.trace_id == "d1" and "first. one." in trace.reasoning.text[trace.reasoning.start:trace.reasoning.end]
+    (second,) = iter_traces(path, FieldMap(reasoning_field="response_2"))
+    assert "second. two." in second.reasoning.text
 
 
 def test_a_folders_data_file_in_another_compression_is_named_not_passed_over(tmp_path):

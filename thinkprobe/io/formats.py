@@ -406,6 +406,34 @@ def _iter_parquet(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tu
         yield source, index, InputError(source, index, "", f"cannot read Parquet: {exc}")
 
 
+def _unique_names(header: list[str]) -> list[str]:
+    """A header's names made unique: a repeated name gets _2, _3 ... (the first keeps it; not pandas'
+    ".1", which a field option would read as a path), so that no column is lost (the last of two
+    `response` columns silently won)."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in header:
+        if name in seen:
+            seen[name] += 1
+            while f"{name}_{seen[name]}" in header:
+                seen[name] += 1
+            name = f"{name}_{seen[name]}"
+        else:
+            seen[name] = 1
+        out.append(name)
+    return out
+
+
+def _unclosed_quote(lines: list[str], delimiter: str) -> bool:
+    """Whether a row read over several lines ends inside a quoted cell: a quote never closed takes
+    the rest of the file into one cell, which the lenient reader hands over without a word."""
+    try:
+        list(csv.reader(lines, delimiter=delimiter, strict=True))
+    except csv.Error as exc:
+        return "unexpected end of data" in str(exc)
+    return False
+
+
 def _bounded_text_lines(text: io.TextIOBase, max_chars: int | None, skipped: list) -> Iterator[str]:
     """The lines of a text stream; a line over `max_chars` is read on to its end in chunks, dropped
     (an empty line takes its place) and noted in `skipped` as (line number, characters)."""
@@ -443,8 +471,15 @@ def _iter_delimited(delimiter: str) -> Callable[[str, BinaryIO, InputLimits], It
             return InputError(source, f"line {number}", "", record_reason(size, limits, "characters"))
 
         index = 0
+        row_lines: list[str] = []  # the lines of the row being read (a quoted cell may span several)
+
+        def kept(lines: Iterator[str]) -> Iterator[str]:
+            for line in lines:
+                row_lines.append(line)
+                yield line
+
         try:
-            reader = csv.reader(_bounded_text_lines(text, max_chars, skipped), delimiter=delimiter)
+            reader = csv.reader(kept(_bounded_text_lines(text, max_chars, skipped)), delimiter=delimiter)
             header = next(reader, None)
             if skipped:
                 yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", "header row: " + over(*skipped[0]).reason)
@@ -452,15 +487,23 @@ def _iter_delimited(delimiter: str) -> Callable[[str, BinaryIO, InputLimits], It
             if not header:
                 yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", "no header row")
                 return
-            header = [h.strip() for h in header]
+            header = _unique_names([h.strip() for h in header])
             if any(_ESCAPED_BYTE.search(h) for h in header):
                 yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", "header row: invalid UTF-8 (save the file "
                                                                              "as UTF-8)")
                 return
+            row_lines.clear()
             for index, row in enumerate(reader):
                 while skipped:
                     error = over(*skipped.pop(0))
                     yield source, error.record, error
+                lines, first = list(row_lines), reader.line_num - len(row_lines) + 1
+                row_lines.clear()
+                if len(lines) > 1 and _unclosed_quote(lines, delimiter):
+                    yield source, index, InputError(
+                        source, index, "", f"a quoted cell opened on line {first} is never closed: lines {first}-"
+                        f"{reader.line_num} (the rest of the file) were read into it; close the quote")
+                    continue
                 if not any(cell.strip() for cell in row):
                     continue
                 if len(row) != len(header):
