@@ -349,13 +349,19 @@ def test_deeply_nested_json_is_skipped(tmp_path):
     {"id": "sur-text", "model": "m", "response": "<think>Okay \ud800 so the answer is 4. Then more.</think>Four."},
     {"id": "sur-meta", "model": "m\udc80", "response": "<think>Okay so the answer is 4. Then more.</think>Four."},
 ], ids=["in the reasoning", "in the model name"])
-def test_lone_surrogate_escapes_are_skipped(tmp_path, record):
+def test_lone_surrogate_escapes_are_replaced_and_named(tmp_path, record):
+    """A lone surrogate (an emoji cut in two) cannot be written back as UTF-8: it once cost the whole
+    record, even in a field the trace does not use. It becomes U+FFFD, and provenance names the field."""
     path = tmp_path / "surrogate.jsonl"
     line = json.dumps(record, ensure_ascii=True)  # ASCII escapes: a valid JSON line
     assert "\\ud" in line or "\\udc" in line
     path.write_text(line + "\n" + json.dumps({"id": "ok", "response": "<think>Fine text. More.</think>"}) + "\n")
     result = profile([path], tmp_path / "out")
-    assert result["errors"] == 1 and result["traces"] == 1
+    assert result["errors"] == 0 and result["traces"] == 2
+    graphs = {g["trace_id"]: g for g in map(json.loads, (tmp_path / "out" / "graphs.jsonl").read_text().splitlines())}
+    repaired = graphs[record["id"]]["provenance"]["repaired_unicode"]
+    assert repaired == (["response"] if record["id"] == "sur-text" else ["model"])
+    assert "\ufffd" in json.dumps(graphs[record["id"]], ensure_ascii=False)
 
 
 def test_a_domain_named_star_does_not_collide_with_the_per_model_rows(tmp_path):

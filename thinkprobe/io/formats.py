@@ -250,6 +250,32 @@ def _unencodable(value: Any) -> bool:
 
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# A key no record has, set on a record whose lone surrogates were replaced: the fields they were in.
+REPAIRED_KEY = "\x00repaired_unicode"
+
+
+def _repaired(value: dict) -> dict:
+    """A record whose strings hold lone surrogates (a JSON escape like \\ud83d: an emoji cut in two)
+    with each replaced by U+FFFD, and the fields they were in under REPAIRED_KEY (as provenance
+    repaired_unicode): one cut emoji cost the whole trace, in a field it may not even use."""
+    fields: list[str] = []
+
+    def fix(x: Any, path: str) -> Any:
+        if isinstance(x, str):
+            if _LONE_SURROGATE.search(x):
+                fields.append(path or "(record)")
+                return _LONE_SURROGATE.sub("\ufffd", x)
+            return x
+        if isinstance(x, dict):
+            return {k: fix(v, f"{path}.{k}" if path else str(k)) for k, v in x.items()}
+        if isinstance(x, list):
+            return [fix(v, f"{path}[{i}]") for i, v in enumerate(x)]
+        return x
+
+    out = fix(value, "")
+    out[REPAIRED_KEY] = fields
+    return out
 
 
 def _parse_record(source: str, locator: int | str, raw: bytes) -> dict | InputError:
@@ -266,7 +292,7 @@ def _parse_record(source: str, locator: int | str, raw: bytes) -> dict | InputEr
     if not isinstance(value, dict):
         return InputError(source, locator, "", f"record is a JSON {type_name(value)}, not an object")
     if _SURROGATE_ESCAPE.search(raw) and _unencodable(value):
-        return InputError(source, locator, "", "invalid Unicode: a lone surrogate escape (\\ud800-\\udfff)")
+        return _repaired(value)
     return value
 
 
@@ -309,7 +335,7 @@ def _iter_json(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple
         return
     for index, item in enumerate(items):
         if isinstance(item, dict) and check_unicode and _unencodable(item):
-            yield source, index, InputError(source, index, "", "invalid Unicode: a lone surrogate escape (\\ud800-\\udfff)")
+            yield source, index, _repaired(item)
         elif isinstance(item, dict):
             yield source, index, item
         else:

@@ -156,13 +156,15 @@ FLAGS = {
     "duplicate_of": "its id repeated an earlier trace's id (another file's: often the same question asked of "
                     "another model) and was made unique; the record's own id is its source_id",
     "renamed_from": "its file's ids met another file's, so its id carries the file's prefix",
+    "repaired_unicode": "a lone surrogate (an emoji cut in two) in these fields was replaced by U+FFFD",
 }
 
 
 def trace_flags(rec: Mapping) -> list[tuple[str, str]]:
     """The flags of a trace: (flag, what it means), from its provenance."""
     prov = rec.get("provenance") or {}
-    return [(name, what + (f" ({prov[name]})" if name in ("duplicate_of", "renamed_from") else ""))
+    return [(name, what + (f" ({prov[name]})" if name in ("duplicate_of", "renamed_from") else
+                           f" ({', '.join(prov[name])})" if name == "repaired_unicode" else ""))
             for name, what in FLAGS.items() if prov.get(name)]
 
 
