@@ -263,6 +263,8 @@ def test_output_folder_never_mixes_two_runs(tmp_path):
     (foreign / "notes.txt").write_text("mine")
     res = CliRunner().invoke(main, ["profile", str(data), "-o", str(foreign), "--no-progress", "--linker", "cue"])
     assert res.exit_code == 2 and "notes.txt" in res.output and (foreign / "notes.txt").exists()
+    with pytest.raises(thinkprobe.api.OutputFolderError, match="not a folder"):  # was a raw NotADirectoryError
+        thinkprobe.profile(str(data), data, **FAST)
 
 
 def test_no_clearing_deletes_an_input_or_a_users_file_in_a_tool_folder(tmp_path):

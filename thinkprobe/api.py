@@ -178,10 +178,10 @@ def prepare_out_dir(out: Path, opts: RunOptions) -> str | None:
     working folder or one above it)."""
     from .runner import MEMORY_SOURCE
 
+    if out.exists() and not out.is_dir():
+        raise OutputFolderError(f"-o {out}: not a folder")
     if not out.exists() or not any(out.iterdir()):
         return None
-    if not out.is_dir():
-        raise OutputFolderError(f"-o {out}: not a folder")
     if opts.resume:
         if not (out / "parts" / "manifest.json").is_file():  # a folder of the user's: a fresh run would overwrite it
             raise OutputFolderError(f"-o {out}: --resume found no interrupted run here (no parts/manifest.json); "
