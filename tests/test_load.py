@@ -707,7 +707,10 @@ def test_arrow_ipc_file_format(tmp_path):
     assert [t.trace_id for t in iter_traces(path)] == [r["id"] for r in HF_ROWS]
     (tmp_path / "bad.arrow").write_bytes(b"not arrow")
     [error] = list(iter_traces(tmp_path / "bad.arrow"))
-    assert isinstance(error, InputError) and error.record == 0 and "cannot read Arrow" in error.reason
+    assert isinstance(error, InputError) and error.record == "file" and "cannot read Arrow" in error.reason
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet")  # the whole file, not its record 0
+    [error] = list(iter_traces(tmp_path / "bad.parquet"))
+    assert error.record == "file" and "cannot read Parquet" in error.reason
 
 
 # ----------------------------------------------------------------------------- columnar and grouped JSON

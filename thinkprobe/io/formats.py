@@ -404,7 +404,8 @@ def _iter_arrow(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tupl
                 yield source, index, row
                 index += 1
     except pa.ArrowException as exc:
-        yield source, index, InputError(source, index, "", f"cannot read Arrow: {exc}")
+        where = index if index else WHOLE_FILE
+        yield source, where, InputError(source, where, "", f"cannot read Arrow: {exc}")
 
 
 def _iter_parquet(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple[str, int | str, dict | InputError]]:
@@ -428,8 +429,9 @@ def _iter_parquet(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tu
                 for row in batch.to_pylist():
                     yield source, index, row
                     index += 1
-    except pa.ArrowException as exc:
-        yield source, index, InputError(source, index, "", f"cannot read Parquet: {exc}")
+    except pa.ArrowException as exc:  # before any row: the whole file, as other formats name it
+        where = index if index else WHOLE_FILE
+        yield source, where, InputError(source, where, "", f"cannot read Parquet: {exc}")
 
 
 def _unique_names(header: list[str]) -> list[str]:
