@@ -395,7 +395,7 @@ def test_unreadable_files_are_reported_and_the_next_file_still_read(tmp_path):
     write_jsonl(tmp_path / "d.jsonl", [{"reasoning": "z"}])
     items = [(Path(i.source).name, i.record, type(i).__name__) for i in iter_traces(tmp_path)]
     assert items[0] == ("a.jsonl.gz", "file", "InputError")  # the whole file: it is no gzip stream
-    assert items[-2:] == [("c.parquet", 0, "InputError"), ("d.jsonl", 0, "Trace")]
+    assert items[-2:] == [("c.parquet", "file", "InputError"), ("d.jsonl", 0, "Trace")]
     assert ("b.jsonl.gz", 0, "Trace") in items and items[-3][2] == "InputError"
 
 
@@ -1053,3 +1053,11 @@ def test_an_untagged_generation_is_not_replaced_by_the_tagged_chat_copy():
               "messages": [{"role": "assistant", "content": "<think>a</think>1"}]}
     assert [(t.trace_id, t.reasoning.field, span(t.reasoning)) for t in record_traces(record)] == [
         ("u:g0", "generations[0]", "a"), ("u:g1", "generations[1]", "plain b")]
+
+
+def test_a_field_that_is_there_but_null_is_said_to_be_null():
+    """A Parquet row whose response is null: 'no reasoning text found; ... the record has: id, model,
+    response' named the field it had just said it could not find."""
+    with pytest.raises(InputError) as err:
+        detect({"id": "x", "model": "m", "response": None}, FieldMap(), "t.parquet", 0)
+    assert "the record has: id, model, response (null)" in err.value.reason
