@@ -1061,3 +1061,9 @@ def test_a_field_that_is_there_but_null_is_said_to_be_null():
     with pytest.raises(InputError) as err:
         detect({"id": "x", "model": "m", "response": None}, FieldMap(), "t.parquet", 0)
     assert "the record has: id, model, response (null)" in err.value.reason
+
+
+def test_a_list_of_texts_where_text_was_expected_says_how_to_join_it():
+    with pytest.raises(InputError) as err:
+        detect({"id": "x", "response": ["First step.", "Second step."]}, FieldMap(), "t.parquet", 0)
+    assert "--reasoning-field response joins them into one trace" in err.value.reason

@@ -359,7 +359,9 @@ def _locate_reasoning(
             raise error(output.field, output.hidden_reason())
         return _Found(output.field, output.text, ())
     if wrong:
-        raise error(wrong[0], f"expected text, found {type_name(wrong[1])}")
+        hint = (f" (a list of texts, as steps: --reasoning-field {wrong[0]} joins them into one trace)"
+                if isinstance(wrong[1], list) and wrong[1] and all(isinstance(x, str) for x in wrong[1]) else "")
+        raise error(wrong[0], f"expected text, found {type_name(wrong[1])}{hint}")
     if empty_inline:
         raise error(empty_inline, "empty reasoning")
     raise error("reasoning", f"no reasoning text found; tried: {', '.join(dict.fromkeys(tried))}; "
