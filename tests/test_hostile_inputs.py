@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import runpy
 import tracemalloc
 from pathlib import Path
@@ -384,3 +385,13 @@ def test_the_limits_are_options_of_profile_and_keys_of_the_config():
             limits.oversize) == (64, 256, 100, 5_000_000, "refuse")
     with pytest.raises(ConfigError, match="oversize"):
         InputLimits.from_config(Config.load(overrides={"limits": {"oversize": "drop"}}))
+
+
+def test_a_pipe_inside_a_folder_is_named_not_passed_over(tmp_path):
+    """A FIFO named pipe.jsonl in an input folder was left out with no word (given directly it was
+    refused); it is named as unread, never opened (opening it would block)."""
+    os.mkfifo(tmp_path / "pipe.jsonl")
+    (tmp_path / "a.jsonl").write_text(json.dumps(good(1)) + "\n")
+    items = list(iter_traces(tmp_path))
+    assert [type(i).__name__ for i in items] == ["Trace", "InputError"]
+    assert items[1].source.endswith("pipe.jsonl") and "not a regular file" in items[1].reason
