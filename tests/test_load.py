@@ -1067,3 +1067,20 @@ def test_a_list_of_texts_where_text_was_expected_says_how_to_join_it():
     with pytest.raises(InputError) as err:
         detect({"id": "x", "response": ["First step.", "Second step."]}, FieldMap(), "t.parquet", 0)
     assert "--reasoning-field response joins them into one trace" in err.value.reason
+
+
+def test_parquet_ids_of_timestamp_and_decimal_type_name_their_traces(tmp_path):
+    """A Parquet id column of timestamp or decimal type gave file:N ids and an empty source_id."""
+    import datetime
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"id": pa.array([decimal.Decimal("12.50"), decimal.Decimal("7")], pa.decimal128(5, 2)),
+                      "when": [datetime.datetime(2026, 1, 2, 3, 4, 5), datetime.datetime(2026, 1, 3)],
+                      "response": ["<think>One. Two.</think>a", "<think>Three. Four.</think>b"]})
+    pq.write_table(table, tmp_path / "t.parquet")
+    assert [t.trace_id for t in iter_traces(tmp_path / "t.parquet")] == ["12.50", "7.00"]
+    assert [t.trace_id for t in iter_traces(tmp_path / "t.parquet", FieldMap(id_field="when"))] == [
+        "2026-01-02T03:04:05", "2026-01-03T00:00:00"]

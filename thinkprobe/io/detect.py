@@ -4,8 +4,11 @@ id, question, gold answer and correctness, and where each value came from.
 """
 from __future__ import annotations
 
+import datetime
+import decimal
 import math
 import re
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -587,6 +590,10 @@ def _first_scalar(record: dict, paths: tuple[str, ...]) -> tuple[str | None, str
             continue  # NaN (a missing cell of a pandas frame, JSON's NaN) names no model, domain or id
         if isinstance(value, (int, float)) or (isinstance(value, str) and value.strip()):
             return str(value), path
+        if isinstance(value, (decimal.Decimal, uuid.UUID)):  # Parquet's decimal and uuid ids
+            return str(value), path
+        if isinstance(value, (datetime.date, datetime.time)):  # Parquet's timestamp ids (datetime is a date)
+            return value.isoformat(), path
     return None, None
 
 
