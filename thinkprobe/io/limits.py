@@ -28,12 +28,13 @@ from typing import BinaryIO, Iterator, NamedTuple
 
 from ..records import InputError, Trace
 
-__all__ = ["MIB", "READ_CHUNK", "InputLimits", "TooLarge", "Skipped", "OVERSIZE_CHOICES", "InflateGuard", "CountingReader",
+__all__ = ["MIB", "READ_CHUNK", "WHOLE_FILE", "InputLimits", "TooLarge", "Skipped", "OVERSIZE_CHOICES", "InflateGuard", "CountingReader",
            "GuardedStream", "guard_of", "bounded_lines", "count_lines", "read_whole", "plain_size", "clip_trace",
            "trace_chars", "size_text", "record_reason", "file_reason", "open_input"]
 
 MIB = 1 << 20
 READ_CHUNK = 1 << 20  # bytes per read of a whole-file read, a skipped line, a line count
+WHOLE_FILE = "file"  # record locator for errors that concern the whole file
 OVERSIZE_CHOICES = ("refuse", "truncate")
 
 
