@@ -36,7 +36,7 @@ import numpy as np
 from .cognitive_profile import Normalizer, profile_row
 from .config import Config
 from .graph import block_starts, link_graphs, tile_and_type
-from .indicators import INDICATORS, compute_indicators
+from .indicators import compute_indicators
 from .io import record_traces
 from .io.limits import InputLimits, TooLarge, trace_chars
 from .link import bind_encoder
