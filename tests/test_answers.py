@@ -260,6 +260,8 @@ def test_normalise(raw, expected):
     ("CA", "AC"),
     (r"72\, \text{Mb/h}", "72"),  # a short unit after the value (gsm8k)
     ("3 Hz", "3"),
+    ("x = b, c", "b, c"),  # a gold made of letters that is no key is matched as before
+    (r"\{a, b\}", "a, b"),
 ])
 def test_answers_match(pred, gold):
     assert answers_match(pred, gold)
@@ -291,6 +293,13 @@ def test_answers_match(pred, gold):
     ("a, b, d", "bad"),  # a key written together must be in order: "bad" is a word
     ("2a", "2"),  # a letter after a number is no unit
     ("3n", "3"),
+    ("b/a", "a/b"),  # a fraction, a pair, a symbol or a word is no multiple-answer key (a review's cases)
+    ("(b, a)", "(a, b)"),
+    ("dc", "Cd"),
+    ("e, c, a", "ace"),
+    ("10 kW", "10 MW"),  # a unit on both sides must be the same unit
+    ("50 Hz", "50 kHz"),
+    ("5 mg", "5 kg"),
 ])
 def test_answers_differ(pred, gold):
     assert not answers_match(pred, gold)

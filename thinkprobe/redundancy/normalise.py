@@ -305,6 +305,12 @@ def _squash(s: str) -> str:
     return re.sub(r"\s+", "", s)
 
 
+def _unit_of(s: str) -> str:
+    """The unit tail of a value ('53 km/h' -> 'km/h'), spaces dropped; '' without one."""
+    m = _UNIT_TAIL.match(s)
+    return re.sub(r"\s+", "", m.group("tail")) if m and _strip_unit(s) else ""
+
+
 def _strip_unit(s: str) -> str | None:
     """'53 km/h' -> '53', '10 dollars' -> '10'; None when there is no unit-like tail."""
     m = _UNIT_TAIL.match(s)
@@ -328,7 +334,9 @@ def _option_letter(s: str, loose: bool = False) -> str | None:
     return None
 
 
-_LETTER_LIST = re.compile(r"\(?[a-j]\)?(?:\s*(?:,|;|&|、|/|\band\b|\s)\s*\(?[a-j]\)?)+")
+_OPTION = r"(?:\([a-j]\)|[a-j])"  # "c" or "(c)", never "(a, b)": a pair is no list of options
+_LETTER_LIST = re.compile(rf"{_OPTION}(?:(?:\s*(?:[,;&、]|\band\b)\s*|\s+){_OPTION})+")
+_KEY = re.compile(r"[A-J]{2,10}|\(?[A-J]\)?(?:(?:\s*[,;&]\s*|\s+and\s+|\s+)\(?[A-J]\)?)+")  # as keys are written
 
 
 def _option_set(s: str, key: bool = True) -> frozenset[str] | None:
@@ -342,6 +350,14 @@ def _option_set(s: str, key: bool = True) -> frozenset[str] | None:
         letters = re.findall(r"(?<![a-z])[a-j](?![a-z])", s)
         return frozenset(letters) if len(set(letters)) == len(letters) > 1 else None
     return None
+
+
+def _key_options(gold: str) -> frozenset[str] | None:
+    """The options of a gold answer that is a multiple-answer key as keys are written: capital
+    letters A-J, together and in order ("AC") or listed ("A, C"); a word or symbol ("Cd", "be",
+    "ace") is no key."""
+    raw = gold.strip()
+    return _option_set(normalise(raw)) if _KEY.fullmatch(raw) else None
 
 
 def _split_top(s: str) -> list[str]:
@@ -539,15 +555,20 @@ def _texts_match(pred: str, gold: str) -> bool:
     letter = _option_letter(g)
     if letter:
         return _option_letter(p, loose=True) == letter
-    if options := _option_set(g):  # a multiple-answer key: the same options, in any order or layout
-        return _option_set(p, key=False) == options
+    options = _key_options(gold)
+    chosen = _option_set(p, key=False) if options else None
+    if chosen is not None:  # a multiple-answer key against a choice of options: the same ones, in any layout
+        return chosen == options
     forms = _alternative_forms(g)
     if forms:
         return any(_texts_match(pred, form) for form in forms)
     for pv, loose in dict.fromkeys(_pred_variants(p)):
         for gv in dict.fromkeys(_gold_variants(g)):
-            forms_p = [pv] + [x for x in [_strip_unit(pv)] if x]
-            forms_g = [gv] + [x for x in [_strip_unit(gv)] if x]
-            if any(_same(a, b, loose) for a in forms_p for b in forms_g):
+            bare_p, bare_g = _strip_unit(pv), _strip_unit(gv)
+            forms_p = [pv] + [x for x in [bare_p] if x]
+            forms_g = [gv] + [x for x in [bare_g] if x]
+            pairs = [(a, b) for a in forms_p for b in forms_g
+                     if not (a == bare_p and b == bare_g and _unit_of(pv) != _unit_of(gv))]  # 10 kW is not 10 MW
+            if any(_same(a, b, loose) for a, b in pairs):
                 return True
     return False
