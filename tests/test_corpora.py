@@ -750,6 +750,7 @@ def test_resume_reports_and_reruns_never_touch_what_is_not_the_tools(tmp_path):
     (out / "traces").symlink_to(victim)
     (out / "report.md").unlink()
     (out / "report.md").symlink_to(tmp_path / "victim.md")
+    (out / "stats.json.tmp").symlink_to(tmp_path / "victim.md")  # the temporary name of an atomic write too
     assert CliRunner().invoke(main, ["report", str(out)]).exit_code == 0
     assert sorted(p.name for p in victim.iterdir()) == ["keep.html"] and (tmp_path / "victim.md").read_text() == "keep"
     assert not (out / "traces").is_symlink() and (out / "report.md").read_text().startswith("# ThinkProbe report")

@@ -34,6 +34,7 @@ from pathlib import Path
 import networkx as nx
 
 from .records import iter_graph_records
+from .tables import own_dir
 
 __all__ = ["iter_graph_records", "to_reasoningflow", "to_networkx", "export", "RF_EDGE_LABELS", "EXPORT_ANNOTATOR"]
 
@@ -131,6 +132,10 @@ def _xml_safe(g: nx.MultiDiGraph) -> nx.MultiDiGraph:
 def export(run_dir: str | Path, fmt: str, out: str | Path | None = None) -> Path:
     """Write every graph of a run in `fmt`; returns the file (or folder, for graphml) written."""
     run_dir = Path(run_dir)
+    if out is None:  # the run folder's own names: a symlink planted there is replaced, not written through
+        for name in ("reasoningflow.jsonl", "graphs.node_link.jsonl"):
+            if (run_dir / name).is_symlink():
+                (run_dir / name).unlink()
     if fmt == "reasoningflow":
         target = Path(out or run_dir / "reasoningflow.jsonl")
         with open(target, "w", encoding="utf-8") as f:
@@ -143,7 +148,7 @@ def export(run_dir: str | Path, fmt: str, out: str | Path | None = None) -> Path
                 data = nx.node_link_data(to_networkx(rec), edges="edges")
                 f.write(json.dumps(data, ensure_ascii=False) + "\n")
     elif fmt == "graphml":
-        target = Path(out or run_dir / "graphml")
+        target = own_dir(run_dir / "graphml") if out is None else Path(out)
         target.mkdir(parents=True, exist_ok=True)
         for k, rec in enumerate(iter_graph_records(run_dir)):
             safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in rec["trace_id"])[:80]

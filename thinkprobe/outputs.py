@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from .indicators import INDICATORS
 from .cognitive_profile import DIMENSION_NAMES
 from .records import GRAPHS_FILE
-from .tables import csv_text, fmt_float, read_csv, write_atomic
+from .tables import csv_text, fmt_float, fresh_tmp, read_csv, write_atomic
 
 __all__ = ["Table", "RunFile", "INDICATORS_TABLE", "PROFILE_TABLE", "MODEL_PROFILES_TABLE",
            "MODEL_DOMAIN_PROFILES_TABLE", "MODEL_GROUP_PROFILES_TABLE", "REDUNDANCY_TABLE", "MODEL_REDUNDANCY_TABLE",
@@ -169,7 +169,7 @@ def _shown(value: Any, kind: str) -> Any:
 def _write_parquet(path: Path, table) -> None:
     import pyarrow.parquet as pq
 
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = fresh_tmp(path)
     pq.write_table(table, tmp, compression="zstd")
     os.replace(tmp, path)
 
@@ -261,7 +261,7 @@ class GraphsParquetWriter:
         import pyarrow.parquet as pq
 
         self.path = Path(path)
-        self.tmp = self.path.with_name(self.path.name + ".tmp")
+        self.tmp = fresh_tmp(self.path)
         self.schema = graphs_arrow_schema()
         self.writer = pq.ParquetWriter(self.tmp, self.schema, compression="zstd")
         self.batch, self.pending = batch, []

@@ -39,7 +39,7 @@ from .provenance import file_digest, package_version
 from .redundancy import (RedundancyParams, annotate_record, code_not_run, not_run_line, table_row,
                          write_redundancy_tables)
 from .redundancy.analyses import Analyses
-from .tables import write_atomic
+from .tables import fresh_tmp, write_atomic
 
 __all__ = ["MEMORY_SOURCE", "chunks", "run_config", "run_traces", "run_linker", "run_typer", "total_records", "manifest", "prepare_parts",
            "part_path", "finish_line", "release_memory", "assemble", "warm_up"]
@@ -109,6 +109,8 @@ def part_path(parts: Path, k: int) -> Path:
 def prepare_parts(out: Path, manifest: dict, resume: bool) -> Path:
     parts = out / "parts"
     mpath = parts / "manifest.json"
+    if parts.is_symlink():  # not followed: nothing is deleted or written where it points (nor resumed there)
+        parts.unlink()
     if resume and mpath.exists():
         old = json.loads(mpath.read_text(encoding="utf-8"))
         changed = [k for k in manifest if old.get(k) != manifest[k]]
@@ -116,8 +118,6 @@ def prepare_parts(out: Path, manifest: dict, resume: bool) -> Path:
             detail = "; ".join(f"{k}: {old.get(k)!r} -> {manifest[k]!r}" for k in changed)
             raise SystemExit(f"cannot resume {out}: the run changed ({detail}). Start afresh without --resume.")
         return parts
-    if parts.is_symlink():  # not followed: nothing is deleted or written where it points
-        parts.unlink()
     if parts.exists():  # the chunks of an earlier run go; a file of the user's there stays
         for f in parts.iterdir():
             if f.is_file() and PART_FILE.fullmatch(f.name):
@@ -320,8 +320,8 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
     parquet = GraphsParquetWriter(out / GRAPHS_PARQUET)
     part_files = sorted((out / "parts").glob("[0-9]*.jsonl"))
     answers = UntaggedAnswers.scan(part_files)
-    with open(out / (GRAPHS_FILE + ".tmp"), "w", encoding="utf-8", newline="") as graphs, \
-            open(out / (ERRORS_FILE + ".tmp"), "w", encoding="utf-8", newline="") as errors:
+    with open(fresh_tmp(out / GRAPHS_FILE), "x", encoding="utf-8", newline="") as graphs, \
+            open(fresh_tmp(out / ERRORS_FILE), "x", encoding="utf-8", newline="") as errors:
         for part in part_files:
             with open(part, encoding="utf-8") as f:
                 for line in f:

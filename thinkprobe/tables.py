@@ -53,9 +53,19 @@ def own_dir(path: Path) -> Path:
     return path
 
 
-def write_atomic(path: Path, text: str) -> None:
+def fresh_tmp(path: Path) -> Path:
+    """`path`.tmp with nothing there: whatever held the name (a stale file, or a symlink planted in a
+    run folder, which a write would follow) is removed first."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
+    tmp.unlink(missing_ok=True)
+    return tmp
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `path` whole or not at all: through `path`.tmp, replaced into place. Neither name is
+    followed if it is a symlink (the link is replaced, never what it points to)."""
+    tmp = fresh_tmp(path)
+    with open(tmp, "x", encoding="utf-8", newline="") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
