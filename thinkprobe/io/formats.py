@@ -74,8 +74,8 @@ def iter_records(path: str | Path, limits: InputLimits | None = None,
         return
     for file in source_files(root, keep):
         if not file.is_file():  # a FIFO or a device inside a folder, with a data file's name: named, never read
-            yield str(file), WHOLE_FILE, InputError(str(file), WHOLE_FILE, "", "not a regular file (a pipe, a device "
-                                                                               "or a broken link): not read")
+            yield str(file), WHOLE_FILE, InputError(str(file), WHOLE_FILE, "", "not a regular file (a pipe or a "
+                                                                               "device): not read")
             continue
         yield from _iter_file(file, limits)
 
@@ -88,10 +88,10 @@ def source_files(root: Path, keep: Callable[[Path], bool] | None = None) -> list
 def data_files(root: Path) -> list[Path]:
     """The data files of a folder, sorted; hidden ones and Hugging Face metadata left out. A data file
     compressed other than by gzip (`a.jsonl.bz2`), or a pipe or device with a data file's name, is among
-    them, so that it is named as unread rather than passed over in silence."""
+    them, so that it is named as unread rather than passed over in silence (a broken link is not)."""
     return sorted(
         p for p in root.rglob("*")
-        if not p.is_dir() and (_format_of(p) or _unread_compression(p))  # a FIFO too: named as unread
+        if p.exists() and not p.is_dir() and (_format_of(p) or _unread_compression(p))  # a FIFO too: named as unread
         and not any(part.startswith(".") for part in p.relative_to(root).parts)
         and not _is_hf_metadata(p) and not _is_anchors_side_file(p)
     )
