@@ -348,7 +348,8 @@ def test_deeply_nested_json_is_skipped(tmp_path):
 @pytest.mark.parametrize("record", [
     {"id": "sur-text", "model": "m", "response": "<think>Okay \ud800 so the answer is 4. Then more.</think>Four."},
     {"id": "sur-meta", "model": "m\udc80", "response": "<think>Okay so the answer is 4. Then more.</think>Four."},
-], ids=["in the reasoning", "in the model name"])
+    {"id": "sur-key", "model": "m", "note\ud83d": 1, "response": "<think>Okay so the answer is 4. Then more.</think>Four."},
+], ids=["in the reasoning", "in the model name", "in a key"])
 def test_lone_surrogate_escapes_are_replaced_and_named(tmp_path, record):
     """A lone surrogate (an emoji cut in two) cannot be written back as UTF-8: it once cost the whole
     record, even in a field the trace does not use. It becomes U+FFFD, and provenance names the field."""
@@ -360,7 +361,7 @@ def test_lone_surrogate_escapes_are_replaced_and_named(tmp_path, record):
     assert result["errors"] == 0 and result["traces"] == 2
     graphs = {g["trace_id"]: g for g in map(json.loads, (tmp_path / "out" / "graphs.jsonl").read_text().splitlines())}
     repaired = graphs[record["id"]]["provenance"]["repaired_unicode"]
-    assert repaired == (["response"] if record["id"] == "sur-text" else ["model"])
+    assert repaired == {"sur-text": ["response"], "sur-meta": ["model"], "sur-key": ["note\ufffd"]}[record["id"]]
     assert "\ufffd" in json.dumps(graphs[record["id"]], ensure_ascii=False)
 
 

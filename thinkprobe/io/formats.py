@@ -22,7 +22,7 @@ from .delimited import iter_delimited
 from .limits import (WHOLE_FILE, GuardedStream, InflateGuard, InputLimits, Skipped, TooLarge, bounded_lines, count_lines,
                      file_reason, open_input, read_whole, record_reason)
 
-__all__ = ["READERS", "data_files", "source_files", "count_records", "count_inputs", "RECORD_LIST_KEYS", "FORMATS", "HF_METADATA_FILES", "RECORD_OBJECT_LISTS", "RECORD_VALUE_LISTS", "PARQUET_BATCH_ROWS", "WHOLE_FILE", "EMPTY_FILE", "iter_records", "strip_extensions", "type_name"]
+__all__ = ["READERS", "data_files", "source_files", "count_records", "count_inputs", "RECORD_LIST_KEYS", "FORMATS", "HF_METADATA_FILES", "RECORD_OBJECT_LISTS", "RECORD_VALUE_LISTS", "PARQUET_BATCH_ROWS", "WHOLE_FILE", "EMPTY_FILE", "iter_records", "strip_extensions", "type_name", "RepairedRecord"]
 
 
 RECORD_LIST_KEYS = ("records", "data", "traces")
@@ -253,14 +253,19 @@ def _unencodable(value: Any) -> bool:
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-# A key no record has, set on a record whose lone surrogates were replaced: the fields they were in.
-REPAIRED_KEY = "\x00repaired_unicode"
 
 
-def _repaired(value: dict) -> dict:
-    """A record whose strings hold lone surrogates (a JSON escape like \\ud83d: an emoji cut in two)
-    with each replaced by U+FFFD, and the fields they were in under REPAIRED_KEY (as provenance
-    repaired_unicode): one cut emoji cost the whole trace, in a field it may not even use."""
+class RepairedRecord(dict):
+    """A record whose lone surrogates were replaced (`_repaired`); `repaired_unicode`: the fields they
+    were in (the trace's provenance names them). A plain dict in every other way."""
+
+    repaired_unicode: list[str]
+
+
+def _repaired(value: dict) -> RepairedRecord:
+    """A record whose keys and strings hold lone surrogates (a JSON escape like \\ud83d: an emoji cut
+    in two) with each replaced by U+FFFD, the fields they were in kept on it: one cut emoji cost the
+    whole trace, in a field it may not even use."""
     fields: list[str] = []
 
     def fix(x: Any, path: str) -> Any:
@@ -270,13 +275,19 @@ def _repaired(value: dict) -> dict:
                 return _LONE_SURROGATE.sub("\ufffd", x)
             return x
         if isinstance(x, dict):
-            return {k: fix(v, f"{path}.{k}" if path else str(k)) for k, v in x.items()}
+            out = {}
+            for k, v in x.items():
+                key = _LONE_SURROGATE.sub("\ufffd", str(k))
+                if key != k:
+                    fields.append(f"{path}.{key}" if path else key)
+                out[key] = fix(v, f"{path}.{key}" if path else key)
+            return out
         if isinstance(x, list):
             return [fix(v, f"{path}[{i}]") for i, v in enumerate(x)]
         return x
 
-    out = fix(value, "")
-    out[REPAIRED_KEY] = fields
+    out = RepairedRecord(fix(value, ""))
+    out.repaired_unicode = list(dict.fromkeys(fields))
     return out
 
 

@@ -9,7 +9,7 @@ from typing import Iterator, Sequence
 
 from ..records import InputError, Trace
 from .detect import detect, record_model
-from .formats import REPAIRED_KEY, iter_records, source_files, strip_extensions
+from .formats import iter_records, source_files, strip_extensions
 from .graphs import is_graph_record, trace_of_graph_record, with_given_graph
 from .limits import InputLimits, clip_trace
 from .sources import FieldMap, Source, parse_source
@@ -145,7 +145,7 @@ def _detect_records(records, src: Source, label: str, root: Path | None, alone: 
             stem = inner
         else:
             stem = label
-        repaired = record.pop(REPAIRED_KEY, None)
+        repaired = getattr(record, "repaired_unicode", None)  # formats.RepairedRecord: lone surrogates replaced
         if graphs and is_graph_record(record):
             items = [trace_of_graph_record(record, source, locator)]
         else:
