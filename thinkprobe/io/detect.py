@@ -401,7 +401,8 @@ def _keys_hint(record: dict, path: str) -> str:
     where = f"`{walked}`" if walked else "the record"
     if isinstance(node, list):
         return f"{where} is a list of {len(node)}"
-    keys = [f"{k} (null)" if node[k] is None or node[k] == "" else str(k) for k in node]  # present, but empty
+    keys = [f"{k} (null)" if node[k] is None or (isinstance(node[k], str) and not node[k].strip()) else str(k)
+            for k in node]  # present, but empty
     shown = ", ".join(keys[:30]) + (f", ... ({len(keys)} keys)" if len(keys) > 30 else "")
     return f"{where} has: {shown or 'no keys'}"
 
