@@ -266,22 +266,24 @@ def _inside(spans: list[tuple[int, int]], pos: int) -> bool:
     return k >= 0 and spans[k][0] < pos < spans[k][1]
 
 
-_PUNCT_RUN = re.compile(r"[^\w\s]{200,}")  # "!!!!...", "****...": spaCy splits such a run in quadratic time
-_RUN_STEP = 64
+# A run of this many punctuation characters without a space ("!!!!...", "****..."): its own fragment,
+# never read by spaCy, whose tokenizer splits such a run one character at a time in quadratic time
+# (10,000 took 8-17 s, 20,000 took 30 s, a longer one stalled a batch).
+_PUNCT_RUN = re.compile(r"[^\w\s]{200,}")
 
 
-def _tokenizable(piece: str) -> str:
-    """`piece` for spaCy: the same length, with a space every 64 characters inside a run of 200 or
-    more punctuation characters without a space (a model's runaway "!!!!" or "****"), which spaCy's
-    tokenizer splits one character at a time in quadratic time (10,000 took 8-17 s, 20,000 took 30 s).
-    Such a run is all single-character tokens either way, so no sentence boundary moves."""
-    if len(piece) < 200 or not _PUNCT_RUN.search(piece):
-        return piece
-    chars = list(piece)
-    for m in _PUNCT_RUN.finditer(piece):
-        for k in range(m.start() + _RUN_STEP, m.end() - 1, _RUN_STEP):
-            chars[k] = " "
-    return "".join(chars)
+def _split_runs(text: str, a: int, b: int) -> list[tuple[int, int, bool]]:
+    """text[a:b] as (start, end, whole) pieces: each long punctuation run a whole piece of its own,
+    the prose around it pieces spaCy reads."""
+    out, at = [], a
+    for m in _PUNCT_RUN.finditer(text, a, b):
+        if m.start() > at:
+            out.append((at, m.start(), False))
+        out.append((m.start(), m.end(), True))
+        at = m.end()
+    if at < b:
+        out.append((at, b, False))
+    return [(s, e, whole) for s, e, whole in out if whole or _strip(text, s, e)]
 
 
 def fragment_spans(text: str, start: int, end: int, max_line_chars: int = 20000,
@@ -298,17 +300,17 @@ def fragment_spans(text: str, start: int, end: int, max_line_chars: int = 20000,
         span = _strip(text, s, e)
         if span:
             for a, b in _cut_long(text, span[0], span[1], max_line_chars) if not whole else [span]:
-                pieces.append((a, b, whole))
+                pieces += _split_runs(text, a, b) if not whole else [(a, b, whole)]
     abbreviations = abbreviations or _default_abbreviations()
     prose = [(s, e) for s, e, whole in pieces if not whole]
-    sentences = iter(_nlp().pipe(_tokenizable(text[s:e]) for s, e in prose))
+    sentences = iter(_nlp().pipe(text[s:e] for s, e in prose))
     out: list[tuple[int, int]] = []
     for s, e, whole in pieces:
         if whole:
             out.append((s, e))
             continue
         doc = next(sentences)
-        piece = text[s:e]  # what spaCy read, but for the spaces _tokenizable put in (the same length)
+        piece = text[s:e]  # what spaCy read (Doc.text is rebuilt from every token on each access)
         protected = [(m.start(), m.end()) for m in _INLINE.finditer(piece)]
         cuts = {sent.start_char for sent in doc.sents} | {m.start() for m in _CJK_END.finditer(piece)}
         cuts |= {m.end() for m in _MISSED_END.finditer(piece)} | {m.start() for m in _GLUED_BOLD.finditer(piece)}
