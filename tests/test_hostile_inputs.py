@@ -265,6 +265,14 @@ def test_a_csv_quote_never_closed_is_named_and_multi_line_cells_still_read(tmp_p
     assert isinstance(items[0], Trace) and "a.\nb." in items[0].reasoning.text
     assert isinstance(items[1], InputError) and len(items) == 2
     assert "a quoted cell opened on line 4 is never closed: lines 4-6" in items[1].reason
+    # a quote closed in the wrong place folded the next rows into one cell, silently (a review)
+    path.write_text('id,model,response\n1,m,"abc\n2,m,def\n3,m,"ghi"\n4,m,<think>jkl. ok.</think>z\n')
+    items = list(iter_traces(path))
+    assert isinstance(items[0], InputError) and items[0].reason.startswith("lines 2-4 were read as one row")
+    assert isinstance(items[1], Trace) and items[1].trace_id == "4"
+    path.write_text('id,"model,response\n1,m,x\n')  # the header's own quote
+    (error,) = iter_traces(path)
+    assert error.record == "file" and error.reason.startswith("header row: a quoted cell opened on line 1")
 
 
 def test_a_csv_header_naming_a_column_twice_loses_neither(tmp_path):

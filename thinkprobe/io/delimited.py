@@ -32,14 +32,20 @@ def _unique_names(header: list[str]) -> list[str]:
     return out
 
 
-def _unclosed_quote(lines: list[str], delimiter: str) -> bool:
-    """Whether a row read over several lines ends inside a quoted cell: a quote never closed takes
-    the rest of the file into one cell, which the lenient reader hands over without a word."""
+def _quote_problem(lines: list[str], delimiter: str, last: int) -> str | None:
+    """Why a row read over several lines (ending on line `last`) is no row: a quote never closed takes
+    the rest of the file into one cell, a quote closed in the wrong place folds the next rows in, and
+    the lenient reader hands either over without a word (a strict reading of the same lines says)."""
     try:
         list(csv.reader(lines, delimiter=delimiter, strict=True))
     except csv.Error as exc:
-        return "unexpected end of data" in str(exc)
-    return False
+        first = last - len(lines) + 1
+        if "unexpected end of data" in str(exc):
+            return (f"a quoted cell opened on line {first} is never closed: lines {first}-{last} (the rest of the "
+                    "file) were read into it; close the quote")
+        return (f"lines {first}-{last} were read as one row, a quote misplaced in them ({exc}): they may be "
+                "several rows; check the quotes there")
+    return None
 
 
 def _bounded_text_lines(text: io.TextIOBase, max_chars: int | None, skipped: list) -> Iterator[str]:
@@ -89,6 +95,9 @@ def iter_delimited(delimiter: str) -> Callable[[str, BinaryIO, InputLimits], Ite
         try:
             reader = csv.reader(kept(_bounded_text_lines(text, max_chars, skipped)), delimiter=delimiter)
             header = next(reader, None)
+            if header and len(row_lines) > 1 and (problem := _quote_problem(row_lines, delimiter, reader.line_num)):
+                yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"header row: {problem}")
+                return
             if skipped:
                 yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", "header row: " + over(*skipped[0]).reason)
                 return
@@ -105,12 +114,10 @@ def iter_delimited(delimiter: str) -> Callable[[str, BinaryIO, InputLimits], Ite
                 while skipped:
                     error = over(*skipped.pop(0))
                     yield source, error.record, error
-                lines, first = list(row_lines), reader.line_num - len(row_lines) + 1
+                lines = list(row_lines)
                 row_lines.clear()
-                if len(lines) > 1 and _unclosed_quote(lines, delimiter):
-                    yield source, index, InputError(
-                        source, index, "", f"a quoted cell opened on line {first} is never closed: lines {first}-"
-                        f"{reader.line_num} (the rest of the file) were read into it; close the quote")
+                if len(lines) > 1 and (problem := _quote_problem(lines, delimiter, reader.line_num)):
+                    yield source, index, InputError(source, index, "", problem)
                     continue
                 if not any(cell.strip() for cell in row):
                     continue
