@@ -201,7 +201,7 @@ def test_select_gives_no_tier_on_a_few_traces_and_says_when_a_lower_tier_is_more
     tiers = {r["model"]: r["tier"] for r in sel.rows}
     assert tiers["wide"] == 1 and tiers["lean"] == 2
     assert "no interval and no tier: few" in sel.note
-    assert "lean (tier 2) answers more accurately (1.00 of 30) than every tier-1 model" in sel.note
+    assert "lean (tier 2) answers more accurately (1.00 over 30 graded) than every tier-1 model" in sel.note
     text = format_selection(sel)
     assert "not length-controlled" in text and "   1    –  few" in text
 

@@ -228,7 +228,8 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
             "accuracy": (sum(graded) / len(graded)) if graded else None, "graded": len(graded),
             "R": (redundancy or {}).get(m)})
     if small:
-        sel.note = (f"fewer than {fewest} traces (stats.select_min_traces), so no interval and no tier: "
+        setting = "stats.min_group" if settings.min_group > settings.select_min_traces else "stats.select_min_traces"
+        sel.note = (f"fewer than {fewest} traces ({setting}), so no interval and no tier: "
                     + ", ".join(sorted(small)))
     worse = _more_accurate_below(sel.rows, settings.select_min_traces)
     if worse:
@@ -237,8 +238,8 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
 
 
 def _more_accurate_below(rows: Sequence[Mapping], min_graded: int) -> str:
-    """Where a model of a lower tier is clearly more accurate than every tier-1 model (both with at
-    least min_graded graded traces), that the fit is a profile, not a quality: say so."""
+    """Where a model of a lower tier is more accurate than every tier-1 model (each with at least
+    min_graded graded traces; no test of the difference), that the fit is a profile, not a quality."""
     graded = [r for r in rows if r["accuracy"] is not None and r["graded"] >= min_graded and r["tier"] is not None]
     top = [r for r in graded if r["tier"] == 1]
     below = [r for r in graded if r["tier"] != 1]
@@ -247,9 +248,9 @@ def _more_accurate_below(rows: Sequence[Mapping], min_graded: int) -> str:
     best = max(below, key=lambda r: r["accuracy"])
     if best["accuracy"] <= max(r["accuracy"] for r in top):
         return ""
-    return (f"{best['model']} (tier {best['tier']}) answers more accurately ({best['accuracy']:.2f} of "
-            f"{best['graded']}) than every tier-1 model: the fit ranks how the reasoning looks on the wanted "
-            f"dimensions, not how often it is right")
+    return (f"{best['model']} (tier {best['tier']}) answers more accurately ({best['accuracy']:.2f} over "
+            f"{best['graded']} graded) than every tier-1 model: the fit ranks how the reasoning looks on the "
+            f"wanted dimensions, not how often it is right")
 
 
 def _redundancy_means(run_dir: Path, domain: str | None, group: str | None = None) -> dict[str, float]:

@@ -113,7 +113,8 @@ def load_table(run_dir: str | Path, meta: Mapping[str, dict] | None = None) -> l
         m = meta.get(r["trace_id"], {})
         row = {"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"], "group": r.get("group") or None,
                "source_id": r.get("source_id") or None,
-               "tokens": _as_float(r.get("tokens")), "question": m.get("question"), "correct": m.get("correct")}
+               "tokens": _as_float(r.get("tokens")), "question": m.get("question"), "correct": m.get("correct"),
+               "no_answer": bool(m.get("no_answer"))}  # wrong because the matcher found no final answer
         row.update({name: _as_float(r.get(name)) for name in INDICATORS})
         row.update({dim: _as_float(p.get(dim)) for dim in DIMENSIONS})
         rows.append(row)
@@ -396,6 +397,7 @@ def outcome_validity(rows: Sequence[Mapping], settings: StatsSettings) -> dict:
               and all(math.isfinite(r[name]) for name in INDICATORS)]
     wrong = np.array([not r["correct"] for r in graded], dtype=bool)
     out = {"status": TESTED, "n": len(graded), "n_wrong": int(wrong.sum()), "n_correct": int((~wrong).sum()),
+           "n_wrong_no_answer": sum(1 for r in graded if r.get("no_answer")),
            "folds": settings.cv_folds, "seed": settings.cv_seed,
            "auroc_model_length": None, "auroc_model_length_indicators": None, "gain": None}
     if min(out["n_wrong"], out["n_correct"]) < max(settings.min_class, settings.cv_folds):
@@ -565,7 +567,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
            if "group" in groupings else {}),
         "outcome": {"labels_from": labels_from, "graded": len(graded_rows),
                     "wrong": sum(1 for r in graded_rows if r["correct"] is False),
-                    "wrong_no_answer": sum(1 for r in graded_rows if meta.get(r["trace_id"], {}).get("no_answer")),
+                    "wrong_no_answer": sum(1 for r in graded_rows if r["no_answer"]),
                     "graded_by_model": _groups(graded_rows, "model"),
                     "cross_validated": outcome_validity(rows, cfg)},
         "variables": results,

@@ -180,7 +180,7 @@ def headline(stats: Mapping) -> list[str]:
                    "neither add to nor do worse than, within what these traces can tell apart,")
         base = "model + length" if n_models >= 2 else "length"
         below = max(cv["auroc_model_length_indicators"], cv["auroc_model_length"]) < 0.5
-        out.append(f"On {cv['n']} graded traces ({cv['n_wrong']} wrong{_no_answer_note(stats['outcome'])}) the "
+        out.append(f"On {cv['n']} graded traces ({cv['n_wrong']} wrong{_no_answer_note(cv, 'n_wrong_no_answer')}) the "
                    f"indicators {verdict} {base} "
                    f"in predicting a wrong answer (cross-validated AUROC {format_number(cv['auroc_model_length_indicators'], 2)} "
                    f"with them, {format_number(cv['auroc_model_length'], 2)} without; a gain needs more than "
@@ -190,10 +190,11 @@ def headline(stats: Mapping) -> list[str]:
     return out[:5]
 
 
-def _no_answer_note(outcome: Mapping) -> str:
+def _no_answer_note(counts: Mapping, key: str = "wrong_no_answer") -> str:
     """Where the matcher counted traces wrong because it found no final answer in them (an
-    unfinished solution, a cut-off trace), how many: structure then tells finished from unfinished."""
-    n = outcome.get("wrong_no_answer") or 0
+    unfinished solution, a cut-off trace), how many (`key` of `counts`: the outcome's, or the
+    cross-validated traces' own count): structure then tells finished from unfinished."""
+    n = counts.get(key) or 0
     if not n:
         return ""
     return (f", {n} of them because no final answer was found in them: the indicators may tell unfinished "
