@@ -28,18 +28,19 @@ DATA = Path(os.environ.get("THINKPROBE_DATA", Path(__file__).resolve().parents[2
 
 def most_copies(text: str, max_period: int, min_words: int) -> int:
     """The most copies in a row of any p <= max_period words anywhere in `text`, where they cover at
-    least min_words words (1 where none do): phrase_loop's highest value over every prefix."""
+    least min_words words and the period holds a word that is not a number (1 where none do):
+    phrase_loop's highest value over every prefix (the longest runs of each period are read)."""
     words = WORDS.findall(text.lower())
     codes = np.fromiter(map(hash, words), dtype=np.int64, count=len(words))
     best = 1
     for p in range(1, min(max_period, len(codes) // 2) + 1):
         same = np.concatenate(([0], (codes[p:] == codes[:-p]).astype(np.int8), [0]))
         edges = np.diff(same)
-        runs = np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)
-        if runs.size:
-            copies = 1 + int(runs.max()) // p
-            if p * copies >= min_words:
-                best = max(best, copies)
+        starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+        for k in np.argsort(starts - ends)[:8]:  # the longest runs; a period of numbers only is no loop
+            copies = 1 + int(ends[k] - starts[k]) // p
+            if p * copies >= min_words and copies > best and any(not w.isdigit() for w in words[starts[k]:starts[k] + p]):
+                best = copies
     return best
 
 

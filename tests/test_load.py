@@ -414,8 +414,8 @@ def test_duplicates_of_an_undrawn_record_are_counted_and_said():
     assert duplicates_of_undrawn(joined) == 1  # "b" kept its id on a record --sample did not draw
     result = {"traces": 3, "out_dir": "o", "resumed": 0, "errors": 0, "duplicates": 2, "duplicates_of_undrawn": 1,
               "model_profiles": {}}
-    assert "1 of them repeat the id of a record this run did not draw" in format_summary(result)
-    assert "did not draw" not in format_summary({**result, "duplicates_of_undrawn": 0})
+    assert "1 of them repeat the id of a record that is no trace of this run" in format_summary(result)
+    assert "no trace of this run" not in format_summary({**result, "duplicates_of_undrawn": 0})
 
 
 # ----------------------------------------------------------------------------- peek

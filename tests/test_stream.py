@@ -271,6 +271,7 @@ def test_phrase_copies_counts_the_copies_that_end_the_text():
     assert phrase_copies("a b c " * 400, 50, 30, 60) == 20  # only the last 60 words are read
     terms = " ".join(f"Term {i} adds {2 * i + 1}, giving {(i + 1) ** 2}." for i in range(60))
     assert phrase_copies(terms, 50, 30, 4000) == 1
+    assert phrase_copies("The table:\n" + "0 " * 100, 50, 30, 4000) == 1  # numbers only: a table, not a loop
 
 
 def test_phrase_loop_fires_where_no_unit_settles(no_encoding_config, shared_data):

@@ -223,9 +223,10 @@ def format_summary(result: dict) -> str:
                      "question asked of several models; within a file a repeated record) and were made unique: "
                      "<file>:<id> across files, #2, #3... within a file (run.json duplicate_ids; the record's own id "
                      "stays in source_id); a file's later ids carry its prefix too (provenance renamed_from)"
-                     + (f"; {result['duplicates_of_undrawn']} of them repeat the id of a record this run did not "
-                        "draw (ids are claimed over all the inputs' records, so a trace keeps its id whatever "
-                        "--sample or --limit draws)" if result.get("duplicates_of_undrawn") else ""))
+                     + (f"; {result['duplicates_of_undrawn']} of them repeat the id of a record that is no trace of "
+                        "this run (not drawn by --sample or --limit, or skipped: ids are claimed over all the inputs' "
+                        "records, so a trace keeps its id whatever is drawn)" if result.get("duplicates_of_undrawn")
+                        else ""))
     for warning in result.get("field_warnings", ()):
         lines.append(f"warning: {warning}")
     if result.get("untagged"):

@@ -58,7 +58,8 @@ SIGNALS: dict[str, str] = {
     "filler_run": "settled filler fragments in a row at the end of the text (\"Hmm.\" over and over: no unit forms)",
     "phrase_loop": "copies in a row, at the end of the text fed so far (settled or not), of its last p words, for the "
                    "period p <= phrase_max_period words that gives the most, counted where they cover at least "
-                   "phrase_min_words words (a loop with no line break, where no unit settles)",
+                   "phrase_min_words words and the period holds a word that is not a number (a loop with no line break, "
+                   "where no unit settles)",
 }
 NEEDS_NORMS = "the profile needs norms: pass norms=PATH (a run's norms.json; thinkprobe watch --norms)"
 _WORDS = re.compile(r"\w+")
@@ -526,7 +527,6 @@ class Stream:
                   "phrase_loop": (phrase, th["phrase_loop_min"])}
         return {name: Signal(name, float(v), float(t), v >= t, SIGNALS[name]) for name, (v, t) in values.items()}
 
-
     def _phrase_loop(self) -> int:
         """The phrase_loop signal's value now (SIGNALS), over the text's last phrase_window_words words."""
         th = self.thresholds
@@ -539,9 +539,9 @@ class Stream:
 
 def phrase_copies(text: str, max_period: int, min_words: int, window: int) -> int:
     """How many copies in a row of its last p words end `text` (lower-cased \\w+ words), for the
-    period p <= max_period that gives the most where the copies cover at least min_words words;
-    1 where none does. A word the text ends in is left out (it may be cut); only the last `window`
-    words are read, so the count stops there."""
+    period p <= max_period that gives the most where the copies cover at least min_words words and
+    the period holds a word that is not a number; 1 where none does. A word the text ends in is left
+    out (it may be cut); only the last `window` words are read, so the count stops there."""
     words = _WORDS.findall(text[-12 * window:].lower())[-window:]
     if words and _WORDS.match(text[-1:]):
         words.pop()  # the last word may still be growing: "vinyl" of "vinyloxy" would break the run
@@ -553,8 +553,9 @@ def phrase_copies(text: str, max_period: int, min_words: int, window: int) -> in
         differ = np.flatnonzero(codes[p:] != codes[:-p])  # position i + p repeats position i where equal
         run = len(codes) - p - (differ[-1] + 1 if differ.size else 0)  # repeats in a row at the end
         copies = 1 + run // p
-        if p * copies >= min_words:
-            best = max(best, int(copies))
+        # a period of numbers only is a table or a list of zeros (a DP table, a matrix), not a loop
+        if p * copies >= min_words and copies > best and any(not w.isdigit() for w in words[-p:]):
+            best = int(copies)
     return best
 
 

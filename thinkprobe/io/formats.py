@@ -50,8 +50,6 @@ RECORD_VALUE_LISTS = frozenset({"generations", "steps", "filtered_resps", "reaso
 PARQUET_BATCH_ROWS = 1024
 
 
-
-
 EMPTY_FILE = "empty file: it holds no records"
 
 
