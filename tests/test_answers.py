@@ -91,6 +91,15 @@ def only(rec: dict) -> tuple[str, str]:
     ("The answer is 120, i.e. 5!.", "120", "phrase"),  # "i.e." opens a clause, as "which" does
     ("So the answer is 7, that is, the seventh day.", "7", "phrase"),
     ("The answer is the number that is largest, 9.", "the number that is largest, 9", "phrase"),
+    # initials are no option letter (tts_knowledge: "A.J. Hinch" was read as option A, graded wrong)
+    ("Answer: A.J. Hinch", "A.J. Hinch", "phrase"),
+    ("Answer: J.R.R. Tolkien", "J.R.R. Tolkien", "phrase"),
+    ("Answer: E.T. the Extra-Terrestrial (1982)", "E.T. the Extra-Terrestrial (1982)", "phrase"),
+    ("Answer: B. Paris", "B", "option"),  # one initial before a word stays an option
+    # several options named are all of them (BIG-Bench Mistake's hedge was graded right as its first)
+    ("So the answer is (A), (B), (C), or (D).", "A, B, C, D", "option"),
+    ("Solution: Choice_C or Choice_D", "C, D", "option"),
+    ("Solution: Choice_A/B/C/D", "A, B, C, D", "option"),
 ])
 def test_unit_rules(text, value, kind):
     cands = find_candidates(record(text, "Let me go on."))  # not the closing unit, whose numbers count too
@@ -260,6 +269,7 @@ def test_normalise(raw, expected):
     ("CA", "AC"),
     (r"72\, \text{Mb/h}", "72"),  # a short unit after the value (gsm8k)
     ("3 Hz", "3"),
+    ("C, D", "CD"),  # MR-BEN's "Solution: Choice_C or Choice_D" against its two-option key
     ("x = b, c", "b, c"),  # a gold made of letters that is no key is matched as before
     (r"\{a, b\}", "a, b"),
 ])
@@ -289,6 +299,7 @@ def test_answers_match(pred, gold):
     ("5!", "120"),  # a lone "5!" reads as an exclamation
     ("A:1", "B"),
     ("A", "AC"),  # one option of two
+    ("A, B, C, D", "(A)"),  # a hedge over every option is no answer
     ("A, C, D", "AC"),
     ("a, b, d", "bad"),  # a key written together must be in order: "bad" is a word
     ("2a", "2"),  # a letter after a number is no unit

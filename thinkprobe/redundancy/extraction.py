@@ -61,8 +61,12 @@ _OPTION_IS_RIGHT = re.compile(r"\b(?i:option|choice)\s*(?:\\?_)?\s*\(?([A-J])\)?
 # "A" and "I" are words too: followed by a word in lower case ("I think", "A car travels") they are no option
 _A_OR_I_WORD = re.compile(r"\s+(?!(?:because|since|as|which|and|but|so|here|now|is|was|seems|would|should|must|"
                           r"from|for|with|then)\b)[a-z]")
+_OPTION_NAMES = re.compile(r"(?i:\b(?:options?|choices?))\s*(?:\\?_)?\s*")  # stripped to read the letters
+_ONE_OPTION = r"(?:(?i:(?:options?|choices?))\s*(?:\\?_)?\s*)?\(?[A-J]\)?"
+_OPTION_LIST = re.compile(rf"{_ONE_OPTION}(?:\s*(?:,|/|&|\bor\b|\band\b|,\s*or\b|,\s*and\b)\s*{_ONE_OPTION})+")
+_MORE_OPTIONS = re.compile(rf"\)?(?:\s*(?:,|/|&|\bor\b|\band\b)\s*{_ONE_OPTION})+(?![\w])")
 _NAMED_OPTION = re.compile(r"(?i:option|choice)\s*(?:\\?_)?\s*\(?([A-J])\)?(?![\w])")
-_OPTION_VALUE = re.compile(r"^\s*\(?([A-J])\)?(?:[.:)]|\s|$)")
+_OPTION_VALUE = re.compile(r"^\s*\(?([A-J])\)?(?:[.:)](?![A-Za-z])|\s|$)")  # "A.J": initials, no option
 OPTION_LABEL = re.compile(r"^\s*\(?([A-J])\)\s+\S")  # "B) Those who responded ...": an option and its text
 _ANSWER_LABEL = re.compile(r"(?:#+\s*)?(?:the\s+)?(?:final\s+)?answer(?:\s+is)?\s*[:：]?", re.IGNORECASE)
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.DOTALL)
@@ -118,6 +122,19 @@ def boxed_values(text: str) -> list[str]:
                 out.append(token.group(0))
     return [v for v in out if v]
 
+def _initials(text: str, i: int) -> bool:
+    """Whether the period at text[i] closes one initial of a run of them ("A.J. Hinch", "J.R.R.
+    Tolkien", "E.T. the Extra-Terrestrial", "M.S. Subbulakshmi"): a lone capital with another initial
+    after it, or after one before it. A single initial ("B. Paris") is left to the option rules."""
+    single = i >= 1 and text[i - 1].isupper() and (i == 1 or not text[i - 2].isalnum())
+    if not single:
+        return False
+    if re.match(r"\s?[A-Z]\.", text[i + 1 : i + 4]):  # another initial follows
+        return True
+    after_one = i >= 3 and text[i - 2] == "." and text[i - 3].isupper() and (i == 3 or not text[i - 4].isalnum())
+    return after_one and re.match(r"\s?\w", text[i + 1 : i + 3]) is not None
+
+
 def _cut_value(text: str, max_chars: int = _MAX_VALUE_CHARS) -> str:
     """The answer value at the start of text: up to the end of the sentence, outside of math."""
     text = text.lstrip()
@@ -139,7 +156,8 @@ def _cut_value(text: str, max_chars: int = _MAX_VALUE_CHARS) -> str:
             if ch == "." and not (i > 0 and text[i - 1].isdigit() and text[i + 1 : i + 2].isdigit()) \
                     and not _ABBREVIATION.search(text[max(0, i - 4) : i]) \
                     and not (_INITIAL.search(text[max(0, i - 3) : i]) and re.match(r"\s?[A-Z][a-z.]", text[i + 1 : i + 4])) \
-                    and not (re.fullmatch(r"[A-Z]", text[:i]) and re.match(r"\s?[A-Z]\.", text[i + 1 : i + 4])):
+                    and not (re.fullmatch(r"[A-Z]", text[:i]) and re.match(r"\s?[A-Z]\.", text[i + 1 : i + 4])) \
+                    and not _initials(text, i):
                 break
             if re.match(r"\s+(?:(?:because|since|which|but|so that|as)\b|i\.e\.|e\.g\.)|,\s+(?:that is\b|i\.e\.|e\.g\.)",
                         text[i:]):
@@ -173,6 +191,9 @@ def _phrase_value(text: str, closing: bool = False) -> tuple[str, str] | None:
         if _EMPTY_VALUE.match(value) or _NOT_A_VALUE.match(value) or _UNFINISHED.search(value) \
                 or (len(words) > _MAX_PHRASE_WORDS and not listed):
             continue
+        several = _OPTION_LIST.fullmatch(value.strip().rstrip("."))
+        if several:  # "(A), (B), (C), or (D)", "Choice_C or Choice_D", "Choice_A/B/C/D": all of them, not the first
+            return _letters(value), "option"
         letter = _OPTION_VALUE.match(value)
         if letter and (len(value.strip()) <= 3 or value.strip().startswith("(")):
             return letter.group(1), "option"
@@ -183,7 +204,16 @@ def _phrase_value(text: str, closing: bool = False) -> tuple[str, str] | None:
     settled = [m for m in (*_OPTION_PHRASE.finditer(plain), *_OPTION_IS_RIGHT.finditer(plain))
                if not (m.group(1) in "AI" and _A_OR_I_WORD.match(plain, m.end(1) + (plain[m.end(1):m.end(1) + 1] == ")")))
                and not _SUPPOSED.search(plain[max(0, m.start() - 80):m.start()])]  # "If option B is correct, ..."
-    return (max(settled, key=lambda m: m.start()).group(1), "option") if settled else None
+    if not settled:
+        return None
+    last = max(settled, key=lambda m: m.start())
+    more = _MORE_OPTIONS.match(plain, last.end(1))  # "Solution: Choice_C or Choice_D", "Choice_A/B/C/D"
+    return (_letters(last.group(1) + more.group(0)) if more else last.group(1)), "option"
+
+
+def _letters(value: str) -> str:
+    """The option letters a list of options names, in order ("Choice_C or Choice_D" -> "C, D")."""
+    return ", ".join(dict.fromkeys(re.findall(r"(?<![A-Za-z])[A-J](?![a-z])", _OPTION_NAMES.sub(" ", value))))
 
 
 def _bold_value(text: str) -> str | None:
