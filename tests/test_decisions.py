@@ -458,3 +458,18 @@ def test_a_perfect_failure_risk_auroc_keeps_an_interval():
     text = _auroc_text([(0.9, True)] * 5 + [(0.1, False)] * 5, "On")
     low = float(text.split("95% interval ")[1].split("–")[0])
     assert "is 1.000" in text and low < 0.95
+
+
+def test_the_model_choice_table_says_told_apart_only_among_models_with_a_tier(tmp_path):
+    """ProcessBench: one model of twelve had 5 traces, the rest fewer, and the table said 'told apart
+    from the rest: yes' for a model told apart from no one."""
+    from thinkprobe.report.decisions import _choice
+    from thinkprobe.stats import load_table
+
+    rows = _profile_rows({"big": 0.0}, n=6) + _profile_rows({"s1": 1.0}, n=2) + _profile_rows({"s2": -1.0}, n=2)
+    for r in rows:
+        r["domain"] = "math"
+    run = write_run(tmp_path / "run", rows)
+    section = _choice(run, load_table(run))
+    assert section.rows[0][2] == "big" and section.rows[0][-1] == "– (no other model has a tier)"
+    assert "gets no tier" in section.note

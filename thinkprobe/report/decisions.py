@@ -81,7 +81,10 @@ def _risk_auroc(run_dir: Path, rows: Sequence[Mapping], anomalies: Sequence[Mapp
     trained = training_keys()
     seen = {rec["trace_id"] for rec in (iter_graph_records(run_dir, missing_ok=True) if trained else ())
             if rec["trace_id"] in graded and trace_key(rec) in trained}
-    if seen:
+    if seen and len(seen) == len(graded):
+        text += (f"; all {len(seen)} are traces the model was trained on (recognised by their opening words), so that "
+                 "figure is in-sample and says nothing of traces it has not seen")
+    elif seen:
         text += (f"; {len(seen)} of them are traces the model was trained on (recognised by their opening words), "
                  "so that figure is partly in-sample; on the other " + _auroc_text(
                      [v for t, v in graded.items() if t not in seen], "").strip())
@@ -96,8 +99,9 @@ def _risk_auroc(run_dir: Path, rows: Sequence[Mapping], anomalies: Sequence[Mapp
 
 def _choice(run_dir: Path, rows: Sequence[Mapping]) -> Section:
     settings = stats_settings(run_dir)
-    cells, warnings = [], []
-    for sel in select_by_domain(run_dir, settings=settings, rows=rows):
+    cells, warnings, pooled = [], [], ""
+    selections = select_by_domain(run_dir, settings=settings, rows=rows)
+    for sel in selections:
         best = [r for r in sel.rows if r["tier"] == 1]
         if not best:  # every model under stats.select_min_traces
             cells.append([sel.domain, str(len(sel.rows)), "–", "–", "–", "–",
@@ -109,19 +113,27 @@ def _choice(run_dir: Path, rows: Sequence[Mapping]) -> Section:
         accs = [f"{r['model']} {r['accuracy']:.2f} (n {r['graded']})" for r in best if r["accuracy"] is not None]
         interval = (f"[{format_number(top['ci_low'], 2)}, {format_number(top['ci_high'], 2)}]"
                     if top["ci_low"] is not None else "–")
+        pooled = pooled or next((p for p in sel.note.split("; ") if p.startswith("the fit pools")), "")
+        placed = sum(r["tier"] is not None for r in sel.rows)  # models with enough traces for a tier
+        apart = ("no" if len(best) > 1 else "yes" if placed == len(sel.rows) else
+                 "– (no other model has a tier)" if placed == 1 else f"yes, among the {placed} with a tier")
         cells.append([sel.domain, str(len(sel.rows)), ", ".join(r["model"] for r in best),
-                      format_number(top["fit"], 2), interval, "; ".join(accs) or "–",
-                      "yes" if len(best) == 1 else "no"])
+                      format_number(top["fit"], 2), interval, "; ".join(accs) or "–", apart])
+    listed = {sel.domain for sel in selections}
+    alone = sorted({r["domain"] for r in rows} - listed)  # one model only: nothing to choose between
     level = round(100 * settings.ci_level)
     note = ("Per domain, the models ranked by fit with every dimension wanted up (the default of `thinkprobe select "
             "RUN --domain D`; other wishes: --want 'Depth+,Efficiency+' or --like PROFILE.json). The fit says how a "
             "model's reasoning looks on those dimensions, not how often it is right, and is not length-controlled "
-            "(longer traces open more ideas). Tier 1 is the best-fitting "
-            "model and every model the run cannot tell apart from it (the "
-            f"{level}% bootstrap interval of the difference in fit contains 0; each pair on its own); a model with "
-            f"fewer than {settings.select_min_traces} traces of the domain gets no tier; fit and interval are the "
-            "best-fitting model's; accuracy is over each model's graded traces of the domain (n: how many)."
-            + (" Where a lower tier answers more accurately: " + "; ".join(warnings) + "." if warnings else ""))
+            "(longer traces open more ideas). A model with fewer than "
+            f"{settings.select_min_traces} traces of the domain gets no tier (`thinkprobe select` still ranks it). "
+            "Tier 1 is the best-fitting model with a tier and every model the run cannot tell apart from it (the "
+            f"{level}% bootstrap interval of the difference in fit contains 0; each pair on its own); fit and "
+            "interval are that model's; accuracy is over each model's graded traces of the domain (n: how many)."
+            + (" Where a lower tier answers more accurately: " + "; ".join(warnings) + "." if warnings else "")
+            + (f" Not listed, with one model only: {', '.join(alone[:8])}{' ...' if len(alone) > 8 else ''}."
+               if alone and selections else "")
+            + (f" In every domain {pooled}." if pooled else ""))
     return Section("Which model for which domain", note, CHOICE_HEADER, cells,
                    empty="No domain has two or more models.")
 

@@ -96,8 +96,9 @@ DECISIONS_GLOSSARY: dict[str, str] = {
     "models": "models with traces in the domain, ranked by fit",
     "tier 1": "the domain's best-fitting model and every model the run cannot tell apart from it (see tier): "
               "a profile that fits, not a model that answers better",
-    "told apart from the rest": "yes: tier 1 holds the best model alone (every other model's difference "
-                                "interval excludes 0); no: tier 1 holds two or more models",
+    "told apart from the rest": "yes: tier 1 holds the best-fitting model alone (every other model with a tier "
+                                "has a difference interval that excludes 0; 'among the N with a tier' where models "
+                                "with too few traces have none); no: tier 1 holds two or more models",
 }
 
 
