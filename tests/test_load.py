@@ -1084,3 +1084,18 @@ def test_parquet_ids_of_timestamp_and_decimal_type_name_their_traces(tmp_path):
     assert [t.trace_id for t in iter_traces(tmp_path / "t.parquet")] == ["12.50", "7.00"]
     assert [t.trace_id for t in iter_traces(tmp_path / "t.parquet", FieldMap(id_field="when"))] == [
         "2026-01-02T03:04:05", "2026-01-03T00:00:00"]
+
+
+def test_reasoning_from_a_summary_field_is_marked_and_said():
+    """tts_knowledge's Gemini, Claude and GPT-5 records hold a thought_summary, not a raw chain of
+    thought (its README: flag them); the run compared them with raw traces without a word."""
+    from thinkprobe.cli import format_summary
+
+    trace = detect({"id": "g", "thought_summary": "**Checking dates**\nI compared the two.", "response": "1969"},
+                   FieldMap(), "t.jsonl", 0)
+    assert trace.provenance["reasoning_from"] == "thought_summary" and trace.provenance["summarised"]
+    raw = detect({"id": "r", "reasoning": "I compared the two.", "response": "1969"}, FieldMap(), "t.jsonl", 0)
+    assert "summarised" not in raw.provenance
+    result = {"traces": 2, "out_dir": "o", "resumed": 0, "errors": 0, "model_profiles": {},
+              "summarised_by_model": {"gemini": 1}}
+    assert "1 traces' reasoning is a summary the model gave of its thinking" in format_summary(result)

@@ -238,6 +238,11 @@ def format_summary(result: dict) -> str:
         lines.append(f"{sum(truncated.values())} traces end before their reasoning does (an opening tag with no "
                      f"closing one: cut off at a length limit?), profiled as far as they go (provenance truncated); "
                      f"by model: {_per_model(truncated, result)}")
+    if summarised := result.get("summarised_by_model"):
+        lines.append(f"{sum(summarised.values())} traces' reasoning is a summary the model gave of its thinking (a "
+                     "thought_summary or reasoning summary field: Gemini, Claude and GPT-5 APIs show no raw chain of "
+                     "thought), profiled like a raw chain of thought (provenance summarised): compare it with raw "
+                     f"traces with care; by model: {_per_model(summarised, result)}")
     if result.get("reasoning_is_code"):
         lines.append(f"{result['reasoning_is_code']} traces' reasoning is a Python program, not prose (provenance "
                      "reasoning_is_code): their units and indicators describe code")

@@ -192,6 +192,8 @@ def detect(
             provenance["unread_grade"] = f"{grade.field}={grade.value}"  # --correct-field holding words no default reads
     elif codes := unread_codes(record, get_path):  # e.g. MiP's eval_result: a grade only --correct-values reads
         provenance["unread_grade"] = ", ".join(f"{field}={value}" for field, value in codes)
+    if _SUMMARY_FIELD.search(provenance["reasoning_from"] or ""):
+        provenance["summarised"] = True  # a summary of hidden thinking (Gemini's thought_summary), not the chain itself
     if is_code(text[start:end]):
         provenance["reasoning_is_code"] = True  # a program, not prose (MR-BEN's coding solutions): counted in the summary
     if "layout" in record:
@@ -218,6 +220,9 @@ def detect(
         record=position,
         code_tests=next((record[k] for k in CODE_TEST_FIELDS if record.get(k)), None),
     )
+
+
+_SUMMARY_FIELD = re.compile(r"(?:^|[.\]_])summary\b")  # thought_summary, Responses' reasoning summary parts
 
 
 def record_model(record: Any, fields: FieldMap, source: str) -> str | None:

@@ -43,6 +43,12 @@ def _lines(run: dict) -> list[str]:
                      "one: cut off at a length limit?) and are profiled as far as they go: "
                      + ", ".join(f"{m} {n}" for m, n in sorted(truncated.items(), key=lambda kv: (-kv[1], kv[0])))
                      + ".")
+    if summarised := run.get("summarised_by_model"):
+        lines.append(f"{sum(summarised.values())} traces' reasoning is a summary the model gave of its thinking "
+                     "(thought_summary or a reasoning summary: the API shows no raw chain of thought), profiled like "
+                     "raw reasoning: a difference from raw traces may be the summarising; by model: "
+                     + ", ".join(f"{m} {n}" for m, n in sorted(summarised.items(), key=lambda kv: (-kv[1], kv[0])))
+                     + ".")
     untagged = run.get("untagged") or {}
     if untagged.get("profiled"):
         per_model = sorted((untagged.get("by_model") or {}).items(), key=lambda kv: (-kv[1], kv[0]))

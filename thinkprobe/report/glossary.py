@@ -127,7 +127,8 @@ TABLE_GLOSSARY: dict[str, str] = {
     "flags": "untagged (no reasoning field or tags: the whole text profiled), truncated (the reasoning is cut off), "
              "open_tag_missing, duplicate_of (a renamed repeated id), renamed_from (an id given its file's prefix "
              "because other ids of that file repeated another file's), repaired_unicode (a lone surrogate, an "
-             "emoji cut in two, replaced by U+FFFD in the fields named)",
+             "emoji cut in two, replaced by U+FFFD in the fields named), summarised (the reasoning is a summary of "
+             "the model's thinking, as a thought_summary field holds)",
     "score": "the linker's confidence in an edge (0-1)",
     "polarity": "a critique edge's stance toward its target: affirm, negate or uncertain",
 }

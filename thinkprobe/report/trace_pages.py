@@ -157,6 +157,7 @@ FLAGS = {
                     "another model) and was made unique; the record's own id is its source_id",
     "renamed_from": "its file's ids met another file's, so its id carries the file's prefix",
     "repaired_unicode": "a lone surrogate (an emoji cut in two) in these fields was replaced by U+FFFD",
+    "summarised": "the reasoning is a summary the model gave of its thinking (thought_summary), not the raw chain",
 }
 
 
