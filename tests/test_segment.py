@@ -296,3 +296,13 @@ def test_a_long_punctuation_run_is_a_fragment_of_its_own(char):
     assert [text[a:b] for a, b in spans] == ["Start here.", run, "And then more.", "Wait, really!"]
     short = "Start here. " + char * 3 + " And then more."  # a short run is prose as before
     assert len(fragment_spans(short, 0, len(short))) <= 3
+
+
+def test_a_question_mark_inside_a_bracketed_list_cuts_nothing():
+    """BIG-Bench Mistake's word sorting writes an unknown order as '["argus" ? "avid"]': each '?' cut a
+    unit mid-bracket. Outside a bracket a '?' still ends a question."""
+    from thinkprobe.segment import fragment_spans
+
+    text = 'We now have: (1) ["argus" ? "avid"] < (3) ["communicate" ? "metazoa" ? "merrill"]. Is that right? Yes.'
+    assert [text[a:b] for a, b in fragment_spans(text, 0, len(text))] == [
+        'We now have: (1) ["argus" ? "avid"] < (3) ["communicate" ? "metazoa" ? "merrill"].', "Is that right?", "Yes."]
