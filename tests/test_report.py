@@ -203,10 +203,13 @@ def test_rewritten_report_drops_pages_of_traces_no_longer_in_the_run(tmp_path):
     run = write_run(tmp_path, rows, [make_graph(*t) for t in TRACES[:3]])
     write_report(run)
     stale = run / "traces" / "gone-trace.html"
-    stale.write_text("<p>an old graph</p>", encoding="utf-8")
+    stale.write_text("<!DOCTYPE html><html><head><title>ThinkProbe · gone-trace</title></head></html>", encoding="utf-8")
+    mine = run / "traces" / "my-notes.html"  # not a page the tool wrote: it stays
+    mine.write_text("<p>my notes on these graphs</p>", encoding="utf-8")
     write_report(run)
-    assert not stale.exists()
-    assert sorted(p.name for p in (run / "traces").glob("*.html")) == sorted(f"{safe_trace_id(t)}.html" for t, *_ in TRACES[:3])
+    assert not stale.exists() and mine.exists()
+    assert sorted(p.name for p in (run / "traces").glob("*.html")) == sorted(
+        [*(f"{safe_trace_id(t)}.html" for t, *_ in TRACES[:3]), "my-notes.html"])
 
 
 def test_workers_draw_the_same_pages(tmp_path):

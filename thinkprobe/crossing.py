@@ -28,7 +28,9 @@ def model_crossing(rows: Sequence[Mapping], by: str, min_group: int = 2) -> dict
 def factor_crossing(rows: Sequence[Mapping], first: str, second: str, min_group: int = 2) -> dict:
     """model_crossing for any two factors of the traces (domain and group: MiP's missing-premise
     questions all math); "models" counts the levels of `first`, "levels" those of `second`."""
-    kept = [(r.get(first), r.get(second)) for r in rows if r.get(first) is not None and r.get(second) is not None]
+    # "unknown" (no domain or group found) is no level a model could be crossed with
+    kept = [(r.get(first), r.get(second)) for r in rows
+            if r.get(first) not in (None, "unknown") and r.get(second) not in (None, "unknown")]
     models = sorted({m for m, _ in kept})
     levels = sorted({d for _, d in kept})
     out = {"models": len(models), "levels": len(levels), "empty_cells": [], "cramers_v": None, "p": None,

@@ -128,6 +128,9 @@ INDICATORS_NOTE = ("Each cell: the model's median of the indicator over its trac
                    "ε² by model (Kruskal-Wallis), * Holm p < α. Per-trace values: indicators.csv.")
 
 
+ICC_NOTE = ("ICC(1) reads a model's answers to one question as independent samples of it; where a corpus picked them "
+            "(one right and one wrong answer per problem, as Thought Anchors does), they are no such samples.")
+
 OUTCOME_HEADER = ["variable", "AUROC (wrong), pooled", "AUROC (wrong), within model"]
 
 
@@ -196,6 +199,7 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
     icc = icc_rows(stats)
     icc_header = ["variable", "ICC", "ICC of a question's mean", "(model, question) pairs", "traces per pair"]
     icc_html = (html_table(icc_header, [[esc(c) for c in r] for r in icc], titles=titled(icc_header))
+                + f"<p class=note>{esc(ICC_NOTE)}</p>"
                 if icc else "<p class=note>No ICC: no model answered one question more than once in this run.</p>")
     outcome = ""
     if stats["outcome"]["graded"]:
@@ -273,7 +277,8 @@ def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=
              "![Effect sizes](figures/effects.png)", "", "## Reliability of repeated answers", ""]
     icc = icc_rows(stats)
     parts += [md_table(["variable", "ICC", "ICC of a question's mean", "(model, question) pairs", "traces per pair"],
-                        icc) if icc else "No ICC: no model answered one question more than once in this run.", ""]
+                        icc) + "\n\n" + ICC_NOTE if icc else "No ICC: no model answered one question more than once in "
+                                                              "this run.", ""]
     if stats["outcome"]["graded"]:
         parts += ["## Outcome validity", "", outcome_text(stats), ""]
         if outcome_rows(stats):

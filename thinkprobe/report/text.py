@@ -197,8 +197,8 @@ def _no_answer_note(counts: Mapping, key: str = "wrong_no_answer") -> str:
     n = counts.get(key) or 0
     if not n:
         return ""
-    return (f", {n} of them because no final answer was found in them: the indicators may tell unfinished "
-            f"traces from finished ones rather than wrong answers from right ones")
+    return (f", {n} of them because no final answer was found in them (an unfinished solution, or an answer the "
+            f"matcher cannot read): the indicators may tell those apart rather than wrong answers from right ones")
 
 
 def _gain_margin(cv: Mapping) -> float:
