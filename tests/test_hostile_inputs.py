@@ -403,3 +403,13 @@ def test_a_pipe_inside_a_folder_is_named_not_passed_over(tmp_path):
     items = list(iter_traces(tmp_path))
     assert [type(i).__name__ for i in items] == ["Trace", "InputError"]
     assert items[1].source.endswith("pipe.jsonl") and "not a regular file" in items[1].reason
+
+
+def test_a_broken_link_inside_a_folder_is_named_and_breaks_nothing(tmp_path):
+    """A link to nothing named b.jsonl: listed among the data files it crashed peek and the record
+    count (a review); left out, it went unsaid. It is named once, and the count agrees."""
+    (tmp_path / "a.jsonl").write_text(json.dumps(good(1)) + "\n")
+    (tmp_path / "b.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
+    items = list(iter_traces(tmp_path))
+    assert [type(i).__name__ for i in items] == ["InputError", "Trace"] and "broken link" in items[0].reason
+    assert count_records(tmp_path) == count_records(tmp_path, keep=lambda p: True) == 2

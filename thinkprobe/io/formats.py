@@ -70,12 +70,23 @@ def iter_records(path: str | Path, limits: InputLimits | None = None,
         yield str(root), WHOLE_FILE, InputError(str(root), WHOLE_FILE, "", "not a regular file (a pipe or a device): "
                                                                           "save the records to a file first")
         return
+    for link in _broken_links(root, keep):  # named here; listed among the data files it would break the counts
+        yield str(link), WHOLE_FILE, InputError(str(link), WHOLE_FILE, "", "a broken link: not read")
     for file in source_files(root, keep):
         if not file.is_file():  # a FIFO or a device inside a folder, with a data file's name: named, never read
             yield str(file), WHOLE_FILE, InputError(str(file), WHOLE_FILE, "", "not a regular file (a pipe or a "
                                                                                "device): not read")
             continue
         yield from _iter_file(file, limits)
+
+
+def _broken_links(root: Path, keep: Callable[[Path], bool] | None = None) -> list[Path]:
+    """A folder's links to nothing that bear a data file's name (hidden ones left out), sorted."""
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.rglob("*") if p.is_symlink() and not p.exists()
+                  and (_format_of(p) or _unread_compression(p)) and (keep is None or keep(p))
+                  and not any(part.startswith(".") for part in p.relative_to(root).parts))
 
 
 def source_files(root: Path, keep: Callable[[Path], bool] | None = None) -> list[Path]:
@@ -86,7 +97,8 @@ def source_files(root: Path, keep: Callable[[Path], bool] | None = None) -> list
 def data_files(root: Path) -> list[Path]:
     """The data files of a folder, sorted; hidden ones and Hugging Face metadata left out. A data file
     compressed other than by gzip (`a.jsonl.bz2`), or a pipe or device with a data file's name, is among
-    them, so that it is named as unread rather than passed over in silence (a broken link is not)."""
+    them, so that it is named as unread rather than passed over in silence (a broken link is named by
+    iter_records)."""
     return sorted(
         p for p in root.rglob("*")
         if p.exists() and not p.is_dir() and (_format_of(p) or _unread_compression(p))  # a FIFO too: named as unread
@@ -581,7 +593,7 @@ def count_records(path: str | Path, limits: InputLimits | None = None,
         except Exception:  # not readable as Parquet: the loader reports it
             pass
     if path.is_dir() and keep is not None:
-        return sum(count_records(f, limits) for f in data_files(path) if keep(f))
+        return sum(count_records(f, limits) for f in data_files(path) if keep(f)) + len(_broken_links(path, keep))
     return sum(1 for _ in iter_records(path, limits))
 
 
