@@ -100,6 +100,13 @@ def only(rec: dict) -> tuple[str, str]:
     ("So the answer is (A), (B), (C), or (D).", "A, B, C, D", "option"),
     ("Solution: Choice_C or Choice_D", "C, D", "option"),
     ("Solution: Choice_A/B/C/D", "A, B, C, D", "option"),
+    ("Solution: Choice A, B, or D (the rest fail).", "A, B, D", "option"),
+    # a letter that starts a clause after a settled option is no second option (a review's cases)
+    ("The correct option is B and I think so.", "B", "option"),
+    ("The correct option is B, A is close.", "B", "option"),
+    ("Solution: Choice_B and A fails", "B", "option"),
+    # after initials a sentence opener ends the answer
+    ("The answer is the U.S. This is because it is large.", "the U.S", "phrase"),
 ])
 def test_unit_rules(text, value, kind):
     cands = find_candidates(record(text, "Let me go on."))  # not the closing unit, whose numbers count too

@@ -270,6 +270,8 @@ def test_a_csv_quote_never_closed_is_named_and_multi_line_cells_still_read(tmp_p
     items = list(iter_traces(path))
     assert isinstance(items[0], InputError) and items[0].reason.startswith("lines 2-4 were read as one row")
     assert isinstance(items[1], Trace) and items[1].trace_id == "4"
+    path.write_text('id,model,response\n1,m,"<think>abc.\ndef.</think>x" \n')  # a blank after a closing quote is fine
+    assert isinstance(next(iter(iter_traces(path))), Trace)
     path.write_text('id,"model,response\n1,m,x\n')  # the header's own quote
     (error,) = iter_traces(path)
     assert error.record == "file" and error.reason.startswith("header row: a quoted cell opened on line 1")

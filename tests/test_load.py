@@ -1096,6 +1096,11 @@ def test_reasoning_from_a_summary_field_is_marked_and_said():
     assert trace.provenance["reasoning_from"] == "thought_summary" and trace.provenance["summarised"]
     raw = detect({"id": "r", "reasoning": "I compared the two.", "response": "1969"}, FieldMap(), "t.jsonl", 0)
     assert "summarised" not in raw.provenance
+    parts = [{"type": "summary_text", "text": "**Plan** I add."}, {"type": "summary_text", "text": "**Check** 4."}]
+    responses = detect({"id": "o", "output": [{"type": "reasoning", "summary": parts},  # a summary in two parts
+                                              {"type": "message", "content": [{"type": "output_text", "text": "4"}]}]},
+                       FieldMap(), "t.jsonl", 0)
+    assert responses.provenance["summarised"]
     result = {"traces": 2, "out_dir": "o", "resumed": 0, "errors": 0, "model_profiles": {},
               "summarised_by_model": {"gemini": 1}}
     assert "1 traces' reasoning is a summary the model gave of its thinking" in format_summary(result)

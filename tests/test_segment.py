@@ -306,3 +306,9 @@ def test_a_question_mark_inside_a_bracketed_list_cuts_nothing():
     text = 'We now have: (1) ["argus" ? "avid"] < (3) ["communicate" ? "metazoa" ? "merrill"]. Is that right? Yes.'
     assert [text[a:b] for a, b in fragment_spans(text, 0, len(text))] == [
         'We now have: (1) ["argus" ? "avid"] < (3) ["communicate" ? "metazoa" ? "merrill"].', "Is that right?", "Yes."]
+    # a half-open interval or a question inside brackets still ends its question (a review's cases)
+    text = "So x is in [0, 5). Is 5 included? No, it is excluded."
+    assert [text[a:b] for a, b in fragment_spans(text, 0, len(text))] == [
+        "So x is in [0, 5).", "Is 5 included?", "No, it is excluded."]
+    text = "[Wait, is that right? Let me check the sum again.] So 12."
+    assert len(fragment_spans(text, 0, len(text))) == 3

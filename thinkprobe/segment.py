@@ -130,9 +130,10 @@ def _in_formula(text: str, cut: int) -> bool:
     if text[k - 1] == "…" or text.endswith("...", 0, k):
         return nxt in (",", ")", "]", "}")
     if text[k - 1] == "?":  # "x = ? cm": the unknown of an equation, no question; a capital after it still starts one
-        line = text.rfind("\n", 0, k) + 1
-        if text.rfind("[", line, k) > text.rfind("]", line, k):  # '["argus" ? "avid"]': an order unknown in a list
-            return True
+        line, end = text.rfind("\n", 0, k) + 1, text.find("\n", k)
+        if (text.rfind("[", line, k) > text.rfind("]", line, k) and "]" in text[k:end if end >= 0 else None]
+                and text[:k - 1].rstrip()[-1:] in ('"', "'") and nxt in ('"', "'")):
+            return True  # '["argus" ? "avid"]': an order unknown between quoted items of a list
         return text[:k - 1].rstrip().endswith("=") and not (nxt.isupper() or nxt in ('"', "'", "“", "‘"))
     return False
 

@@ -36,8 +36,11 @@ def _quote_problem(lines: list[str], delimiter: str, last: int) -> str | None:
     """Why a row read over several lines (ending on line `last`) is no row: a quote never closed takes
     the rest of the file into one cell, a quote closed in the wrong place folds the next rows in, and
     the lenient reader hands either over without a word (a strict reading of the same lines says)."""
+    # blanks between a closing quote and the delimiter (or the line end) the lenient reader keeps: no misplaced quote
+    space = "[ ]+" if delimiter == "\t" else "[ \t]+"
+    blanks = re.compile('"' + space + "(?=" + re.escape(delimiter) + r"|\r?\n?$)")
     try:
-        list(csv.reader(lines, delimiter=delimiter, strict=True))
+        list(csv.reader([blanks.sub('"', line) for line in lines], delimiter=delimiter, strict=True))
     except csv.Error as exc:
         first = last - len(lines) + 1
         if "unexpected end of data" in str(exc):

@@ -192,7 +192,7 @@ def detect(
             provenance["unread_grade"] = f"{grade.field}={grade.value}"  # --correct-field holding words no default reads
     elif codes := unread_codes(record, get_path):  # e.g. MiP's eval_result: a grade only --correct-values reads
         provenance["unread_grade"] = ", ".join(f"{field}={value}" for field, value in codes)
-    if _SUMMARY_FIELD.search(provenance["reasoning_from"] or ""):
+    if any(_SUMMARY_FIELD.search(f) for f in (provenance["reasoning_from"] or "", (found.joined or {}).get("from", ""))):
         provenance["summarised"] = True  # a summary of hidden thinking (Gemini's thought_summary), not the chain itself
     if is_code(text[start:end]):
         provenance["reasoning_is_code"] = True  # a program, not prose (MR-BEN's coding solutions): counted in the summary
@@ -222,7 +222,8 @@ def detect(
     )
 
 
-_SUMMARY_FIELD = re.compile(r"(?:^|[.\]_])summary\b")  # thought_summary, Responses' reasoning summary parts
+# thought_summary, thoughtSummary, Responses' reasoning summary parts
+_SUMMARY_FIELD = re.compile(r"(?:^|[.\]_ ])(?i:summary)\b|[a-z]Summary\b")
 
 
 def record_model(record: Any, fields: FieldMap, source: str) -> str | None:
@@ -284,7 +285,10 @@ def _joined(path: str, pieces: list[tuple[str, str]], separator: str) -> tuple[s
     if len(pieces) == 1:
         return pieces[0][0], pieces[0][1], None
     text = separator.join(piece for _, piece in pieces)
-    return path, text, {"field": path, "parts": len(pieces), "separator": separator}
+    joined = {"field": path, "parts": len(pieces), "separator": separator}
+    if all(_SUMMARY_FIELD.search(p) for p, _ in pieces):  # a Responses summary in several parts
+        joined["from"] = pieces[0][0].rsplit("[", 1)[0]  # output[0].summary: what the parts are of
+    return path, text, joined
 
 
 # "answer" is not among them: records keep their gold answer under that name more often than the model's.

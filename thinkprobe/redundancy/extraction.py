@@ -63,8 +63,11 @@ _A_OR_I_WORD = re.compile(r"\s+(?!(?:because|since|as|which|and|but|so|here|now|
                           r"from|for|with|then)\b)[a-z]")
 _OPTION_NAMES = re.compile(r"(?i:\b(?:options?|choices?))\s*(?:\\?_)?\s*")  # stripped to read the letters
 _ONE_OPTION = r"(?:(?i:(?:options?|choices?))\s*(?:\\?_)?\s*)?\(?[A-J]\)?"
-_OPTION_LIST = re.compile(rf"{_ONE_OPTION}(?:\s*(?:,|/|&|\bor\b|\band\b|,\s*or\b|,\s*and\b)\s*{_ONE_OPTION})+")
-_MORE_OPTIONS = re.compile(rf"\)?(?:\s*(?:,|/|&|\bor\b|\band\b)\s*{_ONE_OPTION})+(?![\w])")
+_LIST_SEP = r"\s*(?:,\s*(?:or|and)\b|,|/|&|\bor\b|\band\b)\s*"
+_OPTION_LIST = re.compile(rf"{_ONE_OPTION}(?:{_LIST_SEP}{_ONE_OPTION})+")
+# more options after a settled one, up to the end of the clause ("Solution: Choice_C or Choice_D.",
+# "Choice_B/C - Creatine ..."); "B and I think so", "B, A is close" name no more options
+_MORE_OPTIONS = re.compile(rf"\)?(?:{_LIST_SEP}{_ONE_OPTION})+(?=\s*(?:[.;:!)(\n]|$|[-–—]\s))")
 _NAMED_OPTION = re.compile(r"(?i:option|choice)\s*(?:\\?_)?\s*\(?([A-J])\)?(?![\w])")
 _OPTION_VALUE = re.compile(r"^\s*\(?([A-J])\)?(?:[.:)](?![A-Za-z])|\s|$)")  # "A.J": initials, no option
 OPTION_LABEL = re.compile(r"^\s*\(?([A-J])\)\s+\S")  # "B) Those who responded ...": an option and its text
@@ -122,6 +125,11 @@ def boxed_values(text: str) -> list[str]:
                 out.append(token.group(0))
     return [v for v in out if v]
 
+_SENTENCE_OPENERS = frozenset(
+    "This The That These Those There Then Thus Therefore Hence So It Its He She We They I A An And But Also In On At "
+    "Let Now Wait Yes No However If When Since Because Final Answer Note Here".split())
+
+
 def _initials(text: str, i: int) -> bool:
     """Whether the period at text[i] closes one initial of a run of them ("A.J. Hinch", "J.R.R.
     Tolkien", "E.T. the Extra-Terrestrial", "M.S. Subbulakshmi"): a lone capital with another initial
@@ -132,7 +140,9 @@ def _initials(text: str, i: int) -> bool:
     if re.match(r"\s?[A-Z]\.", text[i + 1 : i + 4]):  # another initial follows
         return True
     after_one = i >= 3 and text[i - 2] == "." and text[i - 3].isupper() and (i == 3 or not text[i - 4].isalnum())
-    return after_one and re.match(r"\s?\w", text[i + 1 : i + 3]) is not None
+    nxt = re.match(r"\s?(\w+)", text[i + 1 : i + 40])
+    # "E.T. the ...", "A.J. Hinch" go on; "the U.S. This is because ...": a sentence opener ends it
+    return bool(after_one and nxt) and nxt.group(1) not in _SENTENCE_OPENERS
 
 
 def _cut_value(text: str, max_chars: int = _MAX_VALUE_CHARS) -> str:
@@ -179,6 +189,9 @@ def _phrase_value(text: str, closing: bool = False) -> tuple[str, str] | None:
                            _MAX_CLOSING_CHARS if closing else _MAX_VALUE_CHARS)
         while _HEDGE.match(value):
             value = _HEDGE.sub("", value, count=1)
+        several = _OPTION_LIST.fullmatch(value.strip().rstrip("."))
+        if several:  # "(A), (B), (C), or (D)", "(A) or (B)", "Choice_A/B/C/D": all of them, not the first
+            return _letters(value), "option"
         labelled = OPTION_LABEL.match(value)  # "B) Those who responded ...": the option, its text however long
         if labelled:
             return labelled.group(1), "option"
@@ -191,9 +204,6 @@ def _phrase_value(text: str, closing: bool = False) -> tuple[str, str] | None:
         if _EMPTY_VALUE.match(value) or _NOT_A_VALUE.match(value) or _UNFINISHED.search(value) \
                 or (len(words) > _MAX_PHRASE_WORDS and not listed):
             continue
-        several = _OPTION_LIST.fullmatch(value.strip().rstrip("."))
-        if several:  # "(A), (B), (C), or (D)", "Choice_C or Choice_D", "Choice_A/B/C/D": all of them, not the first
-            return _letters(value), "option"
         letter = _OPTION_VALUE.match(value)
         if letter and (len(value.strip()) <= 3 or value.strip().startswith("(")):
             return letter.group(1), "option"

@@ -99,13 +99,14 @@ def _risk_auroc(run_dir: Path, rows: Sequence[Mapping], anomalies: Sequence[Mapp
 
 def _choice(run_dir: Path, rows: Sequence[Mapping]) -> Section:
     settings = stats_settings(run_dir)
-    cells, warnings, pooled = [], [], ""
+    cells, warnings, pooled = [], [], []
+    fewest = max(settings.min_group, settings.select_min_traces)
     selections = select_by_domain(run_dir, settings=settings, rows=rows)
     for sel in selections:
         best = [r for r in sel.rows if r["tier"] == 1]
         if not best:  # every model under stats.select_min_traces
             cells.append([sel.domain, str(len(sel.rows)), "–", "–", "–", "–",
-                          f"no: every model has fewer than {settings.select_min_traces} traces"])
+                          f"no: every model has fewer than {fewest} traces"])
             continue
         top = best[0]
         if "answers more accurately" in sel.note:
@@ -113,7 +114,8 @@ def _choice(run_dir: Path, rows: Sequence[Mapping]) -> Section:
         accs = [f"{r['model']} {r['accuracy']:.2f} (n {r['graded']})" for r in best if r["accuracy"] is not None]
         interval = (f"[{format_number(top['ci_low'], 2)}, {format_number(top['ci_high'], 2)}]"
                     if top["ci_low"] is not None else "–")
-        pooled = pooled or next((p for p in sel.note.split("; ") if p.startswith("the fit pools")), "")
+        if "the fit pools" in sel.note:  # this domain's own groups, with the hint that follows
+            pooled.append(f"{sel.domain}: " + sel.note[sel.note.index("the fit pools"):])
         placed = sum(r["tier"] is not None for r in sel.rows)  # models with enough traces for a tier
         apart = ("no" if len(best) > 1 else "yes" if placed == len(sel.rows) else
                  "– (no other model has a tier)" if placed == 1 else f"yes, among the {placed} with a tier")
@@ -126,14 +128,14 @@ def _choice(run_dir: Path, rows: Sequence[Mapping]) -> Section:
             "RUN --domain D`; other wishes: --want 'Depth+,Efficiency+' or --like PROFILE.json). The fit says how a "
             "model's reasoning looks on those dimensions, not how often it is right, and is not length-controlled "
             "(longer traces open more ideas). A model with fewer than "
-            f"{settings.select_min_traces} traces of the domain gets no tier (`thinkprobe select` still ranks it). "
+            f"{fewest} traces of the domain gets no tier (`thinkprobe select` still ranks it). "
             "Tier 1 is the best-fitting model with a tier and every model the run cannot tell apart from it (the "
             f"{level}% bootstrap interval of the difference in fit contains 0; each pair on its own); fit and "
             "interval are that model's; accuracy is over each model's graded traces of the domain (n: how many)."
             + (" Where a lower tier answers more accurately: " + "; ".join(warnings) + "." if warnings else "")
             + (f" Not listed, with one model only: {', '.join(alone[:8])}{' ...' if len(alone) > 8 else ''}."
                if alone and selections else "")
-            + (f" In every domain {pooled}." if pooled else ""))
+            + (" The fit pools groups: " + "; ".join(pooled) + "." if pooled else ""))
     return Section("Which model for which domain", note, CHOICE_HEADER, cells,
                    empty="No domain has two or more models.")
 

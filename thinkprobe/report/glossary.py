@@ -98,7 +98,8 @@ DECISIONS_GLOSSARY: dict[str, str] = {
               "a profile that fits, not a model that answers better",
     "told apart from the rest": "yes: tier 1 holds the best-fitting model alone (every other model with a tier "
                                 "has a difference interval that excludes 0; 'among the N with a tier' where models "
-                                "with too few traces have none); no: tier 1 holds two or more models",
+                                "with too few traces have none; '–' where no other model has one); no: tier 1 "
+                                "holds two or more models",
 }
 
 
