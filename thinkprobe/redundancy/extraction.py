@@ -125,6 +125,7 @@ def boxed_values(text: str) -> list[str]:
                 out.append(token.group(0))
     return [v for v in out if v]
 
+
 _SENTENCE_OPENERS = frozenset(
     "This The That These Those There Then Thus Therefore Hence So It Its He She We They I A An And But Also In On At "
     "Let Now Wait Yes No However If When Since Because Final Answer Note Here".split())
