@@ -282,6 +282,7 @@ def test_stats_json_has_raw_length_controlled_and_corrected_effects(tmp_path):
     assert float(table["hedging_density"]["length_eps2_model"]) == hd["length_controlled"]["model"]["eps2"]
     assert float(table["hedging_density"]["eps2_corrected_domain"]) == hd["domain"]["eps2_corrected"]
     assert float(table["hedging_density"]["split_half_reliability"]) == hd["reliability"]["split_half"]["spearman_brown"]
+    assert {r["significant_model"] for r in table.values()} <= {"0", "1", ""}  # flags as 0 / 1, as other tables
 
 
 def test_ratio_uses_corrected_values_with_a_floor(tmp_path):

@@ -631,8 +631,8 @@ def stats_csv(stats: Mapping) -> str:
     w = csv.writer(buf, lineterminator="\n")
     fields = _csv_fields()
     w.writerow([name for name, _ in fields])
-    for e in stats["variables"]:
-        w.writerow(["" if (v := _dig(e, path)) is None else v for _, path in fields])
+    for e in stats["variables"]:  # a flag as 0 / 1, as every other table writes one
+        w.writerow(["" if (v := _dig(e, path)) is None else int(v) if isinstance(v, bool) else v for _, path in fields])
     return buf.getvalue()
 
 
