@@ -148,5 +148,5 @@ def test_positions_and_dynamics_tables():
     assert sum(r["units"] for r in pos) == 22
     dyn = [r for r in out["dynamics.csv"] if r["bin"] == 0]
     assert sum(r["share"] for r in dyn) == pytest.approx(1.0)
-    roles = {(r["by"], r["group"], r["type"]): r["units"] for r in out["roles.csv"]}
+    roles = {(r["by"], r["name"], r["type"]): r["units"] for r in out["roles.csv"]}
     assert roles[("model", "m", "MET")] == 5 + 1  # ids 0, 5, 10, 15, 20 and the one-unit trace

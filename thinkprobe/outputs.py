@@ -106,7 +106,8 @@ LENGTHS_TABLE = _table("lengths.csv", ("model", "n", "mean", "min", "p10", "q1",
 TRANSITIONS_TABLE = _table("transitions.csv", ("model", "n", "DR", "SV", "EE", "EB"), ints=("n",),
                            floats=("DR", "SV", "EE", "EB"))
 PARETO_TABLE = _table("pareto.csv", ("model", "n", "Acc", "R", "frontier"), ints=("n", "frontier"), floats=("Acc", "R"))
-ROLES_TABLE = _table("roles.csv", ("by", "group", "type", "units", "share", "traces"), ints=("units", "traces"),
+# by: model or domain; name: which one (no "group": that is the third design factor's name elsewhere)
+ROLES_TABLE = _table("roles.csv", ("by", "name", "type", "units", "share", "traces"), ints=("units", "traces"),
                      floats=("share",))
 DYNAMICS_TABLE = _table("dynamics.csv", ("model", "bin", "start", "end", "type", "units", "share"),
                         ints=("bin", "units"), floats=("start", "end", "share"))

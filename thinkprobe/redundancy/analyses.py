@@ -242,7 +242,7 @@ class Analyses:
             for g in sorted(groups):
                 h = groups[g]
                 total = int(h.roles.sum())
-                role_rows.extend({"by": by, "group": g, "type": t, "units": int(h.roles[i]),
+                role_rows.extend({"by": by, "name": g, "type": t, "units": int(h.roles[i]),
                                   "share": int(h.roles[i]) / total if total else None, "traces": h.traces}
                                  for i, t in enumerate(NODE_TYPES))
         out[ROLES_TABLE.name] = role_rows

@@ -243,8 +243,9 @@ def roles_figure(role_rows: Sequence[Mapping]):
         traces: dict[str, str] = {}
         for r in role_rows:
             if r["by"] == by:
-                groups[r["group"]][r["type"]] = as_number(r["share"]) if r["share"] not in ("", None) else 0.0
-                traces[r["group"]] = r["traces"]
+                name = r["name"] if "name" in r else r["group"]  # roles.csv of a run made before 2026-12-06
+                groups[name][r["type"]] = as_number(r["share"]) if r["share"] not in ("", None) else 0.0
+                traces[name] = r["traces"]
         groups = dict(sorted(groups.items()))
         _stacked(ax, groups, [f"{g} (n={traces[g]})" for g in groups])
         ax.set_xlabel("share of Thought Units")
