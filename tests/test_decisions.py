@@ -380,7 +380,7 @@ def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run
     monkeypatch.setattr(decisions, "trace_key", lambda rec: rec["trace_id"])  # the made-up traces share their opening
     monkeypatch.setattr(decisions, "training_keys", lambda: frozenset(seen))
     text = decisions._risk_auroc(run_dir, rows, anomalies)
-    assert f"{len(seen)} of them are traces the model was trained on" in text
+    assert f"{len(seen)} of them are traces the failure-risk model was trained on" in text
     assert re.search(r"on the other 13 graded traces \(7 wrong\) the AUROC of failure_risk for a wrong answer is [\d.]+", text)
     for k, r in enumerate(rows):  # two groups; one with too few right answers
         r["group"] = "A" if r["model"] == "r1" else "B"
@@ -473,3 +473,13 @@ def test_the_model_choice_table_says_told_apart_only_among_models_with_a_tier(tm
     section = _choice(run, load_table(run))
     assert section.rows[0][2] == "big" and section.rows[0][-1] == "– (no other model has a tier)"
     assert "gets no tier" in section.note
+
+
+def test_select_gives_the_same_intervals_whatever_the_order_of_the_rows():
+    """The report sorts its traces by id and the command read them in file order: the same seed gave
+    the report [-0.06, 0.13] and the command [-0.045, 0.125] for one model."""
+    rows = _profile_rows({"a": 0.0, "b": 0.3}, paired=False)
+    first = select_models(rows, SETTINGS)
+    again = select_models(list(reversed(rows)), SETTINGS)
+    assert [(r["model"], r["ci_low"], r["ci_high"], r["tier"]) for r in first.rows] == \
+        [(r["model"], r["ci_low"], r["ci_high"], r["tier"]) for r in again.rows]

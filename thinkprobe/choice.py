@@ -13,8 +13,9 @@ bootstrap_seed, ci_level). When every model answered the same questions the resa
 questions, the same for all models (paired); otherwise each model's traces are drawn on their own.
 Two models cannot be told apart when the interval of the difference of their fits, over the same
 resamples, contains 0 (each pair on its own: no correction for the number of pairs). Tier 1 holds
-the best-fitting model and every model it cannot be told apart from; the next tier starts at the
-first model the tier's head is told apart from, and so on. A model with fewer than
+the best-fitting model and, in order of fit, every model after it until the first one told apart
+from it; the next tier starts there, and so on (a model's not_told_apart_from lists every model it
+cannot be told apart from, in any tier). The draws do not depend on the order of the rows. A model with fewer than
 stats.select_min_traces traces gets no interval and no tier. The fit says how a model's reasoning
 looks on the wanted dimensions, not how often it is right: where a lower tier is more accurate,
 the note says so.
@@ -158,6 +159,7 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
     `redundancy`: mean R per model, shown beside."""
     if want and like:
         raise ValueError("give --want or --like, not both")
+    rows = sorted(rows, key=lambda r: str(r.get("trace_id")))  # the draws depend on the order: the report sorts too
     for key, value in (("domain", domain), ("group", group)):
         if value is not None:
             levels = sorted({str(r.get(key)) for r in rows if r.get(key) is not None})
@@ -335,8 +337,9 @@ def format_selection(sel: Selection) -> str:
         lines.append(sel.note)
     lines.append("fit: the model's mean signed z over the wanted dimensions (or closeness to --like), with its bootstrap "
                  "interval; the profile is not length-controlled (longer traces open more ideas: `thinkprobe stats` "
-                 "gives each dimension's model effect beyond length); tier 1: the model that fits best and those not told apart from it (the interval of the "
-                 "difference in fit holds 0; no correction for the number of pairs compared); accuracy: share of graded traces correct (how many graded); R: mean redundancy "
+                 "gives each dimension's model effect beyond length); tier 1: the model that fits best and, in order of "
+                 "fit, those after it up to the first one told apart from it (the interval of the difference in fit "
+                 "excludes 0; no correction for the number of pairs compared); accuracy: share of graded traces correct (how many graded); R: mean redundancy "
                  "ratio (|V| - L_eff) / |V| of the model's traces (CoTJudger)"
                  + ("; with --like, fit is minus the distance to the profile, and a resampled mean lies farther "
                     "from it than the mean itself, so an interval sits below its fit: read the tiers" if

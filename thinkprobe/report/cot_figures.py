@@ -213,7 +213,7 @@ def pareto_figure(pareto_rows: Sequence[Mapping]):
                    zorder=3, label=f"{'★ ' if front else ''}{r['model']} (n={r['n']})")
     frontier = sorted((r for r in rows if str(r["frontier"]) == "1"), key=lambda r: as_number(r["R"]))
     ax.plot([as_number(r["R"]) for r in frontier], [as_number(r["Acc"]) for r in frontier], color="#d1495b", lw=1.2,
-            zorder=2, label="Pareto frontier (★: no model more accurate and less redundant)")
+            zorder=2, label="Pareto frontier (★: no model at least as accurate and as lean, better on one)")
     ax.margins(x=0.1, y=0.1)
     ax.set_xlabel("redundancy ratio R (mean over the graded traces; lower is leaner)")
     ax.set_ylabel("accuracy (share of graded traces correct)")
@@ -291,8 +291,8 @@ COT_FIGURES: dict[str, tuple[str, str]] = {
                     "DR, SV, EE and EB per trace, mean per model, over traces whose candidate answers have "
                     "verdicts (transitions.csv)."),
     "pareto": ("Accuracy against redundancy",
-               "Accuracy and mean R per model; the Pareto frontier joins the models no other model beats on both "
-               "(pareto.csv)."),
+               "Accuracy and mean R per model; the Pareto frontier joins the models no other model matches or beats "
+               "on both and beats on one (pareto.csv)."),
     "roles": ("Node types per domain and per model", "Share of each node type among all units (roles.csv)."),
     "dynamics": ("Node types over the course of a trace",
                  "Share of each node type in 10 bins of normalised position, per model (dynamics.csv)."),

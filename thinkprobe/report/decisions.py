@@ -82,10 +82,10 @@ def _risk_auroc(run_dir: Path, rows: Sequence[Mapping], anomalies: Sequence[Mapp
     seen = {rec["trace_id"] for rec in (iter_graph_records(run_dir, missing_ok=True) if trained else ())
             if rec["trace_id"] in graded and trace_key(rec) in trained}
     if seen and len(seen) == len(graded):
-        text += (f"; all {len(seen)} are traces the model was trained on (recognised by their opening words), so that "
+        text += (f"; all {len(seen)} are traces the failure-risk model was trained on (recognised by their opening words), so that "
                  "figure is in-sample and says nothing of traces it has not seen")
     elif seen:
-        text += (f"; {len(seen)} of them are traces the model was trained on (recognised by their opening words), "
+        text += (f"; {len(seen)} of them are traces the failure-risk model was trained on (recognised by their opening words), "
                  "so that figure is partly in-sample; on the other " + _auroc_text(
                      [v for t, v in graded.items() if t not in seen], "").strip())
     group_of = {r["trace_id"]: r.get("group") for r in rows}
@@ -115,7 +115,7 @@ def _choice(run_dir: Path, rows: Sequence[Mapping]) -> Section:
         interval = (f"[{format_number(top['ci_low'], 2)}, {format_number(top['ci_high'], 2)}]"
                     if top["ci_low"] is not None else "–")
         if "the fit pools" in sel.note:  # this domain's own groups, with the hint that follows
-            pooled.append(f"{sel.domain}: " + sel.note[sel.note.index("the fit pools"):])
+            pooled.append(f"in {sel.domain} " + sel.note[sel.note.index("the fit pools"):])
         placed = sum(r["tier"] is not None for r in sel.rows)  # models with enough traces for a tier
         apart = ("no" if len(best) > 1 else "yes" if placed == len(sel.rows) else
                  "– (no other model has a tier)" if placed == 1 else f"yes, among the {placed} with a tier")
@@ -129,13 +129,14 @@ def _choice(run_dir: Path, rows: Sequence[Mapping]) -> Section:
             "model's reasoning looks on those dimensions, not how often it is right, and is not length-controlled "
             "(longer traces open more ideas). A model with fewer than "
             f"{fewest} traces of the domain gets no tier (`thinkprobe select` still ranks it). "
-            "Tier 1 is the best-fitting model with a tier and every model the run cannot tell apart from it (the "
-            f"{level}% bootstrap interval of the difference in fit contains 0; each pair on its own); fit and "
+            "Tier 1 is the best-fitting model with a tier and, in order of fit, every model after it until the first "
+            f"one the run tells apart from it (the {level}% bootstrap interval of the difference in fit excludes 0; "
+            "each pair on its own); fit and "
             "interval are that model's; accuracy is over each model's graded traces of the domain (n: how many)."
             + (" Where a lower tier answers more accurately: " + "; ".join(warnings) + "." if warnings else "")
             + (f" Not listed, with one model only: {', '.join(alone[:8])}{' ...' if len(alone) > 8 else ''}."
                if alone and selections else "")
-            + (" The fit pools groups: " + "; ".join(pooled) + "." if pooled else ""))
+            + (" " + "; ".join(pooled)[0].upper() + "; ".join(pooled)[1:] + "." if pooled else ""))
     return Section("Which model for which domain", note, CHOICE_HEADER, cells,
                    empty="No domain has two or more models.")
 

@@ -89,17 +89,17 @@ DECISIONS_GLOSSARY: dict[str, str] = {
            "(--want), or minus the distance of its mean profile from a target (--like); higher fits better",
     "interval": "percentile bootstrap interval of the fit (stats bootstrap settings); questions are resampled, "
                 "paired across models, when every model answered the same questions",
-    "tier": "tier 1: the best-fitting model and every model the run cannot tell apart from it (the bootstrap "
-            "interval of their difference in fit contains 0); each later tier starts at the first model told apart; "
-            "none (–) for a model with fewer than stats.select_min_traces traces",
+    "tier": "tier 1: the best-fitting model and, in order of fit, every model after it until the first one the run "
+            "tells apart from it (the bootstrap interval of their difference in fit excludes 0); each later tier starts "
+            "there, and ends at the first model told apart from its first; none (–) for a model with fewer than "
+            "stats.select_min_traces traces",
     "accuracy": "share of the model's graded traces whose final answer is correct",
     "models": "models with traces in the domain, ranked by fit",
     "tier 1": "the domain's best-fitting model and every model the run cannot tell apart from it (see tier): "
               "a profile that fits, not a model that answers better",
-    "told apart from the rest": "yes: tier 1 holds the best-fitting model alone (every other model with a tier "
-                                "has a difference interval that excludes 0; 'among the N with a tier' where models "
-                                "with too few traces have none; '–' where no other model has one); no: tier 1 "
-                                "holds two or more models",
+    "told apart from the rest": "yes: tier 1 holds the best-fitting model alone (the next model with a tier by fit "
+                                "is told apart from it; 'among the N with a tier' where models with too few traces "
+                                "have none; '–' where no other model has one); no: tier 1 holds two or more models",
 }
 
 
@@ -126,7 +126,7 @@ TABLE_GLOSSARY: dict[str, str] = {
     "verdict": "a trace's outcome: correct / incorrect from the record's own grade, else its final answer checked "
                "against the gold answer; ungraded without either",
     "flags": "untagged (no reasoning field or tags: the whole text profiled), truncated (the reasoning is cut off), "
-             "open_tag_missing, duplicate_of (a renamed repeated id), renamed_from (an id given its file's prefix "
+             "open_tag_missing (a closing reasoning tag without its opening one), duplicate_of (a renamed repeated id), renamed_from (an id given its file's prefix "
              "because other ids of that file repeated another file's), repaired_unicode (a lone surrogate, an "
              "emoji cut in two, replaced by U+FFFD in the fields named), summarised (the reasoning is a summary of "
              "the model's thinking, as a thought_summary field holds)",

@@ -405,7 +405,7 @@ def method_note(stats: Mapping) -> str:
     by_group = ", and by group over the traces that have one" if has_group(stats) else ""
     return (f"Kruskal-Wallis H per indicator and dimension, grouped by model and, separately, by domain{by_group}; "
             f"ε² = H / (n − 1). Chance: the ε² random labels give the same traces on average, (k − 1) / (n − 1) for "
-            f"k groups (exact, ties or not); corrected = ε² − chance. Length-controlled: the test on the residuals of "
+            f"k groups (exact, ties or not); corrected = ε² − chance. Length-controlled (shown as ε² − chance, like the corrected columns): the test on the residuals of "
             f"a least-squares line on log tokens fitted over the whole run; not testable where one value holds more "
             f"than {c.get('length_control_max_tied', 0.5):.0%} of the traces (the residuals would order those by "
             f"length alone). Ratio = corrected ε²(model) / corrected "
