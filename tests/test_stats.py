@@ -410,6 +410,11 @@ def test_outcome_validity_pooled_within_model_and_cross_validated(tmp_path):
     assert cv["status"] == "ok" and cv["n"] == 160
     assert cv["auroc_model_length_indicators"] > cv["auroc_model_length"] + 0.05
     assert cv["gain"] == pytest.approx(cv["auroc_model_length_indicators"] - cv["auroc_model_length"], abs=2e-6)
+    from thinkprobe.report.text import _gain_margin, headline
+
+    sentence = next(h for h in headline(stats) if h.startswith("On 160 graded traces"))
+    verdict = "improves" if cv["gain"] > _gain_margin(cv) else "does not measurably change"
+    assert f"adding the indicators to model + length {verdict} the prediction of a wrong answer" in sentence
 
 
 def test_no_labels_no_outcome(tmp_path):

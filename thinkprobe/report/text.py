@@ -176,13 +176,13 @@ def headline(stats: Mapping) -> list[str]:
     cv = stats["outcome"]["cross_validated"]
     if cv["status"] == TESTED:
         gain, margin = cv["gain"], _gain_margin(cv)
-        verdict = ("add to" if gain > margin else "do worse than" if gain < -margin else
-                   "neither add to nor do worse than, within what these traces can tell apart,")
+        verdict = ("improves" if gain > margin else "worsens" if gain < -margin else
+                   "does not measurably change")
         base = "model + length" if n_models >= 2 else "length"
         below = max(cv["auroc_model_length_indicators"], cv["auroc_model_length"]) < 0.5
-        out.append(f"On {cv['n']} graded traces ({cv['n_wrong']} wrong{_no_answer_note(cv, 'n_wrong_no_answer')}) the "
-                   f"indicators {verdict} {base} "
-                   f"in predicting a wrong answer (cross-validated AUROC {format_number(cv['auroc_model_length_indicators'], 2)} "
+        out.append(f"On {cv['n']} graded traces ({cv['n_wrong']} wrong{_no_answer_note(cv, 'n_wrong_no_answer')}) "
+                   f"adding the indicators to {base} {verdict} "
+                   f"the prediction of a wrong answer (cross-validated AUROC {format_number(cv['auroc_model_length_indicators'], 2)} "
                    f"with them, {format_number(cv['auroc_model_length'], 2)} without; a gain needs more than "
                    f"{format_number(margin, 2)} here, a conservative bound"
                    + ("; both below 0.5: the fits do worse than chance on held-out folds, so neither tells right "
@@ -197,8 +197,8 @@ def _no_answer_note(counts: Mapping, key: str = "wrong_no_answer") -> str:
     n = counts.get(key) or 0
     if not n:
         return ""
-    return (f", {n} of them because no final answer was found in them (an unfinished solution, or an answer the "
-            f"matcher cannot read): the indicators may tell those apart rather than wrong answers from right ones")
+    return (f", {n} of them because no final answer was found in them, unfinished or unreadable: the indicators "
+            f"may tell those apart rather than wrong answers from right ones")
 
 
 def _gain_margin(cv: Mapping) -> float:
