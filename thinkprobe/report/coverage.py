@@ -36,26 +36,27 @@ def _tables(run: dict) -> list[tuple[str, list[str], list[list[str]]]]:
     return out
 
 
+def _by_model(counts: dict[str, int]) -> str:
+    """'m1 5, m2 4': a count per model, most first (ties by name)."""
+    return ", ".join(f"{m} {n}" for m, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def _lines(run: dict) -> list[str]:
     lines = [f"Warning: {w}." for w in (*(run.get("coverage_warnings") or ()), *(run.get("short_trace_warnings") or ()))]
     if truncated := run.get("truncated_by_model"):
         lines.append(f"{sum(truncated.values())} traces end before their reasoning does (an opening tag with no closing "
-                     "one: cut off at a length limit?) and are profiled as far as they go: "
-                     + ", ".join(f"{m} {n}" for m, n in sorted(truncated.items(), key=lambda kv: (-kv[1], kv[0])))
-                     + ".")
+                     f"one: cut off at a length limit?) and are profiled as far as they go: {_by_model(truncated)}.")
     if summarised := run.get("summarised_by_model"):
         lines.append(f"{sum(summarised.values())} traces' reasoning is a summary the model gave of its thinking "
                      "(thought_summary or a reasoning summary: the API shows no raw chain of thought), profiled like "
-                     "raw reasoning: a difference from raw traces may be the summarising; by model: "
-                     + ", ".join(f"{m} {n}" for m, n in sorted(summarised.items(), key=lambda kv: (-kv[1], kv[0])))
-                     + ".")
+                     f"raw reasoning: a difference from raw traces may be the summarising; by model: "
+                     f"{_by_model(summarised)}.")
     untagged = run.get("untagged") or {}
     if untagged.get("profiled"):
-        per_model = sorted((untagged.get("by_model") or {}).items(), key=lambda kv: (-kv[1], kv[0]))
+        per_model = _by_model(untagged.get("by_model") or {})
         lines.append(f"{untagged['profiled']} traces are untagged text (no reasoning field and no reasoning tags: a "
                      "non-reasoning model's output, or a worked solution?) profiled as chain of thought (provenance "
-                     "untagged; --untagged skip leaves them out)"
-                     + (": " + ", ".join(f"{m} {n}" for m, n in per_model) if per_model else "") + ".")
+                     "untagged; --untagged skip leaves them out)" + (f": {per_model}" if per_model else "") + ".")
     if untagged.get("answers_without_thinking"):
         lines.append(f"{untagged['answers_without_thinking']} records were a model's answers without thinking "
                      "(untagged text of a model whose other records carry reasoning) and are left out of its profile "
