@@ -63,12 +63,19 @@ def _domain_group_sentence(stats: Mapping) -> str | None:
     c = stats.get("domain_group_crossing") or {}
     if not c.get("uneven"):
         return None
-    empty = [f"no {display_label(g)} traces of {display_label(d)}" for d, g in c["empty_cells"][:3]]
+    what = _crossing_detail(c, lambda d, g: f"no {display_label(g)} traces of {display_label(d)}")
+    return (f"Domains and groups are unevenly crossed ({what}): a difference by domain may be one of group, and "
+            f"the other way round.")
+
+
+def _crossing_detail(c: Mapping, cell) -> str:
+    """A crossing's first three empty cells (`cell(first, second)` words one), how many more, and
+    Cramér's V: what the uneven-crossing sentences say of it."""
+    empty = [cell(a, b) for a, b in c["empty_cells"][:3]]
     more = len(c["empty_cells"]) - len(empty)
     what = ", ".join(empty) + (f", {more} more such cells" if more > 0 else "")
     v = f"Cramér's V {format_number(c['cramers_v'], 2)}" if c.get("cramers_v") is not None else ""
-    return (f"Domains and groups are unevenly crossed ({', '.join(x for x in (what, v) if x)}): a difference by "
-            f"domain may be one of group, and the other way round.")
+    return ", ".join(x for x in (what, v) if x)
 
 
 def _crossing_sentence(stats: Mapping) -> str | None:
@@ -78,11 +85,8 @@ def _crossing_sentence(stats: Mapping) -> str | None:
     for by, c in (stats.get("crossing") or {}).items():
         if not c.get("uneven"):
             continue
-        empty = [f"{display_label(m)} has no {display_label(d)} traces" for m, d in c["empty_cells"][:3]]
-        more = len(c["empty_cells"]) - len(empty)
-        what = ", ".join(empty) + (f", {more} more such cells" if more > 0 else "")
-        v = f"Cramér's V {format_number(c['cramers_v'], 2)}" if c.get("cramers_v") is not None else ""
-        parts.append((by, f"by {by}: " + ", ".join(x for x in (what, v) if x)))
+        what = _crossing_detail(c, lambda m, d: f"{display_label(m)} has no {display_label(d)} traces")
+        parts.append((by, f"by {by}: {what}"))
     if not parts:
         return None
     return ("Models are unevenly crossed with " + _list([f"{by}s" for by, _ in parts]) + " ("
