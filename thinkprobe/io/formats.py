@@ -70,9 +70,10 @@ def iter_records(path: str | Path, limits: InputLimits | None = None,
         yield str(root), WHOLE_FILE, InputError(str(root), WHOLE_FILE, "", "not a regular file (a pipe or a device): "
                                                                           "save the records to a file first")
         return
-    for link in _broken_links(root, keep):  # named here; listed among the data files it would break the counts
+    files, broken = _folder_entries(root, keep) if root.is_dir() else ([root], [])
+    for link in broken:  # named here; listed among the data files it would break the counts
         yield str(link), WHOLE_FILE, InputError(str(link), WHOLE_FILE, "", "a broken link: not read")
-    for file in source_files(root, keep):
+    for file in files:
         if not file.is_file():  # a FIFO or a device inside a folder, with a data file's name: named, never read
             yield str(file), WHOLE_FILE, InputError(str(file), WHOLE_FILE, "", "not a regular file (a pipe or a "
                                                                                "device): not read")
@@ -80,18 +81,29 @@ def iter_records(path: str | Path, limits: InputLimits | None = None,
         yield from _iter_file(file, limits)
 
 
-def _broken_links(root: Path, keep: Callable[[Path], bool] | None = None) -> list[Path]:
-    """A folder's links to nothing that bear a data file's name (hidden ones left out), sorted."""
-    if not root.is_dir():
-        return []
-    return sorted(p for p in root.rglob("*") if p.is_symlink() and not p.exists()
-                  and (_format_of(p) or _unread_compression(p)) and (keep is None or keep(p))
+def _data_named(root: Path) -> list[Path]:
+    """Everything in a folder that bears a data file's name (a format's, or another compression's),
+    hidden ones left out, sorted: the one walk of the folder its data files and broken links come from."""
+    return sorted(p for p in root.rglob("*") if (_format_of(p) or _unread_compression(p))
                   and not any(part.startswith(".") for part in p.relative_to(root).parts))
+
+
+def _is_data_file(p: Path) -> bool:
+    """A data-named path that is read (or named as unread): not a folder, not a link to nothing, not
+    Hugging Face metadata or a Thought Anchors side file; a pipe or device is (named as unread)."""
+    return p.exists() and not p.is_dir() and not _is_hf_metadata(p) and not _is_anchors_side_file(p)
+
+
+def _folder_entries(root: Path, keep: Callable[[Path], bool] | None) -> tuple[list[Path], list[Path]]:
+    """A folder's data files and its links to nothing with a data file's name (those `keep` accepts),
+    from one walk."""
+    named = [p for p in _data_named(root) if keep is None or keep(p)]
+    return [p for p in named if _is_data_file(p)], [p for p in named if p.is_symlink() and not p.exists()]
 
 
 def source_files(root: Path, keep: Callable[[Path], bool] | None = None) -> list[Path]:
     """The data files an input is read from: a folder's (those `keep` accepts), or the file itself."""
-    return [f for f in data_files(root) if keep is None or keep(f)] if root.is_dir() else [root]
+    return _folder_entries(root, keep)[0] if root.is_dir() else [root]
 
 
 def data_files(root: Path) -> list[Path]:
@@ -99,12 +111,7 @@ def data_files(root: Path) -> list[Path]:
     compressed other than by gzip (`a.jsonl.bz2`), or a pipe or device with a data file's name, is among
     them, so that it is named as unread rather than passed over in silence (a broken link is named by
     iter_records)."""
-    return sorted(
-        p for p in root.rglob("*")
-        if p.exists() and not p.is_dir() and (_format_of(p) or _unread_compression(p))  # a FIFO too: named as unread
-        and not any(part.startswith(".") for part in p.relative_to(root).parts)
-        and not _is_hf_metadata(p) and not _is_anchors_side_file(p)
-    )
+    return [p for p in _data_named(root) if _is_data_file(p)]
 
 
 # Thought Anchors keeps beside each base_solution.json the files its layout reads (problem.json,
@@ -593,7 +600,8 @@ def count_records(path: str | Path, limits: InputLimits | None = None,
         except Exception:  # not readable as Parquet: the loader reports it
             pass
     if path.is_dir() and keep is not None:
-        return sum(count_records(f, limits) for f in data_files(path) if keep(f)) + len(_broken_links(path, keep))
+        files, broken = _folder_entries(path, keep)
+        return sum(count_records(f, limits) for f in files) + len(broken)
     return sum(1 for _ in iter_records(path, limits))
 
 
