@@ -15,8 +15,8 @@ Two models cannot be told apart when the interval of the difference of their fit
 resamples, contains 0 (each pair on its own: no correction for the number of pairs). Tier 1 holds
 the best-fitting model and, in order of fit, every model after it until the first one told apart
 from it; the next tier starts there, and so on (a model's not_told_apart_from lists every model it
-cannot be told apart from, in any tier). The draws do not depend on the order of the rows. A model with fewer than
-stats.select_min_traces traces gets no interval and no tier. The fit says how a model's reasoning
+cannot be told apart from, in any tier). The draws do not depend on the order of the rows. A model
+with fewer than stats.select_min_traces traces gets no interval and no tier. The fit says how a model's reasoning
 looks on the wanted dimensions, not how often it is right: where a lower tier is more accurate,
 the note says so.
 """
@@ -47,8 +47,14 @@ class Selection:
     domain: str | None
     resampling: str
     rows: list[dict] = field(default_factory=list)
-    note: str = ""
     group: str | None = None
+    # what the ranking should be read with, by kind ("empty", "small", "accuracy", "crossing", "groups"), in order
+    notes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def note(self) -> str:
+        """The notes in one line, as `select` prints them."""
+        return "; ".join(self.notes.values())
 
     def as_dict(self) -> dict:
         return {"criterion": self.criterion, "domain": self.domain, "group": self.group, "resampling": self.resampling,
@@ -197,7 +203,7 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
               and all(s == question_sets[0] for s in question_sets) and len(question_sets[0]) >= 2)
     sel = Selection(criterion, domain, "questions, paired across models" if paired else "traces, per model", group=group)
     if not groups:
-        sel.note = "no trace with the dimensions asked for"
+        sel.notes["empty"] = "no trace with the dimensions asked for"
         return sel
     draws = _draws(groups, keys, paired, settings, score)
     level = settings.ci_level
@@ -231,11 +237,11 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
             "R": (redundancy or {}).get(m)})
     if small:
         setting = "stats.min_group" if settings.min_group > settings.select_min_traces else "stats.select_min_traces"
-        sel.note = (f"fewer than {fewest} traces ({setting}), so no interval and no tier: "
+        sel.notes["small"] = (f"fewer than {fewest} traces ({setting}), so no interval and no tier: "
                     + ", ".join(sorted(small)))
     worse = _more_accurate_below(sel.rows, settings.select_min_traces)
     if worse:
-        sel.note = "; ".join(x for x in (sel.note, worse) if x)
+        sel.notes["accuracy"] = worse
     return sel
 
 
@@ -284,15 +290,15 @@ def select_run(run_dir: str | Path, *, domain: str | None = None, want: str | Ma
                         redundancy=_redundancy_means(run_dir, domain, group), group=group)
     if domain is None and (crossing := model_crossing(rows, "domain", settings.min_group))["uneven"]:
         empty = ", ".join(f"{m} has no {d} traces" for m, d in crossing["empty_cells"][:3])
-        sel.note = "; ".join(x for x in (sel.note, (
+        sel.notes["crossing"] = (
             "models and domains are unevenly crossed (" + ", ".join(x for x in (empty, f"Cramér's V {_num(crossing['cramers_v'], 2)}"
                                                                          if crossing["cramers_v"] is not None else "") if x)
-            + "): a difference in fit may be one of domain; rank within a domain with --domain")) if x)
+            + "): a difference in fit may be one of domain; rank within a domain with --domain")
     groups = sorted({str(r["group"]) for r in rows
                      if r.get("group") is not None and (domain is None or r["domain"] == domain)})
     if group is None and len(groups) > 1:  # a design condition (MiP / normal) moves the profile as much as a model
-        sel.note = "; ".join(x for x in (sel.note, f"the fit pools the run's groups ({', '.join(groups[:5])}"
-                                         f"{', ...' if len(groups) > 5 else ''}); rank within one with --group") if x)
+        sel.notes["groups"] = (f"the fit pools the run's groups ({', '.join(groups[:5])}"
+                               f"{', ...' if len(groups) > 5 else ''}); rank within one with --group")
     return sel
 
 

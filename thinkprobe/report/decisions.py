@@ -109,13 +109,13 @@ def _choice(run_dir: Path, rows: Sequence[Mapping]) -> Section:
                           f"no: every model has fewer than {fewest} traces"])
             continue
         top = best[0]
-        if "answers more accurately" in sel.note:
-            warnings.append(f"{sel.domain}: " + next(p for p in sel.note.split("; ") if "answers more accurately" in p))
+        if "accuracy" in sel.notes:
+            warnings.append(f"{sel.domain}: {sel.notes['accuracy']}")
         accs = [f"{r['model']} {r['accuracy']:.2f} (n {r['graded']})" for r in best if r["accuracy"] is not None]
         interval = (f"[{format_number(top['ci_low'], 2)}, {format_number(top['ci_high'], 2)}]"
                     if top["ci_low"] is not None else "–")
-        if "the fit pools" in sel.note:  # this domain's own groups, with the hint that follows
-            pooled.append(f"in {sel.domain} " + sel.note[sel.note.index("the fit pools"):])
+        if "groups" in sel.notes:  # this domain's own groups, with the hint that follows
+            pooled.append(f"in {sel.domain} {sel.notes['groups']}")
         placed = sum(r["tier"] is not None for r in sel.rows)  # models with enough traces for a tier
         apart = ("no" if len(best) > 1 else "yes" if placed == len(sel.rows) else
                  "– (no other model has a tier)" if placed == 1 else f"yes, among the {placed} with a tier")
