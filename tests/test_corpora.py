@@ -790,6 +790,37 @@ def test_records_that_are_the_sentences_of_one_text_are_warned_about(tmp_path):
     assert warning in (out / "report.md").read_text(encoding="utf-8")
 
 
+def test_a_file_of_questions_beside_the_outputs_is_warned_about(tmp_path):
+    """Venhoff et al.'s folder keeps its 500 prompts ({"index", "category", "content"}) in messages.json
+    beside the models' <think> outputs: read as untagged text, each question would be profiled as a
+    trace. Said per file in run.json, the summary and the report; a file of tagged traces is not named,
+    and a run of untagged text only (a non-reasoning model's outputs) gets no such warning."""
+    from click.testing import CliRunner
+
+    from conftest import SAMPLES
+    from thinkprobe.cli import main
+
+    outputs = tmp_path / "reasoning_comparison_m.jsonl"
+    outputs.write_text("".join(json.dumps({"response": json.loads(line)["response"]}) + "\n"
+                               for line in SAMPLES.read_text(encoding="utf-8").splitlines()[:2]), encoding="utf-8")
+    questions = tmp_path / "messages.json"
+    questions.write_text(json.dumps([{"index": k, "category": "Mathematical Logic", "content": q} for k, q in enumerate(
+        ("Using the numbers 4, 7, and 12, create an equation that equals 100.",
+         "Which weighs more, a kilogram of feathers or a kilogram of steel?"))]), encoding="utf-8")
+    flags = ["--no-summary", "--device", "cpu", "--no-progress", "--linker", "cue", "--types", "cue", "--no-cache"]
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["profile", str(tmp_path), "-o", str(out), *flags])
+    assert res.exit_code == 0, res.output
+    run = json.loads((out / "run.json").read_text())
+    (warning,) = run["short_trace_warnings"]
+    assert warning.startswith(f"file {questions}: all 2 of its traces are untagged text") and str(outputs) not in warning
+    assert f"warning: {warning}" in res.stderr and warning in (out / "report.md").read_text(encoding="utf-8")
+    alone = tmp_path / "alone"
+    res = CliRunner().invoke(main, ["profile", str(questions), "-o", str(alone), *flags])
+    assert res.exit_code == 0, res.output
+    assert json.loads((alone / "run.json").read_text())["short_trace_warnings"] == []
+
+
 def test_traces_cut_off_before_their_reasoning_ends_are_counted_per_model(tmp_path):
     """Venhoff's distilled models: 5 of 11 and 4 of 8 traces truncated, flagged per trace only; the
     summary, run.json and the report count them per model."""
