@@ -417,6 +417,39 @@ def test_outcome_validity_pooled_within_model_and_cross_validated(tmp_path):
     assert f"adding the indicators to model + length {verdict} the prediction of a wrong answer" in sentence
 
 
+def test_wrong_answers_that_follow_the_domain_are_said_so(tmp_path):
+    """MiP-Overthinking: nearly every wrong answer is in the missing-premise condition, so an indicator
+    that differs between conditions 'predicts' a wrong answer. The domain's own AUROC (each trace
+    scored by its domain's share wrong) is in stats.json, and the headline and the outcome section
+    say it when it reaches 0.7; a domain unrelated to the grades gets no such note."""
+    from sklearn.metrics import roc_auc_score
+
+    from thinkprobe.report.text import headline, outcome_text
+
+    rng = np.random.default_rng(5)
+    rows, graphs = [], []
+    for k in range(120):
+        domain, model = ("hard", "easy")[k % 2], "ab"[k % 4 // 2]
+        wrong = bool(rng.random() < (0.85 if domain == "hard" else 0.15))
+        rows.append({"trace_id": f"t{k}", "model": model, "domain": domain, "tokens": float(rng.integers(200, 4000)),
+                     "idea_count": float(domain == "hard") + rng.normal(0, 0.5)})
+        graphs.append({"trace_id": f"t{k}", "model": model, "domain": domain, "units": [], "edges": [],
+                       "question": f"q{k}", "correct": not wrong})
+    stats = compute_stats(write_run(tmp_path / "hard", rows, graphs))
+    cv = stats["outcome"]["cross_validated"]
+    wrong = np.array([not g["correct"] for g in graphs])
+    share = {d: wrong[[r["domain"] == d for r in rows]].mean() for d in ("hard", "easy")}
+    assert cv["factor_auroc"]["domain"] == pytest.approx(roc_auc_score(wrong, [share[r["domain"]] for r in rows]), rel=1e-5)
+    assert cv["factor_auroc"]["domain"] > 0.7 and cv["factor_auroc"]["group"] is None
+    note = f"the domain alone tells wrong from right at AUROC {cv['factor_auroc']['domain']:.2f}"
+    assert note in next(h for h in headline(stats) if h.startswith("On 120 graded traces")) and note in outcome_text(stats)
+    for r, g in zip(rows, graphs):  # the same grades, domains drawn apart from them
+        r["domain"] = g["domain"] = ("hard", "easy")[int(rng.integers(0, 2))]
+    stats = compute_stats(write_run(tmp_path / "even", rows, graphs))
+    assert stats["outcome"]["cross_validated"]["factor_auroc"]["domain"] < 0.7
+    assert "alone tells wrong from right" not in outcome_text(stats)
+
+
 def test_no_labels_no_outcome(tmp_path):
     stats = compute_stats(write_run(tmp_path, rows_of({"a": [1, 2, 3], "b": [4, 5, 6]})))
     assert variable(stats, "idea_count")["outcome"] is None

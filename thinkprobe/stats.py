@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy.stats import kruskal, mannwhitneyu
+from scipy.stats import kruskal
 
+from .auroc import auroc, auroc_se, auroc_within, factor_auroc
 from .config import StatsSettings
 from .crossing import factor_crossing, model_crossing
 from .indicators import DIMENSIONS, INDICATORS
@@ -347,47 +348,6 @@ def icc1(values: Sequence[float], clusters: Sequence, min_clusters: int = ICC_MI
 # --------------------------------------------------------------------------- outcome validity
 
 
-def auroc(scores: Sequence[float], positive: Sequence[bool]) -> float | None:
-    """Area under the ROC curve of `scores` for the positive class: the Mann-Whitney U of the
-    positives over n_pos * n_neg (ties count one half). 0.5 = no signal; below 0.5 = lower scores
-    flag the positives. None when a class is empty."""
-    s = np.asarray(scores, dtype=np.float64)
-    pos = np.asarray(positive, dtype=bool)
-    ok = np.isfinite(s)
-    a, b = s[ok & pos], s[ok & ~pos]
-    if len(a) == 0 or len(b) == 0:
-        return None
-    return float(mannwhitneyu(a, b).statistic) / (len(a) * len(b))
-
-
-def auroc_se(value: float, n_pos: int, n_neg: int) -> float:
-    """The standard error of an AUROC from n_pos positives and n_neg negatives (Hanley & McNeil 1982,
-    exponential approximation): how far a small sample's AUROC may lie from the population's.
-
-    >>> round(auroc_se(0.8, 50, 50), 4)
-    0.0445
-    """
-    q1, q2 = value / (2 - value), 2 * value ** 2 / (1 + value)
-    var = (value * (1 - value) + (n_pos - 1) * (q1 - value ** 2) + (n_neg - 1) * (q2 - value ** 2)) / (n_pos * n_neg)
-    return math.sqrt(max(var, 0.0))
-
-
-def _auroc_within(scores: np.ndarray, wrong: np.ndarray, models: np.ndarray) -> tuple[float | None, dict]:
-    """Per model AUROC, and the within-model AUROC: the share of (wrong, correct) pairs of one
-    model that the score orders right, pooled over models (sum of U over sum of n_wrong * n_correct)."""
-    per, u_sum, pairs = {}, 0.0, 0
-    for m in sorted(set(models)):
-        sel = (models == m) & np.isfinite(scores)
-        n_w, n_c = int((wrong & sel).sum()), int((~wrong & sel).sum())
-        if n_w == 0 or n_c == 0:
-            continue
-        a = auroc(scores[sel], wrong[sel])
-        per[m] = {"auroc": a, "n_wrong": n_w, "n_correct": n_c}
-        u_sum += a * n_w * n_c
-        pairs += n_w * n_c
-    return (u_sum / pairs if pairs else None), per
-
-
 def outcome_validity(rows: Sequence[Mapping], settings: StatsSettings) -> dict:
     """Do the indicators say anything about a wrong answer beyond model and length? Out-of-fold
     AUROC (stratified folds, seeded) of two logistic regressions on the graded traces: model
@@ -399,7 +359,8 @@ def outcome_validity(rows: Sequence[Mapping], settings: StatsSettings) -> dict:
     out = {"status": TESTED, "n": len(graded), "n_wrong": int(wrong.sum()), "n_correct": int((~wrong).sum()),
            "n_wrong_no_answer": sum(1 for r in graded if r.get("no_answer")),
            "folds": settings.cv_folds, "seed": settings.cv_seed,
-           "auroc_model_length": None, "auroc_model_length_indicators": None, "gain": None}
+           "auroc_model_length": None, "auroc_model_length_indicators": None, "gain": None,
+           "factor_auroc": {by: factor_auroc(graded, wrong, by) for by in ("domain", "group")}}
     if min(out["n_wrong"], out["n_correct"]) < max(settings.min_class, settings.cv_folds):
         out.update(status=NOT_TESTABLE, reason=f"fewer than {max(settings.min_class, settings.cv_folds)} "
                                                 f"correct or wrong graded traces")
@@ -515,7 +476,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
         entry["reliability"]["supports_model_differences"] = None if sb is None else sb >= cfg.min_reliability
         if enough_labels:
             x = np.asarray(values, dtype=np.float64)
-            within, per_model = _auroc_within(x[graded], wrong[graded], models[graded])
+            within, per_model = auroc_within(x[graded], wrong[graded], models[graded])
             entry["outcome"] = {"auroc_wrong": auroc(x[graded], wrong[graded]), "auroc_wrong_within_model": within,
                                 "per_model": per_model}
         else:
@@ -558,7 +519,9 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
                      "split_half": "mean Pearson r of model means between random halves, Spearman-Brown 2r / (1 + r)",
                      "icc": "ICC(1) over (model, question) clusters with 2+ traces",
                      "group": "tested like the domain, over the traces that have a group; no group tests in a "
-                              "run where no trace has one"},
+                              "run where no trace has one",
+                     "factor_auroc": "outcome.cross_validated: AUROC for a wrong answer of each graded trace's domain "
+                                     "(group)'s share of wrong answers, in-sample; none with one level"},
         "groupings": {by: {"groups": _groups(rows, by),
                            "too_few": sorted(g for g, c in _groups(rows, by).items() if c < cfg.min_group)}
                       for by in groupings},

@@ -1,0 +1,63 @@
+"""AUROC for a wrong answer (thinkprobe.stats' outcome validity, the report's decisions): the
+Mann-Whitney AUROC with its Hanley & McNeil standard error, within models, and of a design factor alone."""
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+import numpy as np
+from scipy.stats import mannwhitneyu
+
+__all__ = ["auroc", "auroc_se", "auroc_within", "factor_auroc"]
+
+
+def auroc(scores: Sequence[float], positive: Sequence[bool]) -> float | None:
+    """Area under the ROC curve of `scores` for the positive class: the Mann-Whitney U of the
+    positives over n_pos * n_neg (ties count one half). 0.5 = no signal; below 0.5 = lower scores
+    flag the positives. None when a class is empty."""
+    s = np.asarray(scores, dtype=np.float64)
+    pos = np.asarray(positive, dtype=bool)
+    ok = np.isfinite(s)
+    a, b = s[ok & pos], s[ok & ~pos]
+    if len(a) == 0 or len(b) == 0:
+        return None
+    return float(mannwhitneyu(a, b).statistic) / (len(a) * len(b))
+
+
+def auroc_se(value: float, n_pos: int, n_neg: int) -> float:
+    """The standard error of an AUROC from n_pos positives and n_neg negatives (Hanley & McNeil 1982,
+    exponential approximation): how far a small sample's AUROC may lie from the population's.
+
+    >>> round(auroc_se(0.8, 50, 50), 4)
+    0.0445
+    """
+    q1, q2 = value / (2 - value), 2 * value ** 2 / (1 + value)
+    var = (value * (1 - value) + (n_pos - 1) * (q1 - value ** 2) + (n_neg - 1) * (q2 - value ** 2)) / (n_pos * n_neg)
+    return math.sqrt(max(var, 0.0))
+
+
+def auroc_within(scores: np.ndarray, wrong: np.ndarray, models: np.ndarray) -> tuple[float | None, dict]:
+    """Per model AUROC, and the within-model AUROC: the share of (wrong, correct) pairs of one
+    model that the score orders right, pooled over models (sum of U over sum of n_wrong * n_correct)."""
+    per, u_sum, pairs = {}, 0.0, 0
+    for m in sorted(set(models)):
+        sel = (models == m) & np.isfinite(scores)
+        n_w, n_c = int((wrong & sel).sum()), int((~wrong & sel).sum())
+        if n_w == 0 or n_c == 0:
+            continue
+        a = auroc(scores[sel], wrong[sel])
+        per[m] = {"auroc": a, "n_wrong": n_w, "n_correct": n_c}
+        u_sum += a * n_w * n_c
+        pairs += n_w * n_c
+    return (u_sum / pairs if pairs else None), per
+
+
+def factor_auroc(graded: Sequence[Mapping], wrong: np.ndarray, by: str) -> float | None:
+    """How well a design factor alone tells wrong from right: the AUROC of each graded trace's
+    level's share of wrong answers (in-sample; traces without a level read as one more level).
+    None with fewer than two levels or one class only."""
+    levels = [str(r.get(by)) for r in graded]
+    if len(set(levels)) < 2 or wrong.all() or not wrong.any():
+        return None
+    share = {v: wrong[[lv == v for lv in levels]].mean() for v in set(levels)}
+    return auroc([share[v] for v in levels], wrong)
