@@ -129,6 +129,32 @@ def test_sample_in_other_pieces(sample_once, cache, memo, reuse, size):
     _check_snapshots(snaps)
 
 
+def test_reasoning_streamed_into_its_own_field_beside_a_given_answer(cache, memo, reuse, tmp_path):
+    """A saved record replayed: the reasoning fed into `thought`, the record already holding the
+    answer in `response`. The answer section waits for close() (its units come after the reasoning);
+    the reasoning's settled units are not re-read on every feed (they were: a snapshot on every feed,
+    settled units cut mid-sentence, 9x the cost), and close() is the one-shot profile."""
+    reuse(memo)
+    reasoning, answer = SAMPLE["response"].split("</think>")
+    record = {"thought": reasoning.strip(), "response": answer.strip()}
+    once = thinkprobe.profile([record], tmp_path / "once", cache=False, **FAST)
+    s = thinkprobe.stream(record={"response": record["response"]}, text_field="thought", every=5, cache_dir=cache,
+                          **FAST)
+    snaps, settled_seen = [], []
+    for piece in _split(record["thought"], 37):
+        if (snap := s.feed(piece)) is not None:
+            snaps.append(snap)
+            settled_seen.append([(u.section, u.start, u.end, u.text) for u in s.units])
+    spans = [u[:4] for u in _spans(once)]
+    for seen in settled_seen:  # every snapshot's settled units are the one-shot units, never re-cut
+        assert seen == spans[:len(seen)]
+    reasoning_units = sum(u[0] == "reasoning" for u in spans)
+    assert len(snaps) <= reasoning_units // 5 + 2, (len(snaps), reasoning_units)
+    _check_snapshots(snaps)
+    run = s.close()
+    assert _rows(run) == _rows(once) and _spans(run) == _spans(once)
+
+
 def test_snapshots_score_against_norms(sample_once, cache, memo, reuse):
     reuse(memo)
     s = thinkprobe.stream(record={"model": "m"}, every=5, cache_dir=cache, norms=str(sample_once.folder / "norms.json"),

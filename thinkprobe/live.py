@@ -359,7 +359,10 @@ class Stream:
         if trace is None:
             return
         self._trace = trace
-        sections = trace.sections
+        # The sections up to the last one read from the streamed field; a later one (the record's own
+        # answer field) waits for close(): its units would come before the reasoning still to come.
+        fed = [k for k, sec in enumerate(trace.sections) if sec.field == self.text_field]
+        sections = trace.sections[:fed[-1] + 1] if fed else trace.sections
         for k, sec in enumerate(sections):
             state = self._sections[k] if k < len(self._sections) else None
             if state is None or (state.name, state.start) != (sec.name, sec.start) or state.resume > sec.end or (
