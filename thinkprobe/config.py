@@ -306,6 +306,7 @@ class StatsSettings:
     length_control_max_tied: float
     cv_folds: int
     cv_seed: int
+    cv_repeats: int
     min_class: int
     anomaly_min_traces: int
     anomaly_drivers: int

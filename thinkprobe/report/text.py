@@ -458,7 +458,10 @@ def outcome_text(stats: Mapping) -> str:
         text += (f"No AUROC per indicator: it needs {stats['settings']['min_class']} right and "
                  f"{stats['settings']['min_class']} wrong traces. ")
     if cv["status"] == TESTED:
-        text += (f"Cross-validated logistic regression ({cv['folds']} stratified folds, seed {cv['seed']}): model + "
+        repeats = cv.get("repeats") or 1  # runs made before 2026-12-06 drew the folds once
+        drawn = (f"{cv['folds']} stratified folds drawn {repeats} times, seeds {cv['seed']} to {cv['seed'] + repeats - 1}, "
+                 f"AUROCs averaged" if repeats > 1 else f"{cv['folds']} stratified folds, seed {cv['seed']}")
+        text += (f"Cross-validated logistic regression ({drawn}): model + "
                  f"log tokens AUROC {format_number(cv['auroc_model_length'], 3)}; + the 19 indicators "
                  f"{format_number(cv['auroc_model_length_indicators'], 3)} (gain {format_number(cv['gain'], 2)}; "
                  f"1.96 standard errors of the difference, Hanley & McNeil: {format_number(_gain_margin(cv), 2)}).")
