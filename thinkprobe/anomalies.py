@@ -104,26 +104,23 @@ def _number(value) -> float:
 
 
 def _risks(run_dir: Path) -> dict[str, float | None]:
-    """failure_risk of every graph record of the run (None for all when no model is installed)."""
-    from .risk import load_failure_risk, risk_features
+    """failure_risk of every graph record of the run, one record at a time as a run computes it
+    (runner.finish_line: the same floats); empty when no model is installed."""
+    from .risk import shipped_failure_risk
 
-    try:
-        model = load_failure_risk()
-    except FileNotFoundError:
-        return {}
-    ids, feats = [], []
-    for rec in iter_graph_records(run_dir, missing_ok=True):
-        ids.append(rec["trace_id"])
-        feats.append(risk_features(rec))
-    return dict(zip(ids, map(float, model.probability(feats)))) if feats else {}
+    risks = {rec["trace_id"]: shipped_failure_risk(rec) for rec in iter_graph_records(run_dir, missing_ok=True)}
+    return {} if None in risks.values() else risks
 
 
-def write_anomalies(run_dir: str | Path, settings: StatsSettings | None = None) -> list[dict]:
-    """anomalies.csv (and its Parquet twin) of a run folder from its indicators.csv and graphs.jsonl."""
+def write_anomalies(run_dir: str | Path, settings: StatsSettings | None = None,
+                    risks: Mapping[str, float] | None = None) -> list[dict]:
+    """anomalies.csv (and its Parquet twin) of a run folder from its indicators.csv and the failure
+    risks the run computed per trace (`risks`), or else from graphs.jsonl."""
     from .stats import stats_settings
 
     run_dir = Path(run_dir)
-    rows = anomaly_rows(read_table(run_dir, INDICATORS_TABLE), settings or stats_settings(run_dir), _risks(run_dir))
+    rows = anomaly_rows(read_table(run_dir, INDICATORS_TABLE), settings or stats_settings(run_dir),
+                        _risks(run_dir) if risks is None else risks)
     write_table(run_dir, ANOMALIES_TABLE, rows)
     return rows
 

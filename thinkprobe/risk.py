@@ -46,7 +46,8 @@ import numpy as np
 
 from .records import EDGE_TYPES, NODE_TYPES
 
-__all__ = ["RISK_FEATURES", "MODEL_DIR", "risk_features", "FailureRisk", "load_failure_risk", "failure_risk", "trace_key",
+__all__ = ["RISK_FEATURES", "MODEL_DIR", "risk_features", "FailureRisk", "load_failure_risk", "failure_risk",
+           "shipped_failure_risk", "trace_key",
            "training_keys", "TRAINING_KEYS_FILE"]
 
 _TAIL = 0.2  # the last fifth of the units: how a trace ends
@@ -264,3 +265,14 @@ def load_failure_risk(path: str | Path | None = None) -> FailureRisk:
 def failure_risk(record: Mapping[str, Any], model: FailureRisk | None = None) -> float:
     """P(the final answer of the trace is wrong) from a graph record's reasoning structure."""
     return (model or load_failure_risk()).probability(risk_features(record))
+
+
+def shipped_failure_risk(record: Mapping[str, Any]) -> float | None:
+    """`failure_risk` by the shipped model, None where none is installed: what a run computes for
+    each trace as it is profiled (runner.finish_line), so that assembling does not read every graph
+    record again."""
+    try:
+        model = load_failure_risk()
+    except FileNotFoundError:
+        return None
+    return failure_risk(record, model)

@@ -134,13 +134,18 @@ PART_FILE = re.compile(r"(?:\d{6}\.(?:jsonl|running)|manifest\.json)(?:\.tmp)?")
 
 def finish_line(result: ThoughtGraph | InputError, trace_id: str | None, indicators: IndicatorSettings | None,
                 redundancy: RedundancyParams | None) -> str:
-    """One output line: the graph with its indicators, or the error."""
+    """One output line: the graph with its indicators (and its failure_risk, for anomalies.csv), or
+    the error."""
     if isinstance(result, InputError):
         item = {"error": result.as_dict() | {"trace_id": trace_id}}
     else:
+        from .risk import shipped_failure_risk
+
         ind = compute_indicators(result.arrays(), cluster_distance=indicators.cluster_distance,
                                  cluster_exact_max=indicators.cluster_exact_max)
         item = {"graph": annotate_record(graph_record(result, ind), redundancy)}
+        if (risk := shipped_failure_risk(item["graph"])) is not None:
+            item["failure_risk"] = risk
     return json.dumps(item, ensure_ascii=False) + "\n"
 
 
@@ -296,6 +301,9 @@ class Joined:
     group_from: dict[str, int] = field(default_factory=dict)  # traces per place the group was read from
     # traces whose semantic_spread was clustered on samples (over indicators.cluster_exact_max content units)
     semantic_spread_sampled: list[str] = field(default_factory=list)
+    # failure_risk per trace as the chunks computed it; None when a chunk had none (no model installed,
+    # or chunks written before 2026-12-06): anomalies then computes it from graphs.jsonl
+    risks: dict[str, float] | None = field(default_factory=dict)
 
     @property
     def untagged(self) -> int:
@@ -338,6 +346,10 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
                         joined.errors += 1
                         joined.accounting.skipped(item["error"])
                         continue
+                    if joined.risks is not None and "failure_risk" not in item:
+                        joined.risks = None
+                    elif joined.risks is not None:
+                        joined.risks[g["trace_id"]] = item["failure_risk"]
                     if "duplicate_of" in g["provenance"]:
                         joined.duplicates.append({"trace_id": g["trace_id"], "duplicate_of": g["provenance"]["duplicate_of"],
                                                   "file": g["source"], "record": g["record"]})
@@ -513,7 +525,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     info = run_info(opts, cfg, encoder, linker, joined)
     write_outputs(out, joined, prof, by_model, by_model_domain, norms, info)
     stage("assemble: unusual traces and failure risk")
-    write_anomalies(out, cfg.stats)
+    write_anomalies(out, cfg.stats, joined.risks)
     stage("stats")
     write_stats(out, cfg.stats)
     return {"out_dir": str(out), "traces": len(joined.rows), "errors": joined.errors, "resumed": resumed,
