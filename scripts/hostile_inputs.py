@@ -20,7 +20,7 @@ highest gzip ratio: the figures the defaults were chosen against.
 
 The files are written in 1 MiB chunks (zstd / deflate / gzip streaming compressors), so the generator
 stays small in memory whatever the size. tests/test_hostile_inputs.py writes the same files at a few
-MB against lowered limits. Measurements: docs/scale.md ("Hostile inputs").
+MB against lowered limits. Measurements: docs/scale.md ("Hostile and oversized inputs").
 """
 from __future__ import annotations
 
@@ -183,7 +183,8 @@ def measure(path: Path, out: Path, extra: list[str]) -> dict:
     errors = [json.loads(line) for line in (out / "errors.jsonl").read_text().splitlines()] \
         if (out / "errors.jsonl").exists() else []
     return {"status": res.returncode, "wall_s": round(wall, 1), "peak_rss_mb": int(rss.group(1)) // 1024 if rss else None,
-            "profiled": graphs, "errors": [{k: e[k] for k in ("record", "field", "reason")} for e in errors],
+            "profiled": graphs[:20], "profiled_count": len(graphs),
+            "errors": [{k: e[k] for k in ("record", "field", "reason")} for e in errors[:20]], "error_count": len(errors),
             **({"stderr": res.stderr[-1500:]} if res.returncode else {})}
 
 

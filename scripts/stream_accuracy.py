@@ -59,6 +59,12 @@ def one_shot(s: Stream, text: str) -> dict[str, float]:
     return {k: float(run.indicators[k].iloc[0]) for k in INDICATORS}
 
 
+def _sd_cell(value: float | None) -> str:
+    """A difference in standard deviations; '-' where the one-shot values do not vary but the
+    snapshots differ from them (no scale to express it in)."""
+    return f"{'-':>11}" if value is None else f"{value:>11.3f}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=30, help="traces")
@@ -95,7 +101,7 @@ def main() -> None:
             once = np.array([b[ind] for _, b in got])
             diff = np.abs(snap - once)
             sd = once.std()
-            rows[ind] = {"mean_abs_diff": float(diff.mean()), "in_sd": float(diff.mean() / sd) if sd > 0 else 0.0,
+            rows[ind] = {"mean_abs_diff": float(diff.mean()), "in_sd": (float(diff.mean() / sd) if sd > 0 else 0.0 if not diff.any() else None),
                          "equal_share": float(np.isclose(snap, once, rtol=1e-6, atol=1e-9).mean())}
         table[name] = {"snapshots": len(got), "indicators": rows}
     report = {"traces": len(picked), "units_median": float(np.median(units)), "close_equal_to_one_shot": exact,
@@ -104,7 +110,7 @@ def main() -> None:
           f"{exact} of {len(picked)}")
     print(f"{'indicator':<26} " + " ".join(f"{n + ' |diff|':>12} {n + ' in sd':>11} {n + ' equal':>11}" for n in table))
     for ind in INDICATORS:
-        print(f"{ind:<26} " + " ".join(f"{t['indicators'][ind]['mean_abs_diff']:>12.3g} {t['indicators'][ind]['in_sd']:>11.3f} "
+        print(f"{ind:<26} " + " ".join(f"{t['indicators'][ind]['mean_abs_diff']:>12.3g} {_sd_cell(t['indicators'][ind]['in_sd'])} "
                                         f"{t['indicators'][ind]['equal_share']:>11.2f}" for t in table.values()))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -86,8 +86,7 @@ class ProfileOptions:
         kind=bool)
     model: str | None = _option(None, "model of every trace of the inputs (a constant)", fields_group=True)
     domain: str | None = _option(None, "domain of every trace of the inputs (a constant)", fields_group=True)
-    group: str | None = _option(None, "group of every trace of the inputs (a constant; per input: PATH::group=NAME)",
-                                fields_group=True)
+    group: str | None = _option(None, "group of every trace of the inputs (a constant)", fields_group=True)
     path_pattern: str | None = _option(
         None, "take model/domain/group from the file path: a regex with named groups, e.g. "
               "'(?P<model>[^/]+)/[^/]+\\.jsonl', or a template like '{model}_{domain}_{group}.jsonl'",
