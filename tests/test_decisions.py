@@ -197,13 +197,15 @@ def test_select_gives_no_tier_on_a_few_traces_and_says_when_a_lower_tier_is_more
         r["correct"] = r["model"] == "lean" or (r["model"] == "wide" and r["trace_id"].endswith("-0"))
     sel = select_models(rows, SETTINGS)
     few = next(r for r in sel.rows if r["model"] == "few")
-    assert few["rank"] == 1 and few["tier"] is None and few["ci_low"] is None and few["not_told_apart_from"]
+    # the best fit, but on too few traces to be placed: listed after the placed models, not as rank 1
+    assert few["rank"] == 3 and sel.rows[-1] is few and few["fit"] > max(r["fit"] for r in sel.rows[:-1])
+    assert few["tier"] is None and few["ci_low"] is None and few["not_told_apart_from"]
     tiers = {r["model"]: r["tier"] for r in sel.rows}
     assert tiers["wide"] == 1 and tiers["lean"] == 2
     assert "no interval and no tier: few" in sel.note
     assert "lean (tier 2) answers more accurately (1.00 over 30 graded) than every tier-1 model" in sel.note
     text = format_selection(sel)
-    assert "not length-controlled" in text and "   1    –  few" in text
+    assert "not length-controlled" in text and "   3    –  few" in text
 
 
 def test_select_pairs_by_the_records_id_says_when_models_and_domains_are_crossed_unevenly_and_prints_no_minus_zero():
@@ -245,6 +247,9 @@ def test_select_rejects_unknown_domain_and_dimension():
         with pytest.raises(ValueError):
             parse_want(text)
     assert parse_want("depth -, Efficiency") == {"Depth": -1, "Efficiency": 1}
+    for text in (",", " , "):  # read as the default, every dimension +, without a word
+        with pytest.raises(ValueError, match="names no dimension"):
+            parse_want(text)
 
 
 def test_select_refuses_a_target_that_is_not_finite_and_ranks_within_a_group(tmp_path):
@@ -260,8 +265,10 @@ def test_select_refuses_a_target_that_is_not_finite_and_ranks_within_a_group(tmp
     in_group = select_models(rows, SETTINGS, group="MiP")
     assert in_group.group == "MiP" and sum(r["n"] for r in in_group.rows) == len(rows) // 2
     assert "group MiP" in __import__("thinkprobe.choice").choice.format_selection(in_group)
-    with pytest.raises(ValueError, match="MiP, normal"):
+    with pytest.raises(ValueError, match="the run's groups are MiP, normal"):
         select_models(rows, SETTINGS, group="nothing")
+    with pytest.raises(ValueError, match="the domain math's groups are MiP$"):
+        select_models(rows, SETTINGS, domain="math", group="nothing")
 
 
 # ----------------------------------------------------------------------------- a run folder
@@ -364,6 +371,13 @@ def test_select_says_it_pools_groups_only_where_it_does(run_dir):
         r["group"] = "MiP" if r["domain"] == "math" else "normal"
     assert "pools the run's groups (MiP, normal)" in select_run(run_dir, rows=rows).note
     assert "pools" not in select_run(run_dir, rows=rows, domain="math").note
+    # the crossing of models and domains is said of the traces ranked: within group MiP (math only)
+    # there is none to speak of, whatever the whole run's (a helper's MiP run got the whole run's)
+    for r in rows:
+        if r["model"] == "qwq":  # qwq answered math only
+            r["domain"], r["group"] = "math", "MiP"
+    assert "qwq has no logic traces" in select_run(run_dir, rows=rows).note
+    assert "unevenly crossed" not in select_run(run_dir, rows=rows, group="MiP").note
 
 
 def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run_dir, monkeypatch):

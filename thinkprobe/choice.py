@@ -15,8 +15,9 @@ Two models cannot be told apart when the interval of the difference of their fit
 resamples, contains 0 (each pair on its own: no correction for the number of pairs). Tier 1 holds
 the best-fitting model and, in order of fit, every model after it until the first one told apart
 from it; the next tier starts there, and so on (a model's not_told_apart_from lists every model it
-cannot be told apart from, in any tier). The draws do not depend on the order of the rows. A model
-with fewer than stats.select_min_traces traces gets no interval and no tier. The fit says how a model's reasoning
+cannot be told apart from, in any tier: a leader with a wide interval keeps models in its tier that
+others tell apart). The draws do not depend on the order of the rows. A model with fewer than
+stats.select_min_traces traces gets no interval and no tier, and is listed after the placed ones. The fit says how a model's reasoning
 looks on the wanted dimensions, not how often it is right: where a lower tier is more accurate,
 the note says so.
 """
@@ -79,6 +80,8 @@ def parse_want(text: str | None) -> dict[str, int]:
         if match[0] in out:  # "Depth+,Depth-": the last one won without a word
             raise ValueError(f"--want names {match[0]} twice")
         out[match[0]] = sign
+    if not out:  # "," or " , ": nothing named, where the default (every dimension +) was not asked for
+        raise ValueError(f"--want {text!r} names no dimension; use {', '.join(DIMS)} with + or -")
     return out
 
 
@@ -170,7 +173,8 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
         if value is not None:
             levels = sorted({str(r.get(key)) for r in rows if r.get(key) is not None})
             if value not in levels:
-                raise ValueError(f"--{key} {value!r}: the run's {key}s are {', '.join(levels) or 'none'}")
+                where = f"domain {domain}'s" if key == "group" and domain is not None else "run's"
+                raise ValueError(f"--{key} {value!r}: the {where} {key}s are {', '.join(levels) or 'none'}")
             rows = [r for r in rows if r.get(key) == value]
     if like:
         target = dict(like)
@@ -227,6 +231,7 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
             tiers[m] = max((t for t in tiers.values() if t is not None), default=0) + 1
         else:
             tiers[m] = tiers[head]
+    order = [m for m in order if m not in small] + [m for m in order if m in small]  # unplaced ones last
     for rank, m in enumerate(order, start=1):
         graded = [r["correct"] for r in rows if r["model"] == m and r.get("correct") is not None]
         lo, hi = (None, None) if m in small else _interval(draws[m], level)
@@ -288,7 +293,8 @@ def select_run(run_dir: str | Path, *, domain: str | None = None, want: str | Ma
     like_map = read_like(like) if like is not None else None
     sel = select_models(rows, settings, domain=domain, want=want_map if want else None, like=like_map,
                         redundancy=_redundancy_means(run_dir, domain, group), group=group)
-    if domain is None and (crossing := model_crossing(rows, "domain", settings.min_group))["uneven"]:
+    in_group = [r for r in rows if group is None or r.get("group") == group]
+    if domain is None and (crossing := model_crossing(in_group, "domain", settings.min_group))["uneven"]:
         empty = ", ".join(f"{m} has no {d} traces" for m, d in crossing["empty_cells"][:3])
         sel.notes["crossing"] = (
             "models and domains are unevenly crossed (" + ", ".join(x for x in (empty, f"Cramér's V {_num(crossing['cramers_v'], 2)}"
