@@ -309,6 +309,33 @@ def test_mr_ben_closing_step_is_the_answer_and_its_solution_label_no_grade():
     assert labelled.correct is False  # named, the label grades
 
 
+def test_an_api_error_written_where_the_output_should_be_is_a_skip_that_says_so(shared_data):
+    """MiP-Overthinking's DeepSeek-R1 files hold 3 failed API calls ("Error after 6 attempts: Error code:
+    500 ...") where the output should be: they were skipped as 'answer without thinking'. Now a skip
+    naming the error, on the corpus record itself; a text that opens with 'Error' in its reasoning is none."""
+    import gzip
+
+    path = shared_data / "mip_overthinking" / "response" / "gsm8k" / "normal" / "deepseekR1" / "response.json.gz"
+    if not path.exists():
+        pytest.skip(f"{path} not found (MiP-Overthinking in the shared data)")
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        record = json.load(f)[66]
+    assert record["deepseek-reasoner (question)"].startswith("Error after 6 attempts: Error code: 500")
+    with pytest.raises(InputError) as err:
+        one(record)
+    assert err.value.field == "deepseek-reasoner (question)"
+    assert err.value.reason.startswith("the text is a generation API's error message (\"Error after 6 attempts")
+    from thinkprobe.accounting import reason_kind
+
+    assert reason_kind(err.value.reason) == "the text is a generation API's error message"
+    from thinkprobe.io.guess import is_api_error
+
+    assert is_api_error("Error after 6 attempts: Expecting value: line 10 column 1 (char 9)")  # svamp/MiP's two
+    assert not is_api_error("Error after 3 steps: x = 4 does not satisfy the second equation, so retry.")
+    mine = one({"question": "Q?", "gpt-4o (question)": "Error in my first step: 12 * 7 is 84, not 74. So the total is 90."})
+    assert mine.provenance["untagged"]
+
+
 def test_a_field_named_after_a_model_and_its_prompt_is_that_models_output():
     """MiP-Overthinking keeps each API model's output in `<model> (<prompt field>)`: untagged, it is the whole
     output of a model without visible reasoning (profiled as untagged text, under the model it names); where the

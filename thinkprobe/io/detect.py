@@ -17,7 +17,7 @@ from ..records import InputError, Section, Trace
 from .formats import strip_extensions, type_name
 from .grades import CORRECT_FIELDS, GENERATION_CORRECT_FIELDS, GRADES, grade_key, parse_correct_values, read_grade, unread_codes
 from .sources import FieldMap
-from .guess import is_code, longest_text_hint, model_output, output_prompt, step_texts, tagged_field
+from .guess import is_api_error, is_code, longest_text_hint, model_output, output_prompt, step_texts, tagged_field
 from .tags import Split, split_tags, trim
 
 __all__ = ["get_path", "GRADES", "ENCRYPTED", "UNTAGGED", "CHOICE_MESSAGES", "record_position", "REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect", "record_model"]
@@ -137,6 +137,10 @@ def detect(
     start, end = trim(text, *split.reasoning)
     if start >= end:
         raise error(_origin(record, reasoning_from), "empty reasoning")
+    if untagged and is_api_error(text[start:end]):
+        shown = text[start:end] if end - start <= 80 else text[start:start + 77] + "..."
+        raise error(_origin(record, reasoning_from), f"the text is a generation API's error message ({shown!r}), "
+                                                     "not a model's output")
     sections = [Section("reasoning", _origin(record, reasoning_from), text, start, end)]
     answer_fields = found.answer_fields
     if fields.answer_field:

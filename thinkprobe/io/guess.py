@@ -17,7 +17,7 @@ from typing import Iterable
 
 from .tags import split_tags
 
-__all__ = ["is_code", "is_output_field", "output_prompt", "tagged_field", "longest_text_hint", "step_texts", "HINT_MIN_CHARS", "NOT_OUTPUT", "OUTPUT_WORDS", "ModelOutput",
+__all__ = ["is_code", "is_api_error", "is_output_field", "output_prompt", "tagged_field", "longest_text_hint", "step_texts", "HINT_MIN_CHARS", "NOT_OUTPUT", "OUTPUT_WORDS", "ModelOutput",
            "model_output", "HIDDEN_REASONING"]
 
 
@@ -165,3 +165,24 @@ def is_code(text: str) -> bool:
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return False
     return any(isinstance(node, _CODE_NODES) for node in ast.walk(tree))
+
+
+# An API call that failed, written where the output should be (MiP-Overthinking: "Error after 6 attempts:
+# Error code: 500 - {'error': {'message': 'Internal Server Error', ...}}", "Error after 6 attempts: Expecting
+# value: line 10 column 1 (char 9)"): a short untagged text that opens with an error and names retries, an
+# HTTP status, a server error, a rate limit or a timeout.
+API_ERROR = re.compile(r"\s*(?:\[?error\]?\b|exception\b|traceback \(most recent call last\))(?=.*?(?:(?:error|status)"
+                       r"(?: code)?\s*[:=]?\s*[45]\d\d\b|internal server error|rate[ _-]?limit|timed out|timeout\b|"
+                       r"['\"]error['\"]\s*:|after \d+ (?:attempts|retries|tries)\b))", re.IGNORECASE | re.DOTALL)
+API_ERROR_MAX_CHARS = 2000
+
+
+def is_api_error(text: str) -> bool:
+    """Whether an untagged text is a failed API call's error message rather than a model's output.
+
+    >>> is_api_error("Error after 6 attempts: Error code: 500 - {'error': {'message': 'Internal Server Error'}}")
+    True
+    >>> is_api_error("Error in my reasoning: 5 + 3 is 8, not 9.")
+    False
+    """
+    return len(text) <= API_ERROR_MAX_CHARS and API_ERROR.match(text) is not None
