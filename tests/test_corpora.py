@@ -729,10 +729,19 @@ def test_a_rerun_keeps_the_users_files_and_no_summary_still_warns(tmp_path):
     (out / "NOTES.txt").write_text("x\n")
     (out / "mine").mkdir()
     (out / "mine" / "a.txt").write_text("y")
+    # `thinkprobe graph`'s page and images are the tool's (a rerun kept the images beside a new page);
+    # an image of the user's in traces/ stays
+    trace = json.loads((out / "graphs.jsonl").read_text(encoding="utf-8").splitlines()[0])["trace_id"]
+    view = CliRunner().invoke(main, ["graph", str(out), trace])
+    assert view.exit_code == 0, view.output
+    drawn = sorted(p.name for p in (out / "traces").iterdir())
+    assert [p.rsplit(".", 1)[1] for p in drawn] == ["html", "png", "svg"]
+    (out / "traces" / "mine.png").write_bytes((out / "traces" / drawn[1]).read_bytes().replace(b"ThinkProbe", b"MyPlots!!!"))
     second = CliRunner().invoke(main, args)
     assert second.exit_code == 0, second.output
     assert (out / "NOTES.txt").read_text() == "x\n" and (out / "mine" / "a.txt").read_text() == "y"
-    assert "kept 2 files that are not the tool's: NOTES.txt, mine" in second.stderr
+    assert "kept 3 files that are not the tool's: NOTES.txt, mine, traces/mine.png" in second.stderr
+    assert sorted(p.name for p in (out / "traces").iterdir()) == ["mine.png"]
     assert (out / "run.json").exists() and json.loads((out / "run.json").read_text())["counts"]["traces"] == 2
     # --strict: the model with no trace profiled is an error naming it and its count, and the exit status is 3
     strict = CliRunner().invoke(main, [*args, "--strict"])

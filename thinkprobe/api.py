@@ -48,10 +48,10 @@ def _tool_file(folder: str, name: str, path: Path) -> bool:
         from .runner import PART_FILE
 
         return PART_FILE.fullmatch(name) is not None
-    if folder == "traces":  # the report's pages, by their title (a page of the user's there stays)
+    if folder == "traces":  # the report's pages and `graph`'s images, by their title (the user's files stay)
         from .report.trace_pages import is_trace_page
 
-        return name.endswith(".html") and is_trace_page(path)
+        return name.endswith((".html", ".png", ".svg")) and is_trace_page(path)
     return name.endswith(".graphml")
 
 

@@ -83,10 +83,11 @@ def figure_style():
         yield
 
 
-def png_bytes(fig, dpi: int) -> bytes:
+def png_bytes(fig, dpi: int, title: str | None = None) -> bytes:
     # "tight" grows the canvas to whatever the layout left outside it: nothing drawn is cut off
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None}, bbox_inches="tight", pad_inches=0.08)
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None, **({"Title": title} if title else {})},
+                bbox_inches="tight", pad_inches=0.08)
     return buf.getvalue()
 
 
@@ -158,9 +159,9 @@ def clipped_texts(fig) -> list[str]:
             if ext.x0 < box.x0 - 1 or ext.y0 < box.y0 - 1 or ext.x1 > box.x1 + 1 or ext.y1 > box.y1 + 1]
 
 
-def svg_bytes(fig) -> bytes:
+def svg_bytes(fig, title: str | None = None) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, **({"Title": title} if title else {})})
     return buf.getvalue()
 
 

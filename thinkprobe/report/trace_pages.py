@@ -282,9 +282,10 @@ def write_trace_view(run_dir: str | Path, trace_id: str, out: str | Path | None 
     name = page_names(ids).get(rec["trace_id"]) or safe_trace_id(rec["trace_id"])  # the name the report links
     with figure_style():
         fig = graph_figure(rec)
-        png = png_bytes(fig, TRACE_DPI)
+        title = PAGE_TITLE + rec["trace_id"]  # as the page's: a rerun tells the tool's images by it
+        png = png_bytes(fig, TRACE_DPI, title)
         write_own(out_dir / f"{name}.png", png)
-        write_own(out_dir / f"{name}.svg", svg_bytes(fig))
+        write_own(out_dir / f"{name}.svg", svg_bytes(fig, title))
     in_run = out_dir.resolve() == (run_dir / "traces").resolve()
     path = out_dir / f"{name}.html"
     unusual = _unusual_rows(run_dir) if (run_dir / ANOMALIES_TABLE.name).exists() else {}  # `graph` writes no table
@@ -304,12 +305,16 @@ PAGE_TITLE = "ThinkProbe · "  # every trace page's <title> opens with it: how a
 
 
 def is_trace_page(path: Path) -> bool:
-    """Whether `path` is a trace page the tool wrote (its <title> near the top), not a file of the user's."""
+    """Whether `path` is a trace page, or a trace view's PNG or SVG (`thinkprobe graph`), the tool wrote
+    (its title near the top: <title> of the HTML and SVG, the PNG's Title text chunk), not a file of
+    the user's."""
     try:
         with open(path, "rb") as fh:
-            return f"<title>{PAGE_TITLE}".encode("utf-8") in fh.read(1024)
+            head = fh.read(1024)
     except OSError:
         return False
+    return (f"<title>{PAGE_TITLE}".encode("utf-8") in head or b"tEXtTitle\0" + PAGE_TITLE.encode("latin-1") in head
+            or b"iTXtTitle\0\0\0\0\0" + PAGE_TITLE.encode("utf-8") in head)
 
 
 def _write_trace_page(job: tuple[dict, Path, dict | None, str, dict | None]) -> None:
