@@ -378,7 +378,7 @@ def outcome_validity(rows: Sequence[Mapping], settings: StatsSettings) -> dict:
     indicators = np.array([[r[name] for name in INDICATORS] for r in graded], dtype=np.float64)
     for key, features in (("auroc_model_length", np.hstack([onehot, length])),
                           ("auroc_model_length_indicators", np.hstack([onehot, length, indicators]))):
-        clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+        clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000, solver="newton-cholesky"))
         out[key] = float(np.mean([roc_auc_score(wrong, cross_val_predict(
             clf, features, wrong, method="predict_proba",
             cv=StratifiedKFold(settings.cv_folds, shuffle=True, random_state=settings.cv_seed + r))[:, 1])
