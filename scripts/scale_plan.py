@@ -12,7 +12,15 @@ hours 1,000,000 traces take on N GPUs and which stage limits.
         the capacity table from scripts/bench.py's per-stage figures (and the driver's cost from
         `measure`, when given). Without R (the encoder's units per second on
         one GPU, `raw_encoder.units_per_s` of scripts/gpu_bench.sh's bench-gpu.json), the table
-        uses a stated assumption and says so.
+        uses a stated assumption and says so. With --assemble, the assembling cost per trace is
+        that file's slope instead of the bench run's assemble seconds over its traces (which hold
+        the stage's fixed cost: imports, the statistics' resampling).
+    python scripts/scale_plan.py assemble RUN_DIR [--copies 1,5] [--json docs/scale-assemble.json]
+        the assembling stage alone (runner.assemble: joining the chunks, the tables, norms,
+        anomalies, statistics) on RUN_DIR's committed chunks copied K times into a scratch run, in
+        CPU seconds of this process per step, for each K; the cost per trace is the slope between
+        the smallest and the largest K. RUN_DIR: a finished run of this version (its chunks carry
+        each trace's failure_risk).
 """
 from __future__ import annotations
 
@@ -106,15 +114,62 @@ def measure(n: int, workdir: Path) -> dict:
     }
 
 
+class _StepTimes:
+    """runner.assemble's progress: CPU seconds of this process from one step's start to the next."""
+
+    def __init__(self):
+        self.times: dict[str, float] = {}
+        self._step, self._start = None, time.process_time()
+
+    def stage(self, name: str | None) -> None:
+        now = time.process_time()
+        if self._step is not None:
+            self.times[self._step] = now - self._start
+        self._step, self._start = name, now
+
+
+def assemble_cost(run_dir: Path, copies: list[int], workdir: Path) -> dict:
+    from types import SimpleNamespace
+
+    from thinkprobe.config import Config
+    from thinkprobe.runner import assemble
+
+    parts = sorted((run_dir / "parts").glob("[0-9]*.jsonl"))
+    run = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    encoder = SimpleNamespace(path=run["encoder"]["path"], name=run["encoder"]["name"], precision=run["encoder"]["precision"],
+                              max_seq_length=run["encoder"]["max_seq_length"], tokenizer_name=run["tokenizer"],
+                              device=run["device"])
+    linker = SimpleNamespace(name=run["linker"])
+    rows = []
+    for k in copies:
+        out = workdir / f"copies-{k}"
+        (out / "parts").mkdir(parents=True)
+        for c in range(k):
+            for j, part in enumerate(parts):
+                (out / "parts" / f"{c * len(parts) + j:06d}.jsonl").write_bytes(part.read_bytes())
+        steps = _StepTimes()
+        result = assemble(out, Config.load(), encoder, linker, RunOptions(inputs=[str(run_dir)], out_dir=str(out)),
+                          progress=steps)
+        steps.stage(None)
+        rows.append({"copies": k, "traces": result["traces"], "cpu_s_by_step": steps.times,
+                     "cpu_s": sum(steps.times.values())})
+    first, last = rows[0], rows[-1]
+    slope = (last["cpu_s"] - first["cpu_s"]) / (last["traces"] - first["traces"])
+    return {"date": time.strftime("%Y-%m-%d"), "command": f"python scripts/scale_plan.py assemble RUN_DIR --copies "
+            f"{','.join(map(str, copies))}", "run": run["inputs"], "runs": rows, "cpu_s_per_trace": slope,
+            "fixed_cpu_s": first["cpu_s"] - slope * first["traces"]}
+
+
 def table(bench: dict, measured: dict | None, gpu_units_per_s: float | None, cpus_per_gpu: int,
-          traces: int = 1_000_000, gpus: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)) -> str:
+          traces: int = 1_000_000, gpus: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64),
+          assembling: dict | None = None) -> str:
     """The capacity table. `bench`: scripts/bench.py's JSON (units per trace, wall seconds per stage
     of a one-process run, raw encoder units/s); `measured`: this script's `measure` JSON (the Ray
     driver's CPU per trace), or None (that row is then left to measure)."""
     u = bench["units"] / bench["traces"]
     stages = bench["full_pipeline"]["stages_s"]
     c = sum(stages.get(s, 0.0) for s in CPU_STAGES) / bench["units"]  # one process: wall = one core
-    a = stages["assemble"] / bench["traces"]
+    a = assembling["cpu_s_per_trace"] if assembling else stages["assemble"] / bench["traces"]
     threads = 2  # torch's threads in that run (bench JSON "machine")
     enc_core = bench["raw_encoder"]["units_per_s"] / threads
     d = measured["ray_engine"]["driver_cpu_s_per_trace_without_assemble"] if measured else None
@@ -137,8 +192,10 @@ def table(bench: dict, measured: dict | None, gpu_units_per_s: float | None, cpu
                     f"| {t_asm:.2f} | {stream[0] + t_asm:.2f} | {limit} |")
     head = [
         f"Inputs: {u:.1f} units/trace; CPU stages (split, tile_type, link, indicators_serialise) {c * 1e6:.0f} "
-        f"core-us/unit; assemble {a * 1e3:.2f} ms/trace; CPU encoder {enc_core:.0f} units per core-second "
-        f"(from {bench['corpus']}, {bench['date']}).",
+        f"core-us/unit; assemble {a * 1e3:.2f} ms/trace"
+        + (f" (the slope over {assembling['runs'][0]['traces']:,} to {assembling['runs'][-1]['traces']:,} traces, "
+           f"{assembling['date']})" if assembling else "")
+        + f"; CPU encoder {enc_core:.0f} units per core-second (from {bench['corpus']}, {bench['date']}).",
         f"GPU encoder: {r:,.0f} units/s per GPU "
         + ("(measured)." if gpu_units_per_s else "(ASSUMPTION: sbert.net's V100 figure for all-MiniLM-L6-v2; not measured here)."),
         f"{cpus_per_gpu} CPU cores per GPU, {free:g} of them free for the CPU stages.",
@@ -162,7 +219,20 @@ def main(argv=None) -> None:
     t.add_argument("--measured", default=None, help="this script's measure JSON (the Ray driver's cost)")
     t.add_argument("--gpu-units-per-s", type=float, default=None)
     t.add_argument("--cpus-per-gpu", type=int, default=16)
+    t.add_argument("--assemble", default=None, help="this script's assemble JSON (assembling cost per trace)")
+    a = sub.add_parser("assemble")
+    a.add_argument("run_dir", type=Path)
+    a.add_argument("--copies", default="1,5", help="comma-separated copy counts of the run's chunks")
+    a.add_argument("--json", default=None)
     args = ap.parse_args(argv)
+    if args.cmd == "assemble":
+        with tempfile.TemporaryDirectory(prefix="thinkprobe-assemble-") as tmp:
+            report = assemble_cost(args.run_dir, [int(k) for k in args.copies.split(",")], Path(tmp))
+        text = json.dumps(report, indent=2) + "\n"
+        if args.json:
+            Path(args.json).write_text(text, encoding="utf-8")
+        sys.stdout.write(text)
+        return
     if args.cmd == "measure":
         workdir = Path(args.workdir or tempfile.mkdtemp(prefix="thinkprobe-scale-"))
         workdir.mkdir(parents=True, exist_ok=True)
@@ -174,7 +244,8 @@ def main(argv=None) -> None:
     else:
         bench = json.loads(Path(args.bench).read_text(encoding="utf-8"))
         measured = json.loads(Path(args.measured).read_text(encoding="utf-8")) if args.measured else None
-        print(table(bench, measured, args.gpu_units_per_s, args.cpus_per_gpu))
+        assembling = json.loads(Path(args.assemble).read_text(encoding="utf-8")) if args.assemble else None
+        print(table(bench, measured, args.gpu_units_per_s, args.cpus_per_gpu, assembling=assembling))
 
 
 if __name__ == "__main__":
