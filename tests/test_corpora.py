@@ -331,7 +331,13 @@ def test_an_api_error_written_where_the_output_should_be_is_a_skip_that_says_so(
     from thinkprobe.io.guess import is_api_error
 
     assert is_api_error("Error after 6 attempts: Expecting value: line 10 column 1 (char 9)")  # svamp/MiP's two
-    assert not is_api_error("Error after 3 steps: x = 4 does not satisfy the second equation, so retry.")
+    for answer in ("Error after 3 steps: x = 4 does not satisfy the second equation, so retry.",
+                   "Error in the question: the rate limit of the machine is not given.",
+                   "Exception handling in Python: wrap the call in try/except and set a timeout.",
+                   "Error analysis: the first approach failed after 3 attempts, so the answer is 12.",
+                   "Error: the code raises ZeroDivisionError: division by zero when n = 0."):
+        assert not is_api_error(answer), answer  # an answer may say these words
+    assert is_api_error("Error: openai.RateLimitError: Error code: 429 - Rate limit reached for requests")
     mine = one({"question": "Q?", "gpt-4o (question)": "Error in my first step: 12 * 7 is 84, not 74. So the total is 90."})
     assert mine.provenance["untagged"]
 
@@ -849,12 +855,23 @@ def test_a_file_of_questions_beside_the_outputs_is_warned_about(tmp_path):
     assert res.exit_code == 0, res.output
     run = json.loads((out / "run.json").read_text())
     (warning,) = run["short_trace_warnings"]
-    assert warning.startswith(f"file {questions}: all 2 of its traces are untagged text") and str(outputs) not in warning
+    assert warning.startswith(f"file {questions}: all 2 of its traces are untagged text with no question") \
+        and str(outputs) not in warning
     assert f"warning: {warning}" in res.stderr and warning in (out / "report.md").read_text(encoding="utf-8")
     alone = tmp_path / "alone"
     res = CliRunner().invoke(main, ["profile", str(questions), "-o", str(alone), *flags])
     assert res.exit_code == 0, res.output
     assert json.loads((alone / "run.json").read_text())["short_trace_warnings"] == []
+    # a non-reasoning model's outputs beside a reasoning model's: untagged too, but each with its question
+    # (MiP-Overthinking's gpt4o files); no such warning, the per-model count of untagged text speaks of them
+    answers = tmp_path / "gpt4o.jsonl"
+    answers.write_text("".join(json.dumps({"question": f"What is {k} + {k}?", "gpt-4o (question)": f"It is {2 * k}."})
+                               + "\n" for k in range(1, 4)), encoding="utf-8")
+    mixed = tmp_path / "mixed"
+    res = CliRunner().invoke(main, ["profile", str(outputs), str(answers), "-o", str(mixed), *flags])
+    assert res.exit_code == 0, res.output
+    run = json.loads((mixed / "run.json").read_text())
+    assert run["counts"]["untagged"] == 3 and run["short_trace_warnings"] == []
 
 
 def test_traces_cut_off_before_their_reasoning_ends_are_counted_per_model(tmp_path):

@@ -140,7 +140,8 @@ class Accounting:
     unread: Counter = field(default_factory=Counter)
     unread_value: dict = field(default_factory=dict)  # the first unread value per field, for the hint
     single_unit: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))  # model -> file -> traces
-    untagged: Counter = field(default_factory=Counter)  # file -> traces whose reasoning is untagged text
+    # file -> traces whose reasoning is untagged text with no question beside it (a file of prompts?)
+    untagged_alone: Counter = field(default_factory=Counter)
     checked: int = 0  # traces with both a grade (correct or incorrect) and a gold answer
     disagreements: list[dict] = field(default_factory=list)
     disagreement_count: int = 0
@@ -152,8 +153,8 @@ class Accounting:
             tally.traces += 1
         if sum(u.get("section") == "reasoning" for u in g.get("units") or ()) <= 1:
             self.single_unit[g["model"]][g["source"]] += 1
-        if (g.get("provenance") or {}).get("untagged"):
-            self.untagged[g["source"]] += 1
+        if (g.get("provenance") or {}).get("untagged") and not g.get("question"):
+            self.untagged_alone[g["source"]] += 1
         self._grade(g)
 
     def skipped(self, error: Mapping) -> None:
@@ -248,16 +249,18 @@ class Accounting:
         together) of which at least SINGLE_UNIT_SHARE of at least SINGLE_UNIT_MIN traces hold a single
         Thought Unit of reasoning: most often a file whose records are the sentences of one text
         (Schoenfeld et al.'s labelled responses), each profiled as a whole trace. One line per file
-        whose every trace is untagged text where another file's traces carry reasoning (a field or
-        tags): most often a file of the questions beside the outputs (Venhoff et al.'s messages.json)."""
+        whose every trace is untagged text with no question beside it, where another file's traces are
+        not: most often a file of the questions themselves beside the outputs (Venhoff et al.'s
+        messages.json). A non-reasoning model's outputs come with their questions (MiP-Overthinking's
+        gpt4o files): the per-model count of untagged text speaks of those."""
         out = []
-        if any(t.traces > self.untagged[f] for f, t in self.files.items()):
-            for f, n in sorted(self.untagged.items()):
+        if any(t.traces > self.untagged_alone[f] for f, t in self.files.items()):
+            for f, n in sorted(self.untagged_alone.items()):
                 if n == self.files[f].traces:
-                    out.append(f"file {f}: all {n} of its traces are untagged text (no reasoning field or tags) where "
-                               "other files' traces carry reasoning; if it holds questions or prompts rather than a "
-                               "model's output, leave it out of the inputs (name the other files, or a --path-pattern "
-                               "it does not match)")
+                    out.append(f"file {f}: all {n} of its traces are untagged text with no question beside them (no "
+                               "reasoning field, tags or question field) where other files' traces are not; if it holds "
+                               "questions or prompts rather than a model's output, leave it out of the inputs (name the "
+                               "other files, or a --path-pattern it does not match)")
         for model, files in sorted(self.single_unit.items()):
             n, total = sum(files.values()), self.models[model].traces
             if total >= SINGLE_UNIT_MIN and n >= SINGLE_UNIT_SHARE * total:

@@ -169,11 +169,16 @@ def is_code(text: str) -> bool:
 
 # An API call that failed, written where the output should be (MiP-Overthinking: "Error after 6 attempts:
 # Error code: 500 - {'error': {'message': 'Internal Server Error', ...}}", "Error after 6 attempts: Expecting
-# value: line 10 column 1 (char 9)"): a short untagged text that opens with an error and names retries, an
-# HTTP status, a server error, a rate limit or a timeout.
-API_ERROR = re.compile(r"\s*(?:\[?error\]?\b|exception\b|traceback \(most recent call last\))(?=.*?(?:(?:error|status)"
-                       r"(?: code)?\s*[:=]?\s*[45]\d\d\b|internal server error|rate[ _-]?limit|timed out|timeout\b|"
-                       r"['\"]error['\"]\s*:|after \d+ (?:attempts|retries|tries)\b))", re.IGNORECASE | re.DOTALL)
+# value: line 10 column 1 (char 9)"): a short untagged text that opens with an error and carries a client's
+# or server's signature: retries counted right after it, an error or status code, an HTTP reason phrase, a
+# JSON error payload, or an API client's exception class (RateLimitError:). Words alone ("Error in the question: the rate limit ...",
+# "Exception handling: set a timeout") are not enough: an answer may say them.
+API_ERROR = re.compile(
+    r"\s*(?:error after \d+ (?:attempts|retries|tries)\b|(?:\[?error\]?\b|exception\b|traceback \(most recent call last\))"
+    r"(?=.*?(?:(?:error|status) code\s*[:=]?\s*[1-5]\d\d\b|\b(?:internal server error|service unavailable|bad gateway|"
+    r"gateway time-?out|too many requests)\b|['\"]error['\"]\s*:\s*[{'\"]|"
+    r"\b\w*(?:api|ratelimit|connection|timeout|authentication|server|http|request|unavailable)\w*(?:error|exception):)))",
+    re.IGNORECASE | re.DOTALL)
 API_ERROR_MAX_CHARS = 2000
 
 
