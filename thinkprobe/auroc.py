@@ -52,12 +52,35 @@ def auroc_within(scores: np.ndarray, wrong: np.ndarray, models: np.ndarray) -> t
     return (u_sum / pairs if pairs else None), per
 
 
-def factor_auroc(graded: Sequence[Mapping], wrong: np.ndarray, by: str) -> float | None:
+def _level_auroc(wrong: np.ndarray, right: np.ndarray) -> float:
+    """AUROC of scoring each trace by its level's share wrong, from the counts of wrong and right
+    traces per level (ties between levels of one share count one half)."""
+    share = wrong / (wrong + right)
+    _, inv = np.unique(share, return_inverse=True)
+    w, r = np.bincount(inv, weights=wrong), np.bincount(inv, weights=right)
+    below = np.cumsum(r) - r  # right traces of a lower share
+    return float(((w * below).sum() + 0.5 * (w * r).sum()) / (wrong.sum() * right.sum()))
+
+
+FACTOR_PERMUTATIONS = 1000
+
+
+def factor_auroc(graded: Sequence[Mapping], wrong: np.ndarray, by: str, seed: int = 0,
+                 permutations: int = FACTOR_PERMUTATIONS) -> dict | None:
     """How well a design factor alone tells wrong from right: the AUROC of each graded trace's
-    level's share of wrong answers (in-sample; traces without a level read as one more level).
-    None with fewer than two levels or one class only."""
-    levels = [str(r.get(by)) for r in graded]
+    level's share of wrong answers (traces without a level read as one more level), in-sample, so
+    beside what the same levels give the grades shuffled among the same traces (`chance`: the mean
+    over `permutations` seeded shuffles; `p`: the share of them at least as high, one added to both
+    counts). Many small levels give a high AUROC to any grades: chance says how high. None with
+    fewer than two levels or one class only."""
+    levels = np.array([str(r.get(by)) for r in graded])
     if len(set(levels)) < 2 or wrong.all() or not wrong.any():
         return None
-    share = {v: wrong[[lv == v for lv in levels]].mean() for v in set(levels)}
-    return auroc([share[v] for v in levels], wrong)
+    _, inv = np.unique(levels, return_inverse=True)
+    n_wrong = np.bincount(inv, weights=wrong.astype(np.float64))
+    sizes = np.bincount(inv).astype(np.int64)
+    value = _level_auroc(n_wrong, sizes - n_wrong)
+    draws = np.random.default_rng(seed).multivariate_hypergeometric(sizes, int(wrong.sum()), size=permutations)
+    null = np.array([_level_auroc(d.astype(np.float64), (sizes - d).astype(np.float64)) for d in draws])
+    return {"auroc": value, "chance": float(null.mean()),
+            "p": float(((null >= value - 1e-12).sum() + 1) / (permutations + 1))}

@@ -361,7 +361,7 @@ def outcome_validity(rows: Sequence[Mapping], settings: StatsSettings) -> dict:
            "n_wrong_no_answer": sum(1 for r in graded if r.get("no_answer")),
            "folds": settings.cv_folds, "seed": settings.cv_seed, "repeats": settings.cv_repeats,
            "auroc_model_length": None, "auroc_model_length_indicators": None, "gain": None,
-           "factor_auroc": {by: factor_auroc(graded, wrong, by) for by in ("domain", "group")}}
+           "factor_auroc": {by: factor_auroc(graded, wrong, by, settings.cv_seed) for by in ("domain", "group")}}
     if min(out["n_wrong"], out["n_correct"]) < max(settings.min_class, settings.cv_folds):
         out.update(status=NOT_TESTABLE, reason=f"fewer than {max(settings.min_class, settings.cv_folds)} "
                                                 f"correct or wrong graded traces")
@@ -523,7 +523,9 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
                      "group": "tested like the domain, over the traces that have a group; no group tests in a "
                               "run where no trace has one",
                      "factor_auroc": "outcome.cross_validated: AUROC for a wrong answer of each graded trace's domain "
-                                     "(group)'s share of wrong answers, in-sample; none with one level"},
+                                     "(group)'s share of wrong answers, in-sample; chance: its mean over 1,000 seeded "
+                                     "shuffles of the grades among the same traces, p: the share at least as high; "
+                                     "none with one level"},
         "groupings": {by: {"groups": _groups(rows, by),
                            "too_few": sorted(g for g, c in _groups(rows, by).items() if c < cfg.min_group)}
                       for by in groupings},

@@ -185,7 +185,7 @@ def headline(stats: Mapping) -> list[str]:
         base = "model + length" if n_models >= 2 else "length"
         below = max(cv["auroc_model_length_indicators"], cv["auroc_model_length"]) < 0.5
         out.append(f"On {cv['n']} graded traces ({cv['n_wrong']} wrong{_no_answer_note(cv, 'n_wrong_no_answer')}"
-                   f"{_factor_note(cv)}) "
+                   f"{_factor_note(cv, stats['settings']['alpha'])}) "
                    f"adding the indicators to {base} {verdict} "
                    f"the prediction of a wrong answer (cross-validated AUROC {format_number(cv['auroc_model_length_indicators'], 2)} "
                    f"with them, {format_number(cv['auroc_model_length'], 2)} without; a gain needs more than "
@@ -206,20 +206,22 @@ def _no_answer_note(counts: Mapping, key: str = "wrong_no_answer") -> str:
             f"may tell those apart rather than wrong answers from right ones")
 
 
-FACTOR_AUROC_NOTE = 0.7  # a design factor telling wrong from right this well on its own is said
+FACTOR_AUROC_NOTE = 0.7  # a design factor telling wrong from right this well on its own, beyond chance, is said
 
 
-def _factor_note(cv: Mapping) -> str:
-    """Where a domain or group alone tells wrong answers from right ones (cross_validated.factor_auroc
-    >= FACTOR_AUROC_NOTE: most wrong answers in some domains, few in others), that an indicator which
-    differs between them tells wrong answers apart through them."""
-    named = [(by, a) for by, a in (cv.get("factor_auroc") or {}).items() if a is not None and a >= FACTOR_AUROC_NOTE]
+def _factor_note(cv: Mapping, alpha: float = 0.05) -> str:
+    """Where a domain or group alone tells wrong answers from right ones (cross_validated.factor_auroc:
+    AUROC >= FACTOR_AUROC_NOTE, and above what shuffled grades give at p < alpha), that an indicator
+    which differs between its levels may tell wrong answers apart through them."""
+    named = [(by, f) for by, f in (cv.get("factor_auroc") or {}).items()
+             if isinstance(f, Mapping) and f["auroc"] >= FACTOR_AUROC_NOTE and f["p"] < alpha]
     if not named:
         return ""
-    said = ", ".join(f"the {by} alone{' tells wrong from right' if k == 0 else ''} at {'AUROC ' if k == 0 else ''}"
-                     f"{format_number(a, 2)}" for k, (by, a) in enumerate(named))
-    return (f"; {said} (each trace scored by its level's share wrong): an indicator that differs between levels "
-            f"tells wrong answers apart through them")
+    said = "; ".join(f"the {by} alone tells wrong from right at AUROC {format_number(f['auroc'], 2)} ({format_number(f['chance'], 2)} "
+                     f"with the grades shuffled, p {'< 0.001' if f['p'] < 0.001 else '= ' + format_number(f['p'], 3)})"
+                     for by, f in named)
+    return (f"; {said}, each trace scored by its {' or '.join(by for by, _ in named)}'s share wrong: an indicator that "
+            f"differs between them may tell wrong answers apart through them")
 
 
 def _gain_margin(cv: Mapping) -> float:
@@ -449,7 +451,8 @@ NO_RADAR = ("No radar chart: the run has one model, and z-scored against its own
 def outcome_text(stats: Mapping) -> str:
     o = stats["outcome"]
     cv = o["cross_validated"]
-    text = (f"{o['graded']} graded traces ({o['wrong']} wrong{_no_answer_note(o)}{_factor_note(cv)}; labels from "
+    text = (f"{o['graded']} graded traces ({o['wrong']} wrong{_no_answer_note(o)}"
+            f"{_factor_note(cv, stats['settings']['alpha'])}; labels from "
             f"{o['labels_from']}). ")
     if outcome_rows(stats):
         text += ("AUROC of each indicator for a wrong answer, pooled over all graded traces and within model (pairs of "
