@@ -265,9 +265,9 @@ def test_select_refuses_a_target_that_is_not_finite_and_ranks_within_a_group(tmp
     in_group = select_models(rows, SETTINGS, group="MiP")
     assert in_group.group == "MiP" and sum(r["n"] for r in in_group.rows) == len(rows) // 2
     assert "group MiP" in __import__("thinkprobe.choice").choice.format_selection(in_group)
-    with pytest.raises(ValueError, match="the run's groups are MiP, normal"):
+    with pytest.raises(ValueError, match="the groups of the run are MiP, normal"):
         select_models(rows, SETTINGS, group="nothing")
-    with pytest.raises(ValueError, match="the domain math's groups are MiP$"):
+    with pytest.raises(ValueError, match="the groups of domain math are MiP$"):
         select_models(rows, SETTINGS, domain="math", group="nothing")
 
 
@@ -334,7 +334,7 @@ def test_select_command_prints_every_model_with_an_interval(run_dir, tmp_path):
     res = CliRunner().invoke(main, ["select", str(run_dir), "--like", str(typo)])
     assert res.exit_code != 0 and f"--like {typo}: not a JSON profile" in res.output
     bad = CliRunner().invoke(main, ["select", str(run_dir), "--domain", "poetry"])
-    assert bad.exit_code == 2 and "the run's domains are logic, math" in bad.output
+    assert bad.exit_code == 2 and "the domains of the run are logic, math" in bad.output
     # the API and the command are one code path
     assert [r["model"] for r in select_run(run_dir).rows] == [r.split()[2] for r in lines[2:5]]
 

@@ -410,7 +410,22 @@ def test_outcome_validity_pooled_within_model_and_cross_validated(tmp_path):
     assert cv["status"] == "ok" and cv["n"] == 160
     assert cv["auroc_model_length_indicators"] > cv["auroc_model_length"] + 0.05
     assert cv["gain"] == pytest.approx(cv["auroc_model_length_indicators"] - cv["auroc_model_length"], abs=2e-6)
-    from thinkprobe.report.text import _gain_margin, headline
+    # each AUROC is the mean over cv_repeats draws of the folds (one draw's verdict moved with its seed)
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    features = np.column_stack([models == "b", np.log([r["tokens"] for r in rows])])
+    draws = [roc_auc_score(wrong, cross_val_predict(
+        make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000, solver="newton-cholesky")), features, wrong,
+        cv=StratifiedKFold(5, shuffle=True, random_state=seed), method="predict_proba")[:, 1]) for seed in range(10)]
+    assert cv["repeats"] == 10 and cv["auroc_model_length"] == pytest.approx(np.mean(draws), abs=2e-6)
+    from thinkprobe.report.text import _gain_margin, headline, outcome_text
+
+    assert "5 stratified folds drawn 10 times, seeds 0 to 9, AUROCs averaged" in outcome_text(stats)
+    older = {**stats, "outcome": {**stats["outcome"], "cross_validated": {k: v for k, v in cv.items() if k != "repeats"}}}
+    assert "(5 stratified folds, seed 0)" in outcome_text(older)  # a stats.json written before the repeats
 
     sentence = next(h for h in headline(stats) if h.startswith("On 160 graded traces"))
     verdict = "improves" if cv["gain"] > _gain_margin(cv) else "does not measurably change"

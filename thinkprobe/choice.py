@@ -173,8 +173,8 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
         if value is not None:
             levels = sorted({str(r.get(key)) for r in rows if r.get(key) is not None})
             if value not in levels:
-                where = f"domain {domain}'s" if key == "group" and domain is not None else "run's"
-                raise ValueError(f"--{key} {value!r}: the {where} {key}s are {', '.join(levels) or 'none'}")
+                where = f"of domain {domain}" if key == "group" and domain is not None else "of the run"
+                raise ValueError(f"--{key} {value!r}: the {key}s {where} are {', '.join(levels) or 'none'}")
             rows = [r for r in rows if r.get(key) == value]
     if like:
         target = dict(like)
@@ -350,7 +350,7 @@ def format_selection(sel: Selection) -> str:
     lines.append("fit: the model's mean signed z over the wanted dimensions (or closeness to --like), with its bootstrap "
                  "interval; the profile is not length-controlled (longer traces open more ideas: `thinkprobe stats` "
                  "gives each dimension's model effect beyond length); tier 1: the model that fits best and, in order of "
-                 "fit, those after it up to the first one told apart from it (the interval of the difference in fit "
+                 "fit, those after it up to, not including, the first one told apart from it (the interval of the difference in fit "
                  "excludes 0; no correction for the number of pairs compared); accuracy: share of graded traces correct (how many graded); R: mean redundancy "
                  "ratio (|V| - L_eff) / |V| of the model's traces (CoTJudger)"
                  + ("; with --like, fit is minus the distance to the profile, and a resampled mean lies farther "

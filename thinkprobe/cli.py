@@ -376,8 +376,8 @@ def report(run_dir, workers):
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
 def select_cmd(run_dir, domain, group, want, like, as_json):
     """Rank the run's models by how well their 5D profile fits, with bootstrap intervals and tiers:
-    tier 1 is the best fit and the models after it, in order of fit, up to the first one the run
-    tells apart from it; each later tier starts the same way."""
+    tier 1 is the best fit and the models after it, in order of fit, up to, not including, the
+    first one the run tells apart from it; each later tier starts the same way."""
     _require_run(run_dir, "indicators.csv", "profile.csv")
     from .choice import format_selection, select_run
 

@@ -131,8 +131,10 @@ class ProfileOptions:
         None, "with --linker cross-encoder: a local Hugging Face sequence-classification folder", path="dir")
     types: str = _option("head", "node types from the trained type head or from the cue lexicon",
                          choices=_typer_choices, show_default=True)
-    limit: int | None = _option(None, "profile only the first N records", kind=int, minimum=1)
-    sample: int | None = _option(None, "profile N records drawn at random (see --seed), kept in input order",
+    limit: int | None = _option(None, "profile only the first N traces (a skipped record counts as one, a record "
+                                      "of several generations as several)", kind=int, minimum=1)
+    sample: int | None = _option(None, "profile N traces drawn at random as --limit counts them (see --seed), kept in "
+                                       "input order",
                                  kind=int, minimum=1)
     seed: int = _option(0, "random seed of --sample", kind=int, show_default=True)
     engine: str = _option("local", "local (this machine) or ray (a Ray cluster; pip install thinkprobe[ray]); "

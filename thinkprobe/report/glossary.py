@@ -95,9 +95,9 @@ DECISIONS_GLOSSARY: dict[str, str] = {
             "stats.select_min_traces traces",
     "accuracy": "share of the model's graded traces whose final answer is correct",
     "models": "models with traces in the domain, ranked by fit",
-    "tier 1": "the domain's best-fitting model and, in order of fit, the models after it up to the first one the "
-              "run tells apart from it (see tier): "
-              "a profile that fits, not a model that answers better",
+    "tier 1": "the domain's best-fitting model and, in order of fit, the models after it up to, not including, "
+              "the first one the run tells apart from it (see tier): a profile that fits, not a model that answers "
+              "better",
     "told apart from the rest": "yes: tier 1 holds the best-fitting model alone (the next model with a tier by fit "
                                 "is told apart from it; 'among the N with a tier' where models with too few traces "
                                 "have none; '–' where no other model has one); no: tier 1 holds two or more models",
