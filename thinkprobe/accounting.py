@@ -51,6 +51,16 @@ def _producer(g: Mapping) -> str:
     return g["model"] if g["model"] != "unknown" else f"unknown\x00{g['source']}"
 
 
+def answer_scan(g: Mapping) -> dict:
+    """What UntaggedAnswers.scan reads of a graph record, written first on its part line
+    (runner.finish_line) so that the scan decodes it alone, not the whole record."""
+    return {"producer": _producer(g), "untagged": bool(g["provenance"].get("untagged")), "chars": reasoning_chars(g)}
+
+
+SCAN_PREFIX = '{"scan": '  # how a part line that carries answer_scan starts
+_DECODER = json.JSONDecoder()
+
+
 class UntaggedAnswers:
     """Which untagged traces of a run are a model's answers without thinking (see the module doc):
     the median reasoning length of every model (for traces without a model: every file) that has both
@@ -70,13 +80,16 @@ class UntaggedAnswers:
         for part in parts:
             with open(part, encoding="utf-8") as f:
                 for line in f:
-                    g = json.loads(line).get("graph")
-                    if g is None:
-                        continue
-                    if g["provenance"].get("untagged"):
-                        untagged.add(_producer(g))
+                    if line.startswith(SCAN_PREFIX):  # decode the scan entry only
+                        info = _DECODER.raw_decode(line, len(SCAN_PREFIX))[0]
+                    elif (g := json.loads(line).get("graph")) is not None:  # a chunk of an older run
+                        info = answer_scan(g)
                     else:
-                        lengths[_producer(g)].append(reasoning_chars(g))
+                        continue
+                    if info["untagged"]:
+                        untagged.add(info["producer"])
+                    else:
+                        lengths[info["producer"]].append(info["chars"])
         return cls({m: statistics.median(lengths[m]) for m in sorted(untagged) if lengths.get(m)})
 
     def is_answer(self, g: Mapping) -> bool:

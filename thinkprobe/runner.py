@@ -21,7 +21,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from .version import __version__
-from .accounting import NO_THINK, Accounting, UntaggedAnswers
+from .accounting import NO_THINK, SCAN_PREFIX, Accounting, UntaggedAnswers, answer_scan
 from .config import Config, IndicatorSettings
 from .encoder import Encoder, model_fingerprint
 from .indicators import CONTENT_TYPES, compute_indicators
@@ -134,8 +134,9 @@ PART_FILE = re.compile(r"(?:\d{6}\.(?:jsonl|running)|manifest\.json)(?:\.tmp)?")
 
 def finish_line(result: ThoughtGraph | InputError, trace_id: str | None, indicators: IndicatorSettings | None,
                 redundancy: RedundancyParams | None) -> str:
-    """One output line: the graph with its indicators (and its failure_risk, for anomalies.csv), or
-    the error."""
+    """One output line: the graph with its indicators, or the error. A graph's line opens with what
+    the join's scan for answers without thinking reads (accounting.answer_scan) and its failure_risk
+    (for anomalies.csv), and ends with the graph, whose JSON text the join copies to graphs.jsonl."""
     if isinstance(result, InputError):
         item = {"error": result.as_dict() | {"trace_id": trace_id}}
     else:
@@ -143,10 +144,21 @@ def finish_line(result: ThoughtGraph | InputError, trace_id: str | None, indicat
 
         ind = compute_indicators(result.arrays(), cluster_distance=indicators.cluster_distance,
                                  cluster_exact_max=indicators.cluster_exact_max)
-        item = {"graph": annotate_record(graph_record(result, ind), redundancy)}
-        if (risk := shipped_failure_risk(item["graph"])) is not None:
-            item["failure_risk"] = risk
+        g = annotate_record(graph_record(result, ind), redundancy)
+        risk = shipped_failure_risk(g)
+        item = {"scan": answer_scan(g), **({"failure_risk": risk} if risk is not None else {}), "graph": g}
     return json.dumps(item, ensure_ascii=False) + "\n"
+
+
+GRAPH_KEY = ', "graph": '  # the first one on a line that opens with accounting.SCAN_PREFIX is the graph's key
+
+
+def _graph_text(line: str) -> str | None:
+    """The graphs.jsonl line of a part line's graph, its JSON text as finish_line wrote it (what
+    dump_graph_record would write again), or None for a line of an older layout."""
+    if not line.startswith(SCAN_PREFIX) or not line.endswith("}\n"):
+        return None
+    return line[line.index(GRAPH_KEY) + len(GRAPH_KEY):-2] + "\n"
 
 
 def run_traces(opts: RunOptions, cfg: Config | None = None) -> Iterator[Trace | InputError]:
@@ -336,6 +348,7 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
                 for line in f:
                     item = json.loads(line)
                     g: GraphRecord | None = item.get("graph")
+                    as_written = g
                     if g is not None and (kept := answers.apply(g, untagged)) is not g:
                         if kept is None:
                             item = {"error": answers.error(g)}
@@ -372,7 +385,7 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
                     if sum(u["type"] in CONTENT_TYPES for u in g["units"]) > cluster_exact_max:
                         joined.semantic_spread_sampled.append(g["trace_id"])
                     joined.accounting.trace(g)
-                    graphs.write(dump_graph_record(g))
+                    graphs.write((g is as_written and _graph_text(line)) or dump_graph_record(g))
                     parquet.write(g)
                     joined.analyses.add(g, table_row(g, redundancy))
                     joined.rows.append(indicator_row(g))
