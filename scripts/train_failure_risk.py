@@ -10,6 +10,7 @@ Rerun it whenever the pipeline's graphs change (linker, decoder, segmenter): it 
     python scripts/train_failure_risk.py --reuse              # keep finished runs under --work, refit
     python scripts/train_failure_risk.py --no-write           # evaluate only
     python scripts/train_failure_risk.py --reuse --partial    # refit now on what is profiled so far
+    python scripts/train_failure_risk.py --reuse --keys-only  # rewrite training_traces.json alone (risk.trace_key changed)
 
 Writes models/failure-risk/model.json (weights, calibration, evaluation) and prints the evaluation;
 WORK/evaluation.json keeps it too. About an hour on 2 CPU cores (profiling; the fit takes a minute).
@@ -23,7 +24,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from thinkprobe.training.risk_data import CORPORA  # noqa: E402
-from thinkprobe.training.risk_fit import PER_STRATUM, evaluate, fit, load_dataset, prepare, profile_corpora, write_model  # noqa: E402
+from thinkprobe.training.risk_fit import (PER_STRATUM, evaluate, fit, load_dataset, prepare, profile_corpora,  # noqa: E402
+                                          write_model, write_training_keys)
 
 
 def _line(name: str, scores: dict) -> str:
@@ -60,6 +62,9 @@ def main(argv=None) -> None:
     ap.add_argument("--workers", type=int, default=1, help="profiling worker processes")
     ap.add_argument("--partial", action="store_true",
                     help="with --reuse: a corpus whose run has not finished contributes its committed chunks")
+    ap.add_argument("--keys-only", action="store_true",
+                    help="with --reuse: rewrite the model folder's training_traces.json from the profiled traces "
+                         "(after a change of risk.trace_key), nothing else")
     ap.add_argument("--per-stratum", default="", metavar="CORPUS=N,...",
                     help="traces per (model, domain, wrong) cell for the corpora named (default: "
                          + ", ".join(f"{c}={n}" for c, n in PER_STRATUM.items()) + ")")
@@ -76,6 +81,10 @@ def main(argv=None) -> None:
     if not args.partial:
         profile_corpora(work, corpora, reuse=args.reuse, workers=args.workers, progress=False)
     data = load_dataset(work, corpora, partial=args.partial)
+    if args.keys_only:
+        write_training_keys(Path(args.out), list(data["key"]))
+        print(f"wrote {Path(args.out) / 'training_traces.json'}: {len(set(data['key']))} keys of {len(data['key'])} traces")
+        return
     ev = evaluate(data, args.C)
     print_evaluation(ev)
     (work / "evaluation.json").write_text(json.dumps(ev, indent=1) + "\n", encoding="utf-8")

@@ -142,6 +142,13 @@ def test_trace_key_names_the_reasoning_by_its_opening_words():
     assert trace_key(rec) == trace_key(cut) != trace_key(other) and len(trace_key(rec)) == 16
     assert trace_key({"units": []}) is None
     assert len(training_keys()) > 1000  # the shipped model lists its training traces
+    # signs count: two Dyck traces (BIG-Bench Mistake) differ in their brackets only; by words they had one key
+    dyck = [{"units": [{"id": 0, "section": "reasoning", "text": f"0: empty stack 1: {b} ; stack: {b}"}]}
+            for b in ("[", "(")]
+    assert trace_key(dyck[0]) != trace_key(dyck[1])
+    # a trace split into other units keeps its key (tokens never span a unit's edge)
+    text = " ".join(u["text"] for u in rec["units"] if u["section"] == "reasoning")
+    assert trace_key({"units": [{"id": 0, "section": "reasoning", "text": text}]}) == trace_key(rec)
 
 
 def test_risk_features_count_candidate_answers_of_the_reasoning():
@@ -396,6 +403,13 @@ def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run
     text = decisions._risk_auroc(run_dir, rows, anomalies)
     assert f"{len(seen)} of them are traces the failure-risk model was trained on" in text
     assert re.search(r"on the other 13 graded traces \(7 wrong\) the AUROC of failure_risk for a wrong answer is [\d.]+", text)
+    assert "in-distribution: the run's corpus is one the model was trained on" in text
+    # the baseline beside it: the same graded traces ranked by their length alone
+    from thinkprobe.stats import auroc
+
+    graded = [r for r in rows if r["correct"] is not None]
+    length = auroc([r["tokens"] for r in graded], [not r["correct"] for r in graded])
+    assert f"their length alone (reasoning tokens, longer = riskier) gives {length:.3f}" in text
     for k, r in enumerate(rows):  # two groups; one with too few right answers
         r["group"] = "A" if r["model"] == "r1" else "B"
     text = decisions._risk_auroc(run_dir, rows, anomalies)

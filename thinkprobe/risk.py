@@ -12,7 +12,7 @@ reasoning's units having read the whole trace, so a trace profiled with its answ
 score slightly differently from the same trace cut before it (0.001-0.006 on three MiP-Overthinking
 traces; the model was trained on traces cut before their answers).
 
-`trace_key(record)` names a trace by its reasoning's opening words, and `training_keys()` lists the
+`trace_key(record)` names a trace by its reasoning's opening words and signs, and `training_keys()` lists the
 keys of the traces the shipped model was trained on (models/failure-risk/training_traces.json), so
 a run can say which of its traces the model has seen.
 
@@ -73,20 +73,24 @@ def _reasoning_units(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return sorted(units, key=lambda u: int(u["id"]))
 
 
-_WORD = re.compile(r"[a-z0-9]+")
-KEY_WORDS = 200
+_TOKEN = re.compile(r"[a-z0-9]+|[^\sa-z0-9]")
+KEY_TOKENS = 400
+KEY_WHAT = f"risk.trace_key: sha1 of the reasoning's first {KEY_TOKENS} tokens (words and signs), 16 hex digits"
 
 
 def trace_key(record: Mapping[str, Any]) -> str | None:
-    """A trace's reasoning named by its first KEY_WORDS words (lower case, letters and digits only,
-    over its reasoning units in order): the same trace profiled again, in another run or with its
-    answer section, gets the same key. None for a trace without reasoning words."""
-    words: list[str] = []
+    """A trace's reasoning named by its first KEY_TOKENS tokens (lower case; a run of letters and
+    digits, or any other sign but a space, over its reasoning units in order): the same trace
+    profiled again, in another run or with its answer section, gets the same key. Signs count: BIG-Bench
+    Mistake's Dyck traces are nearly all brackets, and by their words alone 986 had 491 keys (a run
+    counted traces the failure-risk model never saw as its training traces). None for a trace
+    without reasoning text."""
+    tokens: list[str] = []
     for u in _reasoning_units(record):
-        words += _WORD.findall(str(u.get("text", "")).lower())
-        if len(words) >= KEY_WORDS:
+        tokens += _TOKEN.findall(str(u.get("text", "")).lower())
+        if len(tokens) >= KEY_TOKENS:
             break
-    return hashlib.sha1(" ".join(words[:KEY_WORDS]).encode("utf-8")).hexdigest()[:16] if words else None
+    return hashlib.sha1(" ".join(tokens[:KEY_TOKENS]).encode("utf-8")).hexdigest()[:16] if tokens else None
 
 
 @functools.lru_cache(maxsize=4)

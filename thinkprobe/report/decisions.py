@@ -77,17 +77,19 @@ def _risk_auroc(run_dir: Path, rows: Sequence[Mapping], anomalies: Sequence[Mapp
               if a["trace_id"] in correct and a["failure_risk"] is not None}
     if not graded:
         return ""
-    text = " " + _auroc_text(list(graded.values()), "On this run's")
+    text = " " + _auroc_text(list(graded.values()), "On this run's") + _length_text(rows, graded)
     trained = training_keys()
     seen = {rec["trace_id"] for rec in (iter_graph_records(run_dir, missing_ok=True) if trained else ())
             if rec["trace_id"] in graded and trace_key(rec) in trained}
     if seen and len(seen) == len(graded):
-        text += (f"; all {len(seen)} are traces the failure-risk model was trained on (recognised by their opening words), so that "
+        text += (f"; all {len(seen)} are traces the failure-risk model was trained on (recognised by their opening words and signs), so that "
                  "figure is in-sample and says nothing of traces it has not seen")
     elif seen:
-        text += (f"; {len(seen)} of them are traces the failure-risk model was trained on (recognised by their opening words), "
-                 "so that figure is partly in-sample; on the other " + _auroc_text(
-                     [v for t, v in graded.items() if t not in seen], "").strip())
+        text += (f"; {len(seen)} of them {'is a trace' if len(seen) == 1 else 'are traces'} the failure-risk model was "
+                 "trained on (recognised by their opening words and signs), so that figure is partly in-sample; on the "
+                 "other " + _auroc_text([v for t, v in graded.items() if t not in seen], "").strip()
+                 + ", in-distribution: the run's corpus is one the model was trained on, and its card gives what it "
+                   "reaches on each corpus left out of training")
     group_of = {r["trace_id"]: r.get("group") for r in rows}
     groups = sorted({str(group_of[t]) for t in graded if group_of.get(t) is not None})
     if len(groups) > 1:  # a design condition can carry the whole ranking (MiP against normal questions)
@@ -95,6 +97,19 @@ def _risk_auroc(run_dir: Path, rows: Sequence[Mapping], anomalies: Sequence[Mapp
             f"{g}: " + _auroc_text([v for t, v in graded.items() if str(group_of.get(t)) == g], "").strip()
             for g in groups)
     return text + "."
+
+
+def _length_text(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]]) -> str:
+    """The same traces ranked by their length alone (reasoning tokens), the baseline failure_risk
+    has to beat (on ProcessBench and BIG-Bench Mistake samples length alone ranked higher)."""
+    tokens = {r["trace_id"]: r["tokens"] for r in rows if r.get("tokens") is not None}
+    pairs = [(tokens[t], wrong) for t, (_, wrong) in graded.items() if t in tokens]
+    n_wrong = sum(w for _, w in pairs)
+    if min(n_wrong, len(pairs) - n_wrong) < MIN_PER_CLASS:
+        return ""
+    value = auroc([n for n, _ in pairs], [w for _, w in pairs])
+    return (f"; their length alone (reasoning tokens, longer = riskier) gives {value:.3f}"
+            + (": shorter traces are the more often wrong here" if value < 0.5 else ""))
 
 
 def _choice(run_dir: Path, rows: Sequence[Mapping]) -> Section:

@@ -23,7 +23,7 @@ from typing import Iterator, Mapping, Sequence
 import numpy as np
 
 from ..records import GraphRecord, iter_graph_records, load_graph_record
-from ..risk import RISK_FEATURES, TRAINING_KEYS_FILE, FailureRisk, risk_features, trace_key
+from ..risk import KEY_WHAT, RISK_FEATURES, TRAINING_KEYS_FILE, FailureRisk, risk_features, trace_key
 from .risk_data import CORPORA, MATH_CORPORA, read_corpus, sample_examples
 
 __all__ = ["PER_STRATUM", "prepare", "profile_corpora", "load_dataset", "fit", "evaluate", "ece", "write_model",
@@ -259,15 +259,19 @@ def evaluate(data: Mapping[str, np.ndarray], c: float = 0.1) -> dict:
     return out
 
 
+def write_training_keys(folder: Path, keys: Sequence[str | None]) -> None:
+    """training_traces.json: the `trace_key`s of the training traces (rewritten alone, from the
+    profiled traces under --work, when the key changes: scripts/train_failure_risk.py --keys-only)."""
+    (folder / TRAINING_KEYS_FILE).write_text(json.dumps({"key": KEY_WHAT, "keys": sorted({k for k in keys if k})},
+                                                        indent=0) + "\n", encoding="utf-8")
+
+
 def write_model(model: FailureRisk, folder: Path, card: Mapping, keys: Sequence[str | None] = ()) -> None:
     """model.json (the weights and calibration with what the card says: data, evaluation), its
     README.md model card and training_traces.json (the training traces' `trace_key`s, so a run can
     tell which of its traces the model has seen)."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / TRAINING_KEYS_FILE).write_text(json.dumps({"key": "risk.trace_key: sha1 of the reasoning's first 200 "
-                                                                "words, 16 hex digits",
-                                                         "keys": sorted({k for k in keys if k})}, indent=0) + "\n",
-                                             encoding="utf-8")
+    write_training_keys(folder, keys)
     data = FailureRisk(model.features, model.mean, model.scale, model.coef, model.intercept, model.calibration,
                        {**model.card, **card}, model.clip).to_json()
     (folder / "model.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -328,7 +332,7 @@ def model_card(data: Mapping) -> str:
         "distinct, how often they change, where the last one settles), found with no gold answer. The "
         "answer section, the question, the gold answer and any grade are never read (the parser, which "
         "reads the whole trace, types and links the reasoning, so a trace profiled with its answer can score "
-        "a little differently). training_traces.json names the training traces by their opening words "
+        "a little differently). training_traces.json names the training traces by their opening words and signs "
         "(`risk.trace_key`), so a report can say which of its traces the model has seen.",
         "",
         "## Data",
