@@ -474,6 +474,33 @@ def test_wrong_answers_that_follow_the_domain_are_said_so(tmp_path):
     assert small["chance"] > 0.7 and small["p"] > 0.05 and "alone tells wrong from right" not in outcome_text(stats)
 
 
+def test_the_within_model_auroc_needs_enough_of_each_kind_and_says_its_pairs(tmp_path):
+    """tts_knowledge: a within-model AUROC of 0.80 rested on 20 pairs and 8 right answers, with no count
+    shown. Under stats.min_class right (or wrong) answers among the models with both kinds there is
+    none, and the outcome text counts the pairs."""
+    from thinkprobe.report.text import outcome_text
+
+    rng = np.random.default_rng(6)
+
+    def run(name, right_per_model):  # 10 wrong traces per model besides; m_all is right every time
+        rows, graphs = [], []
+        for model, right in {**right_per_model, "m_all": 5}.items():
+            for k in range(right + (0 if model == "m_all" else 10)):
+                t = f"{model}-{k}"
+                rows.append({"trace_id": t, "model": model, "domain": "d", "tokens": 100.0 + k,
+                             "idea_count": float(rng.normal())})
+                graphs.append({"trace_id": t, "model": model, "domain": "d", "units": [], "edges": [], "correct": k < right})
+        return compute_stats(write_run(tmp_path / name, rows, graphs))
+
+    few = run("few", {"m0": 2, "m1": 1})  # 8 right pooled, but 3 among the models with both kinds
+    out = variable(few, "idea_count")["outcome"]
+    assert out["auroc_wrong"] is not None and out["auroc_wrong_within_model"] is None
+    assert "30 pairs from 20 wrong and 3 right answers of the 2 models with both; none below 5" in outcome_text(few)
+    enough = run("enough", {"m0": 3, "m1": 3})
+    assert variable(enough, "idea_count")["outcome"]["auroc_wrong_within_model"] is not None
+    assert "60 pairs from 20 wrong and 6 right answers of the 2 models with both)" in outcome_text(enough)
+
+
 def test_no_labels_no_outcome(tmp_path):
     stats = compute_stats(write_run(tmp_path, rows_of({"a": [1, 2, 3], "b": [4, 5, 6]})))
     assert variable(stats, "idea_count")["outcome"] is None

@@ -36,9 +36,11 @@ def auroc_se(value: float, n_pos: int, n_neg: int) -> float:
     return math.sqrt(max(var, 0.0))
 
 
-def auroc_within(scores: np.ndarray, wrong: np.ndarray, models: np.ndarray) -> tuple[float | None, dict]:
+def auroc_within(scores: np.ndarray, wrong: np.ndarray, models: np.ndarray,
+                 min_per_class: int = 1) -> tuple[float | None, dict]:
     """Per model AUROC, and the within-model AUROC: the share of (wrong, correct) pairs of one
-    model that the score orders right, pooled over models (sum of U over sum of n_wrong * n_correct)."""
+    model that the score orders right, pooled over models (sum of U over sum of n_wrong * n_correct);
+    None unless the models with both kinds hold min_per_class wrong and min_per_class right traces."""
     per, u_sum, pairs = {}, 0.0, 0
     for m in sorted(set(models)):
         sel = (models == m) & np.isfinite(scores)
@@ -49,6 +51,9 @@ def auroc_within(scores: np.ndarray, wrong: np.ndarray, models: np.ndarray) -> t
         per[m] = {"auroc": a, "n_wrong": n_w, "n_correct": n_c}
         u_sum += a * n_w * n_c
         pairs += n_w * n_c
+    n_wrong, n_right = sum(p["n_wrong"] for p in per.values()), sum(p["n_correct"] for p in per.values())
+    if min(n_wrong, n_right) < min_per_class:  # tts_knowledge: 20 pairs, 8 right answers over 5 models
+        return None, per
     return (u_sum / pairs if pairs else None), per
 
 

@@ -478,7 +478,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
         entry["reliability"]["supports_model_differences"] = None if sb is None else sb >= cfg.min_reliability
         if enough_labels:
             x = np.asarray(values, dtype=np.float64)
-            within, per_model = auroc_within(x[graded], wrong[graded], models[graded])
+            within, per_model = auroc_within(x[graded], wrong[graded], models[graded], cfg.min_class)
             entry["outcome"] = {"auroc_wrong": auroc(x[graded], wrong[graded]), "auroc_wrong_within_model": within,
                                 "per_model": per_model}
         else:

@@ -44,6 +44,15 @@ STATS_GLOSSARY: dict[str, str] = {
                   "model's traces, Spearman-Brown corrected",
     "ICC": "intraclass correlation of traces of one model on one question, and one group where the run has groups (needs repeated answers to 5 or more such questions)",
     "AUROC": "how well a higher value flags a wrong answer (0.5 = no signal, below 0.5 = lower values flag it)",
+    "cross-validated AUROC": "AUROC of a logistic regression's predictions for traces it was not fitted on (stratified "
+                             "folds, drawn several times and averaged): model + log tokens, then the same + the 19 "
+                             "indicators",
+    "gain": "the second cross-validated AUROC minus the first: what the indicators add to model and length",
+    "Hanley & McNeil": "standard error of an AUROC from its value and the counts of wrong and right traces; the margin "
+                       "a gain must pass is 1.96 of them for the two AUROCs taken as independent (they score the same "
+                       "traces, so it is a conservative bound)",
+    "log tokens alone explain": "R² of a least-squares line of the dimension on log tokens over the run's traces: the "
+                                "share of its variance that length accounts for",
 }
 
 
@@ -82,8 +91,9 @@ DECISIONS_GLOSSARY: dict[str, str] = {
                "+ above the model's median, - below",
     "failure_risk": "probability that the final answer is wrong, from the reasoning's structure alone "
                     "(unit types, edges, length, candidate answers in the reasoning; never the answer section, "
-                    "the gold answer or a grade), calibrated on its training corpora (left out of training, three "
-                    "math corpora were ranked at AUROC 0.72-0.80, five others near chance, 0.49-0.63; mean "
+                    "the gold answer or a grade), calibrated on its training corpora (left out of training, "
+                    "ReasoningFlow, MiP-Overthinking and THINK-Bench, long thinking-model traces of math and "
+                    "science, were ranked at AUROC 0.72-0.80, the five other corpora near chance, 0.49-0.63; mean "
                     "calibration error 0.03-0.21): models/failure-risk",
     "fit": "how well a model's profile matches what is wanted: the mean signed z over the wanted dimensions "
            "(--want), or minus the distance of its mean profile from a target (--like); higher fits better",
@@ -122,7 +132,8 @@ TABLE_GLOSSARY: dict[str, str] = {
     "traces per pair": "the adjusted mean cluster size k0 of the ICC",
     "AUROC (wrong), pooled": "AUROC of the indicator for a wrong answer over all graded traces",
     "AUROC (wrong), within model": "AUROC over pairs of one model's traces only (a wrong and a correct one), "
-                                   "pooled over models",
+                                   "pooled over models; none when the models with both kinds hold fewer than "
+                                   "stats.min_class wrong or right traces (the outcome text counts the pairs)",
     "n (Acc)": "traces a column is known for, beside a column known for only some (n (Acc): graded traces)",
     "verdict": "a trace's outcome: correct / incorrect from the record's own grade, else its final answer checked "
                "against the gold answer; ungraded without either",

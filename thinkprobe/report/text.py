@@ -356,6 +356,19 @@ def outcome_rows(stats: Mapping) -> list[list[str]]:
             for e in stats["variables"] if e["outcome"] is not None]
 
 
+def _within_counts(stats: Mapping) -> str:
+    """How many (wrong, right) pairs of one model the within-model AUROCs rest on, and from how many
+    traces; none under stats.min_class of either kind."""
+    per = next((e["outcome"].get("per_model") or {} for e in stats["variables"] if e["outcome"] is not None), {})
+    wrong, right = sum(p["n_wrong"] for p in per.values()), sum(p["n_correct"] for p in per.values())
+    pairs = sum(p["n_wrong"] * p["n_correct"] for p in per.values())
+    if not per:
+        return ": no model has both a wrong and a right answer"
+    least = stats["settings"]["min_class"]
+    return (f": {pairs} pairs from {wrong} wrong and {right} right answers of the {len(per)} model"
+            f"{'s' if len(per) != 1 else ''} with both" + (f"; none below {least} of either kind" if min(wrong, right) < least else ""))
+
+
 def too_few_text(stats: Mapping) -> str:
     parts = [f"{by}: {', '.join(display_label(g) for g in info['too_few'])}"
              for by, info in stats["groupings"].items() if info["too_few"]]
@@ -456,7 +469,7 @@ def outcome_text(stats: Mapping) -> str:
             f"{o['labels_from']}). ")
     if outcome_rows(stats):
         text += ("AUROC of each indicator for a wrong answer, pooled over all graded traces and within model (pairs of "
-                 "one model only). ")
+                 f"one model only{_within_counts(stats)}). ")
     else:
         text += (f"No AUROC per indicator: it needs {stats['settings']['min_class']} right and "
                  f"{stats['settings']['min_class']} wrong traces. ")
