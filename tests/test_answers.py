@@ -185,6 +185,25 @@ def test_bold_headings_and_emphasis_in_a_worked_answer_are_not_answers():
     assert all(c.kind != "bold" for c in find_candidates(record("Thinking.", "**Step 3: Compute the total**", answer_from=1)))
 
 
+def test_an_answer_field_of_its_own_holding_the_bare_answer_is_the_answer():
+    """BIG-Bench Mistake profiled with --answer-field answer: a correct word sorting ("bessel courtroom
+    ... we'll", 19 words, equal to the target) had no final answer, as the reasoning's "The answer is
+    <19 words>" was no longer its closing unit and a bare list was not read as an answer. A field of
+    its own holding one unit with no sentence in it is the answer; the same text after </think> in
+    the reasoning's field, or a sentence, is not taken whole."""
+    words = "bessel courtroom debility dravidian dusseldorf extinguish grasp johnstown minestrone mollify nashville " \
+            "phraseology putty shmuel then tort twelve validate we'll"
+    steps = ("I have now sorted all the words.", f"The answer is {words}")
+    own = {"sections": [{"name": "reasoning", "field": "steps"}, {"name": "answer", "field": "answer"}]}
+    rec = record(*steps, words, answer_from=2, **own)
+    final = final_candidate(find_candidates(rec), rec)
+    assert (final.unit, final.value, final.kind) == (2, words, "phrase")
+    assert [c.value for c in find_candidates(record(*steps, "] ] )", answer_from=2, **own))] == ["] ] )"]
+    same = {"sections": [{"name": "reasoning", "field": "response"}, {"name": "answer", "field": "response"}]}
+    assert find_candidates(record(*steps, words, answer_from=2, **same)) == []
+    assert find_candidates(record(*steps, "It sorts them by their first letter. Then it checks.", answer_from=2, **own)) == []
+
+
 def test_final_code_block_is_one_candidate():
     rec = record("Try:\n```python\ndef f(x):\n    return x\n```", "Better:", "```python\ndef f(x):\n    return 2 * x\n```",
                  answer_from=2)

@@ -305,6 +305,16 @@ def _unit_candidate(text: str, *, in_answer: bool, conclusion: bool, closing: bo
     return None
 
 
+def _bare_answer(text: str) -> tuple[str, str] | None:
+    """A whole answer field that is the answer itself: up to _MAX_CLOSING_WORDS words with no sentence
+    in them (no ". ", "? ", ": " ...): "abc bcd cde", "] ] )", "Paris"."""
+    bare = MARKDOWN.sub("", SPECIAL_TOKEN.sub("", text)).strip().rstrip(".").strip()
+    if not bare or len(bare) >= _MAX_CLOSING_CHARS or len(bare.split()) > _MAX_CLOSING_WORDS \
+            or re.search(r"[.!?;:](?:\s|$)", bare):
+        return None
+    return bare, "phrase"
+
+
 def _final_code_block(units: Sequence[dict]) -> tuple[int, str] | None:
     """The last fenced code block of the trace and the unit that opens it. Units are joined with
     newlines, so a block the segmenter split across units is still found whole."""
@@ -347,6 +357,10 @@ def find_candidates(record: dict) -> list[Candidate]:
     # where "The answer is ..." may state a long list: the trace's last unit (answer section or not), unless cut off
     last_unit = None if provenance.get("truncated") else (answer_ids or [units[-1]["id"]])[-1]
     code = _final_code_block(units)
+    # an answer field of its own holding one unit, the bare answer ("a b c ...": BIG-Bench Mistake's `answer`)
+    fields = {s.get("name"): s.get("field") for s in record.get("sections") or ()}
+    own_answer = answer_ids[0] if len(answer_ids) == 1 and fields.get("answer") not in (None, fields.get("reasoning")) \
+        else None
     out = []
     label_before = False  # the previous unit was a bare "Answer:" label
     for u in units:
@@ -358,6 +372,8 @@ def find_candidates(record: dict) -> list[Candidate]:
             if value and len(value.split()) <= _MAX_PHRASE_WORDS:
                 found = (value, "phrase")
         label_before = bool(_ANSWER_LABEL.fullmatch(MARKDOWN.sub("", u["text"]).strip()))
+        if found is None and u["id"] == own_answer:
+            found = _bare_answer(u["text"])
         if code and code[0] == u["id"] and (found is None or KIND_RANK[found[1]] > KIND_RANK["code"]):
             found = (code[1], "code")
         if found:
