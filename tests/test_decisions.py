@@ -409,7 +409,7 @@ def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run
 
     graded = [r for r in rows if r["correct"] is not None]
     length = auroc([r["tokens"] for r in graded], [not r["correct"] for r in graded])
-    assert f"their length alone (reasoning tokens, longer = riskier) gives {length:.3f}" in text
+    assert f"their length alone (the trace's tokens, longer = riskier) gives {length:.3f}" in text
     for k, r in enumerate(rows):  # two groups; one with too few right answers
         r["group"] = "A" if r["model"] == "r1" else "B"
     text = decisions._risk_auroc(run_dir, rows, anomalies)

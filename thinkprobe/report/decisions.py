@@ -100,7 +100,7 @@ def _risk_auroc(run_dir: Path, rows: Sequence[Mapping], anomalies: Sequence[Mapp
 
 
 def _length_text(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]]) -> str:
-    """The same traces ranked by their length alone (reasoning tokens), the baseline failure_risk
+    """The same traces ranked by their length alone (the tokens of all their units), the baseline failure_risk
     has to beat (on ProcessBench and BIG-Bench Mistake samples length alone ranked higher)."""
     tokens = {r["trace_id"]: r["tokens"] for r in rows if r.get("tokens") is not None}
     pairs = [(tokens[t], wrong) for t, (_, wrong) in graded.items() if t in tokens]
@@ -108,7 +108,7 @@ def _length_text(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool
     if min(n_wrong, len(pairs) - n_wrong) < MIN_PER_CLASS:
         return ""
     value = auroc([n for n, _ in pairs], [w for _, w in pairs])
-    return (f"; their length alone (reasoning tokens, longer = riskier) gives {value:.3f}"
+    return (f"; their length alone (the trace's tokens, longer = riskier) gives {value:.3f}"
             + (": shorter traces are the more often wrong here" if value < 0.5 else ""))
 
 
