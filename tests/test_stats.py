@@ -501,6 +501,23 @@ def test_the_within_model_auroc_needs_enough_of_each_kind_and_says_its_pairs(tmp
     assert "60 pairs from 20 wrong and 6 right answers of the 2 models with both)" in outcome_text(enough)
 
 
+def test_no_icc_says_why_and_counts_the_traces_without_a_question(tmp_path):
+    """'No ICC: no model answered one question more than once' was said of a run whose traces had no
+    question to pair them by (QwQ's normal MiP file), and of one with 3 pairs where 5 are needed."""
+    from thinkprobe.report.text import no_icc_text
+
+    rows, graphs = [], []
+    for k in range(12):  # 3 questions answered twice by model a; 6 traces with no question at all
+        question = f"q{k // 2}" if k < 6 else None
+        rows.append({"trace_id": f"t{k}", "model": "a", "domain": "d", "tokens": 10.0, "idea_count": float(k)})
+        graphs.append({"trace_id": f"t{k}", "model": "a", "domain": "d", "units": [], "edges": [], "question": question})
+    stats = compute_stats(write_run(tmp_path, rows, graphs))
+    assert stats["n_without_question"] == 6
+    assert no_icc_text(stats) == ("No ICC: 3 (model, question) pairs with 2 or more traces, and it needs 5 among the "
+                                  "traces whose question is known; 6 of the run's 12 have no question text or id, so "
+                                  "are in no pair.")
+
+
 def test_no_labels_no_outcome(tmp_path):
     stats = compute_stats(write_run(tmp_path, rows_of({"a": [1, 2, 3], "b": [4, 5, 6]})))
     assert variable(stats, "idea_count")["outcome"] is None

@@ -507,6 +507,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
     graded_rows = [r for r in rows if r["correct"] is not None]
     return _round_all({
         "n_traces": len(rows),
+        "n_without_question": sum(r["question"] is None for r in rows),  # in no (model, question) pair
         "settings": {**asdict(cfg), "correction": "holm", "family_size": family_size,
                      "family_size_length_controlled": family_size_lc,
                      "effect_size": "eps2 = H / (n - 1)",

@@ -15,7 +15,7 @@ from .decisions import decision_sections, sections_html, sections_md
 from .glossary import GLOSSARY, definition, glossary_items
 from .markup import data_uri, esc, html_page, html_table, md_table
 from .style import DIMS, as_number, display_label, format_number
-from .text import (EFFECT_TITLES, NO_RADAR, effect_header, z_text, effect_rows, has_group, headline, icc_rows, method_note,
+from .text import (EFFECT_TITLES, NO_RADAR, effect_header, z_text, effect_rows, has_group, headline, icc_rows, method_note, no_icc_text,
                    outcome_rows, outcome_text, profile_ci_rows, profile_note, summary_text, too_few_text)
 
 __all__ = ["redundancy_table", "report_html", "report_md"]
@@ -200,7 +200,7 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
     icc_header = ["variable", "ICC", "ICC of a question's mean", "(model, question) pairs", "traces per pair"]
     icc_html = (html_table(icc_header, [[esc(c) for c in r] for r in icc], titles=titled(icc_header))
                 + f"<p class=note>{esc(ICC_NOTE)}</p>"
-                if icc else "<p class=note>No ICC: no model answered one question more than once in this run.</p>")
+                if icc else f"<p class=note>{esc(no_icc_text(stats))}</p>")
     outcome = ""
     if stats["outcome"]["graded"]:
         o_rows = outcome_rows(stats)
@@ -277,8 +277,7 @@ def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=
              "![Effect sizes](figures/effects.png)", "", "## Reliability of repeated answers", ""]
     icc = icc_rows(stats)
     parts += [md_table(["variable", "ICC", "ICC of a question's mean", "(model, question) pairs", "traces per pair"],
-                        icc) + "\n\n" + ICC_NOTE if icc else "No ICC: no model answered one question more than once in "
-                                                              "this run.", ""]
+                        icc) + "\n\n" + ICC_NOTE if icc else no_icc_text(stats), ""]
     if stats["outcome"]["graded"]:
         parts += ["## Outcome validity", "", outcome_text(stats), ""]
         if outcome_rows(stats):

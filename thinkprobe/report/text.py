@@ -7,12 +7,12 @@ import math
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ..stats import TESTED, auroc_se
+from ..stats import ICC_MIN_CLUSTERS, TESTED, auroc_se
 from .glossary import GLOSSARY
 from .markup import esc
 from .style import DIMS, display_label, format_number
 
-__all__ = ["headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "icc_rows", "outcome_rows", "too_few_text", "summary_text", "method_note", "NO_RADAR", "outcome_text", "z_text"]
+__all__ = ["no_icc_text", "headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "icc_rows", "outcome_rows", "too_few_text", "summary_text", "method_note", "NO_RADAR", "outcome_text", "z_text"]
 
 
 def _dims(stats: Mapping) -> list[Mapping]:
@@ -349,6 +349,21 @@ def icc_rows(stats: Mapping) -> list[list[str]]:
             rows.append([e["variable"], format_number(icc["icc"], 2), format_number(icc["icc_mean"], 2), str(icc["clusters"]),
                          format_number(icc["k0"], 2)])
     return rows
+
+
+def no_icc_text(stats: Mapping) -> str:
+    """Why the run has no ICC: how many (model, question) pairs hold 2 or more traces against the
+    ICC_MIN_CLUSTERS it needs, and how many traces had no question text or id to pair them by (a
+    trace without one is in no pair: "no model answered one question twice" was not known)."""
+    pairs = max((e["reliability"]["icc"]["clusters"] for e in stats["variables"]), default=0)
+    text = ("No ICC: no model answered one question more than once" if not pairs else
+            f"No ICC: {pairs} (model, question) pair{'s' if pairs != 1 else ''} with 2 or more traces, and it needs "
+            f"{ICC_MIN_CLUSTERS}")
+    missing = stats.get("n_without_question") or 0
+    if missing:
+        text += (f" among the traces whose question is known; {missing} of the run's {stats['n_traces']} have no "
+                 "question text or id, so are in no pair")
+    return text + "."
 
 
 def outcome_rows(stats: Mapping) -> list[list[str]]:
