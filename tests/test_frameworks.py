@@ -265,6 +265,15 @@ def test_output_folder_never_mixes_two_runs(tmp_path):
     assert res.exit_code == 2 and "notes.txt" in res.output and (foreign / "notes.txt").exists()
     with pytest.raises(thinkprobe.api.OutputFolderError, match="not a folder"):  # was a raw NotADirectoryError
         thinkprobe.profile(str(data), data, **FAST)
+    # records given in Python all read as <memory>: the same records rerun replace their run, other
+    # records are another run (they replaced it without a word), as another file is
+    mem = tmp_path / "mem"
+    first = [{"id": "a", "model": "m", "response": "<think>One. Two.</think>2"}]
+    thinkprobe.profile(first, mem, **FAST)
+    thinkprobe.profile(first, mem, **FAST)
+    with pytest.raises(thinkprobe.api.OutputFolderError, match="a run of other inputs"):
+        thinkprobe.profile([{"id": "b", "model": "m", "response": "<think>Three.</think>3"}], mem, **FAST)
+    assert list(thinkprobe.load_run(mem).indicators["trace_id"]) == ["a"]
 
 
 def test_no_clearing_deletes_an_input_or_a_users_file_in_a_tool_folder(tmp_path):

@@ -128,6 +128,20 @@ def _run_inputs(out: Path) -> list[str] | None:
     return None
 
 
+def _same_records(out: Path, records) -> bool:
+    """Whether the run in `out` profiled these in-memory records (its chunks' manifest keeps their
+    digest); True where it cannot tell (no manifest)."""
+    import json
+
+    from .runner import MEMORY_SOURCE, records_digest
+
+    try:
+        held = json.loads((out / "parts" / "manifest.json").read_text(encoding="utf-8"))["inputs"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return True
+    return held.get(MEMORY_SOURCE) in (None, records_digest(records))
+
+
 def _clear(out: Path, names: Iterable[str] | None = None) -> list[str]:
     """Remove the entries of `out` (only those in `names`, with their .tmp twins, when given: in a
     tool's folder, TOOL_FOLDERS, only the files it writes there); returns the entries left in place (a
@@ -168,12 +182,14 @@ def _inputs_under(out: Path, opts: RunOptions, names: Iterable[str] | None = Non
     return inside
 
 
-def prepare_out_dir(out: Path, opts: RunOptions) -> str | None:
+def prepare_out_dir(out: Path, opts: RunOptions, check_records: bool = False) -> str | None:
     """Make `out` ready for the run, so that its files are never a mix of two runs; returns what was done.
 
     Empty or missing: used as it is. --resume: kept (the chunks' manifest says whether they can be
     resumed). A run of the same inputs: its files (TOOL_FILES) removed and run afresh; any other file
-    (notes the user put there) is left in place. Anything else (another run, other
+    (notes the user put there) is left in place; records given in Python count as the same inputs
+    only if their digest is the earlier run's, when `check_records` (thinkprobe.profile; a stream's
+    close() replaces its earlier run, whose text was another). Anything else (another run, other
     files) is refused unless --overwrite, which clears it first (never a folder holding .git, the
     working folder or one above it)."""
     from .runner import MEMORY_SOURCE
@@ -191,6 +207,8 @@ def prepare_out_dir(out: Path, opts: RunOptions) -> str | None:
     target = out.resolve()
     inputs = ([MEMORY_SOURCE] if opts.records is not None else []) + [str(p) for p in opts.inputs]
     held = _run_inputs(out)
+    if held == inputs and opts.records is not None and check_records and not _same_records(out, opts.records):
+        held = ["<other records in memory>"]  # records given in Python all read as <memory>: their digest tells
     if held == inputs:  # a rerun: only what the tool wrote goes (TOOL_FILES); the user's own files stay
         if under := _inputs_under(out, opts, TOOL_FILES):
             raise OutputFolderError(f"-o {out}: the input {under[0]} lies among the files a rerun replaces; choose "
@@ -244,10 +262,11 @@ def profile(data: Any, out_dir: str | os.PathLike | None = None, **options: Any)
     out = Path(tempfile.mkdtemp(prefix="thinkprobe-run-")) if temporary else Path(out_dir)
     opts = RunOptions(inputs=paths, records=records, out_dir=str(out),
                       **{k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in options.items()})
-    return profile_run(opts, temporary)
+    return profile_run(opts, temporary, check_records=True)
 
 
-def profile_run(opts: RunOptions, temporary: bool = False, *, encoder=None, linker=None) -> "Run":
+def profile_run(opts: RunOptions, temporary: bool = False, *, encoder=None, linker=None,
+                check_records: bool = False) -> "Run":
     """`profile` once its options are built: the run into opts.out_dir (`temporary`: the folder
     goes with the Run object). `encoder` and `linker`, when given, replace the ones the run would
     load (thinkprobe.stream passes its own, which already hold the units' embeddings)."""
@@ -265,7 +284,7 @@ def profile_run(opts: RunOptions, temporary: bool = False, *, encoder=None, link
     warnings = field_warnings(opts)  # also recorded in run.json
     for warning in warnings:
         print(terminal_safe(f"warning: {warning}"), file=sys.stderr)
-    prepared = prepare_out_dir(out, opts)
+    prepared = prepare_out_dir(out, opts, check_records)
     if prepared and prepared != "resumed" and (opts.show_progress or "kept" in prepared or "--overwrite" in prepared):
         print(f"output folder {out}: {prepared}", file=sys.stderr)
     given = {k: v for k, v in (("linker", linker), ("encoder", encoder)) if v is not None}
