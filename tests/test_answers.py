@@ -202,6 +202,8 @@ def test_an_answer_field_of_its_own_holding_the_bare_answer_is_the_answer():
     same = {"sections": [{"name": "reasoning", "field": "response"}, {"name": "answer", "field": "response"}]}
     assert find_candidates(record(*steps, words, answer_from=2, **same)) == []
     assert find_candidates(record(*steps, "It sorts them by their first letter. Then it checks.", answer_from=2, **own)) == []
+    program = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"  # code is code's to read
+    assert [c.kind for c in find_candidates(record(*steps, program, answer_from=2, **own))] == ["code"]
 
 
 def test_final_code_block_is_one_candidate():

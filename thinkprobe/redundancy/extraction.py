@@ -306,10 +306,12 @@ def _unit_candidate(text: str, *, in_answer: bool, conclusion: bool, closing: bo
 
 
 def _bare_answer(text: str) -> tuple[str, str] | None:
-    """A whole answer field that is the answer itself: up to _MAX_CLOSING_WORDS words with no sentence
-    in them (no ". ", "? ", ": " ...): "abc bcd cde", "] ] )", "Paris"."""
+    """A whole answer field that is the answer itself: one line of up to _MAX_CLOSING_WORDS words with
+    no sentence in it (no ". ", "? ", ": " ...) and no code: "abc bcd cde", "] ] )", "Paris"."""
+    if "```" in text:  # a code block is code's to read (a program's answer is run against its tests)
+        return None
     bare = MARKDOWN.sub("", SPECIAL_TOKEN.sub("", text)).strip().rstrip(".").strip()
-    if not bare or len(bare) >= _MAX_CLOSING_CHARS or len(bare.split()) > _MAX_CLOSING_WORDS \
+    if not bare or "\n" in bare or len(bare) >= _MAX_CLOSING_CHARS or len(bare.split()) > _MAX_CLOSING_WORDS \
             or re.search(r"[.!?;:](?:\s|$)", bare):
         return None
     return bare, "phrase"
