@@ -198,7 +198,13 @@ def test_an_answer_field_of_its_own_holding_the_bare_answer_is_the_answer():
     rec = record(*steps, words, answer_from=2, **own)
     final = final_candidate(find_candidates(rec), rec)
     assert (final.unit, final.value, final.kind) == (2, words, "phrase")
-    assert [c.value for c in find_candidates(record(*steps, "] ] )", answer_from=2, **own))] == ["] ] )"]
+    dyck = ("So the stack closes with ] ] ) now.", "The answer is ] ] )")
+    assert [(c.unit, c.value) for c in find_candidates(record(*dyck, "] ] )", answer_from=2, **own))][-1] == (2, "] ] )")
+    # an abstention, a courtesy, or a value the reasoning never states is no bare answer: the boxed 12 stays
+    boxed = ("Thus the final answer is $\\boxed{12}$.", "Done.")
+    for filler in ("I don't know.", "Hope this helps", "Sure thing", "Forty-two"):
+        rec = record(*boxed, filler, answer_from=2, **own)
+        assert final_candidate(find_candidates(rec), rec).value == "12", filler
     same = {"sections": [{"name": "reasoning", "field": "response"}, {"name": "answer", "field": "response"}]}
     assert find_candidates(record(*steps, words, answer_from=2, **same)) == []
     assert find_candidates(record(*steps, "It sorts them by their first letter. Then it checks.", answer_from=2, **own)) == []

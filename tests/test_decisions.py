@@ -403,7 +403,8 @@ def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run
     text = decisions._risk_auroc(run_dir, rows, anomalies)
     assert f"{len(seen)} of them are traces the failure-risk model was trained on" in text
     assert re.search(r"on the other 13 graded traces \(7 wrong\) the AUROC of failure_risk for a wrong answer is [\d.]+", text)
-    assert "in-distribution: the run's corpus is one the model was trained on" in text
+    assert "those may come from a corpus the model was trained on (in-distribution)" in text
+    assert text.count("their length alone") == 2  # over all graded traces, and over the unseen ones beside their figure
     # the baseline beside it: the same graded traces ranked by their length alone
     from thinkprobe.stats import auroc
 

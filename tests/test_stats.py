@@ -495,7 +495,7 @@ def test_the_within_model_auroc_needs_enough_of_each_kind_and_says_its_pairs(tmp
     few = run("few", {"m0": 2, "m1": 1})  # 8 right pooled, but 3 among the models with both kinds
     out = variable(few, "idea_count")["outcome"]
     assert out["auroc_wrong"] is not None and out["auroc_wrong_within_model"] is None
-    assert "30 pairs from 20 wrong and 3 right answers of the 2 models with both; none below 5" in outcome_text(few)
+    assert "30 pairs from 20 wrong and 3 right answers of the 2 models with both; too few for a within-model AUROC, which needs 5 wrong and 5 right answers among them" in outcome_text(few)
     enough = run("enough", {"m0": 3, "m1": 3})
     assert variable(enough, "idea_count")["outcome"]["auroc_wrong_within_model"] is not None
     assert "60 pairs from 20 wrong and 6 right answers of the 2 models with both)" in outcome_text(enough)

@@ -231,8 +231,9 @@ def prepare_out_dir(out: Path, opts: RunOptions, check_records: bool = False) ->
     names = sorted(p.name for p in out.iterdir())
     shown = ", ".join(names[:8]) + (f", ... ({len(names)} entries)" if len(names) > 8 else "")
     what = "a run of other inputs" if held is not None else "other files"
-    raise OutputFolderError(f"-o {out} is not empty and holds {what} ({shown}): pass --overwrite to clear it "
-                            "first, --resume to continue an interrupted run of the same inputs, or choose another folder")
+    raise OutputFolderError(f"-o {out} is not empty and holds {what} ({shown}): pass --overwrite (in Python "
+                            "overwrite=True) to clear it first, --resume (resume=True) to continue an interrupted run of "
+                            "the same inputs, or choose another folder")
 
 
 # ----------------------------------------------------------------------------- profiling

@@ -305,16 +305,23 @@ def _unit_candidate(text: str, *, in_answer: bool, conclusion: bool, closing: bo
     return None
 
 
-def _bare_answer(text: str) -> tuple[str, str] | None:
+# an answer field that is no answer: an abstention or a courtesy ("I don't know.", "Hope this helps")
+_NO_ANSWER = re.compile(r"^(?:i\b|i'|we\b|sorry|hope\b|sure\b|thanks?\b|thank you|unknown|not sure|cannot|can't|"
+                        r"no answer|none\b|n/?a$)", re.IGNORECASE)
+
+
+def _bare_answer(text: str, reasoning: str) -> tuple[str, str] | None:
     """A whole answer field that is the answer itself: one line of up to _MAX_CLOSING_WORDS words with
-    no sentence in it (no ". ", "? ", ": " ...) and no code: "abc bcd cde", "] ] )", "Paris"."""
+    no sentence in it (no ". ", "? ", ": " ...), no code and no abstention, which the reasoning states
+    too ("abc bcd cde" after "The answer is abc bcd cde", "] ] )", "Paris")."""
     if "```" in text:  # a code block is code's to read (a program's answer is run against its tests)
         return None
     bare = MARKDOWN.sub("", SPECIAL_TOKEN.sub("", text)).strip().rstrip(".").strip()
     if not bare or "\n" in bare or len(bare) >= _MAX_CLOSING_CHARS or len(bare.split()) > _MAX_CLOSING_WORDS \
-            or re.search(r"[.!?;:](?:\s|$)", bare):
+            or re.search(r"[.!?;:](?:\s|$)", bare) or _NO_ANSWER.match(bare):
         return None
-    return bare, "phrase"
+    said = " ".join(reasoning.lower().split())
+    return (bare, "phrase") if " ".join(bare.lower().split()) in said else None
 
 
 def _final_code_block(units: Sequence[dict]) -> tuple[int, str] | None:
@@ -359,7 +366,8 @@ def find_candidates(record: dict) -> list[Candidate]:
     # where "The answer is ..." may state a long list: the trace's last unit (answer section or not), unless cut off
     last_unit = None if provenance.get("truncated") else (answer_ids or [units[-1]["id"]])[-1]
     code = _final_code_block(units)
-    # an answer field of its own holding one unit, the bare answer ("a b c ...": BIG-Bench Mistake's `answer`)
+    # an answer field of its own holding one unit, the bare answer the reasoning states ("a b c ...": BIG-Bench
+    # Mistake's `answer`)
     fields = {s.get("name"): s.get("field") for s in record.get("sections") or ()}
     own_answer = answer_ids[0] if len(answer_ids) == 1 and fields.get("answer") not in (None, fields.get("reasoning")) \
         else None
@@ -375,7 +383,7 @@ def find_candidates(record: dict) -> list[Candidate]:
                 found = (value, "phrase")
         label_before = bool(_ANSWER_LABEL.fullmatch(MARKDOWN.sub("", u["text"]).strip()))
         if found is None and u["id"] == own_answer:
-            found = _bare_answer(u["text"])
+            found = _bare_answer(u["text"], "\n".join(v["text"] for v in units if v.get("section") != "answer"))
         if code and code[0] == u["id"] and (found is None or KIND_RANK[found[1]] > KIND_RANK["code"]):
             found = (code[1], "code")
         if found:

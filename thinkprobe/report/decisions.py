@@ -88,7 +88,8 @@ def _risk_auroc(run_dir: Path, rows: Sequence[Mapping], anomalies: Sequence[Mapp
         text += (f"; {len(seen)} of them {'is a trace' if len(seen) == 1 else 'are traces'} the failure-risk model was "
                  "trained on (recognised by their opening words and signs), so that figure is partly in-sample; on the "
                  "other " + _auroc_text([v for t, v in graded.items() if t not in seen], "").strip()
-                 + ", in-distribution: the run's corpus is one the model was trained on, and its card gives what it "
+                 + _length_text(rows, {t: v for t, v in graded.items() if t not in seen})
+                 + "; those may come from a corpus the model was trained on (in-distribution): its card gives what it "
                    "reaches on each corpus left out of training")
     group_of = {r["trace_id"]: r.get("group") for r in rows}
     groups = sorted({str(group_of[t]) for t in graded if group_of.get(t) is not None})
@@ -101,7 +102,7 @@ def _risk_auroc(run_dir: Path, rows: Sequence[Mapping], anomalies: Sequence[Mapp
 
 def _length_text(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]]) -> str:
     """The same traces ranked by their length alone (the tokens of all their units), the baseline failure_risk
-    has to beat (on ProcessBench and BIG-Bench Mistake samples length alone ranked higher)."""
+    has to beat (a helper's in-distribution samples of ProcessBench and BIG-Bench Mistake ranked higher by it)."""
     tokens = {r["trace_id"]: r["tokens"] for r in rows if r.get("tokens") is not None}
     pairs = [(tokens[t], wrong) for t, (_, wrong) in graded.items() if t in tokens]
     n_wrong = sum(w for _, w in pairs)

@@ -45,12 +45,12 @@ STATS_GLOSSARY: dict[str, str] = {
     "ICC": "intraclass correlation of traces of one model on one question, and one group where the run has groups (needs repeated answers to 5 or more such questions)",
     "AUROC": "how well a higher value flags a wrong answer (0.5 = no signal, below 0.5 = lower values flag it)",
     "cross-validated AUROC": "AUROC of a logistic regression's predictions for traces it was not fitted on (stratified "
-                             "folds, drawn several times and averaged): model + log tokens, then the same + the 19 "
-                             "indicators",
+                             "folds, drawn several times and averaged): model + log tokens (log tokens alone in a run of "
+                             "one model), then the same + the 19 indicators",
     "gain": "the second cross-validated AUROC minus the first: what the indicators add to model and length",
     "Hanley & McNeil": "standard error of an AUROC from its value and the counts of wrong and right traces; the margin "
-                       "a gain must pass is 1.96 of them for the two AUROCs taken as independent (they score the same "
-                       "traces, so it is a conservative bound)",
+                       "a gain must pass is 1.96 standard errors of the difference of the two AUROCs, taken as "
+                       "independent (they score the same traces, so it is a conservative bound)",
     "log tokens alone explain": "R² of a least-squares line of the dimension on log tokens over the run's traces: the "
                                 "share of its variance that length accounts for",
 }

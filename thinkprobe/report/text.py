@@ -356,6 +356,8 @@ def no_icc_text(stats: Mapping) -> str:
     ICC_MIN_CLUSTERS it needs, and how many traces had no question text or id to pair them by (a
     trace without one is in no pair: "no model answered one question twice" was not known)."""
     pairs = max((e["reliability"]["icc"]["clusters"] for e in stats["variables"]), default=0)
+    if pairs >= ICC_MIN_CLUSTERS:  # pairs enough, but every variable constant across them
+        return f"No ICC: {pairs} (model, question) pairs with 2 or more traces, but no variable varies across them."
     text = ("No ICC: no model answered one question more than once" if not pairs else
             f"No ICC: {pairs} (model, question) pair{'s' if pairs != 1 else ''} with 2 or more traces, and it needs "
             f"{ICC_MIN_CLUSTERS}")
@@ -381,7 +383,8 @@ def _within_counts(stats: Mapping) -> str:
         return ": no model has both a wrong and a right answer"
     least = stats["settings"]["min_class"]
     return (f": {pairs} pairs from {wrong} wrong and {right} right answers of the {len(per)} model"
-            f"{'s' if len(per) != 1 else ''} with both" + (f"; none below {least} of either kind" if min(wrong, right) < least else ""))
+            f"{'s' if len(per) != 1 else ''} with both" + (f"; too few for a within-model AUROC, which needs {least} wrong "
+                                                           f"and {least} right answers among them" if min(wrong, right) < least else ""))
 
 
 def too_few_text(stats: Mapping) -> str:
