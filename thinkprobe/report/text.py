@@ -184,14 +184,13 @@ def headline(stats: Mapping) -> list[str]:
                    "does not measurably change")
         base = "model + length" if n_models >= 2 else "length"
         below = max(cv["auroc_model_length_indicators"], cv["auroc_model_length"]) < 0.5
-        out.append(f"On {cv['n']} graded traces ({cv['n_wrong']} wrong{_no_answer_note(cv, 'n_wrong_no_answer')}"
-                   f"{_factor_note(cv, stats['settings']['alpha'])}) "
+        out.append(f"On {cv['n']} graded traces ({cv['n_wrong']} wrong{_no_answer_note(cv, 'n_wrong_no_answer')}) "
                    f"adding the indicators to {base} {verdict} "
                    f"the prediction of a wrong answer (cross-validated AUROC {format_number(cv['auroc_model_length_indicators'], 2)} "
                    f"with them, {format_number(cv['auroc_model_length'], 2)} without; a gain needs more than "
                    f"{format_number(margin, 2)} here, a conservative bound"
                    + ("; both below 0.5: the fits do worse than chance on held-out folds, so neither tells right "
-                      "from wrong here" if below else "") + ").")
+                      "from wrong here" if below else "") + ")." + _factor_note(cv, stats["settings"]["alpha"]))
     return out[:5]
 
 
@@ -220,8 +219,8 @@ def _factor_note(cv: Mapping, alpha: float = 0.05) -> str:
     said = "; ".join(f"the {by} alone tells wrong from right at AUROC {format_number(f['auroc'], 2)} ({format_number(f['chance'], 2)} "
                      f"with the grades shuffled, p {'< 0.001' if f['p'] < 0.001 else '= ' + format_number(f['p'], 3)})"
                      for by, f in named)
-    return (f"; {said}, each trace scored by its {' or '.join(by for by, _ in named)}'s share wrong: an indicator that "
-            f"differs between them may tell wrong answers apart through them")
+    return (f" Wrong answers follow the design: {said}, each trace scored by its {' or '.join(by for by, _ in named)}'s "
+            f"share wrong; an indicator that differs between them may tell wrong answers apart through them.")
 
 
 def _gain_margin(cv: Mapping) -> float:
@@ -482,9 +481,8 @@ NO_RADAR = ("No radar chart: the run has one model, and z-scored against its own
 def outcome_text(stats: Mapping) -> str:
     o = stats["outcome"]
     cv = o["cross_validated"]
-    text = (f"{o['graded']} graded traces ({o['wrong']} wrong{_no_answer_note(o)}"
-            f"{_factor_note(cv, stats['settings']['alpha'])}; labels from "
-            f"{o['labels_from']}). ")
+    text = (f"{o['graded']} graded traces ({o['wrong']} wrong{_no_answer_note(o)}; labels from "
+            f"{o['labels_from']}).{_factor_note(cv, stats['settings']['alpha'])} ")
     if outcome_rows(stats):
         text += ("AUROC of each indicator for a wrong answer, pooled over all graded traces and within model (pairs of "
                  f"one model only{_within_counts(stats)}). ")
