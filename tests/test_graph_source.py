@@ -110,6 +110,9 @@ def test_gold_graphs_of_the_dev_set(shared_data, tmp_path):
                                     "--device", "cpu", "--no-progress", "--no-report",
                                     "--cache-dir", str(tmp_path / "cache")])
     assert res.exit_code == 0, res.output
+    # QwQ-32B-Preview writes no tags: its annotated texts are untagged, and no 'non-reasoning model?' hint
+    assert "20 traces are untagged text (no reasoning field or tags), profiled with the graphs they carry" in res.output
+    assert "non-reasoning" not in res.output
     graphs = [json.loads(line) for line in (tmp_path / "cli" / "graphs.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(graphs) == 20
     for g in graphs:

@@ -231,9 +231,12 @@ def format_summary(result: dict) -> str:
         lines.append(f"warning: {warning}")
     if result.get("untagged"):
         per_model = _per_model(result.get("untagged_by_model") or {}, result)
-        lines.append(f"{result['untagged']} traces are untagged text (no reasoning field or tags: a non-reasoning "
-                     "model's output?) profiled as chain of thought; provenance marks them, --untagged skip leaves "
-                     "them out" + (f"; by model: {per_model}" if per_model else ""))
+        given = result.get("graph_source") == "input"  # annotated graphs: their text is what was annotated
+        lines.append(f"{result['untagged']} traces are untagged text (no reasoning field or tags"
+                     + ("), profiled with the graphs they carry" if given else
+                        ": a non-reasoning model's output?) profiled as chain of thought")
+                     + "; provenance marks them, --untagged skip leaves them out"
+                     + (f"; by model: {per_model}" if per_model else ""))
     if truncated := result.get("truncated_by_model"):
         lines.append(f"{sum(truncated.values())} traces end before their reasoning does (an opening tag with no "
                      f"closing one: cut off at a length limit?), profiled as far as they go (provenance truncated); "

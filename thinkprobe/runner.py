@@ -552,5 +552,5 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
             "short_trace_warnings": info["short_trace_warnings"], "grades": info["grades"],
             "files_not_drawn": info.get("files_not_drawn", []),
             "model_profiles": by_model, "model_domain_profiles": by_model_domain,
-            "norms": str(opts.norms) if opts.norms else None}
+            "norms": str(opts.norms) if opts.norms else None, "graph_source": opts.graph_source}
 
