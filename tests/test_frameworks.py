@@ -243,6 +243,21 @@ def test_grades_not_attempted_is_not_graded():
 # ----------------------------------------------------------------------------- 3. output folders
 
 
+def test_a_rerun_of_the_same_file_spelled_otherwise_is_a_rerun(tmp_path, monkeypatch):
+    """The same input given once relative and once absolute was 'a run of other inputs'."""
+    data = tmp_path / "a.jsonl"
+    data.write_text(json.dumps({"id": "a", "model": "m", "response": "<think>One. Two.</think>2"}) + "\n")
+    monkeypatch.chdir(tmp_path)
+    thinkprobe.profile("a.jsonl", tmp_path / "out", **FAST)
+    (tmp_path / "out" / "mine.txt").write_text("kept")
+    run = thinkprobe.profile(str(data), tmp_path / "out", **FAST)
+    assert list(run.indicators["trace_id"]) == ["a"] and (tmp_path / "out" / "mine.txt").read_text() == "kept"
+    other = tmp_path / "b.jsonl"
+    other.write_text(data.read_text())
+    with pytest.raises(thinkprobe.api.OutputFolderError, match="a run of other inputs"):
+        thinkprobe.profile(str(other), tmp_path / "out", **FAST)
+
+
 def test_output_folder_never_mixes_two_runs(tmp_path):
     data = tmp_path / "a.jsonl"
     data.write_text(json.dumps({"id": "a", "model": "m", "response": "<think>One. Two.</think>2"}) + "\n")

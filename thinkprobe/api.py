@@ -128,6 +128,21 @@ def _run_inputs(out: Path) -> list[str] | None:
     return None
 
 
+def _spelled(inputs: Iterable[str]) -> list[str]:
+    """Inputs as absolute paths from the working folder, each with its ``::`` overrides."""
+    from .io import source_path
+
+    out = []
+    for spec in inputs:
+        try:
+            path = source_path(spec)
+        except ValueError:  # <memory>, or a spec that does not parse: as written
+            out.append(spec)
+            continue
+        out.append(str(Path(path).resolve()) + spec[len(path):] if spec.startswith(path) else spec)
+    return out
+
+
 def _same_records(out: Path, records) -> bool:
     """Whether the run in `out` profiled these in-memory records (its chunks' manifest keeps their
     digest); True where it cannot tell (no manifest)."""
@@ -207,6 +222,8 @@ def prepare_out_dir(out: Path, opts: RunOptions, check_records: bool = False) ->
     target = out.resolve()
     inputs = ([MEMORY_SOURCE] if opts.records is not None else []) + [str(p) for p in opts.inputs]
     held = _run_inputs(out)
+    if held is not None and held != inputs and _spelled(held) == _spelled(inputs):
+        held = inputs  # the same files, spelled otherwise ("data/a.jsonl" and "/home/me/data/a.jsonl")
     if held == inputs and opts.records is not None and check_records and not _same_records(out, opts.records):
         held = ["<other records in memory>"]  # records given in Python all read as <memory>: their digest tells
     if held == inputs:  # a rerun: only what the tool wrote goes (TOOL_FILES); the user's own files stay
