@@ -405,6 +405,10 @@ def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run
     assert re.search(r"on the other 13 graded traces \(7 wrong\) the AUROC of failure_risk for a wrong answer is [\d.]+", text)
     assert "those may come from a corpus the model was trained on (in-distribution)" in text
     assert text.count("their length alone") == 2  # over all graded traces, and over the unseen ones beside their figure
+    # and by domain, as by group (BIG-Bench Mistake: the domain alone ranked wrong answers at 0.74); here every
+    # math trace is wrong and every logic trace right, so no domain holds both kinds: said once
+    assert ("within each domain (a domain can hold most of the wrong answers) too few of one kind for an AUROC "
+            "(5 right and 5 wrong needed in one domain)") in text
     # the baseline beside it: the same graded traces ranked by their length alone
     from thinkprobe.stats import auroc
 

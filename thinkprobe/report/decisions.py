@@ -59,7 +59,7 @@ def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], p
 def _auroc_text(graded: Sequence[tuple[float, bool]], what: str) -> str:
     n_wrong = sum(w for _, w in graded)
     if min(n_wrong, len(graded) - n_wrong) < MIN_PER_CLASS:
-        return (f"{what} {len(graded)} graded traces ({n_wrong} wrong): too few of one kind for an AUROC of "
+        return (f"{what} {len(graded)} graded trace{'s' if len(graded) != 1 else ''} ({n_wrong} wrong): too few of one kind for an AUROC of "
                 f"failure_risk ({MIN_PER_CLASS} right and {MIN_PER_CLASS} wrong needed)")
     value = auroc([p for p, _ in graded], [w for _, w in graded])
     pairs = n_wrong * (len(graded) - n_wrong)
@@ -91,13 +91,22 @@ def _risk_auroc(run_dir: Path, rows: Sequence[Mapping], anomalies: Sequence[Mapp
                  + _length_text(rows, {t: v for t, v in graded.items() if t not in seen})
                  + "; those may come from a corpus the model was trained on (in-distribution): its card gives what it "
                    "reaches on each corpus left out of training")
-    group_of = {r["trace_id"]: r.get("group") for r in rows}
-    groups = sorted({str(group_of[t]) for t in graded if group_of.get(t) is not None})
-    if len(groups) > 1:  # a design condition can carry the whole ranking (MiP against normal questions)
-        text += "; within each group (a condition can separate right from wrong answers by itself): " + "; ".join(
-            f"{g}: " + _auroc_text([v for t, v in graded.items() if str(group_of.get(t)) == g], "").strip()
-            for g in groups)
+    for by, why in (("group", "a condition can separate right from wrong answers by itself"),
+                    ("domain", "a domain can hold most of the wrong answers")):
+        level_of = {r["trace_id"]: r.get(by) for r in rows}
+        levels = sorted({str(level_of[t]) for t in graded if level_of.get(t) is not None})
+        if 1 < len(levels) <= MAX_LEVELS_SAID:  # a design factor can carry the whole ranking (MiP against normal)
+            parts = {v: [g for t, g in graded.items() if str(level_of.get(t)) == v] for v in levels}
+            if all(min(sum(w for _, w in p), len(p) - sum(w for _, w in p)) < MIN_PER_CLASS for p in parts.values()):
+                text += (f"; within each {by} ({why}) too few of one kind for an AUROC ({MIN_PER_CLASS} right and "
+                         f"{MIN_PER_CLASS} wrong needed in one {by})")
+                continue
+            text += f"; within each {by} ({why}): " + "; ".join(
+                f"{v}: " + _auroc_text(p, "").strip() for v, p in parts.items())
     return text + "."
+
+
+MAX_LEVELS_SAID = 8  # the failure_risk paragraph breaks its AUROC down by group and by domain up to this many
 
 
 def _length_text(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]]) -> str:
