@@ -113,6 +113,10 @@ def test_gold_graphs_of_the_dev_set(shared_data, tmp_path):
     # QwQ-32B-Preview writes no tags: its annotated texts are untagged, and no 'non-reasoning model?' hint
     assert "20 traces are untagged text (no reasoning field or tags), profiled with the graphs they carry" in res.output
     assert "non-reasoning" not in res.output
+    from thinkprobe.report.coverage import _lines  # the report's Records section says the same
+
+    said = " ".join(_lines(json.loads((tmp_path / "cli" / "run.json").read_text(encoding="utf-8"))))
+    assert "profiled with the graphs they carry" in said and "non-reasoning" not in said
     graphs = [json.loads(line) for line in (tmp_path / "cli" / "graphs.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(graphs) == 20
     for g in graphs:

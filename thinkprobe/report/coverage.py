@@ -54,9 +54,12 @@ def _lines(run: dict) -> list[str]:
     untagged = run.get("untagged") or {}
     if untagged.get("profiled"):
         per_model = _by_model(untagged.get("by_model") or {})
-        lines.append(f"{untagged['profiled']} traces are untagged text (no reasoning field and no reasoning tags: a "
-                     "non-reasoning model's output, or a worked solution?) profiled as chain of thought (provenance "
-                     "untagged; --untagged skip leaves them out)" + (f": {per_model}" if per_model else "") + ".")
+        given = run.get("graph_source") == "input"  # annotated graphs: their text is what was annotated
+        lines.append(f"{untagged['profiled']} traces are untagged text (no reasoning field and no reasoning tags"
+                     + ("), profiled with the graphs they carry" if given else ": a non-reasoning model's output, or a "
+                        "worked solution?) profiled as chain of thought")
+                     + " (provenance untagged; --untagged skip leaves them out)" + (f": {per_model}" if per_model else "")
+                     + ".")
     if untagged.get("answers_without_thinking"):
         lines.append(f"{untagged['answers_without_thinking']} records were a model's answers without thinking "
                      "(untagged text of a model whose other records carry reasoning) and are left out of its profile "
