@@ -56,9 +56,15 @@ def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], p
                    empty="No model has enough traces for anomaly scores.")
 
 
+def _both_kinds(graded: Sequence[tuple[float, bool]]) -> bool:
+    """Whether (score, wrong) pairs hold MIN_PER_CLASS wrong and MIN_PER_CLASS right traces: enough for an AUROC."""
+    n_wrong = sum(w for _, w in graded)
+    return min(n_wrong, len(graded) - n_wrong) >= MIN_PER_CLASS
+
+
 def _auroc_text(graded: Sequence[tuple[float, bool]], what: str) -> str:
     n_wrong = sum(w for _, w in graded)
-    if min(n_wrong, len(graded) - n_wrong) < MIN_PER_CLASS:
+    if not _both_kinds(graded):
         return (f"{what} {len(graded)} graded trace{'s' if len(graded) != 1 else ''} ({n_wrong} wrong): too few of one kind for an AUROC of "
                 f"failure_risk ({MIN_PER_CLASS} right and {MIN_PER_CLASS} wrong needed)")
     value = auroc([p for p, _ in graded], [w for _, w in graded])
@@ -85,10 +91,10 @@ def _risk_auroc(run_dir: Path, rows: Sequence[Mapping], anomalies: Sequence[Mapp
         text += (f"; all {len(seen)} are traces the failure-risk model was trained on (recognised by their opening words and signs), so that "
                  "figure is in-sample and says nothing of traces it has not seen")
     elif seen:
+        unseen = {t: v for t, v in graded.items() if t not in seen}
         text += (f"; {len(seen)} of them {'is a trace' if len(seen) == 1 else 'are traces'} the failure-risk model was "
                  "trained on (recognised by their opening words and signs), so that figure is partly in-sample; on the "
-                 "other " + _auroc_text([v for t, v in graded.items() if t not in seen], "").strip()
-                 + _length_text(rows, {t: v for t, v in graded.items() if t not in seen})
+                 "other " + _auroc_text(list(unseen.values()), "").strip() + _length_text(rows, unseen)
                  + "; those may come from a corpus the model was trained on (in-distribution): its card gives what it "
                    "reaches on each corpus left out of training")
     for by, why in (("group", "a condition can separate right from wrong answers by itself"),
@@ -97,7 +103,7 @@ def _risk_auroc(run_dir: Path, rows: Sequence[Mapping], anomalies: Sequence[Mapp
         levels = sorted({str(level_of[t]) for t in graded if level_of.get(t) is not None})
         if 1 < len(levels) <= MAX_LEVELS_SAID:  # a design factor can carry the whole ranking (MiP against normal)
             parts = {v: [g for t, g in graded.items() if str(level_of.get(t)) == v] for v in levels}
-            if all(min(sum(w for _, w in p), len(p) - sum(w for _, w in p)) < MIN_PER_CLASS for p in parts.values()):
+            if not any(_both_kinds(p) for p in parts.values()):
                 text += (f"; within each {by} ({why}) too few of one kind for an AUROC ({MIN_PER_CLASS} right and "
                          f"{MIN_PER_CLASS} wrong needed in one {by})")
                 continue
@@ -114,8 +120,7 @@ def _length_text(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool
     has to beat (a helper's in-distribution samples of ProcessBench and BIG-Bench Mistake ranked higher by it)."""
     tokens = {r["trace_id"]: r["tokens"] for r in rows if r.get("tokens") is not None}
     pairs = [(tokens[t], wrong) for t, (_, wrong) in graded.items() if t in tokens]
-    n_wrong = sum(w for _, w in pairs)
-    if min(n_wrong, len(pairs) - n_wrong) < MIN_PER_CLASS:
+    if not _both_kinds(pairs):
         return ""
     value = auroc([n for n, _ in pairs], [w for _, w in pairs])
     return (f"; their length alone (the trace's tokens, longer = riskier) gives {value:.3f}"
