@@ -526,10 +526,48 @@ def test_no_labels_no_outcome(tmp_path):
 
 def test_settings_come_from_the_config_recorded_in_the_run(tmp_path):
     run = write_run(tmp_path, rows_of({"a": [1, 2, 3, 4], "b": [5, 6, 7, 9], "c": [2, 8, 3, 10]}))
-    (run / "run.json").write_text(json.dumps({"config": {"stats": {"permutations": 0, "alpha": 0.01}}}))
+    (run / "run.json").write_text(json.dumps({"config": {"stats": {"chance_corrected": False, "alpha": 0.01}}}))
     stats = compute_stats(run)
-    assert stats["settings"]["permutations"] == 0 and stats["settings"]["alpha"] == 0.01
+    assert stats["settings"]["chance_corrected"] is False and stats["settings"]["alpha"] == 0.01
     assert "eps2_expected" not in variable(stats, "idea_count")["model"]  # the run turned the correction off
+
+
+def test_a_run_recorded_before_chance_corrected_keeps_its_meaning(tmp_path):
+    """Until 2026-12-06 a non-zero stats.permutations meant the chance correction (its relabellings were
+    no longer drawn) and permutation_seed did nothing. A run that recorded them still reads: 0 as no
+    correction, anything else as the correction; the shuffles of factor_auroc take today's defaults."""
+    for recorded, corrected in ((0, False), (200, True)):
+        run = write_run(tmp_path / str(recorded), rows_of({"a": [1, 2, 3, 4], "b": [5, 6, 7, 9]}))
+        (run / "run.json").write_text(json.dumps({"config": {"stats": {"permutations": recorded,
+                                                                       "permutation_seed": 3}}}))
+        settings = compute_stats(run)["settings"]
+        assert settings["chance_corrected"] is corrected
+        assert (settings["permutations"], settings["permutation_seed"]) == (1000, 0)
+        assert ("eps2_expected" in variable(compute_stats(run), "idea_count")["model"]) is corrected
+
+
+def test_the_factor_shuffles_follow_the_config(tmp_path):
+    """permutations and permutation_seed set factor_auroc's shuffles (they were a constant and cv_seed);
+    0 shuffles: no factor test."""
+    rng = np.random.default_rng(1)
+    rows, graphs = [], []
+    for k in range(40):
+        domain, wrong = ("hard", "easy")[k % 2], bool(rng.random() < (0.7 if k % 2 == 0 else 0.2))
+        rows.append({"trace_id": f"t{k}", "model": "m", "domain": domain, "tokens": 100 + k,
+                     "idea_count": float(rng.normal())})
+        graphs.append({"trace_id": f"t{k}", "model": "m", "domain": domain, "units": [], "edges": [],
+                       "question": f"q{k}", "correct": not wrong})
+    base = write_run(tmp_path / "base", rows, graphs)
+    default = compute_stats(base)["outcome"]["cross_validated"]["factor_auroc"]["domain"]
+    # a run records the whole section, chance_corrected with it (without it, permutations is read as before)
+    for stats, expect in (({"permutation_seed": 5}, "other chance"), ({"permutations": 0, "chance_corrected": True}, None)):
+        run = write_run(tmp_path / str(stats), rows, graphs)
+        (run / "run.json").write_text(json.dumps({"config": {"stats": stats}}))
+        got = compute_stats(run)["outcome"]["cross_validated"]["factor_auroc"]["domain"]
+        if expect is None:
+            assert got is None
+        else:
+            assert got["auroc"] == default["auroc"] and got["chance"] != default["chance"]
 
 
 def test_models_unevenly_crossed_with_domains_are_said_so():

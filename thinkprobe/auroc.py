@@ -67,19 +67,15 @@ def _level_auroc(wrong: np.ndarray, right: np.ndarray) -> float:
     return float(((w * below).sum() + 0.5 * (w * r).sum()) / (wrong.sum() * right.sum()))
 
 
-FACTOR_PERMUTATIONS = 1000
-
-
-def factor_auroc(graded: Sequence[Mapping], wrong: np.ndarray, by: str, seed: int = 0,
-                 permutations: int = FACTOR_PERMUTATIONS) -> dict | None:
+def factor_auroc(graded: Sequence[Mapping], wrong: np.ndarray, by: str, seed: int, permutations: int) -> dict | None:
     """How well a design factor alone tells wrong from right: the AUROC of each graded trace's
     level's share of wrong answers (traces without a level read as one more level), in-sample, so
     beside what the same levels give the grades shuffled among the same traces (`chance`: the mean
     over `permutations` seeded shuffles; `p`: the share of them at least as high, one added to both
     counts). Many small levels give a high AUROC to any grades: chance says how high. None with
-    fewer than two levels or one class only."""
+    fewer than two levels, one class only or no shuffles."""
     levels = np.array([str(r.get(by)) for r in graded])
-    if len(set(levels)) < 2 or wrong.all() or not wrong.any():
+    if len(set(levels)) < 2 or wrong.all() or not wrong.any() or permutations < 1:
         return None
     _, inv = np.unique(levels, return_inverse=True)
     n_wrong = np.bincount(inv, weights=wrong.astype(np.float64))

@@ -297,6 +297,7 @@ class StatsSettings:
     bootstrap_resamples: int
     bootstrap_seed: int
     ci_level: float
+    chance_corrected: bool
     permutations: int
     permutation_seed: int
     ratio_floor: float
