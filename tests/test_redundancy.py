@@ -183,6 +183,19 @@ def test_a_candidate_stating_an_options_text_is_that_option():
     vague = graph_record(["So the answer is: it does not increase."], [], types="CON", gold_answer="A",
                          question="Effect?\nA) increase\nB) no change\nC) decrease")
     assert redundancy_row(vague)[0]["Acc"] == 0
+    # Schoenfeld's SAT traces: a boxed or closing number states the option's value ("\boxed{5.4\%}" against
+    # 'D) 5.4\%'), and "C)38" is option C: each was judged wrong, with DR/EB flips in traces that never
+    # changed their answer
+    sat = "By what percent?\nChoices:\nA) 4.1\\%\nB) 5.1\\%\nC) 38\nD) 5.4\\%"
+    for text, gold, acc in (("The answer is \\boxed{5.4\\%}.", "D", 1), ("The answer is \\boxed{5.1\\%}.", "D", 0),
+                            ("Therefore, the correct answer should be C)38.", "C", 1),
+                            ("Therefore, the correct answer should be C)38.", "D", 0)):
+        row, extra = redundancy_row(graph_record([text], [], types="CON", gold_answer=gold, question=sat))
+        assert row["Acc"] == acc, (text, gold, extra["candidates"])
+    flips = graph_record(["So 5.4%, option D.", "Check: 4.12 / 75.74 = 0.054.", "The answer is \\boxed{D}."],
+                         chain(3), types="CON RSN CON", gold_answer="D", question=sat)
+    row, extra = redundancy_row(flips)
+    assert all(c["correct"] for c in extra["candidates"]) and row["DR"] == row["EB"] == row["EE"] == 0
 
 
 def test_correctness_label_without_gold():

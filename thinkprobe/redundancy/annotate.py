@@ -185,7 +185,7 @@ def _verdicts(record: dict, candidates: Sequence[Candidate], final: Candidate | 
     verdicts: list[bool | None] = []
     reasons: list[str] = []
     # a gold option letter: a candidate that states an option's text ("all fourth-grade students at the
-    # school") is that option
+    # school", a boxed or closing number "5.4%") is that option
     options = question_options(record.get("question")) if gold is not None and re.fullmatch(
         r"\(?[A-J]\)?", str(gold).strip()) else {}
     for c in candidates:
@@ -195,7 +195,7 @@ def _verdicts(record: dict, candidates: Sequence[Candidate], final: Candidate | 
         elif gold is not None:
             v = answers_match(c.value, gold)
             why = "matches the gold answer" if v else "differs from the gold answer"
-            letter = _option_of(c.value, options) if options and not v and c.kind in ("phrase", "bold") else None
+            letter = _option_of(c.value, options) if options and not v else None
             if letter is not None:
                 v = letter == str(gold).strip().strip("()")
                 why = f"states option {letter}'s text, " + ("the gold option" if v else "not the gold option")

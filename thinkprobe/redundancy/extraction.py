@@ -70,7 +70,8 @@ _OPTION_LIST = re.compile(rf"{_ONE_OPTION}(?:{_LIST_SEP}{_ONE_OPTION})+")
 _MORE_OPTIONS = re.compile(rf"\)?(?:{_LIST_SEP}{_ONE_OPTION})+(?=\s*(?:[.;:!)(\n]|$|[-–—]\s))")
 _NAMED_OPTION = re.compile(r"(?i:option|choice)\s*(?:\\?_)?\s*\(?([A-J])\)?(?![\w])")
 _OPTION_VALUE = re.compile(r"^\s*\(?([A-J])\)?(?:[.:)](?![A-Za-z])|\s|$)")  # "A.J": initials, no option
-OPTION_LABEL = re.compile(r"^\s*\(?([A-J])\)\s+\S")  # "B) Those who responded ...": an option and its text
+# "B) Those who responded ...", "C)38", "D)$5.4\%$": an option and its text
+OPTION_LABEL = re.compile(r"^\s*\(?([A-J])\)(?:\s+\S|(?=[\d$\\]))")
 _ANSWER_LABEL = re.compile(r"(?:#+\s*)?(?:the\s+)?(?:final\s+)?answer(?:\s+is)?\s*[:：]?", re.IGNORECASE)
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.DOTALL)
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
