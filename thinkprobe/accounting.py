@@ -152,7 +152,7 @@ class Accounting:
     grade_fields: Counter = field(default_factory=Counter)
     unread: Counter = field(default_factory=Counter)
     unread_value: dict = field(default_factory=dict)  # the first unread value per field, for the hint
-    single_unit: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))  # model -> file -> traces
+    few_units: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))  # model -> file -> traces
     # file -> traces whose reasoning is untagged text with no question beside it (a file of prompts?)
     untagged_alone: Counter = field(default_factory=Counter)
     checked: int = 0  # traces with both a grade (correct or incorrect) and a gold answer
@@ -164,8 +164,8 @@ class Accounting:
         for tally in (self.files[g["source"]], self.models[g["model"]]):
             tally.records.add(key)
             tally.traces += 1
-        if sum(u.get("section") == "reasoning" for u in g.get("units") or ()) <= 1:
-            self.single_unit[g["model"]][g["source"]] += 1
+        if sum(u.get("section") == "reasoning" for u in g.get("units") or ()) <= FEW_UNITS:
+            self.few_units[g["model"]][g["source"]] += 1
         if (g.get("provenance") or {}).get("untagged") and not g.get("question"):
             self.untagged_alone[g["source"]] += 1
         self._grade(g)
@@ -259,9 +259,10 @@ class Accounting:
 
     def short_warnings(self) -> list[str]:
         """Traces that are likely not a reasoning as given. One line per model (traces without one
-        together) of which at least SINGLE_UNIT_SHARE of at least SINGLE_UNIT_MIN traces hold a single
-        Thought Unit of reasoning: most often a file whose records are the sentences of one text
-        (Schoenfeld et al.'s labelled responses), each profiled as a whole trace. One line per file
+        together) of which at least FEW_UNITS_SHARE of at least FEW_UNITS_MIN traces hold at most
+        FEW_UNITS Thought Units of reasoning: most often a file whose records are the sentences of one
+        text (Schoenfeld et al.'s labelled responses), each profiled as a whole trace; of those, the
+        records that reach the run are often a closing "**Final Answer** \boxed{A}</think>" of two units. One line per file
         whose every trace is untagged text with no question beside it, where another file's traces are
         not: most often a file of the questions themselves beside the outputs (Venhoff et al.'s
         messages.json). A non-reasoning model's outputs come with their questions (MiP-Overthinking's
@@ -274,20 +275,21 @@ class Accounting:
                                "reasoning field, tags or question field) where other files' traces are not; if it holds "
                                "questions or prompts rather than a model's output, leave it out of the inputs (name the "
                                "other files, or a --path-pattern it does not match)")
-        for model, files in sorted(self.single_unit.items()):
+        for model, files in sorted(self.few_units.items()):
             n, total = sum(files.values()), self.models[model].traces
-            if total >= SINGLE_UNIT_MIN and n >= SINGLE_UNIT_SHARE * total:
+            if total >= FEW_UNITS_MIN and n >= FEW_UNITS_SHARE * total:
                 where = ", ".join(f"{k} in {f}" for f, k in files.most_common(3))
                 more = f", ... ({len(files)} files)" if len(files) > 3 else ""
-                out.append(f"model {model}: {n} of {total} traces hold a single Thought Unit of reasoning ({where}{more}); "
-                           "each record is profiled as a whole trace, so if a file's records are the sentences of "
-                           "one text, join them into one record first; the indicators of a one-unit trace say "
-                           "little about reasoning")
+                out.append(f"model {model}: {n} of {total} traces hold at most {FEW_UNITS} Thought Units of reasoning "
+                           f"({where}{more}); each record is profiled as a whole trace, so if a file's records are "
+                           "the sentences of one text, join them into one record first; the indicators of so short "
+                           "a trace say little about reasoning")
         return out
 
 
-SINGLE_UNIT_MIN = 5  # traces of a model before its share of one-unit traces is judged
-SINGLE_UNIT_SHARE = 0.5
+FEW_UNITS = 2  # Thought Units of reasoning a trace may hold and still be counted as likely no reasoning as given
+FEW_UNITS_MIN = 5  # traces of a model before its share of such traces is judged
+FEW_UNITS_SHARE = 0.5
 
 
 def format_coverage(coverage: Mapping, grades: Mapping | None = None, max_rows: int = 30) -> str:
