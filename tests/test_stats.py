@@ -148,6 +148,22 @@ def test_the_stats_command_prints_the_headline_and_writes_both_files(tmp_path):
     assert (run / "stats.json").exists() and (run / "stats.csv").exists()
 
 
+def test_a_model_too_small_to_test_is_named_where_the_smallest_model_is_given(tmp_path):
+    """ReasonEval: WizardMath70B's one trace is in no test (stats.min_group 2), yet the headline gave
+    'smallest model: 1 trace' beside tests over the other four models."""
+    from thinkprobe.cognitive_profile import DIMENSIONS
+    from thinkprobe.report.text import headline
+
+    rng = np.random.default_rng(3)
+    rows = [{"trace_id": f"{m}{k}", "model": m, "domain": "x", "tokens": float(rng.integers(100, 900)),
+             **{d: float(rng.normal()) for d in DIMENSIONS}}
+            for m, n in (("a", 6), ("b", 5), ("tiny", 1)) for k in range(n)]
+    line = headline(compute_stats(write_run(tmp_path / "run", rows)))[0]
+    assert "smallest tested model: 5 traces; too small to test: tiny (1 trace)" in line, line
+    line = headline(compute_stats(write_run(tmp_path / "even", [r for r in rows if r["model"] != "tiny"])))[0]
+    assert "smallest model: 5 traces" in line and "too small" not in line, line
+
+
 def test_holm_by_hand():
     # Sorted: 0.005 * 4 = 0.02, 0.01 * 3 = 0.03, 0.03 * 2 = 0.06, 0.04 * 1 = 0.04 -> raised to 0.06.
     assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])

@@ -100,6 +100,17 @@ FEW_MODELS = 5  # fewer models than this: a high split-half reliability is weak 
 SAME_SPLIT_V = 0.99  # Cramér's V from which a domain or group is the model under another name
 
 
+def _smallest_model(groups: Mapping) -> str:
+    """'smallest model: 4 traces', or of the tested ones, naming the models too small to be tested
+    (under stats.min_group: a 1-trace model is in the run but in no test)."""
+    sizes, left = groups["model"]["groups"], groups["model"].get("too_few") or []
+    tested = [n for m, n in sizes.items() if m not in left]
+    if not left or not tested:
+        return f"smallest model: {traces_word(min(sizes.values()))}"
+    named = _list([f"{m} ({traces_word(sizes[m])})" for m in left[:3]]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
+    return f"smallest tested model: {traces_word(min(tested))}; too small to test: {named}"
+
+
 def headline(stats: Mapping) -> list[str]:
     """Three to five sentences with numbers: which dimensions separate the models beyond length
     and chance, how much length explains, how reliable the model means are, where the domain (and
@@ -136,14 +147,13 @@ def headline(stats: Mapping) -> list[str]:
                        + (f"; {_list(tiny)} {'differs' if len(tiny) == 1 else 'differ'} significantly but by less than "
                           f"corrected ε² {floor}" if tiny else "")
                        + (f"; {_list(rest)} {'shows' if len(rest) == 1 else 'show'} no significant model difference "
-                          f"once length and chance are removed (smallest model: "
-                          f"{traces_word(min(groups['model']['groups'].values()))})" if rest else "") + not_tested + ".")
+                          f"once length and chance are removed ({_smallest_model(groups)})" if rest else "") + not_tested + ".")
         elif len(untested) < len(dims):
             best = max(((lc(e, "model")["eps2_corrected"] or 0.0, e["variable"]) for e in dims
                         if e["variable"] not in untested), default=(0.0, "–"))
             out.append(f"{opening}: no {'tested ' if untested else ''}dimension separates the models significantly once "
                        f"length and chance are removed (largest corrected length-controlled ε² {format_number(best[0], 2)}, "
-                       f"{best[1]}; smallest model: {traces_word(min(groups['model']['groups'].values()))}){not_tested}.")
+                       f"{best[1]}; {_smallest_model(groups)}){not_tested}.")
         else:
             out.append(f"{opening}: no dimension could be tested for model differences once length is removed "
                        f"(see the effect sizes).")
