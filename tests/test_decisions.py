@@ -213,6 +213,10 @@ def test_select_gives_no_tier_on_a_few_traces_and_says_when_a_lower_tier_is_more
     assert "lean (tier 2) answers more accurately (1.00 over 30 graded) than every tier-1 model" in sel.note
     text = format_selection(sel)
     assert "not length-controlled" in text and "   3    –  few" in text
+    # the header says why the best fit is not rank 1 (ReasonEval: a 1-trace model's 0.211 listed third)
+    assert text.splitlines()[0].startswith("models ranked by fit (") and "too small for a tier after the others" in text.splitlines()[0]
+    placed = format_selection(select_models(_profile_rows({"lean": -1.0, "wide": 1.0}), SETTINGS))
+    assert "too small for a tier" not in placed
 
 
 def test_select_pairs_by_the_records_id_says_when_models_and_domains_are_crossed_unevenly_and_prints_no_minus_zero():

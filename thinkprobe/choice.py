@@ -331,8 +331,10 @@ def _num(x, digits=3) -> str:
 
 def format_selection(sel: Selection) -> str:
     """The ranking as a text table."""
+    untiered = any(r["tier"] is None for r in sel.rows) and any(r["tier"] is not None for r in sel.rows)
     lines = [f"models ranked by fit ({sel.criterion}{'; domain ' + sel.domain if sel.domain else ''}"
-             f"{'; group ' + sel.group if sel.group else ''}); "
+             f"{'; group ' + sel.group if sel.group else ''}"
+             f"{'; models too small for a tier after the others' if untiered else ''}); "
              f"bootstrap over {sel.resampling}"]
     if not sel.rows:
         return "\n".join(lines + [sel.note])
