@@ -32,6 +32,9 @@ def units(text, config):
     ("我们需要计算。然后得到答案！", ["我们需要计算。", "然后得到答案！"]),
     ("no punctuation at all here", ["no punctuation at all here"]),
     ("## Step 2\nCompute it.", ["## Step 2", "Compute it."]),
+    # a numbered bold heading stays whole past 9 (Thought Anchors: '10. **' and 'Next Layer:** ...' were two units)
+    ("9. **Next Layer:** we add.\n10. **Next Layer:** we add more.\n11. *Final*: done.",
+     ["9. **Next Layer:** we add.", "10. **Next Layer:** we add more.", "11. *Final*: done."]),
     # factorials and an ellipsis inside a list end no sentence; an opening bracket stays with its sentence
     ("So C(n, r) = n! / (r!(n-r)!). Then 8! / (5! * 3!) = 336. Done!",
      ["So C(n, r) = n! / (r!(n-r)!).", "Then 8! / (5! * 3!) = 336.", "Done!"]),

@@ -34,7 +34,7 @@ HEADER = re.compile(r"^\s{0,3}#{1,6}\s")
 # tokenizer does not split unspaced CJK text into tokens.
 _CJK_END = re.compile(r"(?<=[。！？])")
 # An inline enumeration marker ("... so 1. first") belongs to the sentence after it.
-_MARKER = re.compile(r"^\s*\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)]\s*$")
+_MARKER = re.compile(r"^\s*\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)]\s*(?:\*\*?|__?)?\s*$")  # "2.", "(b)", "10. **"
 _ENUM_TAIL = re.compile(r"(?<=\s)(?:\d{1,2}|[a-z])[.)]$")
 _WORD = re.compile(r"\w", re.UNICODE)
 # spaCy's English exceptions read "B.", "Q.", "Pa." as abbreviations; before a capital (or an
