@@ -931,6 +931,28 @@ def test_peek_several_paths_names_files_and_exits_1_when_nothing_is_usable(tmp_p
     assert result.exit_code == 2 and "no such file or directory" in result.output
 
 
+def test_peek_says_a_repeated_error_once(tmp_path):
+    """Schoenfeld's folder of sentence files: 120 lines of one error, the one file that reads well
+    after 20 files of it. An error the same as the one shown above is a count; the JSON keeps every row."""
+    from click.testing import CliRunner
+
+    from thinkprobe.cli import main
+
+    root = tmp_path / "sentences"
+    root.mkdir()
+    for k in range(3):
+        write_jsonl(root / f"{k}.jsonl", [{"text": f"Sentence {j}.", "label": "Read"} for j in range(5)])
+    write_jsonl(root / "z.jsonl", [{"id": "g", "reasoning": "fine"}, {"prompt": "other"}])
+    result = CliRunner().invoke(main, ["peek", str(root)])
+    lines = result.output.splitlines()
+    errors = [ln for ln in lines if "no reasoning text found" in ln]
+    assert len(errors) == 2, result.output  # the first in full, and z.jsonl's own (another record's fields)
+    assert "lines 2-5  ERROR the same as above (4 records)" in lines, result.output
+    assert lines.count("lines 1-5  ERROR the same as above (5 records)") == 2
+    rows = json.loads(CliRunner().invoke(main, ["peek", str(root), "--json"]).output)
+    assert sum(1 for r in rows if r.get("error")) == 16
+
+
 def test_peek_shows_the_ids_the_run_gives(tmp_path):
     """Several inputs whose files share a name (MiP-Overthinking's */response.json): peek showed each file's
     records as response:N, while the run names the later files' traces after their folders."""

@@ -92,11 +92,27 @@ def format_peek(rows: list[dict]) -> str:
     lines: list[tuple[str, ...]] = [header]
     spans: set[int] = set()  # lines that span the table: file names and errors, never clipped
     file = None
+    shown, same = None, []  # the last error shown in full; the records after it that repeat it
+
+    def repeated() -> None:
+        if same:
+            spans.add(len(lines))
+            where = (same[0] if len(same) == 1 else f"lines {same[0][5:]}-{same[-1][5:]}"
+                     if same[0].startswith("line ") and same[-1].startswith("line ") else f"{same[0]}-{same[-1]}")
+            lines.append((where, f"ERROR the same as above ({len(same)} record{'s' if len(same) > 1 else ''})"))
+            same.clear()
+
     for row in rows:
         if row.get("file") != file:
+            repeated()
             file = row.get("file")
             spans.add(len(lines))
             lines.append((f"{file}:",))
+        if row.get("error") and row["error"] == shown:  # Schoenfeld's folder: 120 lines of one error
+            same.append(str(row["record"]))
+            continue
+        repeated()
+        shown = row.get("error")
         if row.get("error") or row.get("note"):
             spans.add(len(lines))
             lines.append((str(row["record"]), f"ERROR {row['error']}" if row.get("error") else row["note"]))
@@ -118,6 +134,7 @@ def format_peek(rows: list[dict]) -> str:
             row["gold_from"] or "-",
             _grade_cell(row),
         ))
+    repeated()
     cells = [[c.replace("\n", " ") if k in spans else _clip(c, 60) for c in line] for k, line in enumerate(lines)]
     table = [line for k, line in enumerate(cells) if k not in spans]
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
