@@ -301,6 +301,17 @@ def test_a_long_punctuation_run_is_a_fragment_of_its_own(char):
     assert len(fragment_spans(short, 0, len(short))) <= 3
 
 
+def test_a_markup_tag_alone_is_no_unit(config):
+    """Thought Anchors' misalignment scenarios: '</SCRATCHPAD_REASONING>' and '</tool_use:email>' were
+    Thought Units of their own. A tag alone merges like filler; a comparison is no tag."""
+    text = ("<SCRATCHPAD_REASONING>\nI need to read the email. It asks to stop.\n</SCRATCHPAD_REASONING>\n"
+            "<tool_use:email>\nto: x@y.com\n</tool_use:email>\nDone. So x < y and y > z.")
+    got = units(text, config)
+    assert got == ["<SCRATCHPAD_REASONING>\nI need to read the email.", "It asks to stop.",
+                   "</SCRATCHPAD_REASONING>\n<tool_use:email>\nto: x@y.com", "</tool_use:email>\nDone.",
+                   "So x < y and y > z."]
+
+
 def test_a_question_mark_inside_a_bracketed_list_cuts_nothing():
     """BIG-Bench Mistake's word sorting writes an unknown order as '["argus" ? "avid"]': each '?' cut a
     unit mid-bracket. Outside a bracket a '?' still ends a question."""

@@ -334,10 +334,16 @@ def fragment_spans(text: str, start: int, end: int, max_line_chars: int = 20000,
     return out
 
 
+# A markup tag alone ("</SCRATCHPAD_REASONING>", "<tool_use:email>", "<answer>"): no thought of its own
+_TAG_ONLY = re.compile(r"\s*</?[A-Za-z_][\w:.-]*(?:\s[^<>]*)?/?>\s*")
+
+
 def is_filler(fragment: str, cfg: Config) -> bool:
     """Whether a fragment merges into the next Thought Unit instead of making one: filler
-    (`segment.filler`) or fewer word characters than `segment.min_unit_chars` ("1.", "(a)")."""
-    return bool(cfg.filler.match(fragment)) or word_chars(fragment) < cfg.segment.min_unit_chars
+    (`segment.filler`), fewer word characters than `segment.min_unit_chars` ("1.", "(a)"), or a
+    markup tag alone."""
+    return (bool(cfg.filler.match(fragment)) or word_chars(fragment) < cfg.segment.min_unit_chars
+            or _TAG_ONLY.fullmatch(fragment) is not None)
 
 
 def merge_fragments(text: str, frags: list[tuple[int, int]], cfg: Config) -> list[tuple[int, int]]:
