@@ -415,3 +415,21 @@ def test_a_broken_link_inside_a_folder_is_named_and_breaks_nothing(tmp_path):
     items = list(iter_traces(tmp_path))
     assert [type(i).__name__ for i in items] == ["InputError", "Trace"] and "broken link" in items[0].reason
     assert count_records(tmp_path) == count_records(tmp_path, keep=lambda p: True) == 2
+
+
+def test_a_huge_integer_or_a_deep_cut_emoji_costs_its_record_only(tmp_path):
+    """A review: an integer of 5,000 digits (over Python's 4,300-digit conversion limit) in any field
+    stopped the run with a traceback, in JSON Lines and in a JSON array; so did a lone surrogate
+    escape 500 lists down (its repair recursed). Each is now its record's error; the rest is read."""
+    big = '{"id": "n0", "reasoning": "So 5.", "big": ' + "9" * 5000 + "}"
+    deep = '{"id": "s0", "reasoning": "So 5.", "extra": ' + "[" * 500 + '"x \\ud83d y"' + "]" * 500 + "}"
+    lines = tmp_path / "a.jsonl"
+    lines.write_text("\n".join([json.dumps(good(1)), big, deep, json.dumps(good(2))]) + "\n")
+    items = list(iter_traces(lines))
+    errors = [i for i in items if isinstance(i, InputError)]
+    assert [t.trace_id for t in items if isinstance(t, Trace)] == ["good-1", "good-2"]
+    assert len(errors) == 2 and "4300" in errors[0].reason and "nested too deeply" in errors[1].reason
+    array = tmp_path / "b.json"
+    array.write_text("[" + json.dumps(good(3)) + ", " + big + "]")
+    (error,) = list(iter_traces(array))
+    assert isinstance(error, InputError) and "4300" in error.reason and error.source == str(array)

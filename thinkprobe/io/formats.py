@@ -319,11 +319,22 @@ def _parse_record(source: str, locator: int | str, raw: bytes) -> dict | InputEr
         return InputError(source, locator, "", f"malformed JSON: {exc.msg} (column {exc.colno})")
     except RecursionError:
         return InputError(source, locator, "", "malformed JSON: nested too deeply")
+    except ValueError as exc:  # an integer of more than 4,300 digits (Python's int conversion limit)
+        return InputError(source, locator, "", f"unreadable JSON value: {exc}")
     if not isinstance(value, dict):
         return InputError(source, locator, "", f"record is a JSON {type_name(value)}, not an object")
-    if _SURROGATE_ESCAPE.search(raw) and _unencodable(value):
-        return _repaired(value)
+    if _SURROGATE_ESCAPE.search(raw):
+        return _checked_unicode(source, locator, value)
     return value
+
+
+def _checked_unicode(source: str, locator: int | str, value: dict) -> dict | InputError:
+    """The record, or its lone surrogates replaced (`_repaired`); an error where it nests too deeply
+    to walk (a cut emoji 500 lists down crashed the reader)."""
+    try:
+        return _repaired(value) if _unencodable(value) else value
+    except RecursionError:
+        return InputError(source, locator, "", "malformed JSON: a lone surrogate nested too deeply to repair")
 
 
 def _iter_json(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple[str, int | str, dict | InputError]]:
@@ -351,6 +362,9 @@ def _iter_json(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple
     except RecursionError:
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", "malformed JSON: nested too deeply")
         return
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"unreadable JSON value: {exc}")
+        return
     check_unicode = bool(_SURROGATE_ESCAPE.search(data))
     if isinstance(value, dict):
         nested = next((value[k] for k in RECORD_LIST_KEYS if isinstance(value.get(k), list)), None)
@@ -364,8 +378,8 @@ def _iter_json(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"top level is a JSON {type_name(value)}, not a list or object")
         return
     for index, item in enumerate(items):
-        if isinstance(item, dict) and check_unicode and _unencodable(item):
-            yield source, index, _repaired(item)
+        if isinstance(item, dict) and check_unicode:
+            yield source, index, _checked_unicode(source, index, item)
         elif isinstance(item, dict):
             yield source, index, item
         else:
