@@ -96,6 +96,31 @@ def run_dir(tmp_path):
     return tmp_path
 
 
+def test_an_export_never_writes_over_the_run_it_reads(run_dir):
+    """A review: `export RUN -o RUN/graphs.jsonl` emptied the graphs it was reading and exited 0, and a
+    target that is a symlink was written through. The run's own files are refused; a target file is
+    written whole and moved into place, replacing a link rather than following it."""
+    from click.testing import CliRunner
+
+    from thinkprobe.cli import main
+
+    before = (run_dir / "graphs.jsonl").read_bytes()
+    for target in (run_dir / "graphs.jsonl", run_dir / "run.json"):
+        with pytest.raises(ValueError, match="one of the run's own files"):
+            export(run_dir, "reasoningflow", target)
+        res = CliRunner().invoke(main, ["export", str(run_dir), "-o", str(target)])
+        assert res.exit_code == 1 and "one of the run's own files" in res.output and "Traceback" not in res.output
+    assert (run_dir / "graphs.jsonl").read_bytes() == before and not (run_dir / "run.json").exists()
+    victim = run_dir.parent / f"{run_dir.name}-victim.txt"
+    victim.write_text("the user's file")
+    (run_dir / "link.jsonl").symlink_to(victim)
+    export(run_dir, "json", run_dir / "link.jsonl")
+    assert victim.read_text() == "the user's file" and not (run_dir / "link.jsonl").is_symlink()
+    assert len((run_dir / "link.jsonl").read_text().splitlines()) == 2
+    res = CliRunner().invoke(main, ["export", str(run_dir), "--format", "graphml", "-o", str(victim)])
+    assert res.exit_code == 1 and "Traceback" not in res.output and victim.read_text() == "the user's file"
+
+
 def test_every_format_reads_back(run_dir):
     rf = export(run_dir, "reasoningflow")
     docs = [json.loads(line) for line in rf.read_text(encoding="utf-8").splitlines()]

@@ -320,7 +320,10 @@ def export(run_dir, fmt, out):
     _require_run(run_dir, "graphs.jsonl")
     from .export import export as do_export
 
-    click.echo(str(do_export(run_dir, fmt, out)))
+    try:
+        click.echo(str(do_export(run_dir, fmt, out)))
+    except (ValueError, OSError) as exc:  # -o one of the run's files, a file where a folder goes ...
+        raise click.ClickException(str(exc)) from exc
 
 
 @contextlib.contextmanager

@@ -28,13 +28,14 @@ critique edge, an incoming reflect:*, marks as CRT (spec section 7).
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
 import networkx as nx
 
 from .records import iter_graph_records
-from .tables import own_dir
+from .tables import fresh_tmp, own_dir
 
 __all__ = ["iter_graph_records", "to_reasoningflow", "to_networkx", "export", "RF_EDGE_LABELS", "EXPORT_ANNOTATOR"]
 
@@ -130,23 +131,28 @@ def _xml_safe(g: nx.MultiDiGraph) -> nx.MultiDiGraph:
 
 
 def export(run_dir: str | Path, fmt: str, out: str | Path | None = None) -> Path:
-    """Write every graph of a run in `fmt`; returns the file (or folder, for graphml) written."""
+    """Write every graph of a run in `fmt`; returns the file (or folder, for graphml) written. A file
+    is written whole through a temporary name and then moved into place (a symlink at the target is
+    replaced, not written through); a target that is one of the run's own files is refused (`-o
+    RUN/graphs.jsonl` had emptied the graphs it was reading)."""
+    from .api import TOOL_FILES
+
     run_dir = Path(run_dir)
-    if out is None:  # the run folder's own names: a symlink planted there is replaced, not written through
-        for name in ("reasoningflow.jsonl", "graphs.node_link.jsonl"):
-            if (run_dir / name).is_symlink():
-                (run_dir / name).unlink()
-    if fmt == "reasoningflow":
-        target = Path(out or run_dir / "reasoningflow.jsonl")
-        with open(target, "w", encoding="utf-8") as f:
+    if out is not None:
+        own = {(run_dir / name).resolve() for name in TOOL_FILES
+               if name not in ("reasoningflow.jsonl", "graphs.node_link.jsonl", "graphml")}
+        if Path(out).resolve() in own:
+            raise ValueError(f"-o {out} is one of the run's own files; choose another target")
+    if fmt in ("reasoningflow", "json"):
+        default = "reasoningflow.jsonl" if fmt == "reasoningflow" else "graphs.node_link.jsonl"
+        target = Path(out or run_dir / default)
+        tmp = fresh_tmp(target)
+        with open(tmp, "x", encoding="utf-8") as f:
             for rec in iter_graph_records(run_dir):
-                f.write(json.dumps(to_reasoningflow(rec), ensure_ascii=False) + "\n")
-    elif fmt == "json":
-        target = Path(out or run_dir / "graphs.node_link.jsonl")
-        with open(target, "w", encoding="utf-8") as f:
-            for rec in iter_graph_records(run_dir):
-                data = nx.node_link_data(to_networkx(rec), edges="edges")
+                data = (to_reasoningflow(rec) if fmt == "reasoningflow"
+                        else nx.node_link_data(to_networkx(rec), edges="edges"))
                 f.write(json.dumps(data, ensure_ascii=False) + "\n")
+        os.replace(tmp, target)
     elif fmt == "graphml":
         target = own_dir(run_dir / "graphml") if out is None else Path(out)
         target.mkdir(parents=True, exist_ok=True)
