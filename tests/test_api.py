@@ -5,6 +5,7 @@ worked example."""
 import doctest
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from click.testing import CliRunner
 
 import thinkprobe
 from conftest import REPO, SAMPLES
-from thinkprobe.api import as_records
+from thinkprobe.api import OutputFolderError, as_records
 from thinkprobe.cli import main
 from thinkprobe.outputs import INDICATORS_TABLE
 
@@ -96,6 +97,22 @@ def test_run_tables_graphs_and_round_trip(cli_run, tmp_path):
         run.graph("nope")
     saved = run.save(tmp_path / "copy")
     assert saved.indicators.equals(ind) and _indicator_bytes(saved.folder) == _indicator_bytes(cli_run)
+    # a review: save() into a folder holding another run mixed the two (its report and trace pages
+    # stayed beside the new data) and wrote through a symlink planted at stats.json
+    other = tmp_path / "other"
+    shutil.copytree(cli_run, other)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's file")
+    (other / "stats.json").unlink()
+    (other / "stats.json").symlink_to(victim)
+    (other / "notes.md").write_text("mine")
+    (other / "report.md").write_text("# the other run's report")
+    with pytest.raises(OutputFolderError, match="not empty"):
+        run.save(other)
+    kept = run.save(other, overwrite=True)
+    assert victim.read_text() == "the user's file" and (other / "notes.md").read_text() == "mine"
+    assert not (other / "stats.json").is_symlink() and _indicator_bytes(kept.folder) == _indicator_bytes(cli_run)
+    assert not (other / "report.md").exists()  # the other run's report went with it (this run has none)
     page = saved.report(tmp_path / "report")
     assert page == tmp_path / "report" / "report.html" and page.stat().st_size > 0
     with pytest.raises(FileNotFoundError, match="not a finished thinkprobe run"):

@@ -432,23 +432,43 @@ class Run:
         _copy(self.folder, target, REPORT_FILES)
         return target / written.name
 
-    def save(self, folder: str | os.PathLike) -> "Run":
-        """Copy the run's files (and the report, when written) into `folder`; returns the Run there."""
+    def save(self, folder: str | os.PathLike, overwrite: bool = False) -> "Run":
+        """Copy the run's files (and the report, when written) into `folder`; returns the Run there.
+        `folder` must be empty or missing; with overwrite=True the tool's files there are removed first
+        (files of the user's own stay), so that it never holds a mix of two runs."""
         target = Path(folder)
         if target.resolve() == self.folder.resolve():
             return self
+        if target.exists() and not target.is_dir():
+            raise OutputFolderError(f"{target}: not a folder")
+        if target.exists() and any(target.iterdir()):
+            if not overwrite:
+                names = sorted(p.name for p in target.iterdir())
+                raise OutputFolderError(f"{target} is not empty ({', '.join(names[:8])}{' ...' if len(names) > 8 else ''}): "
+                                        "pass overwrite=True to replace the tool's files there (files of your own "
+                                        "stay), or choose another folder")
+            _clear(target, TOOL_FILES)
         target.mkdir(parents=True, exist_ok=True)
         _copy(self.folder, target, (*OUTPUT_FILES, *REPORT_FILES))
         return Run(target, summary=self.summary)
+
+
+def _copy_file(src: str, dst: str) -> None:
+    """shutil.copy2, except that a symlink at `dst` is replaced, never written through."""
+    if os.path.islink(dst):
+        os.unlink(dst)
+    shutil.copy2(src, dst)
 
 
 def _copy(source: Path, target: Path, names: Iterable[str]) -> None:
     for name in names:
         src = source / name
         if src.is_dir():
-            shutil.copytree(src, target / name, dirs_exist_ok=True)
+            if (target / name).is_symlink():
+                (target / name).unlink()
+            shutil.copytree(src, target / name, dirs_exist_ok=True, copy_function=_copy_file)
         elif src.exists():
-            shutil.copy2(src, target / name)
+            _copy_file(str(src), str(target / name))
 
 
 def load_run(folder: str | os.PathLike) -> Run:
