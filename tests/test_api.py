@@ -202,3 +202,25 @@ def test_options_reach_the_run_with_the_command_defaults(monkeypatch, tmp_path):
     assert default.records == RECORDS and default.inputs == []
     assert custom.cache_folder is None and custom.show_progress is True and (custom.sample, custom.seed) == (2, 5)
     assert (custom.field_map.model, custom.field_map.path_pattern) == ("M", "(?P<domain>x)")
+
+
+def test_a_second_run_into_a_folder_being_written_is_refused(tmp_path, cache):
+    """A review: two runs started into one -o folder both exited 0, and the folder held one run's
+    graphs under the other's run.json (or the second cleared the first's chunks and the first crashed).
+    A run holds the folder (flock on the folder) while it writes; a second is refused with that reason
+    and writes nothing; once the first is done, the folder is free again."""
+    import fcntl
+    import os
+
+    out = tmp_path / "out"
+    out.mkdir()
+    fd = os.open(out, os.O_RDONLY)  # as a run in progress holds it
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(OutputFolderError, match="another thinkprobe run is writing into this folder"):
+            thinkprobe.profile(RECORDS[:1], out, cache_dir=cache, **FAST)
+        assert not any(out.iterdir())
+    finally:
+        os.close(fd)
+    run = thinkprobe.profile(RECORDS[:1], out, cache_dir=cache, **FAST)
+    assert len(run.graphs) == 1

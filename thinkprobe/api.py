@@ -6,6 +6,7 @@ through the same detection as a file's records, under the source "<memory>".
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 import os
@@ -302,21 +303,51 @@ def profile_run(opts: RunOptions, temporary: bool = False, *, encoder=None, link
     warnings = field_warnings(opts)  # also recorded in run.json
     for warning in warnings:
         print(terminal_safe(f"warning: {warning}"), file=sys.stderr)
-    prepared = prepare_out_dir(out, opts, check_records)
-    if prepared and prepared != "resumed" and (opts.show_progress or "kept" in prepared or "--overwrite" in prepared):
-        print(f"output folder {out}: {prepared}", file=sys.stderr)
-    given = {k: v for k, v in (("linker", linker), ("encoder", encoder)) if v is not None}
-    summary = run_profile(opts, **given)
-    summary["field_warnings"] = [str(w) for w in warnings]
-    # a file or model with no trace, or profiled as one-unit traces: never silent
-    for warning in (*summary.get("coverage_warnings", ()), *summary.get("short_trace_warnings", ())):
-        print(terminal_safe(f"warning: {warning}"), file=sys.stderr)
-    run = Run(out, summary=summary, temporary=temporary)
-    if opts.report:
-        from .report import write_report
+    with _writing(out):
+        prepared = prepare_out_dir(out, opts, check_records)
+        if prepared and prepared != "resumed" and (opts.show_progress or "kept" in prepared or "--overwrite" in prepared):
+            print(f"output folder {out}: {prepared}", file=sys.stderr)
+        given = {k: v for k, v in (("linker", linker), ("encoder", encoder)) if v is not None}
+        summary = run_profile(opts, **given)
+        summary["field_warnings"] = [str(w) for w in warnings]
+        # a file or model with no trace, or profiled as one-unit traces: never silent
+        for warning in (*summary.get("coverage_warnings", ()), *summary.get("short_trace_warnings", ())):
+            print(terminal_safe(f"warning: {warning}"), file=sys.stderr)
+        run = Run(out, summary=summary, temporary=temporary)
+        if opts.report:
+            from .report import write_report
 
-        summary["report"] = str(write_report(out, progress=opts.show_progress))
+            summary["report"] = str(write_report(out, progress=opts.show_progress))
     return run
+
+
+@contextlib.contextmanager
+def _writing(out: Path):
+    """Hold the output folder for one run: an exclusive advisory lock (flock) on the folder itself,
+    created if missing, so that a second run into it while the first writes is refused rather than
+    mixing the two runs' chunks (a review: two runs into one folder gave one's graphs under the
+    other's run.json). Released when the run ends or its process dies. A path that is not a folder is
+    left to prepare_out_dir's error; without fcntl (not POSIX) there is no lock."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    if not out.exists():
+        out.mkdir(parents=True)
+    if not out.is_dir():
+        yield
+        return
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise OutputFolderError(f"-o {out}: another thinkprobe run is writing into this folder now; wait "
+                                    "for it to end, or choose another folder") from None
+        yield
+    finally:
+        os.close(fd)
 
 
 profile.__doc__ = profile.__doc__.format(options=options_doc())
