@@ -1126,3 +1126,26 @@ def test_reasoning_from_a_summary_field_is_marked_and_said():
     result = {"traces": 2, "out_dir": "o", "resumed": 0, "errors": 0, "model_profiles": {},
               "summarised_by_model": {"gemini": 1}}
     assert "1 traces' reasoning is a summary the model gave of its thinking" in format_summary(result)
+
+
+def test_an_input_named_twice_or_inside_a_named_folder_is_refused(tmp_path, monkeypatch):
+    """A review: `profile good.jsonl good.jsonl ./good.jsonl` profiled 9 traces of 3 records (said only
+    as duplicate ids), and a folder with one of its files beside it gave a file more traces than
+    records: every test weighed those records twice. Refused before any work, naming both; the same
+    file under other settings (another model name) is two inputs on purpose."""
+    from click.testing import CliRunner
+
+    from thinkprobe.cli import main
+    from thinkprobe.io.sources import repeated_input
+
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "data"
+    folder.mkdir()
+    write_jsonl(folder / "a.jsonl", [{"id": "g", "reasoning": "Fine. So 5."}])
+    assert "named twice" in repeated_input(["data/a.jsonl", str(folder / "a.jsonl")])
+    assert "lies in the input folder data" in repeated_input(["data", "data/a.jsonl"])
+    assert "lies in the input folder data" in repeated_input(["data/a.jsonl", "data"])
+    assert repeated_input(["data/a.jsonl::model=A", "data/a.jsonl::model=B"]) is None
+    assert repeated_input(["data/a.jsonl"]) is None
+    res = CliRunner().invoke(main, ["profile", "data", "data/a.jsonl", "-o", "out", "--no-progress"])
+    assert res.exit_code == 2 and "lies in the input folder data" in res.output and not Path("out").exists()
