@@ -433,3 +433,35 @@ def test_a_huge_integer_or_a_deep_cut_emoji_costs_its_record_only(tmp_path):
     array.write_text("[" + json.dumps(good(3)) + ", " + big + "]")
     (error,) = list(iter_traces(array))
     assert isinstance(error, InputError) and "4300" in error.reason and error.source == str(array)
+
+
+def test_a_linked_folder_is_read_once_and_a_run_folder_inside_is_no_input(tmp_path):
+    """A review: a symlinked subfolder of an input folder was passed over without a word (rglob follows
+    no folder link), and a ThinkProbe run kept inside the data folder was read as input, a warning per
+    output file (its own -o inside the input folder read its chunks, and --resume then saw the inputs
+    changed). A linked folder is read (a link loop ends); a finished run folder is named once and not
+    read; one being written (no run.json yet) is passed over, and leaves the folder's digest as it is."""
+    from thinkprobe.provenance import file_digest
+
+    data, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
+    data.mkdir()
+    elsewhere.mkdir()
+    (data / "a.jsonl").write_text(json.dumps(good(1)) + "\n")
+    (elsewhere / "b.jsonl").write_text(json.dumps(good(2)) + "\n")
+    (data / "linked").symlink_to(elsewhere)
+    (elsewhere / "loop").symlink_to(data)
+    before = file_digest(data)
+    writing = data / "out"
+    (writing / "parts").mkdir(parents=True)
+    (writing / "parts" / "manifest.json").write_text("{}")
+    (writing / "parts" / "000000.jsonl").write_text(json.dumps(good(3)) + "\n")
+    assert file_digest(data) == before
+    finished = data / "old"
+    finished.mkdir()
+    (finished / "run.json").write_text("{}")
+    (finished / "graphs.jsonl").write_text(json.dumps(good(4)) + "\n")
+    items = list(iter_traces(data))
+    assert sorted(t.trace_id for t in items if isinstance(t, Trace)) == ["good-1", "good-2"]
+    (note,) = [i for i in items if isinstance(i, InputError)]
+    assert note.source == str(finished) and "a ThinkProbe run folder" in note.reason
+    assert count_records(data) == 3 == len(items)

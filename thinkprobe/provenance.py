@@ -31,10 +31,14 @@ def files_digest(named_files: Iterable[tuple[str, str | Path]], *, seed: str = "
 
 
 def file_digest(path: str | Path, length: int = 16) -> str:
-    """Digest of a file (its name and bytes), or of a folder (every file below it, by relative path)."""
+    """Digest of a file (its name and bytes), or of a folder (every file below it that a run reads from:
+    by relative path, walked as inputs are, thinkprobe.io.walk: hidden files and run folders left out,
+    links to folders followed)."""
     path = Path(path)
     if path.is_dir():
-        return files_digest(((str(p.relative_to(path)), p) for p in sorted(q for q in path.rglob("*") if q.is_file())),
+        from .io.walk import walk_folder
+
+        return files_digest(((str(p.relative_to(path)), p) for p in walk_folder(path)[0] if p.is_file()),
                             length=length)
     return files_digest([(path.name, path)], length=length)
 
