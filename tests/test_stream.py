@@ -468,3 +468,21 @@ def test_a_piece_over_the_trace_limit_is_refused_when_fed(no_encoding_config, tm
     final = json.loads(res.stdout.splitlines()[-1])["final"]
     kept = thinkprobe.profile([{"id": "x", "response": text[:256]}], cache=False, **FAST)
     assert final["units"] == int(kept.indicators["units"][0]) > 3
+
+
+def test_a_cut_emoji_is_replaced_and_said_and_bytes_are_refused_by_name(cache):
+    """A review: `feed("emoji \\ud83d cut. ")` was accepted, and every close() then failed on the
+    text's UTF-8 (so did thinkprobe.profile on such an in-memory record); `feed(b"...")` raised str's
+    own TypeError. The lone surrogate becomes U+FFFD, as a file's does, named in the provenance; bytes
+    are refused with the fix."""
+    s = thinkprobe.stream(record={"model": "m1"}, cache_dir=cache, **FAST)
+    with pytest.raises(TypeError, match=r"decode it first, e.g. piece.decode\('utf-8'\)"):
+        s.feed(b"Let me think.")
+    s.feed("Let me think. The emoji \ud83d is cut. ")
+    s.feed("So the answer is 5.")
+    run = s.close()
+    (g,) = run.graphs
+    assert any("\ufffd" in u["text"] for u in g["units"]) and g["provenance"]["repaired_unicode"] == [s.text_field]
+    one_shot = thinkprobe.profile([{"id": "a", "model": "m", "reasoning": "So \ud83d five. Then 5."}], cache_dir=cache, **FAST)
+    (g,) = one_shot.graphs
+    assert g["provenance"]["repaired_unicode"] == ["reasoning"] and any("\ufffd" in u["text"] for u in g["units"])

@@ -84,7 +84,15 @@ def _is_path(item: Any) -> bool:
 
 
 def as_records(data: Any) -> tuple[list[str], list[Any] | None]:
-    """(input paths, in-memory records) from what `profile` accepts."""
+    """(input paths, in-memory records) from what `profile` accepts; a record's lone surrogates (an
+    emoji cut in two) replaced by U+FFFD, as a file's are, and named in its provenance."""
+    from .io.unicode import unicode_safe
+
+    paths, records = _as_records(data)
+    return paths, None if records is None else [unicode_safe(r) for r in records]
+
+
+def _as_records(data: Any) -> tuple[list[str], list[Any] | None]:
     if _is_path(data):
         return [os.fspath(data)], None
     if hasattr(data, "columns") and hasattr(data, "to_dict"):  # pandas DataFrame

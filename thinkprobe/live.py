@@ -38,6 +38,7 @@ from .config import Config
 from .graph import block_starts, link_graphs, tile_and_type
 from .indicators import compute_indicators
 from .io import record_traces
+from .io.unicode import LONE_SURROGATE, unicode_safe
 from .io.limits import InputLimits, TooLarge, trace_chars
 from .link import bind_encoder
 from .nodetypes import cue_categories
@@ -254,6 +255,7 @@ class Stream:
         self.norms = Normalizer.load(self.opts.norms) if self.opts.norms else None
         self.limits = InputLimits.from_config(self.cfg)
         self.text = ""
+        self._repaired = False  # a piece held a lone surrogate (replaced)
         self.closed = False
         self._trace: Trace | None = None
         self._sections: list[_Section] = []
@@ -279,6 +281,11 @@ class Stream:
         last one or when phrase_loop starts to fire (checked every phrase_check_chars), else None."""
         if self.closed:
             raise RuntimeError("the stream is closed")
+        if not isinstance(piece, str):
+            raise TypeError(f"feed() takes the next piece of text (a str), not {type(piece).__name__}"
+                            + (": decode it first, e.g. piece.decode('utf-8')" if isinstance(piece, bytes) else ""))
+        if LONE_SURROGATE.search(piece):  # an emoji cut in two: U+FFFD, as profile() reads it, and said
+            piece, self._repaired = LONE_SURROGATE.sub("\ufffd", piece), True
         self._check_size(self.text + piece)
         self.text += piece
         with self.times("settle"):
@@ -338,7 +345,7 @@ class Stream:
 
     def record_now(self) -> dict:
         """The record of the text so far, as `close` profiles it."""
-        return self._record(self.text)
+        return unicode_safe(self._record(self.text), [self.text_field] if self._repaired else [])
 
     def _record(self, text: str) -> dict:
         return {**self.record, self.text_field: text}

@@ -19,6 +19,7 @@ from typing import Any, BinaryIO, Callable, Iterator, Sequence
 from ..records import InputError
 from .layouts import expand
 from .delimited import iter_delimited
+from .unicode import SURROGATE_ESCAPE, repaired, unencodable
 from .walk import walk_folder
 from .limits import (WHOLE_FILE, GuardedStream, InflateGuard, InputLimits, Skipped, TooLarge, bounded_lines, count_lines,
                      file_reason, open_input, read_whole, record_reason)
@@ -264,56 +265,6 @@ def _iter_jsonl(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tupl
         yield source, locator, InputError(source, locator, "", str(exc))
 
 
-def _unencodable(value: Any) -> bool:
-    """True when the decoded JSON holds a lone surrogate (from an escape like \\ud800): such a
-    string cannot be written back as UTF-8, so the record is skipped rather than crash the run."""
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-class RepairedRecord(dict):
-    """A record whose lone surrogates were replaced (`_repaired`); `repaired_unicode`: the fields they
-    were in (the trace's provenance names them). A plain dict in every other way."""
-
-    repaired_unicode: list[str]
-
-
-def _repaired(value: dict) -> RepairedRecord:
-    """A record whose keys and strings hold lone surrogates (a JSON escape like \\ud83d: an emoji cut
-    in two) with each replaced by U+FFFD, the fields they were in kept on it: one cut emoji cost the
-    whole trace, in a field it may not even use."""
-    fields: list[str] = []
-
-    def fix(x: Any, path: str) -> Any:
-        if isinstance(x, str):
-            if _LONE_SURROGATE.search(x):
-                fields.append(path or "(record)")
-                return _LONE_SURROGATE.sub("\ufffd", x)
-            return x
-        if isinstance(x, dict):
-            out = {}
-            for k, v in x.items():
-                key = _LONE_SURROGATE.sub("\ufffd", str(k))
-                if key != k:
-                    fields.append(f"{path}.{key}" if path else key)
-                out[key] = fix(v, f"{path}.{key}" if path else key)
-            return out
-        if isinstance(x, list):
-            return [fix(v, f"{path}[{i}]") for i, v in enumerate(x)]
-        return x
-
-    out = RepairedRecord(fix(value, ""))
-    out.repaired_unicode = list(dict.fromkeys(fields))
-    return out
-
-
 def _parse_record(source: str, locator: int | str, raw: bytes) -> dict | InputError:
     if b"\x00" in raw:
         return InputError(source, locator, "", "NUL byte in record")
@@ -329,16 +280,16 @@ def _parse_record(source: str, locator: int | str, raw: bytes) -> dict | InputEr
         return InputError(source, locator, "", f"unreadable JSON value: {exc}")
     if not isinstance(value, dict):
         return InputError(source, locator, "", f"record is a JSON {type_name(value)}, not an object")
-    if _SURROGATE_ESCAPE.search(raw):
+    if SURROGATE_ESCAPE.search(raw):
         return _checked_unicode(source, locator, value)
     return value
 
 
 def _checked_unicode(source: str, locator: int | str, value: dict) -> dict | InputError:
-    """The record, or its lone surrogates replaced (`_repaired`); an error where it nests too deeply
+    """The record, or its lone surrogates replaced (`repaired`); an error where it nests too deeply
     to walk (a cut emoji 500 lists down crashed the reader)."""
     try:
-        return _repaired(value) if _unencodable(value) else value
+        return repaired(value) if unencodable(value) else value
     except RecursionError:
         return InputError(source, locator, "", "malformed JSON: a lone surrogate nested too deeply to repair")
 
@@ -371,7 +322,7 @@ def _iter_json(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple
     except ValueError as exc:  # an integer of more than 4,300 digits
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"unreadable JSON value: {exc}")
         return
-    check_unicode = bool(_SURROGATE_ESCAPE.search(data))
+    check_unicode = bool(SURROGATE_ESCAPE.search(data))
     if isinstance(value, dict):
         nested = next((value[k] for k in RECORD_LIST_KEYS if isinstance(value.get(k), list)), None)
         items = nested if nested is not None else _object_records(value)

@@ -145,7 +145,7 @@ def _detect_records(records, src: Source, label: str, root: Path | None, alone: 
             stem = inner
         else:
             stem = label
-        repaired = getattr(record, "repaired_unicode", None)  # formats.RepairedRecord: lone surrogates replaced
+        repaired = getattr(record, "repaired_unicode", None)  # io.unicode.RepairedRecord: lone surrogates replaced
         if graphs and is_graph_record(record):
             items = [trace_of_graph_record(record, source, locator)]
         else:
@@ -155,7 +155,7 @@ def _detect_records(records, src: Source, label: str, root: Path | None, alone: 
         for item in items:
             if isinstance(item, Trace):
                 item = clip_trace(item, limits, locator)
-                if repaired:  # lone surrogates replaced by U+FFFD (formats._repaired), in these fields
+                if repaired:  # lone surrogates replaced by U+FFFD (io.unicode.repaired), in these fields
                     item = replace(item, provenance={**item.provenance, "repaired_unicode": repaired})
             yield locator, item if isinstance(item, InputError) else ids.claim(item, file_label)
 
