@@ -442,3 +442,34 @@ def test_good_traces_a_2mb_trace_over_the_unit_limit_and_bad_records_in_one_file
     assert indicators_by_id(tmp_path / "mixed") == indicators_by_id(tmp_path / "alone")
     run = json.loads((tmp_path / "mixed" / "run.json").read_text())
     assert run["config"]["limits"]["max_units"] == limit
+
+
+def test_errors_a_user_can_fix_are_one_line_not_a_traceback(tmp_path):
+    """A review's tracebacks: a config turning code execution on, `graph -o` naming a file, a damaged
+    run.json under report and select, --resume over a damaged manifest. Each is one line now."""
+    import shutil
+
+    path = tmp_path / "a.jsonl"
+    path.write_text(json.dumps({"id": "t1", "model": "m", "reasoning": "Let me think. So 5."}) + "\n")
+    out = tmp_path / "run"
+    fast = ["--device", "cpu", "--no-progress", "--no-cache", "--linker", "cue", "--types", "cue", "--no-summary"]
+    runner = CliRunner()
+    assert runner.invoke(main, ["profile", str(path), "-o", str(out), *fast]).exit_code == 0
+    config = tmp_path / "allow.yaml"
+    config.write_text("redundancy:\n  allow_code_execution: true\n")
+    res = runner.invoke(main, ["profile", str(path), "-o", str(tmp_path / "c"), "--config", str(config), *fast])
+    assert res.exit_code in (1, 2) and "allow_code_execution" in res.output and res.exc_info[0] is SystemExit
+    taken = tmp_path / "taken.html"
+    taken.write_text("mine")
+    res = runner.invoke(main, ["graph", str(out), "t1", "-o", str(taken)])
+    assert res.exit_code == 1 and res.exc_info[0] is SystemExit and taken.read_text() == "mine", res.output
+    damaged = tmp_path / "damaged"
+    shutil.copytree(out, damaged)
+    (damaged / "run.json").write_text("{\n")
+    for command in (["report"], ["select"]):
+        res = runner.invoke(main, [*command, str(damaged)])
+        assert res.exit_code == 2 and res.stderr.startswith(f"{damaged / 'run.json'} is damaged"), res.output
+    (out / "run.json").unlink()
+    (out / "parts" / "manifest.json").write_text("{not json")
+    res = runner.invoke(main, ["profile", str(path), "-o", str(out), "--resume", *fast])
+    assert res.exit_code == 1 and "manifest.json is damaged" in res.output and res.exc_info[0] is SystemExit

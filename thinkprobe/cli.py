@@ -34,6 +34,28 @@ def _require_run(run_dir: str, *needs: str) -> None:
         click.echo(f"{run_dir} is not a thinkprobe run folder (no {' or '.join(missing)}); "
                    f"make one with: thinkprobe profile INPUT -o {run_dir}", err=True)
         sys.exit(EXIT_NOT_A_RUN)
+    run_json = Path(run_dir) / "run.json"
+    try:
+        if run_json.is_file() and not isinstance(json.loads(run_json.read_text(encoding="utf-8")), dict):
+            raise ValueError("not a JSON object")
+    except (ValueError, OSError) as exc:  # a damaged run.json was a JSONDecodeError traceback (report, select)
+        click.echo(f"{run_json} is damaged ({exc}); profile the run again to rewrite it", err=True)
+        sys.exit(EXIT_NOT_A_RUN)
+
+
+class _Commands(click.Group):
+    """The command group: an error the user can act on (a config key, a bad record in a run's own
+    files, a file where a folder goes or one that exists) is one line, `Error: ...`, not a traceback."""
+
+    def invoke(self, ctx):
+        from .config import ConfigError
+        from .records import InputError
+
+        try:
+            return super().invoke(ctx)
+        except (ConfigError, InputError, FileExistsError, IsADirectoryError, NotADirectoryError,
+                PermissionError) as exc:
+            raise click.ClickException(str(exc)) from exc
 
 
 class _RegistryHelp(click.Option):
@@ -127,7 +149,7 @@ def _sources(inputs, fields) -> list:
     return sources
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="thinkprobe")
 def main() -> None:
     """ThinkProbe: profile LLM reasoning traces as Thought Graphs, locally and without generative models."""

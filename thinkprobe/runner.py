@@ -112,7 +112,11 @@ def prepare_parts(out: Path, manifest: dict, resume: bool) -> Path:
     if parts.is_symlink():  # not followed: nothing is deleted or written where it points (nor resumed there)
         parts.unlink()
     if resume and mpath.exists():
-        old = json.loads(mpath.read_text(encoding="utf-8"))
+        try:
+            old = json.loads(mpath.read_text(encoding="utf-8"))
+            old.get("inputs")
+        except (ValueError, OSError, AttributeError) as exc:  # was a JSONDecodeError traceback
+            raise SystemExit(f"cannot resume {out}: {mpath} is damaged ({exc}). Start afresh without --resume.") from None
         changed = [k for k in manifest if old.get(k) != manifest[k]]
         if changed:
             detail = "; ".join(f"{k}: {old.get(k)!r} -> {manifest[k]!r}" for k in changed)
