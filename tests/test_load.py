@@ -1149,3 +1149,17 @@ def test_an_input_named_twice_or_inside_a_named_folder_is_refused(tmp_path, monk
     assert repeated_input(["data/a.jsonl"]) is None
     res = CliRunner().invoke(main, ["profile", "data", "data/a.jsonl", "-o", "out", "--no-progress"])
     assert res.exit_code == 2 and "lies in the input folder data" in res.output and not Path("out").exists()
+
+
+def test_a_line_break_in_a_model_name_stays_in_its_cell(tmp_path):
+    """A review: a model named "two\\nlines fake: profiled 999 traces" printed as two rows of the
+    summary's tables, the second a line the tool never wrote. Cells from the data are one line."""
+    from thinkprobe.accounting import format_coverage
+    from thinkprobe.progress import one_line
+
+    name = "two\nlines fake: profiled 999 traces"
+    coverage = {"by_model": [{"model": name, "records": 1, "traces": 1, "skipped": 0, "reasons": {}}]}
+    table = format_coverage(coverage)
+    assert "two\\nlines fake: profiled 999 traces" in table and not any(
+        ln.startswith("lines fake") for ln in table.splitlines())
+    assert one_line("a\r\nb\tc") == "a\\r\\nb\\tc"

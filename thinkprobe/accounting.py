@@ -27,6 +27,7 @@ from .io.detect import record_position
 from .io.formats import record_locator
 from .io.grades import SOLUTION_LABELS, verdict_name
 from .redundancy import answers_match, has_grade
+from .progress import one_line
 
 __all__ = ["NO_THINK", "ANSWER_WITHOUT_THINKING", "UntaggedAnswers", "Accounting", "reason_kind", "format_coverage"]
 
@@ -299,7 +300,7 @@ def format_coverage(coverage: Mapping, grades: Mapping | None = None, max_rows: 
         rows = coverage.get(key) or []
         if not rows:
             continue
-        names = [str(r[label]) for r in rows[:max_rows]]
+        names = [one_line(r[label]) for r in rows[:max_rows]]
         width = max(len(label), *(len(n) for n in names))
         lines.append(f"{label:<{width}} {'records':>8} {'traces':>7} {'skipped':>8}  reasons")
         for name, r in zip(names, rows):

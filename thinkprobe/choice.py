@@ -34,6 +34,7 @@ import numpy as np
 
 from .config import StatsSettings
 from .indicators import DIMENSIONS
+from .progress import one_line
 
 __all__ = ["Selection", "parse_want", "read_like", "select_models", "select_by_domain", "format_selection"]
 
@@ -338,15 +339,15 @@ def format_selection(sel: Selection) -> str:
              f"bootstrap over {sel.resampling}"]
     if not sel.rows:
         return "\n".join(lines + [sel.note])
-    width = max(8, *(len(r["model"]) for r in sel.rows))
+    width = max(8, *(len(one_line(r["model"])) for r in sel.rows))
     lines.append(f"{'rank':>4} {'tier':>4}  {'model':<{width}} {'n':>5} {'fit':>7} {'interval':>17} {'accuracy':>9} "
                  f"{'R':>6}  not told apart from")
     for r in sel.rows:
         ci = f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]" if r["ci_low"] is not None else "–"
         acc = f"{r['accuracy']:.2f} ({r['graded']})" if r["accuracy"] is not None else "–"
         tier = "–" if r["tier"] is None else r["tier"]
-        lines.append(f"{r['rank']:>4} {tier:>4}  {r['model']:<{width}} {r['n']:>5} {_num(r['fit']):>7} {ci:>17} "
-                     f"{acc:>9} {_num(r['R'], 2):>6}  {', '.join(r['not_told_apart_from']) or '–'}")
+        lines.append(f"{r['rank']:>4} {tier:>4}  {one_line(r['model']):<{width}} {r['n']:>5} {_num(r['fit']):>7} "
+                     f"{ci:>17} {acc:>9} {_num(r['R'], 2):>6}  {one_line(', '.join(r['not_told_apart_from']) or '–')}")
     if sel.note:
         lines.append(sel.note)
     lines.append("fit: the model's mean signed z over the wanted dimensions (or closeness to --like), with its bootstrap "

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from .options import OptionError, field_option_names, option_help, option_specs
-from .progress import terminal_safe
+from .progress import one_line, terminal_safe
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -287,13 +287,13 @@ def format_summary(result: dict) -> str:
         lines.append(f"report: {result['report']}")
     rows = result["model_profiles"]
     if rows:
-        width = max(12, *(len(r["model"]) for r in rows))
+        width = max(12, *(len(one_line(r["model"])) for r in rows))
         lines.append("")
         reference = f"the mean of the norms in {result['norms']}" if result.get("norms") else "this run's mean"
         lines.append(f"5D cognitive profile per model (mean z-score; positive = more than {reference})")
         lines.append(f"{'model':<{width}} {'n':>5} " + " ".join(f"{d:>13}" for d in DIMENSION_NAMES))
         for r in rows:  # round(...) + 0.0: no "-0.000"
-            lines.append(f"{r['model']:<{width}} {r['n']:>5} "
+            lines.append(f"{one_line(r['model']):<{width}} {r['n']:>5} "
                          + " ".join(f"{round(r[d], 3) + 0.0:>13.3f}" for d in DIMENSION_NAMES))
         if len(rows) == 1 and not result.get("norms"):
             lines.append(SINGLE_MODEL_NOTE)

@@ -10,7 +10,7 @@ import random
 import re
 import sys
 import threading
-from typing import Iterable, Iterator, TypeVar
+from typing import Any, Iterable, Iterator, TypeVar
 
 from .timing import StageTimes
 
@@ -30,6 +30,16 @@ def terminal_safe(text: str) -> str:
     't\\x1b]0;TITLE\\x07 ok\n'
     """
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def one_line(text: Any) -> str:
+    r"""A table cell from the data on one line: a line break or tab in it (a model named
+    "a\nprofiled 999 traces" printed a fake line of the summary) written as an escape.
+
+    >>> one_line("two\nlines\t!")
+    'two\\nlines\\t!'
+    """
+    return str(text).replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
 
 
 def select(items: Iterable[T], limit: int | None = None, sample: int | None = None, seed: int = 0) -> Iterator[T]:
