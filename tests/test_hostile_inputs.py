@@ -326,6 +326,12 @@ def test_utf16_and_doubly_gzipped_files_are_named_as_such(tmp_path):
     assert got["u16.jsonl"] == ["UTF-16 text (its byte-order mark): save it as UTF-8"]
     assert got["twice.jsonl.gz"][0].startswith("gzip data where text was expected") and len(got["twice.jsonl.gz"]) == 1
     assert got["fine.jsonl"] == ["record"]
+    import zipfile  # a review: a zip saved as .jsonl had its header lines skipped as NUL records, the record between read
+
+    with zipfile.ZipFile(tmp_path / "z.jsonl", "w") as z:
+        z.writestr("a.jsonl", line * 3)
+    assert [getattr(r, "reason", "record") for _, _, r in iter_records(tmp_path / "z.jsonl")] == [
+        "a zip archive where text was expected: unzip it"]
     (tmp_path / "u16be.jsonl").write_bytes(line.encode("utf-16-be"))  # no byte-order mark
     assert [getattr(r, "reason", "record") for _, _, r in iter_records(tmp_path / "u16be.jsonl")] == [
         "UTF-16 text (every other byte is NUL): save it as UTF-8"]

@@ -186,6 +186,10 @@ def _not_utf8(fh) -> str | None:
         return "UTF-16 text (every other byte is NUL): save it as UTF-8"
     if head[:2] == b"\x1f\x8b":
         return "gzip data where text was expected (compressed twice, or a .gz file without its .gz name): decompress it"
+    if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):  # its headers read as lines beside a record between them
+        return "a zip archive where text was expected: unzip it"
+    if head[:4] == b"\x28\xb5\x2f\xfd":
+        return "zstd data where text was expected: decompress it"
     return None
 
 
