@@ -486,3 +486,27 @@ def test_a_cut_emoji_is_replaced_and_said_and_bytes_are_refused_by_name(cache):
     one_shot = thinkprobe.profile([{"id": "a", "model": "m", "reasoning": "So \ud83d five. Then 5."}], cache_dir=cache, **FAST)
     (g,) = one_shot.graphs
     assert g["provenance"]["repaired_unicode"] == ["reasoning"] and any("\ufffd" in u["text"] for u in g["units"])
+
+
+def test_watch_names_text_it_cannot_read_as_profile_does(tmp_path):
+    """A review: `watch` profiled UTF-16 text as mojibake ('\\ufffd\\ufffdL\\x00e\\x00t...') and said
+    'no such file' of /dev/zero, where `profile` names both. The same checks, before any work; a
+    pipe stays a source (a generation streamed into a FIFO)."""
+    from thinkprobe.options import OptionError
+    from thinkprobe.watch import read_pieces
+
+    utf16 = tmp_path / "gen16.txt"
+    utf16.write_bytes("Let me think. So 5.\n".encode("utf-16"))
+    with pytest.raises(OptionError, match="UTF-16 text"):
+        list(read_pieces(str(utf16)))
+    zipped = tmp_path / "gen.txt"
+    zipped.write_bytes(gzip.compress(b"Let me think."))
+    with pytest.raises(OptionError, match="gzip data where text was expected"):
+        list(read_pieces(str(zipped)))
+    plain = tmp_path / "gen.md"
+    plain.write_text("Hi")  # shorter than the 4 bytes the check reads: text
+    assert "".join(read_pieces(str(plain))) == "Hi"
+    res = CliRunner().invoke(main, ["watch", str(utf16), "--device", "cpu", "--cache-dir", str(tmp_path / "c")])
+    assert res.exit_code == 2 and "UTF-16 text" in res.output and "Traceback" not in res.output
+    res = CliRunner().invoke(main, ["watch", "/dev/zero", "--device", "cpu"])
+    assert res.exit_code == 2 and "not a regular file or a pipe" in res.output

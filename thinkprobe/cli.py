@@ -5,6 +5,7 @@ import contextlib
 import json
 import os
 import signal
+import stat
 import sys
 import threading
 from pathlib import Path
@@ -520,8 +521,10 @@ def watch(source, out_dir, follow, until, idle_timeout, every, text_field, as_js
     truncated or replaced while followed, else 0."""
     from .watch import watch as run_watch
 
-    if source != "-" and not Path(source).is_file():
+    if source != "-" and not Path(source).exists():
         raise click.BadParameter(f"no such file: {source}", param_hint="SOURCE")
+    if source != "-" and not (Path(source).is_file() or stat.S_ISFIFO(Path(source).stat().st_mode)):
+        raise click.BadParameter(f"not a regular file or a pipe (a device, a folder): {source}", param_hint="SOURCE")
     try:
         with _interrupt_on_sigterm():  # SIGTERM as Ctrl-C: the profile of what was read is printed
             final = run_watch(source, out_dir=out_dir, follow=follow, until=until, idle_timeout=idle_timeout,

@@ -20,8 +20,10 @@ from typing import Any, Callable, TextIO
 
 from .cognitive_profile import DIMENSION_NAMES, Normalizer, profile_row
 from .indicators import DIMENSIONS, INDICATORS
+from .io.formats import text_problem
 from .io.limits import TooLarge
 from .live import NEEDS_NORMS, Snapshot, Stream
+from .options import OptionError
 
 __all__ = ["watch", "read_pieces", "snapshot_line", "final_summary", "SourceChanged"]
 
@@ -85,6 +87,7 @@ def read_pieces(source: str, *, follow: bool = False, until: str | None = None, 
     arrives (see the module docstring for when it ends). UTF-8 split across reads is decoded whole."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     read, close = _reader(source, stdin)
+    head = b""  # the first bytes, until there are 4 to tell UTF-16, gzip or zip from text (as profile does)
     pending = ""  # decoded, not yet given out: the last len(until) - 1 characters wait for the rest of a sentinel
     idle_since = time.monotonic()
     try:
@@ -97,6 +100,10 @@ def read_pieces(source: str, *, follow: bool = False, until: str | None = None, 
                 time.sleep(interval)
                 continue
             idle_since = time.monotonic()
+            if len(head) < 4:
+                head += data[:4 - len(head)]
+                if (problem := text_problem(head if len(head) == 4 else head.ljust(4, b"?"))) is not None:
+                    raise OptionError(f"{source}: {problem}")
             pending += decoder.decode(data)
             if until:
                 at = pending.find(until)

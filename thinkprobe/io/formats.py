@@ -177,9 +177,14 @@ _BINARY_FORMATS = frozenset({"parquet", "arrow", "inspect_eval"})
 
 
 def _not_utf8(fh) -> str | None:
-    """Why a text file's first bytes say it cannot be read as UTF-8 (UTF-16's byte-order mark; a gzip
-    stream, as a .gz compressed twice or a gzip file without its .gz name gives), else None."""
-    head = fh.peek(4)[:4] if hasattr(fh, "peek") else b""
+    return text_problem(fh.peek(4)[:4] if hasattr(fh, "peek") else b"")
+
+
+def text_problem(head: bytes) -> str | None:
+    """Why a text's first 4 bytes say it cannot be read as UTF-8 (UTF-16's byte-order mark; a gzip
+    stream, as a .gz compressed twice or a gzip file without its .gz name gives; a zip archive), else
+    None."""
+    head = head[:4]
     if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return "UTF-16 text (its byte-order mark): save it as UTF-8"
     if len(head) == 4 and (head[1::2] == b"\x00\x00" or head[0::2] == b"\x00\x00") and head.strip(b"\x00"):
