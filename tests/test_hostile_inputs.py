@@ -471,3 +471,21 @@ def test_a_linked_folder_is_read_once_and_a_run_folder_inside_is_no_input(tmp_pa
     (note,) = [i for i in items if isinstance(i, InputError)]
     assert note.source == str(finished) and "a ThinkProbe run folder" in note.reason
     assert count_records(data) == 3 == len(items)
+
+
+def test_a_multi_line_csv_cell_over_the_limit_is_named_with_its_row(tmp_path):
+    """A review: a quoted cell spanning many lines past --max-record-mb ended the file as 'malformed
+    CSV' under the last good row's number, the rows after it dropped without a word, and the reader
+    left csv's process-wide field limit changed. The row is its own; that the rest is not read is said."""
+    import csv
+
+    before = csv.field_size_limit()
+    path = tmp_path / "ml.csv"
+    cell = ("word " * 19 + "\n") * 30_000  # ~3 MiB over lines, past the 2 MiB limit
+    path.write_text("id,model,response\n" + "".join(f"g{i},m,<think>Fine {i}.</think>{i}\n" for i in range(3))
+                    + f'big,m,"<think>{cell}</think>5"\nafter,m,<think>Fine.</think>1\n')
+    items = [r for _, _, r in iter_records(path, LIMITS)]
+    assert [r["id"] for r in items if isinstance(r, dict)] == ["g0", "g1", "g2"]
+    (error,) = [r for r in items if isinstance(r, InputError)]
+    assert error.record == 3 and "over the record limit (2 MiB; --max-record-mb" in error.reason
+    assert "the rows after it are not read" in error.reason and csv.field_size_limit() == before

@@ -79,7 +79,8 @@ def iter_delimited(delimiter: str) -> Callable[[str, BinaryIO, InputLimits], Ite
 
     def read(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple[str, int | str, dict | InputError]]:
         max_chars = limits.record_bytes
-        csv.field_size_limit(min(sys.maxsize, 2**31 - 1, max_chars or sys.maxsize))  # reasoning cells are long
+        # reasoning cells are long; the process-wide limit is set back when the file is read
+        before = csv.field_size_limit(min(sys.maxsize, 2**31 - 1, max_chars or sys.maxsize))
         # an invalid byte costs its row only: kept as a surrogate and refused with the row
         text = io.TextIOWrapper(fh, encoding="utf-8-sig", newline="", errors="surrogateescape")
         skipped: list[tuple[int, int]] = []
@@ -87,7 +88,7 @@ def iter_delimited(delimiter: str) -> Callable[[str, BinaryIO, InputLimits], Ite
         def over(number: int, size: int) -> InputError:
             return InputError(source, f"line {number}", "", record_reason(size, limits, "characters"))
 
-        index = 0
+        index, rows_read = 0, False
         row_lines: list[str] = []  # the lines of the row being read (a quoted cell may span several)
 
         def kept(lines: Iterator[str]) -> Iterator[str]:
@@ -114,6 +115,7 @@ def iter_delimited(delimiter: str) -> Callable[[str, BinaryIO, InputLimits], Ite
                 return
             row_lines.clear()
             for index, row in enumerate(reader):
+                rows_read = True
                 while skipped:
                     error = over(*skipped.pop(0))
                     yield source, error.record, error
@@ -136,7 +138,14 @@ def iter_delimited(delimiter: str) -> Callable[[str, BinaryIO, InputLimits], Ite
                 yield source, error.record, error
         except UnicodeDecodeError as exc:
             yield source, index, InputError(source, index, "", f"invalid UTF-8 at byte {exc.start}")
-        except csv.Error as exc:
-            yield source, index, InputError(source, index, "", f"malformed {kind}: {exc}")
+        except csv.Error as exc:  # on the row after the last one read (csv cannot find the next row after it)
+            at = index + 1 if rows_read else 0
+            if "field larger than field limit" in str(exc):  # a quoted cell spanning lines past the limit
+                yield source, at, InputError(source, at, "", f"a cell over the record limit ({limits.max_record_mb:g} "
+                                             "MiB; --max-record-mb raises it): the rows after it are not read")
+            else:
+                yield source, at, InputError(source, at, "", f"malformed {kind}: {exc}")
+        finally:
+            csv.field_size_limit(before)
 
     return read
