@@ -473,3 +473,21 @@ def test_errors_a_user_can_fix_are_one_line_not_a_traceback(tmp_path):
     (out / "parts" / "manifest.json").write_text("{not json")
     res = runner.invoke(main, ["profile", str(path), "-o", str(out), "--resume", *fast])
     assert res.exit_code == 1 and "manifest.json is damaged" in res.output and res.exc_info[0] is SystemExit
+
+
+def test_a_rerun_over_an_interrupted_run_says_its_chunks_are_discarded(tmp_path):
+    """A review: rerunning without --resume into an interrupted run's folder dropped its committed
+    chunks without a word (the 'cleared' line shows only with progress on)."""
+    path = tmp_path / "a.jsonl"
+    path.write_text(json.dumps({"id": "t1", "model": "m", "reasoning": "Let me think. So 5."}) + "\n")
+    out = tmp_path / "run"
+    fast = ["--device", "cpu", "--no-progress", "--no-cache", "--linker", "cue", "--types", "cue", "--no-summary",
+            "--no-report"]
+    runner = CliRunner()
+    assert runner.invoke(main, ["profile", str(path), "-o", str(out), *fast]).exit_code == 0
+    res = runner.invoke(main, ["profile", str(path), "-o", str(out), *fast])
+    assert res.exit_code == 0 and "interrupted" not in res.stderr  # a finished run's rerun: quiet as before
+    (out / "run.json").unlink()  # as an interrupted run leaves it: committed chunks, no run.json
+    res = runner.invoke(main, ["profile", str(path), "-o", str(out), *fast])
+    assert res.exit_code == 0 and ("cleared an interrupted run of the same inputs: its 1 committed chunk discarded "
+                                   "(--resume goes on from them)") in res.stderr, res.stderr

@@ -239,9 +239,12 @@ def prepare_out_dir(out: Path, opts: RunOptions, check_records: bool = False) ->
         if under := _inputs_under(out, opts, TOOL_FILES):
             raise OutputFolderError(f"-o {out}: the input {under[0]} lies among the files a rerun replaces; choose "
                                     "another output folder")
+        chunks = 0 if (out / RUN_JSON).is_file() else len(list((out / "parts").glob("[0-9]" * 6 + ".jsonl")))
         kept = _clear(out, TOOL_FILES)
         what = "1 file that is" if len(kept) == 1 else f"{len(kept)} files that are"
-        return "cleared (an earlier run of the same inputs)" + (
+        return ("cleared (an earlier run of the same inputs)" if not chunks else
+                f"cleared an interrupted run of the same inputs: its {chunks} committed chunk{'s' if chunks > 1 else ''} "
+                "discarded (--resume goes on from them)") + (
             f"; kept {what} not the tool's: {', '.join(kept[:8])}{' ...' if len(kept) > 8 else ''}" if kept else "")
     if opts.overwrite:
         if (target / ".git").exists() or target == here or target in here.parents or target == Path.home().resolve():
@@ -317,7 +320,8 @@ def profile_run(opts: RunOptions, temporary: bool = False, *, encoder=None, link
         print(terminal_safe(f"warning: {warning}"), file=sys.stderr)
     with _writing(out):
         prepared = prepare_out_dir(out, opts, check_records)
-        if prepared and prepared != "resumed" and (opts.show_progress or "kept" in prepared or "--overwrite" in prepared):
+        if prepared and prepared != "resumed" and (opts.show_progress or "kept" in prepared or "--overwrite" in prepared
+                                                   or "interrupted" in prepared):
             print(f"output folder {out}: {prepared}", file=sys.stderr)
         given = {k: v for k, v in (("linker", linker), ("encoder", encoder)) if v is not None}
         summary = run_profile(opts, **given)
