@@ -288,8 +288,12 @@ class Stream:
             piece, self._repaired = LONE_SURROGATE.sub("\ufffd", piece), True
         self._check_size(self.text + piece)
         self.text += piece
-        with self.times("settle"):
-            self._settle()
+        # Units settle at a line break, and sections change at a tag ("</think>"): a piece with neither
+        # settles nothing new, so the whole text is not read again (a loop written without line breaks
+        # made every feed re-read it: quadratic). What it holds settles with the next break, or at close().
+        if self._trace is None or "\n" in piece or "<" in piece or ">" in piece:
+            with self.times("settle"):
+                self._settle()
         waiting = len(self._units) - self._encoded
         if self.encode_batch and waiting >= min(self.encode_batch, max(self.every, int(self.encode_share * len(self._units)))):
             self._encode()
