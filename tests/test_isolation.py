@@ -491,3 +491,48 @@ def test_a_rerun_over_an_interrupted_run_says_its_chunks_are_discarded(tmp_path)
     res = runner.invoke(main, ["profile", str(path), "-o", str(out), *fast])
     assert res.exit_code == 0 and ("cleared an interrupted run of the same inputs: its 1 committed chunk discarded "
                                    "(--resume goes on from them)") in res.stderr, res.stderr
+
+
+def test_workers_carry_skipped_records_and_a_dead_pool_blames_no_trace(tmp_path):
+    """A review, on MiP-Overthinking: with --workers 2 a chunk holding a skipped record sent its
+    InputError to a worker, which could not unpickle it (rebuilt from its message alone); the pool
+    broke, a chunk of skipped records only crashed the run (and every --resume), and a later one-trace
+    chunk was written to errors.jsonl as 'profiling failed: BrokenProcessPool' with exit 0. Skipped
+    records now travel whole, the outputs equal --workers 1, and a dead pool stops the run, blaming no
+    trace, its chunk left to --resume."""
+    import pickle
+    from concurrent.futures.process import BrokenProcessPool
+
+    from thinkprobe.io import FieldMap, detect
+    from thinkprobe.isolation import TraceLimits, marker_path, profile_chunk_isolated
+    from thinkprobe.records import InputError
+
+    error = pickle.loads(pickle.dumps(InputError("f.jsonl", "line 3", "reasoning", "no reasoning text found", "m")))
+    assert error.as_dict() == {"file": "f.jsonl", "record": "line 3", "field": "reasoning",
+                               "reason": "no reasoning text found", "model": "m"}
+    lines = [json.dumps({"id": "s1", "question": "2+2?"}), json.dumps({"id": "s2", "question": "3+3?"}),
+             tiny_trace(1), json.dumps({"id": "s3", "question": "4+4?"}), tiny_trace(2)]
+    path = write_lines(tmp_path / "in.jsonl", lines)
+    outs = {}
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        res = CliRunner().invoke(main, ["profile", str(path), "-o", str(out), "--device", "cpu", "--no-progress",
+                                        "--no-cache", "--no-report", "--no-summary", "--chunk-size", "2",
+                                        "--workers", str(workers)])
+        assert res.exit_code == 0, res.output
+        outs[workers] = {name: (out / name).read_bytes() for name in ("indicators.csv", "errors.jsonl")}
+    assert outs[1] == outs[2] and outs[2]["errors.jsonl"].count(b"\n") == 3
+
+    chunk = [detect(json.loads(tiny_trace(i)), FieldMap(), "in.jsonl", i) for i in range(2)]
+    part = tmp_path / "000000.jsonl"
+
+    def broken(items):
+        raise BrokenProcessPool("a child process terminated abruptly")
+
+    with pytest.raises(SystemExit, match="a worker process of --workers died"):  # the chunk whole
+        profile_chunk_isolated(chunk, broken, broken, part, TraceLimits())
+    assert not marker_path(part).exists()
+    marker_path(part).write_text(json.dumps({"mode": "chunk", "trace_ids": ["t0", "t1"]}) + "\n")  # one by one
+    with pytest.raises(SystemExit, match="no trace is blamed"):
+        profile_chunk_isolated(chunk, broken, broken, part, TraceLimits())
+    assert json.loads(marker_path(part).read_text()) == {"mode": "chunk", "crashed": []}

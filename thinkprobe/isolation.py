@@ -17,6 +17,7 @@ import ctypes
 import json
 import signal
 import threading
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -145,6 +146,11 @@ def _reason(exc: BaseException) -> str:
     return f"profiling failed: {type(exc).__name__}: {exc}"
 
 
+_POOL_BROKEN = ("a worker process of --workers died (out of memory, or a crash in native code): no trace is blamed "
+                "for it; the committed chunks are kept, so run the same command with --resume (with fewer --workers "
+                "if memory is short)")
+
+
 def profile_chunk_isolated(chunk: Sequence, profile_all: Callable[[Sequence], str],
                            profile_one: Callable[[Sequence], str], part: Path, limits: TraceLimits,
                            preflight: Callable[[], object] | None = None) -> str:
@@ -169,6 +175,9 @@ def profile_chunk_isolated(chunk: Sequence, profile_all: Callable[[Sequence], st
         except KeyboardInterrupt:  # Ctrl-C is no crash: --resume runs the chunk whole again
             marker.unlink(missing_ok=True)
             raise
+        except BrokenProcessPool as exc:  # the run's worker pool, not a trace: stop (--resume runs the chunk again)
+            marker.unlink(missing_ok=True)
+            raise SystemExit(_POOL_BROKEN) from exc
         except Exception as exc:  # noqa: BLE001 - any failure of one trace: find it by profiling them one by one
             if preflight is not None:
                 preflight()
@@ -193,9 +202,11 @@ def profile_chunk_isolated(chunk: Sequence, profile_all: Callable[[Sequence], st
         try:
             with time_limit(limits.trace_timeout_s):
                 lines.append(profile_one([item]))
-        except KeyboardInterrupt:  # Ctrl-C is no crash: the trace it stopped is not skipped on --resume, which
-            # goes on one trace at a time (the chunk whole failed or crashed), skipping only those that crashed
+        except (KeyboardInterrupt, BrokenProcessPool) as exc:  # no crash of the trace: not skipped on --resume,
+            # which goes on one trace at a time (the chunk whole failed or crashed), skipping only those that crashed
             write_atomic(marker, json.dumps({"mode": "chunk", "crashed": sorted(crashed)}) + "\n")
+            if isinstance(exc, BrokenProcessPool):
+                raise SystemExit(_POOL_BROKEN) from exc
             raise
         except Exception as exc:  # noqa: BLE001 - the reason goes to errors.jsonl, the run goes on
             lines.append(failure_line(item, exc))

@@ -155,6 +155,9 @@ class InputError(ValueError):
         self.model = model  # the record's model where it is known (run.json counts skips per model)
         super().__init__(f"{source}: record {record}: field {field!r}: {reason}")
 
+    def __reduce__(self):  # to a worker process and back (--workers): rebuilt from its parts, not its message
+        return type(self), (self.source, self.record, self.field, self.reason, self.model)
+
     def as_dict(self) -> dict[str, Any]:
         out = {"file": self.source, "record": self.record, "field": self.field, "reason": self.reason}
         return out if self.model is None else {**out, "model": self.model}
