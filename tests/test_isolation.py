@@ -536,3 +536,18 @@ def test_workers_carry_skipped_records_and_a_dead_pool_blames_no_trace(tmp_path)
     with pytest.raises(SystemExit, match="no trace is blamed"):
         profile_chunk_isolated(chunk, broken, broken, part, TraceLimits())
     assert json.loads(marker_path(part).read_text()) == {"mode": "chunk", "crashed": []}
+
+
+def test_a_resume_counts_the_traces_of_committed_chunks_not_their_skipped_records(tmp_path):
+    """A review: 'profiled 16 traces (24 from committed chunks)': the count took every item of a
+    committed chunk, skipped records included."""
+    lines = [json.dumps({"id": "s1", "question": "2+2?"}), tiny_trace(1), json.dumps({"id": "s2", "question": "3?"}),
+             tiny_trace(2)]
+    path = write_lines(tmp_path / "in.jsonl", lines)
+    out = tmp_path / "out"
+    args = ["profile", str(path), "-o", str(out), "--device", "cpu", "--no-progress", "--no-cache", "--no-report",
+            "--chunk-size", "2", "--linker", "cue", "--types", "cue"]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    (out / "run.json").unlink()  # as an interrupted run leaves it
+    res = CliRunner().invoke(main, [*args, "--resume"])
+    assert res.exit_code == 0 and "profiled 2 traces" in res.output and "(2 from committed chunks)" in res.output, res.output

@@ -107,7 +107,7 @@ def _profile_chunks(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Lin
                 break
             part = part_path(parts, k)
             if part.exists():
-                resumed += len(chunk)
+                resumed += sum(isinstance(item, Trace) for item in chunk)  # traces, not the skipped records
                 progress.traces(len(chunk))
             else:
                 progress.begin_chunk(len(chunk))

@@ -339,7 +339,7 @@ def run_profile_ray(opts: RunOptions, cfg: Config, times: StageTimes) -> dict:
             nonlocal resumed
             for k, chunk in enumerate(chunks(traces, opts.chunk_size)):
                 if part_path(parts, k).exists():
-                    resumed += len(chunk)
+                    resumed += sum(isinstance(item, Trace) for item in chunk)  # traces, not the skipped records
                     progress.traces(len(chunk))
                 else:
                     yield k, chunk
