@@ -406,11 +406,17 @@ class Run:
         import pandas as pd
 
         if table.parquet and (self.folder / table.parquet_name).exists():
-            return pd.read_parquet(self.folder / table.parquet_name)
-        frame = pd.read_csv(self.folder / table.name, keep_default_na=False, na_values=[""], dtype=str)
+            frame = pd.read_parquet(self.folder / table.parquet_name)
+        else:
+            frame = pd.read_csv(self.folder / table.name, keep_default_na=False, na_values=[""], dtype=str)
+            for column, kind in table.types.items():
+                if kind != "str":
+                    frame[column] = pd.to_numeric(frame[column]).astype("float64")
+        # a declared integer column: int64, or pandas' nullable Int64 where it has an empty cell (Parquet
+        # gave float64 there, the CSV Int64 everywhere: the dtype depended on which file was read)
         for column, kind in table.types.items():
-            if kind != "str":
-                frame[column] = pd.to_numeric(frame[column]).astype("Int64" if kind == "int" else "float64")
+            if kind == "int":
+                frame[column] = frame[column].astype("int64" if frame[column].notna().all() else "Int64")
         return frame
 
     indicators = _frame(INDICATORS_TABLE,
