@@ -53,4 +53,4 @@ def test_the_command_reports_a_bad_config_by_key(tmp_path):
     path = write(tmp_path, "indicators:\n  cluster_distanse: 0.4\n")
     res = CliRunner().invoke(main, ["profile", str(SAMPLES), "-o", str(tmp_path / "out"), "--config", str(path),
                                     "--no-progress", "--no-cache"])
-    assert res.exit_code != 0 and "indicators.cluster_distanse" in str(res.exception or res.output)
+    assert res.exit_code == 1 and res.output.startswith("Error: ") and "indicators.cluster_distanse" in res.output
