@@ -35,7 +35,7 @@ def test_an_integer_field_refuses_a_fraction(tmp_path):
 def test_typed_sections_read_the_merged_config(tmp_path):
     cfg = Config.load(write(tmp_path, "link:\n  window: 5\nstats:\n  alpha: 0.01\nlexicon:\n  MYCUE: ['\\\\bhmm\\\\b']\n"))
     assert cfg.link.window == 5 and cfg.link.top_k == Config.load().link.top_k
-    assert cfg.stats.alpha == 0.01 and isinstance(cfg.stats.permutations, int)
+    assert cfg.stats.alpha == 0.01 and isinstance(cfg.stats.factor_shuffles, int)
     assert cfg.tiling.window == cfg.data["segment"]["tiling"]["window"]
     assert cfg.encoder.batch_size == cfg.data["encoder"]["batch_size"]
     assert "MYCUE" in cfg.lexicon  # a new lexicon category is the user's to add

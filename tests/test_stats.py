@@ -8,6 +8,7 @@ import pytest
 from scipy.stats import kruskal
 from sklearn.metrics import roc_auc_score
 
+from thinkprobe.config import Config
 from thinkprobe.indicators import DIMENSIONS, INDICATORS
 from thinkprobe.stats import (CSV_COLUMNS, auroc, auroc_se, chance_eps2, compute_stats, holm, icc1, split_half_reliability,
                               stats_settings, write_stats)
@@ -542,28 +543,31 @@ def test_no_labels_no_outcome(tmp_path):
 
 def test_settings_come_from_the_config_recorded_in_the_run(tmp_path):
     run = write_run(tmp_path, rows_of({"a": [1, 2, 3, 4], "b": [5, 6, 7, 9], "c": [2, 8, 3, 10]}))
-    (run / "run.json").write_text(json.dumps({"config": {"stats": {"chance_corrected": False, "alpha": 0.01}}}))
+    (run / "run.json").write_text(json.dumps({"config": {"stats": {"alpha": 0.01, "factor_seed": 3}}}))
     stats = compute_stats(run)
-    assert stats["settings"]["chance_corrected"] is False and stats["settings"]["alpha"] == 0.01
-    assert "eps2_expected" not in variable(stats, "idea_count")["model"]  # the run turned the correction off
+    assert stats["settings"]["alpha"] == 0.01 and stats["settings"]["factor_seed"] == 3
 
 
-def test_a_run_recorded_before_chance_corrected_keeps_its_meaning(tmp_path):
-    """Until 2026-12-06 a non-zero stats.permutations meant the chance correction (its relabellings were
-    no longer drawn) and permutation_seed did nothing. A run that recorded them still reads: 0 as no
-    correction, anything else as the correction; the shuffles of factor_auroc take today's defaults."""
-    for recorded, corrected in ((0, False), (200, True)):
-        run = write_run(tmp_path / str(recorded), rows_of({"a": [1, 2, 3, 4], "b": [5, 6, 7, 9]}))
-        (run / "run.json").write_text(json.dumps({"config": {"stats": {"permutations": recorded,
-                                                                       "permutation_seed": 3}}}))
-        settings = compute_stats(run)["settings"]
-        assert settings["chance_corrected"] is corrected
-        assert (settings["permutations"], settings["permutation_seed"]) == (1000, 0)
-        assert ("eps2_expected" in variable(compute_stats(run), "idea_count")["model"]) is corrected
+def test_a_run_recorded_with_the_old_permutation_keys_still_reads(tmp_path):
+    """Until 2026-12-06 a zero stats.permutations turned the chance correction off (and the report
+    then failed on the missing corrected eps2) and permutation_seed did nothing; a review also found
+    today's short-lived chance_corrected: false failing the same way. The correction is always on; a
+    run that recorded those keys still reads, corrected, with today's factor shuffles."""
+    from thinkprobe.report.text import headline
+
+    for recorded in ({"permutations": 0, "permutation_seed": 3}, {"permutations": 200}, {"chance_corrected": False}):
+        run = write_run(tmp_path / str(len(recorded)) / str(sorted(recorded)[0]),
+                        rows_of({"a": [1, 2, 3, 4], "b": [5, 6, 7, 9]}))
+        (run / "run.json").write_text(json.dumps({"config": {"stats": recorded}}))
+        stats = compute_stats(run)
+        assert (stats["settings"]["factor_shuffles"], stats["settings"]["factor_seed"]) == (1000, 0)
+        assert "eps2_expected" in variable(stats, "idea_count")["model"] and headline(stats)
+    with pytest.raises(Exception, match="stats.permutations"):  # in a config file, the old key is named, not misread
+        Config.load(overrides={"stats": {"permutations": 0}})
 
 
 def test_the_factor_shuffles_follow_the_config(tmp_path):
-    """permutations and permutation_seed set factor_auroc's shuffles (they were a constant and cv_seed);
+    """factor_shuffles and factor_seed set factor_auroc's shuffles (they were a constant and cv_seed);
     0 shuffles: no factor test."""
     rng = np.random.default_rng(1)
     rows, graphs = [], []
@@ -575,8 +579,7 @@ def test_the_factor_shuffles_follow_the_config(tmp_path):
                        "question": f"q{k}", "correct": not wrong})
     base = write_run(tmp_path / "base", rows, graphs)
     default = compute_stats(base)["outcome"]["cross_validated"]["factor_auroc"]["domain"]
-    # a run records the whole section, chance_corrected with it (without it, permutations is read as before)
-    for stats, expect in (({"permutation_seed": 5}, "other chance"), ({"permutations": 0, "chance_corrected": True}, None)):
+    for stats, expect in (({"factor_seed": 5}, "other chance"), ({"factor_shuffles": 0}, None)):
         run = write_run(tmp_path / str(stats), rows, graphs)
         (run / "run.json").write_text(json.dumps({"config": {"stats": stats}}))
         got = compute_stats(run)["outcome"]["cross_validated"]["factor_auroc"]["domain"]

@@ -297,9 +297,8 @@ class StatsSettings:
     bootstrap_resamples: int
     bootstrap_seed: int
     ci_level: float
-    chance_corrected: bool
-    permutations: int
-    permutation_seed: int
+    factor_shuffles: int
+    factor_seed: int
     ratio_floor: float
     split_halves: int
     split_half_seed: int

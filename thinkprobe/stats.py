@@ -52,10 +52,8 @@ def stats_settings(run_dir: str | Path | None = None) -> StatsSettings:
     recorded = {}
     if run_json is not None and run_json.exists():
         recorded = dict((json.loads(run_json.read_text(encoding="utf-8")).get("config") or {}).get("stats") or {})
-        if "permutations" in recorded and "chance_corrected" not in recorded:
-            # a run made before `chance_corrected` (2026-12-06): a non-zero `permutations` meant it
-            recorded["chance_corrected"] = bool(recorded.pop("permutations"))
-            recorded.pop("permutation_seed", None)
+        for old in ("permutations", "permutation_seed", "chance_corrected"):  # keys of runs made before 2026-12-07
+            recorded.pop(old, None)
     return Config.load(overrides={"stats": recorded}).stats
 
 
@@ -365,7 +363,7 @@ def outcome_validity(rows: Sequence[Mapping], settings: StatsSettings) -> dict:
            "n_wrong_no_answer": sum(1 for r in graded if r.get("no_answer")),
            "folds": settings.cv_folds, "seed": settings.cv_seed, "repeats": settings.cv_repeats,
            "auroc_model_length": None, "auroc_model_length_indicators": None, "gain": None,
-           "factor_auroc": {by: factor_auroc(graded, wrong, by, settings.permutation_seed, settings.permutations)
+           "factor_auroc": {by: factor_auroc(graded, wrong, by, settings.factor_seed, settings.factor_shuffles)
                             for by in ("domain", "group")}}
     if min(out["n_wrong"], out["n_correct"]) < max(settings.min_class, settings.cv_folds):
         out.update(status=NOT_TESTABLE, reason=f"fewer than {max(settings.min_class, settings.cv_folds)} "
@@ -456,7 +454,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
     graded = np.array([r["correct"] is not None for r in rows], dtype=bool)
     wrong = np.array([r["correct"] is False for r in rows], dtype=bool)
     enough_labels = min(int(wrong.sum()), int((graded & ~wrong).sum())) >= cfg.min_class
-    perm = {"min_group": cfg.min_group, "chance": cfg.chance_corrected}
+    perm = {"min_group": cfg.min_group, "chance": True}
     groupings = run_groupings(rows)
 
     results = []
@@ -471,7 +469,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
             labels = [r[by] for r in rows]
             entry[by] = _grouped_test(values, labels, **perm)
             entry["length_controlled"][by] = (_grouped_test(list(resid), labels, **perm) if tied is None else
-                                              _untested(tied, cfg.chance_corrected))
+                                              _untested(tied, True))
         entry["reliability"]["split_half"] = split_half_reliability(values, list(models), cfg.split_halves,
                                                                     cfg.split_half_seed)
         entry["reliability"]["split_half_length_controlled"] = (
@@ -529,7 +527,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
                      "group": "tested like the domain, over the traces that have a group; no group tests in a "
                               "run where no trace has one",
                      "factor_auroc": "outcome.cross_validated: AUROC for a wrong answer of each graded trace's domain "
-                                     "(group)'s share of wrong answers, in-sample; chance: its mean over settings.permutations "
+                                     "(group)'s share of wrong answers, in-sample; chance: its mean over settings.factor_shuffles "
                                      "seeded shuffles of the grades among the same traces, p: the share at least as "
                                      "high; none with one level or no shuffles"},
         "groupings": {by: {"groups": _groups(rows, by),
