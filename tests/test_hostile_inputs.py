@@ -445,8 +445,10 @@ def test_a_linked_folder_is_read_once_and_a_run_folder_inside_is_no_input(tmp_pa
     """A review: a symlinked subfolder of an input folder was passed over without a word (rglob follows
     no folder link), and a ThinkProbe run kept inside the data folder was read as input, a warning per
     output file (its own -o inside the input folder read its chunks, and --resume then saw the inputs
-    changed). A linked folder is read (a link loop ends); a finished run folder is named once and not
-    read; one being written (no run.json yet) is passed over, and leaves the folder's digest as it is."""
+    changed). A linked folder is read (never a link back up to the input folder or above it, and a
+    file reached twice is read once); a run folder, told by its files' contents, is not read, said once
+    as a warning, and leaves the folder's digest as it is. A dataset's own parts/manifest.json is data."""
+    from thinkprobe.io.check import check_fields
     from thinkprobe.provenance import file_digest
 
     data, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
@@ -455,37 +457,27 @@ def test_a_linked_folder_is_read_once_and_a_run_folder_inside_is_no_input(tmp_pa
     (data / "a.jsonl").write_text(json.dumps(good(1)) + "\n")
     (elsewhere / "b.jsonl").write_text(json.dumps(good(2)) + "\n")
     (data / "linked").symlink_to(elsewhere)
-    (elsewhere / "loop").symlink_to(data)
+    (data / "again.jsonl").symlink_to(data / "a.jsonl")  # the same file through a link: read once
+    (elsewhere / "loop").symlink_to(data)  # back to the input folder
+    (elsewhere / "up").symlink_to(tmp_path)  # above it: would walk the tree it lies in
     before = file_digest(data)
     writing = data / "out"
     (writing / "parts").mkdir(parents=True)
-    (writing / "parts" / "manifest.json").write_text("{}")
+    (writing / "parts" / "manifest.json").write_text(json.dumps({"thinkprobe": "0", "config_digest": "x", "inputs": {}}))
     (writing / "parts" / "000000.jsonl").write_text(json.dumps(good(3)) + "\n")
     assert file_digest(data) == before
     finished = data / "old"
     finished.mkdir()
-    (finished / "run.json").write_text("{}")
+    (finished / "run.json").write_text(json.dumps({"config": {}, "coverage": {}, "inputs": []}))
     (finished / "graphs.jsonl").write_text(json.dumps(good(4)) + "\n")
+    shards = data / "shards" / "parts"  # a sharded dataset's manifest: data, read
+    shards.mkdir(parents=True)
+    (shards / "manifest.json").write_text(json.dumps({"shards": ["s0.jsonl"]}))
+    (shards / "s0.jsonl").write_text(json.dumps(good(5)) + "\n")
     items = list(iter_traces(data))
-    assert sorted(t.trace_id for t in items if isinstance(t, Trace)) == ["good-1", "good-2"]
-    (note,) = [i for i in items if isinstance(i, InputError)]
-    assert note.source == str(finished) and "a ThinkProbe run folder" in note.reason
-    assert count_records(data) == 3 == len(items)
-
-
-def test_a_multi_line_csv_cell_over_the_limit_is_named_with_its_row(tmp_path):
-    """A review: a quoted cell spanning many lines past --max-record-mb ended the file as 'malformed
-    CSV' under the last good row's number, the rows after it dropped without a word, and the reader
-    left csv's process-wide field limit changed. The row is its own; that the rest is not read is said."""
-    import csv
-
-    before = csv.field_size_limit()
-    path = tmp_path / "ml.csv"
-    cell = ("word " * 19 + "\n") * 30_000  # ~3 MiB over lines, past the 2 MiB limit
-    path.write_text("id,model,response\n" + "".join(f"g{i},m,<think>Fine {i}.</think>{i}\n" for i in range(3))
-                    + f'big,m,"<think>{cell}</think>5"\nafter,m,<think>Fine.</think>1\n')
-    items = [r for _, _, r in iter_records(path, LIMITS)]
-    assert [r["id"] for r in items if isinstance(r, dict)] == ["g0", "g1", "g2"]
-    (error,) = [r for r in items if isinstance(r, InputError)]
-    assert error.record == 3 and "over the record limit (2 MiB; --max-record-mb" in error.reason
-    assert "the rows after it are not read" in error.reason and csv.field_size_limit() == before
+    assert sorted(t.trace_id for t in items if isinstance(t, Trace)) == ["good-1", "good-2", "good-5"]
+    assert not [i for i in items if isinstance(i, InputError) and "manifest" not in i.source]
+    assert count_records(data) == len(items)
+    (warning,) = [w for w in check_fields([str(data)]) if "run folder" in str(w)]
+    assert str(warning) == (f"input folder {data} holds 1 ThinkProbe run folder (old): a run's outputs, not read "
+                            "as input")

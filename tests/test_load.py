@@ -1136,19 +1136,26 @@ def test_an_input_named_twice_or_inside_a_named_folder_is_refused(tmp_path, monk
     from click.testing import CliRunner
 
     from thinkprobe.cli import main
-    from thinkprobe.io.sources import repeated_input
+    from thinkprobe.io.check import repeated_input
 
     monkeypatch.chdir(tmp_path)
     folder = tmp_path / "data"
     folder.mkdir()
     write_jsonl(folder / "a.jsonl", [{"id": "g", "reasoning": "Fine. So 5."}])
     assert "named twice" in repeated_input(["data/a.jsonl", str(folder / "a.jsonl")])
-    assert "lies in the input folder data" in repeated_input(["data", "data/a.jsonl"])
-    assert "lies in the input folder data" in repeated_input(["data/a.jsonl", "data"])
+    assert "inputs data and data/a.jsonl both read" in repeated_input(["data", "data/a.jsonl"])
+    assert "inputs data/a.jsonl and data both read" in repeated_input(["data/a.jsonl", "data"])
     assert repeated_input(["data/a.jsonl::model=A", "data/a.jsonl::model=B"]) is None
     assert repeated_input(["data/a.jsonl"]) is None
+    # a folder reaching a named folder's file through a link reads it too; a hidden file it does not read
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "linked").symlink_to(folder)
+    assert "both read" in repeated_input(["elsewhere", "data"])
+    write_jsonl(folder / ".hidden.jsonl", [{"id": "h", "reasoning": "So 1."}])
+    assert repeated_input(["data", "data/.hidden.jsonl"]) is None
     res = CliRunner().invoke(main, ["profile", "data", "data/a.jsonl", "-o", "out", "--no-progress"])
-    assert res.exit_code == 2 and "lies in the input folder data" in res.output and not Path("out").exists()
+    assert res.exit_code == 2 and "both read" in res.output and not Path("out").exists()
 
 
 def test_a_line_break_in_a_model_name_stays_in_its_cell(tmp_path):

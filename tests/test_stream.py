@@ -501,7 +501,7 @@ def test_watch_names_text_it_cannot_read_as_profile_does(tmp_path):
         list(read_pieces(str(utf16)))
     zipped = tmp_path / "gen.txt"
     zipped.write_bytes(gzip.compress(b"Let me think."))
-    with pytest.raises(OptionError, match="gzip data where text was expected"):
+    with pytest.raises(OptionError, match="gzip data: watch reads plain text; decompress it"):
         list(read_pieces(str(zipped)))
     plain = tmp_path / "gen.md"
     plain.write_text("Hi")  # shorter than the 4 bytes the check reads: text
@@ -527,3 +527,24 @@ def test_pieces_without_a_line_break_or_tag_do_not_reread_the_text(monkeypatch):
     assert len(calls) == 1
     s.feed("\nSo the answer is 5.\n")
     assert len(calls) == 2 and len(s.units) >= 1
+
+
+def test_watch_reads_a_named_pipe(tmp_path):
+    """A review: `watch FIFO` and `watch <(cmd)` crashed with 'Illegal seek' (the checks of a growing
+    file seek); a pipe is read as standard input is, to its end."""
+    import os
+
+    from thinkprobe.watch import read_pieces
+
+    fifo = tmp_path / "gen.fifo"
+    os.mkfifo(fifo)
+    text = "<think>\nLet me add 2 and 3.\nThat is 5.\n</think>5"
+
+    def write():
+        with open(fifo, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    assert "".join(read_pieces(str(fifo), follow=True, idle_timeout=30)) == text
+    writer.join()

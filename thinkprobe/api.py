@@ -311,7 +311,7 @@ def profile_run(opts: RunOptions, temporary: bool = False, *, encoder=None, link
             raise OptionError(f"allow_code_execution (--allow-code-execution): model-written code cannot be run "
                               f"isolated on this machine, so it is not run: {problem}. Profile without it (code "
                               f"answers stay ungraded); docs/redundancy.md says what the isolation needs")
-    from .io.sources import repeated_input
+    from .io.check import repeated_input
 
     if twice := repeated_input(opts.inputs, opts.field_map):
         raise OptionError(twice)

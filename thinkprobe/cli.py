@@ -169,9 +169,9 @@ def profile(inputs, out_dir, summary, strict, **options):
 
     sources = _sources(inputs, _fields(options))
     if strict:  # a named field that matches no record is an error, before any work
-        from .io.check import check_fields
+        from .io.check import RunFolderWarning, check_fields
 
-        problems = check_fields(sources, _fields(options))
+        problems = [w for w in check_fields(sources, _fields(options)) if not isinstance(w, RunFolderWarning)]
         if problems:
             raise click.UsageError("--strict: " + "; ".join(map(str, problems)))
     try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import stat
 import sys
 import time
 from typing import Any, Callable, TextIO
@@ -43,6 +44,9 @@ def _reader(source: str, stdin=None):
     that shrinks below what was read, whose opening bytes change (rewritten in place, even longer)
     or whose name now points to another file raises SourceChanged instead of splicing the new text
     onto the old; the checks run before every read."""
+    if source != "-" and stat.S_ISFIFO(os.stat(source).st_mode):  # a named pipe, <(cmd): read as standard input is
+        fd = os.open(source, os.O_RDONLY)  # (no seek: the checks of a growing file do not apply)
+        return (lambda: os.read(fd, READ_BYTES)), (lambda: os.close(fd))
     if source != "-":
         handle = open(source, "rb")
         fd = handle.fileno()
@@ -86,6 +90,7 @@ def read_pieces(source: str, *, follow: bool = False, until: str | None = None, 
     """The text of `source` ("-": standard input) in pieces of at most `piece` characters, as it
     arrives (see the module docstring for when it ends). UTF-8 split across reads is decoded whole."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    piped = source == "-" or stat.S_ISFIFO(os.stat(source).st_mode)  # the end of its input is the end
     read, close = _reader(source, stdin)
     head = b""  # the first bytes, until there are 4 to tell UTF-16, gzip or zip from text (as profile does)
     pending = ""  # decoded, not yet given out: the last len(until) - 1 characters wait for the rest of a sentinel
@@ -94,7 +99,7 @@ def read_pieces(source: str, *, follow: bool = False, until: str | None = None, 
         while True:
             data = read()
             if not data:
-                if source == "-" or not follow or time.monotonic() - idle_since > idle_timeout:
+                if piped or not follow or time.monotonic() - idle_since > idle_timeout:
                     yield from _split(pending + decoder.decode(b"", final=True), piece)
                     return
                 time.sleep(interval)
@@ -103,6 +108,8 @@ def read_pieces(source: str, *, follow: bool = False, until: str | None = None, 
             if len(head) < 4:
                 head += data[:4 - len(head)]
                 if (problem := text_problem(head if len(head) == 4 else head.ljust(4, b"?"))) is not None:
+                    if problem.startswith("gzip data"):  # watch reads no .gz, named so or not
+                        problem = f"gzip data: watch reads plain text; decompress it (zcat {source} | thinkprobe watch -)"
                     raise OptionError(f"{source}: {problem}")
             pending += decoder.decode(data)
             if until:

@@ -6,6 +6,7 @@ question list, messages.json, beside the models' files).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -13,7 +14,8 @@ from typing import Sequence
 
 from ..records import InputError
 from .detect import get_path
-from .formats import data_files, iter_records
+from .formats import data_files, iter_records, source_files
+from .walk import walk_folder
 from .sources import NAMED_FIELDS, FieldMap, Source, parse_source
 
 __all__ = ["FieldWarning", "PatternWarning", "check_fields", "CHECKED_RECORDS"]
@@ -67,6 +69,30 @@ class PatternWarning:
                 "unmatched": list(self.unmatched)}
 
 
+@dataclass(frozen=True)
+class RunFolderWarning:
+    """ThinkProbe run folders found inside an input folder: their files are outputs, not read as input."""
+
+    input: str
+    runs: tuple[str, ...]  # relative to the input
+
+    def __str__(self) -> str:
+        shown = ", ".join(self.runs[:5]) + (f", ... ({len(self.runs)} folders)" if len(self.runs) > 5 else "")
+        return (f"input folder {self.input} holds {len(self.runs)} ThinkProbe run folder"
+                f"{'s' if len(self.runs) > 1 else ''} ({shown}): a run's outputs, not read as input")
+
+    def as_dict(self) -> dict:
+        return {"option": None, "field": None, "input": self.input, "runs": list(self.runs)}
+
+
+def _run_folder_warning(src: Source) -> RunFolderWarning | None:
+    root = Path(src.path)
+    if src.records is not None or not root.is_dir():
+        return None
+    runs = walk_folder(root)[1]
+    return RunFolderWarning(src.path, tuple(r.relative_to(root).as_posix() for r in runs)) if runs else None
+
+
 def _pattern_warning(src: Source) -> PatternWarning | None:
     root = Path(src.path)
     if not src.fields.path_pattern or src.records is not None or not root.exists():
@@ -81,16 +107,19 @@ def _pattern_warning(src: Source) -> PatternWarning | None:
 
 def check_fields(inputs: Sequence[str | Path | Source], fields: FieldMap = FieldMap(),
                  records: Sequence[dict] | None = None,
-                 limit: int = CHECKED_RECORDS) -> list[FieldWarning | PatternWarning]:
-    """One warning per named field (per input) that none of the first `limit` records has, and one per
-    input whose data files --path-pattern does not all match."""
+                 limit: int = CHECKED_RECORDS) -> list[FieldWarning | PatternWarning | RunFolderWarning]:
+    """One warning per named field (per input) that none of the first `limit` records has, one per
+    input whose data files --path-pattern does not all match, and one per input folder holding
+    ThinkProbe run folders (not read)."""
     sources = [parse_source(i, fields) for i in inputs]
     if records is not None:
         sources.insert(0, Source("<memory>", fields, records))
-    warnings: list[FieldWarning | PatternWarning] = []
+    warnings: list[FieldWarning | PatternWarning | RunFolderWarning] = []
     for src in sources:
         if (pattern := _pattern_warning(src)) is not None:
             warnings.append(pattern)
+        if (runs := _run_folder_warning(src)) is not None:
+            warnings.append(runs)
         named = {name: getattr(src.fields, name) for name in NAMED_FIELDS if getattr(src.fields, name)}
         if not named:
             continue
@@ -110,3 +139,30 @@ def check_fields(inputs: Sequence[str | Path | Source], fields: FieldMap = Field
         warnings.extend(FieldWarning("--" + name.replace("_", "-"), path, src.path, checked, tuple(keys))
                         for name, path in named.items() if name not in seen)
     return warnings
+
+
+def repeated_input(inputs: Sequence[str | Path | Source], base: FieldMap = FieldMap()) -> str | None:
+    """Why a run's inputs would read some data file twice under the same field settings, or None: a
+    file named twice (however spelled), or one that an input folder also reads (directly or through a
+    link). Every such record would be profiled twice, doubling its weight in every test (a review:
+    `good.jsonl good.jsonl` gave 9 traces of 3 records, said only as duplicate ids). The same file
+    under other settings (another reasoning field, another model name) is allowed; so is a file the
+    folder does not read (a hidden one, one in a run folder)."""
+    read: dict[str, tuple[int, Source]] = {}  # real path of a data file -> the first input that reads it
+    for k, src in enumerate(parse_source(i, base) for i in inputs):
+        root = Path(src.path)
+        if src.records is not None or not root.exists():
+            continue
+        for f in source_files(root, src.fields.matches_path if src.fields.path_pattern else None):
+            real = os.path.realpath(f)
+            if real not in read:
+                read[real] = (k, src)
+                continue
+            j, other = read[real]
+            if j == k or other.fields != src.fields:
+                continue
+            if Path(other.path).resolve() == root.resolve():
+                return f"input {src.path} is named twice ({other.path}): its records would be profiled twice; name it once"
+            return (f"inputs {other.path} and {src.path} both read {f}: its records would be profiled twice; name the "
+                    "folder alone, or the files alone")
+    return None

@@ -72,12 +72,9 @@ def iter_records(path: str | Path, limits: InputLimits | None = None,
         yield str(root), WHOLE_FILE, InputError(str(root), WHOLE_FILE, "", "not a regular file (a pipe or a device): "
                                                                           "save the records to a file first")
         return
-    files, broken, runs = _folder_entries(root, keep) if root.is_dir() else ([root], [], [])
+    files, broken = _folder_entries(root, keep) if root.is_dir() else ([root], [])
     for link in broken:  # named here; listed among the data files it would break the counts
         yield str(link), WHOLE_FILE, InputError(str(link), WHOLE_FILE, "", "a broken link: not read")
-    for run in runs:
-        yield str(run), WHOLE_FILE, InputError(str(run), WHOLE_FILE, "", "a ThinkProbe run folder (its own "
-                                                                         "outputs): not read as input")
     for file in files:
         if not file.is_file():  # a FIFO or a device inside a folder, with a data file's name: named, never read
             yield str(file), WHOLE_FILE, InputError(str(file), WHOLE_FILE, "", "not a regular file (a pipe or a "
@@ -86,12 +83,11 @@ def iter_records(path: str | Path, limits: InputLimits | None = None,
         yield from _iter_file(file, limits)
 
 
-def _data_named(root: Path) -> tuple[list[Path], list[Path]]:
+def _data_named(root: Path) -> list[Path]:
     """Everything in a folder that bears a data file's name (a format's, or another compression's),
-    hidden ones left out, sorted, and the run folders inside it (thinkprobe.io.walk): the one walk of
-    the folder its data files and broken links come from."""
-    paths, runs = walk_folder(root)
-    return [p for p in paths if _format_of(p) or _unread_compression(p)], runs
+    hidden ones and run folders left out, sorted (thinkprobe.io.walk): the one walk of the folder its
+    data files and broken links come from."""
+    return [p for p in walk_folder(root)[0] if _format_of(p) or _unread_compression(p)]
 
 
 def _is_data_file(p: Path) -> bool:
@@ -100,12 +96,11 @@ def _is_data_file(p: Path) -> bool:
     return p.exists() and not p.is_dir() and not _is_hf_metadata(p) and not _is_anchors_side_file(p)
 
 
-def _folder_entries(root: Path, keep: Callable[[Path], bool] | None) -> tuple[list[Path], list[Path], list[Path]]:
-    """A folder's data files, its links to nothing with a data file's name (those `keep` accepts) and
-    the run folders inside it, from one walk."""
-    named, runs = _data_named(root)
-    named = [p for p in named if keep is None or keep(p)]
-    return [p for p in named if _is_data_file(p)], [p for p in named if p.is_symlink() and not p.exists()], runs
+def _folder_entries(root: Path, keep: Callable[[Path], bool] | None) -> tuple[list[Path], list[Path]]:
+    """A folder's data files and its links to nothing with a data file's name (those `keep` accepts),
+    from one walk."""
+    named = [p for p in _data_named(root) if keep is None or keep(p)]
+    return [p for p in named if _is_data_file(p)], [p for p in named if p.is_symlink() and not p.exists()]
 
 
 def source_files(root: Path, keep: Callable[[Path], bool] | None = None) -> list[Path]:
@@ -118,7 +113,7 @@ def data_files(root: Path) -> list[Path]:
     compressed other than by gzip (`a.jsonl.bz2`), or a pipe or device with a data file's name, is among
     them, so that it is named as unread rather than passed over in silence (a broken link is named by
     iter_records)."""
-    return [p for p in _data_named(root)[0] if _is_data_file(p)]
+    return [p for p in _data_named(root) if _is_data_file(p)]
 
 
 # Thought Anchors keeps beside each base_solution.json the files its layout reads (problem.json,
@@ -580,8 +575,8 @@ def count_records(path: str | Path, limits: InputLimits | None = None,
         except Exception:  # not readable as Parquet: the loader reports it
             pass
     if path.is_dir() and keep is not None:
-        files, broken, runs = _folder_entries(path, keep)
-        return sum(count_records(f, limits) for f in files) + len(broken) + len(runs)
+        files, broken = _folder_entries(path, keep)
+        return sum(count_records(f, limits) for f in files) + len(broken)
     return sum(1 for _ in iter_records(path, limits))
 
 

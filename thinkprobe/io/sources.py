@@ -150,29 +150,3 @@ def source_path(spec: str | Path | Source) -> str:
     """The file or folder an input names (its ``::`` overrides removed)."""
     return parse_source(spec).path
 
-
-def repeated_input(inputs: Iterable[str | Path | Source], base: FieldMap = FieldMap()) -> str | None:
-    """Why a run's inputs would read some file twice under the same field settings, or None: one
-    path named twice (however spelled) or a file or folder inside a folder also named. Every such
-    record would be profiled twice, doubling its weight in every test (a review: `good.jsonl
-    good.jsonl` gave 9 traces of 3 records, said only as duplicate ids). The same file under other
-    settings (another reasoning field, another model name) is allowed."""
-    sources = [parse_source(i, base) for i in inputs]
-    seen: list[tuple[Path, Source]] = []
-    for src in sources:
-        if src.records is not None or not Path(src.path).exists():
-            continue
-        here = Path(src.path).resolve()
-        for there, other in seen:
-            if other.fields != src.fields:
-                continue
-            if here == there:
-                return f"input {src.path} is named twice ({other.path}): its records would be profiled twice; name it once"
-            inner, outer = (here, there) if there.is_dir() and here.is_relative_to(there) else (
-                (there, here) if here.is_dir() and there.is_relative_to(here) else (None, None))
-            if inner is not None:
-                names = (src.path, other.path) if inner == here else (other.path, src.path)
-                return (f"input {names[0]} lies in the input folder {names[1]}: its records would be profiled twice; "
-                        "name the folder alone, or the files alone")
-        seen.append((here, src))
-    return None
