@@ -527,6 +527,13 @@ def test_pieces_without_a_line_break_or_tag_do_not_reread_the_text(monkeypatch):
     assert len(calls) == 1
     s.feed("\nSo the answer is 5.\n")
     assert len(calls) == 2 and len(s.units) >= 1
+    # a tag of another style, or gpt-oss's bare final mark split across pieces, still settles at once
+    for opening, closing in (("[THINK]", "[/THINK]"), ("◁think▷", "◁/think▷"), ("analysis", "assistantfinal")):
+        s = thinkprobe.stream(record={"model": "m1"}, **FAST)
+        s.feed(opening + "\nFirst, compute the sum of the numbers.\nThen check it against the total carefully.")
+        s.feed(closing[:-3])
+        s.feed(closing[-3:] + "The answer is 5.")
+        assert len(s.units) == 2, (opening, [u.text for u in s.units])
 
 
 def test_watch_reads_a_named_pipe(tmp_path):

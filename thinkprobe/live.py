@@ -63,6 +63,8 @@ SIGNALS: dict[str, str] = {
                    "where no unit settles)",
 }
 NEEDS_NORMS = "the profile needs norms: pass norms=PATH (a run's norms.json; thinkprobe watch --norms)"
+# What may settle a unit or change the sections: a line break, a tag's bracket, gpt-oss's bare final mark
+_MAY_SETTLE = re.compile(r"[\n<>\[\]◁▷|]|assistantfinal")
 _WORDS = re.compile(r"\w+")
 
 
@@ -288,10 +290,10 @@ class Stream:
             piece, self._repaired = LONE_SURROGATE.sub("\ufffd", piece), True
         self._check_size(self.text + piece)
         self.text += piece
-        # Units settle at a line break, and sections change at a tag ("</think>"): a piece with neither
-        # settles nothing new, so the whole text is not read again (a loop written without line breaks
-        # made every feed re-read it: quadratic). What it holds settles with the next break, or at close().
-        if self._trace is None or "\n" in piece or "<" in piece or ">" in piece:
+        # Units settle at a line break, and sections change at a tag ("</think>", "[/THINK]", "◁/think▷",
+        # gpt-oss's bare "assistantfinal"): a piece with neither settles nothing new, so the whole text
+        # is not read again (a loop written without line breaks made every feed re-read it: quadratic).
+        if self._trace is None or _MAY_SETTLE.search(self.text, max(0, len(self.text) - len(piece) - 13)):
             with self.times("settle"):
                 self._settle()
         waiting = len(self._units) - self._encoded
