@@ -106,10 +106,10 @@ def test_an_export_never_writes_over_the_run_it_reads(run_dir):
 
     before = (run_dir / "graphs.jsonl").read_bytes()
     for target in (run_dir / "graphs.jsonl", run_dir / "run.json"):
-        with pytest.raises(ValueError, match="one of the run's own files"):
+        with pytest.raises(ValueError, match="one of its own files"):
             export(run_dir, "reasoningflow", target)
         res = CliRunner().invoke(main, ["export", str(run_dir), "-o", str(target)])
-        assert res.exit_code == 1 and "one of the run's own files" in res.output and "Traceback" not in res.output
+        assert res.exit_code == 1 and "one of its own files" in res.output and "Traceback" not in res.output
     assert (run_dir / "graphs.jsonl").read_bytes() == before and not (run_dir / "run.json").exists()
     victim = run_dir.parent / f"{run_dir.name}-victim.txt"
     victim.write_text("the user's file")
@@ -119,6 +119,20 @@ def test_an_export_never_writes_over_the_run_it_reads(run_dir):
     assert len((run_dir / "link.jsonl").read_text().splitlines()) == 2
     res = CliRunner().invoke(main, ["export", str(run_dir), "--format", "graphml", "-o", str(victim)])
     assert res.exit_code == 1 and "Traceback" not in res.output and victim.read_text() == "the user's file"
+    # inside the run's own folders too (a chunk overwritten broke --resume), and the run folder itself
+    (run_dir / "parts").mkdir()
+    for target in (run_dir / "parts" / "000000.jsonl", run_dir / "traces" / "t.html", run_dir):
+        with pytest.raises(ValueError, match="the run folder or one of its own files"):
+            export(run_dir, "json", target)
+    # a file of the user's named like a temporary is left alone; a folder as target leaves nothing behind
+    elsewhere = victim.parent / f"{run_dir.name}-out"
+    elsewhere.mkdir()
+    (elsewhere / "out.jsonl.tmp").write_text("my notes")
+    written = export(run_dir, "reasoningflow", elsewhere / "out.jsonl")
+    assert (elsewhere / "out.jsonl.tmp").read_text() == "my notes" and oct(written.stat().st_mode & 0o777) != "0o600"
+    with pytest.raises(ValueError, match="a folder; name the file"):
+        export(run_dir, "json", elsewhere)
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["out.jsonl", "out.jsonl.tmp"]
 
 
 def test_every_format_reads_back(run_dir):

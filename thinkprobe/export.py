@@ -30,12 +30,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import networkx as nx
 
 from .records import iter_graph_records
-from .tables import fresh_tmp, own_dir
+from .tables import own_dir
 
 __all__ = ["iter_graph_records", "to_reasoningflow", "to_networkx", "export", "RF_EDGE_LABELS", "EXPORT_ANNOTATOR"]
 
@@ -130,29 +131,44 @@ def _xml_safe(g: nx.MultiDiGraph) -> nx.MultiDiGraph:
     return g
 
 
+_EXPORT_NAMES = ("reasoningflow.jsonl", "graphs.node_link.jsonl", "graphml")  # export's own default outputs
+
+
 def export(run_dir: str | Path, fmt: str, out: str | Path | None = None) -> Path:
     """Write every graph of a run in `fmt`; returns the file (or folder, for graphml) written. A file
-    is written whole through a temporary name and then moved into place (a symlink at the target is
-    replaced, not written through); a target that is one of the run's own files is refused (`-o
-    RUN/graphs.jsonl` had emptied the graphs it was reading)."""
+    is written whole through a temporary name of its own and then moved into place (a symlink at the
+    target is replaced, not written through; nothing is left on failure); the run folder itself or a
+    target among its own files (graphs.jsonl, parts/, traces/ ...) is refused (`-o RUN/graphs.jsonl`
+    had emptied the graphs it was reading, `-o RUN/parts/000000.jsonl` broke --resume)."""
     from .api import TOOL_FILES
 
     run_dir = Path(run_dir)
     if out is not None:
-        own = {(run_dir / name).resolve() for name in TOOL_FILES
-               if name not in ("reasoningflow.jsonl", "graphs.node_link.jsonl", "graphml")}
-        if Path(out).resolve() in own:
-            raise ValueError(f"-o {out} is one of the run's own files; choose another target")
+        target, home = Path(out).resolve(), run_dir.resolve()
+        inside = target.relative_to(home).parts if target.is_relative_to(home) else ()
+        if target == home or (inside and inside[0] in TOOL_FILES and inside[0] not in _EXPORT_NAMES):
+            raise ValueError(f"-o {out} is the run folder or one of its own files (parts/, traces/ ...); choose "
+                             "another target")
     if fmt in ("reasoningflow", "json"):
         default = "reasoningflow.jsonl" if fmt == "reasoningflow" else "graphs.node_link.jsonl"
         target = Path(out or run_dir / default)
-        tmp = fresh_tmp(target)
-        with open(tmp, "x", encoding="utf-8") as f:
-            for rec in iter_graph_records(run_dir):
-                data = (to_reasoningflow(rec) if fmt == "reasoningflow"
-                        else nx.node_link_data(to_networkx(rec), edges="edges"))
-                f.write(json.dumps(data, ensure_ascii=False) + "\n")
-        os.replace(tmp, target)
+        if target.is_dir() and not target.is_symlink():
+            raise ValueError(f"-o {out}: a folder; name the file to write")
+        # a temporary name of its own beside the target (no file of the user's is taken), gone on failure
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with open(fd, "w", encoding="utf-8") as f:
+                for rec in iter_graph_records(run_dir):
+                    data = (to_reasoningflow(rec) if fmt == "reasoningflow"
+                            else nx.node_link_data(to_networkx(rec), edges="edges"))
+                    f.write(json.dumps(data, ensure_ascii=False) + "\n")
+            mask = os.umask(0)
+            os.umask(mask)
+            os.chmod(tmp, 0o666 & ~mask)  # as open() would have made it (mkstemp's file is private)
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
     elif fmt == "graphml":
         target = own_dir(run_dir / "graphml") if out is None else Path(out)
         target.mkdir(parents=True, exist_ok=True)
