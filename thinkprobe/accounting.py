@@ -281,7 +281,7 @@ class Accounting:
             if total >= FEW_UNITS_MIN and n >= FEW_UNITS_SHARE * total:
                 where = ", ".join(f"{k} in {f}" for f, k in files.most_common(3))
                 more = f", ... ({len(files)} files)" if len(files) > 3 else ""
-                out.append(f"model {model}: {n} of {total} traces hold at most {FEW_UNITS} Thought Units of reasoning "
+                out.append(f"model {one_line(model)}: {n} of {total} traces hold at most {FEW_UNITS} Thought Units of reasoning "
                            f"({where}{more}); each record is profiled as a whole trace, so if a file's records are "
                            "the sentences of one text, join them into one record first; the indicators of so short "
                            "a trace say little about reasoning")

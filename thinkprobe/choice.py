@@ -244,7 +244,7 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
     if small:
         setting = "stats.min_group" if settings.min_group > settings.select_min_traces else "stats.select_min_traces"
         sel.notes["small"] = (f"fewer than {fewest} traces ({setting}), so no interval and no tier: "
-                    + ", ".join(sorted(small)))
+                    + ", ".join(one_line(m) for m in sorted(small)))
     worse = _more_accurate_below(sel.rows, settings.select_min_traces)
     if worse:
         sel.notes["accuracy"] = worse

@@ -11,6 +11,7 @@ from ..stats import ICC_MIN_CLUSTERS, TESTED, auroc_se
 from .glossary import GLOSSARY
 from .markup import esc
 from .style import DIMS, display_label, format_number
+from ..progress import one_line
 
 __all__ = ["no_icc_text", "headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "icc_rows", "outcome_rows", "too_few_text", "summary_text", "method_note", "NO_RADAR", "outcome_text", "z_text"]
 
@@ -107,7 +108,8 @@ def _smallest_model(groups: Mapping) -> str:
     tested = [n for m, n in sizes.items() if m not in left]
     if not left or not tested:
         return f"smallest model: {traces_word(min(sizes.values()))}"
-    named = _list([f"{m} ({traces_word(sizes[m])})" for m in left[:3]]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
+    shown = [f"{one_line(m)} ({traces_word(sizes[m])})" for m in left[:3]]
+    named = _list(shown) if len(left) <= 3 else f"{', '.join(shown)} and {len(left) - 3} more"
     return f"smallest tested model: {traces_word(min(tested))}; too small to test: {named}"
 
 
