@@ -54,3 +54,4 @@ def test_the_command_reports_a_bad_config_by_key(tmp_path):
     res = CliRunner().invoke(main, ["profile", str(SAMPLES), "-o", str(tmp_path / "out"), "--config", str(path),
                                     "--no-progress", "--no-cache"])
     assert res.exit_code == 1 and res.output.startswith("Error: ") and "indicators.cluster_distanse" in res.output
+    assert not (tmp_path / "out").exists()  # the folder the run made to hold it goes again, empty

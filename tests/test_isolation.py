@@ -490,7 +490,7 @@ def test_a_rerun_over_an_interrupted_run_says_its_chunks_are_discarded(tmp_path)
     (out / "run.json").unlink()  # as an interrupted run leaves it: committed chunks, no run.json
     res = runner.invoke(main, ["profile", str(path), "-o", str(out), *fast])
     assert res.exit_code == 0 and ("cleared an interrupted run of the same inputs: its 1 committed chunk discarded "
-                                   "(--resume goes on from them)") in res.stderr, res.stderr
+                                   "(--resume would have gone on from them)") in res.stderr, res.stderr
 
 
 def test_workers_carry_skipped_records_and_a_dead_pool_blames_no_trace(tmp_path):

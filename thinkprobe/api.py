@@ -244,7 +244,7 @@ def prepare_out_dir(out: Path, opts: RunOptions, check_records: bool = False) ->
         what = "1 file that is" if len(kept) == 1 else f"{len(kept)} files that are"
         return ("cleared (an earlier run of the same inputs)" if not chunks else
                 f"cleared an interrupted run of the same inputs: its {chunks} committed chunk{'s' if chunks > 1 else ''} "
-                "discarded (--resume goes on from them)") + (
+                "discarded (--resume would have gone on from them)") + (
             f"; kept {what} not the tool's: {', '.join(kept[:8])}{' ...' if len(kept) > 8 else ''}" if kept else "")
     if opts.overwrite:
         if (target / ".git").exists() or target == here or target in here.parents or target == Path.home().resolve():
@@ -349,7 +349,8 @@ def _writing(out: Path):
     except ImportError:  # pragma: no cover - not POSIX
         yield
         return
-    if not out.exists():
+    created = not out.exists()
+    if created:
         out.mkdir(parents=True)
     if not out.is_dir():
         yield
@@ -364,6 +365,8 @@ def _writing(out: Path):
         yield
     finally:
         os.close(fd)
+        if created and out.is_dir() and not any(out.iterdir()):  # a run that stopped before writing (a bad config)
+            out.rmdir()
 
 
 profile.__doc__ = profile.__doc__.format(options=options_doc())

@@ -146,9 +146,10 @@ def _reason(exc: BaseException) -> str:
     return f"profiling failed: {type(exc).__name__}: {exc}"
 
 
-_POOL_BROKEN = ("a worker process of --workers died (out of memory, or a crash in native code): no trace is blamed "
-                "for it; the committed chunks are kept, so run the same command with --resume (with fewer --workers "
-                "if memory is short)")
+_POOL_BROKEN = ("a worker process of --workers died (out of memory, a crash in native code, or, from Python, a script "
+                "that starts the run without `if __name__ == \"__main__\":`, which each worker imports): no trace is "
+                "blamed for it; the committed chunks are kept, so run the same command with --resume (with fewer "
+                "--workers if memory is short)")
 
 
 def profile_chunk_isolated(chunk: Sequence, profile_all: Callable[[Sequence], str],

@@ -75,8 +75,8 @@ def _batch(rows: list[tuple[int, dict]]) -> dict:
 
 
 def _error_line(err: InputError, trace_id: str | None) -> str:
-    # InputError does not survive a pickle round trip (its constructor takes four fields), so an
-    # error leaves the stage it happened in as its finished output line.
+    # An error leaves the stage it happened in as its finished output line (the next stages carry
+    # states of traces only).
     return finish_line(err, trace_id, None, None)
 
 
