@@ -481,3 +481,15 @@ def test_a_linked_folder_is_read_once_and_a_run_folder_inside_is_no_input(tmp_pa
     (warning,) = [w for w in check_fields([str(data)]) if "run folder" in str(w)]
     assert str(warning) == (f"input folder {data} holds 1 ThinkProbe run folder (old): a run's outputs, not read "
                             "as input")
+
+
+def test_a_long_line_inside_a_quoted_cell_costs_its_row_not_a_hole_in_it(tmp_path):
+    """A review: a line over --max-record-mb inside a quoted multi-line cell was cut out and the row
+    profiled without it, errors.jsonl saying a line was skipped. The row is refused whole, named."""
+    path = tmp_path / "hole.csv"
+    cell = "Let me think.\n" + "X" * (3 * MIB) + "\nSo 5."
+    path.write_text(f'id,model,response\ng0,m,<think>Fine.</think>1\nr1,m,"<think>{cell}</think>5"\ng2,m,<think>Ok.</think>2\n')
+    items = [r for _, _, r in iter_records(path, LIMITS)]
+    assert [r["id"] for r in items if isinstance(r, dict)] == ["g0", "g2"]
+    (error,) = [r for r in items if isinstance(r, InputError)]
+    assert error.record == 1 and error.reason.startswith("a line of its quoted cell: ")

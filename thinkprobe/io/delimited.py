@@ -116,11 +116,18 @@ def iter_delimited(delimiter: str) -> Callable[[str, BinaryIO, InputLimits], Ite
             row_lines.clear()
             for index, row in enumerate(reader):
                 rows_read = True
-                while skipped:
-                    error = over(*skipped.pop(0))
-                    yield source, error.record, error
                 lines = list(row_lines)
                 row_lines.clear()
+                first = reader.line_num - len(lines) + 1
+                inside = [n for n in skipped if len(lines) > 1 and first <= n[0] <= reader.line_num]
+                for number, size in (n for n in skipped if n not in inside):  # lines that were rows of their own
+                    error = over(number, size)
+                    yield source, error.record, error
+                skipped.clear()
+                if inside:  # a line of this row's quoted cell was over the limit: the row goes whole, not with a hole
+                    yield source, index, InputError(source, index, "", "a line of its quoted cell: " + record_reason(
+                        max(size for _, size in inside), limits, "characters"))
+                    continue
                 if len(lines) > 1 and (problem := _quote_problem(lines, delimiter, reader.line_num)):
                     yield source, index, InputError(source, index, "", problem)
                     continue
