@@ -415,11 +415,11 @@ class Run:
             for column, kind in table.types.items():
                 if kind != "str":
                     frame[column] = pd.to_numeric(frame[column]).astype("float64")
-        # a declared integer column: int64, or pandas' nullable Int64 where it has an empty cell (Parquet
-        # gave float64 there, the CSV Int64 everywhere: the dtype depended on which file was read)
+        # a declared integer column: int64, or float64 (NaN) where it has an empty cell, as pandas reads the
+        # Parquet twin (the CSV gave pandas' Int64 everywhere: the dtype depended on which file was read)
         for column, kind in table.types.items():
             if kind == "int":
-                frame[column] = frame[column].astype("int64" if frame[column].notna().all() else "Int64")
+                frame[column] = frame[column].astype("int64" if frame[column].notna().all() else "float64")
         return frame
 
     indicators = _frame(INDICATORS_TABLE,
