@@ -51,7 +51,7 @@ def test_the_command_reports_a_bad_config_by_key(tmp_path):
     from thinkprobe.cli import main
 
     path = write(tmp_path, "indicators:\n  cluster_distanse: 0.4\n")
-    res = CliRunner().invoke(main, ["profile", str(SAMPLES), "-o", str(tmp_path / "out"), "--config", str(path),
+    res = CliRunner().invoke(main, ["profile", str(SAMPLES), "-o", str(tmp_path / "a" / "out"), "--config", str(path),
                                     "--no-progress", "--no-cache"])
     assert res.exit_code == 1 and res.output.startswith("Error: ") and "indicators.cluster_distanse" in res.output
-    assert not (tmp_path / "out").exists()  # the folder the run made to hold it goes again, empty
+    assert not (tmp_path / "a").exists()  # the folders the run made to hold it go again, empty

@@ -132,6 +132,8 @@ def test_an_export_never_writes_over_the_run_it_reads(run_dir):
     assert (elsewhere / "out.jsonl.tmp").read_text() == "my notes" and oct(written.stat().st_mode & 0o777) != "0o600"
     with pytest.raises(ValueError, match="a folder; name the file"):
         export(run_dir, "json", elsewhere)
+    with pytest.raises(ValueError, match="no such folder"):  # not the name of a temporary file
+        export(run_dir, "json", elsewhere / "missing" / "x.jsonl")
     assert sorted(p.name for p in elsewhere.iterdir()) == ["out.jsonl", "out.jsonl.tmp"]
 
 

@@ -460,6 +460,7 @@ def test_a_linked_folder_is_read_once_and_a_run_folder_inside_is_no_input(tmp_pa
     (data / "again.jsonl").symlink_to(data / "a.jsonl")  # the same file through a link: read once
     (elsewhere / "loop").symlink_to(data)  # back to the input folder
     (elsewhere / "up").symlink_to(tmp_path)  # above it: would walk the tree it lies in
+    (elsewhere / "root").symlink_to("/")  # the top of every tree
     before = file_digest(data)
     writing = data / "out"
     (writing / "parts").mkdir(parents=True)
@@ -493,3 +494,30 @@ def test_a_long_line_inside_a_quoted_cell_costs_its_row_not_a_hole_in_it(tmp_pat
     assert [r["id"] for r in items if isinstance(r, dict)] == ["g0", "g2"]
     (error,) = [r for r in items if isinstance(r, InputError)]
     assert error.record == 1 and error.reason.startswith("a line of its quoted cell: ")
+
+
+def test_a_long_line_that_closes_a_quoted_cell_still_says_rows_were_swallowed(tmp_path):
+    """A review of the fix above: where the long line held the cell's closing quote, the rows after it
+    were read into the cell, and only the long line was said. The quote problem is said again."""
+    path = tmp_path / "closing.csv"
+    path.write_text('id,model,response\nr1,m,"<think>Let me think.\n' + "X" * (3 * MIB) + '</think>5"\n'
+                    "g2,m,<think>Ok.</think>2\ng3,m,<think>Fine.</think>3\n")
+    reasons = [r.reason for _, _, r in iter_records(path, LIMITS) if isinstance(r, InputError)]
+    assert any("skipped unread" in r for r in reasons) and any("read as one row" in r or "never closed" in r
+                                                              for r in reasons), reasons
+
+
+def test_a_path_pattern_sees_a_linked_file_under_the_name_it_matches(tmp_path):
+    """A review: a file reached under two names (one a link) was kept under the name sorting first,
+    before --path-pattern chose among them, so a pattern matching only the link's name read neither."""
+    from thinkprobe.io import FieldMap
+
+    root = tmp_path / "t1"
+    (root / "all").mkdir(parents=True)
+    (root / "modelA").mkdir()
+    (root / "all" / "modelA.jsonl").write_text(json.dumps(good(1)) + "\n")
+    (root / "modelA" / "traces.jsonl").symlink_to(root / "all" / "modelA.jsonl")
+    fields = FieldMap(path_pattern=r"(?P<model>[^/]+)/traces\.jsonl$")
+    traces = [t for t in iter_traces(root, fields) if isinstance(t, Trace)]
+    assert [t.model for t in traces] == ["modelA"]
+    assert count_records(root) == 1  # without the pattern: the one file, once

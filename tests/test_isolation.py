@@ -551,3 +551,24 @@ def test_a_resume_counts_the_traces_of_committed_chunks_not_their_skipped_record
     (out / "run.json").unlink()  # as an interrupted run leaves it
     res = CliRunner().invoke(main, [*args, "--resume"])
     assert res.exit_code == 0 and "profiled 2 traces" in res.output and "(2 from committed chunks)" in res.output, res.output
+
+
+def test_a_run_folder_inside_the_input_is_warned_of_but_not_the_runs_own(tmp_path):
+    """A review: every rerun into -o inside the input folder warned of the run's own output as 'a
+    ThinkProbe run folder' (printed, while run.json's copy said nothing). Another run kept there is
+    said once; the run's own -o is not."""
+    import shutil
+
+    data = tmp_path / "in"
+    data.mkdir()
+    write_lines(data / "a.jsonl", [tiny_trace(1)])
+    fast = ["--device", "cpu", "--no-progress", "--no-cache", "--linker", "cue", "--types", "cue", "--no-summary",
+            "--no-report"]
+    runner = CliRunner()
+    for _ in range(2):
+        res = runner.invoke(main, ["profile", str(data), "-o", str(data / "out"), *fast])
+        assert res.exit_code == 0 and "run folder" not in res.stderr, res.stderr
+    shutil.copytree(data / "out", data / "old")
+    res = runner.invoke(main, ["profile", str(data), "-o", str(data / "out"), *fast])
+    assert res.exit_code == 0 and res.stderr.count("ThinkProbe run folder") == 1 and "(old)" in res.stderr
+    assert len((data / "out" / "indicators.csv").read_text().splitlines()) == 2  # one trace: neither run was read

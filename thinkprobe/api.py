@@ -349,8 +349,8 @@ def _writing(out: Path):
     except ImportError:  # pragma: no cover - not POSIX
         yield
         return
-    created = not out.exists()
-    if created:
+    made = [p for p in (out, *out.parents) if not p.exists()]  # the folders this run makes, deepest first
+    if made:
         out.mkdir(parents=True)
     if not out.is_dir():
         yield
@@ -365,8 +365,10 @@ def _writing(out: Path):
         yield
     finally:
         os.close(fd)
-        if created and out.is_dir() and not any(out.iterdir()):  # a run that stopped before writing (a bad config)
-            out.rmdir()
+        for folder in made:  # a run that stopped before writing anything (a bad config): they go again
+            if not folder.is_dir() or any(folder.iterdir()):
+                break
+            folder.rmdir()
 
 
 profile.__doc__ = profile.__doc__.format(options=options_doc())

@@ -66,6 +66,15 @@ def _kind(value: Any) -> str:
     return {str: "string", list: "list", dict: "mapping", type(None): "null"}.get(type(value), type(value).__name__)
 
 
+# Keys a config of an earlier version may still name, and what took their place.
+RENAMED = {
+    "stats.permutations": "since 2026-12-06 the chance correction is always applied, and factor_auroc's shuffles "
+                          "are stats.factor_shuffles",
+    "stats.permutation_seed": "since 2026-12-06 stats.factor_seed (it did nothing before)",
+    "stats.chance_corrected": "since 2026-12-06 the chance correction is always applied",
+}
+
+
 def check_config(data: Any, defaults: Any, where: str = "") -> None:
     """Raise ConfigError at the first key of `data` that `defaults` lacks or whose value is not of
     the default's kind (a number for a number, a list of strings for a list of strings...)."""
@@ -79,7 +88,8 @@ def check_config(data: Any, defaults: Any, where: str = "") -> None:
                     check_config(value, [""], path)
                     continue
                 known = ", ".join(map(str, defaults))
-                raise ConfigError(f"unknown config key {path!r} (known here: {known})")
+                hint = f"; {RENAMED[path]}" if path in RENAMED else ""
+                raise ConfigError(f"unknown config key {path!r}{hint} (known here: {known})")
             check_config(value, defaults[key], path)
     elif isinstance(defaults, list):
         if not isinstance(data, list):

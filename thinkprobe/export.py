@@ -154,6 +154,8 @@ def export(run_dir: str | Path, fmt: str, out: str | Path | None = None) -> Path
         target = Path(out or run_dir / default)
         if target.is_dir() and not target.is_symlink():
             raise ValueError(f"-o {out}: a folder; name the file to write")
+        if not target.parent.is_dir():
+            raise ValueError(f"-o {out}: no such folder {target.parent}")
         # a temporary name of its own beside the target (no file of the user's is taken), gone on failure
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         try:

@@ -38,6 +38,7 @@ from .config import Config
 from .graph import block_starts, link_graphs, tile_and_type
 from .indicators import compute_indicators
 from .io import record_traces
+from .io.tags import LEADING_TOKENS, OSS_BARE_FINAL, SPECIAL_TOKEN, TAG_PAIRS, TRAILING_TOKENS
 from .io.unicode import LONE_SURROGATE, unicode_safe
 from .io.limits import InputLimits, TooLarge, trace_chars
 from .link import bind_encoder
@@ -63,8 +64,11 @@ SIGNALS: dict[str, str] = {
                    "where no unit settles)",
 }
 NEEDS_NORMS = "the profile needs norms: pass norms=PATH (a run's norms.json; thinkprobe watch --norms)"
-# What may settle a unit or change the sections: a line break, a tag's bracket, gpt-oss's bare final mark
-_MAY_SETTLE = re.compile(r"[\n<>\[\]◁▷|]|assistantfinal")
+# What may settle a unit or change the sections: a line break, or one of the tags and marks that open
+# or close a section (whole, not a bracket alone: "|x|" or "a[i]" in a loop would re-read it every time)
+_MAY_SETTLE = re.compile("|".join(["\n", SPECIAL_TOKEN.pattern, *(re.escape(t) for t in (
+    *(tag for pair in TAG_PAIRS for tag in pair), *LEADING_TOKENS, *TRAILING_TOKENS, OSS_BARE_FINAL))]))
+_SETTLE_LOOKBACK = 40  # characters before a piece searched with it: a tag cut between two pieces
 _WORDS = re.compile(r"\w+")
 
 
@@ -291,9 +295,9 @@ class Stream:
         self._check_size(self.text + piece)
         self.text += piece
         # Units settle at a line break, and sections change at a tag ("</think>", "[/THINK]", "◁/think▷",
-        # gpt-oss's bare "assistantfinal"): a piece with neither settles nothing new, so the whole text
-        # is not read again (a loop written without line breaks made every feed re-read it: quadratic).
-        if self._trace is None or _MAY_SETTLE.search(self.text, max(0, len(self.text) - len(piece) - 13)):
+        # gpt-oss's bare "assistantfinal", a special token): a piece with neither settles nothing new, so
+        # the whole text is not read again (a loop without line breaks re-read it every feed: quadratic).
+        if self._trace is None or _MAY_SETTLE.search(self.text, max(0, len(self.text) - len(piece) - _SETTLE_LOOKBACK)):
             with self.times("settle"):
                 self._settle()
         waiting = len(self._units) - self._encoded

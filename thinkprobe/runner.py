@@ -275,7 +275,7 @@ def field_warnings(opts: RunOptions) -> list:
     """Named fields (--*-field) that none of the first records of an input has (thinkprobe.io.check)."""
     from .io.check import check_fields
 
-    return check_fields(list(opts.inputs), opts.field_map, records=opts.records)
+    return check_fields(list(opts.inputs), opts.field_map, records=opts.records, out_dir=opts.out_dir)
 
 
 def run_config(opts: RunOptions, cfg: Config | None = None) -> Config:

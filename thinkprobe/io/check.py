@@ -85,11 +85,12 @@ class RunFolderWarning:
         return {"option": None, "field": None, "input": self.input, "runs": list(self.runs)}
 
 
-def _run_folder_warning(src: Source) -> RunFolderWarning | None:
+def _run_folder_warning(src: Source, out_dir: str | Path | None) -> RunFolderWarning | None:
     root = Path(src.path)
     if src.records is not None or not root.is_dir():
         return None
-    runs = walk_folder(root)[1]
+    own = Path(out_dir).resolve() if out_dir else None  # this run's -o: rerun, not an input
+    runs = [r for r in walk_folder(root)[1] if r.resolve() != own]
     return RunFolderWarning(src.path, tuple(r.relative_to(root).as_posix() for r in runs)) if runs else None
 
 
@@ -106,11 +107,11 @@ def _pattern_warning(src: Source) -> PatternWarning | None:
 
 
 def check_fields(inputs: Sequence[str | Path | Source], fields: FieldMap = FieldMap(),
-                 records: Sequence[dict] | None = None,
-                 limit: int = CHECKED_RECORDS) -> list[FieldWarning | PatternWarning | RunFolderWarning]:
+                 records: Sequence[dict] | None = None, limit: int = CHECKED_RECORDS,
+                 out_dir: str | Path | None = None) -> list[FieldWarning | PatternWarning | RunFolderWarning]:
     """One warning per named field (per input) that none of the first `limit` records has, one per
     input whose data files --path-pattern does not all match, and one per input folder holding
-    ThinkProbe run folders (not read)."""
+    ThinkProbe run folders (not read) other than `out_dir`, the run's own."""
     sources = [parse_source(i, fields) for i in inputs]
     if records is not None:
         sources.insert(0, Source("<memory>", fields, records))
@@ -118,7 +119,7 @@ def check_fields(inputs: Sequence[str | Path | Source], fields: FieldMap = Field
     for src in sources:
         if (pattern := _pattern_warning(src)) is not None:
             warnings.append(pattern)
-        if (runs := _run_folder_warning(src)) is not None:
+        if (runs := _run_folder_warning(src, out_dir)) is not None:
             warnings.append(runs)
         named = {name: getattr(src.fields, name) for name in NAMED_FIELDS if getattr(src.fields, name)}
         if not named:
@@ -163,6 +164,6 @@ def repeated_input(inputs: Sequence[str | Path | Source], base: FieldMap = Field
                 continue
             if Path(other.path).resolve() == root.resolve():
                 return f"input {src.path} is named twice ({other.path}): its records would be profiled twice; name it once"
-            return (f"inputs {other.path} and {src.path} both read {f}: its records would be profiled twice; name the "
-                    "folder alone, or the files alone")
+            return (f"inputs {other.path} and {src.path} both read {f}: its records would be profiled twice; name each "
+                    "file in one input only")
     return None

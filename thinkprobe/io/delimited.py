@@ -119,17 +119,20 @@ def iter_delimited(delimiter: str) -> Callable[[str, BinaryIO, InputLimits], Ite
                 lines = list(row_lines)
                 row_lines.clear()
                 first = reader.line_num - len(lines) + 1
-                inside = [n for n in skipped if len(lines) > 1 and first <= n[0] <= reader.line_num]
-                for number, size in (n for n in skipped if n not in inside):  # lines that were rows of their own
+                problem = _quote_problem(lines, delimiter, reader.line_num) if len(lines) > 1 else None
+                # a line of this row's quoted cell over the limit: the row goes whole, not with a hole in it
+                # (unless the quotes say the row swallowed others: that is said, with the line)
+                inside = [n for n in skipped if len(lines) > 1 and first <= n[0] <= reader.line_num and not problem]
+                for number, size in (n for n in skipped if n not in inside):  # lines skipped on their own
                     error = over(number, size)
                     yield source, error.record, error
                 skipped.clear()
-                if inside:  # a line of this row's quoted cell was over the limit: the row goes whole, not with a hole
+                if problem:
+                    yield source, index, InputError(source, index, "", problem)
+                    continue
+                if inside:
                     yield source, index, InputError(source, index, "", "a line of its quoted cell: " + record_reason(
                         max(size for _, size in inside), limits, "characters"))
-                    continue
-                if len(lines) > 1 and (problem := _quote_problem(lines, delimiter, reader.line_num)):
-                    yield source, index, InputError(source, index, "", problem)
                     continue
                 if not any(cell.strip() for cell in row):
                     continue

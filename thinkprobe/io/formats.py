@@ -20,7 +20,7 @@ from ..records import InputError
 from .layouts import expand
 from .delimited import iter_delimited
 from .unicode import SURROGATE_ESCAPE, repaired, unencodable
-from .walk import walk_folder
+from .walk import read_once, walk_folder
 from .limits import (WHOLE_FILE, GuardedStream, InflateGuard, InputLimits, Skipped, TooLarge, bounded_lines, count_lines,
                      file_reason, open_input, read_whole, record_reason)
 
@@ -100,7 +100,7 @@ def _folder_entries(root: Path, keep: Callable[[Path], bool] | None) -> tuple[li
     """A folder's data files and its links to nothing with a data file's name (those `keep` accepts),
     from one walk."""
     named = [p for p in _data_named(root) if keep is None or keep(p)]
-    return [p for p in named if _is_data_file(p)], [p for p in named if p.is_symlink() and not p.exists()]
+    return read_once([p for p in named if _is_data_file(p)]), [p for p in named if p.is_symlink() and not p.exists()]
 
 
 def source_files(root: Path, keep: Callable[[Path], bool] | None = None) -> list[Path]:
@@ -113,7 +113,7 @@ def data_files(root: Path) -> list[Path]:
     compressed other than by gzip (`a.jsonl.bz2`), or a pipe or device with a data file's name, is among
     them, so that it is named as unread rather than passed over in silence (a broken link is named by
     iter_records)."""
-    return [p for p in _data_named(root) if _is_data_file(p)]
+    return read_once([p for p in _data_named(root) if _is_data_file(p)])
 
 
 # Thought Anchors keeps beside each base_solution.json the files its layout reads (problem.json,

@@ -9,7 +9,7 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["walk_folder", "is_run_folder"]
+__all__ = ["walk_folder", "is_run_folder", "read_once"]
 
 _MAX_MARK_BYTES = 64 << 20  # a run.json or manifest larger than this is no run's (and is not read to tell)
 
@@ -27,17 +27,21 @@ def _json_keys(path: Path) -> set[str]:
 def is_run_folder(path: Path) -> bool:
     """A folder `thinkprobe profile` wrote (-o), told by its own files' contents, not their names (a
     sharded dataset's parts/manifest.json is data): an interrupted or running run's
-    parts/manifest.json, or a finished run's run.json beside its graphs.jsonl."""
+    parts/manifest.json, or a finished run's run.json beside its graphs.jsonl. A folder it may not
+    look into is none."""
     manifest = path / "parts" / "manifest.json"
-    if manifest.is_file() and {"thinkprobe", "config_digest", "inputs"} <= _json_keys(manifest):
-        return True
-    return (path / "graphs.jsonl").exists() and (path / "run.json").is_file() and {
-        "config", "coverage", "inputs"} <= _json_keys(path / "run.json")
+    try:
+        if manifest.is_file() and {"thinkprobe", "config_digest", "inputs"} <= _json_keys(manifest):
+            return True
+        return (path / "graphs.jsonl").exists() and (path / "run.json").is_file() and {
+            "config", "coverage", "inputs"} <= _json_keys(path / "run.json")
+    except OSError:
+        return False
 
 
 def walk_folder(root: Path) -> tuple[list[Path], list[Path]]:
-    """(every file, link and folder under `root` but the hidden ones, sorted, a file reached twice
-    through links listed once; the finished run folders found inside it, sorted). The contents of
+    """(every file, link and folder under `root` but the hidden ones, sorted; the finished run folders
+    found inside it, sorted). The contents of
     every run folder inside `root` are left out; one not finished (parts/manifest.json, no run.json
     yet: this run's own -o inside its input folder, being written, resumed or rerun) is not listed.
     `root` itself is walked even if it is a run."""
@@ -49,7 +53,7 @@ def walk_folder(root: Path) -> tuple[list[Path], list[Path]]:
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
         here = Path(dirpath)
         real = os.path.realpath(dirpath)
-        if real in seen or (here != root and (above == real or above.startswith(real + os.sep))):
+        if real in seen or (here != root and os.path.commonpath([above, real]) == real):
             dirnames[:] = []  # a link back to a folder already walked, or to the input folder or one above it
             skipped.add(here)
             continue
@@ -62,13 +66,16 @@ def walk_folder(root: Path) -> tuple[list[Path], list[Path]]:
             continue
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         paths += [here / d for d in dirnames] + [here / f for f in filenames if not f.startswith(".")]
+    return sorted(p for p in paths if p not in skipped), sorted(runs)
+
+
+def read_once(paths: list[Path]) -> list[Path]:
+    """`paths` with a file reached again through a link (the same real file) left out after its first."""
     files: set[str] = set()
     out = []
-    for p in sorted(p for p in paths if p not in skipped):
-        if p.is_file() and not p.is_dir():
-            real = os.path.realpath(p)
-            if real in files:  # the same file through a link: read once
-                continue
+    for p in paths:
+        real = os.path.realpath(p)
+        if real not in files:
             files.add(real)
-        out.append(p)
-    return out, sorted(runs)
+            out.append(p)
+    return out
