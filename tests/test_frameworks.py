@@ -254,8 +254,9 @@ def test_a_rerun_of_the_same_file_spelled_otherwise_is_a_rerun(tmp_path, monkeyp
     assert list(run.indicators["trace_id"]) == ["a"] and (tmp_path / "out" / "mine.txt").read_text() == "kept"
     other = tmp_path / "b.jsonl"
     other.write_text(data.read_text())
-    with pytest.raises(thinkprobe.api.OutputFolderError, match="a run of other inputs"):
+    with pytest.raises(thinkprobe.api.OutputFolderError, match="a run of other inputs") as refused:
         thinkprobe.profile(str(other), tmp_path / "out", **FAST)
+    assert "resume" not in str(refused.value)  # a review: --resume was offered, which continues the same inputs only
 
 
 def test_output_folder_never_mixes_two_runs(tmp_path):

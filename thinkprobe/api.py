@@ -260,9 +260,9 @@ def prepare_out_dir(out: Path, opts: RunOptions, check_records: bool = False) ->
     names = sorted(p.name for p in out.iterdir())
     shown = ", ".join(names[:8]) + (f", ... ({len(names)} entries)" if len(names) > 8 else "")
     what = "a run of other inputs" if held is not None else "other files"
+    # (no --resume here: it continues a run of the same inputs, and this folder holds none)
     raise OutputFolderError(f"-o {out} is not empty and holds {what} ({shown}): pass --overwrite (in Python "
-                            "overwrite=True) to clear it first, --resume (resume=True) to continue an interrupted run of "
-                            "the same inputs, or choose another folder")
+                            "overwrite=True) to clear it first, or choose another folder")
 
 
 # ----------------------------------------------------------------------------- profiling
