@@ -23,20 +23,12 @@ from .progress import terminal_safe
 from .runner import field_warnings
 from .outputs import (ANOMALIES_TABLE, ERRORS_FILE, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
                       MODEL_GROUP_PROFILES_TABLE, MODEL_PROFILES_TABLE, OUTPUT_FILES, PROFILE_TABLE, REDUNDANCY_TABLE,
-                      RUN_JSON, STATS_CSV, Table)
+                      REPORT_FILES, RUN_JSON, STATS_CSV, TOOL_FILES, TOOL_FOLDERS, Table)
 from .records import GraphRecord, iter_graph_records
 
 __all__ = ["profile", "profile_run", "Run", "load_run", "as_records", "OutputFolderError", "prepare_out_dir",
            "field_warnings", "TOOL_FILES"]
 
-REPORT_FILES = ("report.html", "report.md", "figures", "traces")
-
-
-# Everything the tool writes into a run folder: the run's files (outputs.RUN_FILES), the committed
-# chunks, the report, and what `thinkprobe export` writes there by default. A rerun removes these only.
-TOOL_FILES = (*OUTPUT_FILES, *REPORT_FILES, "parts", "reasoningflow.jsonl", "graphs.node_link.jsonl", "graphml")
-# The folders among TOOL_FILES: a rerun removes only the tool's files in them; a file of the user's stays.
-TOOL_FOLDERS = ("figures", "traces", "parts", "graphml")
 
 
 def _tool_file(folder: str, name: str, path: Path) -> bool:

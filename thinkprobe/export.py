@@ -35,6 +35,7 @@ from pathlib import Path
 
 import networkx as nx
 
+from .outputs import EXPORT_FILES, TOOL_FILES
 from .records import iter_graph_records
 from .tables import own_dir
 
@@ -131,22 +132,17 @@ def _xml_safe(g: nx.MultiDiGraph) -> nx.MultiDiGraph:
     return g
 
 
-_EXPORT_NAMES = ("reasoningflow.jsonl", "graphs.node_link.jsonl", "graphml")  # export's own default outputs
-
-
 def export(run_dir: str | Path, fmt: str, out: str | Path | None = None) -> Path:
     """Write every graph of a run in `fmt`; returns the file (or folder, for graphml) written. A file
     is written whole through a temporary name of its own and then moved into place (a symlink at the
     target is replaced, not written through; nothing is left on failure); the run folder itself or a
     target among its own files (graphs.jsonl, parts/, traces/ ...) is refused (`-o RUN/graphs.jsonl`
     had emptied the graphs it was reading, `-o RUN/parts/000000.jsonl` broke --resume)."""
-    from .api import TOOL_FILES
-
     run_dir = Path(run_dir)
     if out is not None:
         target, home = Path(out).resolve(), run_dir.resolve()
         inside = target.relative_to(home).parts if target.is_relative_to(home) else ()
-        if target == home or (inside and inside[0] in TOOL_FILES and inside[0] not in _EXPORT_NAMES):
+        if target == home or (inside and inside[0] in TOOL_FILES and inside[0] not in EXPORT_FILES):
             raise ValueError(f"-o {out} is the run folder or one of its own files (parts/, traces/ ...); choose "
                              "another target")
     if fmt in ("reasoningflow", "json"):

@@ -151,6 +151,13 @@ RUN_FILES: tuple[RunFile, ...] = (
             "CoTJudger's analyses: the difficulty-level rule, questions per level, and why an analysis is missing"),
 )
 OUTPUT_FILES: tuple[str, ...] = tuple(f.name for f in RUN_FILES)
+REPORT_FILES = ("report.html", "report.md", "figures", "traces")
+EXPORT_FILES = ("reasoningflow.jsonl", "graphs.node_link.jsonl", "graphml")  # `thinkprobe export`'s default outputs
+# Everything the tool writes into a run folder: the run's files (RUN_FILES), the committed chunks, the
+# report, and what `thinkprobe export` writes there by default. A rerun removes these only.
+TOOL_FILES = (*OUTPUT_FILES, *REPORT_FILES, "parts", *EXPORT_FILES)
+# The folders among TOOL_FILES: a rerun removes only the tool's files in them; a file of the user's stays.
+TOOL_FOLDERS = ("figures", "traces", "parts", "graphml")
 
 
 # ----------------------------------------------------------------------------- writing and reading
