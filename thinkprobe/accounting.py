@@ -263,11 +263,11 @@ class Accounting:
         together) of which at least FEW_UNITS_SHARE of at least FEW_UNITS_MIN traces hold at most
         FEW_UNITS Thought Units of reasoning: most often a file whose records are the sentences of one
         text (Schoenfeld et al.'s labelled responses), each profiled as a whole trace; of those, the
-        records that reach the run are often a closing "**Final Answer** \boxed{A}</think>" of two units. One line per file
-        whose every trace is untagged text with no question beside it, where another file's traces are
-        not: most often a file of the questions themselves beside the outputs (Venhoff et al.'s
-        messages.json). A non-reasoning model's outputs come with their questions (MiP-Overthinking's
-        gpt4o files): the per-model count of untagged text speaks of those."""
+        records that reach the run are often a closing "**Final Answer** \boxed{A}</think>" of two
+        units. One line per file whose every trace is untagged text with no question beside it, where
+        another file's traces are not: most often a file of the questions themselves beside the
+        outputs (Venhoff et al.'s messages.json). A non-reasoning model's outputs come with their
+        questions (MiP-Overthinking's gpt4o files): the per-model count of untagged text speaks of those."""
         out = []
         if any(t.traces > self.untagged_alone[f] for f, t in self.files.items()):
             for f, n in sorted(self.untagged_alone.items()):

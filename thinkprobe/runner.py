@@ -114,8 +114,9 @@ def prepare_parts(out: Path, manifest: dict, resume: bool) -> Path:
     if resume and mpath.exists():
         try:
             old = json.loads(mpath.read_text(encoding="utf-8"))
-            old.get("inputs")
-        except (ValueError, OSError, AttributeError) as exc:  # was a JSONDecodeError traceback
+            if not isinstance(old, dict):
+                raise ValueError("not a JSON object")
+        except (ValueError, OSError) as exc:  # was a JSONDecodeError traceback
             raise SystemExit(f"cannot resume {out}: {mpath} is damaged ({exc}). Start afresh without --resume.") from None
         changed = [k for k in manifest if old.get(k) != manifest[k]]
         if changed:

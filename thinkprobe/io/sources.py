@@ -149,4 +149,3 @@ def parse_source(spec: str | Path | Source, base: FieldMap = FieldMap()) -> Sour
 def source_path(spec: str | Path | Source) -> str:
     """The file or folder an input names (its ``::`` overrides removed)."""
     return parse_source(spec).path
-
