@@ -130,6 +130,29 @@ def test_trace_pages_of_ids_differing_only_in_case_are_two_files_anywhere(tmp_pa
     assert write_trace_view(tmp_path, "Case").name == hashed  # `thinkprobe graph` writes the page the report links
 
 
+def test_a_page_of_the_users_in_traces_is_kept_and_the_tools_page_named_around_it(tmp_path):
+    """A hand-written traces/case.html (or case.png) is the user's: neither the report nor `thinkprobe
+    graph` writes over it; the trace's page takes a hashed name, which the report links."""
+    traces = [(t, "m", "math", 6) for t in ("case", "other")]
+    rows = [{"trace_id": t, "model": m, "domain": d, "units": n + 1, "edges": n, "tokens": 9 * n} for t, m, d, n in traces]
+    write_run(tmp_path, rows, [make_graph(*t) for t in traces])
+    (tmp_path / "traces").mkdir()
+    mine = "<html><head><title>my notes on case</title></head></html>"
+    (tmp_path / "traces" / "case.html").write_text(mine, encoding="utf-8")
+    (tmp_path / "traces" / "other.png").write_bytes(b"my picture")
+    for _ in range(2):  # a second report tells its own pages from the user's
+        write_report(tmp_path)
+        assert (tmp_path / "traces" / "case.html").read_text(encoding="utf-8") == mine
+        md = (tmp_path / "report.md").read_text(encoding="utf-8")
+        links = dict(re.findall(r"\[(case|other)\]\(traces/([^)]+)\)", md))
+        assert links["case"] != "case.html" and (tmp_path / "traces" / links["case"]).exists()
+        assert links["other"] != "other.html"  # its graph's image would take other.png
+    page = write_trace_view(tmp_path, "case")
+    assert page.name == links["case"] and (tmp_path / "traces" / "case.html").read_text(encoding="utf-8") == mine
+    assert write_trace_view(tmp_path, "other").name == links["other"]
+    assert (tmp_path / "traces" / "other.png").read_bytes() == b"my picture"
+
+
 def test_report_says_when_its_traces_are_a_sample(run_dir, tmp_path):
     copy = tmp_path / "sampled"
     shutil.copytree(run_dir, copy)

@@ -66,11 +66,12 @@ def _hashed(name: str, trace_id: str) -> str:
     return f"{name[:60]}-{hashlib.sha1(trace_id.encode('utf-8')).hexdigest()[:10]}"
 
 
-def page_names(trace_ids) -> dict[str, str]:
+def page_names(trace_ids, folder: Path | None = None) -> dict[str, str]:
     """{trace_id: page file name without .html} for a run's ids in order: `safe_trace_id`, and a hashed
     name for an id whose name differs from an earlier one's only in case ("Case" after "case": one
-    file on macOS and Windows). The report and `thinkprobe graph` name pages alike."""
-    names, taken = {}, set()
+    file on macOS and Windows) or that a file of the user's in `folder` holds (a page of their own, kept
+    there: see `users_names`). The report and `thinkprobe graph` name pages alike."""
+    names, taken = {}, users_names(folder) if folder is not None else set()
     for trace_id in trace_ids:
         name = safe_trace_id(trace_id)
         if name.casefold() in taken:
@@ -78,6 +79,18 @@ def page_names(trace_ids) -> dict[str, str]:
         taken.add(name.casefold())
         names[trace_id] = name
     return names
+
+
+def users_names(folder: Path) -> set[str]:
+    """The names (casefolded, without suffix) that files of the user's hold in `folder`: an .html, .png
+    or .svg that is not one the tool wrote (`is_trace_page`) nor a symlink (which the tool replaces).
+    A page would overwrite them."""
+    try:
+        entries = list(Path(folder).iterdir())
+    except OSError:
+        return set()
+    return {p.stem.casefold() for p in entries if p.suffix in (".html", ".png", ".svg") and not p.is_symlink()
+            and p.is_file() and not is_trace_page(p)}
 
 
 _RESERVED = frozenset({"con", "prn", "aux", "nul", *(f"com{k}" for k in range(1, 10)), *(f"lpt{k}" for k in range(1, 10))})
@@ -279,7 +292,8 @@ def write_trace_view(run_dir: str | Path, trace_id: str, out: str | Path | None 
         own_dir(out_dir)  # the run's own folder: a symlink there is not followed
     out_dir.mkdir(parents=True, exist_ok=True)
     ids = (r["trace_id"] for r in islice(iter_graph_records(run_dir, missing_ok=True), MAX_TRACE_PAGES))
-    name = page_names(ids).get(rec["trace_id"]) or safe_trace_id(rec["trace_id"])  # the name the report links
+    name = (page_names(ids, out_dir).get(rec["trace_id"])  # the name the report links
+            or page_names([rec["trace_id"]], out_dir)[rec["trace_id"]])  # a trace past the report's pages
     with figure_style():
         fig = graph_figure(rec)
         title = PAGE_TITLE + rec["trace_id"]  # as the page's: a rerun tells the tool's images by it
@@ -336,7 +350,7 @@ def write_trace_pages(run_dir: Path, workers: int) -> dict[str, str]:
     profiles, norms = _profiles(run_dir), _norms(run_dir)
     unusual = _unusual_rows(run_dir) if (run_dir / INDICATORS_TABLE.name).exists() else {}
     records = list(islice(iter_graph_records(run_dir, missing_ok=True), MAX_TRACE_PAGES))
-    names = page_names(rec["trace_id"] for rec in records)
+    names = page_names((rec["trace_id"] for rec in records), run_dir / "traces")
     for rec in records:
         name = names[rec["trace_id"]]
         jobs.append((rec, run_dir / "traces" / f"{name}.html", profiles.get(rec["trace_id"]), norms,
