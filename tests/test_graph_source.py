@@ -100,6 +100,19 @@ def test_our_own_graphs_profiled_again_give_the_same_indicators(tmp_path):
     for name in ("indicators.csv", "profile.csv", "redundancy.csv"):
         assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "a" / name).read_bytes(), name
     assert [g["edges"] for g in again.graphs] == [g["edges"] for g in first.graphs]
+    # the run's graphs.parquet reads as its graphs.jsonl (its map and JSON columns read back); without
+    # --graph-source input a run's graphs are parsed again from their sections (the parquet's JSON
+    # column had been taken for the reasoning; graphs.jsonl's records were skipped)
+    runs = {"parquet": dict(graph_source="input"),
+            "parse": dict(graph_source="parse", linker="cue", types="cue")}
+    for name, options in runs.items():
+        src = first.folder / ("graphs.parquet" if name == "parquet" else "graphs.jsonl")
+        run = thinkprobe.profile(str(src), tmp_path / name, device="cpu", progress=False, report=False,
+                                 cache_dir=tmp_path / "cache", **options)
+        for table in ("indicators.csv", "profile.csv", "redundancy.csv"):
+            assert (tmp_path / name / table).read_bytes() == (tmp_path / "a" / table).read_bytes(), (name, table)
+        assert [g["provenance"]["answer_from"] for g in run.graphs] == [g["provenance"]["answer_from"] for g in first.graphs]
+    assert all("parsed again" in g["provenance"]["text_from"] for g in run.graphs)
 
 
 def test_gold_graphs_of_the_dev_set(shared_data, tmp_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
+from ..outputs import graph_record_of_row
 from ..records import BACKWARD_EDGES, EDGE_TYPES, NODE_TYPES, Edge, GivenGraph, InputError, Section, Trace, group_of
 from .detect import record_position
 
@@ -110,20 +111,45 @@ def _response_text(doc: Mapping, trace: Trace, locator: int | str) -> str:
     return text
 
 
-def trace_of_graph_record(record: Mapping, source: str, index: int | str) -> Trace | InputError:
-    """The trace of a ThinkProbe graph record, with its own units and edges as the given graph."""
+def trace_of_graph_record(record: Mapping, source: str, index: int | str, given: bool = True) -> Trace | InputError:
+    """The trace of a ThinkProbe graph record (a line of graphs.jsonl or a row of graphs.parquet), with
+    its own units and edges as the given graph; with `given` False, its text alone, to be parsed again
+    (`--graph-source parse` on a run's graphs: the text is its sections, not a field guessed)."""
     def error(field: str, reason: str) -> InputError:
         return InputError(source, index, field, reason)
 
+    record = graph_record_of_row(record)  # a graphs.parquet row: its map and JSON columns read back
     fields = record.get("fields") or {}
+    if not isinstance(fields, dict):
+        return error("fields", "a graph record's `fields` must map each field name to its text")
     sections = []
     for k, s in enumerate(record.get("sections") or ()):
         text = fields.get(s.get("field")) if isinstance(s, dict) else None
         if not isinstance(text, str):
             return error(f"sections[{k}]", "names a field whose text the record does not carry (`fields`)")
         sections.append(Section(s["name"], s["field"], text, int(s["start"]), int(s["end"])))
+    if not sections:
+        return error("sections", "the graph record has no sections (the text it was made from)")
+    provenance = record.get("provenance") if isinstance(record.get("provenance"), dict) else {}
+    if given:
+        graph = _given_of_graph_record(record, sections, error)
+        if isinstance(graph, InputError):
+            return graph
+        provenance = {**provenance, "graph_from": "units, edges (ThinkProbe graph record)"}
+    else:
+        graph = None
+        provenance = {**provenance, "text_from": "sections (ThinkProbe graph record; its graph parsed again)"}
+    trace_id = record.get("trace_id")
+    return Trace(str(trace_id) if trace_id is not None else f"{source}:{index}", str(record.get("model") or "unknown"),
+                 str(record.get("domain") or "unknown"), tuple(sections), question=record.get("question"),
+                 group=group_of(record), gold_answer=record.get("gold_answer"), correct=record.get("correct"),
+                 provenance=provenance, source=source, record=record_position(index), given=graph)
+
+
+def _given_of_graph_record(record: Mapping, sections: list[Section], error) -> GivenGraph | InputError:
+    """The units and edges a graph record carries, checked against its sections."""
     units = record.get("units")
-    if not sections or not isinstance(units, list) or not units:
+    if not isinstance(units, list) or not units:
         return error("units", "--graph-source input: no units in the graph record")
     by_name = {s.name: s for s in sections}
     given_units = []
@@ -144,11 +170,4 @@ def trace_of_graph_record(record: Mapping, source: str, index: int | str) -> Tra
             return error(f"edges[{k}].type", f"unknown edge type {e.get('type')!r} (known: {', '.join(EDGE_TYPES)})")
         if e["src"] != e["dst"]:
             edges.add(_oriented(e["src"], e["dst"], e["type"], e.get("polarity") or "", float(e.get("score", 1.0))))
-    given = GivenGraph(tuple(given_units), tuple(sorted(edges, key=lambda e: (e.src, e.dst, e.edge_type))), "thinkprobe")
-    trace_id = record.get("trace_id")
-    return Trace(str(trace_id) if trace_id is not None else f"{source}:{index}", str(record.get("model") or "unknown"),
-                 str(record.get("domain") or "unknown"), tuple(sections), question=record.get("question"),
-                 group=group_of(record),
-                 gold_answer=record.get("gold_answer"), correct=record.get("correct"),
-                 provenance={**(record.get("provenance") or {}), "graph_from": "units, edges (ThinkProbe graph record)"},
-                 source=source, record=record_position(index), given=given)
+    return GivenGraph(tuple(given_units), tuple(sorted(edges, key=lambda e: (e.src, e.dst, e.edge_type))), "thinkprobe")
