@@ -107,6 +107,21 @@ def test_formats_give_the_same_traces(tmp_path, make):
     assert all(t.source == str(path) for t in traces)
 
 
+def test_byte_order_marks_of_joined_or_twice_saved_files_are_no_part_of_the_data(tmp_path):
+    """Two JSONL files with BOMs joined by `cat`: the second file's BOM opens line 2 (it had made that
+    record malformed JSON). A CSV saved twice through a BOM-adding tool: the second BOM had stayed in
+    the first column's name (`id` not found)."""
+    bom = b"\xef\xbb\xbf"
+    lines = [bom + json.dumps({"id": f"t{k}", "reasoning": f"Thought {k}.", "answer": "Done."}).encode() + b"\n"
+             for k in (1, 2)]
+    (tmp_path / "joined.jsonl").write_bytes(b"".join(lines))
+    traces = list(iter_traces(tmp_path / "joined.jsonl"))
+    assert [t.trace_id for t in traces] == ["t1", "t2"]
+    assert [span(t.reasoning) for t in traces] == ["Thought 1.", "Thought 2."]
+    (tmp_path / "twice.csv").write_bytes(bom + bom + b"id,reasoning,answer\nt1,Thought 1.,Done.\n")
+    assert [t.trace_id for t in iter_traces(tmp_path / "twice.csv")] == ["t1"]
+
+
 def test_directory_is_read_recursively_in_sorted_order(tmp_path):
     root, _ = _directory(tmp_path)
     records = list(iter_records(root))

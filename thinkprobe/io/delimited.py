@@ -108,7 +108,7 @@ def iter_delimited(delimiter: str) -> Callable[[str, BinaryIO, InputLimits], Ite
             if not header:
                 yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", "no header row")
                 return
-            header = _unique_names([h.strip() for h in header])
+            header = _unique_names([h.lstrip("\ufeff").strip() for h in header])  # a BOM left by a second save
             if any(_ESCAPED_BYTE.search(h) for h in header):
                 yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", "header row: invalid UTF-8 (save the file "
                                                                              "as UTF-8)")
