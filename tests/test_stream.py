@@ -512,6 +512,27 @@ def test_watch_names_text_it_cannot_read_as_profile_does(tmp_path):
     assert res.exit_code == 2 and "not a regular file or a pipe" in res.output
 
 
+def test_watch_marks_bytes_that_are_not_utf8_as_profile_marks_a_lone_surrogate(tmp_path, no_encoding_config):
+    """A byte that is not UTF-8 had become U+FFFD with no word of it; it is now one, and the
+    provenance names the field (`repaired_unicode`), as for a lone surrogate fed to a stream."""
+    import io
+
+    from thinkprobe.watch import read_pieces, watch
+
+    path = tmp_path / "gen.txt"
+    path.write_bytes("<think>\nLet me add 2 and 3 \u2014 that is 5.\n".encode() + b"Caf\xe9 is 5.\n</think>5")
+    text = "".join(read_pieces(str(path), piece=7))
+    assert "\u2014" in text and "Caf\udce9 is" in text
+    watch(str(path), out_dir=str(tmp_path / "o"), out=io.StringIO(), config=no_encoding_config, **FAST)
+    graph = json.loads((tmp_path / "o" / "graphs.jsonl").read_text(encoding="utf-8"))
+    assert graph["provenance"]["repaired_unicode"] == ["response"]
+    assert "Caf\ufffd is 5." in graph["fields"]["response"]
+    clean = tmp_path / "clean.txt"
+    clean.write_text("<think>\nLet me add 2 and 3.\nThat is 5.\n</think>5", encoding="utf-8")
+    watch(str(clean), out_dir=str(tmp_path / "c"), out=io.StringIO(), config=no_encoding_config, **FAST)
+    assert "repaired_unicode" not in json.loads((tmp_path / "c" / "graphs.jsonl").read_text(encoding="utf-8"))["provenance"]
+
+
 def test_pieces_without_a_line_break_or_tag_do_not_reread_the_text(monkeypatch):
     """A review: a loop written without line breaks made every feed read the whole text again (its
     sections found anew): 10,000 pieces of 18 characters took 13.7 s, four times more per doubling.

@@ -88,8 +88,10 @@ def _reader(source: str, stdin=None):
 def read_pieces(source: str, *, follow: bool = False, until: str | None = None, idle_timeout: float = 10.0,
                 interval: float = 0.2, piece: int = 256, stdin=None):
     """The text of `source` ("-": standard input) in pieces of at most `piece` characters, as it
-    arrives (see the module docstring for when it ends). UTF-8 split across reads is decoded whole."""
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    arrives (see the module docstring for when it ends). UTF-8 split across reads is decoded whole; a
+    byte that is not UTF-8 comes as a lone surrogate, which the stream replaces by U+FFFD and names in
+    the provenance (`repaired_unicode`), as a file's are."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape")
     piped = source == "-" or stat.S_ISFIFO(os.stat(source).st_mode)  # the end of its input is the end
     read, close = _reader(source, stdin)
     head = b""  # the first bytes, until there are 4 to tell UTF-16, gzip or zip from text (as profile does)
