@@ -374,6 +374,33 @@ def test_report_sections_list_unusual_traces_and_the_model_for_each_domain(run_d
     assert set(sections[1].header) <= defined | {"domain"}  # every header of the choice table has hover text
 
 
+def test_unusual_traces_whose_reasoning_is_code_are_marked(run_dir, tmp_path):
+    """A trace whose reasoning is a program (provenance reasoning_is_code: MR-BEN's coding solutions) is
+    unusual for that alone; the table said nothing of it."""
+    import shutil
+
+    from thinkprobe.anomalies import read_anomalies
+    from thinkprobe.report.decisions import CODE_MARK, decision_sections
+    from thinkprobe.stats import load_table
+
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    top = min((a for a in read_anomalies(run) if a["model"] == "qwq"), key=lambda a: a["anomaly_rank"])["trace_id"]
+    graphs = [json.loads(line) for line in (run / "graphs.jsonl").read_text(encoding="utf-8").splitlines()]
+    for g in graphs:
+        if g["trace_id"] == top:
+            g["provenance"] = {**(g.get("provenance") or {}), "reasoning_is_code": True}
+    (run / "graphs.jsonl").write_text("".join(json.dumps(g) + "\n" for g in graphs), encoding="utf-8")
+    unmarked = decision_sections(run, load_table(run), {})[0]
+    assert not any(CODE_MARK in row[4] for row in unmarked.rows)  # run.json counts none: graphs not read
+    info = json.loads((run / "run.json").read_text(encoding="utf-8")) if (run / "run.json").exists() else {}
+    info.setdefault("counts", {})["reasoning_is_code"] = 1
+    (run / "run.json").write_text(json.dumps(info), encoding="utf-8")
+    section = decision_sections(run, load_table(run), {})[0]
+    marked = [row for row in section.rows if CODE_MARK in row[4]]
+    assert [row[0][0] for row in marked] == [top] and "reasoning is a Python program" in section.note
+
+
 def test_select_says_it_pools_groups_only_where_it_does(run_dir):
     from thinkprobe.stats import load_table
 

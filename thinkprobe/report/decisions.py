@@ -33,15 +33,32 @@ class Section:
     empty: str = ""
 
 
+CODE_MARK = "reasoning is a program; "  # before the drivers of a trace whose reasoning is code, not prose
+
+
+def _code_traces(run_dir: Path, wanted: set[str]) -> set[str]:
+    """Which of `wanted` traces' reasoning is a program, not prose (provenance reasoning_is_code): their
+    indicators describe code, which alone can make a trace unusual. graphs.jsonl is read only when
+    run.json counts such traces."""
+    from .coverage import _run
+
+    if not wanted or not (_run(run_dir).get("counts") or {}).get("reasoning_is_code"):
+        return set()
+    return {rec["trace_id"] for rec in iter_graph_records(run_dir, missing_ok=True)
+            if rec["trace_id"] in wanted and (rec.get("provenance") or {}).get("reasoning_is_code")}
+
+
 def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], per_model: int) -> Section:
     anomalies = read_anomalies(run_dir)
-    cells = []
+    listed = []
     for model in sorted({a["model"] for a in anomalies}):
         ranked = sorted((a for a in anomalies if a["model"] == model and a["anomaly_rank"] is not None),
                         key=lambda a: a["anomaly_rank"])
-        for a in ranked[:per_model]:
-            cells.append([(a["trace_id"], pages.get(a["trace_id"])), model, format_number(a["anomaly"], 2),
-                          str(a["anomaly_rank"]), a["drivers"] or "–", format_number(a["failure_risk"], 2)])
+        listed += ranked[:per_model]
+    code = _code_traces(run_dir, {a["trace_id"] for a in listed})
+    cells = [[(a["trace_id"], pages.get(a["trace_id"])), a["model"], format_number(a["anomaly"], 2),
+              str(a["anomaly_rank"]), (CODE_MARK if a["trace_id"] in code else "") + (a["drivers"] or "–"),
+              format_number(a["failure_risk"], 2)] for a in listed]
     reasons = sorted({a["anomaly_reason"] for a in anomalies if a["anomaly_reason"]})
     note = (f"The {per_model} most unusual traces of each model: anomaly is the robust Mahalanobis distance of a "
             "trace's 19 indicators from its own model's traces; drivers are the indicators that push it out, with "
@@ -49,6 +66,9 @@ def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], p
             "its training corpora), from the reasoning's structure alone (never the answer, the gold answer or a "
             "grade). "
             "Every trace is in anomalies.csv.")
+    if code:
+        note += (f" \"{CODE_MARK.rstrip('; ')}\" marks a trace whose reasoning is a Python program, not prose "
+                 "(provenance reasoning_is_code): its units and indicators describe code, which alone can set it apart.")
     if reasons:
         note += " Not scored: " + "; ".join(reasons) + "."
     note += _risk_auroc(run_dir, rows, anomalies)

@@ -88,7 +88,8 @@ DECISIONS_GLOSSARY: dict[str, str] = {
                "empty for a model with too few traces (anomaly_reason says why)",
     "anomaly_rank": "1 = the model's most unusual trace",
     "drivers": "the indicators with the largest |robust z| (at least the config's anomaly_driver_z), signed: "
-               "+ above the model's median, - below",
+               "+ above the model's median, - below; in the report's table \"reasoning is a program\" first marks "
+               "a trace whose reasoning is code, not prose",
     "failure_risk": "probability that the final answer is wrong, from the reasoning's structure alone "
                     "(unit types, edges, length, candidate answers in the reasoning; never the answer section, "
                     "the gold answer or a grade), calibrated on its training corpora (left out of training, "
