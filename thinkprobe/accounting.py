@@ -312,7 +312,7 @@ def format_coverage(coverage: Mapping, grades: Mapping | None = None, max_rows: 
     if grades:
         rec, mat = grades["from_records"], grades["from_matcher"]
         lines.append(f"grades: {sum(rec.values())} from the records ({rec['correct']} correct, {rec['incorrect']} "
-                     f"incorrect, {rec['not graded']} graded neither, e.g. not attempted: left out of Acc)" + (
+                     f"incorrect, {rec['not graded']} ungraded by their grade, e.g. not attempted: left out of Acc)" + (
                          f" in {', '.join(grades['fields'])}" if grades["fields"] else "")
                      + f"; {sum(mat.values())} by matching the answer"
                      + (f" ({mat['incorrect']} incorrect, of which {grades['matcher_no_answer']} because no final answer "

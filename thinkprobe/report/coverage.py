@@ -68,7 +68,7 @@ def _lines(run: dict) -> list[str]:
     if grades:
         rec, mat = grades["from_records"], grades["from_matcher"]
         lines.append(f"Verdicts: {sum(rec.values())} traces carry their own grade ({rec['correct']} correct, "
-                     f"{rec['incorrect']} incorrect, {rec['not graded']} graded neither, as SimpleQA's 'not "
+                     f"{rec['incorrect']} incorrect, {rec['not graded']} ungraded by their grade, as SimpleQA's 'not "
                      f"attempted': left out of Acc"
                      + (f"; read from {', '.join(grades['fields'])}" if grades["fields"] else "")
                      + f"), {sum(mat.values())} were judged by matching the final answer against the gold answer"
