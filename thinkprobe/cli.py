@@ -262,7 +262,8 @@ def format_summary(result: dict) -> str:
                      + (f"; by model: {per_model}" if per_model else ""))
     if truncated := result.get("truncated_by_model"):
         lines.append(f"{sum(truncated.values())} traces end before their reasoning does (an opening tag with no "
-                     f"closing one: cut off at a length limit?), profiled as far as they go (provenance truncated); "
+                     f"closing one: cut off at a length limit?, or an API's stop reason saying so: provenance "
+                     f"truncated_by), profiled as far as they go (provenance truncated); "
                      f"by model: {_per_model(truncated, result)}")
     if summarised := result.get("summarised_by_model"):
         lines.append(f"{sum(summarised.values())} traces' reasoning is a summary the model gave of its thinking (a "

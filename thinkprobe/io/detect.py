@@ -9,7 +9,6 @@ import decimal
 import math
 import re
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -17,7 +16,11 @@ from ..records import InputError, Section, Trace
 from .formats import strip_extensions, type_name
 from .grades import CORRECT_FIELDS, GENERATION_CORRECT_FIELDS, GRADES, grade_key, parse_correct_values, read_grade, unread_codes
 from .sources import FieldMap
-from .guess import is_api_error, is_code, longest_text_hint, model_output, output_prompt, step_texts, tagged_field
+from .guess import HIDDEN_REASONING, is_api_error, is_code, longest_text_hint, model_output, output_prompt, step_texts, tagged_field
+from .apis import cut_by_limit, hidden_reasoning_tokens
+from .blocks import (BLOCK_SEPARATOR, ENCRYPTED, SUMMARY_FIELD, TURN_REASONING_KEYS, Found, field_candidates,
+                     turn_candidates, typed_blocks)
+from .blocks import joined as join_pieces
 from .tags import Split, split_tags, trim
 
 __all__ = ["get_path", "GRADES", "ENCRYPTED", "UNTAGGED", "CHOICE_MESSAGES", "record_position", "REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect", "record_model"]
@@ -64,9 +67,6 @@ GOLD_FIELDS = ("correct_answer", "gold", "gold_answer", "metadata.correct_answer
 TURN_LISTS = ("messages", "conversations")
 
 
-TURN_REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
-
-
 # OpenAI chat completions (vLLM, DeepSeek API): choices[0].message.reasoning(_content); inspect_ai's
 # ModelOutput keeps the same under output.
 CHOICE_MESSAGE = "choices[0].message"
@@ -75,8 +75,7 @@ CHOICE_MESSAGE = "choices[0].message"
 CHOICE_MESSAGES = (CHOICE_MESSAGE, "output.choices[0].message")
 
 
-# Why a record holds no reasoning to profile although it has a place for it.
-ENCRYPTED = "reasoning is encrypted or redacted only (no visible text): nothing to profile"
+# Why a record holds no reasoning to profile although it has a place for it (and ENCRYPTED, from .blocks).
 UNTAGGED = ("untagged text: no reasoning field and no reasoning tags, so the whole text would be profiled as "
             "reasoning; left out by --untagged skip")
 
@@ -90,11 +89,8 @@ RESPONSES_OUTPUT = ("output", "response.output", "response.body.output")
 LM_EVAL_RESPS = "resps"
 
 
-# Several pieces of one reasoning (content blocks, summary parts, a list of steps) are joined into one
-# text with these separators; provenance says so and offsets point into the joined text.
-BLOCK_SEPARATOR = "\n\n"
-
-
+# A list of steps is joined into one text with this (content blocks and summary parts with
+# BLOCK_SEPARATOR, from .blocks); provenance says so and offsets point into the joined text.
 STEP_SEPARATOR = "\n"
 
 
@@ -145,7 +141,7 @@ def detect(
     answer_fields = found.answer_fields
     if fields.answer_field:
         answer_fields = (fields.answer_field, *answer_fields)
-    answer = _answer_section(record, answer_fields, reasoning_from, text, split)
+    answer = _answer_section(record, answer_fields, reasoning_from, text, split, found.answer)
     if answer is not None and answer.field != reasoning_from and split.tag is None and split.answer is not None:
         # a closing "#### 36" / "The answer is: 36" line of a text whose answer is another field's: reasoning
         start, end = trim(text, 0, len(text))
@@ -176,11 +172,12 @@ def detect(
     gold_fields = tuple(f for f in GOLD_FIELDS if f != reasoning_from)
     gold, gold_from = _first_scalar(record, _with_override(fields.gold_field, gold_fields))
     grade = read_grade(record, get_path, fields.correct_field, parse_correct_values(fields.correct_values), generation)
+    cut = cut_by_limit(record, get_path)  # where the API says the output stopped at its token limit
     provenance = {
         "reasoning_from": _origin(record, reasoning_from),
         "tag": split.tag,
         "open_tag_missing": split.open_tag_missing,
-        "truncated": split.truncated,
+        "truncated": split.truncated or cut is not None,
         "answer_from": answer.field if answer else None,
         "model_from": _origin(record, model_from) or "default",
         "domain_from": _origin(record, domain_from) or "default",
@@ -196,10 +193,12 @@ def detect(
             provenance["unread_grade"] = f"{grade.field}={grade.value}"  # --correct-field holding words no default reads
     elif codes := unread_codes(record, get_path):  # e.g. MiP's eval_result: a grade only --correct-values reads
         provenance["unread_grade"] = ", ".join(f"{field}={value}" for field, value in codes)
-    if any(_SUMMARY_FIELD.search(f) for f in (provenance["reasoning_from"] or "", (found.joined or {}).get("from", ""))):
+    if any(SUMMARY_FIELD.search(f) for f in (provenance["reasoning_from"] or "", (found.joined or {}).get("from", ""))):
         provenance["summarised"] = True  # a summary of hidden thinking (Gemini's thought_summary), not the chain itself
     if is_code(text[start:end]):
         provenance["reasoning_is_code"] = True  # a program, not prose (MR-BEN's coding solutions): counted in the summary
+    if cut is not None and not split.truncated:
+        provenance["truncated_by"] = cut
     if "layout" in record:
         provenance["layout"] = record["layout"]
     if source_id is not None:
@@ -224,10 +223,6 @@ def detect(
         record=position,
         code_tests=next((record[k] for k in CODE_TEST_FIELDS if record.get(k)), None),
     )
-
-
-# thought_summary, thoughtSummary, Responses' reasoning summary parts
-_SUMMARY_FIELD = re.compile(r"(?:^|[.\]_ ])(?i:summary)\b|[a-z]Summary\b")
 
 
 def record_model(record: Any, fields: FieldMap, source: str) -> str | None:
@@ -267,34 +262,6 @@ def _named(record: dict, constant: str | None, field: str | None, from_path: str
     return _first_scalar(record, auto)
 
 
-@dataclass(frozen=True)
-class _Found:
-    """Where the reasoning text is: a field path, its text, the fields a separate answer may be in,
-    whether the place is a dedicated one (a reasoning field, thinking blocks, a chat turn's reasoning
-    key, a field the user named) and, when several pieces were joined into one text, how. ``empty``
-    marks a dedicated place that is present but holds no text (null, "", or only encrypted /
-    redacted blocks when ``reason`` says so)."""
-
-    path: str
-    text: Any
-    answer_fields: tuple[str, ...]
-    joined: dict | None = None
-    dedicated: bool = False
-    empty: bool = False
-    reason: str = "empty reasoning"
-
-
-def _joined(path: str, pieces: list[tuple[str, str]], separator: str) -> tuple[str, str, dict | None]:
-    """(field, text, joined provenance): one piece stays itself, several are joined with ``separator``."""
-    if len(pieces) == 1:
-        return pieces[0][0], pieces[0][1], None
-    text = separator.join(piece for _, piece in pieces)
-    joined = {"field": path, "parts": len(pieces), "separator": separator}
-    if all(_SUMMARY_FIELD.search(p) for p, _ in pieces):  # a Responses summary in several parts
-        joined["from"] = pieces[0][0].rsplit("[", 1)[0]  # output[0].summary: what the parts are of
-    return path, text, joined
-
-
 # "answer" is not among them: records keep their gold answer under that name more often than the model's.
 _ANSWER_SIBLINGS = ("content", "text")
 
@@ -311,7 +278,7 @@ def _siblings(path: str) -> tuple[str, ...]:
 
 def _locate_reasoning(
     record: dict, fields: FieldMap, error: Callable[[str, str], InputError], generation: int | None = None
-) -> _Found:
+) -> Found:
     if fields.reasoning_field:
         # An explicit choice never falls back silently to another field.
         path = fields.reasoning_field
@@ -321,7 +288,7 @@ def _locate_reasoning(
         joined = None
         if steps := step_texts(path, value):
             # a list of steps (ProcessBench, BIG-Bench Mistake, MR-BEN; ReasonEval's lists of one text each) is one trace
-            path, value, joined = _joined(path, steps, STEP_SEPARATOR)
+            path, value, joined = join_pieces(path, steps, STEP_SEPARATOR)
         if not isinstance(value, str):
             raise error(path, f"expected text or a list of texts, found {type_name(value)}")
         if not value.strip():
@@ -332,7 +299,7 @@ def _locate_reasoning(
         except InputError:
             auto = ()
         answers = tuple(dict.fromkeys(f for f in (*_siblings(path), *auto, *ANSWER_FIELDS) if f != path))
-        return _Found(path, value, answers, joined, dedicated=True)
+        return Found(path, value, answers, joined, dedicated=True)
 
     # Every candidate is tried before giving up; a place of the wrong type is only reported when no
     # other holds reasoning. A dedicated place that is present but empty (null reasoning_content,
@@ -349,7 +316,7 @@ def _locate_reasoning(
             continue
         if not isinstance(value, str):
             if candidate.dedicated and empty is None:  # a reasoning field that holds no text blocks the fallback
-                empty = _Found(candidate.path, None, (), dedicated=True, empty=True,
+                empty = Found(candidate.path, None, (), dedicated=True, empty=True,
                                reason=f"expected text, found {type_name(value)}")
             wrong = wrong or (candidate.path, value)
             continue
@@ -367,13 +334,19 @@ def _locate_reasoning(
     known = (*tried, *QUESTION_FIELDS, *GOLD_FIELDS, *ID_FIELDS, *MODEL_FIELDS, *DOMAIN_FIELDS)
     other = tagged_field(record, known)  # a field no list names, holding reasoning tags
     if other:
-        return _Found(other[0], other[1], ())
+        return Found(other[0], other[1], ())
+    if hidden := hidden_reasoning_tokens(record, get_path):  # o-series, GPT-5: the thinking is counted, not returned
+        where = plain.path if plain else "reasoning"
+        raise error(where, f"{HIDDEN_REASONING}: `{hidden[0]}` counts {hidden[1]:,} reasoning tokens the record does not "
+                           "hold, so its text is the final answer only"
+                           + (f"; to profile that answer as the reasoning, name it with --reasoning-field '{plain.path}'"
+                              if plain else ""))
     if plain:
         return plain
     if output := model_output(record):  # `gpt-4o (question)`: a named model's output, no reasoning tags
         if output.hidden_tokens:
             raise error(output.field, output.hidden_reason())
-        return _Found(output.field, output.text, ())
+        return Found(output.field, output.text, ())
     if wrong:
         hint = (f" (a list of texts, as steps: --reasoning-field {wrong[0]} joins them into one trace)"
                 if isinstance(wrong[1], list) and wrong[1] and all(isinstance(x, str) for x in wrong[1]) else "")
@@ -385,21 +358,21 @@ def _locate_reasoning(
                              f"{longest_text_hint(record, known)}")
 
 
-def _dedicated_candidates(record: dict) -> Iterator[tuple[_Found, bool]]:
+def _dedicated_candidates(record: dict) -> Iterator[tuple[Found, bool]]:
     """The dedicated reasoning fields, in order (a list of reasoning texts gives its first)."""
     for path in REASONING_FIELDS:
         found, value = get_path(record, path)
-        if not found:
-            continue
+        if not found or path == "reasoning" and isinstance(value, dict) and isinstance(record.get("output"), list):
+            continue  # a Responses object's `reasoning` is its request's settings (effort, summary), not text
         if path == "reasonings" and isinstance(value, list):
             if not value or value[0] is None:
-                yield _Found(path, None, ANSWER_FIELDS, dedicated=True, empty=True), True
+                yield Found(path, None, ANSWER_FIELDS, dedicated=True, empty=True), True
                 continue
             path, value = "reasonings[0]", value[0]
         if value is None:
-            yield _Found(path, None, ANSWER_FIELDS, dedicated=True, empty=True), True
+            yield Found(path, None, ANSWER_FIELDS, dedicated=True, empty=True), True
         else:
-            yield _Found(path, value, ANSWER_FIELDS, dedicated=True), True
+            yield Found(path, value, ANSWER_FIELDS, dedicated=True), True
 
 
 def _keys_hint(record: dict, path: str) -> str:
@@ -420,128 +393,55 @@ def _keys_hint(record: dict, path: str) -> str:
     return f"{where} has: {shown or 'no keys'}"
 
 
-def _inline_candidates(record: dict, generation: int | None = None) -> Iterator[tuple[_Found, bool]]:
+def _inline_candidates(record: dict, generation: int | None = None) -> Iterator[tuple[Found, bool]]:
     """(candidate, strong) for places that may hold reasoning inline, in order; a candidate's text may
     be None (absent) or a non-string (reported if nothing better turns up)."""
     for name in TAGGED_FIELDS:
-        yield from _field_candidates(record.get(name), name)
+        yield from field_candidates(record.get(name), name)
     for base in RESPONSES_OUTPUT[1:]:  # a Responses API object nested in a batch result
         found, value = get_path(record, base)
-        blocks = _typed_blocks(value, base) if found and isinstance(value, list) else None
+        blocks = typed_blocks(value, base) if found and isinstance(value, list) else None
         if blocks:
             yield blocks, True
     resps = record.get(LM_EVAL_RESPS)
     if isinstance(resps, list) and resps:
         first = resps[0]
         if isinstance(first, list) and first:
-            yield _Found(f"{LM_EVAL_RESPS}[0][0]", first[0], ()), False
+            yield Found(f"{LM_EVAL_RESPS}[0][0]", first[0], ()), False
         elif not isinstance(first, list):
-            yield _Found(f"{LM_EVAL_RESPS}[0]", first, ()), False
+            yield Found(f"{LM_EVAL_RESPS}[0]", first, ()), False
     generations = record.get("generations")
     if isinstance(generations, list) and generations:
         g = generation if generation is not None and 0 <= generation < len(generations) else 0
         # a generation asked for by number is taken even without tags (OpenR1 rows repeat one in messages)
-        yield _Found(f"generations[{g}]", generations[g], ()), generation is not None
+        yield Found(f"generations[{g}]", generations[g], ()), generation is not None
     elif generations is not None and not isinstance(generations, list):
-        yield _Found("generations", generations, ()), False
+        yield Found("generations", generations, ()), False
     for choice in CHOICE_MESSAGES:
         found, message = get_path(record, choice)
         if found and isinstance(message, dict):
-            yield from _turn_candidates(message, choice)
+            yield from turn_candidates(message, choice)
     for list_name in TURN_LISTS:
         turns = record.get(list_name)
         if not isinstance(turns, list):
             continue
         index = next((i for i in range(len(turns) - 1, -1, -1) if _role(turns[i]) in ASSISTANT_ROLES), None)
         if index is not None:
-            yield from _turn_candidates(turns[index], f"{list_name}[{index}]")
+            yield from turn_candidates(turns[index], f"{list_name}[{index}]")
     found, value = get_path(record, "raw_text.response")
-    yield _Found("raw_text.response", value if found else None, ()), False
-
-
-def _turn_candidates(turn: dict, prefix: str) -> Iterator[tuple[_Found, bool]]:
-    content_key = "content" if "content" in turn else "value"
-    content_path = f"{prefix}.{content_key}"
-    for key in TURN_REASONING_KEYS:
-        if key not in turn:
-            continue
-        value = turn[key]
-        if isinstance(value, str) and value.strip():
-            yield _Found(f"{prefix}.{key}", value, (content_path,), dedicated=True), True
-        elif value is None or isinstance(value, str):  # reasoning_content: null -> content is the answer
-            yield _Found(f"{prefix}.{key}", None, (content_path,), dedicated=True, empty=True), True
-    yield from _field_candidates(turn.get(content_key), content_path)
-
-
-def _field_candidates(value, path: str) -> Iterator[tuple[_Found, bool]]:
-    """The candidate a field's value at `path` gives: its reasoning (strong) when it is a list of
-    typed blocks, the value itself (weak) when it is not typed blocks, none when the blocks hold no
-    reasoning."""
-    blocks = _typed_blocks(value, path) if isinstance(value, list) else None
-    if blocks:
-        yield blocks, True
-    elif blocks is None:
-        yield _Found(path, value, ()), False
-
-
-def _typed_blocks(items: list, path: str) -> _Found | None | bool:
-    """Reasoning in a list of typed blocks: Anthropic ``{"type": "thinking", "thinking": ...}`` content
-    blocks, OpenAI Responses ``{"type": "reasoning", "summary"/"content": [{"text": ...}]}`` output
-    items, inspect_ai ``{"type": "reasoning", "reasoning": ..., "redacted": false}`` content. Several
-    pieces are joined; the answer is the first text block / output_text part.
-    Returns None when ``items`` are not typed blocks, False when they are but hold no reasoning, and
-    an empty `_Found` (reason ENCRYPTED) when their reasoning is encrypted or redacted only."""
-    if not items or not all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in items):
-        return None
-    pieces: list[tuple[str, str]] = []
-    answers: list[str] = []
-    hidden = None  # the first encrypted / redacted reasoning block
-    for i, block in enumerate(items):
-        kind = block["type"]
-        if kind == "thinking" and isinstance(block.get("thinking"), str):
-            pieces.append((f"{path}[{i}].thinking", block["thinking"]))
-        elif kind == "redacted_thinking":
-            hidden = hidden or f"{path}[{i}]"
-        elif kind == "reasoning" and isinstance(block.get("reasoning"), str):  # inspect_ai ContentReasoning
-            if not block.get("redacted"):
-                pieces.append((f"{path}[{i}].reasoning", block["reasoning"]))
-            elif isinstance(block.get("summary"), str) and block["summary"].strip():
-                pieces.append((f"{path}[{i}].summary", block["summary"]))
-            else:
-                hidden = hidden or f"{path}[{i}]"
-        elif kind == "reasoning":
-            # raw reasoning text (content) when the API returns it, else the summary
-            before = len(pieces)
-            for part_list in ("content", "summary"):
-                parts = block.get(part_list)
-                texts = [(f"{path}[{i}].{part_list}[{k}].text", p["text"]) for k, p in enumerate(parts or ())
-                         if isinstance(p, dict) and isinstance(p.get("text"), str)] if isinstance(parts, list) else []
-                if texts:
-                    pieces.extend(texts)
-                    break
-            if len(pieces) == before and block.get("encrypted_content"):
-                hidden = hidden or f"{path}[{i}].encrypted_content"
-        elif kind == "text" and isinstance(block.get("text"), str):
-            answers.append(f"{path}[{i}].text")
-        elif kind == "message" and isinstance(block.get("content"), list):
-            answers.extend(f"{path}[{i}].content[{k}].text" for k, part in enumerate(block["content"])
-                           if isinstance(part, dict) and part.get("type") == "output_text")
-    pieces = [(p, t) for p, t in pieces if t.strip()]
-    if not pieces:
-        if hidden:
-            return _Found(hidden, None, tuple(answers[:1]), dedicated=True, empty=True, reason=ENCRYPTED)
-        return False
-    field, text, joined = _joined(path, pieces, BLOCK_SEPARATOR)
-    return _Found(field, text, tuple(answers[:1]), joined, dedicated=True)
+    yield Found("raw_text.response", value if found else None, ()), False
 
 
 def _answer_section(
-    record: dict, answer_fields: tuple[str, ...], reasoning_from: str, text: str, split: Split
+    record: dict, answer_fields: tuple[str, ...], reasoning_from: str, text: str, split: Split,
+    joined_answer: tuple[str, str] | None = None,
 ) -> Section | None:
+    """The answer: the first answer field holding text (`joined_answer`: (name, text) of one joined from
+    several pieces), else what follows the reasoning's closing tag."""
     for path in answer_fields:
         if path == reasoning_from:
             continue
-        found, value = get_path(record, path)
+        found, value = (True, joined_answer[1]) if joined_answer and path == joined_answer[0] else get_path(record, path)
         if not found or not isinstance(value, str) or not value.strip():
             continue
         # The answer field may repeat the reasoning inside tags; only what follows them is the answer.

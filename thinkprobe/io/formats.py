@@ -204,7 +204,7 @@ def _iter_file(file: Path, limits: InputLimits) -> Iterator[tuple[str, int | str
         supported = ", ".join(FORMATS)
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"unsupported file type (expected {supported}, optionally .gz)")
         return
-    read = 0
+    read, state = 0, {}  # state: what a layout keeps across the file's records (lm-eval's filters)
     try:
         with contextlib.ExitStack() as stack:
             fh = open_input(file, limits, stack)
@@ -216,7 +216,7 @@ def _iter_file(file: Path, limits: InputLimits) -> Iterator[tuple[str, int | str
                 if isinstance(record, InputError):
                     yield source, locator, record
                     continue
-                for inner, item in expand(source, locator, record):
+                for inner, item in expand(source, locator, record, state):
                     yield source, inner, item
     except (OSError, EOFError) as exc:  # corrupt gzip, unreadable file: report it and move to the next file
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"cannot read file: {exc}")

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..records import InputError
+from .apis import API_LAYOUTS, split_choices
 from .limits import InputLimits
 
 __all__ = ["LAYOUTS", "DERIVED", "INSPECT_GRADES", "expand", "lighteval_path_parts", "resolve_attachments",
@@ -140,7 +141,7 @@ def _inspect_grade(scores: Any) -> bool | None:
     return None
 
 
-def _expand_inspect(record: dict, source: str, locator: int | str) -> Iterator[tuple[int | str, dict | InputError]]:
+def _expand_inspect(record: dict, source: str, locator: int | str, state: dict) -> Iterator[tuple[int | str, dict | InputError]]:
     samples = record.get("samples")
     if not isinstance(samples, list) or not samples:
         yield locator, InputError(source, locator, "samples", "inspect_ai log has no samples (a log written with "
@@ -225,7 +226,7 @@ def _decoded(row: dict) -> dict:
     return {k: literal(v) if k in LIGHTEVAL_LIST_COLUMNS else v for k, v in row.items()}
 
 
-def _expand_lighteval(record: dict, source: str, locator: int | str) -> Iterator[tuple[int | str, dict | InputError]]:
+def _expand_lighteval(record: dict, source: str, locator: int | str, state: dict) -> Iterator[tuple[int | str, dict | InputError]]:
     nested = is_lighteval_nested(record)
     record = _decoded(record)
     if nested:
@@ -291,16 +292,21 @@ def _expand_lighteval(record: dict, source: str, locator: int | str) -> Iterator
 
 
 def is_openai_batch(record: dict) -> bool:
-    return "custom_id" in record and isinstance(record.get("response"), (dict, type(None))) and (
-        record.get("response") is None or "body" in record["response"])
+    """An OpenAI Batch output line: `custom_id` and a `response` key (null when the request failed; an
+    Anthropic batch result has `result` instead)."""
+    return "custom_id" in record and "response" in record and isinstance(record["response"], (dict, type(None))) and (
+        record["response"] is None or "body" in record["response"])
 
 
-def _expand_batch(record: dict, source: str, locator: int | str) -> Iterator[tuple[int | str, dict | InputError]]:
+def _expand_batch(record: dict, source: str, locator: int | str, state: dict) -> Iterator[tuple[int | str, dict | InputError]]:
     response = record.get("response")
     body = response.get("body") if isinstance(response, dict) else None
-    if not isinstance(body, dict):
-        error = record.get("error")
+    status = response.get("status_code") if isinstance(response, dict) else None
+    if not isinstance(body, dict) or isinstance(status, int) and status >= 400:
+        error = body.get("error") if isinstance(body, dict) and isinstance(body.get("error"), dict) else record.get("error")
         reason = error.get("message") if isinstance(error, dict) else None
+        if isinstance(status, int) and status >= 400:
+            reason = f"status {status}" + (f": {reason}" if reason else "")
         yield locator, InputError(source, locator, "response.body", f"batch request failed: {reason or 'no response body'}")
         return
     out = {k: v for k, v in body.items() if k not in ("id",)}
@@ -308,7 +314,7 @@ def _expand_batch(record: dict, source: str, locator: int | str) -> Iterator[tup
                batch={k: v for k, v in record.items() if k != "response"},
                derived_from={"trace_id": "custom_id", "source_id": "custom_id", "model": "response.body.model"})
     out["response_id"] = body.get("id")
-    yield locator, out
+    yield from split_choices(out, locator)  # a body of several choices (n > 1): one record each
 
 
 # ----------------------------------------------------------------------------- Thought Anchors
@@ -335,7 +341,7 @@ def _read_json(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _expand_anchors(record: dict, source: str, locator: int | str) -> Iterator[tuple[int | str, dict | InputError]]:
+def _expand_anchors(record: dict, source: str, locator: int | str, state: dict) -> Iterator[tuple[int | str, dict | InputError]]:
     path = Path(source)
     problem = _read_json(path.parent / "problem.json")
     out = {k: v for k, v in record.items() if k not in DERIVED and k != "answer"}
@@ -362,14 +368,17 @@ LAYOUTS: tuple[tuple[str, Callable[[dict], bool], Callable[..., Iterator]], ...]
     ("lighteval (before 0.11)", is_lighteval_flat, _expand_lighteval),
     ("openai_batch", is_openai_batch, _expand_batch),
     ("thought_anchors", is_thought_anchors, _expand_anchors),
+    *API_LAYOUTS,  # Anthropic batches, Gemini, several choices, vLLM offline, lm-eval (thinkprobe.io.apis)
 )
 
 
-def expand(source: str, locator: int | str, record: dict) -> Iterator[tuple[int | str, dict | InputError]]:
-    """The records one raw record stands for: expanded by the first layout that claims it, else itself."""
+def expand(source: str, locator: int | str, record: dict, state: dict | None = None
+           ) -> Iterator[tuple[int | str, dict | InputError]]:
+    """The records one raw record stands for: expanded by the first layout that claims it, else itself.
+    `state`: a dict kept across one file's records (lm-eval's filters are told apart by it)."""
     if isinstance(record, dict) and "layout" not in record:
         for _, test, expander in LAYOUTS:
             if test(record):
-                yield from expander(record, source, locator)
+                yield from expander(record, source, locator, {} if state is None else state)
                 return
     yield locator, record

@@ -45,7 +45,7 @@ def _lines(run: dict) -> list[str]:
     lines = [f"Warning: {w}." for w in (*(run.get("coverage_warnings") or ()), *(run.get("short_trace_warnings") or ()))]
     if truncated := run.get("truncated_by_model"):
         lines.append(f"{sum(truncated.values())} traces end before their reasoning does (an opening tag with no closing "
-                     f"one: cut off at a length limit?) and are profiled as far as they go: {_by_model(truncated)}.")
+                     f"one: cut off at a length limit?, or an API's stop reason saying so) and are profiled as far as they go: {_by_model(truncated)}.")
     if summarised := run.get("summarised_by_model"):
         lines.append(f"{sum(summarised.values())} traces' reasoning is a summary the model gave of its thinking "
                      "(thought_summary or a reasoning summary: the API shows no raw chain of thought), profiled like "

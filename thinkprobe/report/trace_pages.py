@@ -164,7 +164,7 @@ def verdict(rec: Mapping) -> tuple[str, str]:
 # provenance flags shown on a trace's page, with what each means
 FLAGS = {
     "untagged": "no reasoning field and no reasoning tags: the whole text was profiled as reasoning",
-    "truncated": "the reasoning section was cut off (no closing tag)",
+    "truncated": "the reasoning section was cut off (no closing tag, or the API stopped it at its token limit)",
     "open_tag_missing": "a closing reasoning tag without its opening tag",
     "duplicate_of": "its id repeated an earlier trace's id (another file's: often the same question asked of "
                     "another model) and was made unique; the record's own id is its source_id",

@@ -1,0 +1,173 @@
+"""Provider responses and harness samples as saved by people, each written to its documented schema
+(thinkprobe.io.apis, thinkprobe.io.blocks): a fresh-eyes trial found Anthropic batch results all
+skipped as failed OpenAI requests, lm-eval generations profiled once per filter, repeats and extra
+choices dropped, cited answers cut to their first block, hidden reasoning profiled from the answer,
+and outputs cut at a token limit never marked. The texts are our own."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from thinkprobe.io import FieldMap, detect, iter_traces
+from thinkprobe.io.guess import HIDDEN_REASONING
+from thinkprobe.records import InputError, Trace
+
+THOUGHT = "First, 12 plus 30 is 42. Let me check: 30 plus 12 is also 42. So the sum is 42."
+OTHER = "The capital question: many guess Sydney, but the seat of government is Canberra."
+
+
+def read(tmp_path, records, name="f.jsonl") -> tuple[list[Trace], list[InputError]]:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    items = list(iter_traces(path))
+    return [t for t in items if isinstance(t, Trace)], [e for e in items if isinstance(e, InputError)]
+
+
+def one(record: dict) -> Trace:
+    return detect(record, FieldMap(), "mem.jsonl", "line 1")
+
+
+def message(thinking: str, *texts: str, model="claude-x", **extra) -> dict:
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "thinking", "thinking": thinking, "signature": "c2ln"},
+                        *({"type": "text", "text": t} for t in texts)], "stop_reason": "end_turn", **extra}
+
+
+def test_anthropic_batch_results_are_read_and_failed_requests_named(tmp_path):
+    records = [{"custom_id": "q-1", "result": {"type": "succeeded", "message": message(THOUGHT, "42")}},
+               {"custom_id": "q-2", "result": {"type": "errored", "error": {"type": "error", "error": {
+                   "type": "invalid_request_error", "message": "max_tokens too large"}}}},
+               {"custom_id": "q-3", "result": {"type": "expired"}}]
+    traces, errors = read(tmp_path, records)
+    assert [(t.trace_id, t.model, t.answer.content) for t in traces] == [("q-1", "claude-x", "42")]
+    assert traces[0].reasoning.content == THOUGHT and traces[0].provenance["layout"] == "anthropic_batch"
+    assert [e.reason for e in errors] == ["batch request errored: max_tokens too large",
+                                          "batch request expired"]
+
+
+def test_openai_batch_names_a_refused_request_and_reads_every_choice(tmp_path):
+    refused = {"custom_id": "r-1", "response": {"status_code": 400, "body": {"error": {"message": "Invalid 'n'"}}},
+               "error": None}
+    body = {"id": "c1", "model": "m", "choices": [
+        {"index": k, "message": {"role": "assistant", "reasoning_content": text, "content": answer}, "finish_reason": "stop"}
+        for k, (text, answer) in enumerate([(THOUGHT, "42"), (OTHER, "Canberra")])]}
+    traces, errors = read(tmp_path, [refused, {"custom_id": "r-2", "response": {"status_code": 200, "body": body}}])
+    assert [e.reason for e in errors] == ["batch request failed: status 400: Invalid 'n'"]
+    assert [(t.trace_id, t.answer.content) for t in traces] == [("r-2:g0", "42"), ("r-2:g1", "Canberra")]
+    assert traces[1].provenance["reasoning_from"] == "choices[1].message.reasoning_content"
+
+
+def test_lm_eval_filters_profile_a_generation_once_and_repeats_each(tmp_path):
+    """lm-eval writes each generation once per filter of its task, with that filter's grade; with
+    `repeats` a request holds several generations, graded together (maj@k)."""
+    gen = f"<think>\n{THOUGHT}\n</think>\nThe sum is 42. #### 42"
+    base = {"doc": {"question": "What is 12 + 30?"}, "target": "42", "arguments": {}, "metrics": ["exact_match"]}
+    records = [{**base, "doc_id": d, "resps": [[gen]], "filtered_resps": [r], "filter": f, "exact_match": g}
+               for f, r, g in (("strict-match", "[invalid]", 0.0), ("flexible-extract", "42", 1.0)) for d in (0, 1)]
+    traces, errors = read(tmp_path, records)
+    assert [(t.trace_id, t.correct) for t in traces] == [("0", False), ("1", False)]  # the first filter's grade
+    assert [e.reason for e in errors] == [f"a generation lm-eval wrote again under another filter: doc {d} under "
+                                          "'flexible-extract', profiled once under the file's first filter 'strict-match'"
+                                          for d in (0, 1)]
+    from thinkprobe.accounting import reason_kind
+    assert {reason_kind(e.reason) for e in errors} == {"a generation lm-eval wrote again under another filter"}
+    repeats = [{**base, "doc_id": 7, "resps": [[gen, f"<think>\n{OTHER}\n</think>\n41"]], "filtered_resps": ["42"],
+                "filter": "maj@2", "exact_match": 1.0}]
+    traces, errors = read(tmp_path, repeats, "r.jsonl")
+    assert not errors and [t.trace_id for t in traces] == ["7:g0", "7:g1"]
+    assert [t.correct for t in traces] == [None, None] and traces[1].answer.content == "41"
+
+
+def test_an_answer_in_several_text_blocks_is_read_whole():
+    cited = {"content": [{"type": "thinking", "thinking": THOUGHT, "signature": "c2ln"},
+                         {"type": "text", "text": "The sum is "},
+                         {"type": "text", "text": "42", "citations": [{"type": "char_location", "cited_text": "42"}]},
+                         {"type": "text", "text": "."}]}
+    trace = one(cited)
+    assert trace.answer.content == "The sum is 42." and trace.answer.field == "content[1,2,3].text"
+    responses = {"output": [{"type": "reasoning", "summary": [{"type": "summary_text", "text": THOUGHT}]},
+                            {"type": "message", "content": [{"type": "output_text", "text": "The sum "},
+                                                            {"type": "output_text", "text": "is 42."}]}]}
+    assert one(responses).answer.content == "The sum is 42."
+
+
+def test_reasoning_the_api_counted_but_did_not_return_is_no_reasoning():
+    chat = {"model": "o-mini", "choices": [{"message": {"role": "assistant", "content": "42"}, "finish_reason": "stop"}],
+            "usage": {"completion_tokens": 90, "completion_tokens_details": {"reasoning_tokens": 64}}}
+    with pytest.raises(InputError) as err:
+        one(chat)
+    assert err.value.reason.startswith(HIDDEN_REASONING) and "counts 64 reasoning tokens" in err.value.reason
+    assert err.value.field == "choices[0].message.content"
+    chat["usage"]["completion_tokens_details"]["reasoning_tokens"] = 0  # a model that did not think: its text
+    assert one(chat).provenance["untagged"] is True
+    responses = {"object": "response", "reasoning": {"effort": "low", "summary": None},
+                 "output": [{"type": "message", "content": [{"type": "output_text", "text": "42"}]}],
+                 "usage": {"output_tokens_details": {"reasoning_tokens": 128}}}
+    with pytest.raises(InputError) as err:
+        one(responses)
+    assert err.value.reason.startswith(HIDDEN_REASONING)
+    # a Responses object's `reasoning` settings are no reasoning text; its encrypted item says so
+    responses["output"].insert(0, {"type": "reasoning", "summary": [], "encrypted_content": "gAAA"})
+    with pytest.raises(InputError) as err:
+        one(responses)
+    assert "encrypted" in err.value.reason
+
+
+@pytest.mark.parametrize("record, by", [
+    ({"choices": [{"message": {"reasoning_content": THOUGHT, "content": None}, "finish_reason": "length"}]},
+     "choices[0].finish_reason=length"),
+    ({**message(THOUGHT), "stop_reason": "max_tokens"}, "stop_reason=max_tokens"),
+    ({"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"},
+      "output": [{"type": "reasoning", "summary": [{"type": "summary_text", "text": THOUGHT}]}]},
+     "incomplete_details.reason=max_output_tokens"),
+])
+def test_an_output_the_api_stopped_at_its_token_limit_is_truncated(record, by):
+    trace = one(record)
+    assert trace.provenance["truncated"] is True and trace.provenance["truncated_by"] == by
+    assert one(message(THOUGHT, "42")).provenance["truncated"] is False
+
+
+def test_omitted_redacted_or_chunked_thinking_and_openrouter_details():
+    omitted = message("", "42")  # Anthropic's display "omitted": an empty, signed thinking block
+    with pytest.raises(InputError) as err:
+        one(omitted)
+    assert "encrypted" in err.value.reason
+    magistral = {"choices": [{"message": {"role": "assistant", "content": [
+        {"type": "thinking", "thinking": [{"type": "text", "text": THOUGHT}]}, {"type": "text", "text": "42"}]}}]}
+    trace = one(magistral)
+    assert trace.reasoning.content == THOUGHT and trace.answer.content == "42"
+    summary = {"choices": [{"message": {"role": "assistant", "content": "Canberra", "reasoning": None, "reasoning_details": [
+        {"type": "reasoning.summary", "summary": OTHER, "format": "openai-responses-v1"}]}}]}
+    trace = one(summary)
+    assert trace.reasoning.content == OTHER and trace.provenance["summarised"] is True
+    encrypted = {"choices": [{"message": {"role": "assistant", "content": "Canberra", "reasoning": None,
+                                          "reasoning_details": [{"type": "reasoning.encrypted", "data": "gAAA"}]}}]}
+    with pytest.raises(InputError) as err:
+        one(encrypted)
+    assert "encrypted" in err.value.reason
+
+
+def test_gemini_responses_and_batch_lines(tmp_path):
+    def response(parts, rid, thoughts=50):
+        return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}],
+                "usageMetadata": {"thoughtsTokenCount": thoughts}, "modelVersion": "gemini-x", "responseId": rid}
+    shown = response([{"text": THOUGHT, "thought": True}, {"text": "42"}], "g-1")
+    hidden = response([{"text": "Canberra"}], "g-2")
+    plain = response([{"text": "Canberra"}], "g-3", thoughts=0)
+    traces, errors = read(tmp_path, [shown, hidden, plain, {"key": "k-1", "response": shown}])
+    assert [(t.trace_id, t.model) for t in traces] == [("g-1", "gemini-x"), ("g-3", "gemini-x"), ("k-1", "gemini-x")]
+    assert traces[0].reasoning.content == THOUGHT and traces[0].answer.content == "42"
+    assert traces[0].provenance["summarised"] is True and traces[1].provenance["untagged"] is True
+    assert len(errors) == 1 and errors[0].reason.startswith(HIDDEN_REASONING) and "includeThoughts" in errors[0].reason
+    assert errors[0].model == "gemini-x"  # counted under its model
+
+
+def test_vllm_offline_outputs_are_one_trace_each(tmp_path):
+    record = {"request_id": "5", "prompt": "What is 12 + 30?", "outputs": [
+        {"index": 0, "text": f"{THOUGHT}\n</think>\n\n42", "finish_reason": "stop"},
+        {"index": 1, "text": f"{OTHER}", "finish_reason": "length"}]}
+    traces, errors = read(tmp_path, [record])
+    assert not errors and [t.trace_id for t in traces] == ["5:g0", "5:g1"]
+    assert traces[0].answer.content == "42" and traces[1].provenance["truncated"] is True
+    assert traces[0].question == "What is 12 + 30?"
