@@ -56,6 +56,7 @@ def test_inspect_logs_one_trace_per_sample_and_epoch(name):
     assert [t.provenance["source_id"] for t in traces] == ["q1", "q2", "q1", "q2"]
     assert all(t.reasoning.field.endswith(".reasoning") and t.answer is not None and clean(t) for t in traces)
     assert [t.correct for t in traces] == [True, True, True, False]  # scorer values C, C, C, I
+    assert {t.provenance["correct_from"] for t in traces} == {"scores.match"}  # which scorer decided
     assert traces[0].gold_answer == "51" and traces[0].question == "What is 17 * 3?"
     assert traces[3].answer.content == "Yes" and "seems prime" in traces[3].reasoning.content
     # the redacted sample is skipped, with that reason

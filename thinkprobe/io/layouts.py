@@ -109,9 +109,9 @@ def inspect_sample(spec: dict, sample: dict) -> dict:
     if isinstance(target, list):
         target = target[0] if len(target) == 1 else (" | ".join(map(str, target)) or None)
     record["gold"] = target
-    record["correct"] = _inspect_grade(sample.get("scores"))
+    record["correct"], scorer = _inspect_grade(sample.get("scores"))
     record["derived_from"] = {"trace_id": "id:epoch", "source_id": "id", "model": "eval.model", "task": "eval.task",
-                              "question": "input", "gold": "target", "correct": "scores"}
+                              "question": "input", "gold": "target", "correct": scorer}
     return record
 
 
@@ -125,20 +125,21 @@ def _message_text(message: dict) -> str | None:
     return None
 
 
-def _inspect_grade(scores: Any) -> bool | None:
-    """The first scorer whose value is a grade (C / I, or a boolean / 0-1 number)."""
+def _inspect_grade(scores: Any) -> tuple[bool | None, str]:
+    """(grade, where): the first scorer whose value is a grade (C / I, or a boolean / 0-1 number), and
+    `scores.<that scorer>` (provenance names which of several scorers decided)."""
     if not isinstance(scores, dict):
-        return None
-    for score in scores.values():
+        return None, "scores"
+    for name, score in scores.items():
         value = score.get("value") if isinstance(score, dict) else None
         if isinstance(value, str) and value in INSPECT_GRADES:
             if INSPECT_GRADES[value] is not None:
-                return INSPECT_GRADES[value]
+                return INSPECT_GRADES[value], f"scores.{name}"
         elif isinstance(value, bool):
-            return value
+            return value, f"scores.{name}"
         elif isinstance(value, (int, float)) and value in (0, 1):
-            return bool(value)
-    return None
+            return bool(value), f"scores.{name}"
+    return None, "scores"
 
 
 def _expand_inspect(record: dict, source: str, locator: int | str, state: dict) -> Iterator[tuple[int | str, dict | InputError]]:
