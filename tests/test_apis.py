@@ -171,3 +171,12 @@ def test_vllm_offline_outputs_are_one_trace_each(tmp_path):
     assert not errors and [t.trace_id for t in traces] == ["5:g0", "5:g1"]
     assert traces[0].answer.content == "42" and traces[1].provenance["truncated"] is True
     assert traces[0].question == "What is 12 + 30?"
+
+
+def test_claude_4_thinking_is_marked_a_summary_and_3_7_is_not():
+    """Anthropic: Claude 4 and later return a summary of their thinking; Claude 3.7 Sonnet the whole of it."""
+    assert one(message(THOUGHT, "42", model="claude-sonnet-4-5-20250929")).provenance.get("summarised") is True
+    assert one(message(THOUGHT, "42", model="claude-opus-4-1")).provenance.get("summarised") is True
+    assert "summarised" not in one(message(THOUGHT, "42", model="claude-3-7-sonnet-20250219")).provenance
+    # a Claude 4 answer written in tags by a user's template is no API thinking: not marked
+    assert "summarised" not in one({"model": "claude-sonnet-4", "response": f"<think>{THOUGHT}</think>42"}).provenance

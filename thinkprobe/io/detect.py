@@ -193,7 +193,8 @@ def detect(
             provenance["unread_grade"] = f"{grade.field}={grade.value}"  # --correct-field holding words no default reads
     elif codes := unread_codes(record, get_path):  # e.g. MiP's eval_result: a grade only --correct-values reads
         provenance["unread_grade"] = ", ".join(f"{field}={value}" for field, value in codes)
-    if any(SUMMARY_FIELD.search(f) for f in (provenance["reasoning_from"] or "", (found.joined or {}).get("from", ""))):
+    if any(SUMMARY_FIELD.search(f) for f in (provenance["reasoning_from"] or "", (found.joined or {}).get("from", ""))) \
+            or found.dedicated and _CLAUDE_SUMMARY.search(model or ""):
         provenance["summarised"] = True  # a summary of hidden thinking (Gemini's thought_summary), not the chain itself
     if is_code(text[start:end]):
         provenance["reasoning_is_code"] = True  # a program, not prose (MR-BEN's coding solutions): counted in the summary
@@ -223,6 +224,11 @@ def detect(
         record=position,
         code_tests=next((record[k] for k in CODE_TEST_FIELDS if record.get(k)), None),
     )
+
+
+# Claude 4 and later return a summary of their thinking, wherever it is saved (Anthropic's extended-thinking
+# documentation; Claude 3.7 Sonnet returns it whole)
+_CLAUDE_SUMMARY = re.compile(r"claude-(?:(?:opus|sonnet|haiku)-)?[4-9](?![\d.])", re.IGNORECASE)
 
 
 def record_model(record: Any, fields: FieldMap, source: str) -> str | None:
