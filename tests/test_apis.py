@@ -180,3 +180,11 @@ def test_claude_4_thinking_is_marked_a_summary_and_3_7_is_not():
     assert "summarised" not in one(message(THOUGHT, "42", model="claude-3-7-sonnet-20250219")).provenance
     # a Claude 4 answer written in tags by a user's template is no API thinking: not marked
     assert "summarised" not in one({"model": "claude-sonnet-4", "response": f"<think>{THOUGHT}</think>42"}).provenance
+
+
+def test_a_saved_stream_chunk_says_it_is_a_piece_of_a_response(tmp_path):
+    chunks = [{"id": "s1", "object": "chat.completion.chunk", "model": "m", "choices": [
+        {"index": 0, "delta": {"reasoning_content": piece}, "finish_reason": None}]} for piece in ("First, ", "12 + 30")]
+    traces, errors = read(tmp_path, chunks)
+    assert not traces and len(errors) == 2 and all(e.reason.startswith("a streamed chunk: one piece of a response")
+                                                   and e.model == "m" for e in errors)

@@ -9,6 +9,8 @@ records detection reads (registered in thinkprobe.io.layouts' table):
   response that counts thinking tokens but returns no thought part is skipped as "reasoning not returned";
 - chat completions with several choices (``n`` > 1): one record per choice (``:g<N>``), where only the
   first had been read;
+- a streamed chat completion saved chunk by chunk: each chunk is a skip that says so (a piece of a
+  response, not a response);
 - vLLM offline ``RequestOutput`` objects saved as JSON (``prompt`` + ``outputs[].text``): one record per
   output;
 - lm-evaluation-harness samples (``doc_id`` + ``resps``): lm-eval writes a generation once per filter of
@@ -165,6 +167,18 @@ def _expand_vllm(record: dict, source: str, locator: int | str, state: dict) -> 
         yield locator, out
 
 
+def is_stream_chunk(record: dict) -> bool:
+    choices = record.get("choices")
+    return record.get("object") == "chat.completion.chunk" or isinstance(choices, list) and bool(choices) and all(
+        isinstance(c, dict) and isinstance(c.get("delta"), dict) and "message" not in c for c in choices)
+
+
+def _expand_chunk(record: dict, source: str, locator: int | str, state: dict) -> Iterator:
+    yield locator, InputError(source, locator, "choices[0].delta", "a streamed chunk: one piece of a response, not a "
+                              "whole one; join each response's chunks into one record first, or replay the text with "
+                              "thinkprobe watch", model=record.get("model") if isinstance(record.get("model"), str) else None)
+
+
 # ----------------------------------------------------------------------------- lm-evaluation-harness
 
 
@@ -226,6 +240,7 @@ API_LAYOUTS = (
     ("anthropic_batch", is_anthropic_batch, _expand_anthropic_batch),
     ("gemini", is_gemini, _expand_gemini),
     ("chat_choices", is_multi_choice, _expand_choices),
+    ("stream_chunk", is_stream_chunk, _expand_chunk),
     ("vllm_offline", is_vllm_output, _expand_vllm),
     ("lm_eval", is_lm_eval, _expand_lm_eval),
 )
