@@ -188,3 +188,15 @@ def test_a_saved_stream_chunk_says_it_is_a_piece_of_a_response(tmp_path):
     traces, errors = read(tmp_path, chunks)
     assert not traces and len(errors) == 2 and all(e.reason.startswith("a streamed chunk: one piece of a response")
                                                    and e.model == "m" for e in errors)
+
+
+def test_ollama_chat_and_generate_responses():
+    chat = {"model": "qwen3:8b", "created_at": "2025-06-01T00:00:00Z", "done": True, "done_reason": "stop",
+            "message": {"role": "assistant", "content": "42", "thinking": THOUGHT}}
+    trace = one(chat)
+    assert (trace.model, trace.reasoning.content, trace.answer.content) == ("qwen3:8b", THOUGHT, "42")
+    assert trace.provenance["reasoning_from"] == "message.thinking" and trace.provenance["truncated"] is False
+    cut = one({**chat, "done_reason": "length"})
+    assert cut.provenance["truncated_by"] == "done_reason=length"
+    generate = {"model": "qwen3:8b", "response": "42", "thinking": THOUGHT, "done": True}
+    assert one(generate).answer.content == "42"

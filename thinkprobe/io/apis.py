@@ -222,7 +222,8 @@ def _expand_lm_eval(record: dict, source: str, locator: int | str, state: dict) 
 # (path, values): where an API says that an output stopped at its token limit
 _LIMIT_STOPS = (("finish_reason", ("length", "MAX_TOKENS")), ("choices[0].finish_reason", ("length",)),
                 ("output.choices[0].stop_reason", ("max_tokens",)),
-                ("stop_reason", ("max_tokens",)), ("incomplete_details.reason", ("max_output_tokens",)))
+                ("stop_reason", ("max_tokens",)), ("incomplete_details.reason", ("max_output_tokens",)),
+                ("done_reason", ("length",)))  # done_reason: Ollama
 
 
 def cut_by_limit(record: dict, get_path) -> str | None:

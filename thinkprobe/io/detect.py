@@ -68,11 +68,11 @@ TURN_LISTS = ("messages", "conversations")
 
 
 # OpenAI chat completions (vLLM, DeepSeek API): choices[0].message.reasoning(_content); inspect_ai's
-# ModelOutput keeps the same under output.
+# ModelOutput keeps the same under output; Ollama's /api/chat a `message` with `thinking`.
 CHOICE_MESSAGE = "choices[0].message"
 
 
-CHOICE_MESSAGES = (CHOICE_MESSAGE, "output.choices[0].message")
+CHOICE_MESSAGES = (CHOICE_MESSAGE, "output.choices[0].message", "message")  # message: Ollama's /api/chat
 
 
 # Why a record holds no reasoning to profile although it has a place for it (and ENCRYPTED, from .blocks).
