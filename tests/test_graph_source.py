@@ -113,6 +113,20 @@ def test_our_own_graphs_profiled_again_give_the_same_indicators(tmp_path):
             assert (tmp_path / name / table).read_bytes() == (tmp_path / "a" / table).read_bytes(), (name, table)
         assert [g["provenance"]["answer_from"] for g in run.graphs] == [g["provenance"]["answer_from"] for g in first.graphs]
     assert all("parsed again" in g["provenance"]["text_from"] for g in run.graphs)
+    # the run's constants replace a graph record's own, and --untagged skip leaves out its untagged traces
+    from thinkprobe.io import FieldMap, iter_inputs
+    from thinkprobe.records import InputError
+
+    src = first.folder / "graphs.jsonl"
+    for graph_source in (False, True):
+        got = list(iter_inputs([str(src)], FieldMap(model="FORCED", domain="D"), graphs=graph_source))
+        assert {(t.model, t.domain, t.provenance["model_from"]) for t in got} == {("FORCED", "D", "option")}
+    lines = src.read_text(encoding="utf-8").splitlines()
+    plain = {**json.loads(lines[0]), "trace_id": "plain"}
+    plain["provenance"] = {**plain["provenance"], "untagged": True}
+    (tmp_path / "g.jsonl").write_text(json.dumps(plain) + "\n" + lines[1] + "\n", encoding="utf-8")
+    got = list(iter_inputs([str(tmp_path / "g.jsonl")], FieldMap(untagged="skip")))
+    assert isinstance(got[0], InputError) and "untagged" in got[0].reason and not isinstance(got[1], InputError)
 
 
 def test_gold_graphs_of_the_dev_set(shared_data, tmp_path):

@@ -261,30 +261,6 @@ def graph_rows(records: Iterable[Mapping[str, Any]]) -> list[dict]:
     return rows
 
 
-def graph_record_of_row(row: Mapping[str, Any]) -> dict:
-    """A graph record from a row of graphs.parquet (graph_rows' inverse): the field texts a dict again,
-    tests and provenance read back from their JSON. A graphs.jsonl record is returned as it is."""
-    import json
-
-    if "provenance_json" not in row and not isinstance(row.get("fields"), list):
-        return dict(row)
-    rec = {k: v for k, v in row.items() if k not in ("tests_json", "provenance_json")}
-    fields = row.get("fields")
-    if isinstance(fields, list):  # a Parquet map reads back as (key, value) pairs
-        rec["fields"] = {str(k): v for k, v in fields if isinstance(k, str)} if all(
-            isinstance(p, (list, tuple)) and len(p) == 2 for p in fields) else fields
-    for key in ("tests", "provenance"):
-        text = row.get(f"{key}_json")
-        if isinstance(text, str):
-            try:
-                rec[key] = json.loads(text)
-            except ValueError:
-                rec[key] = None
-        elif key not in rec:
-            rec[key] = None
-    return rec
-
-
 class GraphsParquetWriter:
     """Streams graph records into graphs.parquet in row groups (a long run never holds them all),
     then moves the file into place."""

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
-from ..outputs import graph_record_of_row
 from ..records import BACKWARD_EDGES, EDGE_TYPES, NODE_TYPES, Edge, GivenGraph, InputError, Section, Trace, group_of
-from .detect import record_position
+from .detect import UNTAGGED, record_position
+from .sources import FieldMap
 
 __all__ = ["GRAPH_SOURCES", "is_graph_record", "with_given_graph", "trace_of_graph_record"]
 
@@ -111,10 +111,38 @@ def _response_text(doc: Mapping, trace: Trace, locator: int | str) -> str:
     return text
 
 
-def trace_of_graph_record(record: Mapping, source: str, index: int | str, given: bool = True) -> Trace | InputError:
+def graph_record_of_row(row: Mapping[str, Any]) -> dict:
+    """A graph record from a row of graphs.parquet (thinkprobe.outputs.graph_rows' inverse): the field
+    texts a dict again, tests and provenance read back from their JSON. A graphs.jsonl record is
+    returned as it is."""
+    import json
+
+    if "provenance_json" not in row and not isinstance(row.get("fields"), list):
+        return dict(row)
+    rec = {k: v for k, v in row.items() if k not in ("tests_json", "provenance_json")}
+    fields = row.get("fields")
+    if isinstance(fields, list):  # a Parquet map reads back as (key, value) pairs
+        rec["fields"] = {str(k): v for k, v in fields if isinstance(k, str)} if all(
+            isinstance(p, (list, tuple)) and len(p) == 2 for p in fields) else fields
+    for key in ("tests", "provenance"):
+        text = row.get(f"{key}_json")
+        if isinstance(text, str):
+            try:
+                rec[key] = json.loads(text)
+            except ValueError:
+                rec[key] = None
+        elif key not in rec:
+            rec[key] = None
+    return rec
+
+
+def trace_of_graph_record(record: Mapping, source: str, index: int | str, given: bool = True,
+                          options: FieldMap | None = None) -> Trace | InputError:
     """The trace of a ThinkProbe graph record (a line of graphs.jsonl or a row of graphs.parquet), with
     its own units and edges as the given graph; with `given` False, its text alone, to be parsed again
-    (`--graph-source parse` on a run's graphs: the text is its sections, not a field guessed)."""
+    (`--graph-source parse` on a run's graphs: the text is its sections, not a field guessed). The
+    run's options that name a constant (`--model`, `--domain`, `--group`, a --path-pattern's groups)
+    replace the record's own, and `--untagged skip` leaves out its untagged traces, as for any record."""
     def error(field: str, reason: str) -> InputError:
         return InputError(source, index, field, reason)
 
@@ -131,6 +159,16 @@ def trace_of_graph_record(record: Mapping, source: str, index: int | str, given:
     if not sections:
         return error("sections", "the graph record has no sections (the text it was made from)")
     provenance = record.get("provenance") if isinstance(record.get("provenance"), dict) else {}
+    options = options or FieldMap()
+    if options.untagged == "skip" and provenance.get("untagged"):
+        return error(next((s.field for s in sections if s.name == "reasoning"), "reasoning"), UNTAGGED)
+    from_path = options.from_path(source)
+    named = {}
+    for key in ("model", "domain", "group"):
+        value = getattr(options, key) or from_path.get(key)
+        if value:
+            named[key] = value
+            provenance = {**provenance, f"{key}_from": "option" if getattr(options, key) else "path"}
     if given:
         graph = _given_of_graph_record(record, sections, error)
         if isinstance(graph, InputError):
@@ -140,9 +178,11 @@ def trace_of_graph_record(record: Mapping, source: str, index: int | str, given:
         graph = None
         provenance = {**provenance, "text_from": "sections (ThinkProbe graph record; its graph parsed again)"}
     trace_id = record.get("trace_id")
-    return Trace(str(trace_id) if trace_id is not None else f"{source}:{index}", str(record.get("model") or "unknown"),
-                 str(record.get("domain") or "unknown"), tuple(sections), question=record.get("question"),
-                 group=group_of(record), gold_answer=record.get("gold_answer"), correct=record.get("correct"),
+    return Trace(str(trace_id) if trace_id is not None else f"{source}:{index}",
+                 str(named.get("model") or record.get("model") or "unknown"),
+                 str(named.get("domain") or record.get("domain") or "unknown"), tuple(sections),
+                 question=record.get("question"), group=named.get("group") or group_of(record),
+                 gold_answer=record.get("gold_answer"), correct=record.get("correct"),
                  provenance=provenance, source=source, record=record_position(index), given=graph)
 
 

@@ -147,7 +147,7 @@ def _detect_records(records, src: Source, label: str, root: Path | None, alone: 
             stem = label
         repaired = getattr(record, "repaired_unicode", None)  # io.unicode.RepairedRecord: lone surrogates replaced
         if is_graph_record(record):  # a run's graphs: its sections are the text, parsed again or not
-            items = [trace_of_graph_record(record, source, locator, given=graphs)]
+            items = [trace_of_graph_record(record, source, locator, given=graphs, options=src.fields)]
         else:
             items = record_traces(record, src.fields, source, locator, id_stem=stem)
             if graphs:
