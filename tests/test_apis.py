@@ -68,8 +68,8 @@ def test_lm_eval_filters_profile_a_generation_once_and_repeats_each(tmp_path):
     traces, errors = read(tmp_path, records)
     assert [(t.trace_id, t.correct) for t in traces] == [("0", False), ("1", False)]  # the first filter's grade
     assert [e.reason for e in errors] == [f"a generation lm-eval wrote again under another filter: doc {d} under "
-                                          "'flexible-extract', profiled once under the file's first filter 'strict-match'"
-                                          for d in (0, 1)]
+                                          "'flexible-extract', profiled once under the first filter it came with, "
+                                          "'strict-match'" for d in (0, 1)]
     from thinkprobe.accounting import reason_kind
     assert {reason_kind(e.reason) for e in errors} == {"a generation lm-eval wrote again under another filter"}
     repeats = [{**base, "doc_id": 7, "resps": [[gen, f"<think>\n{OTHER}\n</think>\n41"]], "filtered_resps": ["42"],
@@ -200,3 +200,102 @@ def test_ollama_chat_and_generate_responses():
     assert cut.provenance["truncated_by"] == "done_reason=length"
     generate = {"model": "qwen3:8b", "response": "42", "thinking": THOUGHT, "done": True}
     assert one(generate).answer.content == "42"
+
+
+# ----------------------------------------------------------------------------- a review's cases
+
+
+def test_lm_eval_repeats_keep_their_own_text_and_the_users_fields(tmp_path):
+    """A repeat cut off before its closing tag had been given repeat 0's text (the record kept `resps`,
+    whose tagged first text won), and a repeat lost the model and task the user had added."""
+    record = {"doc_id": 3, "doc": {}, "target": "3", "arguments": {}, "filter": "none", "metrics": ["exact_match"],
+              "exact_match": 1.0, "model": "qwen-x", "task": "algebra", "filtered_resps": ["3"],
+              "resps": [[f"<think>{THOUGHT}</think> 3", "Okay, so 2x = 6, which gives x equals", None]]}
+    traces, errors = read(tmp_path, [record])
+    assert [t.trace_id for t in traces] == ["3:g0", "3:g1"] and len(errors) == 1  # the null repeat: named
+    assert traces[1].reasoning.content.startswith("Okay, so 2x = 6") and traces[1].provenance["reasoning_from"] == "resps[0][1]"
+    assert {(t.model, t.domain, t.correct) for t in traces} == {("qwen-x", "algebra", None)}
+
+
+def test_lm_eval_two_tasks_in_one_file_are_not_taken_for_one_filtered_twice(tmp_path):
+    a = {"doc_id": 0, "doc": {}, "filter": "none", "resps": [["<think>A task.</think> 1"]], "filtered_resps": ["1"]}
+    b = {"doc_id": 0, "doc": {}, "filter": "strict-match", "resps": [["<think>B task.</think> 2"]], "filtered_resps": ["2"]}
+    odd = {"doc_id": {"not": "hashable"}, "doc": {}, "filter": "x", "resps": [["<think>C.</think> 3"]], "filtered_resps": []}
+    traces, errors = read(tmp_path, [a, b, odd])
+    assert not errors and [t.answer.content for t in traces] == ["1", "2", "3"]
+
+
+def test_several_generations_of_a_record_without_an_id_or_with_a_named_id_field(tmp_path):
+    from thinkprobe.io import iter_inputs
+
+    choice = {"message": {"role": "assistant", "reasoning_content": THOUGHT, "content": "42"}}
+    records = [{"question_id": "q1", "id": "c1", "choices": [choice, choice]}, {"choices": [choice, choice]}]
+    path = tmp_path / "noid.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    assert [t.trace_id for t in iter_inputs([str(path)])] == ["c1:g0", "c1:g1", "noid:1:g0", "noid:1:g1"]
+    named = [t.trace_id for t in iter_inputs([str(path)], FieldMap(id_field="question_id"))]
+    assert named[:2] == ["q1:g0", "q1:g1"]
+
+
+def test_gemini_candidates_without_text_and_blocked_prompts_are_named(tmp_path):
+    good = {"content": {"role": "model", "parts": [{"text": THOUGHT, "thought": True}, {"text": "42"}]},
+            "finishReason": "STOP"}
+    two = {"candidates": [good, {"finishReason": "SAFETY"}], "modelVersion": "gemini-x", "responseId": "r1"}
+    budget = {"candidates": [{"content": {"role": "model"}, "finishReason": "MAX_TOKENS"}],
+              "usageMetadata": {"thoughtsTokenCount": 1021}, "modelVersion": "gemini-x", "responseId": "r2"}
+    blocked = {"promptFeedback": {"blockReason": "OTHER"}, "usageMetadata": {"promptTokenCount": 5},
+               "modelVersion": "gemini-x"}
+    snake = {"candidates": [{"content": {"role": "model", "parts": [{"text": THOUGHT, "thought": True},
+                                                                    {"text": OTHER, "thought": True}, {"text": "42"}]},
+                             "finish_reason": "STOP"}], "model_version": "gemini-y", "response_id": "r3"}
+    traces, errors = read(tmp_path, [two, budget, blocked, snake])
+    assert [t.trace_id for t in traces] == ["r1:g0", "r3"]
+    assert [e.reason for e in errors] == [
+        "the candidate holds no text (finishReason SAFETY)",
+        "the candidate holds no text (finishReason MAX_TOKENS); its thinking took the whole output budget "
+        "(1,021 thinking tokens, none returned)", "the prompt was blocked (OTHER): the response has no output"]
+    assert {e.model for e in errors} == {"gemini-x"}
+    snaked = traces[1]
+    assert snaked.model == "gemini-y" and snaked.provenance["model_from"] == "model_version"
+    assert snaked.provenance["joined"]["parts"] == 2 and snaked.provenance["summarised"] is True
+    assert snaked.reasoning.content == f"{THOUGHT}\n\n{OTHER}" and snaked.answer.content == "42"
+
+
+def test_provenance_names_the_choice_and_the_parts_read(tmp_path):
+    def magistral(text):
+        return {"message": {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": [{"type": "text", "text": text}]}, {"type": "text", "text": "4"},
+            {"type": "text", "text": "2"}]}}
+    traces, _ = read(tmp_path, [{"id": "m", "choices": [magistral(THOUGHT), magistral(OTHER)]}])
+    assert traces[1].provenance["reasoning_from"] == "choices[1].message.content[0].thinking[0].text"
+    assert traces[1].provenance["answer_from"] == "choices[1].message.content[1,2].text" and traces[1].answer.content == "42"
+    hidden = {"id": "h", "usage": {"completion_tokens_details": {"reasoning_tokens": 9}},
+              "choices": [{"message": {"role": "assistant", "content": "4"}}] * 2}
+    _, errors = read(tmp_path, [hidden], "h.jsonl")
+    assert [e.field for e in errors] == ["choices[0].message.content", "choices[1].message.content"]
+    responses = {"output": [{"type": "reasoning", "summary": [{"type": "summary_text", "text": THOUGHT}]},
+                            {"type": "message", "content": [{"type": "output_text", "text": "4"},
+                                                            {"type": "output_text", "text": "2"}]}]}
+    assert one(responses).provenance["answer_from"] == "output[1].content[0,1].text"
+
+
+def test_a_token_limit_stop_after_the_reasoning_ended_cuts_the_answer_only():
+    whole = {"choices": [{"message": {"reasoning_content": THOUGHT, "content": "The sum is"}, "finish_reason": "length"}]}
+    trace = one(whole)
+    assert trace.provenance["truncated"] is False and trace.provenance["truncated_by"] == "choices[0].finish_reason=length"
+    assert one({"model": "anthropic/claude-sonnet-4.5", "reasoning_content": THOUGHT, "content": "42"}).provenance["summarised"]
+
+
+def test_odd_batch_lines_and_in_memory_records_take_the_same_layouts(tmp_path):
+    import thinkprobe
+
+    records = [{"custom_id": None, "result": {"type": "succeeded", "message": message(THOUGHT, "42")}},
+               {"custom_id": "x", "result": {"type": "succeeded", "message": None}}]
+    traces, errors = read(tmp_path, records, "b.jsonl")
+    assert traces[0].trace_id == "msg_1" and traces[0].provenance["reasoning_from"] == "result.message.content[0].thinking"
+    assert [e.reason for e in errors] == ["batch request succeeded but its result holds no message"]
+    run = thinkprobe.profile([records[0], {"custom_id": "q", "result": {"type": "expired"}}], tmp_path / "mem",
+                             device="cpu", linker="cue", types="cue", progress=False, report=False)
+    assert run.summary["traces"] == 1 and run.summary["errors"] == 1
+    (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf\xef\xbb\xbf" + json.dumps(message(THOUGHT, "42")).encode() + b"\n")
+    assert len(list(iter_traces(tmp_path / "bom.jsonl"))) == 1 and isinstance(next(iter_traces(tmp_path / "bom.jsonl")), Trace)

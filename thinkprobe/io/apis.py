@@ -4,25 +4,30 @@ records detection reads (registered in thinkprobe.io.layouts' table):
 - Anthropic Message Batches results (``custom_id`` + ``result``): a succeeded result's message, with the
   request's id; an errored, canceled or expired request is a skip that says which, and why;
 - Google Gemini ``generateContent`` responses (REST camelCase or SDK snake_case), alone or in a batch
-  output line (``key`` + ``response``): the parts marked ``thought`` are the reasoning (summaries of the
-  model's thinking: marked summarised), the other text parts the answer; one record per candidate. A
-  response that counts thinking tokens but returns no thought part is skipped as "reasoning not returned";
-- chat completions with several choices (``n`` > 1): one record per choice (``:g<N>``), where only the
-  first had been read;
+  output line (``key`` + ``response``): one record per candidate (detection reads its parts: thought
+  parts are the reasoning, summaries, marked so); a blocked prompt or a candidate without text is a
+  skip that says why;
+- chat completions with several choices (``n`` > 1): one record per choice (``:g<N>`` after whatever id
+  the record gets), where only the first had been read;
 - a streamed chat completion saved chunk by chunk: each chunk is a skip that says so (a piece of a
   response, not a response);
 - vLLM offline ``RequestOutput`` objects saved as JSON (``prompt`` + ``outputs[].text``): one record per
   output;
 - lm-evaluation-harness samples (``doc_id`` + ``resps``): lm-eval writes a generation once per filter of
   its task (gsm8k: strict-match, then flexible-extract), each line with that filter's grade; the
-  generation is profiled once, under the file's first filter, and its records under later filters are
-  skipped with a reason naming both. With ``repeats`` > 1 each repeat is a record of its own (``:g<N>``),
-  ungraded (the metric is over all repeats).
+  generation (the same document and texts) is profiled once, under the first filter it comes with in
+  the file, and its records under later filters are skipped with a reason naming both. With
+  ``repeats`` > 1 each repeat is a record of its own (``:g<N>``), ungraded (the metrics, which lm-eval
+  names in ``metrics``, are over all repeats: kept under ``lm_eval_metrics``).
 
-Each expander takes (record, source, locator, state): `state` is a dict kept for one input file.
+Each expander takes (record, source, locator, state): `state` is a dict kept for one input file. A record
+that stands for one of several generations carries `part` (its number), which detection appends to its
+trace id as ``:g<N>``, and `derived_from` maps the paths detection reads to the ones it came from.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, Iterator
 
 from ..records import InputError
@@ -55,13 +60,16 @@ def _expand_anthropic_batch(record: dict, source: str, locator: int | str, state
     message = result.get("message")
     if result["type"] != "succeeded" or not isinstance(message, dict):
         error = _get(result, "error", "error", "message") or _get(result, "error", "message")
-        why = f"batch request {result['type']}" + (f": {error}" if isinstance(error, str) and error else "")
+        why = (f"batch request {result['type']}" + (f": {error}" if isinstance(error, str) and error else "")
+               if result["type"] != "succeeded" else "batch request succeeded but its result holds no message")
         yield locator, InputError(source, locator, "result", why)
         return
     out = {k: v for k, v in message.items() if k != "id"}
-    out.update(layout="anthropic_batch", trace_id=str(record["custom_id"]), source_id=str(record["custom_id"]),
-               response_id=message.get("id"),
-               derived_from={"trace_id": "custom_id", "source_id": "custom_id", "model": "result.message.model"})
+    out.update(layout="anthropic_batch", response_id=message.get("id"),
+               derived_from={"trace_id": "custom_id", "source_id": "custom_id", "model": "result.message.model",
+                             "content": "result.message.content", "content[": "result.message.content["})
+    if isinstance(record["custom_id"], (str, int)) and not isinstance(record["custom_id"], bool):
+        out["trace_id"] = out["source_id"] = str(record["custom_id"])
     yield locator, out
 
 
@@ -69,10 +77,15 @@ def _expand_anthropic_batch(record: dict, source: str, locator: int | str, state
 
 
 def _gemini_body(record: dict) -> dict | None:
+    """The generateContent response a record is (or, as a batch output line, holds under `response`)."""
     body = record.get("response") if isinstance(record.get("response"), dict) and "key" in record else record
-    candidates = body.get("candidates") if isinstance(body, dict) else None
+    if not isinstance(body, dict):
+        return None
+    candidates = body.get("candidates")
     if isinstance(candidates, list) and candidates and all(
-            isinstance(c, dict) and isinstance(_get(c, "content", "parts"), list) for c in candidates):
+            isinstance(c, dict) and ("content" in c or _get(c, "finishReason|finish_reason")) for c in candidates):
+        return body
+    if candidates in (None, []) and _get(body, "promptFeedback|prompt_feedback", "blockReason|block_reason"):
         return body
     return None
 
@@ -81,35 +94,45 @@ def is_gemini(record: dict) -> bool:
     return _gemini_body(record) is not None
 
 
+def _key(node: dict, names: str) -> str | None:
+    return next((k for k in names.split("|") if k in node), None)
+
+
 def _expand_gemini(record: dict, source: str, locator: int | str, state: dict) -> Iterator:
+    """One record per candidate, each the response with that candidate alone (detection reads
+    candidates[0].content.parts: thinkprobe.io.blocks.thought_parts); a batch line's response with the
+    line's key as id. A blocked prompt, or a candidate without text, is a skip that says why."""
     body = _gemini_body(record)
-    prefix = "response." if body is not record else ""
+    batch = body is not record
+    prefix = "response." if batch else ""
     model = _get(body, "modelVersion|model_version")
-    rid = record.get("key") if body is not record else _get(body, "responseId|response_id")
+    candidates = body.get("candidates") or []
+    if not candidates:
+        block = _get(body, "promptFeedback|prompt_feedback", "blockReason|block_reason")
+        yield locator, InputError(source, locator, f"{prefix}promptFeedback", f"the prompt was blocked ({block}): "
+                                  "the response has no output", model=model if isinstance(model, str) else None)
+        return
     thoughts = _get(body, "usageMetadata|usage_metadata", "thoughtsTokenCount|thoughts_token_count")
-    candidates = body["candidates"]
     for g, cand in enumerate(candidates):
-        parts = [p for p in _get(cand, "content", "parts") if isinstance(p, dict) and isinstance(p.get("text"), str)]
-        here = f"{prefix}candidates[{g}].content.parts"
-        reasoning = "\n\n".join(p["text"] for p in parts if p.get("thought") is True and p["text"].strip())
-        answer = "".join(p["text"] for p in parts if p.get("thought") is not True)
-        out = {k: v for k, v in record.items() if k not in ("candidates", "response")}
-        out.update(layout="gemini", model=model, response=answer, generation=g if len(candidates) > 1 else None,
-                   finish_reason=_get(cand, "finishReason|finish_reason"))
-        if rid is not None:
-            out["trace_id"] = str(rid) + (f":g{g}" if len(candidates) > 1 else "")
-            out["source_id"] = str(rid)
-        origin = {"response": f"{here}[not thought].text", "model": f"{prefix}modelVersion",
-                  "trace_id": "key" if prefix else "responseId", "source_id": "key" if prefix else "responseId"}
-        if reasoning:
-            out["reasoning"], origin["reasoning"] = reasoning, f"{here}[thought].text (thought summary)"
-        elif isinstance(thoughts, int) and thoughts > 0:
-            yield locator, InputError(source, locator, here, f"{HIDDEN_REASONING}: the response counts {thoughts:,} "
-                                      "thinking tokens but returns no thought part (request them with includeThoughts), "
-                                      "so its text is the final answer only", model=model)
+        here = f"{prefix}candidates[{g}]"
+        parts = _get(cand, "content", "parts")
+        if not isinstance(parts, list) or not any(isinstance(p, dict) and isinstance(p.get("text"), str) for p in parts):
+            stop = _get(cand, "finishReason|finish_reason")
+            spent = (f"; its thinking took the whole output budget ({thoughts:,} thinking tokens, none returned)"
+                     if stop == "MAX_TOKENS" and isinstance(thoughts, int) and thoughts > 0 else "")
+            yield locator, InputError(source, locator, f"{here}.content", f"the candidate holds no text (finishReason "
+                                      f"{stop}){spent}", model=model if isinstance(model, str) else None)
             continue
+        out = {**body, "candidates": [cand], "layout": "gemini"}
+        origin = {"candidates[0].": f"{here}."}
+        if batch:  # the response's own fields, read from under the line's `response`
+            origin.update({name: f"response.{name}" for k in body if k != "candidates" for name in (k, f"{k}.")})
+            out.update(trace_id=str(record["key"]), source_id=str(record["key"]))
+            origin.update(trace_id="key", source_id="key")
+        if len(candidates) > 1:
+            out["part"] = g
         out["derived_from"] = origin
-        yield locator, {k: v for k, v in out.items() if v is not None}
+        yield locator, out
 
 
 # ----------------------------------------------------------------------------- several choices / outputs
@@ -122,23 +145,15 @@ def is_multi_choice(record: dict) -> bool:
 
 
 def split_choices(record: dict, locator: int | str) -> Iterator:
-    """One record per choice of a chat completion (`n` > 1), each with that choice alone and `:g<N>`
-    after its id; a completion of one choice is itself."""
+    """One record per choice of a chat completion (`n` > 1), each with that choice alone (`part`: its id
+    gets `:g<N>`); a completion of one choice is itself."""
     if not is_multi_choice(record):
         yield locator, record
         return
-    base = record.get("trace_id", record.get("id"))
-    origin = dict(record.get("derived_from") or {})
     for g, choice in enumerate(record["choices"]):
-        out = {**record, "choices": [choice], "generation": g, "layout": record.get("layout", "chat_choices")}
-        if base is not None:
-            out["trace_id"], out["source_id"] = f"{base}:g{g}", str(record.get("source_id", base))
-            origin.setdefault("trace_id", "id")
-            origin.setdefault("source_id", "id")
+        out = {**record, "choices": [choice], "part": g, "layout": record.get("layout", "chat_choices")}
         # where detection reads choices[0], provenance names the choice read
-        paths = [f"message.{k}" for k in choice["message"]] + [k for k in choice if k != "message"]
-        out["derived_from"] = {**origin, "generation": f"choices[{g}]",
-                               **{f"choices[0].{p}": f"choices[{g}].{p}" for p in paths}}
+        out["derived_from"] = {**(record.get("derived_from") or {}), "choices[0].": f"choices[{g}]."}
         yield locator, out
 
 
@@ -158,12 +173,12 @@ def _expand_vllm(record: dict, source: str, locator: int | str, state: dict) -> 
     for g, output in enumerate(outputs):
         out = {k: v for k, v in record.items() if k != "outputs"}
         out.update(layout="vllm_offline", response=output["text"], finish_reason=output.get("finish_reason"),
-                   derived_from={"response": f"outputs[{g}].text", "trace_id": "request_id", "source_id": "request_id"})
-        if rid is not None:
-            out["trace_id"] = f"{rid}:g{g}" if len(outputs) > 1 else str(rid)
-            out["source_id"] = str(rid)
+                   derived_from={"response": f"outputs[{g}].text", "finish_reason": f"outputs[{g}].finish_reason",
+                                 "trace_id": "request_id", "source_id": "request_id"})
+        if rid is not None and not isinstance(rid, (dict, list)):
+            out["trace_id"] = out["source_id"] = str(rid)
         if len(outputs) > 1:
-            out["generation"] = g
+            out["part"] = g
         yield locator, out
 
 
@@ -186,41 +201,38 @@ def is_lm_eval(record: dict) -> bool:
     return "doc_id" in record and isinstance(record.get("resps"), list) and ("filtered_resps" in record or "doc" in record)
 
 
-_LM_EVAL_KEYS = frozenset({"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics",
-                           "doc_hash", "prompt_hash", "target_hash"})
-
-
 def _expand_lm_eval(record: dict, source: str, locator: int | str, state: dict) -> Iterator:
     filt = record.get("filter")
     if isinstance(filt, str):
-        first = state.setdefault("lm_eval_filter", filt)
+        # the same document and generations under another filter: written again, not generated again
+        key = hashlib.sha1(json.dumps([record["doc_id"], record["resps"]], sort_keys=True, default=str)
+                           .encode("utf-8", "surrogatepass")).hexdigest()
+        first = state.setdefault("lm_eval_filters", {}).setdefault(key, filt)
         if filt != first:
-            if record["doc_id"] in state.setdefault("lm_eval_docs", set()):
-                yield locator, InputError(source, locator, "filter", f"a generation lm-eval wrote again under another "
-                                          f"filter: doc {record['doc_id']} under {filt!r}, profiled once under the "
-                                          f"file's first filter {first!r}")
-                return
-        else:
-            state.setdefault("lm_eval_docs", set()).add(record["doc_id"])
+            yield locator, InputError(source, locator, "filter", f"a generation lm-eval wrote again under another "
+                                      f"filter: doc {str(record['doc_id'])[:80]} under {filt!r}, profiled once under "
+                                      f"the first filter it came with, {first!r}")
+            return
     resps = record["resps"]
     repeats = resps[0] if resps and isinstance(resps[0], list) else None
     if not repeats or len(repeats) < 2:
         yield locator, {**record, "layout": "lm_eval"}
         return
     # one record per repeat; the task's metrics (maj@k, pass@k) are over all repeats, so no repeat's grade
-    metrics = {k: v for k, v in record.items() if k not in _LM_EVAL_KEYS}
+    named = record.get("metrics") if isinstance(record.get("metrics"), list) else []
+    metrics = {k: record[k] for k in map(str, named) if k in record}
     for g, text in enumerate(repeats):
-        out = {k: v for k, v in record.items() if k in _LM_EVAL_KEYS}
-        out.update(layout="lm_eval", response=text, generation=g, trace_id=f"{record['doc_id']}:g{g}",
-                   source_id=str(record["doc_id"]), lm_eval_metrics=metrics,
-                   derived_from={"response": f"resps[0][{g}]", "trace_id": "doc_id", "source_id": "doc_id"})
+        out = {k: v for k, v in record.items() if k not in metrics and k not in ("resps", "filtered_resps")}
+        out.update(layout="lm_eval", response=text, part=g, lm_eval_metrics=metrics,
+                   derived_from={"response": f"resps[0][{g}]"})
         yield locator, out
 
 
 # ----------------------------------------------------------------------------- cut at a length limit
 
 # (path, values): where an API says that an output stopped at its token limit
-_LIMIT_STOPS = (("finish_reason", ("length", "MAX_TOKENS")), ("choices[0].finish_reason", ("length",)),
+_LIMIT_STOPS = (("finish_reason", ("length",)), ("choices[0].finish_reason", ("length",)),
+                ("candidates[0].finishReason", ("MAX_TOKENS",)), ("candidates[0].finish_reason", ("MAX_TOKENS",)),
                 ("output.choices[0].stop_reason", ("max_tokens",)),
                 ("stop_reason", ("max_tokens",)), ("incomplete_details.reason", ("max_output_tokens",)),
                 ("done_reason", ("length",)))  # done_reason: Ollama
@@ -248,13 +260,14 @@ API_LAYOUTS = (
 
 
 # (path, what it counts): where an API counts the reasoning tokens of an output
-_REASONING_TOKENS = ("usage.completion_tokens_details.reasoning_tokens", "usage.output_tokens_details.reasoning_tokens")
+_REASONING_TOKENS = ("usage.completion_tokens_details.reasoning_tokens", "usage.output_tokens_details.reasoning_tokens",
+                     "usageMetadata.thoughtsTokenCount", "usage_metadata.thoughts_token_count")  # OpenAI, Gemini
 
 
 def hidden_reasoning_tokens(record: dict, get_path) -> tuple[str, int] | None:
-    """(field, count) where the record counts reasoning tokens (OpenAI's usage details): a record that
-    holds no reasoning text then had its thinking hidden (o-series, GPT-5), and its text is the
-    answer only. None when it counts none."""
+    """(field, count) where the record counts reasoning tokens (OpenAI's usage details, Gemini's usage
+    metadata): a record that holds no reasoning text then had its thinking hidden (o-series, GPT-5;
+    Gemini without includeThoughts), and its text is the answer only. None when it counts none."""
     for path in _REASONING_TOKENS:
         found, value = get_path(record, path)
         if found and isinstance(value, int) and not isinstance(value, bool) and value > 0:

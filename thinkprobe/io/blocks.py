@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 __all__ = ["Found", "ENCRYPTED", "BLOCK_SEPARATOR", "TURN_REASONING_KEYS", "SUMMARY_FIELD", "joined",
-           "typed_blocks", "field_candidates", "turn_candidates"]
+           "typed_blocks", "thought_parts", "field_candidates", "turn_candidates"]
 
 
 # Why a record holds no reasoning to profile although it has a place for it.
@@ -36,7 +36,8 @@ class Found:
     key, a field the user named) and, when several pieces were joined into one text, how. ``empty``
     marks a dedicated place that is present but holds no text (null, "", or only encrypted /
     redacted blocks when ``reason`` says so). ``answer``: (name, text) of an answer joined from
-    several pieces, the name being one of ``answer_fields``."""
+    several pieces, the name being one of ``answer_fields``; ``summarised``: the API says the text is
+    a summary of the thinking, whatever its field is called."""
 
     path: str
     text: Any
@@ -46,6 +47,7 @@ class Found:
     empty: bool = False
     reason: str = "empty reasoning"
     answer: tuple[str, str] | None = None
+    summarised: bool = False  # the text is a summary of the model's thinking (Gemini's thought parts)
 
 
 def joined(path: str, pieces: list[tuple[str, str]], separator: str) -> tuple[str, str, dict | None]:
@@ -68,8 +70,19 @@ def _answer(path: str, parts: list[tuple[int, str, str]]) -> tuple[tuple[str, ..
     text = parts[0][2]
     for (before, _, _), (index, _, piece) in zip(parts, parts[1:]):
         text += ("" if index - before <= 1 else BLOCK_SEPARATOR) + piece
-    name = f"{path}[{','.join(str(i) for i in dict.fromkeys(i for i, _, _ in parts))}].text"
-    return (name,), (name, text)
+    return (_joined_name([p for _, p, _ in parts]),), (_joined_name([p for _, p, _ in parts]), text)
+
+
+_LAST_INDEX = re.compile(r"^(.*)\[(\d+)\]\.text$")
+
+
+def _joined_name(paths: list[str]) -> str:
+    """One name for pieces joined: content[1].text, content[2].text -> content[1,2].text (the pieces'
+    common place with their indices); pieces from different places are named one by one, with "+"."""
+    found = [_LAST_INDEX.match(p) for p in paths]
+    if all(found) and len({m.group(1) for m in found}) == 1:
+        return f"{found[0].group(1)}[{','.join(m.group(2) for m in found)}].text"
+    return "+".join(paths)
 
 
 def _thinking_texts(block: dict, at: str) -> list[tuple[str, str]]:
@@ -138,6 +151,26 @@ def typed_blocks(items: list, path: str) -> Found | None | bool:
         return False
     field, text, info = joined(path, pieces, BLOCK_SEPARATOR)
     return Found(field, text, answer_fields, info, dedicated=True, answer=answer)
+
+
+def thought_parts(parts: list, path: str) -> tuple[Found, bool] | None:
+    """Gemini's ``candidates[].content.parts``: the parts marked ``thought`` are the reasoning (summaries
+    of the model's thinking: marked so), the other text parts the answer. (candidate, strong): the
+    thoughts joined, or without any the text alone (weak, as an untagged output); None when `parts`
+    hold no text."""
+    if not parts or not all(isinstance(p, dict) for p in parts):
+        return None
+    texts = [(k, f"{path}[{k}].text", p["text"], p.get("thought") is True) for k, p in enumerate(parts)
+             if isinstance(p.get("text"), str)]
+    thoughts = [(at, text) for _, at, text, thought in texts if thought and text.strip()]
+    answers = [(k, at, text) for k, at, text, thought in texts if not thought]
+    answer_fields, answer = _answer(path, answers)
+    if thoughts:
+        field, text, info = joined(path, thoughts, BLOCK_SEPARATOR)
+        return Found(field, text, answer_fields, info, dedicated=True, answer=answer, summarised=True), True
+    if answers:
+        return Found(answer[0] if answer else answers[0][1], answer[1] if answer else answers[0][2], ()), False
+    return None
 
 
 def field_candidates(value, path: str) -> Iterator[tuple[Found, bool]]:

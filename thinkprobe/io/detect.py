@@ -19,7 +19,7 @@ from .sources import FieldMap
 from .guess import HIDDEN_REASONING, is_api_error, is_code, longest_text_hint, model_output, output_prompt, step_texts, tagged_field
 from .apis import cut_by_limit, hidden_reasoning_tokens
 from .blocks import (BLOCK_SEPARATOR, ENCRYPTED, SUMMARY_FIELD, TURN_REASONING_KEYS, Found, field_candidates,
-                     turn_candidates, typed_blocks)
+                     thought_parts, turn_candidates, typed_blocks)
 from .blocks import joined as join_pieces
 from .tags import Split, split_tags, trim
 
@@ -43,13 +43,14 @@ ANSWER_FIELDS = ("content", "response", "output", "prediction")
 
 
 MODEL_FIELDS = ("model", "model_name", "generator", "metadata.generator", "response.body.model", "eval.model",
-                "Sampled_Model")
+                "Sampled_Model", "modelVersion", "model_version")  # modelVersion: Gemini
 
 
 DOMAIN_FIELDS = ("domain", "task", "subject", "source", "problem_type", "category", "metadata.domain", "Subject")
 
 
-ID_FIELDS = ("trace_id", "id", "doc_id", "uid", "_id", "uuid", "custom_id", "Question ID", "index")  # uuid: OpenR1; custom_id: OpenAI Batch; index: THINK-Bench (its 1-based record number)
+ID_FIELDS = ("trace_id", "id", "doc_id", "uid", "_id", "uuid", "custom_id", "Question ID", "index", "responseId",
+             "response_id")  # uuid: OpenR1; custom_id: OpenAI Batch; index: THINK-Bench (its 1-based record number)
 
 
 # doc.*, target, exact_match: lm-eval samples files
@@ -73,6 +74,9 @@ CHOICE_MESSAGE = "choices[0].message"
 
 
 CHOICE_MESSAGES = (CHOICE_MESSAGE, "output.choices[0].message", "message")  # message: Ollama's /api/chat
+
+
+GEMINI_PARTS = "candidates[0].content.parts"  # Gemini's generateContent: `thought` parts, then the answer's
 
 
 # Why a record holds no reasoning to profile although it has a place for it (and ENCRYPTED, from .blocks).
@@ -120,7 +124,7 @@ def detect(
     """
 
     def error(field: str, reason: str) -> InputError:
-        return InputError(source, record_index, field, reason)
+        return InputError(source, record_index, _origin(record, field) if isinstance(record, dict) else field, reason)
 
     if not isinstance(record, dict):
         raise error("", f"record is a {type_name(record)}, not an object")
@@ -167,6 +171,8 @@ def detect(
     if trace_id is None:
         stem = id_stem if id_stem is not None else strip_extensions(Path(source).name)
         trace_id, trace_id_from = f"{stem}:{position}", "file:record"
+    if generation is None and "layout" in record and isinstance(record.get("part"), int):
+        generation = record["part"]  # one of a record's several choices / outputs / repeats (thinkprobe.io.apis)
     if generation is not None:
         trace_id = f"{trace_id}:g{generation}"
     gold_fields = tuple(f for f in GOLD_FIELDS if f != reasoning_from)
@@ -177,7 +183,7 @@ def detect(
         "reasoning_from": _origin(record, reasoning_from),
         "tag": split.tag,
         "open_tag_missing": split.open_tag_missing,
-        "truncated": split.truncated or cut is not None,
+        "truncated": split.truncated or cut is not None and answer is None,  # an answer cut short: reasoning whole
         "answer_from": answer.field if answer else None,
         "model_from": _origin(record, model_from) or "default",
         "domain_from": _origin(record, domain_from) or "default",
@@ -193,12 +199,13 @@ def detect(
             provenance["unread_grade"] = f"{grade.field}={grade.value}"  # --correct-field holding words no default reads
     elif codes := unread_codes(record, get_path):  # e.g. MiP's eval_result: a grade only --correct-values reads
         provenance["unread_grade"] = ", ".join(f"{field}={value}" for field, value in codes)
-    if any(SUMMARY_FIELD.search(f) for f in (provenance["reasoning_from"] or "", (found.joined or {}).get("from", ""))) \
+    if found.summarised or any(SUMMARY_FIELD.search(f) for f in (provenance["reasoning_from"] or "",
+                                                                  (found.joined or {}).get("from", ""))) \
             or found.dedicated and _CLAUDE_SUMMARY.search(model or ""):
         provenance["summarised"] = True  # a summary of hidden thinking (Gemini's thought_summary), not the chain itself
     if is_code(text[start:end]):
         provenance["reasoning_is_code"] = True  # a program, not prose (MR-BEN's coding solutions): counted in the summary
-    if cut is not None and not split.truncated:
+    if cut is not None:  # the API stopped the output at its token limit: in the reasoning, or in the answer
         provenance["truncated_by"] = cut
     if "layout" in record:
         provenance["layout"] = record["layout"]
@@ -228,7 +235,7 @@ def detect(
 
 # Claude 4 and later return a summary of their thinking, wherever it is saved (Anthropic's extended-thinking
 # documentation; Claude 3.7 Sonnet returns it whole)
-_CLAUDE_SUMMARY = re.compile(r"claude-(?:(?:opus|sonnet|haiku)-)?[4-9](?![\d.])", re.IGNORECASE)
+_CLAUDE_SUMMARY = re.compile(r"claude-(?:(?:opus|sonnet|haiku)-)?[4-9](?!\d)", re.IGNORECASE)  # also claude-sonnet-4.5
 
 
 def record_model(record: Any, fields: FieldMap, source: str) -> str | None:
@@ -249,9 +256,16 @@ def _model(record: dict, fields: FieldMap, from_path: str | None) -> tuple[str |
 
 
 def _origin(record: dict, path: str | None) -> str | None:
-    """Where a value a framework layout derived (thinkprobe.io.layouts) was read from."""
+    """Where a value a framework layout derived (thinkprobe.io.layouts) was read from: its
+    `derived_from` names a derived field, or (a key ending in "." or "[") the start of a path it moved
+    (one of several choices read as choices[0])."""
     derived = record.get("derived_from")
-    return derived.get(path, path) if isinstance(derived, dict) and path is not None else path
+    if not isinstance(derived, dict) or path is None:
+        return path
+    if path in derived:
+        return derived[path]
+    start = next((k for k in derived if k.endswith((".", "[")) and path.startswith(k)), None)
+    return derived[start] + path[len(start):] if start else path
 
 
 def _named(record: dict, constant: str | None, field: str | None, from_path: str | None,
@@ -344,7 +358,8 @@ def _locate_reasoning(
     if hidden := hidden_reasoning_tokens(record, get_path):  # o-series, GPT-5: the thinking is counted, not returned
         where = plain.path if plain else "reasoning"
         raise error(where, f"{HIDDEN_REASONING}: `{hidden[0]}` counts {hidden[1]:,} reasoning tokens the record does not "
-                           "hold, so its text is the final answer only"
+                           "hold" + (" (Gemini returns summaries of them with includeThoughts)" if "hought" in hidden[0]
+                                     else "") + ", so its text is the final answer only"
                            + (f"; to profile that answer as the reasoning, name it with --reasoning-field '{plain.path}'"
                               if plain else ""))
     if plain:
@@ -423,6 +438,9 @@ def _inline_candidates(record: dict, generation: int | None = None) -> Iterator[
         yield Found(f"generations[{g}]", generations[g], ()), generation is not None
     elif generations is not None and not isinstance(generations, list):
         yield Found("generations", generations, ()), False
+    found, parts = get_path(record, GEMINI_PARTS)
+    if found and isinstance(parts, list) and (gemini := thought_parts(parts, GEMINI_PARTS)):
+        yield gemini
     for choice in CHOICE_MESSAGES:
         found, message = get_path(record, choice)
         if found and isinstance(message, dict):

@@ -257,7 +257,7 @@ def _iter_jsonl(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tupl
             if isinstance(raw, Skipped):
                 yield source, locator, InputError(source, locator, "", record_reason(raw.size, limits))
                 continue
-            if raw.startswith(b"\xef\xbb\xbf"):  # the file's BOM, or one of a file joined on (cat a b)
+            while raw.startswith(b"\xef\xbb\xbf"):  # the file's BOM (twice: saved twice), or a file's joined on
                 raw = raw[3:]
             if raw.strip():
                 yield source, locator, _parse_record(source, locator, raw)

@@ -11,6 +11,7 @@ from ..records import InputError, Trace
 from .detect import detect, record_model
 from .formats import iter_records, source_files, strip_extensions
 from .graphs import is_graph_record, trace_of_graph_record, with_given_graph
+from .layouts import expand
 from .limits import InputLimits, clip_trace
 from .sources import FieldMap, Source, parse_source
 
@@ -119,8 +120,10 @@ def detect_inputs(
     sources = [parse_source(i, fields) for i in inputs]
     ids = _RunIds()
     for src, label in zip(sources, _input_labels([s.path for s in sources])):
-        if src.records is not None:
-            records = ((src.path, i, r) for i, r in enumerate(src.records))
+        if src.records is not None:  # in memory: the same layouts as a file's records (thinkprobe.io.layouts)
+            state: dict = {}
+            records = ((src.path, locator, item) for i, r in enumerate(src.records)
+                       for locator, item in expand(src.path, i, r, state))
             root = None
         else:
             root = Path(src.path)
