@@ -162,6 +162,37 @@ def test_an_answer_section_that_is_a_bare_value_is_that_value():
         assert only(record("So it is done.", two, answer_from=1))[1] == "number"
 
 
+def test_an_answer_section_that_is_one_formula_is_read_whole():
+    """PRM800K's "# Answer" step leaves a bare value such as "(2, 4)" or "1+2i" as the answer section:
+    its last number ("4", "2") was taken for the answer and judged wrong against the gold "(2,4)"."""
+    for value in ("(2, 4)", "1+2i", "x_7", r"\frac{a+1}{9}", r"\tan y", "[-1, 3]", "4, 9, 6", "D"):
+        assert only(record("So it is done.", value, answer_from=1)) == (value, "phrase"), value
+    rec = record("So it is done.", "(2, 4)", answer_from=1, gold_answer="(2,4)")
+    assert final_candidate(find_candidates(rec), rec).value == "(2, 4)"
+    # a sentence or a label is no such value; neither is one unit of a longer answer section
+    assert only(record("So it is done.", "It has 3 sides.", answer_from=1)) == ("3", "number")
+    assert find_candidates(record("So it is done.", "Final Answer", answer_from=1)) == []
+    assert [c.kind for c in find_candidates(record("Done.", "(2, 4)", "(5, 6)", types="RSN CON CON",
+                                                   answer_from=1))] == ["number"]
+
+
+def test_a_trace_that_goes_on_past_its_last_conclusion_has_no_final_answer():
+    """A PRM800K step list cut short (no "# Answer" step) ended mid-derivation; the number of its last
+    conclusion ("So x = 5.") was taken for its final answer, and it never counted among the traces wrong
+    because no final answer was found in them."""
+    cut = record("Let x be the width.", "So x = 5.", "Now I need the area of the other part, using the height.",
+                 types="RSN CON RSN", gold_answer="12")
+    assert [c.value for c in find_candidates(cut)] == ["5"]
+    assert final_candidate(find_candidates(cut), cut) is None
+    # one that ends on it does: the conclusion closes the trace, a sign-off follows, or the closing restates it
+    for tail in ((), ("Let me know if you'd like another problem!",), ("Therefore the garden is 5 m wide.",)):
+        rec = record("Let x be the width.", "So x = 5.", *tail, types="RSN CON" + " RSN" * len(tail))
+        assert final_candidate(find_candidates(rec), rec).value == "5", tail
+    # a stronger candidate earlier is the answer put forward, whatever follows it
+    stated = record("The answer is 5.", "Now I wonder about the height.")
+    assert final_candidate(find_candidates(stated), stated).value == "5"
+
+
 def test_answer_label_on_its_own_line_takes_the_next_unit():
     rec = record("Some thinking.", "Answer:", "France", answer_from=1)
     assert [(c.unit, c.value, c.kind) for c in find_candidates(rec)] == [(2, "France", "phrase")]

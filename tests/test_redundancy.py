@@ -215,6 +215,16 @@ def test_gold_without_any_candidate_is_incorrect():
     assert row["Acc"] == 0 and extra["final_answer"] is None
 
 
+def test_a_trace_cut_short_after_a_conclusion_has_no_final_answer():
+    """Its conclusion's number is no final answer; with a gold answer it is wrong for want of one, and
+    with a grade of its own the grade stands (it raised AttributeError on the missing final answer)."""
+    texts = ["Let x be the width.", "So x = 5.", "Now the area of the other part."]
+    row, extra = redundancy_row(graph_record(texts, chain(3), types="RSN CON RSN", gold_answer="12"))
+    assert extra["final_answer"] is None and row["Acc"] == 0
+    row, extra = redundancy_row(graph_record(texts, chain(3), types="RSN CON RSN", correct=True))
+    assert extra["final_answer"] is None and row["Acc"] == 1
+
+
 def test_unc_counts_candidate_units():
     rec = graph_record(["The answer is 1.", "The answer is 2.", "The answer is 3."], chain(3), gold_answer="3")
     assert redundancy_row(rec)[0]["Unc"] == 1

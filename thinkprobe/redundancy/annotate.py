@@ -211,7 +211,7 @@ def _verdicts(record: dict, candidates: Sequence[Candidate], final: Candidate | 
         # candidate with the same value; another candidate keeps its gold verdict when it has one. (A
         # code answer with tests is judged by its tests, run or not, as before.)
         for k, c in enumerate(candidates):
-            if k == k_final or answers_match(c.value, final.value):
+            if k == k_final or (final is not None and answers_match(c.value, final.value)):
                 verdicts[k], reasons[k] = label, "the record's grade of the final answer"
             elif verdicts[k] is not None:
                 continue

@@ -15,7 +15,10 @@ Candidate rules, strongest first; a unit gives at most one candidate:
 A number is a weak candidate: most conclusions state intermediate results, not answers. It is kept
 only when its value is one the trace puts forward as an answer (the value of a boxed / phrase /
 option / bold / code candidate) or the gold answer; in a trace without any such candidate, the last
-number is the final answer and the numbers equal to it are kept.
+number is the final answer and the numbers equal to it are kept, provided the trace ends on it:
+a number stands for the final answer only when the trace's closing unit (its last, a sign-off such
+as "Let me know if ..." after it aside) states it or arrives at the same value. A trace that goes on past its last conclusion
+without arriving anywhere (a step list cut short, reasoning that trails off) has no final answer.
 """
 from __future__ import annotations
 
@@ -279,7 +282,20 @@ def conclusion_number(text: str) -> str | None:
     return numbers[-1].strip() if numbers else None
 
 
-def _unit_candidate(text: str, *, in_answer: bool, conclusion: bool, closing: bool = False) -> tuple[str, str] | None:
+def _formula(text: str) -> str | None:
+    """A whole answer section that is one value written as math, no words ("(2, 4)", "1+2i", "2516_8",
+    "\\frac{11+9a}{20}", "\\cot x", "C"): the value itself, not the last number in it. An equation,
+    a sentence or a label ("Final Answer") is none."""
+    bare = MARKDOWN.sub("", text).strip().rstrip(".").strip()
+    if not bare or "\n" in bare or len(bare) > _MAX_VALUE_CHARS or "=" in bare or "$" in bare \
+            or _ANSWER_LABEL.fullmatch(bare) or _EMPTY_VALUE.match(bare):
+        return None
+    words = re.sub(r"\\[A-Za-z]+", " ", bare)  # LaTeX commands are no words
+    return None if re.search(r"[A-Za-z]{2,}|[.!?;:](?:\s|$)", words) else bare
+
+
+def _unit_candidate(text: str, *, in_answer: bool, conclusion: bool, closing: bool = False,
+                    alone: bool = False) -> tuple[str, str] | None:
     text = SPECIAL_TOKEN.sub("", text)
     boxed = boxed_values(text)
     if boxed:
@@ -287,6 +303,8 @@ def _unit_candidate(text: str, *, in_answer: bool, conclusion: bool, closing: bo
     phrase = _phrase_value(text, closing)
     if phrase:
         return phrase
+    if alone and (formula := _formula(text)):  # the answer section is this one value
+        return formula, "phrase"
     if in_answer and conclusion:  # an answer section that is a bare value ("\\frac{3}{2}." after "The answer is:")
         bare = MARKDOWN.sub("", text).strip().rstrip(".").strip()
         math = _INLINE_MATH.fullmatch(bare)  # or one formula: "$\\frac{\\sin 80^\\circ}{\\cos 80^\\circ}$" (its 80 was taken)
@@ -372,12 +390,14 @@ def find_candidates(record: dict) -> list[Candidate]:
     fields = {s.get("name"): s.get("field") for s in record.get("sections") or ()}
     own_answer = answer_ids[0] if len(answer_ids) == 1 and fields.get("answer") not in (None, fields.get("reasoning")) \
         else None
+    # an answer section of one unit, after the answer mark of its own field ("# Answer", "####", "The answer is:")
+    own_value = answer_ids[0] if len(answer_ids) == 1 else None
     out = []
     label_before = False  # the previous unit was a bare "Answer:" label
     for u in units:
         found = _unit_candidate(u["text"], in_answer=u.get("section") == "answer",
                                 conclusion=u.get("type") == "CON" or u["id"] == last_answer,
-                                closing=u["id"] == last_unit)
+                                closing=u["id"] == last_unit, alone=u["id"] == own_value)
         if label_before and (found is None or found[1] == "number"):
             value = _cut_value(MARKDOWN.sub("", SPECIAL_TOKEN.sub("", u["text"])))
             if value and len(value.split()) <= _MAX_PHRASE_WORDS:
@@ -432,7 +452,37 @@ def final_candidate(candidates: Sequence[Candidate], record: dict) -> Candidate 
     last_section = section.get(candidates[-1].unit, "reasoning")
     pool = [c for c in candidates if section.get(c.unit, "reasoning") == last_section]
     best = min(KIND_RANK[c.kind] for c in pool)
-    return [c for c in pool if KIND_RANK[c.kind] == best][-1]
+    final = [c for c in pool if KIND_RANK[c.kind] == best][-1]
+    if all(c.kind == "number" for c in candidates) and not _ends_on(record, final):
+        return None  # only conclusions' numbers, and the trace goes on past them: no answer put forward
+    return final
+
+
+# a closing courtesy after the answer, which states nothing: "Let me know if you'd like ...", "Hope this helps!"
+_SIGN_OFF = re.compile(r"^\W*(?:let me know|i hope|hope (?:this|that|it)|feel free|if you have any|good luck|"
+                       r"happy to help|thanks?\b|thank you|enjoy)", re.IGNORECASE)
+
+
+def _ends_on(record: dict, number: Candidate) -> bool:
+    """Whether the trace ends on a conclusion's number: its closing unit is that conclusion, or arrives
+    at the same value ("So 70 - 60 = $10." then "Therefore, Pam pays $10 more than Susan.")."""
+    closing = _closing_unit(record)
+    if closing is None or number.unit == closing:
+        return True
+    text = next((u["text"] for u in record.get("units") or () if u["id"] == closing), "")
+    value = conclusion_number(SPECIAL_TOKEN.sub("", text))
+    return value is not None and answers_match(value, number.value)
+
+
+def _closing_unit(record: dict) -> int | None:
+    """Id of the unit a trace ends on: its last, sign-offs and units without a letter or digit after
+    it aside."""
+    units = sorted(record.get("units") or [], key=lambda u: u["id"])
+    for u in reversed(units):
+        text = MARKDOWN.sub("", SPECIAL_TOKEN.sub("", str(u.get("text", ""))))
+        if re.search(r"\w", text) and not _SIGN_OFF.match(text):
+            return int(u["id"])
+    return int(units[-1]["id"]) if units else None
 
 
 def code_tests_of(record: dict) -> Any:
