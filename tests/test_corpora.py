@@ -190,6 +190,22 @@ def test_s1_think_and_answer_markers_split_reasoning_from_answer():
     assert one({"model_answer": "thinking about it\nanswer\nyes"}).provenance["tag"] is None
 
 
+def test_reasoning_the_answer_tags_as_such_is_reasoning():
+    """Thought Anchors' agentic scenario: after </think> QwQ sends an email, then reasons inside a
+    <SCRATCHPAD_REASONING> block; that block was profiled as answer. Tagged reasoning blocks of the answer
+    are reasoning sections of their own; an answer field of its own is left whole."""
+    text = ("<think>Plan the reply.</think>\n<send>Hi Bo, done.</send>\n<SCRATCHPAD_REASONING>Why I sent it."
+            "</SCRATCHPAD_REASONING>\nBye.")
+    trace = one({"response": text})
+    assert [(s.name, s.content) for s in trace.sections] == [
+        ("reasoning", "Plan the reply."), ("answer", "<send>Hi Bo, done.</send>"), ("reasoning", "Why I sent it."),
+        ("answer", "Bye.")]
+    cut = one({"response": "<think>Plan.</think> Sent. <scratchpad>And now I wonder"})  # cut off inside the block
+    assert [(s.name, s.content) for s in cut.sections] == [("reasoning", "Plan."), ("answer", "Sent."),
+                                                           ("reasoning", "And now I wonder")]
+    assert [s.name for s in one({"response": "<think>Plan.</think> The answer is 4."}).sections] == ["reasoning", "answer"]
+
+
 def test_chat_template_tokens_are_trimmed_and_never_inside_units(config):
     from thinkprobe.io.tags import SPECIAL_TOKEN
     from thinkprobe.segment import unit_spans

@@ -99,6 +99,19 @@ def test_redundancy_table_says_what_r_runs_to(tmp_path):
     assert "sep_to" not in header and "run to the first correct answer in 1, the last unit in 2 of the traces" in caption
 
 
+def test_trace_page_shows_each_unit_once_when_a_name_has_two_sections():
+    """Reasoning tagged inside the answer is a second reasoning section: each shows its own units."""
+    from thinkprobe.report.trace_pages import _trace_text_html
+
+    text = "<think>Plan it.</think>Sent.<scratchpad>Why so.</scratchpad>"
+    spans = {"Plan it.": "reasoning", "Sent.": "answer", "Why so.": "reasoning"}
+    units = [{"id": k, "section": name, "start": text.index(t), "end": text.index(t) + len(t), "text": t, "type": "RSN",
+              "segment": 0} for k, (t, name) in enumerate(spans.items())]
+    sections = [{"name": u["section"], "field": "response", "start": u["start"], "end": u["end"]} for u in units]
+    html = _trace_text_html({"units": units, "edges": [], "sections": sections, "fields": {"response": text}})
+    assert [html.count(f'id="u{k}"') for k in range(3)] == [1, 1, 1]
+
+
 def test_trace_page_says_why_its_trace_is_unusual(run_dir):
     """The report's unusual-traces table links to trace pages: each page says what anomalies.csv says."""
     import csv

@@ -7,7 +7,8 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["TAG_PAIRS", "OSS_ANALYSIS", "OSS_FINAL", "OSS_BARE_ANALYSIS", "OSS_BARE_FINAL", "S1_THINK", "S1_ANSWER",
-           "S1_BARE_THINK", "FINAL_MARK", "LEADING_TOKENS", "TRAILING_TOKENS", "SPECIAL_TOKEN", "Split", "split_tags", "trim"]
+           "S1_BARE_THINK", "FINAL_MARK", "LEADING_TOKENS", "TRAILING_TOKENS", "SPECIAL_TOKEN", "Split", "split_tags", "trim",
+           "reasoning_blocks"]
 
 
 TAG_PAIRS = (
@@ -193,3 +194,30 @@ def trim(text: str, start: int, end: int) -> tuple[int, int]:
             end = tail.start()
         if (start, end) == before:
             return start, end
+
+
+# A block the model tags as reasoning inside what follows its thinking: <think>, <thinking>, <reasoning>,
+# <thought>, or a tag named so (<SCRATCHPAD_REASONING>, <scratchpad>: agentic scenarios ask the model to
+# reason there before acting). Its name, case as written, closes it.
+_REASONING_OPEN = re.compile(r"<((?i:[A-Za-z_]*(?:reasoning|scratchpad|thinking|think|thought)[A-Za-z_]*))>")
+
+
+def reasoning_blocks(text: str, start: int, end: int) -> list[tuple[int, int, int, int]]:
+    """The tagged reasoning blocks inside text[start:end], in order: (opening tag start, content start,
+    content end, closing tag end). A block left open runs to `end` (the output was cut off inside it).
+
+    >>> t = "Sent.<SCRATCHPAD_REASONING>why</SCRATCHPAD_REASONING> Done."
+    >>> [t[b:c] for _, b, c, _ in reasoning_blocks(t, 0, len(t))]
+    ['why']
+    """
+    out, pos = [], start
+    while True:
+        m = _REASONING_OPEN.search(text, pos, end)
+        if m is None:
+            return out
+        close = text.find(f"</{m.group(1)}>", m.end(), end)
+        if close < 0:
+            out.append((m.start(), m.end(), end, end))
+            return out
+        out.append((m.start(), m.end(), close, close + len(m.group(1)) + 3))
+        pos = close + len(m.group(1)) + 3

@@ -126,8 +126,14 @@ def _trace_text_html(rec: Mapping) -> str:
 
     fields = rec.get("fields") or {}
     out = []
+    same: dict[str, list] = {}
     for sec in rec.get("sections") or []:
-        units = sorted((u for u in rec["units"] if u["section"] == sec["name"]), key=lambda u: u["start"])
+        same.setdefault(sec["name"], []).append(sec)
+    for sec in rec.get("sections") or []:
+        # a name may have several sections (reasoning tagged inside the answer): each shows its own units
+        units = sorted((u for u in rec["units"] if u["section"] == sec["name"]
+                        and (len(same[sec["name"]]) == 1 or sec["start"] <= u["start"] < sec["end"])),
+                       key=lambda u: u["start"])
         text = fields.get(sec["field"])
         out.append(f"<h3>{esc(sec['name'])} <span class=note>(field <code>{esc(sec['field'])}</code>)</span></h3>")
         parts, pos = [], sec["start"]
