@@ -107,6 +107,19 @@ def only(rec: dict) -> tuple[str, str]:
     ("Solution: Choice_B and A fails", "B", "option"),
     # after initials a sentence opener ends the answer
     ("The answer is the U.S. This is because it is large.", "the U.S", "phrase"),
+    # MR-BEN steps closing without a "Solution:" line: the option settled on, its text beside it or not
+    ("Choice_D: copper wire is the correct answer.", "D", "option"),
+    ("So Choice_B: 12 grams, is the correct solution.", "B", "option"),
+    ("Step 7: Therefore, the solution is Choice C.", "C", "option"),
+    ("Thus the correct solution is Choice_A: 4 kJ.", "A", "option"),
+    ("The correct choice is therefore Choice_B: 0.5 m.", "B", "option"),
+    ("So the most likely choice is D: a fungus.", "D", "option"),
+    ("Conclusion: Choice_A: a ribosome", "A", "option"),
+    # ... and what settles nothing
+    ("The correct solution is therefore not among the choices.", None, None),
+    ("There is no support for Choice_A, Choice_C, or Choice_D.", None, None),
+    ("Solution: None of Choice_A/B/C/D is the correct answer.", None, None),
+    ("The next option to weigh is Choice_B: 12 grams.", None, None),  # mid-trace, not a conclusion
 ])
 def test_unit_rules(text, value, kind):
     cands = find_candidates(record(text, "Let me go on."))  # not the closing unit, whose numbers count too
@@ -114,6 +127,19 @@ def test_unit_rules(text, value, kind):
         assert cands == []
     else:
         assert [(c.value, c.kind) for c in cands] == [(value, kind)]
+
+
+def test_a_conclusion_naming_an_option_settles_on_it():
+    """MR-BEN solutions closing on "Therefore, the strongest acid is Choice_A: HBrO." (no "Solution:"
+    line) had no final answer and counted wrong; the same words mid-trace are no pick."""
+    for text, letter in (("Therefore, the strongest acid is Choice_A: HBrO.", "A"),
+                         ("So the likeliest organism is S. aureus (Choice D).", "D"),
+                         ("Hence the answer we want is choice C, the third.", "C")):
+        closing = record("Compare the options.", text)
+        assert [(c.value, c.kind) for c in find_candidates(closing)] == [(letter, "option")], text
+        concluded = record(text, "Let me go on.", types="CON RSN")
+        assert [(c.value, c.kind) for c in find_candidates(concluded)] == [(letter, "option")], text
+        assert find_candidates(record(text, "Let me go on.")) == [], text
 
 
 def test_boxed_keeps_nested_braces():

@@ -53,14 +53,20 @@ _PHRASE = re.compile(
 _PICKED = r"\b(?i:go(?:ing)?\s+with|choose|chose|pick|picked|select|selected|opt\s+for)\s+"
 _OPTION_WORD = r"(?i:option|choice)(?:\s*|\\?_)"  # "option ", "Choice_", "choice\_"
 _OPTION_PHRASE = re.compile(
-    r"(?:\bSolution:\s*(?:[Cc]hoice(?:\\?_|\s)?)?"
-    r"|\b(?i:correct|right|best|final)\s+(?i:option|choice)\s*(?i:is|would be|should be|must be)?\s*:?\s*"
+    r"(?:\b(?:Solution|Conclusion):\s*(?:[Cc]hoice(?:\\?_|\s)?)?"
+    r"|\b(?i:correct|right|best|final|most\s+(?:appropriate|suitable|likely|plausible|accurate))\s+(?i:option|choice)"
+    r"\s*(?i:is|would be|should be|must be)?\s*(?i:therefore\s+)?:?\s*"
     rf"(?:{_OPTION_WORD})?"
+    rf"|\b(?i:solution)\s+(?i:is|would be)\s+(?i:therefore\s+)?{_OPTION_WORD}"  # "the (correct) solution is Choice_A"
     rf"|{_PICKED}{_OPTION_WORD}"
     rf"|{_PICKED}(?=\(?[A-J]\)?\s*(?:[.;!]|$))"
     r")\(?([A-J])\)?(?![\w])")
-_OPTION_IS_RIGHT = re.compile(r"\b(?i:option|choice)\s*(?:\\?_)?\s*\(?([A-J])\)?\s+(?i:is|seems|must be|should be)\s+"
-                              r"(?i:the\s+)?(?i:correct|right|answer)\b")
+# "option C is correct", "Choice_D: wavelength only is the correct answer" (an option's text between)
+_OPTION_IS_RIGHT = re.compile(r"\b(?i:option|choice)\s*(?:\\?_)?\s*\(?([A-J])\)?(?::[^.;!?\n]{1,150}?)?,?\s+"
+                              r"(?i:is|seems|must be|should be)\s+(?i:the\s+)?(?i:correct|right|answer)\b")
+# in a conclusion: "Therefore, the strongest acid is Choice_A: HBrO.", "... is Staphylococcus aureus (Choice D)."
+_IS_OPTION = re.compile(rf"\b(?i:is|are)\s+(?i:therefore\s+)?{_OPTION_WORD}\(?([A-J])\)?(?![\w])"
+                        rf"|\(\s*{_OPTION_WORD}([A-J])\s*\)\s*[.!]?\**\s*$")
 # "A" and "I" are words too: followed by a word in lower case ("I think", "A car travels") they are no option
 _A_OR_I_WORD = re.compile(r"\s+(?!(?:because|since|as|which|and|but|so|here|now|is|was|seems|would|should|must|"
                           r"from|for|with|then)\b)[a-z]")
@@ -182,7 +188,7 @@ def _cut_value(text: str, max_chars: int = _MAX_VALUE_CHARS) -> str:
     return "".join(out).strip().strip("*").rstrip(",;:").strip()
 
 
-def _phrase_value(text: str, closing: bool = False) -> tuple[str, str] | None:
+def _phrase_value(text: str, closing: bool = False, conclusion: bool = False) -> tuple[str, str] | None:
     plain = MARKDOWN.sub("", text)
     matches = list(_PHRASE.finditer(plain))
     for m in reversed(matches):
@@ -216,14 +222,18 @@ def _phrase_value(text: str, closing: bool = False) -> tuple[str, str] | None:
         if named:
             return named.group(1), "option"
         return value, "phrase"
-    settled = [m for m in (*_OPTION_PHRASE.finditer(plain), *_OPTION_IS_RIGHT.finditer(plain))
-               if not (m.group(1) in "AI" and _A_OR_I_WORD.match(plain, m.end(1) + (plain[m.end(1):m.end(1) + 1] == ")")))
+    found = [*_OPTION_PHRASE.finditer(plain), *_OPTION_IS_RIGHT.finditer(plain),
+             *(_IS_OPTION.finditer(plain) if conclusion else ())]
+    settled = [(m, m.lastindex or 1) for m in found]
+    settled = [(m, g) for m, g in settled if m.group(g) is not None]
+    settled = [(m, g) for m, g in settled
+               if not (m.group(g) in "AI" and _A_OR_I_WORD.match(plain, m.end(g) + (plain[m.end(g):m.end(g) + 1] == ")")))
                and not _SUPPOSED.search(plain[max(0, m.start() - 80):m.start()])]  # "If option B is correct, ..."
     if not settled:
         return None
-    last = max(settled, key=lambda m: m.start())
-    more = _MORE_OPTIONS.match(plain, last.end(1))  # "Solution: Choice_C or Choice_D", "Choice_A/B/C/D"
-    return (_letters(last.group(1) + more.group(0)) if more else last.group(1)), "option"
+    last, g = max(settled, key=lambda mg: mg[0].start())
+    more = _MORE_OPTIONS.match(plain, last.end(g))  # "Solution: Choice_C or Choice_D", "Choice_A/B/C/D"
+    return (_letters(last.group(g) + more.group(0)) if more else last.group(g)), "option"
 
 
 def _letters(value: str) -> str:
@@ -300,7 +310,7 @@ def _unit_candidate(text: str, *, in_answer: bool, conclusion: bool, closing: bo
     boxed = boxed_values(text)
     if boxed:
         return ", ".join(boxed), "boxed"
-    phrase = _phrase_value(text, closing)
+    phrase = _phrase_value(text, closing, conclusion or closing)
     if phrase:
         return phrase
     if alone and (formula := _formula(text)):  # the answer section is this one value
