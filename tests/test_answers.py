@@ -120,6 +120,13 @@ def only(rec: dict) -> tuple[str, str]:
     ("There is no support for Choice_A, Choice_C, or Choice_D.", None, None),
     ("Solution: None of Choice_A/B/C/D is the correct answer.", None, None),
     ("The next option to weigh is Choice_B: 12 grams.", None, None),  # mid-trace, not a conclusion
+    # a hedge between options followed by "but": the decision stated after it, or none (not both options)
+    ("So the answer is B or D, but D needs two carbons, which is impossible.", None, None),
+    ("The answer is B or D, but I will go with D.", "D", "option"),
+    ("Solution: Choice_A or Choice_C, but I choose C.", "C", "option"),
+    ("Solution: Choice_A/Choice_C, but I am not sure.", None, None),
+    ("Maybe the answer is B and D, but only one may be picked.", "B, D", "option"),  # both claimed: no hedge
+    ("Solution: Choice A or Choice B", "A, B", "option"),  # "A or": no article
 ])
 def test_unit_rules(text, value, kind):
     cands = find_candidates(record(text, "Let me go on."))  # not the closing unit, whose numbers count too
@@ -129,17 +136,21 @@ def test_unit_rules(text, value, kind):
         assert [(c.value, c.kind) for c in cands] == [(value, kind)]
 
 
-def test_a_conclusion_naming_an_option_settles_on_it():
+def test_a_closing_unit_naming_an_option_settles_on_it():
     """MR-BEN solutions closing on "Therefore, the strongest acid is Choice_A: HBrO." (no "Solution:"
-    line) had no final answer and counted wrong; the same words mid-trace are no pick."""
+    line) had no final answer and counted wrong. The same words before the end are no pick, even in a
+    conclusion: Qwen3 on ThinkBench concluded "Compound X is Option B" of an intermediate, then
+    answered D."""
     for text, letter in (("Therefore, the strongest acid is Choice_A: HBrO.", "A"),
                          ("So the likeliest organism is S. aureus (Choice D).", "D"),
                          ("Hence the answer we want is choice C, the third.", "C")):
         closing = record("Compare the options.", text)
         assert [(c.value, c.kind) for c in find_candidates(closing)] == [(letter, "option")], text
-        concluded = record(text, "Let me go on.", types="CON RSN")
-        assert [(c.value, c.kind) for c in find_candidates(concluded)] == [(letter, "option")], text
-        assert find_candidates(record(text, "Let me go on.")) == [], text
+        assert find_candidates(record(text, "Let me go on.", types="CON RSN")) == [], text
+    rec = record("Work it out.", "Thus, **Compound X is Option B: an acid**.", "**D: the product**",
+                 types="RSN CON RSN", answer_from=1)
+    assert final_candidate(find_candidates(rec), rec).value == "D: the product"
+    assert find_candidates(record("Conclusion: C is a dione.", "Let me go on.")) == []
 
 
 def test_boxed_keeps_nested_braces():
@@ -211,7 +222,8 @@ def test_a_trace_that_goes_on_past_its_last_conclusion_has_no_final_answer():
     assert [c.value for c in find_candidates(cut)] == ["5"]
     assert final_candidate(find_candidates(cut), cut) is None
     # one that ends on it does: the conclusion closes the trace, a sign-off follows, or the closing restates it
-    for tail in ((), ("Let me know if you'd like another problem!",), ("Therefore the garden is 5 m wide.",)):
+    for tail in ((), ("Let me know if you'd like another problem!",), ("Therefore the garden is 5 m wide.",),
+                 ("If you need further help with such problems, please let me know!",)):
         rec = record("Let x be the width.", "So x = 5.", *tail, types="RSN CON" + " RSN" * len(tail))
         assert final_candidate(find_candidates(rec), rec).value == "5", tail
     # a stronger candidate earlier is the answer put forward, whatever follows it

@@ -53,7 +53,8 @@ _PHRASE = re.compile(
 _PICKED = r"\b(?i:go(?:ing)?\s+with|choose|chose|pick|picked|select|selected|opt\s+for)\s+"
 _OPTION_WORD = r"(?i:option|choice)(?:\s*|\\?_)"  # "option ", "Choice_", "choice\_"
 _OPTION_PHRASE = re.compile(
-    r"(?:\b(?:Solution|Conclusion):\s*(?:[Cc]hoice(?:\\?_|\s)?)?"
+    r"(?:\bSolution:\s*(?:[Cc]hoice(?:\\?_|\s)?)?"
+    rf"|\bConclusion:\s*{_OPTION_WORD}"  # "Conclusion: Choice_A: ..." ("Conclusion: C is ..." may name a compound)
     r"|\b(?i:correct|right|best|final|most\s+(?:appropriate|suitable|likely|plausible|accurate))\s+(?i:option|choice)"
     r"\s*(?i:is|would be|should be|must be)?\s*(?i:therefore\s+)?:?\s*"
     rf"(?:{_OPTION_WORD})?"
@@ -64,11 +65,12 @@ _OPTION_PHRASE = re.compile(
 # "option C is correct", "Choice_D: wavelength only is the correct answer" (an option's text between)
 _OPTION_IS_RIGHT = re.compile(r"\b(?i:option|choice)\s*(?:\\?_)?\s*\(?([A-J])\)?(?::[^.;!?\n]{1,150}?)?,?\s+"
                               r"(?i:is|seems|must be|should be)\s+(?i:the\s+)?(?i:correct|right|answer)\b")
-# in a conclusion: "Therefore, the strongest acid is Choice_A: HBrO.", "... is Staphylococcus aureus (Choice D)."
+# in the trace's closing unit: "Therefore, the strongest acid is Choice_A: HBrO.", "... is S. aureus (Choice D)."
+# (earlier, "Compound X is Option B" may name an intermediate, not the answer)
 _IS_OPTION = re.compile(rf"\b(?i:is|are)\s+(?i:therefore\s+)?{_OPTION_WORD}\(?([A-J])\)?(?![\w])"
                         rf"|\(\s*{_OPTION_WORD}([A-J])\s*\)\s*[.!]?\**\s*$")
 # "A" and "I" are words too: followed by a word in lower case ("I think", "A car travels") they are no option
-_A_OR_I_WORD = re.compile(r"\s+(?!(?:because|since|as|which|and|but|so|here|now|is|was|seems|would|should|must|"
+_A_OR_I_WORD = re.compile(r"\s+(?!(?:because|since|as|which|and|or|nor|but|so|here|now|is|was|seems|would|should|must|"
                           r"from|for|with|then)\b)[a-z]")
 _OPTION_NAMES = re.compile(r"(?i:\b(?:options?|choices?))\s*(?:\\?_)?\s*")  # stripped to read the letters
 _ONE_OPTION = r"(?:(?i:(?:options?|choices?))\s*(?:\\?_)?\s*)?\(?[A-J]\)?"
@@ -77,6 +79,10 @@ _OPTION_LIST = re.compile(rf"{_ONE_OPTION}(?:{_LIST_SEP}{_ONE_OPTION})+")
 # more options after a settled one, up to the end of the clause ("Solution: Choice_C or Choice_D.",
 # "Choice_B/C - Creatine ..."); "B and I think so", "B, A is close" name no more options
 _MORE_OPTIONS = re.compile(rf"\)?(?:{_LIST_SEP}{_ONE_OPTION})+(?=\s*(?:[.;:!)(\n]|$|[-–—]\s))")
+# a hedge between options: "A or D, but ...", "Choice_B/C; but ..." (options listed with "or" or "/", then "but")
+_LISTED_OPTIONS = re.compile(rf"\)?(?:{_LIST_SEP}{_ONE_OPTION})+")
+_ALTERNATIVES = re.compile(r"\bor\b|/")
+_HEDGED = re.compile(r"[^.!?\n]{0,80}?[,;]?\s+but\b")
 _NAMED_OPTION = re.compile(r"(?i:option|choice)\s*(?:\\?_)?\s*\(?([A-J])\)?(?![\w])")
 _OPTION_VALUE = re.compile(r"^\s*\(?([A-J])\)?(?:[.:)](?![A-Za-z])|\s|$)")  # "A.J": initials, no option
 # "B) Those who responded ...", "C)38", "D)$5.4\%$": an option and its text
@@ -188,9 +194,10 @@ def _cut_value(text: str, max_chars: int = _MAX_VALUE_CHARS) -> str:
     return "".join(out).strip().strip("*").rstrip(",;:").strip()
 
 
-def _phrase_value(text: str, closing: bool = False, conclusion: bool = False) -> tuple[str, str] | None:
+def _phrase_value(text: str, closing: bool = False) -> tuple[str, str] | None:
     plain = MARKDOWN.sub("", text)
     matches = list(_PHRASE.finditer(plain))
+    after = 0  # where a decision may be read: past a hedge between options
     for m in reversed(matches):
         if m.start() and plain[m.start() - 1] in _QUOTES:  # "put it after 'Answer:'": the phrase named, not used
             continue
@@ -201,6 +208,10 @@ def _phrase_value(text: str, closing: bool = False, conclusion: bool = False) ->
         while _HEDGE.match(value):
             value = _HEDGE.sub("", value, count=1)
         several = _OPTION_LIST.fullmatch(value.strip().rstrip("."))
+        hedge = _HEDGED.match(plain, m.end()) if several and _ALTERNATIVES.search(value) else None
+        if hedge:  # "the answer is A or D, but D is impossible": the decision after "but", if one is stated
+            after = hedge.end()
+            break
         if several:  # "(A), (B), (C), or (D)", "(A) or (B)", "Choice_A/B/C/D": all of them, not the first
             return _letters(value), "option"
         labelled = OPTION_LABEL.match(value)  # "B) Those who responded ...": the option, its text however long
@@ -222,18 +233,23 @@ def _phrase_value(text: str, closing: bool = False, conclusion: bool = False) ->
         if named:
             return named.group(1), "option"
         return value, "phrase"
-    found = [*_OPTION_PHRASE.finditer(plain), *_OPTION_IS_RIGHT.finditer(plain),
-             *(_IS_OPTION.finditer(plain) if conclusion else ())]
+    found = [*_OPTION_PHRASE.finditer(plain, after), *_OPTION_IS_RIGHT.finditer(plain, after),
+             *(_IS_OPTION.finditer(plain, after) if closing else ())]
     settled = [(m, m.lastindex or 1) for m in found]
     settled = [(m, g) for m, g in settled if m.group(g) is not None]
     settled = [(m, g) for m, g in settled
                if not (m.group(g) in "AI" and _A_OR_I_WORD.match(plain, m.end(g) + (plain[m.end(g):m.end(g) + 1] == ")")))
                and not _SUPPOSED.search(plain[max(0, m.start() - 80):m.start()])]  # "If option B is correct, ..."
-    if not settled:
-        return None
-    last, g = max(settled, key=lambda mg: mg[0].start())
-    more = _MORE_OPTIONS.match(plain, last.end(g))  # "Solution: Choice_C or Choice_D", "Choice_A/B/C/D"
-    return (_letters(last.group(g) + more.group(0)) if more else last.group(g)), "option"
+    while settled:
+        last, g = max(settled, key=lambda mg: mg[0].start())
+        listed = _LISTED_OPTIONS.match(plain, last.end(g))
+        hedge = _HEDGED.match(plain, listed.end()) if listed and _ALTERNATIVES.search(listed.group(0)) else None
+        if hedge:  # "Solution: Choice_C or Choice_D, but ...": a decision after "but", or none
+            settled = [(m, g) for m, g in settled if m.start() >= hedge.end()]
+            continue
+        more = _MORE_OPTIONS.match(plain, last.end(g))  # "Solution: Choice_C or Choice_D", "Choice_A/B/C/D"
+        return (_letters(last.group(g) + more.group(0)) if more else last.group(g)), "option"
+    return None
 
 
 def _letters(value: str) -> str:
@@ -310,7 +326,7 @@ def _unit_candidate(text: str, *, in_answer: bool, conclusion: bool, closing: bo
     boxed = boxed_values(text)
     if boxed:
         return ", ".join(boxed), "boxed"
-    phrase = _phrase_value(text, closing, conclusion or closing)
+    phrase = _phrase_value(text, closing)
     if phrase:
         return phrase
     if alone and (formula := _formula(text)):  # the answer section is this one value
@@ -469,8 +485,9 @@ def final_candidate(candidates: Sequence[Candidate], record: dict) -> Candidate 
 
 
 # a closing courtesy after the answer, which states nothing: "Let me know if you'd like ...", "Hope this helps!"
-_SIGN_OFF = re.compile(r"^\W*(?:let me know|i hope|hope (?:this|that|it)|feel free|if you have any|good luck|"
-                       r"happy to help|thanks?\b|thank you|enjoy)", re.IGNORECASE)
+_SIGN_OFF = re.compile(r"^\W*(?:(?:please\s+)?let me know|i hope|hope (?:this|that|it)|(?:please\s+)?feel free|"
+                       r"if you (?:have|need|want|would like|'d like)\b|good luck|happy to help|thanks?\b|thank you|"
+                       r"enjoy)", re.IGNORECASE)
 
 
 def _ends_on(record: dict, number: Candidate) -> bool:
