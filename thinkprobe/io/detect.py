@@ -21,7 +21,7 @@ from .apis import cut_by_limit, hidden_reasoning_tokens
 from .blocks import (BLOCK_SEPARATOR, ENCRYPTED, SUMMARY_FIELD, TURN_REASONING_KEYS, Found, field_candidates,
                      thought_parts, turn_candidates, typed_blocks)
 from .blocks import joined as join_pieces
-from .tags import Split, reasoning_blocks, split_tags, trim
+from .tags import Split, answer_parts, split_tags, trim
 
 __all__ = ["get_path", "GRADES", "ENCRYPTED", "UNTAGGED", "CHOICE_MESSAGES", "record_position", "REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect", "record_model"]
 
@@ -156,8 +156,8 @@ def detect(
             # e.g. tts_knowledge's gpt-5-mini records whose thought_summary is the response
             raise error(_origin(record, reasoning_from), f"the reasoning is the answer itself ({answer.field} holds "
                                                          "the same text): nothing to profile as reasoning")
-    if answer and answer.field == sections[0].field:
-        sections.extend(_answer_parts(answer))
+    if answer and answer.field == sections[0].field:  # blocks it tags as reasoning are reasoning (answer_parts)
+        sections += [Section(name, answer.field, answer.text, a, b) for name, a, b in answer_parts(answer.text, answer.start, answer.end)]
     elif answer:
         sections.append(answer)
 
@@ -456,23 +456,6 @@ def _inline_candidates(record: dict, generation: int | None = None) -> Iterator[
             yield from turn_candidates(turns[index], f"{list_name}[{index}]")
     found, value = get_path(record, "raw_text.response")
     yield Found("raw_text.response", value if found else None, ()), False
-
-
-def _answer_parts(answer: Section) -> list[Section]:
-    """The answer section, less the blocks it tags as reasoning (QwQ's <SCRATCHPAD_REASONING> after its
-    </think> in an agentic scenario): those are reasoning sections of their own, in text order. Only for
-    an answer in the reasoning's own field: every section of one name then reads one text."""
-    parts, pos = [], answer.start
-    for opening, start, end, closing in reasoning_blocks(answer.text, answer.start, answer.end):
-        for name, a, b in (("answer", pos, opening), ("reasoning", start, end)):
-            a, b = trim(answer.text, a, b)
-            if a < b:
-                parts.append(Section(name, answer.field, answer.text, a, b))
-        pos = closing
-    start, end = trim(answer.text, pos, answer.end)
-    if start < end:
-        parts.append(Section("answer", answer.field, answer.text, start, end))
-    return parts
 
 
 def _answer_section(

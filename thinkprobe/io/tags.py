@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 __all__ = ["TAG_PAIRS", "OSS_ANALYSIS", "OSS_FINAL", "OSS_BARE_ANALYSIS", "OSS_BARE_FINAL", "S1_THINK", "S1_ANSWER",
            "S1_BARE_THINK", "FINAL_MARK", "LEADING_TOKENS", "TRAILING_TOKENS", "SPECIAL_TOKEN", "Split", "split_tags", "trim",
-           "reasoning_blocks"]
+           "reasoning_blocks", "answer_parts"]
 
 
 TAG_PAIRS = (
@@ -221,3 +221,19 @@ def reasoning_blocks(text: str, start: int, end: int) -> list[tuple[int, int, in
             return out
         out.append((m.start(), m.end(), close, close + len(m.group(1)) + 3))
         pos = close + len(m.group(1)) + 3
+
+
+def answer_parts(text: str, start: int, end: int) -> list[tuple[str, int, int]]:
+    """(name, start, end) of the parts of an answer span: "answer" pieces and, between them, the blocks
+    it tags as reasoning (QwQ's <SCRATCHPAD_REASONING> after its </think> in an agentic scenario) as
+    "reasoning", in text order, each trimmed, tags left out. Read in the reasoning's own field only, so
+    that every section of one name reads one text."""
+    parts, pos = [], start
+    for opening, a, b, closing in reasoning_blocks(text, start, end):
+        for name, s, e in (("answer", pos, opening), ("reasoning", a, b)):
+            s, e = trim(text, s, e)
+            if s < e:
+                parts.append((name, s, e))
+        pos = closing
+    s, e = trim(text, pos, end)
+    return parts + [("answer", s, e)] if s < e else parts
