@@ -12,12 +12,13 @@ from ..io.grades import SOLUTION_LABELS
 from ..outputs import RUN_JSON
 from .markup import esc, html_table, md_table
 
-__all__ = ["coverage_html", "coverage_md", "COVERAGE_HEADER"]
+__all__ = ["coverage_html", "coverage_md", "COVERAGE_HEADER", "run_json"]
 
 COVERAGE_HEADER = ("records", "traces", "skipped", "reasons")
 
 
-def _run(run_dir: Path) -> dict:
+def run_json(run_dir: Path) -> dict:
+    """The run's run.json, {} when it is missing or unreadable (the report then says less)."""
     try:
         return json.loads((Path(run_dir) / RUN_JSON).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -89,7 +90,7 @@ def _lines(run: dict) -> list[str]:
 
 
 def coverage_html(run_dir: Path) -> str:
-    run = _run(run_dir)
+    run = run_json(run_dir)
     tables = _tables(run)
     if not tables:
         return ""
@@ -103,7 +104,7 @@ def coverage_html(run_dir: Path) -> str:
 
 
 def coverage_md(run_dir: Path) -> list[str]:
-    run = _run(run_dir)
+    run = run_json(run_dir)
     tables = _tables(run)
     if not tables:
         return []

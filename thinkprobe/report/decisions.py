@@ -40,9 +40,9 @@ def _code_traces(run_dir: Path, wanted: set[str]) -> set[str]:
     """Which of `wanted` traces' reasoning is a program, not prose (provenance reasoning_is_code): their
     indicators describe code, which alone can make a trace unusual. graphs.jsonl is read only when
     run.json counts such traces."""
-    from .coverage import _run
+    from .coverage import run_json
 
-    if not wanted or not (_run(run_dir).get("counts") or {}).get("reasoning_is_code"):
+    if not wanted or not (run_json(run_dir).get("counts") or {}).get("reasoning_is_code"):
         return set()
     return {rec["trace_id"] for rec in iter_graph_records(run_dir, missing_ok=True)
             if rec["trace_id"] in wanted and (rec.get("provenance") or {}).get("reasoning_is_code")}
