@@ -94,10 +94,6 @@ def is_gemini(record: dict) -> bool:
     return _gemini_body(record) is not None
 
 
-def _key(node: dict, names: str) -> str | None:
-    return next((k for k in names.split("|") if k in node), None)
-
-
 def _expand_gemini(record: dict, source: str, locator: int | str, state: dict) -> Iterator:
     """One record per candidate, each the response with that candidate alone (detection reads
     candidates[0].content.parts: thinkprobe.io.blocks.thought_parts); a batch line's response with the
@@ -259,7 +255,7 @@ API_LAYOUTS = (
 )
 
 
-# (path, what it counts): where an API counts the reasoning tokens of an output
+# Where an API counts the reasoning tokens of an output
 _REASONING_TOKENS = ("usage.completion_tokens_details.reasoning_tokens", "usage.output_tokens_details.reasoning_tokens",
                      "usageMetadata.thoughtsTokenCount", "usage_metadata.thoughts_token_count")  # OpenAI, Gemini
 
