@@ -223,6 +223,11 @@ def test_a_trace_cut_short_after_a_conclusion_has_no_final_answer():
     assert extra["final_answer"] is None and row["Acc"] == 0
     row, extra = redundancy_row(graph_record(texts, chain(3), types="RSN CON RSN", correct=True))
     assert extra["final_answer"] is None and row["Acc"] == 1
+    # the grade speaks for no candidate then: none is "wrong, differing from a final answer graded correct"
+    # (a review: a ProcessBench trace graded correct showed an error-to-error transition)
+    assert [(c["correct"], c["reason"]) for c in extra["candidates"]] == [
+        (None, "no final answer found for the record's grade to speak for")]
+    assert row["EE"] == 0
 
 
 def test_unc_counts_candidate_units():

@@ -215,6 +215,8 @@ def _verdicts(record: dict, candidates: Sequence[Candidate], final: Candidate | 
                 verdicts[k], reasons[k] = label, "the record's grade of the final answer"
             elif verdicts[k] is not None:
                 continue
+            elif final is None:  # the trace goes on past its candidates: nothing the grade speaks for
+                verdicts[k], reasons[k] = None, "no final answer found for the record's grade to speak for"
             elif label:
                 verdicts[k], reasons[k] = False, "differs from the final answer, graded correct"
             else:
