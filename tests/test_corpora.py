@@ -200,9 +200,13 @@ def test_reasoning_the_answer_tags_as_such_is_reasoning():
     assert [(s.name, s.content) for s in trace.sections] == [
         ("reasoning", "Plan the reply."), ("answer", "<send>Hi Bo, done.</send>"), ("reasoning", "Why I sent it."),
         ("answer", "Bye.")]
-    cut = one({"response": "<think>Plan.</think> Sent. <scratchpad>And now I wonder"})  # cut off inside the block
-    assert [(s.name, s.content) for s in cut.sections] == [("reasoning", "Plan."), ("answer", "Sent."),
-                                                           ("reasoning", "And now I wonder")]
+    # only closed blocks of a reasoning tag's name, outside code: an answer that mentions a tag, or code
+    # with a tag of another name, stays answer (a review found both split)
+    for answer in ("Wrap your notes in <thinking> tags, then answer.",
+                   "Use ```<ThinkingIndicator>Loading</ThinkingIndicator>``` here.",
+                   "It renders <ThinkingIndicator>Loading</ThinkingIndicator> first."):
+        assert [(s.name, s.content) for s in one({"response": f"<think>Plan.</think> {answer}"}).sections] == [
+            ("reasoning", "Plan."), ("answer", answer)]
     assert [s.name for s in one({"response": "<think>Plan.</think> The answer is 4."}).sections] == ["reasoning", "answer"]
 
 

@@ -197,19 +197,24 @@ def trim(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 # A block the model tags as reasoning inside what follows its thinking: <think>, <thinking>, <reasoning>,
-# <thought>, or a tag named so (<SCRATCHPAD_REASONING>, <scratchpad>: agentic scenarios ask the model to
-# reason there before acting). Its name, case as written, closes it.
-_REASONING_OPEN = re.compile(r"<((?i:[A-Za-z_]*(?:reasoning|scratchpad|thinking|think|thought)[A-Za-z_]*))>")
+# <thought>, <scratchpad>, <SCRATCHPAD_REASONING> (agentic scenarios ask the model to reason there before
+# acting), any case; its name, case as written, closes it. A tag of another name (<ThinkingIndicator> in
+# code), one never closed (an answer that mentions "<thinking> tags") or one inside a code fence is text.
+_REASONING_OPEN = re.compile(r"<((?i:think|thinking|thoughts?|reasoning|scratchpad|scratchpad_reasoning))>")
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 
 
 def reasoning_blocks(text: str, start: int, end: int) -> list[tuple[int, int, int, int]]:
     """The tagged reasoning blocks inside text[start:end], in order: (opening tag start, content start,
-    content end, closing tag end). A block left open runs to `end` (the output was cut off inside it).
+    content end, closing tag end); only closed blocks, outside code fences.
 
     >>> t = "Sent.<SCRATCHPAD_REASONING>why</SCRATCHPAD_REASONING> Done."
     >>> [t[b:c] for _, b, c, _ in reasoning_blocks(t, 0, len(t))]
     ['why']
+    >>> reasoning_blocks("Wrap it in <thinking> tags.", 0, 27), reasoning_blocks("```<think>x</think>```", 0, 22)
+    ([], [])
     """
+    fences = [(m.start(), m.end()) for m in _FENCE.finditer(text, start, end)]
     out, pos = [], start
     while True:
         m = _REASONING_OPEN.search(text, pos, end)
@@ -217,8 +222,10 @@ def reasoning_blocks(text: str, start: int, end: int) -> list[tuple[int, int, in
             return out
         close = text.find(f"</{m.group(1)}>", m.end(), end)
         if close < 0:
-            out.append((m.start(), m.end(), end, end))
             return out
+        if any(a <= m.start() < b for a, b in fences):
+            pos = m.end()
+            continue
         out.append((m.start(), m.end(), close, close + len(m.group(1)) + 3))
         pos = close + len(m.group(1)) + 3
 
