@@ -299,3 +299,20 @@ def test_odd_batch_lines_and_in_memory_records_take_the_same_layouts(tmp_path):
     assert run.summary["traces"] == 1 and run.summary["errors"] == 1
     (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf\xef\xbb\xbf" + json.dumps(message(THOUGHT, "42")).encode() + b"\n")
     assert len(list(iter_traces(tmp_path / "bom.jsonl"))) == 1 and isinstance(next(iter_traces(tmp_path / "bom.jsonl")), Trace)
+
+
+def test_older_lm_eval_files_without_metrics_or_filter_names(tmp_path):
+    """lm-eval up to 0.4.2 (and forks) write the metric values at the top level with no `metrics` list
+    and no `filter`: every repeat had carried the score of all repeats, and a generation written once per
+    filter had been profiled twice with opposite grades (a review)."""
+    gen = f"<think>{THOUGHT}</think> The answer is 42"
+    repeats = {"doc_id": 0, "doc": {"question": "12 + 30?"}, "target": "42", "arguments": [], "model": "m",
+               "resps": [[gen, "<think>Guess.</think> The answer is 41"]], "filtered_resps": ["42"], "exact_match": 0.0}
+    traces, errors = read(tmp_path, [repeats])
+    assert not errors and [(t.trace_id, t.correct) for t in traces] == [("0:g0", None), ("0:g1", None)]
+    twice = [{"doc_id": 1, "doc": {}, "target": "42", "resps": [[gen]], "filtered_resps": [r], "exact_match": g}
+             for r, g in (("[invalid]", 0.0), ("42", 1.0))]
+    traces, errors = read(tmp_path, twice, "t.jsonl")
+    assert [(t.trace_id, t.correct) for t in traces] == [("1", False)]
+    assert [e.reason for e in errors] == ["a generation lm-eval wrote again under another filter: doc 1 (the file names "
+                                          "no filters), profiled once, with the first record's grade"]

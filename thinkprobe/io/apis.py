@@ -18,7 +18,9 @@ records detection reads (registered in thinkprobe.io.layouts' table):
   generation (the same document and texts) is profiled once, under the first filter it comes with in
   the file, and its records under later filters are skipped with a reason naming both. With
   ``repeats`` > 1 each repeat is a record of its own (``:g<N>``), ungraded (the metrics, which lm-eval
-  names in ``metrics``, are over all repeats: kept under ``lm_eval_metrics``).
+  names in ``metrics`` and older files leave as the other numbers, are over all repeats: kept under
+  ``lm_eval_metrics``). Older files name no filter: the same document and texts again is still one
+  generation.
 
 Each expander takes (record, source, locator, state): `state` is a dict kept for one input file. A record
 that stands for one of several generations carries `part` (its number), which detection appends to its
@@ -197,26 +199,35 @@ def is_lm_eval(record: dict) -> bool:
     return "doc_id" in record and isinstance(record.get("resps"), list) and ("filtered_resps" in record or "doc" in record)
 
 
+# The keys of an lm-eval sample that are no metric (older files name no `metrics` list: every other number is one)
+_LM_EVAL_STRUCTURE = frozenset({"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter",
+                                "metrics", "doc_hash", "prompt_hash", "target_hash"})
+
+
 def _expand_lm_eval(record: dict, source: str, locator: int | str, state: dict) -> Iterator:
-    filt = record.get("filter")
-    if isinstance(filt, str):
-        # the same document and generations under another filter: written again, not generated again
-        key = hashlib.sha1(json.dumps([record["doc_id"], record["resps"]], sort_keys=True, default=str)
-                           .encode("utf-8", "surrogatepass")).hexdigest()
-        first = state.setdefault("lm_eval_filters", {}).setdefault(key, filt)
-        if filt != first:
-            yield locator, InputError(source, locator, "filter", f"a generation lm-eval wrote again under another "
-                                      f"filter: doc {str(record['doc_id'])[:80]} under {filt!r}, profiled once under "
-                                      f"the first filter it came with, {first!r}")
-            return
+    # the same document and generations again: written once per filter (named or, in older files, not)
+    key = hashlib.sha1(json.dumps([record["doc_id"], record["resps"]], sort_keys=True, default=str)
+                       .encode("utf-8", "surrogatepass")).hexdigest()
+    filt = record.get("filter") if isinstance(record.get("filter"), str) else None
+    seen = state.setdefault("lm_eval_generations", {})
+    if key in seen:
+        doc = str(record["doc_id"])[:80]
+        yield locator, InputError(source, locator, "filter" if filt else "resps", (
+            f"a generation lm-eval wrote again under another filter: doc {doc} under {filt!r}, profiled once under "
+            f"the first filter it came with, {seen[key]!r}" if filt and seen[key] else
+            f"a generation lm-eval wrote again under another filter: doc {doc} (the file names no filters), "
+            "profiled once, with the first record's grade"))
+        return
+    seen[key] = filt
     resps = record["resps"]
     repeats = resps[0] if resps and isinstance(resps[0], list) else None
     if not repeats or len(repeats) < 2:
         yield locator, {**record, "layout": "lm_eval"}
         return
     # one record per repeat; the task's metrics (maj@k, pass@k) are over all repeats, so no repeat's grade
-    named = record.get("metrics") if isinstance(record.get("metrics"), list) else []
-    metrics = {k: record[k] for k in map(str, named) if k in record}
+    named = record.get("metrics")
+    metrics = ({k: record[k] for k in map(str, named) if k in record} if isinstance(named, list) else
+               {k: v for k, v in record.items() if k not in _LM_EVAL_STRUCTURE and isinstance(v, (int, float))})
     for g, text in enumerate(repeats):
         out = {k: v for k, v in record.items() if k not in metrics and k not in ("resps", "filtered_resps")}
         out.update(layout="lm_eval", response=text, part=g, lm_eval_metrics=metrics,
