@@ -316,3 +316,24 @@ def test_older_lm_eval_files_without_metrics_or_filter_names(tmp_path):
     assert [(t.trace_id, t.correct) for t in traces] == [("1", False)]
     assert [e.reason for e in errors] == ["a generation lm-eval wrote again under another filter: doc 1 (the file names "
                                           "no filters), profiled once, with the first record's grade"]
+
+
+def test_an_answer_cut_at_the_token_limit_states_nothing_and_is_counted(tmp_path):
+    """The reasoning ended and the API stopped the answer at its token limit ("The answer is 3" of 30):
+    the cut unit is no final answer, the trace is not "cut before its reasoning ends", and the summary
+    counts it (a review: it had been graded as the answer, without a word)."""
+    import thinkprobe
+    from thinkprobe.cli import format_summary
+
+    cut = {"id": "c1", "model": "m", "question": "What is 12 + 30?", "answer": "42",
+           "choices": [{"message": {"reasoning_content": THOUGHT, "content": "Adding them. The answer is 4"},
+                        "finish_reason": "length"}]}
+    whole = {**cut, "id": "c2", "choices": [{"message": {"reasoning_content": THOUGHT, "content": "The answer is 42"},
+                                             "finish_reason": "stop"}]}
+    run = thinkprobe.profile([cut, whole], tmp_path / "o", device="cpu", linker="cue", types="cue", progress=False,
+                             report=False)
+    red = {g["trace_id"]: g["redundancy"] for g in run.graphs}
+    assert red["c1"]["final_answer"] is None or red["c1"]["final_answer"]["value"] != "4"
+    assert red["c2"]["final_answer"]["value"] == "42"
+    assert run.summary["answer_cut_by_model"] == {"m": 1} and not run.summary["truncated_by_model"]
+    assert "1 traces' answers stop at the API's token limit" in format_summary(run.summary)

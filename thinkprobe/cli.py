@@ -262,9 +262,13 @@ def format_summary(result: dict) -> str:
                      + (f"; by model: {per_model}" if per_model else ""))
     if truncated := result.get("truncated_by_model"):
         lines.append(f"{sum(truncated.values())} traces end before their reasoning does (an opening tag with no "
-                     f"closing one: cut off at a length limit?, or an API's stop reason saying so: provenance "
-                     f"truncated_by), profiled as far as they go (provenance truncated); "
+                     f"closing one: cut off at a length limit?, or an API's stop reason at its token limit: "
+                     f"provenance truncated_by), profiled as far as they go (provenance truncated); "
                      f"by model: {_per_model(truncated, result)}")
+    if cut := result.get("answer_cut_by_model"):
+        lines.append(f"{sum(cut.values())} traces' answers stop at the API's token limit (their reasoning is whole; "
+                     f"provenance truncated_by): the last unit of each answer is cut and states no answer; by model: "
+                     f"{_per_model(cut, result)}")
     if summarised := result.get("summarised_by_model"):
         lines.append(f"{sum(summarised.values())} traces' reasoning is a summary the model gave of its thinking (a "
                      "thought_summary or reasoning summary field: Gemini, Claude and GPT-5 APIs show no raw chain of "

@@ -310,6 +310,7 @@ class Joined:
     unknown_sources: set[str] = field(default_factory=set)  # the files of the traces without a model
     untagged_by_model: dict[str, int] = field(default_factory=dict)  # traces per model whose reasoning is untagged
     truncated_by_model: dict[str, int] = field(default_factory=dict)  # traces per model cut off before their reasoning ended
+    answer_cut_by_model: dict[str, int] = field(default_factory=dict)  # traces per model whose answer an API cut at its limit
     summarised_by_model: dict[str, int] = field(default_factory=dict)  # traces per model whose reasoning is a summary
     code_not_run: int = 0  # traces whose final answer is code left ungraded: code execution was off
     reasoning_is_code: int = 0  # traces whose reasoning is a program, not prose (provenance reasoning_is_code)
@@ -379,6 +380,8 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
                         joined.untagged_by_model[g["model"]] = joined.untagged_by_model.get(g["model"], 0) + 1
                     if g["provenance"].get("truncated"):
                         joined.truncated_by_model[g["model"]] = joined.truncated_by_model.get(g["model"], 0) + 1
+                    elif g["provenance"].get("truncated_by"):
+                        joined.answer_cut_by_model[g["model"]] = joined.answer_cut_by_model.get(g["model"], 0) + 1
                     if g["provenance"].get("summarised"):
                         joined.summarised_by_model[g["model"]] = joined.summarised_by_model.get(g["model"], 0) + 1
                     joined.code_not_run += code_not_run(g)
@@ -461,8 +464,10 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
                    "unknown_model": joined.unknown["model"], "unknown_domain": joined.unknown["domain"],
                    "untagged": joined.untagged, "code_not_run": joined.code_not_run,
                    "reasoning_is_code": joined.reasoning_is_code,
-                   "truncated": sum(joined.truncated_by_model.values())},
+                   "truncated": sum(joined.truncated_by_model.values()),
+                   "answer_cut": sum(joined.answer_cut_by_model.values())},
         "truncated_by_model": dict(sorted(joined.truncated_by_model.items())),
+        "answer_cut_by_model": dict(sorted(joined.answer_cut_by_model.items())),
         "summarised_by_model": dict(sorted(joined.summarised_by_model.items())),
         "untagged": {"policy": opts.untagged, "profiled": joined.untagged,
                      "by_model": dict(sorted(joined.untagged_by_model.items())),
@@ -551,6 +556,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
             "unknown": joined.unknown, "unknown_fix": info["unknown_fix"],
             "untagged": joined.untagged, "untagged_by_model": dict(sorted(joined.untagged_by_model.items())),
             "truncated_by_model": dict(sorted(joined.truncated_by_model.items())),
+            "answer_cut_by_model": dict(sorted(joined.answer_cut_by_model.items())),
             "summarised_by_model": dict(sorted(joined.summarised_by_model.items())),
             "code_not_run": joined.code_not_run, "reasoning_is_code": joined.reasoning_is_code,
             "coverage": info["coverage"], "coverage_warnings": info["coverage_warnings"],

@@ -418,9 +418,14 @@ def find_candidates(record: dict) -> list[Candidate]:
         else None
     # an answer section of one unit, after the answer mark of its own field ("# Answer", "####", "The answer is:")
     own_value = answer_ids[0] if len(answer_ids) == 1 else None
+    # an answer the API stopped at its token limit (provenance truncated_by, the reasoning whole): its last
+    # unit was cut mid-way ("The answer is 3" of "30") and states nothing
+    cut = answer_ids[-1] if answer_ids and provenance.get("truncated_by") and not provenance.get("truncated") else None
     out = []
     label_before = False  # the previous unit was a bare "Answer:" label
     for u in units:
+        if u["id"] == cut:
+            continue
         found = _unit_candidate(u["text"], in_answer=u.get("section") == "answer",
                                 conclusion=u.get("type") == "CON" or u["id"] == last_answer,
                                 closing=u["id"] == last_unit, alone=u["id"] == own_value)

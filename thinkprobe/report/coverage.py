@@ -47,6 +47,9 @@ def _lines(run: dict) -> list[str]:
     if truncated := run.get("truncated_by_model"):
         lines.append(f"{sum(truncated.values())} traces end before their reasoning does (an opening tag with no closing "
                      f"one: cut off at a length limit?, or an API's stop reason saying so) and are profiled as far as they go: {_by_model(truncated)}.")
+    if cut := run.get("answer_cut_by_model"):
+        lines.append(f"{sum(cut.values())} traces' answers stop at the API's token limit (their reasoning is whole); "
+                     f"the last unit of each answer is cut and states no answer: {_by_model(cut)}.")
     if summarised := run.get("summarised_by_model"):
         lines.append(f"{sum(summarised.values())} traces' reasoning is a summary the model gave of its thinking "
                      "(thought_summary or a reasoning summary: the API shows no raw chain of thought), profiled like "
