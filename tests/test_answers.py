@@ -136,6 +136,20 @@ def test_unit_rules(text, value, kind):
         assert [(c.value, c.kind) for c in cands] == [(value, kind)]
 
 
+def test_an_option_on_the_line_after_the_answer_is_is_the_answer():
+    """ReasoningFlow's GPQA baseline traces end "Therefore, the correct answer is:" then "**B. 0**" on a
+    unit of its own: the letter had gone unread (a number of the option's text, or nothing, stood for
+    the answer: 22 of 250 traces right once read). A list of options after "the answer choices are:"
+    or "Let's look at each option:" is no pick."""
+    for lead, line, letter in (("Therefore, the correct answer is:", "**B. 0**", "B"),
+                               ("So the answer would be:", "A. ~ 0.4", "A"),
+                               ("Thus the incorrect statement is:", "D) All of them", "D")):
+        assert [(c.value, c.kind) for c in find_candidates(record("Compute it: 2 - 2 = 0.", lead, line))
+                if c.kind == "option"] == [(letter, "option")], lead
+    for lead in ("The answer choices are:", "Let's look at each option:", "### Option Analysis:"):
+        assert not [c for c in find_candidates(record(lead, "A) sqrt(15)/15", "B) 4")) if c.kind == "option"], lead
+
+
 def test_a_closing_unit_naming_an_option_settles_on_it():
     """MR-BEN solutions closing on "Therefore, the strongest acid is Choice_A: HBrO." (no "Solution:"
     line) had no final answer and counted wrong. The same words before the end are no pick, even in a

@@ -88,6 +88,10 @@ _OPTION_VALUE = re.compile(r"^\s*\(?([A-J])\)?(?:[.:)](?![A-Za-z])|\s|$)")  # "A
 # "B) Those who responded ...", "C)38", "D)$5.4\%$": an option and its text
 OPTION_LABEL = re.compile(r"^\s*\(?([A-J])\)(?:\s+\S|(?=[\d$\\]))")
 _ANSWER_LABEL = re.compile(r"(?:#+\s*)?(?:the\s+)?(?:final\s+)?answer(?:\s+is)?\s*[:：]?", re.IGNORECASE)
+# a sentence that leads into the option it names on the next line: "the correct answer is:" / "B. A = ..."
+_OPTION_LEAD = re.compile(r"\b(?:answer|option|choice|statement)\b[^:\n]{0,30}\b(?:is|would be|should be|must be)\s*"
+                          r"[:：]\s*$", re.IGNORECASE)  # not "the answer choices are:", "each option:"
+_OPTION_START = re.compile(r"^\W{0,3}([A-J])[.)](?:\s|\*)")
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.DOTALL)
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 _HEDGE = re.compile(r"^(?:(?:probably|likely|maybe|perhaps|definitely|indeed|actually|simply|just|still|then|"
@@ -422,7 +426,7 @@ def find_candidates(record: dict) -> list[Candidate]:
     # unit was cut mid-way ("The answer is 3" of "30") and states nothing
     cut = answer_ids[-1] if answer_ids and provenance.get("truncated_by") and not provenance.get("truncated") else None
     out = []
-    label_before = False  # the previous unit was a bare "Answer:" label
+    label_before = lead_before = False  # the previous unit was a bare "Answer:" label / led into an option
     for u in units:
         if u["id"] == cut:
             continue
@@ -433,7 +437,10 @@ def find_candidates(record: dict) -> list[Candidate]:
             value = _cut_value(MARKDOWN.sub("", SPECIAL_TOKEN.sub("", u["text"])))
             if value and len(value.split()) <= _MAX_PHRASE_WORDS:
                 found = (value, "phrase")
+        if lead_before and (found is None or found[1] == "number") and (m := _OPTION_START.match(u["text"])):
+            found = (m.group(1), "option")
         label_before = bool(_ANSWER_LABEL.fullmatch(MARKDOWN.sub("", u["text"]).strip()))
+        lead_before = bool(_OPTION_LEAD.search(MARKDOWN.sub("", u["text"])))
         if found is None and u["id"] == own_answer:
             found = _bare_answer(u["text"], "\n".join(v["text"] for v in units if v.get("section") != "answer"))
         if code and code[0] == u["id"] and (found is None or KIND_RANK[found[1]] > KIND_RANK["code"]):
