@@ -510,6 +510,8 @@ def _pred_variants(p: str) -> Iterable[tuple[str, bool]]:
     yield p, True
     if "=" in p:
         yield p.rsplit("=", 1)[1].strip(), False
+    if m := re.fullmatch(r"[a-z]\w*\s*\\in\b\s*(.+)", p):
+        yield m.group(1), False
     m = _PRED_SEPARATORS.search(p)
     head = p[: m.start()].strip() if m else ""
     # "160/3 km/h, about 53.33" keeps its head; "3, 5" is two answers, not the first one.
@@ -521,7 +523,7 @@ def _pred_variants(p: str) -> Iterable[tuple[str, bool]]:
 
 def _gold_variants(g: str) -> Iterable[str]:
     yield g
-    m = re.fullmatch(r"[a-z]\w*\s*=\s*(.+)", g)
+    m = re.fullmatch(r"[a-z]\w*\s*(?:=|\\in\b)\s*(.+)", g)  # "x = 5"; "x \in [-2,7]", an interval
     if m:
         yield m.group(1)
 
@@ -538,6 +540,8 @@ def answers_match(pred: Any, gold: Any) -> bool:
     True
     >>> answers_match(r"\dfrac{23}{60}", ".3833,  23/60"), answers_match("3", "-2, 3")  # forms of one value; a set
     (True, False)
+    >>> answers_match("[-2, 7]", r"x \in [-2,7]"), answers_match(r"x \in (0, 1]", "(0,1]")  # an interval named
+    (True, True)
     """
     if pred is None or gold is None:
         return False
