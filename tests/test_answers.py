@@ -141,13 +141,20 @@ def test_an_option_on_the_line_after_the_answer_is_is_the_answer():
     unit of its own: the letter had gone unread (a number of the option's text, or nothing, stood for
     the answer: 22 of 250 traces right once read). A list of options after "the answer choices are:"
     or "Let's look at each option:" is no pick."""
+    question = "Which value?\nA. 0.4\nB. 0\nC. 1\nD. All of them"
     for lead, line, letter in (("Therefore, the correct answer is:", "**B. 0**", "B"),
                                ("So the answer would be:", "A. ~ 0.4", "A"),
                                ("Thus the incorrect statement is:", "D) All of them", "D")):
-        assert [(c.value, c.kind) for c in find_candidates(record("Compute it: 2 - 2 = 0.", lead, line))
-                if c.kind == "option"] == [(letter, "option")], lead
-    for lead in ("The answer choices are:", "Let's look at each option:", "### Option Analysis:"):
-        assert not [c for c in find_candidates(record(lead, "A) sqrt(15)/15", "B) 4")) if c.kind == "option"], lead
+        rec = record("Compute it: 2 - 2 = 0.", lead, line, question=question)
+        assert [(c.value, c.kind) for c in find_candidates(rec) if c.unit == 2] == [(letter, "option")], lead
+    for lead in ("The answer choices are:", "Let's look at each option:", "### Option Analysis:",
+                 "The first option is:", "The statement to check is:"):
+        rec = record(lead, "A. sqrt(15)/15", "B. 4", question=question)
+        assert not [c for c in find_candidates(rec) if c.kind == "option"], lead
+    # no options listed in the question: a line "I. ..." or "A. ..." after "the answer is:" names no option
+    for line in ("I. The value of x is 4.", "A. 30 apples in total."):
+        rec = record("Add them.", "The correct answer is:", line, question="How many apples?")
+        assert not [c for c in find_candidates(rec) if c.kind == "option"], line
 
 
 def test_a_closing_unit_naming_an_option_settles_on_it():

@@ -337,3 +337,15 @@ def test_an_answer_cut_at_the_token_limit_states_nothing_and_is_counted(tmp_path
     assert red["c2"]["final_answer"]["value"] == "42"
     assert run.summary["answer_cut_by_model"] == {"m": 1} and not run.summary["truncated_by_model"]
     assert "1 traces' answers stop at the API's token limit" in format_summary(run.summary)
+
+
+def test_an_answer_field_that_mentions_a_reasoning_tag_is_kept_whole():
+    """A review: with the reasoning in its own field, an answer mentioning "<thinking> tags" lost all of
+    itself, and one with <think> inside a code block kept only what followed the closing tag. An answer
+    field that repeats the reasoning in tags still keeps only what follows them."""
+    for answer in ("Ask it to reason inside <thinking> tags before answering. And 2+3: the answer is 5.",
+                   "```jsx\nconst A = () => <think>{busy}</think>;\n```\nThe answer is 5."):
+        trace = one({"reasoning_content": THOUGHT, "content": answer})
+        assert trace.answer.content == answer
+    for repeated in (f"<think>{THOUGHT}</think>\n42", f"[THINK]{THOUGHT}[/THINK]42", f"{THOUGHT}</think>42"):
+        assert one({"reasoning_content": THOUGHT, "content": repeated}).answer.content == "42", repeated

@@ -470,9 +470,14 @@ def _answer_section(
         found, value = (True, joined_answer[1]) if joined_answer and path == joined_answer[0] else get_path(record, path)
         if not found or not isinstance(value, str) or not value.strip():
             continue
-        # The answer field may repeat the reasoning inside tags; only what follows them is the answer.
+        # The answer field may repeat the reasoning inside tags, opening it (or only closing it, its opening
+        # tag missing); only what follows them is the answer. A tag it mentions, never closed or after text
+        # (in code, in prose: "reason inside <thinking> tags"), is part of the answer.
         own = split_tags(value)
-        span = (0, len(value)) if own.tag is None else own.answer
+        before = value[:own.reasoning[0]].strip()  # the opening tag and what precedes it
+        repeats = own.tag is not None and not own.truncated and (own.open_tag_missing or (
+            len(before) <= 64 and "`" not in before and not _PROSE.search(before)))
+        span = own.answer if repeats else (0, len(value))
         if span:
             start, end = trim(value, *span)
             if start < end:
@@ -482,6 +487,9 @@ def _answer_section(
         if start < end:
             return Section("answer", reasoning_from, text, start, end)
     return None
+
+
+_PROSE = re.compile(r"[A-Za-z]{3,}[ ,;]+[A-Za-z]{3,}")  # words before a tag: text that mentions it, not an opening
 
 
 def _missing_premise(record: dict) -> str | None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..records import FORWARD_EDGES, group_of, source_id
-from .extraction import OPTION_LABEL, Candidate, code_tests_of, final_candidate, find_candidates
+from .extraction import OPTION_LABEL, Candidate, code_tests_of, final_candidate, find_candidates, question_options
 from .normalise import answers_match, normalise
 from .sandbox import NOT_ALLOWED, run_code_tests
 from .sep import SEP, edge_tuple, shortest_effective_path
@@ -139,30 +139,6 @@ def has_grade(record: Mapping) -> bool:
     such as SimpleQA's C): then the grade, not the gold answer, decides the final verdict."""
     provenance = record.get("provenance") or {}
     return isinstance(record.get("correct"), bool) or bool(provenance.get("correct_from"))
-
-
-_OPTION_LINE = re.compile(r"^\s*\(?([A-J])[).:]\s*(\S.*?)\s*$", re.MULTILINE)  # "B) All fourth-grade students"
-_OPTION_INLINE = re.compile(r"\(([A-J])\)\s*([^()\n]+?)(?=\s*\([A-J]\)|\s*\n|\s*$)")  # "(A) 12 (B) 15 (C) 18"
-
-
-def question_options(question: str | None) -> dict[str, str]:
-    """The lettered options a multiple-choice question lists ({letter: text}): inline ("(A) 12 (B) 15")
-    or on lines of their own ("B) All fourth-grade students", "C. 12"); only letters A, B, C ... in
-    order (a Roman "I." or "II." is a statement, not an option); {} with fewer than two.
-
-    >>> question_options("Which?\\nA) The 40 students\\nB) All students")
-    {'A': 'The 40 students', 'B': 'All students'}
-    >>> question_options("Which must be true?\\nI. x > 0\\nII. y > 0\\n(A) I only (B) II only (C) I and II")
-    {'A': 'I only', 'B': 'II only', 'C': 'I and II'}
-    """
-    if not question:
-        return {}
-    for pattern in (_OPTION_INLINE, _OPTION_LINE):
-        found = [(m.group(1), m.group(2).strip()) for m in pattern.finditer(question)]
-        letters = "".join(letter for letter, _ in found)
-        if len(found) >= 2 and letters == "ABCDEFGHIJ"[:len(found)]:
-            return dict(found)
-    return {}
 
 
 def _option_of(value: str, options: dict[str, str]) -> str | None:

@@ -89,8 +89,9 @@ _OPTION_VALUE = re.compile(r"^\s*\(?([A-J])\)?(?:[.:)](?![A-Za-z])|\s|$)")  # "A
 OPTION_LABEL = re.compile(r"^\s*\(?([A-J])\)(?:\s+\S|(?=[\d$\\]))")
 _ANSWER_LABEL = re.compile(r"(?:#+\s*)?(?:the\s+)?(?:final\s+)?answer(?:\s+is)?\s*[:：]?", re.IGNORECASE)
 # a sentence that leads into the option it names on the next line: "the correct answer is:" / "B. A = ..."
-_OPTION_LEAD = re.compile(r"\b(?:answer|option|choice|statement)\b[^:\n]{0,30}\b(?:is|would be|should be|must be)\s*"
-                          r"[:：]\s*$", re.IGNORECASE)  # not "the answer choices are:", "each option:"
+_OPTION_LEAD = re.compile(r"\b(?:answer\b[^:\n]{0,30}\b(?:is|would be|should be|must be)|(?:correct|right|best|final|"
+                          r"incorrect|wrong|false|true)\s+(?:option|choice|statement)s?\b[^:\n]{0,20}\b(?:is|are|would be|"
+                          r"should be|must be))\s*[:：]\s*$", re.IGNORECASE)  # not "the answer choices are:", "the first option is:"
 _OPTION_START = re.compile(r"^\W{0,3}([A-J])[.)](?:\s|\*)")
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.DOTALL)
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
@@ -391,6 +392,30 @@ def _final_code_block(units: Sequence[dict]) -> tuple[int, str] | None:
     return int(units[k]["id"]), block.group(1)
 
 
+_OPTION_LINE = re.compile(r"^\s*\(?([A-J])[).:]\s*(\S.*?)\s*$", re.MULTILINE)  # "B) All fourth-grade students"
+_OPTION_INLINE = re.compile(r"\(([A-J])\)\s*([^()\n]+?)(?=\s*\([A-J]\)|\s*\n|\s*$)")  # "(A) 12 (B) 15 (C) 18"
+
+
+def question_options(question: str | None) -> dict[str, str]:
+    """The lettered options a multiple-choice question lists ({letter: text}): inline ("(A) 12 (B) 15")
+    or on lines of their own ("B) All fourth-grade students", "C. 12"); only letters A, B, C ... in
+    order (a Roman "I." or "II." is a statement, not an option); {} with fewer than two.
+
+    >>> question_options("Which?\\nA) The 40 students\\nB) All students")
+    {'A': 'The 40 students', 'B': 'All students'}
+    >>> question_options("Which must be true?\\nI. x > 0\\nII. y > 0\\n(A) I only (B) II only (C) I and II")
+    {'A': 'I only', 'B': 'II only', 'C': 'I and II'}
+    """
+    if not question:
+        return {}
+    for pattern in (_OPTION_INLINE, _OPTION_LINE):
+        found = [(m.group(1), m.group(2).strip()) for m in pattern.finditer(question)]
+        letters = "".join(letter for letter, _ in found)
+        if len(found) >= 2 and letters == "ABCDEFGHIJ"[:len(found)]:
+            return dict(found)
+    return {}
+
+
 def find_candidates(record: dict) -> list[Candidate]:
     r"""Candidate answers of a graph record (the dict written to graphs.jsonl), in unit order.
 
@@ -422,11 +447,10 @@ def find_candidates(record: dict) -> list[Candidate]:
         else None
     # an answer section of one unit, after the answer mark of its own field ("# Answer", "####", "The answer is:")
     own_value = answer_ids[0] if len(answer_ids) == 1 else None
-    # an answer the API stopped at its token limit (provenance truncated_by, the reasoning whole): its last
-    # unit was cut mid-way ("The answer is 3" of "30") and states nothing
-    cut = answer_ids[-1] if answer_ids and provenance.get("truncated_by") and not provenance.get("truncated") else None
+    cut = _cut_unit(record, units)
     out = []
     label_before = lead_before = False  # the previous unit was a bare "Answer:" label / led into an option
+    listed = bool(question_options(record.get("question")))  # a multiple-choice question: option lines mean options
     for u in units:
         if u["id"] == cut:
             continue
@@ -437,7 +461,8 @@ def find_candidates(record: dict) -> list[Candidate]:
             value = _cut_value(MARKDOWN.sub("", SPECIAL_TOKEN.sub("", u["text"])))
             if value and len(value.split()) <= _MAX_PHRASE_WORDS:
                 found = (value, "phrase")
-        if lead_before and (found is None or found[1] == "number") and (m := _OPTION_START.match(u["text"])):
+        if lead_before and listed and (found is None or found[1] in ("number", "phrase", "bold")) \
+                and (m := _OPTION_START.match(u["text"])):
             found = (m.group(1), "option")
         label_before = bool(_ANSWER_LABEL.fullmatch(MARKDOWN.sub("", u["text"]).strip()))
         lead_before = bool(_OPTION_LEAD.search(MARKDOWN.sub("", u["text"])))
@@ -517,11 +542,21 @@ def _closing_unit(record: dict) -> int | None:
     """Id of the unit a trace ends on: its last, sign-offs and units without a letter or digit after
     it aside."""
     units = sorted(record.get("units") or [], key=lambda u: u["id"])
+    cut = _cut_unit(record, units)
     for u in reversed(units):
         text = MARKDOWN.sub("", SPECIAL_TOKEN.sub("", str(u.get("text", ""))))
-        if re.search(r"\w", text) and not _SIGN_OFF.match(text):
+        if u["id"] != cut and re.search(r"\w", text) and not _SIGN_OFF.match(text):
             return int(u["id"])
     return int(units[-1]["id"]) if units else None
+
+
+def _cut_unit(record: dict, units: Sequence[dict]) -> int | None:
+    """The answer's last unit when the API stopped the answer at its token limit (provenance truncated_by,
+    the reasoning whole): cut mid-way ("The answer is 3" of "30"), it states nothing, nor ends the trace."""
+    provenance = record.get("provenance") or {}
+    if not provenance.get("truncated_by") or provenance.get("truncated"):
+        return None
+    return next((int(u["id"]) for u in reversed(units) if u.get("section") == "answer"), None)
 
 
 def code_tests_of(record: dict) -> Any:
