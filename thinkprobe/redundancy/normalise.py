@@ -528,6 +528,15 @@ def _gold_variants(g: str) -> Iterable[str]:
         yield m.group(1)
 
 
+_INTERVAL = re.compile(r"(?:[a-z]\w*\s*\\in\s*)?([\[(])[^\[\](),]+,[^\[\](),]+([\])])")
+
+
+def _interval_ends(s: str) -> tuple[str, str] | None:
+    """The brackets of an interval of two ends ("[-2, 7)", "x \\in (0, 1]"), or None."""
+    m = _INTERVAL.fullmatch(s.strip())
+    return (m.group(1), m.group(2)) if m else None
+
+
 def answers_match(pred: Any, gold: Any) -> bool:
     r"""Whether a predicted answer equals the gold one: same normalised text, same number (relative
     tolerance 1e-6, units stripped), same option letter, or the same set / tuple of those.
@@ -542,6 +551,8 @@ def answers_match(pred: Any, gold: Any) -> bool:
     (True, False)
     >>> answers_match("[-2, 7]", r"x \in [-2,7]"), answers_match(r"x \in (0, 1]", "(0,1]")  # an interval named
     (True, True)
+    >>> answers_match(r"x \in [-2,7]", "(-2, 7)"), answers_match("[0,1)", "(0,1]")  # its brackets count
+    (False, False)
     """
     if pred is None or gold is None:
         return False
@@ -556,6 +567,9 @@ def _texts_match(pred: str, gold: str) -> bool:
         return False
     if _squash(p) == _squash(g):
         return True
+    ends_p, ends_g = _interval_ends(p), _interval_ends(g)
+    if ends_p and ends_g and ends_p != ends_g:  # [a, b) is not (a, b]: open or closed is the question
+        return False
     letter = _option_letter(g)
     if letter:
         return _option_letter(p, loose=True) == letter
