@@ -314,8 +314,12 @@ def test_older_lm_eval_files_without_metrics_or_filter_names(tmp_path):
              for r, g in (("[invalid]", 0.0), ("42", 1.0))]
     traces, errors = read(tmp_path, twice, "t.jsonl")
     assert [(t.trace_id, t.correct) for t in traces] == [("1", False)]
-    assert [e.reason for e in errors] == ["a generation lm-eval wrote again under another filter: doc 1 (the file names "
-                                          "no filters), profiled once, with the first record's grade"]
+    assert [e.reason for e in errors] == ["a generation lm-eval wrote again under another filter: doc 1 (this record "
+                                          "names no filter), profiled once under its first record (which names no "
+                                          "filter), with that record's grade"]
+    other_task = [{**twice[0], "doc": {"question": "Another task's question"}}]  # the same doc_id and text
+    traces, errors = read(tmp_path, twice[:1] + other_task, "u.jsonl")
+    assert len(traces) == 2 and not errors
 
 
 def test_an_answer_cut_at_the_token_limit_states_nothing_and_is_counted(tmp_path):

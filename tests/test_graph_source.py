@@ -127,6 +127,7 @@ def test_our_own_graphs_profiled_again_give_the_same_indicators(tmp_path):
     (tmp_path / "g.jsonl").write_text(json.dumps(plain) + "\n" + lines[1] + "\n", encoding="utf-8")
     got = list(iter_inputs([str(tmp_path / "g.jsonl")], FieldMap(untagged="skip")))
     assert isinstance(got[0], InputError) and "untagged" in got[0].reason and not isinstance(got[1], InputError)
+    assert got[0].model == plain["model"]  # counted under its model, not "unknown"
 
 
 def test_gold_graphs_of_the_dev_set(shared_data, tmp_path):

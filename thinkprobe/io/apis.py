@@ -206,17 +206,17 @@ _LM_EVAL_STRUCTURE = frozenset({"doc_id", "doc", "target", "arguments", "resps",
 
 def _expand_lm_eval(record: dict, source: str, locator: int | str, state: dict) -> Iterator:
     # the same document and generations again: written once per filter (named or, in older files, not)
-    key = hashlib.sha1(json.dumps([record["doc_id"], record["resps"]], sort_keys=True, default=str)
+    key = hashlib.sha1(json.dumps([record["doc_id"], record.get("doc"), record["resps"]], sort_keys=True, default=str)
                        .encode("utf-8", "surrogatepass")).hexdigest()
     filt = record.get("filter") if isinstance(record.get("filter"), str) else None
     seen = state.setdefault("lm_eval_generations", {})
     if key in seen:
         doc = str(record["doc_id"])[:80]
         yield locator, InputError(source, locator, "filter" if filt else "resps", (
-            f"a generation lm-eval wrote again under another filter: doc {doc} under {filt!r}, profiled once under "
-            f"the first filter it came with, {seen[key]!r}" if filt and seen[key] else
-            f"a generation lm-eval wrote again under another filter: doc {doc} (the file names no filters), "
-            "profiled once, with the first record's grade"))
+            f"a generation lm-eval wrote again under another filter: doc {doc}"
+            + (f" under {filt!r}" if filt else " (this record names no filter)") + ", profiled once under "
+            + (f"the first filter it came with, {seen[key]!r}" if seen[key] else
+               "its first record (which names no filter), with that record's grade")))
         return
     seen[key] = filt
     resps = record["resps"]

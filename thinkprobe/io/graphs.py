@@ -160,8 +160,6 @@ def trace_of_graph_record(record: Mapping, source: str, index: int | str, given:
         return error("sections", "the graph record has no sections (the text it was made from)")
     provenance = record.get("provenance") if isinstance(record.get("provenance"), dict) else {}
     options = options or FieldMap()
-    if options.untagged == "skip" and provenance.get("untagged"):
-        return error(next((s.field for s in sections if s.name == "reasoning"), "reasoning"), UNTAGGED)
     from_path = options.from_path(source)
     named = {}
     for key in ("model", "domain", "group"):
@@ -169,6 +167,10 @@ def trace_of_graph_record(record: Mapping, source: str, index: int | str, given:
         if value:
             named[key] = value
             provenance = {**provenance, f"{key}_from": "option" if getattr(options, key) else "path"}
+    if options.untagged == "skip" and provenance.get("untagged"):  # counted under its model, as any skip
+        skipped = error(next((s.field for s in sections if s.name == "reasoning"), "reasoning"), UNTAGGED)
+        skipped.model = str(named.get("model") or record.get("model") or "unknown")
+        return skipped
     if given:
         graph = _given_of_graph_record(record, sections, error)
         if isinstance(graph, InputError):

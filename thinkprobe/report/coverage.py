@@ -46,7 +46,7 @@ def _lines(run: dict) -> list[str]:
     lines = [f"Warning: {w}." for w in (*(run.get("coverage_warnings") or ()), *(run.get("short_trace_warnings") or ()))]
     if truncated := run.get("truncated_by_model"):
         lines.append(f"{sum(truncated.values())} traces end before their reasoning does (an opening tag with no closing "
-                     f"one: cut off at a length limit?, or an API's stop reason saying so) and are profiled as far as they go: {_by_model(truncated)}.")
+                     f"one: cut off at a length limit?, or an API's stop reason at its token limit) and are profiled as far as they go: {_by_model(truncated)}.")
     if cut := run.get("answer_cut_by_model"):
         lines.append(f"{sum(cut.values())} traces' answers stop at the API's token limit (their reasoning is whole); "
                      f"the last unit of each answer is cut and states no answer: {_by_model(cut)}.")
