@@ -353,3 +353,19 @@ def test_an_answer_field_that_mentions_a_reasoning_tag_is_kept_whole():
         assert trace.answer.content == answer
     for repeated in (f"<think>{THOUGHT}</think>\n42", f"[THINK]{THOUGHT}[/THINK]42", f"{THOUGHT}</think>42"):
         assert one({"reasoning_content": THOUGHT, "content": repeated}).answer.content == "42", repeated
+
+
+def test_peek_says_where_an_api_stopped_a_trace(tmp_path):
+    from thinkprobe.io import format_peek, peek
+
+    records = [{"id": "c1", "choices": [{"message": {"reasoning_content": THOUGHT, "content": "The sum is"},
+                                         "finish_reason": "length"}]},
+               {"id": "c2", "choices": [{"message": {"reasoning_content": THOUGHT, "content": None},
+                                         "finish_reason": "length"}]}]
+    path = tmp_path / "cut.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    rows = peek(str(path))
+    assert [(r["truncated"], r["truncated_by"]) for r in rows] == [
+        (False, "choices[0].finish_reason=length"), (True, "choices[0].finish_reason=length")]
+    shown = format_peek(rows)
+    assert "[cut]" in shown.splitlines()[2] and "[truncat" in shown.splitlines()[3]

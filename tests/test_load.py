@@ -462,7 +462,7 @@ def test_peek(tmp_path):
     assert rows[0] == {
         "file": str(path), "joined": None, "record": "line 1", "trace_id": "x", "trace_id_from": "id", "model": "M", "model_from": "model",
         "domain": "math", "domain_from": "domain", "group": None, "group_from": None, "reasoning_from": "response", "tag": "<think>",
-        "open_tag_missing": True, "truncated": False, "answer_from": "response", "reasoning_chars": 5,
+        "open_tag_missing": True, "truncated": False, "truncated_by": None, "answer_from": "response", "reasoning_chars": 5,
         "answer_chars": 2, "gold_from": "answer", "correct_from": "correct", "grade": "True", "correct": True,
         "unread_grade": None, "untagged": False, "layout": None, "error": None, "note": None,
     }

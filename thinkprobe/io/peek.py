@@ -58,6 +58,7 @@ def _peek_row(locator: int | str, item: Trace | InputError) -> dict:
             "tag": p["tag"],
             "open_tag_missing": p["open_tag_missing"],
             "truncated": p["truncated"],
+            "truncated_by": p.get("truncated_by"),
             "answer_from": p["answer_from"],
             "reasoning_chars": reasoning.end - reasoning.start,
             "answer_chars": answer.end - answer.start if answer else 0,
@@ -76,7 +77,7 @@ def _peek_row(locator: int | str, item: Trace | InputError) -> dict:
 
 _PEEK_KEYS = (
     "file", "record", "trace_id", "trace_id_from", "model", "model_from", "domain", "domain_from", "group", "group_from",
-    "reasoning_from", "tag", "open_tag_missing", "truncated", "answer_from", "reasoning_chars",
+    "reasoning_from", "tag", "open_tag_missing", "truncated", "truncated_by", "answer_from", "reasoning_chars",
     "answer_chars", "gold_from", "correct_from", "grade", "correct", "unread_grade", "joined", "untagged", "layout", "error",
     "note",
 )
@@ -123,6 +124,8 @@ def format_peek(rows: list[dict]) -> str:
         tag = row["tag"] or "no tag"
         reasoning = f"{row['reasoning_from']} {tag} {row['reasoning_chars']:,} ch" + "".join(f" [{f}]" for f in flags)
         answer = f"{row['answer_from']} {row['answer_chars']:,} ch" if row["answer_from"] else "-"
+        if row.get("truncated_by") and not row.get("truncated"):  # the API stopped the answer at its token limit
+            answer += " [cut]"
         lines.append((
             str(row["record"]),
             f"{row['trace_id']} <- {row['trace_id_from']}",
