@@ -251,13 +251,10 @@ def _mostly_tied(values: Sequence[float], max_share: float) -> str | None:
             "them by length alone")
 
 
-def _untested(reason: str, chance: bool) -> dict:
-    """A length-controlled test not run, with the keys of kruskal_test's result."""
-    out = {"status": NOT_TESTABLE, "k": None, "n": None, "too_few": [], "H": None, "p": None, "eps2": None,
-           "reason": reason}
-    if chance:
-        out.update(eps2_expected=None, eps2_corrected=None)
-    return out
+def _untested(reason: str) -> dict:
+    """A length-controlled test not run, with the keys of kruskal_test's chance-corrected result."""
+    return {"status": NOT_TESTABLE, "k": None, "n": None, "too_few": [], "H": None, "p": None, "eps2": None,
+            "reason": reason, "eps2_expected": None, "eps2_corrected": None}
 
 
 def _ratio(model_eps: float | None, domain_eps: float | None, floor: float) -> dict:
@@ -469,7 +466,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
             labels = [r[by] for r in rows]
             entry[by] = _grouped_test(values, labels, **perm)
             entry["length_controlled"][by] = (_grouped_test(list(resid), labels, **perm) if tied is None else
-                                              _untested(tied, True))
+                                              _untested(tied))
         entry["reliability"]["split_half"] = split_half_reliability(values, list(models), cfg.split_halves,
                                                                     cfg.split_half_seed)
         entry["reliability"]["split_half_length_controlled"] = (

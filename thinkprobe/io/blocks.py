@@ -61,7 +61,7 @@ def joined(path: str, pieces: list[tuple[str, str]], separator: str) -> tuple[st
     return path, text, info
 
 
-def _answer(path: str, parts: list[tuple[int, str, str]]) -> tuple[tuple[str, ...], tuple[str, str] | None]:
+def _answer(parts: list[tuple[int, str, str]]) -> tuple[tuple[str, ...], tuple[str, str] | None]:
     """(answer fields, joined answer) of an answer's text pieces (block index, path, text): one piece is
     its own field; several are one text, pieces of adjacent blocks run on (a cited answer's blocks
     split sentences) and others are separated by a blank line, named by the blocks they came from."""
@@ -70,7 +70,8 @@ def _answer(path: str, parts: list[tuple[int, str, str]]) -> tuple[tuple[str, ..
     text = parts[0][2]
     for (before, _, _), (index, _, piece) in zip(parts, parts[1:]):
         text += ("" if index - before <= 1 else BLOCK_SEPARATOR) + piece
-    return (_joined_name([p for _, p, _ in parts]),), (_joined_name([p for _, p, _ in parts]), text)
+    name = _joined_name([p for _, p, _ in parts])
+    return (name,), (name, text)
 
 
 _LAST_INDEX = re.compile(r"^(.*)\[(\d+)\]\.text$")
@@ -143,7 +144,7 @@ def typed_blocks(items: list, path: str) -> Found | None | bool:
             answers.extend((i, f"{at}.content[{k}].text", part["text"]) for k, part in enumerate(block["content"])
                            if isinstance(part, dict) and part.get("type") == "output_text"
                            and isinstance(part.get("text"), str))
-    answer_fields, answer = _answer(path, answers)
+    answer_fields, answer = _answer(answers)
     pieces = [(p, t) for p, t in pieces if t.strip()]
     if not pieces:
         if hidden:
@@ -164,7 +165,7 @@ def thought_parts(parts: list, path: str) -> tuple[Found, bool] | None:
              if isinstance(p.get("text"), str)]
     thoughts = [(at, text) for _, at, text, thought in texts if thought and text.strip()]
     answers = [(k, at, text) for k, at, text, thought in texts if not thought]
-    answer_fields, answer = _answer(path, answers)
+    answer_fields, answer = _answer(answers)
     if thoughts:
         field, text, info = joined(path, thoughts, BLOCK_SEPARATOR)
         return Found(field, text, answer_fields, info, dedicated=True, answer=answer, summarised=True), True
