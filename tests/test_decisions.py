@@ -431,7 +431,12 @@ def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run
     seen = [t for t in graphs if t.startswith("r1-")]
     monkeypatch.setattr(decisions, "trace_key", lambda rec: rec["trace_id"])  # the made-up traces share their opening
     monkeypatch.setattr(decisions, "training_keys", lambda: frozenset(seen))
-    text = decisions._risk_auroc(run_dir, rows, anomalies)
+
+    def risk_auroc(rows):  # as the unusual-traces section computes it: one scan of graphs.jsonl
+        graded = decisions._graded(rows, anomalies)
+        return decisions._risk_auroc(rows, graded, decisions._scan_graphs(run_dir, set(), graded)[1])
+
+    text = risk_auroc(rows)
     assert f"{len(seen)} of them are traces the failure-risk model was trained on" in text
     assert re.search(r"on the other 13 graded traces \(7 wrong\) the AUROC of failure_risk for a wrong answer is [\d.]+", text)
     assert "those may come from a corpus the model was trained on (in-distribution)" in text
@@ -448,10 +453,10 @@ def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run
     assert f"their length alone (the trace's tokens, longer = riskier) gives {length:.3f}" in text
     for k, r in enumerate(rows):  # two groups; one with too few right answers
         r["group"] = "A" if r["model"] == "r1" else "B"
-    text = decisions._risk_auroc(run_dir, rows, anomalies)
+    text = risk_auroc(rows)
     assert "within each group" in text and "A: 14 graded traces (7 wrong) the AUROC" in text
     few = [dict(r, correct=(r["trace_id"] != "r1-0")) for r in rows]
-    text = decisions._risk_auroc(run_dir, few, anomalies)
+    text = risk_auroc(few)
     assert "(1 wrong): too few of one kind for an AUROC of failure_risk (5 right and 5 wrong needed)" in text
 
 

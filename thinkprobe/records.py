@@ -288,6 +288,12 @@ def source_id(record: GraphRecord | Mapping[str, Any]) -> str | None:
     return None if value is None else str(value)
 
 
+def answer_cut(provenance: Mapping[str, Any]) -> bool:
+    """Whether the API stopped the trace at its token limit in the answer, the reasoning whole
+    (provenance ``truncated_by`` without ``truncated``): the answer's last unit is cut mid-way."""
+    return bool(provenance.get("truncated_by")) and not provenance.get("truncated")
+
+
 def dump_graph_record(record: GraphRecord) -> str:
     """One graphs.jsonl line (newline included)."""
     return json.dumps(record, ensure_ascii=False) + "\n"

@@ -33,7 +33,7 @@ from .outputs import (ERRORS_FILE, GRAPHS_FILE, GRAPHS_PARQUET, INDICATORS_TABLE
                       GraphsParquetWriter, write_table)
 from .cognitive_profile import Normalizer, group_profiles, profile_row
 from .progress import Progress
-from .records import (GraphRecord, InputError, Section, ThoughtGraph, Trace, dump_graph_record, graph_record,
+from .records import (GraphRecord, InputError, Section, ThoughtGraph, Trace, answer_cut, dump_graph_record, graph_record,
                       group_of, source_id)
 from .provenance import file_digest, package_version
 from .redundancy import (RedundancyParams, annotate_record, code_not_run, not_run_line, table_row,
@@ -380,7 +380,7 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
                         joined.untagged_by_model[g["model"]] = joined.untagged_by_model.get(g["model"], 0) + 1
                     if g["provenance"].get("truncated"):
                         joined.truncated_by_model[g["model"]] = joined.truncated_by_model.get(g["model"], 0) + 1
-                    elif g["provenance"].get("truncated_by"):
+                    elif answer_cut(g["provenance"]):
                         joined.answer_cut_by_model[g["model"]] = joined.answer_cut_by_model.get(g["model"], 0) + 1
                     if g["provenance"].get("summarised"):
                         joined.summarised_by_model[g["model"]] = joined.summarised_by_model.get(g["model"], 0) + 1

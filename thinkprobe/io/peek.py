@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..records import InputError, Trace
+from ..records import InputError, Trace, answer_cut
 from .formats import strip_extensions
 from .grades import SOLUTION_LABELS, verdict_name
 from .sources import FieldMap, Source
@@ -124,7 +124,7 @@ def format_peek(rows: list[dict]) -> str:
         tag = row["tag"] or "no tag"
         reasoning = f"{row['reasoning_from']} {tag} {row['reasoning_chars']:,} ch" + "".join(f" [{f}]" for f in flags)
         answer = f"{row['answer_from']} {row['answer_chars']:,} ch" if row["answer_from"] else "-"
-        if row.get("truncated_by") and not row.get("truncated"):  # the API stopped the answer at its token limit
+        if answer_cut(row):  # the API stopped the answer at its token limit
             answer += " [cut]"
         lines.append((
             str(row["record"]),

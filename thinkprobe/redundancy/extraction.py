@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..io.guess import is_output_field
+from ..records import answer_cut
 from .normalise import BOXED, FACTORIAL_EXPR, MARKDOWN, NUMBER, SPECIAL_TOKEN, answers_match, to_number
 
 __all__ = ["Candidate", "KIND_RANK", "find_candidates", "final_candidate", "code_tests_of", "boxed_values",
@@ -553,8 +554,7 @@ def _closing_unit(record: dict) -> int | None:
 def _cut_unit(record: dict, units: Sequence[dict]) -> int | None:
     """The answer's last unit when the API stopped the answer at its token limit (provenance truncated_by,
     the reasoning whole): cut mid-way ("The answer is 3" of "30"), it states nothing, nor ends the trace."""
-    provenance = record.get("provenance") or {}
-    if not provenance.get("truncated_by") or provenance.get("truncated"):
+    if not answer_cut(record.get("provenance") or {}):
         return None
     return next((int(u["id"]) for u in reversed(units) if u.get("section") == "answer"), None)
 

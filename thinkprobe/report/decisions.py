@@ -36,16 +36,25 @@ class Section:
 CODE_MARK = "reasoning is a program; "  # before the drivers of a trace whose reasoning is code, not prose
 
 
-def _code_traces(run_dir: Path, wanted: set[str]) -> set[str]:
-    """Which of `wanted` traces' reasoning is a program, not prose (provenance reasoning_is_code): their
-    indicators describe code, which alone can make a trace unusual. graphs.jsonl is read only when
-    run.json counts such traces."""
+def _scan_graphs(run_dir: Path, listed: set[str], graded: Mapping[str, object]) -> tuple[set[str], set[str]]:
+    """One pass over graphs.jsonl, made only when needed: which `listed` traces' reasoning is a program,
+    not prose (provenance reasoning_is_code; read only when run.json counts such traces: their indicators
+    describe code, which alone can make a trace unusual), and which `graded` traces the failure-risk model
+    was trained on (recognised by `risk.trace_key`)."""
     from .coverage import run_json
 
-    if not wanted or not (run_json(run_dir).get("counts") or {}).get("reasoning_is_code"):
-        return set()
-    return {rec["trace_id"] for rec in iter_graph_records(run_dir, missing_ok=True)
-            if rec["trace_id"] in wanted and (rec.get("provenance") or {}).get("reasoning_is_code")}
+    want_code = bool(listed) and bool((run_json(run_dir).get("counts") or {}).get("reasoning_is_code"))
+    trained = training_keys() if graded else frozenset()
+    code: set[str] = set()
+    seen: set[str] = set()
+    if want_code or trained:
+        for rec in iter_graph_records(run_dir, missing_ok=True):
+            trace_id = rec["trace_id"]
+            if want_code and trace_id in listed and (rec.get("provenance") or {}).get("reasoning_is_code"):
+                code.add(trace_id)
+            if trace_id in graded and trace_key(rec) in trained:
+                seen.add(trace_id)
+    return code, seen
 
 
 def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], per_model: int) -> Section:
@@ -55,7 +64,8 @@ def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], p
         ranked = sorted((a for a in anomalies if a["model"] == model and a["anomaly_rank"] is not None),
                         key=lambda a: a["anomaly_rank"])
         listed += ranked[:per_model]
-    code = _code_traces(run_dir, {a["trace_id"] for a in listed})
+    graded = _graded(rows, anomalies)
+    code, seen = _scan_graphs(run_dir, {a["trace_id"] for a in listed}, graded)
     cells = [[(a["trace_id"], pages.get(a["trace_id"])), a["model"], format_number(a["anomaly"], 2),
               str(a["anomaly_rank"]), (CODE_MARK if a["trace_id"] in code else "") + (a["drivers"] or "–"),
               format_number(a["failure_risk"], 2)] for a in listed]
@@ -71,7 +81,7 @@ def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], p
                  "(provenance reasoning_is_code): its units and indicators describe code, which alone can set it apart.")
     if reasons:
         note += " Not scored: " + "; ".join(reasons) + "."
-    note += _risk_auroc(run_dir, rows, anomalies)
+    note += _risk_auroc(rows, graded, seen)
     return Section("Unusual traces and failure risk", note, UNUSUAL_HEADER, cells,
                    empty="No model has enough traces for anomaly scores.")
 
@@ -95,18 +105,19 @@ def _auroc_text(graded: Sequence[tuple[float, bool]], what: str) -> str:
             f"{value:.3f} (95% interval {max(0.0, value - 1.96 * se):.2f}–{min(1.0, value + 1.96 * se):.2f}, Hanley & McNeil)")
 
 
-def _risk_auroc(run_dir: Path, rows: Sequence[Mapping], anomalies: Sequence[Mapping]) -> str:
-    """The run's own AUROC of failure_risk where it has grades, with the traces the model was
-    trained on (recognised by `risk.trace_key`) counted and left out of a second figure."""
+def _graded(rows: Sequence[Mapping], anomalies: Sequence[Mapping]) -> dict[str, tuple[float, bool]]:
+    """trace_id -> (failure_risk, wrong) of the traces that have both a grade and a failure_risk."""
     correct = {r["trace_id"]: r["correct"] for r in rows if r.get("correct") is not None}
-    graded = {a["trace_id"]: (a["failure_risk"], not correct[a["trace_id"]]) for a in anomalies
-              if a["trace_id"] in correct and a["failure_risk"] is not None}
+    return {a["trace_id"]: (a["failure_risk"], not correct[a["trace_id"]]) for a in anomalies
+            if a["trace_id"] in correct and a["failure_risk"] is not None}
+
+
+def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]], seen: set[str]) -> str:
+    """The run's own AUROC of failure_risk where it has grades (`_graded`), with the traces the model was
+    trained on (`seen`, from `_scan_graphs`) counted and left out of a second figure."""
     if not graded:
         return ""
     text = " " + _auroc_text(list(graded.values()), "On this run's") + _length_text(rows, graded)
-    trained = training_keys()
-    seen = {rec["trace_id"] for rec in (iter_graph_records(run_dir, missing_ok=True) if trained else ())
-            if rec["trace_id"] in graded and trace_key(rec) in trained}
     if seen and len(seen) == len(graded):
         text += (f"; all {len(seen)} are traces the failure-risk model was trained on (recognised by their opening words and signs), so that "
                  "figure is in-sample and says nothing of traces it has not seen")
