@@ -685,3 +685,23 @@ def test_domains_and_groups_unevenly_crossed_are_said_so():
         "Domains and groups are unevenly crossed (no MiP traces of gsm8k, Cramér's V ")
     even = [{"domain": d, "group": g} for d in ("math", "gsm8k") for g in ("MiP", "normal") for _ in range(3)]
     assert _domain_group_sentence({"domain_group_crossing": factor_crossing(even, "domain", "group")}) is None
+
+
+def test_split_half_of_a_value_one_model_alone_has_is_not_a_perfect_reliability():
+    """cross_branch_connectivity non-zero in 3 of 60 traces, all grok-3-mini's (a review, tts_knowledge):
+    splits with one half all zeros were dropped, and in every other split [x, 0, 0, 0] against
+    [y, 0, 0, 0] correlated 1, so split-half said 1.00 and the run 'supported model differences'."""
+    models = [m for m in "abcd" for _ in range(15)]
+    rare = [0.0] * 60
+    rare[0], rare[1], rare[2] = 0.2, 0.1, 0.3
+    out = split_half_reliability(rare, models, 200, 0, min_varying=10)
+    assert out["status"] == "not testable" and "only 3 of 60 traces differ from the most common value (0)" in out["reason"]
+    # without the guard, the splits whose one half is all zeros count as no agreement, not as absent
+    loose = split_half_reliability(rare, models, 200, 0)
+    assert loose["splits"] == 200 and 0 < loose["splits_one_half_constant"] < 200
+    assert loose["r"] < 1 - loose["splits_one_half_constant"] / 200 + 1e-9
+    # real differences spread over many traces are untouched by the guard
+    rng = np.random.default_rng(0)
+    spread = [("abcd".index(m) + rng.normal(0, 0.5)) for m in models]
+    assert (split_half_reliability(spread, models, 50, 0, min_varying=10)
+            == split_half_reliability(spread, models, 50, 0))

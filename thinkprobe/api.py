@@ -23,7 +23,7 @@ from .progress import terminal_safe
 from .runner import field_warnings
 from .outputs import (ANOMALIES_TABLE, ERRORS_FILE, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
                       MODEL_GROUP_PROFILES_TABLE, MODEL_PROFILES_TABLE, OUTPUT_FILES, PROFILE_TABLE, REDUNDANCY_TABLE,
-                      REPORT_FILES, RUN_JSON, STATS_CSV, TOOL_FILES, TOOL_FOLDERS, Table)
+                      REPORT_FILES, RUN_JSON, TOOL_FILES, TOOL_FOLDERS, Table)
 from .records import GraphRecord, iter_graph_records
 
 __all__ = ["profile", "profile_run", "Run", "load_run", "as_records", "OutputFolderError", "prepare_out_dir",
@@ -439,10 +439,11 @@ class Run:
 
     @cached_property
     def stats(self):
-        """Kruskal-Wallis tests per indicator and dimension, by model, by domain and by group (stats.csv)."""
-        import pandas as pd
+        """Kruskal-Wallis tests per indicator and dimension, by model, by domain and by group (stats.csv,
+        thinkprobe.stats.STATS_TABLE: its Parquet twin where the run has one)."""
+        from .stats import STATS_TABLE
 
-        return pd.read_csv(self.folder / STATS_CSV)
+        return self._table(STATS_TABLE)
 
     @cached_property
     def graphs(self) -> list[GraphRecord]:

@@ -312,6 +312,7 @@ class StatsSettings:
     ratio_floor: float
     split_halves: int
     split_half_seed: int
+    split_half_min_varying: int
     min_reliability: float
     length_control_max_tied: float
     cv_folds: int

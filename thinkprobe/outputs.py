@@ -25,7 +25,7 @@ __all__ = ["Table", "RunFile", "INDICATORS_TABLE", "PROFILE_TABLE", "MODEL_PROFI
            "MODEL_DOMAIN_PROFILES_TABLE", "MODEL_GROUP_PROFILES_TABLE", "REDUNDANCY_TABLE", "MODEL_REDUNDANCY_TABLE",
            "ANOMALIES_TABLE", "TABLES",
            "REDUNDANCY_COLUMNS", "REDUNDANCY_METRICS", "GRAPHS_FILE", "GRAPHS_PARQUET", "ERRORS_FILE",
-           "NORMS_FILE", "RUN_JSON", "STATS_JSON", "STATS_CSV", "ANALYSES_JSON", "ANALYSIS_TABLES",
+           "NORMS_FILE", "RUN_JSON", "STATS_JSON", "STATS_CSV", "STATS_PARQUET", "ANALYSES_JSON", "ANALYSIS_TABLES",
            "LEVEL_REDUNDANCY_TABLE", "POSITIONS_TABLE", "OUTCOME_TOKENS_TABLE", "LENGTHS_TABLE", "TRANSITIONS_TABLE",
            "PARETO_TABLE", "ROLES_TABLE", "DYNAMICS_TABLE", "RUN_FILES", "OUTPUT_FILES",
            "write_table", "read_table", "graphs_arrow_schema", "graph_rows"]
@@ -127,6 +127,7 @@ NORMS_FILE = "norms.json"
 RUN_JSON = "run.json"
 STATS_JSON = "stats.json"
 STATS_CSV = "stats.csv"
+STATS_PARQUET = "stats.parquet"
 ANALYSES_JSON = "analyses.json"
 
 
@@ -146,7 +147,8 @@ RUN_FILES: tuple[RunFile, ...] = (
     RunFile(NORMS_FILE, "thinkprobe.pipeline.write_outputs", "mean and standard deviation per indicator"),
     RunFile(RUN_JSON, "thinkprobe.pipeline.write_outputs", "config, versions, encoder, device, counts, duplicate ids"),
     RunFile(STATS_JSON, "thinkprobe.stats.write_stats", "Kruskal-Wallis tests by model, domain and group (raw and length-controlled, chance-corrected), model/domain ratios, reliabilities, outcome validity, bootstrap intervals"),
-    RunFile(STATS_CSV, "thinkprobe.stats.write_stats", "the tests of stats.json as a table"),
+    RunFile(STATS_CSV, "thinkprobe.stats.write_stats", "the tests of stats.json as a table (thinkprobe.stats.STATS_TABLE)"),
+    RunFile(STATS_PARQUET, "thinkprobe.stats.write_stats", "stats.csv's Parquet twin"),
     RunFile(ANALYSES_JSON, "thinkprobe.redundancy.analyses.write_analyses",
             "CoTJudger's analyses: the difficulty-level rule, questions per level, and why an analysis is missing"),
 )

@@ -7,12 +7,10 @@ chance-corrected eps2; the model/domain ratio; the split-half reliability of the
 when a model answered one question several times, the intraclass correlation; and, when answers are
 graded, how well each indicator flags a wrong answer. Holm-corrected p-values, bootstrap intervals
 for the model profiles. Reads indicators.csv, profile.csv (and graphs.jsonl, redundancy.csv and
-run.json when present); writes stats.json and stats.csv. Settings: the `stats` section of the config.
+run.json when present); writes stats.json, stats.csv and stats.parquet. Settings: the `stats` section of the config.
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 from collections import Counter
@@ -27,13 +25,14 @@ from .auroc import auroc, auroc_se, auroc_within, factor_auroc
 from .config import StatsSettings
 from .crossing import factor_crossing, model_crossing
 from .indicators import DIMENSIONS, INDICATORS
-from .outputs import INDICATORS_TABLE, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, STATS_JSON, read_table
+from .outputs import (INDICATORS_TABLE, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, STATS_JSON, STATS_PARQUET, Table,
+                      read_table, write_table)
 from .records import iter_graph_records
-from .tables import write_atomic
+from .tables import csv_text, write_atomic
 
 __all__ = ["GROUPINGS", "stats_settings", "compute_stats", "write_stats", "holm", "kruskal_test",
            "chance_eps2", "length_residuals", "split_half_reliability", "icc1", "auroc", "auroc_se", "outcome_validity",
-           "load_table"]
+           "load_table", "STATS_TABLE", "stats_rows", "stats_csv"]
 
 # "group" (a design factor beside model and domain) is tested only in runs where some trace has one,
 # over those traces: a trace without a group is not put into a made-up one.
@@ -273,11 +272,16 @@ def _ratio(model_eps: float | None, domain_eps: float | None, floor: float) -> d
 # --------------------------------------------------------------------------- reliability
 
 
-def split_half_reliability(values: Sequence[float], models: Sequence[str], splits: int, seed: int) -> dict:
+def split_half_reliability(values: Sequence[float], models: Sequence[str], splits: int, seed: int,
+                           min_varying: int = 0) -> dict:
     """How reproducible the model means are: `splits` times (seeded), split each model's traces at
     random into two halves, take the model means in each half and correlate them across models
     (Pearson r); spearman_brown = 2 r / (1 + r) with r the mean over splits, the reliability of a
-    mean over all of a model's traces (0 when r <= 0). Needs 3 models with at least 2 traces each."""
+    mean over all of a model's traces (0 when r <= 0). A split in which one half's model means are all
+    equal (a rare value's traces all fell in the other half) orders no models: its r counts as 0.
+    Needs 3 models with at least 2 traces each, and `min_varying` traces away from the most common
+    value (with fewer, the model means rest on a handful of traces, and the halves of one model
+    against zeros elsewhere correlate perfectly by construction)."""
     by_model: dict[str, np.ndarray] = {}
     for value, model in zip(values, models):
         if math.isfinite(value):
@@ -286,6 +290,12 @@ def split_half_reliability(values: Sequence[float], models: Sequence[str], split
     out = {"status": TESTED, "models": len(by_model), "splits": 0, "r": None, "spearman_brown": None}
     if len(by_model) < 3:
         out.update(status=NOT_TESTABLE, reason=f"{len(by_model)} model(s) with 2+ traces; split-half needs 3")
+        return out
+    pooled = np.concatenate(list(by_model.values()))
+    common, count = Counter(pooled.tolist()).most_common(1)[0]
+    if 0 < len(pooled) - count < min_varying:
+        out.update(status=NOT_TESTABLE, reason=f"only {len(pooled) - count} of {len(pooled)} traces differ from the "
+                                               f"most common value ({common:g}); split-half needs {min_varying}")
         return out
     # Each split's halves are drawn model by model from one seeded stream; the Pearson r of every
     # split is then taken at once (memory: the splits x models means, not the permutations).
@@ -300,13 +310,16 @@ def split_half_reliability(values: Sequence[float], models: Sequence[str], split
     if not varies.any():
         out.update(status=CONSTANT, reason="model means do not vary")
         return out
-    a = a[varies] - a[varies].mean(axis=1, keepdims=True)
-    b = b[varies] - b[varies].mean(axis=1, keepdims=True)
-    rs = np.clip((a * b).sum(axis=1) / np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1)), -1.0, 1.0)
+    a = a - a.mean(axis=1, keepdims=True)
+    b = b - b.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rs = np.where(varies, np.clip((a * b).sum(axis=1) / np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1)),
+                                      -1.0, 1.0), 0.0)
     r = float(np.mean(rs))
     # r <= 0: the halves do not even agree on the order of the models; Spearman-Brown would turn
     # that into a negative "reliability" below -1, so it is reported as 0
-    out.update(splits=len(rs), r=r, spearman_brown=2 * r / (1 + r) if r > 0 else 0.0)
+    out.update(splits=len(rs), splits_one_half_constant=int((~varies).sum()), r=r,
+               spearman_brown=2 * r / (1 + r) if r > 0 else 0.0)
     return out
 
 
@@ -468,7 +481,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
             entry["length_controlled"][by] = (_grouped_test(list(resid), labels, **perm) if tied is None else
                                               _untested(tied))
         entry["reliability"]["split_half"] = split_half_reliability(values, list(models), cfg.split_halves,
-                                                                    cfg.split_half_seed)
+                                                                    cfg.split_half_seed, cfg.split_half_min_varying)
         entry["reliability"]["split_half_length_controlled"] = (
             split_half_reliability(list(resid), list(models), cfg.split_halves, cfg.split_half_seed) if tied is None
             else {"status": NOT_TESTABLE, "models": None, "splits": 0, "r": None, "spearman_brown": None,
@@ -519,7 +532,9 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
                      "ratio_corrected": "eps2_corrected(model) / eps2_corrected(domain); none when both are under "
                                         "ratio_floor; a side under it is raised to it (the report's ratio; "
                                         "ratio_length_corrected: the same on the length-controlled tests)",
-                     "split_half": "mean Pearson r of model means between random halves, Spearman-Brown 2r / (1 + r)",
+                     "split_half": "mean Pearson r of model means between random halves (0 for a split with one "
+                                   "half's means all equal), Spearman-Brown 2r / (1 + r); not testable with fewer "
+                                   "than split_half_min_varying traces away from the most common value",
                      "icc": "ICC(1) over (model, question) clusters with 2+ traces",
                      "group": "tested like the domain, over the traces that have a group; no group tests in a "
                               "run where no trace has one",
@@ -559,31 +574,38 @@ def _level_means(run_dir: Path) -> list[dict]:
     return out
 
 
-def _csv_fields() -> list[tuple[str, tuple]]:
-    """stats.csv's columns and where each value sits in a variable's stats.json entry."""
-    fields = [("variable", ("variable",)), ("kind", ("kind",)), ("dimension", ("dimension",))]
+def _csv_fields() -> list[tuple[str, tuple, str]]:
+    """stats.csv's columns, where each value sits in a variable's stats.json entry, and its type."""
+    fields = [("variable", ("variable",), "str"), ("kind", ("kind",), "str"), ("dimension", ("dimension",), "str")]
     for by in GROUPINGS:
         for col in ("status", "k", "n", "H", "p", "p_holm", "significant", "eps2", "eps2_expected", "eps2_corrected"):
-            fields.append((f"{col}_{by}", (by, col)))
-    fields.append(("ratio", ("ratio",)))
-    fields.append(("ratio_corrected", ("ratio_corrected", "value")))
-    fields.append(("length_r2", ("length_controlled", "fit", "r2")))
+            fields.append((f"{col}_{by}", (by, col), _CSV_TYPES.get(col, "float")))
+    fields.append(("ratio", ("ratio",), "float"))
+    fields.append(("ratio_corrected", ("ratio_corrected", "value"), "float"))
+    # which side was raised to ratio_floor: "domain" (the ratio is a lower bound), "model" (an upper bound)
+    fields.append(("ratio_corrected_floored", ("ratio_corrected", "floored"), "str"))
+    fields.append(("length_r2", ("length_controlled", "fit", "r2"), "float"))
     for by in GROUPINGS:
-        for col in ("H", "p", "p_holm", "eps2", "eps2_expected", "eps2_corrected"):
-            fields.append((f"length_{col}_{by}", ("length_controlled", by, col)))
-    fields.append(("ratio_length_corrected", ("ratio_length_corrected", "value")))
-    fields += [("split_half_r", ("reliability", "split_half", "r")),
-               ("split_half_reliability", ("reliability", "split_half", "spearman_brown")),
+        for col in ("status", "H", "p", "p_holm", "eps2", "eps2_expected", "eps2_corrected"):
+            fields.append((f"length_{col}_{by}", ("length_controlled", by, col), _CSV_TYPES.get(col, "float")))
+    fields.append(("ratio_length_corrected", ("ratio_length_corrected", "value"), "float"))
+    fields.append(("ratio_length_corrected_floored", ("ratio_length_corrected", "floored"), "str"))
+    fields += [("split_half_r", ("reliability", "split_half", "r"), "float"),
+               ("split_half_reliability", ("reliability", "split_half", "spearman_brown"), "float"),
                ("split_half_reliability_length_controlled",
-                ("reliability", "split_half_length_controlled", "spearman_brown")),
-               ("supports_model_differences", ("reliability", "supports_model_differences")),
-               ("icc", ("reliability", "icc", "icc")), ("icc_clusters", ("reliability", "icc", "clusters")),
-               ("auroc_wrong", ("outcome", "auroc_wrong")),
-               ("auroc_wrong_within_model", ("outcome", "auroc_wrong_within_model"))]
+                ("reliability", "split_half_length_controlled", "spearman_brown"), "float"),
+               ("supports_model_differences", ("reliability", "supports_model_differences"), "int"),
+               ("icc", ("reliability", "icc", "icc"), "float"), ("icc_clusters", ("reliability", "icc", "clusters"), "int"),
+               ("auroc_wrong", ("outcome", "auroc_wrong"), "float"),
+               ("auroc_wrong_within_model", ("outcome", "auroc_wrong_within_model"), "float")]
     return fields
 
 
-CSV_COLUMNS: tuple[str, ...] = tuple(name for name, _ in _csv_fields())
+_CSV_TYPES = {"status": "str", "k": "int", "n": "int", "significant": "int"}
+CSV_COLUMNS: tuple[str, ...] = tuple(name for name, _, _ in _csv_fields())
+# stats.csv and its Parquet twin: one row per indicator and dimension (a flag as 0 / 1)
+STATS_TABLE = Table(STATS_CSV, CSV_COLUMNS, {name: kind for name, _, kind in _csv_fields()}, parquet=True)
+assert STATS_TABLE.parquet_name == STATS_PARQUET
 
 
 def _dig(entry: Mapping, path: tuple):
@@ -594,14 +616,15 @@ def _dig(entry: Mapping, path: tuple):
     return entry
 
 
+def stats_rows(stats: Mapping) -> list[dict]:
+    """stats.csv's rows (STATS_TABLE) from compute_stats' result."""
+    return [{name: int(v) if isinstance(v := _dig(e, path), bool) else v for name, path, _ in _csv_fields()}
+            for e in stats["variables"]]
+
+
 def stats_csv(stats: Mapping) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    fields = _csv_fields()
-    w.writerow([name for name, _ in fields])
-    for e in stats["variables"]:  # a flag as 0 / 1, as every other table writes one
-        w.writerow(["" if (v := _dig(e, path)) is None else int(v) if isinstance(v, bool) else v for _, path in fields])
-    return buf.getvalue()
+    """stats.csv's text."""
+    return csv_text(stats_rows(stats), CSV_COLUMNS)
 
 
 def write_stats(run_dir: str | Path, settings: StatsSettings | None = None) -> dict:
@@ -609,5 +632,5 @@ def write_stats(run_dir: str | Path, settings: StatsSettings | None = None) -> d
     run_dir = Path(run_dir)
     stats = compute_stats(run_dir, settings)
     write_atomic(run_dir / STATS_JSON, json.dumps(stats, indent=2, sort_keys=True) + "\n")  # replaces a symlink,
-    write_atomic(run_dir / STATS_CSV, stats_csv(stats))  # never writes where it points
+    write_table(run_dir, STATS_TABLE, stats_rows(stats))  # never writes where it points
     return stats

@@ -477,8 +477,9 @@ def method_note(stats: Mapping) -> str:
             f"ε²(domain), none when both are under {c['ratio_floor']}, a side under it raised to it (≥, ≤: a bound). "
             f"* Holm p < {c['alpha']}, Holm over all raw tests and, separately, all length-controlled tests. "
             f"Split-half: {c['split_halves']} random halvings of every model's traces (seed {c['split_half_seed']}), "
-            f"mean Pearson r of the model means across halves, Spearman-Brown 2r / (1 + r) (0 when r ≤ 0: the halves "
-            f"disagree); ⚠ under "
+            f"mean Pearson r of the model means across halves (0 for a split where one half's means are all equal), "
+            f"Spearman-Brown 2r / (1 + r) (0 when r ≤ 0: the halves disagree); none with fewer than "
+            f"{c.get('split_half_min_varying', 0)} traces away from the most common value; ⚠ under "
             f"{c['min_reliability']}. Profile intervals: percentile bootstrap of the mean, "
             f"{c['bootstrap_resamples']} resamples, seed {c['bootstrap_seed']}.")
 
