@@ -23,6 +23,7 @@ from thinkprobe.io import FieldMap, record_traces
 from thinkprobe.live import SIGNALS, Stream, UnitMemo
 from thinkprobe.records import Section
 from thinkprobe.segment import fragment_spans, merge_fragments, settled_fragments, unit_spans
+from thinkprobe.tables import read_csv
 
 FAST = dict(device="cpu", progress=False, report=False)
 SAMPLE = json.loads(SAMPLES.read_text(encoding="utf-8").splitlines()[5])  # qwq-math-01: <think> ... </think> answer
@@ -359,6 +360,8 @@ def test_watch_follows_a_growing_file(tmp_path, sample_once, memo, reuse):
     assert len({(s["units"], s["analysed_units"]) for s in snaps}) == len(snaps)  # no snapshot shown twice
     final = lines[-1]["final"]
     assert final["indicators"] == _rows(sample_once)[0] and final["units"] == len(_spans(sample_once))
+    # the whole text's failure risk too (a review: only the snapshots had one), as anomalies.csv has it
+    assert final["failure_risk"] == pytest.approx(float(read_csv(tmp_path / "o" / "anomalies.csv")[0]["failure_risk"]))
     graph = json.loads((tmp_path / "o" / "graphs.jsonl").read_text(encoding="utf-8"))
     assert graph["question"] == SAMPLE["question"] == sample_once.graphs[0]["question"]  # the parser read it
 

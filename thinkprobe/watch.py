@@ -144,15 +144,18 @@ def snapshot_line(snap: Snapshot) -> str:
 
 
 def final_summary(run, norms: Normalizer | None) -> dict[str, Any]:
-    """The whole text's result: units, the 19 indicators and the profile against `norms` (None without)."""
+    """The whole text's result: units, the 19 indicators, the profile against `norms` (None without) and
+    the failure risk (anomalies.csv's; None without a failure-risk model)."""
     if not len(run.indicators):
         return {"units": 0, "indicators": None, "profile": None, "profile_note": "no trace was profiled",
-                "errors": run.errors}
+                "failure_risk": None, "errors": run.errors}
     row = run.indicators.iloc[0]
     indicators = {k: float(row[k]) for k in INDICATORS}
     profile = {k: float(v) for k, v in profile_row(norms.z(indicators)).items()} if norms else None
+    risk = run.anomalies["failure_risk"].iloc[0] if len(run.anomalies) else None
     return {"units": int(row["units"]), "tokens": int(row["tokens"]), "indicators": indicators, "profile": profile,
-            "profile_note": None if norms else NEEDS_NORMS}
+            "profile_note": None if norms else NEEDS_NORMS,
+            "failure_risk": None if risk is None or risk != risk else float(risk)}
 
 
 def _final_text(final: dict[str, Any]) -> str:
@@ -163,6 +166,8 @@ def _final_text(final: dict[str, Any]) -> str:
         lines.append(f"  {dim:<13} " + "  ".join(f"{n} {final['indicators'][n]:.4g}" for n in names))
     lines.append("  profile: " + (" ".join(f"{d} {final['profile'][d]:+.3f}" for d in DIMENSION_NAMES)
                                   if final["profile"] else final["profile_note"]))
+    if final["failure_risk"] is not None:
+        lines.append(f"  failure_risk: {final['failure_risk']:.3f}")
     return "\n".join(lines)
 
 
