@@ -270,6 +270,15 @@ def test_select_refuses_a_target_that_is_not_finite_and_ranks_within_a_group(tmp
         (tmp_path / "like.json").write_text(bad)
         with pytest.raises(ValueError, match="finite"):
             read_like(tmp_path / "like.json")
+    # a dimension in any case, as --want reads it; a key that is no dimension nor a table's column is refused
+    # ("Effic" had been dropped without a word), and true is no number
+    assert read_like({"depth": 0.5, "Efficiency": 0.1, "model": "r1", "n": 12}) == {"Depth": 0.5, "Efficiency": 0.1}
+    with pytest.raises(ValueError, match=r"'Effic' is no dimension \(did you mean Efficiency\?\)"):
+        read_like({"Depth": 0.5, "Effic": 3})
+    with pytest.raises(ValueError, match="Depth's value is not a number"):
+        read_like({"Depth": True})
+    with pytest.raises(ValueError, match="Depth is given twice"):
+        read_like({"Depth": 1, "depth": 2})
     rows = _profile_rows({"a": 0.0, "b": 1.0})
     for k, r in enumerate(rows):
         r["group"] = "MiP" if k % 2 else "normal"

@@ -86,10 +86,15 @@ def parse_want(text: str | None) -> dict[str, int]:
     return out
 
 
+# Keys a row of the run's tables carries beside the dimensions (model_profiles, profile.csv): not an error in --like.
+_LIKE_OTHER_KEYS = frozenset({"model", "domain", "group", "n", "trace_id", "source_id"})
+
+
 def read_like(source: str | Path | Mapping, limits=None) -> dict[str, float]:
-    """A target profile: a mapping, or a JSON file holding {dimension: z} (a model_profiles row, or
-    {"profile": {...}}, is accepted too; other keys are ignored), read within `limits` (an
-    `io.limits.InputLimits`; default the config's)."""
+    """A target profile: a mapping, or a JSON file holding {dimension: z} (dimension names in any case;
+    a model_profiles or profile.csv row, or {"profile": {...}}, is accepted too, their other columns
+    ignored; any other key is an error), read within `limits` (an `io.limits.InputLimits`; default the
+    config's)."""
     if isinstance(source, Mapping):
         data = source
     else:  # a profile is a few lines: read within the input layer's size limit like any input
@@ -106,17 +111,30 @@ def read_like(source: str | Path | Mapping, limits=None) -> dict[str, float]:
     if isinstance(data, Mapping) and isinstance(data.get("profile"), Mapping):
         data = data["profile"]
     where = f"--like {source}" if not isinstance(source, Mapping) else "the profile"
+    target: dict[str, float] = {}
     if isinstance(data, Mapping):
         import difflib
 
-        for key in data:  # "Efficency": a misspelt dimension would be dropped without a word
-            near = difflib.get_close_matches(str(key), DIMS, n=1, cutoff=0.75)
-            if near and key not in DIMS:
-                raise ValueError(f"{where}: {key!r} is no dimension (did you mean {near[0]}?)")
-    try:
-        target = {d: float(data[d]) for d in DIMS if isinstance(data, Mapping) and data.get(d) is not None}
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{where}: a dimension's value is not a number ({exc})") from exc
+        unknown = []
+        for key, value in data.items():
+            dim = next((d for d in DIMS if d.lower() == str(key).strip().lower()), None)  # "depth", as --want reads it
+            if dim is None:
+                if str(key) not in _LIKE_OTHER_KEYS:  # "Effic", "Efficency": dropped without a word until 2026-12-06
+                    near = difflib.get_close_matches(str(key), DIMS, n=1, cutoff=0.6)
+                    unknown.append(f"{key!r} is no dimension" + (f" (did you mean {near[0]}?)" if near else ""))
+                continue
+            if dim in target:
+                raise ValueError(f"{where}: {dim} is given twice")
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):  # true read as 1.0
+                raise ValueError(f"{where}: {dim}'s value is not a number ({value!r})")
+            try:
+                target[dim] = float(value)
+            except ValueError as exc:
+                raise ValueError(f"{where}: a dimension's value is not a number ({exc})") from exc
+        if unknown:
+            raise ValueError(f"{where}: {'; '.join(unknown)}; use {', '.join(DIMS)}")
     if not all(math.isfinite(v) for v in target.values()):  # NaN or 1e400 made every bootstrap draw NaN
         raise ValueError(f"{where}: a dimension's value is not a finite number ({target})")
     if not target:
