@@ -174,6 +174,16 @@ def _profile_rows(means: dict, n=30, seed=0, paired=True):
     return rows
 
 
+def test_select_within_a_domain_names_the_models_without_traces_there():
+    """select --domain formula on MiP-Overthinking listed three models; s1.1, without formula traces,
+    was missing without a word (a review)."""
+    rows = [r for r in _profile_rows({"a": 0.0, "b": 1.0, "c": 0.5}) if not (r["model"] == "c" and r["domain"] == "math")]
+    sel = select_models(rows, SETTINGS, domain="math")
+    assert [r["model"] for r in sel.rows] == ["b", "a"] and sel.notes["absent"] == "no traces in domain math: c"
+    assert "absent" not in select_models(rows, SETTINGS, domain="logic").notes
+    assert "absent" not in select_models(rows, SETTINGS).notes
+
+
 def test_select_ranks_with_intervals_and_ties_models_it_cannot_tell_apart():
     rows = _profile_rows({"low": -1.0, "mid": 0.0, "mid2": 0.0, "high": 1.0})
     sel = select_models(rows, SETTINGS)

@@ -188,6 +188,7 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
     if want and like:
         raise ValueError("give --want or --like, not both")
     rows = sorted(rows, key=lambda r: str(r.get("trace_id")))  # the draws depend on the order: the report sorts too
+    all_models = {str(r["model"]) for r in rows}
     for key, value in (("domain", domain), ("group", group)):
         if value is not None:
             levels = sorted({str(r.get(key)) for r in rows if r.get(key) is not None})
@@ -263,6 +264,10 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
         setting = "stats.min_group" if settings.min_group > settings.select_min_traces else "stats.select_min_traces"
         sel.notes["small"] = (f"fewer than {fewest} traces ({setting}), so no interval and no tier: "
                     + ", ".join(one_line(m) for m in sorted(small)))
+    absent = sorted(all_models - {str(r["model"]) for r in rows})
+    if absent and (domain is not None or group is not None):  # s1.1 without formula traces had gone unsaid
+        within = " and ".join(f"{k} {v}" for k, v in (("domain", domain), ("group", group)) if v is not None)
+        sel.notes["absent"] = f"no traces in {within}: " + ", ".join(one_line(m) for m in absent)
     worse = _more_accurate_below(sel.rows, settings.select_min_traces)
     if worse:
         sel.notes["accuracy"] = worse

@@ -70,7 +70,8 @@ def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], p
               str(a["anomaly_rank"]), (CODE_MARK if a["trace_id"] in code else "") + (a["drivers"] or "–"),
               format_number(a["failure_risk"], 2)] for a in listed]
     reasons = sorted({a["anomaly_reason"] for a in anomalies if a["anomaly_reason"]})
-    note = (f"The {per_model} most unusual traces of each model: anomaly is the robust Mahalanobis distance of a "
+    note = ((f"The {per_model} most unusual traces of each model: anomaly" if listed else "Anomaly")
+            + " is the robust Mahalanobis distance of a "
             "trace's 19 indicators from its own model's traces; drivers are the indicators that push it out, with "
             "their signed robust z; failure_risk is the probability that the final answer is wrong (calibrated on "
             "its training corpora), from the reasoning's structure alone (never the answer, the gold answer or a "
