@@ -369,3 +369,28 @@ def test_peek_says_where_an_api_stopped_a_trace(tmp_path):
         (False, "choices[0].finish_reason=length"), (True, "choices[0].finish_reason=length")]
     shown = format_peek(rows)
     assert "[cut]" in shown.splitlines()[2] and "[truncat" in shown.splitlines()[3]
+
+
+def test_a_skipped_record_keeps_the_id_its_layout_gave_it(tmp_path):
+    """errors.jsonl's trace_id was null for every skip, even where the layout knew the request's id."""
+    import pickle
+
+    from thinkprobe.runner import finish_line
+
+    records = [{"custom_id": "oa-1", "response": {"status_code": 500, "body": {"error": {"message": "boom"}}}},
+               {"custom_id": "oa-2", "response": {"status_code": 200, "body": {
+                   "id": "c", "model": "m", "choices": [{"message": {"role": "assistant", "content": ""}}]}}},
+               {"responseId": "gem-1", "candidates": [{"finishReason": "MAX_TOKENS", "content": {"parts": []}}]},
+               {"responseId": "gem-2", "candidates": [{"finishReason": "SAFETY"}, {"finishReason": "SAFETY"}]},
+               {"key": "gk-1", "response": {"responseId": "r", "candidates": [],
+                                            "promptFeedback": {"blockReason": "SAFETY"}}},
+               {"custom_id": "an-1", "result": {"type": "errored", "error": {"error": {"message": "overloaded"}}}},
+               {"custom_id": "an-2", "result": {"type": "succeeded", "message": message("")}},
+               {"id": "plain-1", "reasoning_content": ""},
+               {"reasoning_content": ""}]  # no id: none made up
+    traces, errors = read(tmp_path, records)
+    assert not traces
+    ids = ["oa-1", "oa-2", "gem-1", "gem-2:g0", "gem-2:g1", "gk-1", "an-1", "an-2", "plain-1", None]
+    assert [e.trace_id for e in errors] == ids
+    assert [json.loads(finish_line(e, e.trace_id, None, None))["error"]["trace_id"] for e in errors] == ids
+    assert pickle.loads(pickle.dumps(errors[0])).trace_id == "oa-1"  # to a worker and back (--workers)

@@ -390,7 +390,7 @@ def _run_window(window: list[tuple[int, list]], parts: Path, cfg: Config, opts: 
             if isinstance(item, Trace):
                 items.append({"idx": i, "state": pickle.dumps({"trace": item}, protocol=5)})
             else:  # a record the loader rejected: its error line, as a local run writes it
-                lines[k][i] = _error_line(item, None)
+                lines[k][i] = _error_line(item, item.trace_id)
 
     def commit(k: int) -> None:
         text = "".join(lines[k][i] for i in sorted(lines[k]))

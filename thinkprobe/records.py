@@ -150,13 +150,15 @@ class GraphArrays:
 class InputError(ValueError):
     """A record that cannot be profiled: says which file, record and field, and why."""
 
-    def __init__(self, source: str, record: int | str, field: str, reason: str, model: str | None = None):
+    def __init__(self, source: str, record: int | str, field: str, reason: str, model: str | None = None,
+                 trace_id: str | None = None):
         self.source, self.record, self.field, self.reason = source, record, field, reason
         self.model = model  # the record's model where it is known (run.json counts skips per model)
+        self.trace_id = trace_id  # the id the record gives (a batch line's custom_id, ...) where it gives one
         super().__init__(f"{source}: record {record}: field {field!r}: {reason}")
 
     def __reduce__(self):  # to a worker process and back (--workers): rebuilt from its parts, not its message
-        return type(self), (self.source, self.record, self.field, self.reason, self.model)
+        return type(self), (self.source, self.record, self.field, self.reason, self.model, self.trace_id)
 
     def as_dict(self) -> dict[str, Any]:
         out = {"file": self.source, "record": self.record, "field": self.field, "reason": self.reason}

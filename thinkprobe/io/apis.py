@@ -35,7 +35,7 @@ from typing import Any, Iterator
 from ..records import InputError
 from .guess import HIDDEN_REASONING
 
-__all__ = ["API_LAYOUTS", "cut_by_limit", "hidden_reasoning_tokens", "split_choices"]
+__all__ = ["API_LAYOUTS", "cut_by_limit", "hidden_reasoning_tokens", "scalar_id", "split_choices"]
 
 
 def _get(node: Any, *keys: str) -> Any:
@@ -46,6 +46,14 @@ def _get(node: Any, *keys: str) -> Any:
         spellings = key.split("|")
         node = next((node[k] for k in spellings if k in node), None)
     return node
+
+
+def scalar_id(value: Any) -> str | None:
+    """An id a layout reads (a batch line's custom_id, a Gemini response's responseId) as text; None
+    for anything that is no id (absent, null, a bool, an object, a list, empty text)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or isinstance(value, str) and not value.strip():
+        return None
+    return str(value)
 
 
 # ----------------------------------------------------------------------------- Anthropic Message Batches
@@ -64,14 +72,14 @@ def _expand_anthropic_batch(record: dict, source: str, locator: int | str, state
         error = _get(result, "error", "error", "message") or _get(result, "error", "message")
         why = (f"batch request {result['type']}" + (f": {error}" if isinstance(error, str) and error else "")
                if result["type"] != "succeeded" else "batch request succeeded but its result holds no message")
-        yield locator, InputError(source, locator, "result", why)
+        yield locator, InputError(source, locator, "result", why, trace_id=scalar_id(record["custom_id"]))
         return
     out = {k: v for k, v in message.items() if k != "id"}
     out.update(layout="anthropic_batch", response_id=message.get("id"),
                derived_from={"trace_id": "custom_id", "source_id": "custom_id", "model": "result.message.model",
                              "content": "result.message.content", "content[": "result.message.content["})
-    if isinstance(record["custom_id"], (str, int)) and not isinstance(record["custom_id"], bool):
-        out["trace_id"] = out["source_id"] = str(record["custom_id"])
+    if scalar_id(record["custom_id"]) is not None:
+        out["trace_id"] = out["source_id"] = scalar_id(record["custom_id"])
     yield locator, out
 
 
@@ -105,10 +113,13 @@ def _expand_gemini(record: dict, source: str, locator: int | str, state: dict) -
     prefix = "response." if batch else ""
     model = _get(body, "modelVersion|model_version")
     candidates = body.get("candidates") or []
+    # the id its trace would get (detection's: a batch line's key, else the response's own id)
+    rid = scalar_id(record["key"]) if batch else scalar_id(_get(body, "responseId|response_id"))
     if not candidates:
         block = _get(body, "promptFeedback|prompt_feedback", "blockReason|block_reason")
         yield locator, InputError(source, locator, f"{prefix}promptFeedback", f"the prompt was blocked ({block}): "
-                                  "the response has no output", model=model if isinstance(model, str) else None)
+                                  "the response has no output", model=model if isinstance(model, str) else None,
+                                  trace_id=rid)
         return
     thoughts = _get(body, "usageMetadata|usage_metadata", "thoughtsTokenCount|thoughts_token_count")
     for g, cand in enumerate(candidates):
@@ -119,7 +130,8 @@ def _expand_gemini(record: dict, source: str, locator: int | str, state: dict) -
             spent = (f"; its thinking took the whole output budget ({thoughts:,} thinking tokens, none returned)"
                      if stop == "MAX_TOKENS" and isinstance(thoughts, int) and thoughts > 0 else "")
             yield locator, InputError(source, locator, f"{here}.content", f"the candidate holds no text (finishReason "
-                                      f"{stop}){spent}", model=model if isinstance(model, str) else None)
+                                      f"{stop}){spent}", model=model if isinstance(model, str) else None,
+                                      trace_id=rid and (f"{rid}:g{g}" if len(candidates) > 1 else rid))
             continue
         out = {**body, "candidates": [cand], "layout": "gemini"}
         origin = {"candidates[0].": f"{here}."}

@@ -124,7 +124,9 @@ def detect(
     """
 
     def error(field: str, reason: str) -> InputError:
-        return InputError(source, record_index, _origin(record, field) if isinstance(record, dict) else field, reason)
+        if not isinstance(record, dict):
+            return InputError(source, record_index, field, reason)
+        return InputError(source, record_index, _origin(record, field), reason, trace_id=_record_id(record, fields, generation))
 
     if not isinstance(record, dict):
         raise error("", f"record is a {type_name(record)}, not an object")
@@ -543,6 +545,15 @@ def _first_scalar(record: dict, paths: tuple[str, ...]) -> tuple[str | None, str
         if isinstance(value, (datetime.date, datetime.time)):  # Parquet's timestamp ids (datetime is a date)
             return value.isoformat(), path
     return None, None
+
+
+def _record_id(record: dict, fields: FieldMap, generation: int | None) -> str | None:
+    """The id a record gives its trace (a layout's, e.g. a batch line's custom_id, or an id field), as its
+    trace would get it (``:g<N>`` for one of several generations); None where it gives none."""
+    trace_id = _first_scalar(record, _with_override(fields.id_field, ID_FIELDS))[0]
+    if generation is None and "layout" in record and isinstance(record.get("part"), int):
+        generation = record["part"]
+    return None if trace_id is None else trace_id if generation is None else f"{trace_id}:g{generation}"
 
 
 def _with_override(override: str | None, paths: tuple[str, ...]) -> tuple[str, ...]:

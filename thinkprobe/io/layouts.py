@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..records import InputError
-from .apis import API_LAYOUTS, split_choices
+from .apis import API_LAYOUTS, scalar_id, split_choices
 from .limits import InputLimits
 
 __all__ = ["LAYOUTS", "DERIVED", "INSPECT_GRADES", "expand", "lighteval_path_parts", "resolve_attachments",
@@ -308,7 +308,8 @@ def _expand_batch(record: dict, source: str, locator: int | str, state: dict) ->
         reason = error.get("message") if isinstance(error, dict) else None
         if isinstance(status, int) and status >= 400:
             reason = f"status {status}" + (f": {reason}" if reason else "")
-        yield locator, InputError(source, locator, "response.body", f"batch request failed: {reason or 'no response body'}")
+        yield locator, InputError(source, locator, "response.body", f"batch request failed: {reason or 'no response body'}",
+                                  trace_id=scalar_id(record["custom_id"]))
         return
     out = {k: v for k, v in body.items() if k not in ("id",)}
     out.update(layout="openai_batch", trace_id=str(record["custom_id"]), source_id=str(record["custom_id"]),

@@ -157,7 +157,10 @@ def _detect_records(records, src: Source, label: str, root: Path | None, alone: 
                 items = [item if isinstance(item, InputError) else with_given_graph(record, item, locator) for item in items]
         for item in items:
             if isinstance(item, Trace):
+                trace_id = item.trace_id if item.provenance.get("trace_id_from") != "file:record" else None
                 item = clip_trace(item, limits, locator)
+                if isinstance(item, InputError):  # over a size limit: the id the record gave it stays
+                    item.trace_id = item.trace_id or trace_id
                 if repaired:  # lone surrogates replaced by U+FFFD (io.unicode.repaired), in these fields
                     item = replace(item, provenance={**item.provenance, "repaired_unicode": repaired})
             yield locator, item if isinstance(item, InputError) else ids.claim(item, file_label)
