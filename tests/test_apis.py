@@ -394,3 +394,48 @@ def test_a_skipped_record_keeps_the_id_its_layout_gave_it(tmp_path):
     assert [e.trace_id for e in errors] == ids
     assert [json.loads(finish_line(e, e.trace_id, None, None))["error"]["trace_id"] for e in errors] == ids
     assert pickle.loads(pickle.dumps(errors[0])).trace_id == "oa-1"  # to a worker and back (--workers)
+
+
+def completion(reasoning: str, *answers: str, finish="stop", **extra) -> dict:
+    return {"id": "chatcmpl-1", "object": "chat.completion", "model": "deepseek-r1", **extra, "choices": [
+        {"index": k, "message": {"role": "assistant", "reasoning_content": reasoning, "content": a}, "finish_reason": finish}
+        for k, a in enumerate(answers)]}
+
+
+def test_a_provider_response_kept_under_a_key_is_read_as_if_alone(tmp_path):
+    """{"id", "model", "response": <chat completion or Message>} gave only 'expected text, found object'."""
+    records = [{"id": "q1", "model": "x", "question": "2+2?", "response": completion(THOUGHT, "42")},
+               {"id": "q2", "response": message(THOUGHT, "42", model="claude-sonnet-4-5")},
+               {"uid": "q3", "output": completion(THOUGHT, "42", "43", finish="length")}]
+    traces, errors = read(tmp_path, records)
+    assert not errors
+    got = [(t.trace_id, t.model, t.question, t.reasoning.content, t.answer.content, t.provenance["reasoning_from"],
+            t.answer.field) for t in traces]
+    assert got == [("q1", "x", "2+2?", THOUGHT, "42", "response.choices[0].message.reasoning_content",
+                    "response.choices[0].message.content"),
+                   ("q2", "claude-sonnet-4-5", None, THOUGHT, "42", "response.content[0].thinking", "response.content[1].text"),
+                   ("q3:g0", "deepseek-r1", None, THOUGHT, "42", "output.choices[0].message.reasoning_content",
+                    "output.choices[0].message.content"),
+                   ("q3:g1", "deepseek-r1", None, THOUGHT, "43", "output.choices[1].message.reasoning_content",
+                    "output.choices[1].message.content")]
+    assert traces[1].provenance["summarised"] and traces[1].provenance["model_from"] == "response.model"
+    assert traces[2].provenance["truncated_by"] == "choices[0].finish_reason=length"
+    # the outer model named: the response's own still marks Claude 4's thinking a summary
+    traces, _ = read(tmp_path, [{"id": "q", "model": "mine", "response": message(THOUGHT, "42", model="claude-opus-4")}])
+    assert traces[0].model == "mine" and traces[0].provenance["summarised"]
+    # the response's id is an id of last resort; a named field still reads the path into the key
+    traces, _ = read(tmp_path, [{"response": completion(THOUGHT, "42")}])
+    assert traces[0].trace_id == "chatcmpl-1" and traces[0].provenance["trace_id_from"] == "response.id"
+    named = detect({"response": completion(THOUGHT, "42")}, FieldMap(reasoning_field="response.choices[0].message.content"),
+                   "f", 0)
+    assert named.reasoning.content == "42"
+
+
+def test_two_provider_responses_in_one_record_are_named_not_guessed(tmp_path):
+    record = {"id": "q", "response": completion(THOUGHT, "42"), "output": completion(OTHER, "Canberra")}
+    traces, errors = read(tmp_path, [record])  # had read `output` silently
+    assert not traces and errors[0].field == "response"
+    assert errors[0].reason.startswith("response holds an OpenAI chat completion; output holds an OpenAI chat "
+                                       "completion: which is the trace?")
+    named = detect(record, FieldMap(reasoning_field="output.choices[0].message.reasoning_content"), "f", 0)
+    assert named.reasoning.content == OTHER

@@ -9,6 +9,11 @@ records detection reads (registered in thinkprobe.io.layouts' table):
   skip that says why;
 - chat completions with several choices (``n`` > 1): one record per choice (``:g<N>`` after whatever id
   the record gets), where only the first had been read;
+- a provider response a record keeps under one of its keys (``{"id": .., "model": .., "response": <a chat
+  completion or an Anthropic Message>}``): read as if it stood alone, the record's own fields taking
+  precedence (its id, model, question); the response's id is kept as ``response_id``, an id of last
+  resort. The key stays, so ``--*-field`` paths into it still work. Two such keys are left as they are
+  (which one is the trace is the user's choice: detection's error names what each holds);
 - a streamed chat completion saved chunk by chunk: each chunk is a skip that says so (a piece of a
   response, not a response);
 - vLLM offline ``RequestOutput`` objects saved as JSON (``prompt`` + ``outputs[].text``): one record per
@@ -35,7 +40,7 @@ from typing import Any, Iterator
 from ..records import InputError
 from .guess import HIDDEN_REASONING
 
-__all__ = ["API_LAYOUTS", "cut_by_limit", "hidden_reasoning_tokens", "scalar_id", "split_choices"]
+__all__ = ["API_LAYOUTS", "cut_by_limit", "hidden_reasoning_tokens", "provider_object", "scalar_id", "split_choices"]
 
 
 def _get(node: Any, *keys: str) -> Any:
@@ -143,6 +148,55 @@ def _expand_gemini(record: dict, source: str, locator: int | str, state: dict) -
             out["part"] = g
         out["derived_from"] = origin
         yield locator, out
+
+
+# ----------------------------------------------------------------------------- a response under a key
+
+
+def provider_object(value: Any) -> str | None:
+    """What provider response `value` is, in words ("an OpenAI chat completion", "an Anthropic
+    Message"), or None: a chat completion's choices each hold a message (and it names itself one, or
+    each choice its finish_reason: inspect_ai's ModelOutput, with stop_reason, is not one); a Message
+    is an assistant's, with a list of content blocks."""
+    if not isinstance(value, dict):
+        return None
+    choices = value.get("choices")
+    if isinstance(choices, list) and choices and all(isinstance(c, dict) and isinstance(c.get("message"), dict)
+                                                     for c in choices) and (
+            value.get("object") == "chat.completion" or all("finish_reason" in c for c in choices)):
+        return "an OpenAI chat completion"
+    if value.get("type") == "message" and value.get("role") == "assistant" and isinstance(value.get("content"), list):
+        return "an Anthropic Message"
+    return None
+
+
+def _wrapper_keys(record: dict) -> list[str]:
+    return [k for k, v in record.items() if isinstance(k, str) and provider_object(v)]
+
+
+def is_wrapped_response(record: dict) -> bool:
+    return provider_object(record) is None and len(_wrapper_keys(record)) == 1
+
+
+def _expand_wrapped(record: dict, source: str, locator: int | str, state: dict) -> Iterator:
+    """The response under the record's key, read as if it stood alone, with the record's own fields
+    over its own (one record per choice of a chat completion with several)."""
+    key = _wrapper_keys(record)[0]
+    inner = record[key]
+    moved = [k for k in inner if k not in record and k != "id"]
+    origin = {name: f"{key}.{k}{name[len(k):]}" for k in moved for name in (k, f"{k}.", f"{k}[")}
+    out = {**{k: inner[k] for k in moved}, **record, "layout": "wrapped_response"}
+    if "response_id" not in record and "id" in inner:
+        out["response_id"], origin["response_id"] = inner["id"], f"{key}.id"
+    if "model" in record and isinstance(inner.get("model"), str):  # the response's own (Claude 4's: a summary)
+        out["response_model"], origin["response_model"] = inner["model"], f"{key}.model"
+    choices = out.get("choices") if "choices" in moved else None
+    if not isinstance(choices, list) or len(choices) < 2:
+        yield locator, {**out, "derived_from": origin}
+        return
+    for g, choice in enumerate(choices):  # several choices (n > 1): one record each, as alone
+        yield locator, {**out, "choices": [choice], "part": g,
+                        "derived_from": {"choices[0].": f"{key}.choices[{g}].", **origin}}
 
 
 # ----------------------------------------------------------------------------- several choices / outputs
@@ -271,6 +325,7 @@ def cut_by_limit(record: dict, get_path) -> str | None:
 API_LAYOUTS = (
     ("anthropic_batch", is_anthropic_batch, _expand_anthropic_batch),
     ("gemini", is_gemini, _expand_gemini),
+    ("wrapped_response", is_wrapped_response, _expand_wrapped),
     ("chat_choices", is_multi_choice, _expand_choices),
     ("stream_chunk", is_stream_chunk, _expand_chunk),
     ("vllm_offline", is_vllm_output, _expand_vllm),

@@ -17,7 +17,7 @@ from .formats import strip_extensions, type_name
 from .grades import CORRECT_FIELDS, GENERATION_CORRECT_FIELDS, GRADES, grade_key, parse_correct_values, read_grade, unread_codes
 from .sources import FieldMap
 from .guess import HIDDEN_REASONING, is_api_error, is_code, longest_text_hint, model_output, output_prompt, step_texts, tagged_field
-from .apis import cut_by_limit, hidden_reasoning_tokens
+from .apis import cut_by_limit, hidden_reasoning_tokens, provider_object
 from .blocks import (BLOCK_SEPARATOR, ENCRYPTED, SUMMARY_FIELD, TURN_REASONING_KEYS, Found, field_candidates,
                      thought_parts, turn_candidates, typed_blocks)
 from .blocks import joined as join_pieces
@@ -205,7 +205,8 @@ def detect(
         provenance["unread_grade"] = ", ".join(f"{field}={value}" for field, value in codes)
     if found.summarised or any(SUMMARY_FIELD.search(f) for f in (provenance["reasoning_from"] or "",
                                                                   (found.joined or {}).get("from", ""))) \
-            or found.dedicated and _CLAUDE_SUMMARY.search(model or ""):
+            or found.dedicated and any(_CLAUDE_SUMMARY.search(m) for m in (model, record.get("response_model"))
+                                       if isinstance(m, str)):
         provenance["summarised"] = True  # a summary of hidden thinking (Gemini's thought_summary), not the chain itself
     if is_code(text[start:end]):
         provenance["reasoning_is_code"] = True  # a program, not prose (MR-BEN's coding solutions): counted in the summary
@@ -329,6 +330,12 @@ def _locate_reasoning(
     # other holds reasoning. A dedicated place that is present but empty (null reasoning_content,
     # encrypted blocks) means the record has no reasoning to show: its answer is never profiled as
     # if it were reasoning, unless another place carries reasoning tags.
+    held = {k: kind for k, v in record.items() if (kind := provider_object(v))}
+    if len(held) > 1:  # one response under a key is read as if alone (thinkprobe.io.apis); of several, which?
+        raise error(next(iter(held)), "; ".join(f"{k} holds {kind}" for k, kind in held.items()) + ": which is the "
+                    "trace? Name its reasoning, e.g. --reasoning-field " + next(
+                        f"{k}.choices[0].message.reasoning_content" if "chat" in kind else f"{k}.content[0].thinking"
+                        for k, kind in held.items()))
     tried, wrong, empty, plain, empty_inline = [*REASONING_FIELDS], None, None, None, None
     for candidate, strong in (*_dedicated_candidates(record), *_inline_candidates(record, generation)):
         tried.append(candidate.path)
