@@ -490,3 +490,12 @@ def test_containment_is_not_too_lenient(pred, gold):
 ])
 def test_value_ends_at_the_sentence_not_at_initials(text, value):
     assert find_candidates(record(text))[0].value == value
+
+
+@pytest.mark.parametrize("pred, gold, same", [
+    ("x ∈ [-2,7]", "[-2, 7]", True), ("[-2, 7]", "x ∈ [-2,7]", True),  # had matched only "x \in [-2,7]"
+    ("x∈(-∞, 3]", r"(-\infty, 3]", True), (r"x \in (-\infty,3]", "(-∞, 3]", True), ("∞", r"\infty", True),
+    ("x ∈ [-2,7]", "(-2, 7)", False), ("x∈(-∞, 3]", "(-∞, 3)", False), ("x∈(-∞, 3]", "(-∞, 4]", False),
+])
+def test_an_interval_named_with_the_unicode_element_sign(pred, gold, same):
+    assert answers_match(pred, gold) is same

@@ -59,6 +59,7 @@ def _normalise_text(s: str) -> str:
     s = _MATH_DELIMS.sub("", s.strip())
     s = s.replace("²", "^2").replace("³", "^3")
     s = s.replace("−", "-").replace("×", "\\times ").replace("÷", "\\div ").replace("√", "\\sqrt")
+    s = s.replace("∈", "\\in ").replace("∞", "\\infty ")  # "x ∈ (-∞, 3]" is "x \in (-\infty, 3]"
     s = re.sub(r"\s+", " ", s).strip().rstrip(".;:").strip()
     if not (s.endswith("!") and FACTORIAL_EXPR.search(s)):  # "2 * 5! * 5!" keeps its factorial; "5!" is 5
         s = s.rstrip(".;:!").strip()
