@@ -210,6 +210,41 @@ def test_reasoning_the_answer_tags_as_such_is_reasoning():
     assert [s.name for s in one({"response": "<think>Plan.</think> The answer is 4."}).sections] == ["reasoning", "answer"]
 
 
+
+@pytest.mark.parametrize("answer", [
+    "Wrap private notes as `<thinking>notes</thinking>` in the prompt.",  # inline code
+    "Use ``<think>x</think>`` there.",
+    "Example:\n~~~\n<thinking>notes</thinking>\n~~~\nDone.",  # a ~~~ fence (``` ones were already text)
+    "Close it with <thinking>a real note `</thinking>` b</thinking> then stop.",  # a closing tag quoted in code
+])
+def test_a_reasoning_tag_quoted_in_code_in_the_answer_is_text(answer):
+    """Tags quoted in inline code or a ~~~ fence after </think> were split out as reasoning blocks."""
+    got = [(s.name, s.content) for s in one({"response": f"<think>Plan.</think>{answer}"}).sections]
+    if "real note" in answer:
+        assert got == [("reasoning", "Plan."), ("answer", "Close it with"),
+                       ("reasoning", "a real note `</thinking>` b"), ("answer", "then stop.")]
+    else:
+        assert got == [("reasoning", "Plan."), ("answer", answer)]
+
+
+def test_reasoning_tags_quoted_in_code_do_not_split_the_text():
+    """A reasoning field that quotes tags in code had been cut at them (reasoning_content 'use `<think>`
+    tags ... `<think>x</think>`' became '` tags ... `<think>x'); a quoted closing tag after the real one
+    had moved the end of the reasoning onto it."""
+    for text in ("The user asks how models use `<think>` tags. One writes `<think>x</think>` first. So I explain.",
+                 "Format:\n~~~\n<think>x</think>\nanswer\n~~~\nSo I explain that.",
+                 "Format:\n```\n<think>x</think>\nanswer\n```\nSo I explain that."):
+        trace = one({"reasoning_content": text, "content": "Like this."})
+        assert trace.provenance["tag"] is None and trace.reasoning.content == text
+    trace = one({"response": "<think>Plan.</think>Use `</think>` to close."})
+    assert (trace.reasoning.content, trace.answer.content) == ("Plan.", "Use `</think>` to close.")
+    trace = one({"response": "<think>Asked about `<think>` and `</think>`.</think>Like this."})
+    assert (trace.reasoning.content, trace.answer.content) == ("Asked about `<think>` and `</think>`.", "Like this.")
+    # a stray backtick before a real closing tag: the last closing tag still ends the reasoning
+    trace = one({"response": "<think>the ` key</think>The answer is `5`."})
+    assert (trace.reasoning.content, trace.answer.content) == ("the ` key", "The answer is `5`.")
+
+
 def test_chat_template_tokens_are_trimmed_and_never_inside_units(config):
     from thinkprobe.io.tags import SPECIAL_TOKEN
     from thinkprobe.segment import unit_spans

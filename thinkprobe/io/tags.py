@@ -152,11 +152,37 @@ def _split_s1(text: str) -> Split | None:
     return Split(S1_BARE_THINK, (opening.end(), marker.start()), (marker.end(), len(text)))
 
 
+# Code: a ``` or ~~~ fence (closed, or running to the end of the text where `closed` is false) or an inline
+# `code span` of one or two backticks, which ends within its paragraph.
+_CODE = re.compile(r"(```|~~~).*?(?:\1|(?P<end>\Z))|(?<!`)(`{1,2})(?!`)(?:[^`\n]|\n(?![ \t]*\n))+?(?<!`)\3(?!`)",
+                   re.DOTALL)
+
+
+def _in_code(text: str, start: int = 0, end: int | None = None, closed: bool = True):
+    """A test of whether a position of text[start:end] lies inside code (_CODE)."""
+    spans = [(m.start(), m.end()) for m in _CODE.finditer(text, start, len(text) if end is None else end)
+             if not (closed and m.group("end") is not None)]
+    return lambda i: any(a <= i < b for a, b in spans)
+
+
+def _find_tag(text: str, tag: str, last: bool, in_code) -> int:
+    """The first (last) position of tag in text outside code; -1 when none."""
+    i = text.rfind(tag) if last else text.find(tag)
+    while i >= 0 and in_code(i):
+        i = text.rfind(tag, 0, i) if last else text.find(tag, i + 1)
+    return i
+
+
 def _split_paired_tags(text: str) -> Split | None:
-    # The style whose first tag comes earliest wins; a prompt before the opening tag is skipped.
-    best = None
+    # The style whose first tag comes earliest wins; a prompt before the opening tag is skipped. A tag
+    # quoted in code ("`<think>`", a fenced example) is text: where a style's tags are all in code, the
+    # style is absent; an opening outside code with no closing outside it keeps the last closing (a stray
+    # backtick before the real one).
+    best, in_code = None, (_in_code(text) if "`" in text or "~~~" in text else lambda i: False)
     for opening, closing in TAG_PAIRS:
-        o, c = text.find(opening), text.rfind(closing)
+        o, c = _find_tag(text, opening, False, in_code), _find_tag(text, closing, True, in_code)
+        if o >= 0 and c < o + len(opening):
+            c = text.rfind(closing)
         if o < 0 and c < 0:
             continue
         first = o if o >= 0 else c
@@ -199,33 +225,38 @@ def trim(text: str, start: int, end: int) -> tuple[int, int]:
 # A block the model tags as reasoning inside what follows its thinking: <think>, <thinking>, <reasoning>,
 # <thought>, <scratchpad>, <SCRATCHPAD_REASONING> (agentic scenarios ask the model to reason there before
 # acting), any case; its name, case as written, closes it. A tag of another name (<ThinkingIndicator> in
-# code), one never closed (an answer that mentions "<thinking> tags") or one inside a code fence is text.
+# code), one never closed (an answer that mentions "<thinking> tags") or one inside code (a ``` or ~~~
+# fence, an inline `code span`, which ends within its paragraph) is text.
 _REASONING_OPEN = re.compile(r"<((?i:think|thinking|thoughts?|reasoning|scratchpad|scratchpad_reasoning))>")
-_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 
 
 def reasoning_blocks(text: str, start: int, end: int) -> list[tuple[int, int, int, int]]:
     """The tagged reasoning blocks inside text[start:end], in order: (opening tag start, content start,
-    content end, closing tag end); only closed blocks, outside code fences.
+    content end, closing tag end); only closed blocks, outside code (fences, inline code spans).
 
     >>> t = "Sent.<SCRATCHPAD_REASONING>why</SCRATCHPAD_REASONING> Done."
     >>> [t[b:c] for _, b, c, _ in reasoning_blocks(t, 0, len(t))]
     ['why']
     >>> reasoning_blocks("Wrap it in <thinking> tags.", 0, 27), reasoning_blocks("```<think>x</think>```", 0, 22)
     ([], [])
+    >>> reasoning_blocks("Use `<think>x</think>`.", 0, 23), reasoning_blocks("~~~\\n<think>x</think>\\n~~~", 0, 24)
+    ([], [])
     """
-    fences = [(m.start(), m.end()) for m in _FENCE.finditer(text, start, end)]
+    in_code = _in_code(text, start, end, closed=False)  # an unclosed fence runs to the end
+
     out, pos = [], start
     while True:
         m = _REASONING_OPEN.search(text, pos, end)
         if m is None:
             return out
-        close = text.find(f"</{m.group(1)}>", m.end(), end)
-        if close < 0:
-            return out
-        if any(a <= m.start() < b for a, b in fences):
+        if in_code(m.start()):
             pos = m.end()
             continue
+        close = text.find(f"</{m.group(1)}>", m.end(), end)
+        while close >= 0 and in_code(close):  # a closing tag quoted in code closes nothing
+            close = text.find(f"</{m.group(1)}>", close + 1, end)
+        if close < 0:
+            return out
         out.append((m.start(), m.end(), close, close + len(m.group(1)) + 3))
         pos = close + len(m.group(1)) + 3
 
