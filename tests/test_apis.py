@@ -182,12 +182,48 @@ def test_claude_4_thinking_is_marked_a_summary_and_3_7_is_not():
     assert "summarised" not in one({"model": "claude-sonnet-4", "response": f"<think>{THOUGHT}</think>42"}).provenance
 
 
-def test_a_saved_stream_chunk_says_it_is_a_piece_of_a_response(tmp_path):
-    chunks = [{"id": "s1", "object": "chat.completion.chunk", "model": "m", "choices": [
-        {"index": 0, "delta": {"reasoning_content": piece}, "finish_reason": None}]} for piece in ("First, ", "12 + 30")]
-    traces, errors = read(tmp_path, chunks)
-    assert not traces and len(errors) == 2 and all(e.reason.startswith("a streamed chunk: one piece of a response")
-                                                   and e.model == "m" for e in errors)
+def chunk(rid, delta=None, stop=None, index=0, **extra) -> dict:
+    return {"id": rid, "object": "chat.completion.chunk", "created": 1, "model": "m", **extra,
+            "choices": [{"index": index, "delta": delta or {}, "finish_reason": stop}]}
+
+
+def test_a_cut_off_stream_or_a_chunk_without_an_id_says_it_is_a_piece_of_a_response(tmp_path):
+    chunks = [chunk("s1", {"reasoning_content": piece}) for piece in ("First, ", "12 + 30")]
+    traces, errors = read(tmp_path, [*chunks, {**chunk(None, {"content": "x"}, "stop")}])
+    assert not traces and [(e.record, e.trace_id, e.model) for e in errors] == [("line 1", "s1", "m"), ("line 3", None, "m")]
+    assert errors[0].reason == ("a streamed response cut off (2 chunks, line 1 to line 2): no chunk gives a "
+                                "finish_reason, so it is not a whole response")
+    assert errors[1].reason.startswith("a streamed chunk without an id: one piece of a response")
+
+
+def test_saved_stream_chunks_are_joined_into_one_trace_per_response(tmp_path):
+    """Each chunk of a saved stream had been skipped as a piece of a response."""
+    one_stream = [chunk("s1", {"role": "assistant", "content": None, "reasoning_content": ""}),
+                  *(chunk("s1", {"reasoning_content": p}) for p in ("First, 12 plus 30 ", "is 42.")),
+                  *(chunk("s1", {"content": p}) for p in ("The sum ", "is 42.")), chunk("s1", {}, "stop")]
+    vllm = [chunk("s2", {"reasoning": "Canberra, "}), chunk("s2", {"reasoning": "not Sydney."}),
+            chunk("s2", {"content": "Canberra"}), chunk("s2", {}, "length"),
+            {"id": "s2", "object": "chat.completion.chunk", "model": "m", "choices": [], "usage": {"completion_tokens": 9}}]
+    two = [chunk("s3", {"reasoning_content": f"Think {k}."}, index=k) for k in (0, 1)] + [
+        chunk("s3", {"content": f"Answer {k}"}, "stop", index=k) for k in (0, 1)]
+    plain = {"id": "p1", "reasoning_content": OTHER, "content": "Canberra"}
+    traces, errors = read(tmp_path, [*one_stream, *vllm, plain, *two])
+    assert not errors
+    got = [(t.trace_id, t.record, t.model, t.reasoning.content, t.answer.content, t.provenance.get("truncated_by"),
+            t.provenance.get("layout")) for t in traces]
+    assert got == [("s1", 0, "m", "First, 12 plus 30 is 42.", "The sum is 42.", None, "stream_chunks"),
+                   ("s2", 6, "m", "Canberra, not Sydney.", "Canberra", "choices[0].finish_reason=length", "stream_chunks"),
+                   ("p1", 11, "unknown", OTHER, "Canberra", None, None),  # another record ends the stream before it
+                   ("s3:g0", 12, "m", "Think 0.", "Answer 0", None, "stream_chunks"),
+                   ("s3:g1", 12, "m", "Think 1.", "Answer 1", None, "stream_chunks")]
+    assert traces[0].provenance["reasoning_from"] == "choices[0].delta.reasoning_content"
+    assert traces[4].provenance["reasoning_from"] == "choices[1].delta.reasoning_content"
+    # in memory, as in a file
+    from thinkprobe.io import iter_inputs
+    from thinkprobe.io.sources import Source
+
+    items = list(iter_inputs([Source("<memory>", FieldMap(), one_stream)]))
+    assert [(t.trace_id, t.answer.content) for t in items] == [("s1", "The sum is 42.")]
 
 
 def test_ollama_chat_and_generate_responses():

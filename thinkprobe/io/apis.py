@@ -14,8 +14,11 @@ records detection reads (registered in thinkprobe.io.layouts' table):
   precedence (its id, model, question); the response's id is kept as ``response_id``, an id of last
   resort. The key stays, so ``--*-field`` paths into it still work. Two such keys are left as they are
   (which one is the trace is the user's choice: detection's error names what each holds);
-- a streamed chat completion saved chunk by chunk: each chunk is a skip that says so (a piece of a
-  response, not a response);
+- a streamed chat completion saved chunk by chunk (``chat.completion.chunk`` lines): the consecutive chunks
+  of one ``id`` are joined into one completion (each choice's reasoning_content / reasoning deltas, then
+  its content deltas, in order; finish_reason and usage from the last chunk that has them), read at the
+  first chunk's line. A stream that ends before any finish_reason was cut off: a skip that says so, as
+  is a chunk without an id. `finish_stream` gives the last stream of a file (formats, traces call it);
 - vLLM offline ``RequestOutput`` objects saved as JSON (``prompt`` + ``outputs[].text``): one record per
   output;
 - lm-evaluation-harness samples (``doc_id`` + ``resps``): lm-eval writes a generation once per filter of
@@ -40,7 +43,7 @@ from typing import Any, Iterator
 from ..records import InputError
 from .guess import HIDDEN_REASONING
 
-__all__ = ["API_LAYOUTS", "cut_by_limit", "hidden_reasoning_tokens", "provider_object", "scalar_id", "split_choices"]
+__all__ = ["API_LAYOUTS", "STREAM", "cut_by_limit", "finish_stream", "hidden_reasoning_tokens", "is_stream_chunk", "provider_object", "scalar_id", "split_choices"]
 
 
 def _get(node: Any, *keys: str) -> Any:
@@ -246,6 +249,9 @@ def _expand_vllm(record: dict, source: str, locator: int | str, state: dict) -> 
         yield locator, out
 
 
+STREAM = "stream_chunks"  # the per-file state key of the stream being joined
+
+
 def is_stream_chunk(record: dict) -> bool:
     choices = record.get("choices")
     return record.get("object") == "chat.completion.chunk" or isinstance(choices, list) and bool(choices) and all(
@@ -253,9 +259,59 @@ def is_stream_chunk(record: dict) -> bool:
 
 
 def _expand_chunk(record: dict, source: str, locator: int | str, state: dict) -> Iterator:
-    yield locator, InputError(source, locator, "choices[0].delta", "a streamed chunk: one piece of a response, not a "
-                              "whole one; join each response's chunks into one record first, or replay the text with "
-                              "thinkprobe watch", model=record.get("model") if isinstance(record.get("model"), str) else None)
+    """Kept in `state` until the stream ends (another id, another kind of record, the end of the file)."""
+    rid = scalar_id(record.get("id"))
+    if rid is None:
+        yield from finish_stream(source, state)
+        yield locator, InputError(source, locator, "choices[0].delta", "a streamed chunk without an id: one piece of a "
+                                  "response, not a whole one, and nothing says which response; join its chunks into "
+                                  "one record first", model=record.get("model") if isinstance(record.get("model"), str) else None)
+        return
+    if state.get(STREAM) is not None and state[STREAM]["id"] != rid:
+        yield from finish_stream(source, state)
+    stream = state.setdefault(STREAM, {"id": rid, "first": locator, "last": locator, "chunks": 0, "meta": {}, "choices": {}})
+    stream["last"], stream["chunks"] = locator, stream["chunks"] + 1
+    stream["meta"].update({k: record[k] for k in ("model", "created", "system_fingerprint", "usage")
+                           if record.get(k) is not None})
+    for choice in record.get("choices") or ():
+        if not isinstance(choice, dict):
+            continue
+        index = choice["index"] if isinstance(choice.get("index"), int) and not isinstance(choice["index"], bool) else 0
+        acc = stream["choices"].setdefault(index, {"reasoning_content": [], "reasoning": [], "content": [], "stop": None})
+        delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+        for key in ("reasoning_content", "reasoning", "content"):
+            if isinstance(delta.get(key), str):
+                acc[key].append(delta[key])
+        if choice.get("finish_reason") is not None:
+            acc["stop"] = choice["finish_reason"]
+
+
+def finish_stream(source: str, state: dict) -> Iterator:
+    """The completion the chunks kept in `state` make (one record per choice), or the skip that says why
+    they make none; nothing when no stream is pending."""
+    stream = state.pop(STREAM, None)
+    if stream is None:
+        return
+    first, model = stream["first"], stream["meta"].get("model")
+    where = f"{stream['chunks']} chunk{'s' if stream['chunks'] > 1 else ''}" + (
+        f", {first} to {stream['last']}" if stream["chunks"] > 1 else "")
+    if not stream["choices"] or all(acc["stop"] is None for acc in stream["choices"].values()):
+        yield first, InputError(source, first, "choices[0].finish_reason", f"a streamed response cut off ({where}): no "
+                                "chunk gives a finish_reason, so it is not a whole response" if stream["choices"] else
+                                f"a streamed response without text ({where})",
+                                model=model if isinstance(model, str) else None, trace_id=stream["id"])
+        return
+    choices = sorted(stream["choices"].items())
+    for g, (index, acc) in enumerate(choices):
+        message = {"role": "assistant", **{k: "".join(acc[k]) for k in ("reasoning_content", "reasoning") if acc[k]},
+                   "content": "".join(acc["content"]) if acc["content"] else None}
+        out = {"id": stream["id"], "object": "chat.completion", **stream["meta"], "layout": STREAM,
+               "choices": [{"index": index, "message": message, "finish_reason": acc["stop"]}],
+               "derived_from": {"choices[0].message.": f"choices[{index}].delta.", "choices[0].": f"choices[{index}]."},
+               "stream": {"chunks": stream["chunks"], "first": first, "last": stream["last"]}}
+        if len(choices) > 1:
+            out["part"] = g
+        yield first, out
 
 
 # ----------------------------------------------------------------------------- lm-evaluation-harness

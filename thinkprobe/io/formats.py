@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Sequence
 
 from ..records import InputError
-from .layouts import expand
+from .layouts import expand, finish
 from .delimited import iter_delimited
 from .unicode import SURROGATE_ESCAPE, repaired, unencodable
 from .walk import read_once, walk_folder
@@ -218,10 +218,14 @@ def _iter_file(file: Path, limits: InputLimits) -> Iterator[tuple[str, int | str
                     continue
                 for inner, item in expand(source, locator, record, state):
                     yield source, inner, item
+            for inner, item in finish(source, state):  # the file's last stream of chunks
+                yield source, inner, item
     except (OSError, EOFError) as exc:  # corrupt gzip, unreadable file: report it and move to the next file
+        yield from ((source, inner, item) for inner, item in finish(source, state))
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"cannot read file: {exc}")
         return
     except TooLarge as exc:  # over a size limit where the reader cannot name a record
+        yield from ((source, inner, item) for inner, item in finish(source, state))
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", str(exc))
         return
     if not read:  # never silent: a file that holds nothing says so

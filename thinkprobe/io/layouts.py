@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..records import InputError
-from .apis import API_LAYOUTS, scalar_id, split_choices
+from .apis import API_LAYOUTS, STREAM, finish_stream, is_stream_chunk, scalar_id, split_choices
 from .limits import InputLimits
 
-__all__ = ["LAYOUTS", "DERIVED", "INSPECT_GRADES", "expand", "lighteval_path_parts", "resolve_attachments",
+__all__ = ["LAYOUTS", "DERIVED", "INSPECT_GRADES", "expand", "finish", "lighteval_path_parts", "resolve_attachments",
            "literal"]
 
 
@@ -364,6 +364,11 @@ def _expand_anchors(record: dict, source: str, locator: int | str, state: dict) 
     yield locator, out
 
 
+def finish(source: str, state: dict) -> Iterator[tuple[int | str, dict | InputError]]:
+    """What one file's records left pending in `state` (the chunks of its last stream), once it ends."""
+    yield from finish_stream(source, state)
+
+
 LAYOUTS: tuple[tuple[str, Callable[[dict], bool], Callable[..., Iterator]], ...] = (
     ("inspect_ai", is_inspect_log, _expand_inspect),
     ("lighteval", is_lighteval_nested, _expand_lighteval),
@@ -377,7 +382,11 @@ LAYOUTS: tuple[tuple[str, Callable[[dict], bool], Callable[..., Iterator]], ...]
 def expand(source: str, locator: int | str, record: dict, state: dict | None = None
            ) -> Iterator[tuple[int | str, dict | InputError]]:
     """The records one raw record stands for: expanded by the first layout that claims it, else itself.
-    `state`: a dict kept across one file's records (lm-eval's filters are told apart by it)."""
+    `state`: a dict kept across one file's records (lm-eval's filters are told apart by it; a stream's chunks
+    are kept in it until the stream ends: call `finish` after the file's last record)."""
+    if state and state.get(STREAM) is not None and not (isinstance(record, dict) and "layout" not in record
+                                                         and is_stream_chunk(record)):
+        yield from finish_stream(source, state)  # another kind of record ends the stream
     if isinstance(record, dict) and "layout" not in record:
         for _, test, expander in LAYOUTS:
             if test(record):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -11,7 +11,7 @@ from ..records import InputError, Trace
 from .detect import detect, record_model
 from .formats import iter_records, source_files, strip_extensions
 from .graphs import is_graph_record, trace_of_graph_record, with_given_graph
-from .layouts import expand
+from .layouts import expand, finish
 from .limits import InputLimits, clip_trace
 from .sources import FieldMap, Source, parse_source
 
@@ -124,6 +124,7 @@ def detect_inputs(
             state: dict = {}
             records = ((src.path, locator, item) for i, r in enumerate(src.records)
                        for locator, item in expand(src.path, i, r, state))
+            records = chain(records, ((src.path, locator, item) for locator, item in finish(src.path, state)))
             root = None
         else:
             root = Path(src.path)
