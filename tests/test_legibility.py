@@ -213,3 +213,25 @@ def test_ten_model_report_renders_in_chromium(ten_run, browser, tmp_path):  # no
     dom, console = _render(browser, _probe(ten_run / "traces" / "DeepSeek-R1-Distill-Qwen-14B-0.html"),
                            tmp_path / "profile", 1200)
     assert console == [] and "verdict incorrect" in dom
+
+
+def test_both_effect_panels_are_beyond_chance_and_small_numbers_keep_their_size(tmp_path):
+    """A review: the left panel drew ε² itself under a section 'beyond length and chance', where chance
+    alone ((k − 1) / (n − 1)) gives a factor of more levels the longer bar; and 0.0044 printed '0.00'
+    beside '0.00039'."""
+    from thinkprobe.report.figures import effects_figure
+    from thinkprobe.report.style import format_number
+
+    rng = __import__("numpy").random.default_rng(0)
+    rows = [{"trace_id": f"{m}-{k}", "model": m, "domain": "xy"[k % 2], "tokens": 50 + k,
+             "idea_count": float(rng.normal())} for m in "abcd" for k in range(10)]
+    stats = compute_stats(write_run(tmp_path, rows))
+    entry = next(e for e in stats["variables"] if e["variable"] == "idea_count")
+    with figure_style():
+        fig = effects_figure(stats)
+    left = fig.axes[0]
+    assert left.get_title() == "ε² − chance ε²"
+    widths = [p.get_width() for p in left.patches]
+    assert entry["model"]["eps2_corrected"] in [__import__("pytest").approx(w) for w in widths]
+    assert entry["model"]["eps2"] not in widths
+    assert [format_number(x) for x in (0.0044, 0.00039, 0.031, 1.185)] == ["0.0044", "0.00039", "0.031", "1.185"]

@@ -149,7 +149,9 @@ def heatmap_figure(cells: Sequence[Mapping], models: Sequence[str], domains: Seq
 
 def effects_figure(stats: Mapping):
     """eps2 by model next to eps2 by domain (and by group, in a run with groups) for every indicator
-    and dimension: raw on the left; length-controlled and chance-corrected on the right."""
+    and dimension, each minus the ε² random labels give (chance): the raw tests on the left, the
+    length-controlled ones on the right. (The left panel showed ε² itself until 2026-12-06, where chance
+    alone, (k − 1) / (n − 1), gave a factor of more levels the longer bar.)"""
     from matplotlib.figure import Figure
 
     entries = stats["variables"]
@@ -165,10 +167,10 @@ def effects_figure(stats: Mapping):
     fig = Figure(figsize=(11, 0.15 * len(bars) * len(entries) + 1.6), layout="constrained")
     fig.get_layout_engine().set(wspace=0.06)  # the panels' end tick labels ("1.0", "−0.4") apart
     axes = fig.subplots(1, 2, sharey=True)
-    panels = (("raw ε² = H / (n − 1)", lambda e, by: e[by]),
+    panels = (("ε² − chance ε²", lambda e, by: e[by]),
               ("length-controlled ε² − chance ε²", lambda e, by: e["length_controlled"][by]))
     for ax, (title, test_of) in zip(axes, panels):
-        key = "eps2" if ax is axes[0] else "eps2_corrected"
+        key = "eps2_corrected"
         for k_bar, (by, color) in enumerate(bars):
             offset = (k_bar - (len(bars) - 1) / 2) * height
             values = [test_of(e, by).get(key) or 0.0 for e in entries]
