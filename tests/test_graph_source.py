@@ -121,6 +121,9 @@ def test_our_own_graphs_profiled_again_give_the_same_indicators(tmp_path):
     for graph_source in (False, True):
         got = list(iter_inputs([str(src)], FieldMap(model="FORCED", domain="D"), graphs=graph_source))
         assert {(t.model, t.domain, t.provenance["model_from"]) for t in got} == {("FORCED", "D", "option")}
+        # a named field as for any record (graphs.py had its own precedence, without the --*-field options)
+        got = list(iter_inputs([str(src)], FieldMap(domain_field="trace_id"), graphs=graph_source))
+        assert [(t.domain, t.provenance["domain_from"]) for t in got] == [(t.trace_id, "trace_id") for t in got]
     lines = src.read_text(encoding="utf-8").splitlines()
     plain = {**json.loads(lines[0]), "trace_id": "plain"}
     plain["provenance"] = {**plain["provenance"], "untagged": True}

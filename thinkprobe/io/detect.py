@@ -23,7 +23,7 @@ from .blocks import (BLOCK_SEPARATOR, ENCRYPTED, SUMMARY_FIELD, TURN_REASONING_K
 from .blocks import joined as join_pieces
 from .tags import Split, answer_parts, split_tags, trim
 
-__all__ = ["get_path", "GRADES", "ENCRYPTED", "UNTAGGED", "CHOICE_MESSAGES", "record_position", "REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect", "record_model"]
+__all__ = ["get_path", "GRADES", "ENCRYPTED", "UNTAGGED", "CHOICE_MESSAGES", "record_position", "REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect", "record_model", "named_value"]
 
 
 # Detection order (spec section 6). Additions found in real data: `think_content` (THINK-Bench),
@@ -166,9 +166,9 @@ def detect(
     position = record_position(record_index)
     from_path = fields.from_path(source)
     model, model_from = _model(record, fields, from_path.get("model"))
-    domain, domain_from = _named(record, fields.domain, fields.domain_field, from_path.get("domain"), DOMAIN_FIELDS)
+    domain, domain_from = named_value(record, fields.domain, fields.domain_field, from_path.get("domain"), DOMAIN_FIELDS)
     # a design factor the user names (never guessed): none when not named or not found
-    group, group_from = _named(record, fields.group, fields.group_field, from_path.get("group"), ())
+    group, group_from = named_value(record, fields.group, fields.group_field, from_path.get("group"), ())
     trace_id, trace_id_from = _first_scalar(record, _with_override(fields.id_field, ID_FIELDS))
     # the record's own id, kept apart from the run-unique trace id so runs join across models
     source_id = trace_id if fields.id_field or "source_id" not in record else record["source_id"]
@@ -253,8 +253,8 @@ def record_model(record: Any, fields: FieldMap, source: str) -> str | None:
 
 
 def _model(record: dict, fields: FieldMap, from_path: str | None) -> tuple[str | None, str | None]:
-    """The model and where it came from: as `_named`, then the name in a `<model> (<field>)` output field."""
-    model, model_from = _named(record, fields.model, fields.model_field, from_path, MODEL_FIELDS)
+    """The model and where it came from: as `named_value`, then the name in a `<model> (<field>)` output field."""
+    model, model_from = named_value(record, fields.model, fields.model_field, from_path, MODEL_FIELDS)
     if model is None and (output := model_output(record)):
         return output.model, output.field
     return model, model_from
@@ -273,8 +273,8 @@ def _origin(record: dict, path: str | None) -> str | None:
     return derived[start] + path[len(start):] if start else path
 
 
-def _named(record: dict, constant: str | None, field: str | None, from_path: str | None,
-           auto: tuple[str, ...]) -> tuple[str | None, str | None]:
+def named_value(record: dict, constant: str | None, field: str | None, from_path: str | None,
+                auto: tuple[str, ...]) -> tuple[str | None, str | None]:
     """Model, domain or group: a constant option, then the named field, then the file path, then detection."""
     if constant:
         return constant, "option"

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from ..records import BACKWARD_EDGES, EDGE_TYPES, NODE_TYPES, Edge, GivenGraph, InputError, Section, Trace, group_of
-from .detect import UNTAGGED, record_position
+from .detect import UNTAGGED, named_value, record_position
 from .sources import FieldMap
 
 __all__ = ["GRAPH_SOURCES", "is_graph_record", "with_given_graph", "trace_of_graph_record"]
@@ -162,11 +162,11 @@ def trace_of_graph_record(record: Mapping, source: str, index: int | str, given:
     options = options or FieldMap()
     from_path = options.from_path(source)
     named = {}
-    for key in ("model", "domain", "group"):
-        value = getattr(options, key) or from_path.get(key)
-        if value:
+    for key in ("model", "domain", "group"):  # as for any record: the option, the named field, the file path
+        value, where = named_value(record, getattr(options, key), getattr(options, f"{key}_field"), from_path.get(key), ())
+        if value is not None:
             named[key] = value
-            provenance = {**provenance, f"{key}_from": "option" if getattr(options, key) else "path"}
+            provenance = {**provenance, f"{key}_from": where}
     if options.untagged == "skip" and provenance.get("untagged"):  # counted under its model, as any skip
         skipped = error(next((s.field for s in sections if s.name == "reasoning"), "reasoning"), UNTAGGED)
         skipped.model = str(named.get("model") or record.get("model") or "unknown")
