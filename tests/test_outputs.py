@@ -90,3 +90,20 @@ def test_graph_record_reader_names_file_line_and_field(tmp_path):
     assert list(iter_graph_records(tmp_path / "nowhere", missing_ok=True)) == []
     with pytest.raises(FileNotFoundError, match="thinkprobe profile"):
         list(iter_graph_records(tmp_path / "nowhere"))
+
+
+def test_a_carriage_return_in_a_name_round_trips_through_the_tables(tmp_path):
+    """A model name from CRLF data ("gpt\\r", a review): the csv module quoted only "\\n", the bare "\\r"
+    split the row when read back, and `stats` then counted 18 traces of 12 from 3 models (the report
+    crashed on a domain of None)."""
+    import thinkprobe
+    from thinkprobe.stats import compute_stats
+
+    thought = "Let me think. 2 plus 3 is 5. Wait, let me check again. Yes, 5."
+    records = [{"id": f"c{k}", "model": "gpt\r" if k % 2 else "claude", "domain": "math", "question": "What is 2+3?",
+                "reasoning_content": thought + " Check %d." % k, "answer": "5"} for k in range(12)]
+    run = thinkprobe.profile(records, tmp_path / "o", device="cpu", linker="cue", types="cue", progress=False)
+    assert sorted(run.indicators["model"].unique()) == ["claude", "gpt\r"] and len(run.indicators) == 12
+    stats = compute_stats(tmp_path / "o")
+    assert stats["n_traces"] == 12 and stats["groupings"]["model"]["groups"] == {"claude": 6, "gpt\r": 6}
+    assert (tmp_path / "o" / "report.html").exists()

@@ -24,11 +24,16 @@ def _cell(value: Any) -> Any:
 
 
 def csv_text(rows: Sequence[dict], columns: Sequence[str]) -> str:
+    """The rows as CSV, "\n" after each. A row with a carriage return in a cell (a model name from CRLF
+    data, "gpt\r") is quoted whole: the csv module quotes only the line terminator's characters, and a
+    bare "\r" split the row when read back (the tables then held 18 traces of 12)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
+    quoted = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_ALL)
     writer.writerow(columns)
     for r in rows:
-        writer.writerow([_cell(r.get(c)) for c in columns])
+        cells = [_cell(r.get(c)) for c in columns]
+        (quoted if any(isinstance(v, str) and "\r" in v for v in cells) else writer).writerow(cells)
     return buf.getvalue()
 
 
