@@ -306,6 +306,22 @@ def test_no_clearing_deletes_an_input_or_a_users_file_in_a_tool_folder(tmp_path)
                                         "--linker", "cue", "--types", "cue", "--no-cache", "--device", "cpu"])
         assert res.exit_code == 2 and f"--overwrite would delete the input {data}" in res.output, res.output
     assert data.exists() and (folder / "notes.txt").read_text() == "mine"
+    # nor a file an option names: a --config kept in the output folder had been deleted, then not found
+    kept = tmp_path / "E"
+    kept.mkdir()
+    (kept / "my.yaml").write_text("limits:\n  max_units: 100000\n")
+    res = CliRunner().invoke(main, ["profile", str(data), "-o", str(kept), "--overwrite", "--config", str(kept / "my.yaml"),
+                                    "--no-progress", "--linker", "cue", "--types", "cue", "--no-cache", "--device", "cpu"])
+    assert res.exit_code == 2 and f"--overwrite would delete {kept / 'my.yaml'} (--config), which lies in it" in res.output
+    assert (kept / "my.yaml").exists()
+    # a rerun would replace the run's own norms.json, which --norms names: refused, not half-written
+    run = tmp_path / "N"
+    args = ["profile", str(data), "-o", str(run), "--no-progress", "--linker", "cue", "--types", "cue", "--no-cache",
+            "--device", "cpu", "--no-report"]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    res = CliRunner().invoke(main, args + ["--norms", str(run / "norms.json")])
+    assert res.exit_code == 2 and f"{run / 'norms.json'} (--norms) lies among the files a rerun replaces" in res.output
+    assert (run / "norms.json").exists() and (run / "indicators.csv").exists()
     other = tmp_path / "other"
     other.mkdir()
     (other / "old.txt").write_text("x")

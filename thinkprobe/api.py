@@ -182,19 +182,29 @@ def _clear(out: Path, names: Iterable[str] | None = None) -> list[str]:
     return kept
 
 
+# Options naming a file or folder the run reads: clearing the output folder must not delete one of them.
+_READ_OPTIONS = ("config", "norms", "encoder", "linker", "linker_model", "cache_dir")
+
+
 def _inputs_under(out: Path, opts: RunOptions, names: Iterable[str] | None = None) -> list[str]:
-    """The run's input paths that lie in `out` (in one of its entries `names`, when given): clearing
-    those entries would delete the input."""
+    """What the run reads (its inputs, and the files the options in _READ_OPTIONS name: a --config or
+    --norms kept in the output folder had been deleted by --overwrite, then not found) that lies in
+    `out` (in one of its entries `names`, when given): clearing those entries would delete it."""
     from .io import source_path
 
     target = out.resolve()
+    read = [(f"the input {spec}", Path(source_path(str(spec)))) for spec in opts.inputs]
+    for name in _READ_OPTIONS:
+        value = getattr(opts, name, None)
+        if isinstance(value, (str, os.PathLike)) and value and Path(value).exists():  # a path, not a registry name
+            read.append((f"{value} (--{name.replace('_', '-')})", Path(value)))
     inside = []
-    for spec in opts.inputs:
-        path = Path(source_path(str(spec))).resolve()
+    for shown, path in read:
+        path = path.resolve()
         if path == target or target in path.parents:
             first = path.relative_to(target).parts[:1] if path != target else ()
             if names is None or not first or first[0] in names or first[0] in {f"{n}.tmp" for n in names}:
-                inside.append(str(spec))
+                inside.append(shown)
     return inside
 
 
@@ -229,7 +239,7 @@ def prepare_out_dir(out: Path, opts: RunOptions, check_records: bool = False) ->
         held = ["<other records in memory>"]  # records given in Python all read as <memory>: their digest tells
     if held == inputs:  # a rerun: only what the tool wrote goes (TOOL_FILES); the user's own files stay
         if under := _inputs_under(out, opts, TOOL_FILES):
-            raise OutputFolderError(f"-o {out}: the input {under[0]} lies among the files a rerun replaces; choose "
+            raise OutputFolderError(f"-o {out}: {under[0]} lies among the files a rerun replaces; choose "
                                     "another output folder")
         chunks = 0 if (out / RUN_JSON).is_file() else len(list((out / "parts").glob("[0-9]" * 6 + ".jsonl")))
         kept = _clear(out, TOOL_FILES)
@@ -243,7 +253,7 @@ def prepare_out_dir(out: Path, opts: RunOptions, check_records: bool = False) ->
             raise OutputFolderError(f"-o {out}: --overwrite will not clear a folder that holds .git, the working "
                                     "folder, one above it or the home folder; choose another output folder")
         if under := _inputs_under(out, opts):
-            raise OutputFolderError(f"-o {out}: --overwrite would delete the input {under[0]}, which lies in it; "
+            raise OutputFolderError(f"-o {out}: --overwrite would delete {under[0]}, which lies in it; "
                                     "choose another output folder")
         names = sorted(p.name for p in out.iterdir())
         _clear(out)
