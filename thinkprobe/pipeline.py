@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
+import threading
+import time
 from concurrent.futures import Executor, ProcessPoolExecutor
 from functools import partial
 from multiprocessing import get_context
@@ -27,7 +30,28 @@ from .runner import (assemble, chunks, finish_line, manifest, part_path, prepare
 from .tables import write_atomic
 from .timing import StageTimes
 
-__all__ = ["run_local", "run_encoder"]
+__all__ = ["run_local", "run_encoder", "exit_when_gone"]
+
+
+def exit_when_gone(pid: int, interval: float = 1.0) -> None:
+    """End this process once process `pid` is gone (checked every `interval` seconds)."""
+    while True:
+        time.sleep(interval)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except PermissionError:  # alive, someone else's
+            pass
+
+
+def _start_worker(main_pid: int, cfg: Config | None) -> None:
+    """A --workers process's start. It ends itself when the run's main process is gone: a SIGKILL or the
+    OOM killer leaves no time to stop the pool, and its workers (children of the forkserver, not of the
+    main process) had lived on holding their memory. Under a time limit it warms up (`cfg`) too."""
+    threading.Thread(target=exit_when_gone, args=(main_pid,), daemon=True, name="thinkprobe-main-watch").start()
+    if cfg is not None:
+        warm_process(cfg)
 
 
 def _process_chunk(traces: list, cfg: Config, encoder: Encoder, linker: Linker, times: StageTimes,
@@ -95,8 +119,9 @@ def _profile_chunks(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Lin
     pending = chunks(traces, opts.chunk_size)
     # forkserver, not fork: the parent may hold torch's thread pools, which do not survive a fork.
     # Under a time limit the workers start, load spaCy and compile before the first chunk's limit.
-    warm = dict(initializer=warm_process, initargs=(cfg,)) if limits.trace_timeout_s else {}
-    pool = ProcessPoolExecutor(opts.workers, mp_context=get_context("forkserver"), **warm) if opts.workers > 1 else None
+    warm = bool(limits.trace_timeout_s)
+    pool = ProcessPoolExecutor(opts.workers, mp_context=get_context("forkserver"), initializer=_start_worker,
+                               initargs=(os.getpid(), cfg if warm else None)) if opts.workers > 1 else None
     with pool or contextlib.nullcontext():
         if pool is not None and warm:
             list(pool.map(abs, range(opts.workers)))  # a task each: every worker process is started
