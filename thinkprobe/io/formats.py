@@ -518,6 +518,9 @@ def _iter_inspect_eval(source: str, fh: BinaryIO, limits: InputLimits) -> Iterat
         except TooLarge as exc:
             yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, head_name, str(exc))
             return
+        except RecursionError:  # a few hundred bytes of brackets; the samples' own JSON is checked below
+            yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, head_name, "malformed header JSON: nested too deeply")
+            return
         spec = header.get("eval") if isinstance(header, dict) else None
         if not isinstance(spec, dict):
             yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "header.json", "no eval spec")
