@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import zipfile
 
+import pytest
+
 from thinkprobe.io import iter_records
 
 
@@ -24,3 +26,84 @@ def test_an_eval_log_whose_header_nests_too_deeply_is_one_error(tmp_path):
     ((source, where, error),) = list(iter_records(deep))
     assert source == str(deep) and where == "file"
     assert error.field == "header.json" and "nested too deeply" in error.reason
+
+
+REASONING = "Let me think. 2 plus 3 is 5. Wait, let me check: 3 plus 2 is also 5. So the answer is 5."
+
+
+def graph_record(trace_id: str) -> dict:
+    """A ThinkProbe graph record (a graphs.jsonl line) over REASONING and its answer."""
+    spans = [(0, 28, "RSN"), (29, 68, "CRT"), (69, 88, "CON")]
+    units = [{"id": k, "section": "reasoning", "start": a, "end": b, "type": t} for k, (a, b, t) in enumerate(spans)]
+    units.append({"id": 3, "section": "answer", "start": 0, "end": 16, "type": "CON"})
+    return {"trace_id": trace_id, "model": "m", "domain": "math",
+            "sections": [{"name": "reasoning", "field": "reasoning_content", "start": 0, "end": 88},
+                         {"name": "answer", "field": "content", "start": 0, "end": 16}],
+            "fields": {"reasoning_content": REASONING, "content": "The answer is 5."},
+            "units": units, "edges": [{"src": 0, "dst": 1, "type": "elaboration", "polarity": None, "score": 0.5},
+                                      {"src": 1, "dst": 2, "type": "inference", "polarity": None, "score": 0.7}]}
+
+
+def _section(k, **change):
+    return lambda r: r["sections"][k].update(change)
+
+
+def _unit(k, **change):
+    return lambda r: r["units"][k].update(change)
+
+
+def _edge(k, **change):
+    return lambda r: r["edges"][k].update(change)
+
+
+SECTION_FAULTS = {  # wrong under either --graph-source: the text itself cannot be read
+    "section without start": (lambda r: r["sections"][0].pop("start"), "sections[0]"),
+    "section without name": (lambda r: r["sections"][0].pop("name"), "sections[0].name"),
+    "section start not an int": (_section(0, start="abc"), "sections[0]"),
+    "section past its text": (_section(1, end=99), "sections[1]"),
+    "section given twice": (lambda r: r["sections"].append(dict(r["sections"][0])), "sections[2].name"),
+    "sections a text": (lambda r: r.update(sections="abc"), "sections"),
+}
+GRAPH_FAULTS = {  # wrong under --graph-source input
+    "unit start a text": (_unit(0, start="0"), "units[0]"),
+    "unit without end": (lambda r: r["units"][0].pop("end"), "units[0]"),
+    "unit not an object": (lambda r: r["units"].__setitem__(0, "x"), "units[0].section"),
+    "unit given twice": (lambda r: r["units"].insert(1, dict(r["units"][0])), "units[1]"),
+    "units out of order": (lambda r: r["units"].reverse(), "units[1]"),
+    "edge a list": (lambda r: r["edges"].__setitem__(0, [0, 1]), "edges[0]"),
+    "edge score a text": (_edge(0, score="abc"), "edges[0].score"),
+    "edge score NaN": (_edge(1, score=float("nan")), "edges[1].score"),
+    "edge src a boolean": (_edge(0, src=True), "edges[0]"),
+    "edge polarity a number": (_edge(0, polarity=3), "edges[0].polarity"),
+    "edges an object": (lambda r: r.update(edges={"src": 0}), "edges"),
+}
+
+
+def _profiled(tmp_path, fault, graphs: bool):
+    from thinkprobe.io import iter_inputs
+    from thinkprobe.records import InputError
+
+    bad = graph_record("bad")
+    fault(bad)
+    path = tmp_path / "graphs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [graph_record("a"), bad, graph_record("b")]))
+    items = list(iter_inputs([str(path)], graphs=graphs))
+    return [i for i in items if isinstance(i, InputError)], [i.trace_id for i in items if not isinstance(i, InputError)]
+
+
+@pytest.mark.parametrize("graphs", [False, True], ids=["parse", "input"])
+@pytest.mark.parametrize("name", SECTION_FAULTS)
+def test_a_graph_record_with_a_bad_section_is_one_error_under_either_graph_source(tmp_path, name, graphs):
+    fault, field = SECTION_FAULTS[name]
+    errors, traces = _profiled(tmp_path, fault, graphs)
+    assert traces == ["a", "b"]
+    assert [(e.record, e.field) for e in errors] == [("line 2", field)], [e.reason for e in errors]
+
+
+@pytest.mark.parametrize("name", GRAPH_FAULTS)
+def test_a_graph_record_with_a_bad_unit_or_edge_is_one_error_naming_it(tmp_path, name):
+    fault, field = GRAPH_FAULTS[name]
+    errors, traces = _profiled(tmp_path, fault, True)
+    assert traces == ["a", "b"]
+    assert [(e.record, e.field) for e in errors] == [("line 2", field)], [e.reason for e in errors]
+    assert _profiled(tmp_path, fault, False) == ([], ["a", "bad", "b"])  # its text alone is parsed again

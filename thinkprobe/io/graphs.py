@@ -3,15 +3,20 @@ nodes and edges (human, LLM-annotated, or exported by ThinkProbe), or a ThinkPro
 (a line of graphs.jsonl), read onto the trace as a `GivenGraph` so that the run profiles those
 units and edges instead of segmenting and linking the text. Labels are mapped by
 thinkprobe.reasoningflow, the mapping eval-gold uses. A graph that is missing, points outside its
-text, names a missing node or carries an unknown label is an InputError naming the field.
+text, names a missing node or carries an unknown label is an InputError naming the field; so is a
+graph record's section, unit or edge of the wrong shape (an offset that is no integer, units given
+twice or out of text order, an edge that is no object, a score that is no finite number), under
+either --graph-source, so that one such record never ends the run.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any, Mapping
 
 from ..records import BACKWARD_EDGES, EDGE_TYPES, NODE_TYPES, Edge, GivenGraph, InputError, Section, Trace, group_of
 from .detect import UNTAGGED, named_value, record_position
+from .formats import type_name
 from .sources import FieldMap
 
 __all__ = ["GRAPH_SOURCES", "is_graph_record", "with_given_graph", "trace_of_graph_record"]
@@ -150,12 +155,9 @@ def trace_of_graph_record(record: Mapping, source: str, index: int | str, given:
     fields = record.get("fields") or {}
     if not isinstance(fields, dict):
         return error("fields", "a graph record's `fields` must map each field name to its text")
-    sections = []
-    for k, s in enumerate(record.get("sections") or ()):
-        text = fields.get(s.get("field")) if isinstance(s, dict) else None
-        if not isinstance(text, str):
-            return error(f"sections[{k}]", "names a field whose text the record does not carry (`fields`)")
-        sections.append(Section(s["name"], s["field"], text, int(s["start"]), int(s["end"])))
+    sections = _sections_of(record, fields, error)
+    if isinstance(sections, InputError):
+        return sections
     if not sections:
         return error("sections", "the graph record has no sections (the text it was made from)")
     provenance = record.get("provenance") if isinstance(record.get("provenance"), dict) else {}
@@ -188,28 +190,73 @@ def trace_of_graph_record(record: Mapping, source: str, index: int | str, given:
                  provenance=provenance, source=source, record=record_position(index), given=graph)
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _sections_of(record: Mapping, fields: dict, error) -> list[Section] | InputError:
+    """A graph record's sections, each a named span of a field text it carries, or the error naming
+    the first that is not."""
+    listed = record.get("sections")
+    if listed is None:
+        return []
+    if not isinstance(listed, list):
+        return error("sections", f"must be a list of sections, not {type(listed).__name__}")
+    sections = []
+    for k, s in enumerate(listed):
+        text = fields.get(s.get("field")) if isinstance(s, dict) else None
+        if not isinstance(text, str):
+            return error(f"sections[{k}]", "names a field whose text the record does not carry (`fields`)")
+        if not isinstance(s.get("name"), str) or not s["name"]:
+            return error(f"sections[{k}].name", "a section needs a name (reasoning or answer)")
+        if any(s["name"] == t.name for t in sections):
+            return error(f"sections[{k}].name", f"section {s['name']!r} is given twice")
+        if not (_is_int(s.get("start")) and _is_int(s.get("end")) and 0 <= s["start"] <= s["end"] <= len(text)):
+            return error(f"sections[{k}]", f"needs integer start / end offsets within its field text ({len(text)} "
+                                           f"characters): {s.get('start')!r}-{s.get('end')!r}"[:200])
+        sections.append(Section(s["name"], s["field"], text, s["start"], s["end"]))
+    return sections
+
+
 def _given_of_graph_record(record: Mapping, sections: list[Section], error) -> GivenGraph | InputError:
     """The units and edges a graph record carries, checked against its sections."""
     units = record.get("units")
     if not isinstance(units, list) or not units:
         return error("units", "--graph-source input: no units in the graph record")
+    order = {s.name: n for n, s in enumerate(sections)}
     by_name = {s.name: s for s in sections}
-    given_units = []
+    given_units, last = [], None
     for k, u in enumerate(units):
-        section = by_name.get(u.get("section")) if isinstance(u, dict) else None
+        section = by_name.get(u.get("section")) if isinstance(u, dict) and isinstance(u.get("section"), str) else None
         if section is None:
             return error(f"units[{k}].section", f"names no section of the record: {u!r}"[:200])
+        if not (_is_int(u.get("start")) and _is_int(u.get("end"))):
+            return error(f"units[{k}]", f"needs integer start / end offsets: {u.get('start')!r}-{u.get('end')!r}"[:200])
         if not 0 <= u["start"] < u["end"] <= len(section.text):
             return error(f"units[{k}]", f"offsets {u['start']}-{u['end']} are outside its field text")
+        if last is not None and (order[section.name], u["start"]) < (last[0], last[2]):  # text order, no overlap
+            return error(f"units[{k}]", f"offsets {u['start']}-{u['end']} in {section.name} come before the end of "
+                                        f"units[{k - 1}] (units are given once each, in text order)")
         if u.get("type") not in NODE_TYPES:
             return error(f"units[{k}].type", f"unknown node type {u.get('type')!r} (known: {', '.join(NODE_TYPES)})")
-        given_units.append((section.name, int(u["start"]), int(u["end"]), u["type"]))
+        given_units.append((section.name, u["start"], u["end"], u["type"]))
+        last = (order[section.name], u["start"], u["end"])
+    listed = record.get("edges")
+    if listed is not None and not isinstance(listed, list):
+        return error("edges", f"must be a list of edges, not {type(listed).__name__}")
     edges = set()
-    for k, e in enumerate(record.get("edges") or ()):
-        if not all(isinstance(e.get(x), int) and 0 <= e[x] < len(units) for x in ("src", "dst")):
+    for k, e in enumerate(listed or ()):
+        if not isinstance(e, dict):
+            return error(f"edges[{k}]", f"an edge is an object with src, dst and type, not {type_name(e)}: {e!r}"[:200])
+        if not all(_is_int(e.get(x)) and 0 <= e[x] < len(units) for x in ("src", "dst")):
             return error(f"edges[{k}]", f"points to a missing unit: {e!r}"[:200])
         if e.get("type") not in EDGE_TYPES:
             return error(f"edges[{k}].type", f"unknown edge type {e.get('type')!r} (known: {', '.join(EDGE_TYPES)})")
+        polarity, score = e.get("polarity") or "", e.get("score", 1.0)
+        if not isinstance(polarity, str):
+            return error(f"edges[{k}].polarity", f"must be a text (affirm, negate, uncertain), not {polarity!r}"[:200])
+        if not isinstance(score, (int, float)) or isinstance(score, bool) or not math.isfinite(score):
+            return error(f"edges[{k}].score", f"must be a finite number, not {score!r}"[:200])
         if e["src"] != e["dst"]:
-            edges.add(_oriented(e["src"], e["dst"], e["type"], e.get("polarity") or "", float(e.get("score", 1.0))))
+            edges.add(_oriented(e["src"], e["dst"], e["type"], polarity, float(score)))
     return GivenGraph(tuple(given_units), tuple(sorted(edges, key=lambda e: (e.src, e.dst, e.edge_type))), "thinkprobe")
