@@ -3,12 +3,17 @@ where it should be one InputError naming its file, record and field, and files w
 were passed by the way they are encoded (a dictionary column, a compressed Arrow batch)."""
 from __future__ import annotations
 
+import itertools
 import json
+import tracemalloc
 import zipfile
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from thinkprobe.io import iter_records
+from thinkprobe.io import InputLimits, iter_records
+from thinkprobe.io.columnar import dense_bytes
 
 
 def _eval_log(path, header: bytes) -> None:
@@ -107,3 +112,75 @@ def test_a_graph_record_with_a_bad_unit_or_edge_is_one_error_naming_it(tmp_path,
     assert traces == ["a", "b"]
     assert [(e.record, e.field) for e in errors] == [("line 2", field)], [e.reason for e in errors]
     assert _profiled(tmp_path, fault, False) == ([], ["a", "bad", "b"])  # its text alone is parsed again
+
+
+# ----------------------------------------------------------------------------- dictionary and compression bombs
+
+MIB = 1 << 20
+LIMITS = InputLimits(max_record_mb=2, max_file_mb=2, max_inflate_ratio=100, inflate_grace_mb=1)
+BIG = "x" * (MIB // 4)  # one dictionary value that 40 rows refer to: 10 MiB once expanded, over the 2 MiB limit
+
+
+def _dictionary_table(rows: int = 40, nested_row: int | None = None) -> pa.Table:
+    ids = [f"good-{k}" for k in range(rows)]
+    junk = pa.DictionaryArray.from_arrays(pa.array([0] * rows, pa.int32()), pa.array([BIG]))
+    many = [[0] * (12 if k == nested_row else 1) for k in range(rows)]  # 12 references: 3 MiB in one row
+    refs = pa.ListArray.from_arrays(pa.array([0] + list(itertools.accumulate(len(m) for m in many)), pa.int32()),
+                                    pa.DictionaryArray.from_arrays(pa.array([i for m in many for i in m], pa.int32()),
+                                                                   pa.array([BIG])))
+    return pa.table({"id": ids, "reasoning_content": [f"Step {k}. So {k}." for k in range(rows)], "junk": junk,
+                     "refs": refs})
+
+
+def _read_watching_memory(path) -> tuple[list, int, int]:
+    """The records of `path` read one at a time and dropped, with the peaks of Python's and Arrow's
+    memory while they are read."""
+    tracemalloc.start()
+    arrow_peak, items = 0, []
+    try:
+        for _, where, record in iter_records(path, LIMITS):
+            arrow_peak = max(arrow_peak, pa.total_allocated_bytes())
+            items.append((where, record["id"] if isinstance(record, dict) else record.reason))
+            del record
+        python_peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return items, python_peak, arrow_peak
+
+
+@pytest.mark.parametrize("store_schema", [True, False], ids=["arrow-schema", "parquet-only"])
+def test_a_parquet_dictionary_bomb_is_read_within_the_file_limit(tmp_path, store_schema):
+    """300 rows that refer to one 10 MiB dictionary value: 3 KB on disk, 3.5 GB once every row
+    was a Python string at once (the row group's size in the metadata counts the value once)."""
+    path = tmp_path / "bomb.parquet"
+    pq.write_table(_dictionary_table(), path, store_schema=store_schema)
+    assert path.stat().st_size < 64 * 1024 and pq.ParquetFile(path).metadata.row_group(0).total_byte_size < 2 * MIB
+    items, python_peak, arrow_peak = _read_watching_memory(path)
+    assert [i for _, i in items] == [f"good-{k}" for k in range(40)]
+    assert python_peak < 5 * MIB and arrow_peak < 5 * MIB, (python_peak, arrow_peak)
+
+
+def test_a_row_over_the_limit_once_expanded_is_refused_alone(tmp_path):
+    path = tmp_path / "bomb.parquet"
+    pq.write_table(_dictionary_table(nested_row=7), path)
+    items = [(where, getattr(r, "reason", None) or r["id"]) for _, where, r in iter_records(path, LIMITS)]
+    assert [i for _, i in items[:7] + items[8:]] == [f"good-{k}" for k in range(40) if k != 7]
+    assert items[7][0] == 7 and items[7][1].startswith("row 7 (its values expanded) of 3.3 MiB")
+    assert "over the limit of 2 MiB" in items[7][1]
+
+
+def test_an_arrow_stream_with_a_dictionary_column_is_read_within_the_file_limit(tmp_path):
+    path = tmp_path / "data-00000.arrow"
+    table = _dictionary_table()
+    with pa.ipc.new_stream(str(path), table.schema) as writer:
+        writer.write_table(table)
+    items, python_peak, _ = _read_watching_memory(path)
+    assert [i for _, i in items] == [f"good-{k}" for k in range(40)]
+    assert python_peak < 5 * MIB, python_peak
+
+
+def test_dense_bytes_counts_what_each_row_refers_to():
+    column = _dictionary_table(rows=4, nested_row=1).column("refs").combine_chunks()
+    assert dense_bytes(column.slice(1, 1)) >= 12 * len(BIG) > dense_bytes(column.slice(2, 2)) >= 2 * len(BIG)
+    table = pa.table({"m": pa.array([[("a", BIG)], [("b", "c")]], pa.map_(pa.string(), pa.string()))})
+    assert dense_bytes(table.column("m").combine_chunks().slice(1)) < 1000

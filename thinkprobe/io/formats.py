@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Sequence
 
 from ..records import InputError
+from .columnar import PARQUET_BATCH_ROWS, iter_arrow, iter_parquet
 from .layouts import expand, finish
 from .delimited import iter_delimited
 from .unicode import SURROGATE_ESCAPE, repaired, unencodable
 from .walk import read_once, walk_folder
 from .limits import (WHOLE_FILE, GuardedStream, InflateGuard, InputLimits, Skipped, TooLarge, bounded_lines, count_lines,
-                     file_reason, open_input, read_whole, record_reason)
+                     open_input, read_whole, record_reason)
 
 __all__ = ["READERS", "data_files", "source_files", "count_records", "count_inputs", "RECORD_LIST_KEYS", "FORMATS", "HF_METADATA_FILES", "RECORD_OBJECT_LISTS", "RECORD_VALUE_LISTS", "PARQUET_BATCH_ROWS", "WHOLE_FILE", "EMPTY_FILE", "iter_records", "strip_extensions", "type_name", "RepairedRecord"]
 
@@ -47,9 +48,6 @@ RECORD_OBJECT_LISTS = frozenset({"messages", "conversations", "content", "output
 
 RECORD_VALUE_LISTS = frozenset({"generations", "steps", "filtered_resps", "reasonings", "thinking_trajectories",
                                 "correctness_math_verify", "is_reasoning_complete"})
-
-
-PARQUET_BATCH_ROWS = 1024
 
 
 EMPTY_FILE = "empty file: it holds no records"
@@ -386,63 +384,6 @@ def _with_source(error: InputError, source: str) -> InputError:
     return InputError(source, error.record, error.field, error.reason)
 
 
-def _iter_arrow(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple[str, int | str, dict | InputError]]:
-    """An Arrow IPC stream (what `datasets` writes as data-*.arrow) or an Arrow IPC file, batch by
-    batch (the file format read from the file, not loaded whole first). A batch over --max-file-mb
-    (decompressed) is refused with its rows named, as a Parquet row group is."""
-    import pyarrow as pa
-
-    index = 0
-    try:
-        try:
-            reader = pa.ipc.open_stream(fh)
-        except pa.ArrowInvalid:  # not a stream: the random-access IPC file format
-            fh.seek(0)
-            reader = pa.ipc.open_file(fh)
-            batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
-        else:
-            batches = iter(reader)
-        for batch in batches:
-            if limits.file_bytes is not None and batch.nbytes > limits.file_bytes:
-                # decompressed already, but not turned into Python objects (several times its size)
-                locator = f"rows {index}-{index + batch.num_rows - 1}"
-                yield source, locator, InputError(source, locator, "", file_reason("record batch", limits, batch.nbytes))
-                index += batch.num_rows
-                continue
-            for row in batch.to_pylist():
-                yield source, index, row
-                index += 1
-    except pa.ArrowException as exc:
-        where = index if index else WHOLE_FILE
-        yield source, where, InputError(source, where, "", f"cannot read Arrow: {exc}")
-
-
-def _iter_parquet(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple[str, int | str, dict | InputError]]:
-    """Row group by row group (Arrow reads a row group whole): one over --max-file-mb uncompressed
-    is refused with its rows named, and the next one is read."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    index = 0
-    try:
-        parquet = pq.ParquetFile(fh)
-        for group in range(parquet.num_row_groups):
-            meta = parquet.metadata.row_group(group)
-            if limits.file_bytes is not None and meta.total_byte_size > limits.file_bytes:
-                locator = f"rows {index}-{index + meta.num_rows - 1}"
-                yield source, locator, InputError(source, locator, "", file_reason(f"row group {group}", limits,
-                                                                                  meta.total_byte_size))
-                index += meta.num_rows
-                continue
-            for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, row_groups=[group]):
-                for row in batch.to_pylist():
-                    yield source, index, row
-                    index += 1
-    except pa.ArrowException as exc:  # before any row: the whole file, as other formats name it
-        where = index if index else WHOLE_FILE
-        yield source, where, InputError(source, where, "", f"cannot read Parquet: {exc}")
-
-
 _EVAL_SAMPLE = re.compile(r"^samples/.+_epoch_(\d+)\.json$")
 
 
@@ -553,7 +494,7 @@ def _iter_inspect_eval(source: str, fh: BinaryIO, limits: InputLimits) -> Iterat
 
 # One reader per format: (source name, binary file handle, size limits) -> (source, locator, record or InputError).
 READERS: dict[str, Callable[[str, BinaryIO, InputLimits], Iterator[tuple[str, int | str, dict | InputError]]]] = {
-    "jsonl": _iter_jsonl, "json": _iter_json, "arrow": _iter_arrow, "parquet": _iter_parquet,
+    "jsonl": _iter_jsonl, "json": _iter_json, "arrow": iter_arrow, "parquet": iter_parquet,
     "csv": iter_delimited(","), "tsv": iter_delimited("\t"), "inspect_eval": _iter_inspect_eval,
 }
 
