@@ -184,3 +184,23 @@ def test_dense_bytes_counts_what_each_row_refers_to():
     assert dense_bytes(column.slice(1, 1)) >= 12 * len(BIG) > dense_bytes(column.slice(2, 2)) >= 2 * len(BIG)
     table = pa.table({"m": pa.array([[("a", BIG)], [("b", "c")]], pa.map_(pa.string(), pa.string()))})
     assert dense_bytes(table.column("m").combine_chunks().slice(1)) < 1000
+
+
+@pytest.mark.parametrize("form", ["stream", "file"])
+def test_a_compressed_arrow_batch_over_the_limit_is_refused_before_it_is_decompressed(tmp_path, form):
+    """A 68 KB zstd stream of a 2 GiB batch peaked at 2.8 GB: the batch was decompressed, then
+    refused. Its size decompressed is read from its buffers' headers; it is skipped undecoded."""
+    path = tmp_path / "data-00000.arrow"
+    schema = pa.schema([("id", pa.string()), ("response", pa.string())])
+    options = pa.ipc.IpcWriteOptions(compression="zstd")
+    opened = pa.ipc.new_stream if form == "stream" else pa.ipc.new_file
+    with opened(str(path), schema, options=options) as writer:
+        writer.write_batch(pa.record_batch([["good-0"], ["<think>Step 0.</think>0"]], schema=schema))
+        writer.write_batch(pa.record_batch([["big", "big2"], ["<think>" + "a" * (8 * MIB) + "</think>1", "b"]],
+                                           schema=schema))
+        writer.write_batch(pa.record_batch([["good-3"], ["<think>Step 3.</think>3"]], schema=schema))
+    assert path.stat().st_size < 64 * 1024
+    items, _, arrow_peak = _read_watching_memory(path)
+    assert items[0] == (0, "good-0") and items[2] == (3, "good-3") and items[1][0] == "rows 1-2"
+    assert items[1][1].startswith("record batch of 8.0 MiB") and "over the limit of 2 MiB" in items[1][1]
+    assert arrow_peak < 2 * MIB, arrow_peak

@@ -10,14 +10,18 @@ to one 10 MiB dictionary value is 3 GB of text), and an Arrow IPC batch's buffer
 - a batch whose dense size (`dense_bytes`, computed without expanding) is over the limit is halved
   until each piece is within it; a single row over the limit is refused by itself and the rows
   beside it are read;
-- an Arrow IPC batch over the limit (decompressed) is refused with its rows named.
+- an Arrow IPC stream is read message by message (`_messages`): a record batch's size, and that of
+  its buffers once decompressed (each compressed buffer starts with its uncompressed length), is
+  read from its metadata before anything is decompressed, and a batch over the limit is refused
+  with its rows named and skipped undecoded.
 """
 from __future__ import annotations
 
+import struct
 from typing import BinaryIO, Iterator
 
 from ..records import InputError
-from .limits import WHOLE_FILE, InputLimits, file_reason
+from .limits import READ_CHUNK, WHOLE_FILE, InputLimits, file_reason
 
 __all__ = ["PARQUET_BATCH_ROWS", "dense_bytes", "iter_parquet", "iter_arrow"]
 
@@ -131,32 +135,160 @@ def iter_parquet(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[Ite
         yield source, where, InputError(source, where, "", f"cannot read Parquet: {exc}")
 
 
+# ----------------------------------------------------------------------------- Arrow IPC, message by message
+
+_CONTINUATION, _EOS = b"\xff\xff\xff\xff", b"\xff\xff\xff\xff\x00\x00\x00\x00"
+_SCHEMA, _DICTIONARY, _RECORD_BATCH = 1, 2, 3  # the MessageHeader union's types (Message.fbs)
+
+
+class _Malformed(ValueError):
+    """An IPC message whose framing or metadata cannot be read."""
+
+
+class _Reader:
+    """Exact reads from a file handle, with bytes already read put back first."""
+
+    def __init__(self, fh: BinaryIO, head: bytes = b""):
+        self.fh, self.head = fh, head
+
+    def read(self, n: int) -> bytes:
+        out, self.head = self.head[:n], self.head[n:]
+        while len(out) < n and (chunk := self.fh.read(min(READ_CHUNK, n - len(out)))):
+            out += chunk
+        return out
+
+    def skip(self, n: int) -> None:
+        while n > 0 and (chunk := self.read(min(READ_CHUNK, n))):
+            n -= len(chunk)
+
+
+def _table(meta: bytes, pos: int):
+    """A flatbuffer table at `pos`: field number -> the position of its value, or None if absent."""
+    vtable = pos - struct.unpack_from("<i", meta, pos)[0]
+    size = struct.unpack_from("<H", meta, vtable)[0]
+
+    def field(i: int) -> int | None:
+        slot = 4 + 2 * i
+        offset = struct.unpack_from("<H", meta, vtable + slot)[0] if slot < size else 0
+        return pos + offset if offset else None
+    return field
+
+
+def _deref(meta: bytes, pos: int) -> int:
+    return pos + struct.unpack_from("<I", meta, pos)[0]
+
+
+def _header(meta: bytes) -> tuple[int, int, int, list[tuple[int, int]], bool, int, bool]:
+    """(header type, body length, rows, buffers (offset, length), compressed, dictionary id, delta)
+    of an IPC message's flatbuffer metadata (Message.fbs, Schema.fbs)."""
+    try:
+        message = _table(meta, _deref(meta, 0))
+        kind = meta[message(1)] if message(1) is not None else 0
+        body = struct.unpack_from("<q", meta, message(3))[0] if message(3) is not None else 0
+        if kind == _SCHEMA:
+            return kind, body, 0, [], False, 0, False
+        if kind not in (_DICTIONARY, _RECORD_BATCH):
+            raise _Malformed(f"an IPC message of type {kind}, not a schema, dictionary or record batch")
+        batch = _table(meta, _deref(meta, message(2)))
+        dictionary_id, delta = 0, False
+        if kind == _DICTIONARY:
+            dictionary_id = struct.unpack_from("<q", meta, batch(0))[0] if batch(0) is not None else 0
+            delta = bool(meta[batch(2)]) if batch(2) is not None else False
+            batch = _table(meta, _deref(meta, batch(1)))
+        rows = struct.unpack_from("<q", meta, batch(0))[0] if batch(0) is not None else 0
+        buffers = []
+        if batch(2) is not None:
+            vector = _deref(meta, batch(2))
+            buffers = [struct.unpack_from("<qq", meta, vector + 4 + 16 * k)
+                       for k in range(struct.unpack_from("<I", meta, vector)[0])]
+        return kind, body, rows, buffers, batch(3) is not None, dictionary_id, delta
+    except (struct.error, IndexError, TypeError) as exc:
+        raise _Malformed(f"unreadable IPC message metadata ({exc})") from None
+
+
+def _plain_size(body: bytes, buffers: list[tuple[int, int]], compressed: bool) -> int:
+    """A message body's bytes once decompressed: a compressed buffer starts with its uncompressed
+    length (-1: stored as it is), read without decompressing anything."""
+    if not compressed:
+        return len(body)
+    total = 0
+    for offset, length in buffers:
+        if length >= 8 and 0 <= offset and offset + 8 <= len(body):
+            plain = struct.unpack_from("<q", body, offset)[0]
+            total += length - 8 if plain == -1 else max(plain, 0)
+        else:
+            total += max(length, 0)
+    return total
+
+
+def _messages(reader: _Reader, limit: int | None) -> Iterator[tuple[int, bytes | None, int, int, int, bool]]:
+    """(header type, the message's bytes or None where its body was over `limit` and skipped, rows,
+    size decompressed, dictionary id, delta) for each message of an IPC stream, to its end."""
+    while True:
+        head = reader.read(4)
+        if head == _CONTINUATION:
+            head = reader.read(4)
+        if len(head) < 4:
+            return
+        (length,) = struct.unpack("<i", head)
+        if length == 0:
+            return
+        if length < 0 or (limit is not None and length > limit):
+            raise _Malformed(f"an IPC message's metadata length {length} is impossible")
+        meta = reader.read(length)
+        if len(meta) < length:
+            raise _Malformed("the file ends inside an IPC message")
+        kind, body_length, rows, buffers, compressed, dictionary_id, delta = _header(meta)
+        if body_length < 0:
+            raise _Malformed(f"an IPC message's body length {body_length} is impossible")
+        if limit is not None and body_length > limit:
+            reader.skip(body_length)
+            yield kind, None, rows, body_length, dictionary_id, delta
+            continue
+        body = reader.read(body_length)
+        if len(body) < body_length:
+            raise _Malformed("the file ends inside an IPC message's body")
+        raw = _CONTINUATION + head + meta + body
+        yield kind, raw, rows, _plain_size(body, buffers, compressed), dictionary_id, delta
+
+
 def iter_arrow(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[Item]:
-    """An Arrow IPC stream (what `datasets` writes as data-*.arrow) or an Arrow IPC file, batch by
-    batch (the file format read from the file, not loaded whole first). A batch over --max-file-mb
-    (decompressed) is refused with its rows named, as a Parquet row group is; each batch's rows are
-    read within the limit once dictionary values are expanded (`_rows`)."""
+    """An Arrow IPC stream (what `datasets` writes as data-*.arrow) or an Arrow IPC file (the stream
+    it holds after its magic), message by message: a record batch over --max-file-mb decompressed
+    is refused with its rows named before it is decompressed, as a Parquet row group is, and each
+    batch's rows are read within the limit once dictionary values are expanded (`_rows`)."""
     import pyarrow as pa
 
-    index = 0
+    index, limit = 0, limits.file_bytes
+    schema, dictionaries = b"", {}
     try:
-        try:
-            reader = pa.ipc.open_stream(fh)
-        except pa.ArrowInvalid:  # not a stream: the random-access IPC file format
-            fh.seek(0)
-            reader = pa.ipc.open_file(fh)
-            batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
-        else:
-            batches = iter(reader)
-        for batch in batches:
-            if limits.file_bytes is not None and batch.nbytes > limits.file_bytes:
-                # decompressed already, but not turned into Python objects (several times its size)
-                locator = f"rows {index}-{index + batch.num_rows - 1}"
-                yield source, locator, InputError(source, locator, "", file_reason("record batch", limits, batch.nbytes))
+        head = fh.read(8)
+        reader = _Reader(fh, b"" if head[:6] == b"ARROW1" else head)
+        for kind, raw, rows, size, dictionary_id, delta in _messages(reader, limit):
+            if kind == _SCHEMA and raw is not None:
+                schema, dictionaries = raw, {}
+            elif kind == _DICTIONARY:
+                if raw is None or (limit is not None and size > limit):
+                    where = index if index else WHOLE_FILE
+                    yield source, where, InputError(source, where, "", file_reason(f"dictionary batch {dictionary_id}",
+                                                                                  limits, size) + "; the batches "
+                                                                                  "after it are not read")
+                    return
+                dictionaries[dictionary_id] = (dictionaries.get(dictionary_id, []) if delta else []) + [raw]
+            elif kind == _RECORD_BATCH:
+                if raw is None or (limit is not None and size > limit):
+                    locator = f"rows {index}-{index + rows - 1}"
+                    yield source, locator, InputError(source, locator, "", file_reason("record batch", limits, size))
+                    index += rows
+                    continue
+                if not schema:
+                    raise _Malformed("a record batch before the schema")
+                stream = schema + b"".join(b"".join(d) for d in dictionaries.values()) + raw + _EOS
+                batch = pa.ipc.open_stream(pa.py_buffer(stream)).read_next_batch()
+                yield from _rows(source, batch, index, limits)
                 index += batch.num_rows
-                continue
-            yield from _rows(source, batch, index, limits)
-            index += batch.num_rows
-    except pa.ArrowException as exc:
+        if not schema:
+            raise _Malformed("no schema: not an Arrow IPC stream or file")
+    except (pa.ArrowException, _Malformed) as exc:
         where = index if index else WHOLE_FILE
         yield source, where, InputError(source, where, "", f"cannot read Arrow: {exc}")
