@@ -5,6 +5,7 @@ reasoning in known fields, content blocks or inline tags and noting where each v
 - `sources`: the inputs and the field map (where reasoning, model, domain, id, gold are read);
 - `limits`: size limits on records, files, decompression and trace text, and the bounded reads;
 - `formats`: one reader per file format (`READERS`), folders, record counting;
+- `columnar`: Parquet and Arrow IPC, batch by batch within the file limit (dictionary values expanded);
 - `tags`: reasoning inside tags; `detect`: where a record keeps each value;
 - `traces`: records to traces with run-unique ids; `peek`: what `thinkprobe peek` shows.
 """
