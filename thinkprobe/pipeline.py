@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import signal
 import threading
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -39,8 +40,8 @@ def exit_when_gone(pid: int, interval: float = 1.0) -> None:
         time.sleep(interval)
         try:
             os.kill(pid, 0)
-        except ProcessLookupError:
-            os._exit(1)
+        except ProcessLookupError:  # at once, as the main process went: no cleanup to wait on
+            os.kill(os.getpid(), signal.SIGKILL)
         except PermissionError:  # alive, someone else's
             pass
 
