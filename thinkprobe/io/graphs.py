@@ -201,7 +201,7 @@ def _sections_of(record: Mapping, fields: dict, error) -> list[Section] | InputE
     if listed is None:
         return []
     if not isinstance(listed, list):
-        return error("sections", f"must be a list of sections, not {type(listed).__name__}")
+        return error("sections", f"must be a list of sections, not {type_name(listed)}")
     sections = []
     for k, s in enumerate(listed):
         text = fields.get(s.get("field")) if isinstance(s, dict) else None
@@ -243,7 +243,7 @@ def _given_of_graph_record(record: Mapping, sections: list[Section], error) -> G
         last = (order[section.name], u["start"], u["end"])
     listed = record.get("edges")
     if listed is not None and not isinstance(listed, list):
-        return error("edges", f"must be a list of edges, not {type(listed).__name__}")
+        return error("edges", f"must be a list of edges, not {type_name(listed)}")
     edges = set()
     for k, e in enumerate(listed or ()):
         if not isinstance(e, dict):
