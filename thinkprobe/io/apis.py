@@ -43,7 +43,7 @@ from typing import Any, Iterator
 from ..records import InputError
 from .guess import HIDDEN_REASONING
 
-__all__ = ["API_LAYOUTS", "STREAM", "cut_by_limit", "finish_stream", "hidden_reasoning_tokens", "is_stream_chunk", "provider_object", "scalar_id", "split_choices"]
+__all__ = ["API_LAYOUTS", "STREAM", "cut_by_limit", "finish_stream", "held_responses", "hidden_reasoning_tokens", "is_stream_chunk", "provider_object", "scalar_id", "split_choices"]
 
 
 def _get(node: Any, *keys: str) -> Any:
@@ -173,18 +173,19 @@ def provider_object(value: Any) -> str | None:
     return None
 
 
-def _wrapper_keys(record: dict) -> list[str]:
-    return [k for k, v in record.items() if isinstance(k, str) and provider_object(v)]
+def held_responses(record: dict) -> dict[str, str]:
+    """The record's keys that hold a provider response, with what each holds (`provider_object`)."""
+    return {k: kind for k, v in record.items() if isinstance(k, str) and (kind := provider_object(v))}
 
 
 def is_wrapped_response(record: dict) -> bool:
-    return provider_object(record) is None and len(_wrapper_keys(record)) == 1
+    return provider_object(record) is None and len(held_responses(record)) == 1
 
 
 def _expand_wrapped(record: dict, source: str, locator: int | str, state: dict) -> Iterator:
     """The response under the record's key, read as if it stood alone, with the record's own fields
     over its own (one record per choice of a chat completion with several)."""
-    key = _wrapper_keys(record)[0]
+    key = next(iter(held_responses(record)))
     inner = record[key]
     moved = [k for k in inner if k not in record and k != "id"]
     origin = {name: f"{key}.{k}{name[len(k):]}" for k in moved for name in (k, f"{k}.", f"{k}[")}

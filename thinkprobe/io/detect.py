@@ -17,7 +17,7 @@ from .formats import strip_extensions, type_name
 from .grades import CORRECT_FIELDS, GENERATION_CORRECT_FIELDS, GRADES, grade_key, parse_correct_values, read_grade, unread_codes
 from .sources import FieldMap
 from .guess import HIDDEN_REASONING, is_api_error, is_code, longest_text_hint, model_output, output_prompt, step_texts, tagged_field
-from .apis import cut_by_limit, hidden_reasoning_tokens, provider_object
+from .apis import cut_by_limit, held_responses, hidden_reasoning_tokens
 from .blocks import (BLOCK_SEPARATOR, ENCRYPTED, SUMMARY_FIELD, TURN_REASONING_KEYS, Found, field_candidates,
                      thought_parts, turn_candidates, typed_blocks)
 from .blocks import joined as join_pieces
@@ -330,7 +330,7 @@ def _locate_reasoning(
     # other holds reasoning. A dedicated place that is present but empty (null reasoning_content,
     # encrypted blocks) means the record has no reasoning to show: its answer is never profiled as
     # if it were reasoning, unless another place carries reasoning tags.
-    held = {k: kind for k, v in record.items() if (kind := provider_object(v))}
+    held = held_responses(record)
     if len(held) > 1:  # one response under a key is read as if alone (thinkprobe.io.apis); of several, which?
         raise error(next(iter(held)), "; ".join(f"{k} holds {kind}" for k, kind in held.items()) + ": which is the "
                     "trace? Name its reasoning, e.g. --reasoning-field " + next(
