@@ -602,9 +602,10 @@ def _csv_fields() -> list[tuple[str, tuple, str]]:
 
 
 _CSV_TYPES = {"status": "str", "k": "int", "n": "int", "significant": "int"}
-CSV_COLUMNS: tuple[str, ...] = tuple(name for name, _, _ in _csv_fields())
+_CSV_FIELDS = _csv_fields()
+CSV_COLUMNS: tuple[str, ...] = tuple(name for name, _, _ in _CSV_FIELDS)
 # stats.csv and its Parquet twin: one row per indicator and dimension (a flag as 0 / 1)
-STATS_TABLE = Table(STATS_CSV, CSV_COLUMNS, {name: kind for name, _, kind in _csv_fields()}, parquet=True)
+STATS_TABLE = Table(STATS_CSV, CSV_COLUMNS, {name: kind for name, _, kind in _CSV_FIELDS}, parquet=True)
 assert STATS_TABLE.parquet_name == STATS_PARQUET
 
 
@@ -618,7 +619,7 @@ def _dig(entry: Mapping, path: tuple):
 
 def stats_rows(stats: Mapping) -> list[dict]:
     """stats.csv's rows (STATS_TABLE) from compute_stats' result."""
-    return [{name: int(v) if isinstance(v := _dig(e, path), bool) else v for name, path, _ in _csv_fields()}
+    return [{name: int(v) if isinstance(v := _dig(e, path), bool) else v for name, path, _ in _CSV_FIELDS}
             for e in stats["variables"]]
 
 
