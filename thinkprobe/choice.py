@@ -63,6 +63,11 @@ class Selection:
                 "note": self.note, "models": self.rows}
 
 
+def _dimension(name: str) -> str | None:
+    """The dimension `name` is, in any case ("depth" -> Depth), or None."""
+    return next((d for d in DIMS if d.lower() == name.strip().lower()), None)
+
+
 def parse_want(text: str | None) -> dict[str, int]:
     """'Depth+,Efficiency-' -> {'Depth': 1, 'Efficiency': -1} (dimension names in any case; a name
     without a sign counts as +)."""
@@ -75,12 +80,12 @@ def parse_want(text: str | None) -> dict[str, int]:
             continue
         parsed = re.fullmatch(r"(.*?)\s*([+-]?)", part)
         name, sign = parsed.group(1), -1 if parsed.group(2) == "-" else 1
-        match = [d for d in DIMS if d.lower() == name.lower()]
-        if not match:
+        dim = _dimension(name)
+        if dim is None:
             raise ValueError(f"--want: {name!r} is not a dimension; use {', '.join(DIMS)} with + or -")
-        if match[0] in out:  # "Depth+,Depth-": the last one won without a word
-            raise ValueError(f"--want names {match[0]} twice")
-        out[match[0]] = sign
+        if dim in out:  # "Depth+,Depth-": the last one won without a word
+            raise ValueError(f"--want names {dim} twice")
+        out[dim] = sign
     if not out:  # "," or " , ": nothing named, where the default (every dimension +) was not asked for
         raise ValueError(f"--want {text!r} names no dimension; use {', '.join(DIMS)} with + or -")
     return out
@@ -117,7 +122,7 @@ def read_like(source: str | Path | Mapping, limits=None) -> dict[str, float]:
 
         unknown = []
         for key, value in data.items():
-            dim = next((d for d in DIMS if d.lower() == str(key).strip().lower()), None)  # "depth", as --want reads it
+            dim = _dimension(str(key))  # "depth", as --want reads it
             if dim is None:
                 if str(key) not in _LIKE_OTHER_KEYS:  # "Effic", "Efficency": dropped without a word until 2026-12-06
                     near = difflib.get_close_matches(str(key), DIMS, n=1, cutoff=0.6)
