@@ -126,6 +126,9 @@ def test_run_tables_graphs_and_round_trip(cli_run, tmp_path):
     assert not (other / "report.md").exists()  # the other run's report went with it (this run has none)
     page = saved.report(tmp_path / "report")
     assert page == tmp_path / "report" / "report.html" and page.stat().st_size > 0
+    # the default linker's agreement with people's graphs travels with the run into its report
+    assert json.loads((saved.folder / "run.json").read_text())["linker_agreement"]["measured"]
+    assert "| split-half | ρ people | ρ silver |" in (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
     with pytest.raises(FileNotFoundError, match="not a finished thinkprobe run"):
         thinkprobe.load_run(tmp_path)
 

@@ -56,6 +56,7 @@ def test_units_and_edges_are_the_records_own(tmp_path):
     assert graphs[0]["provenance"]["graph_from"] == "nodes, edges (ReasoningFlow)"
     run = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
     assert run["graph_source"] == "input" and run["linker"] == "input"
+    assert "linker_agreement" not in run  # the graphs are the annotators' own: no agreement to show
 
 
 BROKEN = [  # (how the record is broken, the field its error names, what the reason says)

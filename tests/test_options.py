@@ -69,7 +69,7 @@ def test_a_registered_backend_is_offered_and_runs(tmp_path):
                                     "--device", "cpu", "--no-cache", "--no-report", "--no-progress", "--limit", "2"])
     assert res.exit_code == 0, res.output
     run = json.loads((out / "run.json").read_text(encoding="utf-8"))
-    assert run["linker"] == "toy"
+    assert run["linker"] == "toy" and not run["linker_agreement"]["measured"]
     questions = [json.loads(line)["question"] for line in SAMPLES.read_text(encoding="utf-8").splitlines()[:2]]
     assert sorted(toy_linker.ToyLinker.questions) == sorted(questions)  # each trace's question reaches the linker
     for line in (out / "graphs.jsonl").read_text(encoding="utf-8").splitlines():

@@ -379,11 +379,11 @@ def stats(run_dir):
     """Kruskal-Wallis H, p, epsilon-squared by model, by domain and (where traces have one) by group;
     Holm; bootstrap CIs. Prints the report's headline findings from them."""
     _require_run(run_dir, "indicators.csv", "profile.csv")
-    from .report.text import headline
+    from .report.text import headline, run_agreement
     from .stats import write_stats
 
     stats = write_stats(run_dir)
-    for line in headline(stats):
+    for line in headline(stats, run_agreement(Path(run_dir))):
         click.echo(terminal_safe(f"- {line}"))
     click.echo(f"wrote {Path(run_dir) / 'stats.json'} and {Path(run_dir) / 'stats.csv'} (every test, per variable)")
 

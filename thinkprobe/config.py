@@ -314,6 +314,7 @@ class StatsSettings:
     split_half_seed: int
     split_half_min_varying: int
     min_reliability: float
+    min_agreement: float
     length_control_max_tied: float
     cv_folds: int
     cv_seed: int

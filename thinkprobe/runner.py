@@ -25,7 +25,7 @@ from .accounting import NO_THINK, SCAN_PREFIX, Accounting, UntaggedAnswers, answ
 from .config import Config, IndicatorSettings
 from .encoder import Encoder, model_fingerprint
 from .indicators import CONTENT_TYPES, compute_indicators
-from .link import Linker, Typer, bind_encoder, load_linker, unit_typer
+from .link import Linker, Typer, bind_encoder, load_linker, read_agreement, unit_typer
 from .io import InputLimits, Source, count_records, iter_inputs, parse_source, source_path, unknown_fix
 from .options import RunOptions
 from .outputs import (ERRORS_FILE, GRAPHS_FILE, GRAPHS_PARQUET, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
@@ -455,6 +455,7 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
         "tokenizer": encoder.tokenizer_name,
         "graph_source": opts.graph_source,
         "linker": linker.name,
+        **({"linker_agreement": linker_agreement(opts, linker)} if opts.graph_source != "input" else {}),
         "device": encoder.device,
         "versions": {"python": platform.python_version(),
                      **{key: package_version(dist) or "not installed" for key, dist in (
@@ -491,6 +492,22 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
         "unknown_fix": {key: unknown_fix(key, sorted(joined.unknown_sources) if key == "model" else ())
                         for key, count in joined.unknown.items() if count},
     }
+
+
+def linker_agreement(opts: RunOptions, linker: Linker) -> dict:
+    """run.json's account of how well the profile of the linker's graphs agrees with people's graphs of
+    the same traces: its model folder's agreement.json (scripts/linker_agreement.py), measured once for
+    those weights, not on this run; `measured` false, with why, where there is none for this run."""
+    folder = getattr(linker, "model_dir", None)
+    data = read_agreement(folder) if folder is not None else None
+    if data is None:
+        return {"linker": linker.name, "measured": False,
+                "why": "no agreement.json measured on these weights in the linker's model folder "
+                       "(scripts/linker_agreement.py writes one)"}
+    if opts.types != data["types"]:
+        return {"linker": linker.name, "measured": False,
+                "why": f"measured with {data['types']} types; this run typed its units by {opts.types}"}
+    return {"linker": linker.name, "measured": True, **data}
 
 
 def _sync_replace(tmp: Path, path: Path) -> None:

@@ -8,7 +8,7 @@ pair-mlp; cue; cross-encoder; typers: head, cue). What a backend receives and re
 """
 from __future__ import annotations
 
-from .models import MODELS_DIR, find_model_dir, read_model_dir
+from .models import MODELS_DIR, find_model_dir, read_agreement, read_model_dir
 from .protocol import Linker, LinkInput, Typer, bind_encoder
 from .registry import (DEFAULT_LINKER, LINKERS, TYPERS, Backend, linker_backend, linker_names, load_linker,
                        register_linker, register_typer, typer_names, unit_typer)
@@ -16,7 +16,7 @@ from .registry import (DEFAULT_LINKER, LINKERS, TYPERS, Backend, linker_backend,
 __all__ = [
     "LinkInput", "Linker", "Typer", "bind_encoder", "Backend", "LINKERS", "TYPERS", "DEFAULT_LINKER", "register_linker",
     "register_typer", "linker_names", "typer_names", "linker_backend", "load_linker", "load_type_head", "unit_typer",
-    "MODELS_DIR", "find_model_dir", "read_model_dir",
+    "MODELS_DIR", "find_model_dir", "read_agreement", "read_model_dir",
 ]
 
 

@@ -1,5 +1,6 @@
 """Model folders of the trained backends (models/<name>/: config.json, weights, model card): where
-they are found, and their config.json read once per folder.
+they are found, their config.json read once per folder, and what a folder says of how well its graphs'
+profiles agree with people's (agreement.json, written by scripts/linker_agreement.py).
 """
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..config import resource_dir
+from ..provenance import files_digest
 
-__all__ = ["MODELS_DIR", "find_model_dir", "read_model_dir"]
+__all__ = ["MODELS_DIR", "AGREEMENT_FILE", "find_model_dir", "read_model_dir", "model_digest", "read_agreement"]
 
 MODELS_DIR = resource_dir("models")
+AGREEMENT_FILE = "agreement.json"
 
 
 def find_model_dir(name: str) -> Path:
@@ -32,3 +35,21 @@ def read_model_dir(path: str) -> dict:
     if not cfg_path.exists():
         raise FileNotFoundError(f"{path} has no config.json: not a ThinkProbe model folder")
     return json.loads(cfg_path.read_text(encoding="utf-8"))
+
+
+def model_digest(path: str | Path) -> str:
+    """Digest of what decides a model folder's graphs: its config.json and every weights file."""
+    path = Path(path)
+    names = ["config.json"] + sorted(p.name for p in path.glob("*.safetensors"))
+    return files_digest((n, path / n) for n in names)
+
+
+def read_agreement(path: str | Path) -> dict | None:
+    """A model folder's agreement.json (the indicators' and dimensions' agreement with people's graphs
+    of the same traces), or None where the folder has none or it was measured on other weights (its
+    `model_digest` is not the folder's)."""
+    file = Path(path) / AGREEMENT_FILE
+    if not file.exists():
+        return None
+    data = json.loads(file.read_text(encoding="utf-8"))
+    return data if data.get("model_digest") == model_digest(path) else None

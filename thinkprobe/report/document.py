@@ -15,7 +15,7 @@ from .decisions import decision_sections, sections_html, sections_md
 from .glossary import GLOSSARY, definition, glossary_items
 from .markup import data_uri, esc, html_page, html_table, md_table
 from .style import DIMS, as_number, display_label, format_number
-from .text import (EFFECT_TITLES, NO_RADAR, effect_header, z_text, effect_rows, has_group, headline, icc_rows, method_note, no_icc_text,
+from .text import (EFFECT_TITLES, NO_RADAR, agreement_note, effect_header, z_text, effect_rows, has_group, headline, icc_rows, method_note, no_icc_text, run_agreement,
                    outcome_rows, outcome_text, profile_ci_rows, profile_note, summary_text, too_few_text)
 
 __all__ = ["redundancy_table", "report_html", "report_md"]
@@ -156,7 +156,8 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
         return {h: definition(h) or EFFECT_TITLES.get(h, "") for h in header}
 
     summary = "".join(f"<p>{esc(line).replace('`', '')}</p>" for line in summary_text(run_dir, stats, pages))
-    head = "".join(f"<li>{esc(line)}</li>" for line in headline(stats))
+    agreement = run_agreement(run_dir)
+    head = "".join(f"<li>{esc(line)}</li>" for line in headline(stats, agreement))
     cell_rows = [[esc(c["model"]), esc(display_label(c["domain"])), str(c["n"]), *(z_text(c[d]) for d in DIMS)]
                  for c in cells]
     counts = _read_counts(run_dir)
@@ -220,10 +221,10 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
 {html_table(["model", "n", *DIMS], [[esc(c) for c in r] for r in profile_ci_rows(stats)], titles=titled(["n", *DIMS]))}
 <p class=note>{esc(profile_note(stats, run_dir))}</p>
 <h2>{esc(_effects_title(stats))}</h2>
-{html_table(effect_header(stats), effect_rows(stats, html_out=True), left=1, titles=EFFECT_TITLES,
+{html_table(effect_header(stats, agreement), effect_rows(stats, html_out=True, agreement=agreement), left=1, titles=EFFECT_TITLES,
              cls="dense wrap" if has_group(stats) else "",
              row_classes=["dim" if e["kind"] == "dimension" else "" for e in stats["variables"]])}
-<p class=note>{esc(method_note(stats))} {esc(too_few_text(stats))}</p>
+<p class=note>{esc(method_note(stats))} {esc(too_few_text(stats))} {esc(agreement_note(stats, run_dir))}</p>
 {f'<p class="flag">⚠ {esc(unreliable_text(stats))}</p>' if unreliable_text(stats) else ""}
 {img("effects", "Effect sizes by model and by domain, raw and length-controlled")}
 <h2>Reliability of repeated answers</h2>
@@ -265,14 +266,16 @@ def unreliable_text(stats: Mapping) -> str:
 
 def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=None, group_cells=()) -> str:
     radar = "![Radar chart of the model profiles](figures/radar.png)" if "radar" in figures else NO_RADAR
+    agreement = run_agreement(run_dir)
+    notes = " ".join(t for t in (method_note(stats), too_few_text(stats), agreement_note(stats, run_dir)) if t)
     parts = ["# ThinkProbe report", "", *summary_text(run_dir, stats, pages), "", "**Headline**", "",
-             *(f"- {line}" for line in headline(stats)), "",
+             *(f"- {line}" for line in headline(stats, agreement)), "",
              "## Model profiles", "", radar, "",
              md_table(["model", "n", *DIMS], profile_ci_rows(stats)), "",
              profile_note(stats, run_dir), "",
              f"## {_effects_title(stats)}", "",
-             md_table(effect_header(stats), effect_rows(stats, html_out=False)),
-             "", method_note(stats) + (" " + too_few_text(stats) if too_few_text(stats) else ""), "",
+             md_table(effect_header(stats, agreement), effect_rows(stats, html_out=False, agreement=agreement)),
+             "", notes, "",
              *([f"⚠ {unreliable_text(stats)}", ""] if unreliable_text(stats) else []),
              "![Effect sizes](figures/effects.png)", "", "## Reliability of repeated answers", ""]
     icc = icc_rows(stats)

@@ -42,6 +42,11 @@ STATS_GLOSSARY: dict[str, str] = {
              "the traces that have one; a run where no trace has one has no group tests",
     "split-half": "reliability of the model means: correlation of model means between random halves of each "
                   "model's traces, Spearman-Brown corrected",
+    "ρ people": "agreement with people: Spearman ρ across traces between the variable computed on the linker's graphs "
+                "and on a person's graphs of the same traces (ReasoningFlow's human annotator D), measured once for "
+                "the linker's weights (its model folder's agreement.json), not on the run; a low ρ means differences in "
+                "the variable may come from the parser rather than from the reasoning",
+    "ρ silver": "the same against Gemini-3.1-pro's graphs of the ReasoningFlow traces the linker held out in training",
     "ICC": "intraclass correlation of traces of one model on one question, and one group where the run has groups (needs repeated answers to 5 or more such questions)",
     "AUROC": "how well a higher value flags a wrong answer (0.5 = no signal, below 0.5 = lower values flag it)",
     "cross-validated AUROC": "AUROC of a logistic regression's predictions for traces it was not fitted on (stratified "

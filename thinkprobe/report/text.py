@@ -13,7 +13,7 @@ from .markup import esc
 from .style import DIMS, display_label, format_number
 from ..progress import one_line
 
-__all__ = ["no_icc_text", "headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "icc_rows", "outcome_rows", "too_few_text", "summary_text", "method_note", "NO_RADAR", "outcome_text", "z_text"]
+__all__ = ["no_icc_text", "headline", "run_agreement", "agreement_note", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "icc_rows", "outcome_rows", "too_few_text", "summary_text", "method_note", "NO_RADAR", "outcome_text", "z_text"]
 
 
 def _dims(stats: Mapping) -> list[Mapping]:
@@ -113,10 +113,12 @@ def _smallest_model(groups: Mapping) -> str:
     return f"smallest tested model: {traces_word(min(tested))}; too small to test: {named}"
 
 
-def headline(stats: Mapping) -> list[str]:
+def headline(stats: Mapping, agreement: Mapping | None = None) -> list[str]:
     """Three to five sentences with numbers: which dimensions separate the models beyond length
-    and chance, how much length explains, how reliable the model means are, where the domain (and
-    the group, in a run with one) matters, and (with graded answers) whether the indicators add to model and length."""
+    and chance (naming those whose values agree poorly with people's graphs, with the linker's
+    `agreement`: `run_agreement`), how much length explains, how reliable the model means are, where
+    the domain (and the group, in a run with one) matters, and (with graded answers) whether the
+    indicators add to model and length."""
     cfg = stats["settings"]
     floor, min_rel = cfg["ratio_floor"], cfg["min_reliability"]
     groups = stats["groupings"]
@@ -149,7 +151,8 @@ def headline(stats: Mapping) -> list[str]:
                        + (f"; {_list(tiny)} {'differs' if len(tiny) == 1 else 'differ'} significantly but by less than "
                           f"corrected ε² {floor}" if tiny else "")
                        + (f"; {_list(rest)} {'shows' if len(rest) == 1 else 'show'} no significant model difference "
-                          f"once length and chance are removed ({_smallest_model(groups)})" if rest else "") + not_tested + ".")
+                          f"once length and chance are removed ({_smallest_model(groups)})" if rest else "") + not_tested + "."
+                       + _poor_agreement_sentence([v for _, v in sep], agreement, cfg))
         elif len(untested) < len(dims):
             best = max(((lc(e, "model")["eps2_corrected"] or 0.0, e["variable"]) for e in dims
                         if e["variable"] not in untested), default=(0.0, "–"))
@@ -204,6 +207,54 @@ def headline(stats: Mapping) -> list[str]:
                    + ("; both below 0.5: the fits do worse than chance on held-out folds, so neither tells right "
                       "from wrong here" if below else "") + ")." + _factor_note(cv, stats["settings"]["alpha"]))
     return out[:5]
+
+
+def _poor_agreement_sentence(found: Sequence[str], agreement: Mapping | None, cfg: Mapping) -> str:
+    """' X agrees with people's graphs at ρ ... only: ...' for the dimensions in `found` whose agreement
+    is under stats.min_agreement on a set the linker was measured on; '' for none."""
+    if not agreement:
+        return ""
+    poor = [v for v in found if poorly_agreeing(agreement, v, cfg["min_agreement"])]
+    if not poor:
+        return ""
+    people, silver = agreement["sets"]["people"], agreement["sets"]["silver"]
+    rhos = [f"{v} (ρ {format_number(people['variables'][v]['spearman'], 2)} on {people['docs']} human-annotated "
+            f"traces, {format_number(silver['variables'][v]['spearman'], 2)} on {silver['docs']} LLM-annotated ones)"
+            for v in poor]
+    one = len(poor) == 1
+    return (f" The linker's graphs agree with annotated graphs less well in {_list(rhos)}: under "
+            f"{cfg['min_agreement']} on one set or both, so part of {'this' if one else 'these'} "
+            f"difference{'' if one else 's'} may be the parser's rather than the models'.")
+
+
+def poorly_agreeing(agreement: Mapping, variable: str, floor: float) -> bool:
+    """Whether `variable`'s rho with annotated graphs is under `floor`, or not measurable (constant in
+    the annotated graphs), on any set of the linker's agreement."""
+    rhos = [s["variables"].get(variable, {}).get("spearman") for s in agreement["sets"].values()]
+    return any(r is None or r < floor for r in rhos)
+
+
+def run_agreement(run_dir: Path | None) -> Mapping | None:
+    """run.json's `linker_agreement` where one was measured for the run's graphs, else None."""
+    info = _run_json(run_dir).get("linker_agreement") if run_dir is not None else None
+    return info if info and info.get("measured") else None
+
+
+def agreement_note(stats: Mapping, run_dir: Path | None) -> str:
+    """What the effect table's ρ columns are (or why it has none); '' for a run of annotated graphs."""
+    info = _run_json(run_dir).get("linker_agreement") if run_dir is not None else None
+    if not info:
+        return ""
+    if not info.get("measured"):
+        return (f"How well this run's indicators agree with people's graphs is not known: {info['why']}. Model "
+                f"differences may be the linker's ({info['linker']}) as much as the models'.")
+    sets = info["sets"]
+    return (f"ρ people, ρ silver: Spearman ρ across traces between the variable on the linker's ({info['linker']}) "
+            f"graphs and on annotated graphs of the same traces: people, {sets['people']['label']}; silver, "
+            f"{sets['silver']['label']}. Measured once for the linker's weights, not on this run "
+            f"(`{info['command']}`). ⚠ under {stats['settings']['min_agreement']} on either, or – where the annotated "
+            f"graphs hold the same value for every trace (people draw no synthesis edges): a difference in that "
+            f"variable may be the parser's rather than the models'.")
 
 
 def _no_answer_note(counts: Mapping, key: str = "wrong_no_answer") -> str:
@@ -287,11 +338,15 @@ GROUP_COLUMNS = {"ε² domain": "ε² group", "corrected domain": "corrected gro
                  "length-controlled domain": "length-controlled group"}
 
 
-def effect_header(stats: Mapping) -> list[str]:
-    """EFFECT_HEADER, with the group's columns after the domain's when the run has groups."""
-    if not has_group(stats):
-        return list(EFFECT_HEADER)
-    return [c for h in EFFECT_HEADER for c in ((h, GROUP_COLUMNS[h]) if h in GROUP_COLUMNS else (h,))]
+AGREEMENT_COLUMNS = {"ρ people": "people", "ρ silver": "silver"}  # column: the set of the linker's agreement
+
+
+def effect_header(stats: Mapping, agreement: Mapping | None = None) -> list[str]:
+    """EFFECT_HEADER, with the group's columns after the domain's when the run has groups, and the
+    agreement with annotated graphs last where the linker's was measured (`run_agreement`)."""
+    head = list(EFFECT_HEADER) if not has_group(stats) else \
+        [c for h in EFFECT_HEADER for c in ((h, GROUP_COLUMNS[h]) if h in GROUP_COLUMNS else (h,))]
+    return head + (list(AGREEMENT_COLUMNS) if agreement else [])
 
 
 EFFECT_TITLES = {
@@ -310,6 +365,9 @@ EFFECT_TITLES = {
     "length-controlled ratio": "the ratio of the two length-controlled corrected values",
     "split-half": "split-half reliability of the model means (Spearman-Brown); ⚠ under the minimum: model "
                   "differences not supported",
+    "ρ people": "Spearman ρ between the variable on the linker's graphs and on a person's graphs of the same traces "
+                "(measured once for the linker); ⚠ under the minimum: a difference may be the parser's",
+    "ρ silver": "the same against Gemini-3.1-pro's graphs of the traces the linker held out in training",
 }
 
 
@@ -329,7 +387,19 @@ def _ratio_cell(ratio: Mapping) -> str:
     return {"domain": "≥ ", "model": "≤ ", None: ""}[ratio["floored"]] + format_number(ratio["value"], 2)
 
 
-def effect_rows(stats: Mapping, html_out: bool) -> list[list[str]]:
+def _agreement_cell(agreement: Mapping, key: str, variable: str, floor: float, html_out: bool) -> str:
+    v = agreement["sets"][key]["variables"].get(variable)
+    if v is None:
+        return "–"
+    rho = v["spearman"]
+    text = format_number(rho, 2) if rho is not None else "–"
+    if rho is None or rho < floor:
+        why = f"under {floor}" if rho is not None else "the annotated graphs hold one value for every trace"
+        text = f'<span class="flag" title="{esc(why)}">{text} ⚠</span>' if html_out else f"{text} ⚠"
+    return text
+
+
+def effect_rows(stats: Mapping, html_out: bool, agreement: Mapping | None = None) -> list[list[str]]:
     min_rel = stats["settings"]["min_reliability"]
     out = []
     for e in stats["variables"]:
@@ -348,7 +418,9 @@ def effect_rows(stats: Mapping, html_out: bool) -> list[list[str]]:
                 cells[f"ε² {by}"] = _eps_cell(e[by], "eps2", html_out)
                 cells[f"corrected {by}"] = format_number(e[by].get("eps2_corrected"), 2)
                 cells[f"length-controlled {by}"] = _eps_cell(lc[by], "eps2_corrected", html_out)
-        out.append([cells[h] for h in effect_header(stats)])
+        for column, key in AGREEMENT_COLUMNS.items() if agreement else ():
+            cells[column] = _agreement_cell(agreement, key, e["variable"], stats["settings"]["min_agreement"], html_out)
+        out.append([cells[h] for h in effect_header(stats, agreement)])
     return out
 
 
