@@ -2,6 +2,7 @@
 import csv
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -447,6 +448,18 @@ def test_outcome_validity_pooled_within_model_and_cross_validated(tmp_path):
     assert "5 stratified folds drawn 10 times, seeds 0 to 9, AUROCs averaged" in outcome_text(stats)
     older = {**stats, "outcome": {**stats["outcome"], "cross_validated": {k: v for k, v in cv.items() if k != "repeats"}}}
     assert "(5 stratified folds, seed 0)" in outcome_text(older)  # a stats.json written before the repeats
+    # the pooled AUROCs carry their interval: Hanley & McNeil's standard error, which a bootstrap agrees with
+    from thinkprobe.report.text import outcome_rows
+
+    row = next(r for r in outcome_rows(stats) if r[0] == "hedging_density")
+    value, lo, hi = map(float, re.fullmatch(r"([\d.]+) \[([\d.]+), ([\d.]+)\]", row[1]).groups())
+    x, boot = np.array([r["hedging_density"] for r in rows]), np.random.default_rng(0)
+    draws = []
+    for _ in range(400):
+        k = boot.integers(0, len(x), len(x))
+        draws.append(roc_auc_score(wrong[k], x[k]))
+    assert value == pytest.approx(roc_auc_score(wrong, x), abs=0.005)
+    assert lo == pytest.approx(np.percentile(draws, 2.5), abs=0.03) and hi == pytest.approx(np.percentile(draws, 97.5), abs=0.03)
 
     sentence = next(h for h in headline(stats) if h.startswith("On 160 graded traces"))
     verdict = "improves" if cv["gain"] > _gain_margin(cv) else "does not measurably change"

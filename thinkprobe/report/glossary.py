@@ -136,7 +136,8 @@ TABLE_GLOSSARY: dict[str, str] = {
     "ICC of a question's mean": "reliability of the mean over a (model, question) pair's repeated answers (none for a negative ICC)",
     "(model, question) pairs": "pairs with two or more traces, the clusters of the ICC",
     "traces per pair": "the adjusted mean cluster size k0 of the ICC",
-    "AUROC (wrong), pooled": "AUROC of the indicator for a wrong answer over all graded traces",
+    "AUROC (wrong), pooled [95%]": "AUROC of the indicator for a wrong answer over all graded traces, with its 95% "
+                                   "interval (±1.96 Hanley & McNeil standard errors)",
     "AUROC (wrong), within model": "AUROC over pairs of one model's traces only (a wrong and a correct one), "
                                    "pooled over models; none when the models with both kinds hold fewer than "
                                    "stats.min_class wrong or right traces (the outcome text counts the pairs)",

@@ -451,8 +451,18 @@ def no_icc_text(stats: Mapping) -> str:
     return text + "."
 
 
+def _auroc_interval(value: float | None, n_wrong: int, n_right: int) -> str:
+    """'0.70 [0.61, 0.80]': the AUROC with ±1.96 Hanley & McNeil standard errors, clipped to [0, 1]."""
+    if value is None or not n_wrong or not n_right:
+        return format_number(value, 2)
+    half = 1.96 * auroc_se(value, n_wrong, n_right)
+    return f"{format_number(value, 2)} [{format_number(max(0.0, value - half), 2)}, {format_number(min(1.0, value + half), 2)}]"
+
+
 def outcome_rows(stats: Mapping) -> list[list[str]]:
-    return [[e["variable"], format_number(e["outcome"]["auroc_wrong"], 2), format_number(e["outcome"]["auroc_wrong_within_model"], 2)]
+    o = stats["outcome"]
+    return [[e["variable"], _auroc_interval(e["outcome"]["auroc_wrong"], o["wrong"], o["graded"] - o["wrong"]),
+             format_number(e["outcome"]["auroc_wrong_within_model"], 2)]
             for e in stats["variables"] if e["outcome"] is not None]
 
 
@@ -569,7 +579,9 @@ def outcome_text(stats: Mapping) -> str:
     text = (f"{o['graded']} graded traces ({o['wrong']} wrong{_no_answer_note(o)}; labels from "
             f"{o['labels_from']}).{_factor_note(cv, stats['settings']['alpha'])} ")
     if outcome_rows(stats):
-        text += ("AUROC of each indicator for a wrong answer, pooled over all graded traces and within model (pairs of "
+        text += ("AUROC of each indicator for a wrong answer, pooled over all graded traces (with its 95% interval, "
+                 "±1.96 Hanley & McNeil standard errors: with 24 variables about one interval in twenty leaves out "
+                 "0.5 by chance alone) and within model (pairs of "
                  f"one model only{_within_counts(stats)}). ")
     else:
         text += (f"No AUROC per indicator: it needs {stats['settings']['min_class']} right and "
