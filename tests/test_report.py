@@ -485,3 +485,31 @@ def test_trace_tables_order_hash_ids_plainly_and_numbered_ids_as_numbers():
     assert ids("t10", "t2", "t1") == ["t1", "t2", "t10"]
     assert ids("f:10", "f:2", "f:100") == ["f:2", "f:10", "f:100"]
     assert ids("100000000", "99999999") == ["99999999", "100000000"]  # long numbers are no hashes
+
+
+def test_control_characters_and_bidi_overrides_from_the_data_are_shown_not_obeyed(tmp_path):
+    """A red-team probe: model names and ids carrying an ESC sequence, a NUL or U+202E (which shows
+    "evil\u202egnp.exe" as "evilexe.png") reached report.html, report.md, the trace pages and the figure
+    labels as they were, and a model named with two dollar signs stopped the report (matplotlib read it
+    as a formula)."""
+    import warnings
+
+    names = ["gpt\x1b[31mRED", "evil\u202egnp.exe", "cost $x^$ two", "nul\x00model"]
+    traces = [(f"t{k}\u2066", names[k % 4], "xy"[k % 2], 4 + k % 3) for k in range(16)]
+    rows = [{"trace_id": t, "model": m, "domain": d, "units": n + 1, "edges": n, "tokens": 9 * n,
+             **{name: ((k + 1) * (j + 2)) % 7 / 7 for j, name in enumerate(INDICATORS)},
+             **{dim: (k % 4) * 0.3 + j * 0.1 for j, dim in enumerate(DIMENSIONS)}}
+            for k, (t, m, d, n) in enumerate(traces)]
+    write_run(tmp_path, rows, [make_graph(*t) for t in traces])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a control character drawn in a figure: "Glyph 27 missing from font"
+        write_report(tmp_path)
+    pages = [tmp_path / "report.html", tmp_path / "report.md", *sorted((tmp_path / "traces").glob("*.html"))]
+    assert len(pages) == 2 + len(traces)
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]", text), page.name
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    for shown in ("gpt\\x1b[31mRED", "evil\\u202egnp.exe", "cost $x^$ two", "nul\\x00model"):
+        assert shown in md, shown
+    assert "t0\\u2066" in (tmp_path / "report.html").read_text(encoding="utf-8")

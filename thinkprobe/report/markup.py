@@ -4,9 +4,26 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from typing import Iterable, Mapping, Sequence
 
-__all__ = ["CSS", "SORT_JS", "ZOOM_JS", "esc", "data_uri", "html_table", "md_table", "html_page"]
+__all__ = ["CSS", "SORT_JS", "ZOOM_JS", "esc", "visible", "data_uri", "html_table", "md_table", "html_page"]
+
+# Control characters but tab, line feed and carriage return; DEL and C1; the bidirectional
+# embeddings, overrides and isolates.
+_HIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    r"""Text from the data as a page or figure shows it: control characters (an ESC sequence, a NUL)
+    and bidirectional overrides (U+202E shows "evil\u202egnp.exe" as "evilexe.png") written as
+    escapes; tabs and line breaks kept.
+
+    >>> visible("a\x1b[31mb\u202ec\x00\r\n")
+    'a\\x1b[31mb\\u202ec\\x00\r\n'
+    """
+    return _HIDDEN.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
+                       text)
 
 
 CSS = """
@@ -124,7 +141,9 @@ def md_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
 
 
 def html_page(title: str, body: str, script: str = "") -> str:
+    """A whole page; what the data put in it made `visible`."""
+    body = visible(body)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{esc(title)}</title><style>{CSS}</style></head>\n<body>\n{body}\n"
+            f"<title>{esc(visible(title))}</title><style>{CSS}</style></head>\n<body>\n{body}\n"
             f"<script>{SORT_JS}{script}</script>\n</body></html>\n")

@@ -75,15 +75,33 @@ def format_number(x: float | None, digits: int = 3) -> str:
 
 @contextlib.contextmanager
 def figure_style():
-    """matplotlib's defaults whatever the user's matplotlibrc, and a fixed SVG id salt."""
+    """matplotlib's defaults whatever the user's matplotlibrc, a fixed SVG id salt, and no mathtext: a
+    model named "cost $x^$" is a name, not a formula (it had stopped the report)."""
     import matplotlib
     import matplotlib.style
 
-    with matplotlib.style.context("default"), matplotlib.rc_context({"svg.hashsalt": "thinkprobe", "font.size": 10}):
+    with matplotlib.style.context("default"), matplotlib.rc_context({"svg.hashsalt": "thinkprobe", "font.size": 10,
+                                                                     "text.parse_math": False}):
         yield
 
 
 def png_bytes(fig, dpi: int, title: str | None = None) -> bytes:
+    """The figure as PNG, every text in it made `visible` (a control character or a bidirectional
+    override in a model name drawn as an escape)."""
+    from matplotlib.category import StrCategoryFormatter
+    from matplotlib.text import Text
+    from matplotlib.ticker import FixedFormatter, FuncFormatter
+
+    from .markup import visible
+
+    for text in fig.findobj(Text):
+        shown = visible(text.get_text())
+        if shown != text.get_text():
+            text.set_text(shown)
+    for axis in (a for ax in fig.axes for a in (ax.xaxis, ax.yaxis)):
+        named = axis.get_major_formatter()  # tick labels given as names are drawn from it, not from Text objects
+        if isinstance(named, (FixedFormatter, FuncFormatter, StrCategoryFormatter)):
+            axis.set_major_formatter(FuncFormatter(lambda x, pos, named=named: visible(str(named(x, pos)))))
     # "tight" grows the canvas to whatever the layout left outside it: nothing drawn is cut off
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None, **({"Title": title} if title else {})},

@@ -18,7 +18,7 @@ from .document import redundancy_table, report_html, report_md
 from .cot_figures import (COT_FIGURES, difficulty_figure, dynamics_figure, lengths_figure, outcome_tokens_figure,
                           pareto_figure, positions_figure, roles_figure, transitions_figure)
 from .figures import effects_figure, heatmap_figure, indicator_figure, radar_figure
-from .markup import html_page
+from .markup import html_page, visible
 from .style import DIMS, FIGURE_DPI, figure_style, png_bytes
 from .trace_pages import is_trace_page, write_trace_pages
 
@@ -206,6 +206,6 @@ def _write_report(run_dir: Path, workers: int | None, step: _Steps) -> Path:
     redundancy = redundancy_table(run_dir / REDUNDANCY_TABLE.name)
     html_doc = report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyses, group_cells)
     write_own(run_dir / "report.html", html_doc)
-    write_own(run_dir / "report.md", report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses,
-                                              group_cells))
+    write_own(run_dir / "report.md", visible(report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses,
+                                                      group_cells)))
     return run_dir / "report.html"
