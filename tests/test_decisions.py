@@ -372,7 +372,7 @@ def test_select_command_prints_every_model_with_an_interval(run_dir, tmp_path):
 def test_report_sections_list_unusual_traces_and_the_model_for_each_domain(run_dir):
     """The sections as report.html and report.md show them (tests/test_report.py checks that the
     report holds them); the whole report is not drawn here."""
-    from thinkprobe.report.decisions import decision_sections, sections_html, sections_md
+    from thinkprobe.report.decisions import RISK_HEADER, decision_sections, sections_html, sections_md
     from thinkprobe.report.glossary import GLOSSARY, glossary_items
     from thinkprobe.stats import load_table
 
@@ -383,13 +383,14 @@ def test_report_sections_list_unusual_traces_and_the_model_for_each_domain(run_d
         assert f"<h2>{title}</h2>" in page and f"## {title}" in md
     unusual = page[:page.index("<h2>Which model")]
     assert unusual.count('<a href="traces/r1-') == SETTINGS.unusual_per_model and "solo has 1 trace" in unusual
-    assert "[r1-" in md and "AUROC of failure_risk" in unusual  # the run is graded
-    assert re.search(r"AUROC of failure_risk for a wrong answer is [\d.]+ \(95% interval [\d.]+–[\d.]+, Hanley", unusual)
+    assert "[r1-" in md and "AUROC of failure_risk [95%]</th>" in unusual  # the run is graded: its table
+    assert re.search(r"<td class=l>all</td><td>\d+</td><td>\d+</td><td>[\d.]+ \[[\d.]+, [\d.]+\]</td>", unusual)
+    assert "| graded traces | n | wrong | AUROC of failure_risk [95%] | AUROC of length alone |" in md
     choice = page[page.index("<h2>Which model"):]
     assert "<td class=l>logic</td>" in choice and "<td class=l>math</td>" in choice
     defined = {name for _, items in glossary_items() for name, _ in items}
     assert {"anomaly", "anomaly_rank", "drivers", "failure_risk", "fit", "interval", "tier"} <= defined
-    assert set(sections[0].header) <= defined | {"trace", "model"}
+    assert set(sections[0].header) <= defined | {"trace", "model"} and set(RISK_HEADER) <= defined
     assert set(sections[1].header) <= defined | {"domain"}  # every header of the choice table has hover text
 
 
@@ -455,28 +456,28 @@ def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run
         graded = decisions._graded(rows, anomalies)
         return decisions._risk_auroc(rows, graded, decisions._scan_graphs(run_dir, set(), graded)[1])
 
-    text = risk_auroc(rows)
-    assert f"{len(seen)} of them are traces the failure-risk model was trained on" in text
-    assert re.search(r"on the other 13 graded traces \(7 wrong\) the AUROC of failure_risk for a wrong answer is [\d.]+", text)
-    assert "those may come from a corpus the model was trained on (in-distribution)" in text
-    assert text.count("their length alone") == 2  # over all graded traces, and over the unseen ones beside their figure
+    note, header, table = risk_auroc(rows)
+    by = {r[0]: r for r in table}
+    assert f"{len(seen)} of the graded traces are ones the failure-risk model was trained on" in note
+    assert by["not trained on"][1:3] == ["13", "7"] and re.fullmatch(r"[\d.]+ \[[\d.]+, [\d.]+\]", by["not trained on"][3])
+    assert "though they may come from a corpus the model was trained on (in-distribution)" in note
     # and by domain, as by group (BIG-Bench Mistake: the domain alone ranked wrong answers at 0.74); here every
-    # math trace is wrong and every logic trace right, so no domain holds both kinds: said once
-    assert ("within each domain (a domain can hold most of the wrong answers) too few of one kind for an AUROC "
-            "(5 right and 5 wrong needed in one domain)") in text
+    # math trace is wrong and every logic trace right, so no domain holds both kinds
+    assert by["domain math"][3] == by["domain logic"][3] == "too few of one kind (5 right and 5 wrong needed)"
+    assert "within each domain (a domain can hold most of the wrong answers)" in note
     # the baseline beside it: the same graded traces ranked by their length alone
     from thinkprobe.stats import auroc
 
     graded = [r for r in rows if r["correct"] is not None]
     length = auroc([r["tokens"] for r in graded], [not r["correct"] for r in graded])
-    assert f"their length alone (the trace's tokens, longer = riskier) gives {length:.3f}" in text
+    assert by["all"][4] == f"{length:.3f}" and by["domain math"][4] == "–"
     for k, r in enumerate(rows):  # two groups; one with too few right answers
         r["group"] = "A" if r["model"] == "r1" else "B"
-    text = risk_auroc(rows)
-    assert "within each group" in text and "A: 14 graded traces (7 wrong) the AUROC" in text
+    note, _, table = risk_auroc(rows)
+    assert "within each group" in note and ["group A", "14", "7"] == next(r for r in table if r[0] == "group A")[:3]
     few = [dict(r, correct=(r["trace_id"] != "r1-0")) for r in rows]
-    text = risk_auroc(few)
-    assert "(1 wrong): too few of one kind for an AUROC of failure_risk (5 right and 5 wrong needed)" in text
+    all_row = risk_auroc(few)[2][0]
+    assert all_row[2] == "1" and all_row[3] == "too few of one kind (5 right and 5 wrong needed)"
 
 
 # ----------------------------------------------------------------------------- training labels (real data)
@@ -541,11 +542,11 @@ def test_prepare_takes_per_corpus_caps(tmp_path, shared_data):
 def test_a_perfect_failure_risk_auroc_keeps_an_interval():
     """Hanley & McNeil's standard error is 0 at an AUROC of 1: the report printed '1.00-1.00' on 5
     right and 5 wrong traces."""
-    from thinkprobe.report.decisions import _auroc_text
+    from thinkprobe.report.decisions import _auroc_cell
 
-    text = _auroc_text([(0.9, True)] * 5 + [(0.1, False)] * 5, "On")
-    low = float(text.split("95% interval ")[1].split("–")[0])
-    assert "is 1.000" in text and low < 0.95
+    text = _auroc_cell([(0.9, True)] * 5 + [(0.1, False)] * 5)
+    low = float(text.split("[")[1].split(",")[0])
+    assert text.startswith("1.000 [") and low < 0.95
 
 
 def test_the_model_choice_table_says_told_apart_only_among_models_with_a_tier(tmp_path):

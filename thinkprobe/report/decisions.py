@@ -20,8 +20,10 @@ from .style import format_number
 __all__ = ["Section", "decision_sections", "sections_html", "sections_md"]
 
 UNUSUAL_HEADER = ["trace", "model", "anomaly", "anomaly_rank", "drivers", "failure_risk"]
+RISK_HEADER = ["graded traces", "n", "wrong", "AUROC of failure_risk [95%]", "AUROC of length alone"]
 CHOICE_HEADER = ["domain", "models", "tier 1", "fit", "interval", "accuracy", "told apart from the rest"]
 MIN_PER_CLASS = 5  # right and wrong graded traces an AUROC needs
+MAX_LEVELS_SAID = 8  # the failure_risk table breaks its AUROC down by domain and by group up to this many levels
 
 
 @dataclass
@@ -31,6 +33,7 @@ class Section:
     header: list[str]
     rows: list[list[str]]  # plain text cells; a trace cell is (trace_id, link or None)
     empty: str = ""
+    after: tuple[str, list[str], list[list[str]]] | None = None  # a second table: its note, header and rows
 
 
 CODE_MARK = "reasoning is a program; "  # before the drivers of a trace whose reasoning is code, not prose
@@ -82,9 +85,8 @@ def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], p
                  "(provenance reasoning_is_code): its units and indicators describe code, which alone can set it apart.")
     if reasons:
         note += " Not scored: " + "; ".join(reasons) + "."
-    note += _risk_auroc(rows, graded, seen)
     return Section("Unusual traces and failure risk", note, UNUSUAL_HEADER, cells,
-                   empty="No model has enough traces for anomaly scores.")
+                   empty="No model has enough traces for anomaly scores.", after=_risk_auroc(rows, graded, seen))
 
 
 def _both_kinds(graded: Sequence[tuple[float, bool]]) -> bool:
@@ -93,17 +95,17 @@ def _both_kinds(graded: Sequence[tuple[float, bool]]) -> bool:
     return min(n_wrong, len(graded) - n_wrong) >= MIN_PER_CLASS
 
 
-def _auroc_text(graded: Sequence[tuple[float, bool]], what: str) -> str:
+def _auroc_cell(graded: Sequence[tuple[float, bool]]) -> str:
+    """'0.673 [0.58, 0.76]': the AUROC of failure_risk for a wrong answer with its 95% interval (Hanley &
+    McNeil), or why there is none."""
     n_wrong = sum(w for _, w in graded)
     if not _both_kinds(graded):
-        return (f"{what} {len(graded)} graded trace{'s' if len(graded) != 1 else ''} ({n_wrong} wrong): too few of one kind for an AUROC of "
-                f"failure_risk ({MIN_PER_CLASS} right and {MIN_PER_CLASS} wrong needed)")
+        return f"too few of one kind ({MIN_PER_CLASS} right and {MIN_PER_CLASS} wrong needed)"
     value = auroc([p for p, _ in graded], [w for _, w in graded])
     pairs = n_wrong * (len(graded) - n_wrong)
     # at 0 or 1 Hanley & McNeil's standard error is 0 (an interval 1.00-1.00): take it half a pair in
     se = auroc_se(min(max(value, 0.5 / pairs), 1 - 0.5 / pairs), n_wrong, len(graded) - n_wrong)
-    return (f"{what} {len(graded)} graded traces ({n_wrong} wrong) the AUROC of failure_risk for a wrong answer is "
-            f"{value:.3f} (95% interval {max(0.0, value - 1.96 * se):.2f}–{min(1.0, value + 1.96 * se):.2f}, Hanley & McNeil)")
+    return f"{value:.3f} [{max(0.0, value - 1.96 * se):.2f}, {min(1.0, value + 1.96 * se):.2f}]"
 
 
 def _graded(rows: Sequence[Mapping], anomalies: Sequence[Mapping]) -> dict[str, tuple[float, bool]]:
@@ -113,50 +115,45 @@ def _graded(rows: Sequence[Mapping], anomalies: Sequence[Mapping]) -> dict[str, 
             if a["trace_id"] in correct and a["failure_risk"] is not None}
 
 
-def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]], seen: set[str]) -> str:
-    """The run's own AUROC of failure_risk where it has grades (`_graded`), with the traces the model was
-    trained on (`seen`, from `_scan_graphs`) counted and left out of a second figure."""
+def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]],
+                seen: set[str]) -> tuple[str, list[str], list[list[str]]] | None:
+    """The run's own AUROC of failure_risk where it has grades (`_graded`), as a table (note, header, rows):
+    over every graded trace, over those the model was not trained on (`seen`, from `_scan_graphs`), and
+    within each domain and group; each beside the same traces ranked by their length alone."""
     if not graded:
-        return ""
-    text = " " + _auroc_text(list(graded.values()), "On this run's") + _length_text(rows, graded)
+        return None
+    tokens = {r["trace_id"]: r["tokens"] for r in rows if r.get("tokens") is not None}
+
+    def row(label: str, part: Mapping[str, tuple[float, bool]]) -> list[str]:
+        by_length = [(tokens[t], wrong) for t, (_, wrong) in part.items() if t in tokens]
+        length = (f"{auroc([n for n, _ in by_length], [w for _, w in by_length]):.3f}" if _both_kinds(by_length)
+                  else "–")
+        return [label, str(len(part)), str(sum(w for _, w in part.values())), _auroc_cell(list(part.values())), length]
+
+    table = [row("all", graded)]
+    note = ("How well failure_risk tells this run's wrong answers from its right ones: the AUROC (95% interval, "
+            "Hanley & McNeil) beside that of the traces' length alone (their tokens, longer = riskier; under 0.5, "
+            "shorter traces are the more often wrong).")
     if seen and len(seen) == len(graded):
-        text += (f"; all {len(seen)} are traces the failure-risk model was trained on (recognised by their opening words and signs), so that "
-                 "figure is in-sample and says nothing of traces it has not seen")
+        note += (f" All {len(seen)} graded traces are traces the failure-risk model was trained on (recognised by their "
+                 "opening words and signs): the figures are in-sample and say nothing of traces it has not seen.")
     elif seen:
-        unseen = {t: v for t, v in graded.items() if t not in seen}
-        text += (f"; {len(seen)} of them {'is a trace' if len(seen) == 1 else 'are traces'} the failure-risk model was "
-                 "trained on (recognised by their opening words and signs), so that figure is partly in-sample; on the "
-                 "other " + _auroc_text(list(unseen.values()), "").strip() + _length_text(rows, unseen)
-                 + "; those may come from a corpus the model was trained on (in-distribution): its card gives what it "
-                   "reaches on each corpus left out of training")
-    for by, why in (("group", "a condition can separate right from wrong answers by itself"),
-                    ("domain", "a domain can hold most of the wrong answers")):
+        table.append(row("not trained on", {t: v for t, v in graded.items() if t not in seen}))
+        note += (f" {len(seen)} of the graded traces {'is one' if len(seen) == 1 else 'are ones'} the failure-risk model was "
+                 "trained on (recognised by their opening words and signs), so the first row is partly in-sample; the "
+                 "second leaves them out, though they may come from a corpus the model was trained on "
+                 "(in-distribution): its card gives what it reaches on each corpus left out of training.")
+    split = []
+    for by, why in (("domain", "a domain can hold most of the wrong answers"),
+                    ("group", "a condition can separate right from wrong answers by itself")):
         level_of = {r["trace_id"]: r.get(by) for r in rows}
         levels = sorted({str(level_of[t]) for t in graded if level_of.get(t) is not None})
         if 1 < len(levels) <= MAX_LEVELS_SAID:  # a design factor can carry the whole ranking (MiP against normal)
-            parts = {v: [g for t, g in graded.items() if str(level_of.get(t)) == v] for v in levels}
-            if not any(_both_kinds(p) for p in parts.values()):
-                text += (f"; within each {by} ({why}) too few of one kind for an AUROC ({MIN_PER_CLASS} right and "
-                         f"{MIN_PER_CLASS} wrong needed in one {by})")
-                continue
-            text += f"; within each {by} ({why}): " + "; ".join(
-                f"{v}: " + _auroc_text(p, "").strip() for v, p in parts.items())
-    return text + "."
-
-
-MAX_LEVELS_SAID = 8  # the failure_risk paragraph breaks its AUROC down by group and by domain up to this many
-
-
-def _length_text(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]]) -> str:
-    """The same traces ranked by their length alone (the tokens of all their units), the baseline failure_risk
-    has to beat (a helper's in-distribution samples of ProcessBench and BIG-Bench Mistake ranked higher by it)."""
-    tokens = {r["trace_id"]: r["tokens"] for r in rows if r.get("tokens") is not None}
-    pairs = [(tokens[t], wrong) for t, (_, wrong) in graded.items() if t in tokens]
-    if not _both_kinds(pairs):
-        return ""
-    value = auroc([n for n, _ in pairs], [w for _, w in pairs])
-    return (f"; their length alone (the trace's tokens, longer = riskier) gives {value:.3f}"
-            + (": shorter traces are the more often wrong here" if value < 0.5 else ""))
+            table += [row(f"{by} {v}", {t: g for t, g in graded.items() if str(level_of.get(t)) == v}) for v in levels]
+            split.append(f"within each {by} ({why})")
+    if split:
+        note += " Then the same " + " and ".join(split) + "."
+    return note, RISK_HEADER, table
 
 
 def _choice(run_dir: Path, rows: Sequence[Mapping]) -> Section:
@@ -229,6 +226,10 @@ def sections_html(sections: Sequence[Section], titles: Mapping[str, str]) -> str
         table = (html_table(s.header, [[_html_cell(v) for v in row] for row in s.rows], left=2, cls="sortable wrap",
                             titles=titles) if s.rows else f"<p class=note>{esc(s.empty)}</p>")
         out.append(f"<h2>{esc(s.title)}</h2><p class=note>{esc(s.note)}</p>{table}")
+        if s.after:
+            note, header, rows = s.after
+            out.append(f"<p class=note>{esc(note)}</p>" + html_table(header, [[esc(v) for v in row] for row in rows],
+                                                                      titles=titles))
     return "\n".join(out)
 
 
@@ -237,4 +238,7 @@ def sections_md(sections: Sequence[Section]) -> list[str]:
     for s in sections:
         parts += [f"## {s.title}", "", s.note, "",
                   md_table(s.header, [[_md_cell(v) for v in row] for row in s.rows]) if s.rows else s.empty, ""]
+        if s.after:
+            note, header, rows = s.after
+            parts += [note, "", md_table(header, rows), ""]
     return parts

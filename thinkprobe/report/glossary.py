@@ -110,6 +110,14 @@ DECISIONS_GLOSSARY: dict[str, str] = {
             "there, and ends at the first model told apart from its first; none (–) for a model with fewer than "
             "stats.select_min_traces traces",
     "accuracy": "share of the model's graded traces whose final answer is correct",
+    "graded traces": "which of the run's graded traces a row of the failure-risk table covers: all, those the "
+                     "failure-risk model was not trained on, or those of one domain or group",
+    "AUROC of failure_risk [95%]": "how well failure_risk ranks the row's wrong answers above its right ones (0.5: "
+                                   "no better than chance), with its 95% interval (Hanley & McNeil); none with "
+                                   "fewer than 5 right or 5 wrong traces",
+    "wrong": "graded traces whose final answer is wrong (a grade of the record or the matcher's verdict)",
+    "AUROC of length alone": "the same traces ranked by their tokens alone (longer = riskier): the baseline "
+                             "failure_risk has to beat",
     "models": "models with traces in the domain, ranked by fit",
     "tier 1": "the domain's best-fitting model and, in order of fit, the models after it up to, not including, "
               "the first one the run tells apart from it (see tier): a profile that fits, not a model that answers "
