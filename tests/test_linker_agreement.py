@@ -100,3 +100,18 @@ def test_a_run_without_a_measured_agreement_says_so_and_has_no_columns(tmp_path)
     assert "ρ people" not in md.split("## Glossary")[0].replace("ρ people, ρ silver", "")
     assert "How well this run's indicators agree with people's graphs is not known: no agreement.json" in md
     assert run_agreement(run) is None
+
+
+def test_unusual_traces_mark_the_drivers_that_agree_poorly(tmp_path):
+    """On tts_knowledge the most unusual traces were set apart by cross_branch_connectivity and
+    convergence_index (z 4-9), indicators of synthesis edges that people's graphs never hold."""
+    from thinkprobe.report.decisions import _drivers
+    from thinkprobe.report.text import poorly_agreeing
+
+    info = linker_agreement(SimpleNamespace(types="head"), SimpleNamespace(name="parser", model_dir=SHIPPED))
+    poor = {n for n in INDICATORS if poorly_agreeing(info, n, 0.6)}
+    assert {"cross_branch_connectivity", "convergence_index", "recurrence_ratio"} <= poor
+    assert "hedging_density" not in poor and "semantic_spread" not in poor
+    assert (_drivers("cross_branch_connectivity +8.6; hedging_density +3.1; convergence_index -2.0", poor)
+            == "cross_branch_connectivity +8.6 ⚠; hedging_density +3.1; convergence_index -2.0 ⚠")
+    assert _drivers(None, poor) == "–" and _drivers("semantic_spread +2.2", set()) == "semantic_spread +2.2"

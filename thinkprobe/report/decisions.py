@@ -14,8 +14,10 @@ from ..choice import select_by_domain
 from ..records import iter_graph_records
 from ..risk import trace_key, training_keys
 from ..stats import auroc, auroc_se, stats_settings
+from ..indicators import INDICATORS
 from .markup import esc, html_table, md_table
 from .style import format_number
+from .text import poorly_agreeing, run_agreement
 
 __all__ = ["Section", "decision_sections", "sections_html", "sections_md"]
 
@@ -69,8 +71,10 @@ def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], p
         listed += ranked[:per_model]
     graded = _graded(rows, anomalies)
     code, seen = _scan_graphs(run_dir, {a["trace_id"] for a in listed}, graded)
+    agreement, floor = run_agreement(run_dir), stats_settings(run_dir).min_agreement
+    poor = {name for name in INDICATORS if agreement and poorly_agreeing(agreement, name, floor)}
     cells = [[(a["trace_id"], pages.get(a["trace_id"])), a["model"], format_number(a["anomaly"], 2),
-              str(a["anomaly_rank"]), (CODE_MARK if a["trace_id"] in code else "") + (a["drivers"] or "–"),
+              str(a["anomaly_rank"]), (CODE_MARK if a["trace_id"] in code else "") + _drivers(a["drivers"], poor),
               format_number(a["failure_risk"], 2)] for a in listed]
     reasons = sorted({a["anomaly_reason"] for a in anomalies if a["anomaly_reason"]})
     note = ((f"The {per_model} most unusual traces of each model: anomaly" if listed else "Anomaly")
@@ -83,10 +87,21 @@ def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], p
     if code:
         note += (f" \"{CODE_MARK.rstrip('; ')}\" marks a trace whose reasoning is a Python program, not prose "
                  "(provenance reasoning_is_code): its units and indicators describe code, which alone can set it apart.")
+    if any("⚠" in row[4] for row in cells):
+        note += (f" ⚠ marks a driver whose values on the linker's graphs agree with annotated graphs under ρ {floor} "
+                 "(the effect table's ρ columns): the trace may stand out in how the parser read it rather than in "
+                 "how it reasons.")
     if reasons:
         note += " Not scored: " + "; ".join(reasons) + "."
     return Section("Unusual traces and failure risk", note, UNUSUAL_HEADER, cells,
                    empty="No model has enough traces for anomaly scores.", after=_risk_auroc(rows, graded, seen))
+
+
+def _drivers(drivers: str | None, poor: set[str]) -> str:
+    """anomalies.csv's drivers ("idea_count +6.5; semantic_spread +3.8") with ⚠ after each in `poor`."""
+    if not drivers:
+        return "–"
+    return "; ".join(d + (" ⚠" if d.split(" ")[0] in poor else "") for d in drivers.split("; "))
 
 
 def _both_kinds(graded: Sequence[tuple[float, bool]]) -> bool:
