@@ -8,7 +8,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy.stats import mannwhitneyu
 
-__all__ = ["auroc", "auroc_se", "auroc_within", "factor_auroc"]
+__all__ = ["auroc", "auroc_se", "auroc_interval", "auroc_within", "factor_auroc"]
 
 
 def auroc(scores: Sequence[float], positive: Sequence[bool]) -> float | None:
@@ -34,6 +34,18 @@ def auroc_se(value: float, n_pos: int, n_neg: int) -> float:
     q1, q2 = value / (2 - value), 2 * value ** 2 / (1 + value)
     var = (value * (1 - value) + (n_pos - 1) * (q1 - value ** 2) + (n_neg - 1) * (q2 - value ** 2)) / (n_pos * n_neg)
     return math.sqrt(max(var, 0.0))
+
+
+def auroc_interval(value: float, n_pos: int, n_neg: int, z: float = 1.96) -> tuple[float, float]:
+    """value ± z Hanley & McNeil standard errors, clipped to [0, 1]. At 0 or 1 the standard error is 0 (an
+    interval 1.00-1.00 on 5 and 5 traces), so it is taken half a pair in.
+
+    >>> [round(x, 3) for x in auroc_interval(0.8, 50, 50)]
+    [0.713, 0.887]
+    """
+    pairs = n_pos * n_neg
+    half = z * auroc_se(min(max(value, 0.5 / pairs), 1 - 0.5 / pairs), n_pos, n_neg)
+    return max(0.0, value - half), min(1.0, value + half)
 
 
 def auroc_within(scores: np.ndarray, wrong: np.ndarray, models: np.ndarray,

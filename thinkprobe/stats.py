@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy.stats import kruskal
 
-from .auroc import auroc, auroc_se, auroc_within, factor_auroc
+from .auroc import auroc, auroc_interval, auroc_se, auroc_within, factor_auroc
 from .config import StatsSettings
 from .crossing import factor_crossing, model_crossing
 from .indicators import DIMENSIONS, INDICATORS
@@ -31,7 +31,7 @@ from .records import iter_graph_records
 from .tables import csv_text, write_atomic
 
 __all__ = ["GROUPINGS", "stats_settings", "compute_stats", "write_stats", "holm", "kruskal_test",
-           "chance_eps2", "length_residuals", "split_half_reliability", "icc1", "auroc", "auroc_se", "outcome_validity",
+           "chance_eps2", "length_residuals", "split_half_reliability", "icc1", "auroc", "auroc_se", "auroc_interval", "outcome_validity",
            "load_table", "STATS_TABLE", "stats_rows", "stats_csv"]
 
 # "group" (a design factor beside model and domain) is tested only in runs where some trace has one,

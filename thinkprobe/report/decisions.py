@@ -13,7 +13,7 @@ from ..anomalies import read_anomalies
 from ..choice import select_by_domain
 from ..records import iter_graph_records
 from ..risk import trace_key, training_keys
-from ..stats import auroc, auroc_se, stats_settings
+from ..stats import auroc, auroc_interval, stats_settings
 from ..indicators import INDICATORS
 from .markup import esc, html_table, md_table
 from .style import format_number
@@ -117,10 +117,8 @@ def _auroc_cell(graded: Sequence[tuple[float, bool]]) -> str:
     if not _both_kinds(graded):
         return f"too few of one kind ({MIN_PER_CLASS} right and {MIN_PER_CLASS} wrong needed)"
     value = auroc([p for p, _ in graded], [w for _, w in graded])
-    pairs = n_wrong * (len(graded) - n_wrong)
-    # at 0 or 1 Hanley & McNeil's standard error is 0 (an interval 1.00-1.00): take it half a pair in
-    se = auroc_se(min(max(value, 0.5 / pairs), 1 - 0.5 / pairs), n_wrong, len(graded) - n_wrong)
-    return f"{value:.3f} [{max(0.0, value - 1.96 * se):.2f}, {min(1.0, value + 1.96 * se):.2f}]"
+    low, high = auroc_interval(value, n_wrong, len(graded) - n_wrong)
+    return f"{value:.3f} [{low:.2f}, {high:.2f}]"
 
 
 def _graded(rows: Sequence[Mapping], anomalies: Sequence[Mapping]) -> dict[str, tuple[float, bool]]:

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ..stats import ICC_MIN_CLUSTERS, TESTED, auroc_se
+from ..stats import ICC_MIN_CLUSTERS, TESTED, auroc_interval, auroc_se
 from .glossary import GLOSSARY
 from .markup import esc
 from .style import DIMS, display_label, format_number
@@ -451,17 +451,17 @@ def no_icc_text(stats: Mapping) -> str:
     return text + "."
 
 
-def _auroc_interval(value: float | None, n_wrong: int, n_right: int) -> str:
+def _auroc_with_interval(value: float | None, n_wrong: int, n_right: int) -> str:
     """'0.70 [0.61, 0.80]': the AUROC with ±1.96 Hanley & McNeil standard errors, clipped to [0, 1]."""
     if value is None or not n_wrong or not n_right:
         return format_number(value, 2)
-    half = 1.96 * auroc_se(value, n_wrong, n_right)
-    return f"{format_number(value, 2)} [{format_number(max(0.0, value - half), 2)}, {format_number(min(1.0, value + half), 2)}]"
+    low, high = auroc_interval(value, n_wrong, n_right)
+    return f"{format_number(value, 2)} [{format_number(low, 2)}, {format_number(high, 2)}]"
 
 
 def outcome_rows(stats: Mapping) -> list[list[str]]:
     o = stats["outcome"]
-    return [[e["variable"], _auroc_interval(e["outcome"]["auroc_wrong"], o["wrong"], o["graded"] - o["wrong"]),
+    return [[e["variable"], _auroc_with_interval(e["outcome"]["auroc_wrong"], o["wrong"], o["graded"] - o["wrong"]),
              format_number(e["outcome"]["auroc_wrong_within_model"], 2)]
             for e in stats["variables"] if e["outcome"] is not None]
 
