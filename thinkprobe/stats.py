@@ -6,7 +6,7 @@ does not explain (length-controlled); the eps2 that random group labels give ((k
 chance-corrected eps2; the model/domain ratio; the split-half reliability of the model means and,
 when a model answered one question several times, the intraclass correlation; and, when answers are
 graded, how well each indicator flags a wrong answer. Holm-corrected p-values, bootstrap intervals
-for the model profiles. Reads indicators.csv, profile.csv (and graphs.jsonl, redundancy.csv and
+for the model profiles and (thinkprobe.effect_intervals) for the corrected eps2 and the ratios. Reads indicators.csv, profile.csv (and graphs.jsonl, redundancy.csv and
 run.json when present); writes stats.json, stats.csv and stats.parquet. Settings: the `stats` section of the config.
 """
 from __future__ import annotations
@@ -24,6 +24,7 @@ from scipy.stats import kruskal
 from .auroc import auroc, auroc_interval, auroc_se, auroc_within, factor_auroc
 from .config import StatsSettings
 from .crossing import factor_crossing, model_crossing
+from .effect_intervals import CSV_FIELDS as INTERVAL_FIELDS, METHOD as INTERVAL_METHOD, add_effect_intervals
 from .indicators import DIMENSIONS, INDICATORS
 from .outputs import (INDICATORS_TABLE, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, STATS_JSON, STATS_PARQUET, Table,
                       read_table, write_table)
@@ -467,7 +468,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
     perm = {"min_group": cfg.min_group, "chance": True}
     groupings = run_groupings(rows)
 
-    results = []
+    results, columns = [], []  # columns: each variable's values and length residuals, for the intervals
     for name, kind, dim in variables:
         values = [r[name] for r in rows]
         tied = _mostly_tied(values, cfg.length_control_max_tied)
@@ -475,6 +476,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
             "n": len(values), "slope": None, "intercept": None, "r2": None, "reason": tied})
         entry = {"variable": name, "kind": kind, "dimension": dim,
                  "length_controlled": {"fit": fit}, "reliability": {}}
+        columns.append((values, resid if tied is None else None))
         for by in groupings:
             labels = [r[by] for r in rows]
             entry[by] = _grouped_test(values, labels, **perm)
@@ -516,6 +518,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
         lc = e["length_controlled"]
         e["ratio_length_corrected"] = _ratio(lc["model"].get("eps2_corrected"), lc["domain"].get("eps2_corrected"),
                                              cfg.ratio_floor)
+    add_effect_intervals(results, columns, {by: [r[by] for r in rows] for by in groupings}, cfg)
 
     graded_rows = [r for r in rows if r["correct"] is not None]
     return _round_all({
@@ -532,6 +535,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
                      "ratio_corrected": "eps2_corrected(model) / eps2_corrected(domain); none when both are under "
                                         "ratio_floor; a side under it is raised to it (the report's ratio; "
                                         "ratio_length_corrected: the same on the length-controlled tests)",
+                     "effect_intervals": INTERVAL_METHOD,
                      "split_half": "mean Pearson r of model means between random halves (0 for a split with one "
                                    "half's means all equal), Spearman-Brown 2r / (1 + r); not testable with fewer "
                                    "than split_half_min_varying traces away from the most common value",
@@ -598,7 +602,7 @@ def _csv_fields() -> list[tuple[str, tuple, str]]:
                ("icc", ("reliability", "icc", "icc"), "float"), ("icc_clusters", ("reliability", "icc", "clusters"), "int"),
                ("auroc_wrong", ("outcome", "auroc_wrong"), "float"),
                ("auroc_wrong_within_model", ("outcome", "auroc_wrong_within_model"), "float")]
-    return fields
+    return fields + INTERVAL_FIELDS  # the bootstrap intervals last, so that earlier columns keep their place
 
 
 _CSV_TYPES = {"status": "str", "k": "int", "n": "int", "significant": "int"}
@@ -610,10 +614,13 @@ assert STATS_TABLE.parquet_name == STATS_PARQUET
 
 
 def _dig(entry: Mapping, path: tuple):
-    for key in path:
-        if not isinstance(entry, Mapping):
+    for key in path:  # a str key of a dict, an int one of a list (an interval's end)
+        if isinstance(key, int):
+            entry = entry[key] if isinstance(entry, list) and len(entry) > key else None
+        elif isinstance(entry, Mapping):
+            entry = entry.get(key)
+        else:
             return None
-        entry = entry.get(key)
     return entry
 
 
