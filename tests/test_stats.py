@@ -718,3 +718,147 @@ def test_split_half_of_a_value_one_model_alone_has_is_not_a_perfect_reliability(
     spread = [("abcd".index(m) + rng.normal(0, 0.5)) for m in models]
     assert (split_half_reliability(spread, models, 50, 0, min_varying=10)
             == split_half_reliability(spread, models, 50, 0))
+
+
+# --------------------------------------------------------------------------- bootstrap intervals of eps2 and the ratio
+
+
+def effect_run_rows(n_per: int = 20, seed: int = 3) -> list[dict]:
+    """Three models x n_per traces over two domains: idea_count and Depth differ strongly by model, backtracking_rate
+    is noise, cross_branch_connectivity is 0 everywhere; tokens vary, so the length-controlled tests run."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for m, model in enumerate(("a", "b", "c")):
+        for k in range(n_per):
+            rows.append({"trace_id": f"{model}-{k}", "model": model, "domain": ("x", "y")[k % 2],
+                         "tokens": int(rng.integers(50, 500)), "idea_count": round(2.0 * m + rng.normal(), 1),
+                         "backtracking_rate": float(rng.normal()), "Depth": float(m + 0.5 * rng.normal())})
+    return rows
+
+
+def slow_corrected_eps2(values, labels, index, min_group=2):
+    """Chance-corrected eps2 of each resample (rows of `index`) by scipy.stats.kruskal, over the traces and
+    categories the point estimate's test uses (a category drawn no trace of leaves k); NaN for none."""
+    values = np.asarray(values, dtype=np.float64)
+    counts = {}
+    for v, g in zip(values, labels):
+        if g is not None and np.isfinite(v):
+            counts[g] = counts.get(g, 0) + 1
+    kept = {g for g, c in counts.items() if c >= min_group}
+    out = []
+    for draw in index:
+        groups = {}
+        for i in draw:
+            if labels[i] in kept and np.isfinite(values[i]):
+                groups.setdefault(labels[i], []).append(values[i])
+        n, k = sum(map(len, groups.values())), len(groups)
+        out.append(math.nan if k < 2 else kruskal(*groups.values())[0] / (n - 1) - (k - 1) / (n - 1))
+    return np.array(out)
+
+
+def test_the_vectorised_eps2_of_each_resample_is_scipys_kruskal():
+    from thinkprobe.effect_intervals import corrected_eps2_draws, label_codes, percentile_interval, plan_test
+
+    rng = np.random.default_rng(7)
+    n = 40
+    values = np.round(rng.normal(size=n), 1)  # ties, and a trace drawn twice ties with itself
+    values[5] = math.nan
+    models = [("a", "b", "c")[i % 3] for i in range(n)]
+    models[0], models[1], models[2] = "tiny", "tiny", "lone"  # 2 traces (often drawn none), 1 (left out)
+    domains = [None if i % 7 == 0 else ("x", "y")[i % 2] for i in range(n)]
+    index = rng.integers(0, n, size=(60, n))
+    counts = np.stack([np.bincount(row, minlength=n) for row in index], axis=1).astype(np.float64)
+    rankings, out = {}, {}
+    for by, labels in (("model", models), ("domain", domains)):
+        plan_test(rankings, ("v",), by, values, label_codes(labels)[1], 2)
+        out[by] = np.full(len(index), math.nan)
+    assert len(rankings) == 2  # the domain's test leaves out the traces without one: a set of its own
+    corrected_eps2_draws(counts, list(rankings.values()), out, slice(0, len(index)))
+    for by, labels in (("model", models), ("domain", domains)):
+        slow = slow_corrected_eps2(values, labels, index)
+        assert np.isfinite(slow).all()
+        assert out[by] == pytest.approx(slow, abs=1e-9)
+        assert percentile_interval(out[by], 0.95) == pytest.approx(list(np.percentile(slow, [2.5, 97.5])), abs=1e-9)
+    # some resamples drew neither "tiny" trace: k is smaller there, and still matches
+    assert any(not ({0, 1} & set(row)) for row in index)
+
+
+def test_the_intervals_in_stats_json_are_scipys_on_the_seeded_resamples(tmp_path):
+    from thinkprobe.effect_intervals import floored_ratio
+    from thinkprobe.stats import length_residuals
+
+    rows = effect_run_rows()
+    stats = compute_stats(write_run(tmp_path, rows))
+    cfg = stats["settings"]
+    n = len(rows)
+    index = np.random.default_rng(cfg["bootstrap_seed"]).integers(0, n, size=(cfg["bootstrap_resamples"], n))
+    entry = variable(stats, "Depth")
+    values = [r["Depth"] for r in rows]
+    resid, _ = length_residuals(values, [math.log(r["tokens"]) for r in rows])  # the whole-run fit, not refitted
+    for x, tests, ratio in ((values, entry, "ratio_corrected"), (resid, entry["length_controlled"], "ratio_length_corrected")):
+        slow = {by: slow_corrected_eps2(x, [r[by] for r in rows], index) for by in ("model", "domain")}
+        for by in ("model", "domain"):
+            assert tests[by]["eps2_corrected_ci"] == pytest.approx(list(np.percentile(slow[by], [2.5, 97.5])), rel=1e-5)
+        expected = np.percentile(floored_ratio(slow["model"], slow["domain"], cfg["ratio_floor"]), [2.5, 97.5])
+        assert entry[ratio]["value"] is not None and entry[ratio]["ci"] == pytest.approx(list(expected), rel=1e-5)
+
+
+def test_a_strong_effect_excludes_zero_and_noise_includes_it(tmp_path):
+    stats = compute_stats(write_run(tmp_path, effect_run_rows()))
+    for name in ("idea_count", "Depth", "backtracking_rate"):
+        for tests in (variable(stats, name), variable(stats, name)["length_controlled"]):
+            for by in ("model", "domain"):
+                low, high = tests[by]["eps2_corrected_ci"]
+                assert low <= tests[by]["eps2_corrected"] <= high, (name, by)
+    for name in ("idea_count", "Depth"):
+        assert variable(stats, name)["model"]["eps2_corrected_ci"][0] > 0.3
+        assert variable(stats, name)["length_controlled"]["model"]["eps2_corrected_ci"][0] > 0.3
+        ratio = variable(stats, name)["ratio_corrected"]
+        assert ratio["ci"][0] <= ratio["value"] <= ratio["ci"][1]
+    noise = variable(stats, "backtracking_rate")
+    for by in ("model", "domain"):
+        low, high = noise[by]["eps2_corrected_ci"]
+        assert low < 0 < high, by
+    # a test that did not run has no interval, in stats.json and stats.csv
+    constant = variable(stats, "cross_branch_connectivity")
+    assert constant["model"]["status"] == "constant" and constant["model"]["eps2_corrected_ci"] is None
+    assert constant["ratio_corrected"]["ci"] is None
+    from thinkprobe.stats import stats_rows
+    row = next(r for r in stats_rows(stats) if r["variable"] == "cross_branch_connectivity")
+    assert row["eps2_corrected_ci_low_model"] is None
+    row = next(r for r in stats_rows(stats) if r["variable"] == "Depth")
+    assert (row["eps2_corrected_ci_low_model"], row["ratio_length_corrected_ci_high"]) == (
+        variable(stats, "Depth")["model"]["eps2_corrected_ci"][0], variable(stats, "Depth")["ratio_length_corrected"]["ci"][1])
+
+
+def test_the_ratio_interval_follows_the_floor_rule():
+    from thinkprobe.effect_intervals import ratio_interval
+
+    model = np.array([0.3, 0.2, 0.005, 0.004, math.nan])
+    domain = np.array([0.1, 0.001, 0.2, 0.002, 0.1])
+    got = ratio_interval(model, domain, 0.01, 0.9)
+    # floored: 0.3 / 0.1, 0.2 / 0.01 (domain raised), 0.01 / 0.2 (model raised), 0.01 / 0.01 (both); the NaN left out
+    assert got["ci"] == pytest.approx(list(np.percentile([3.0, 20.0, 0.05, 1.0], [5, 95])))
+    assert got["ci_floored"] == {"domain": 0.25, "model": 0.25, "both": 0.25}
+
+
+def test_a_ratio_without_a_value_has_no_interval(tmp_path):
+    rows = effect_run_rows()
+    for r in rows:  # 1 in one trace of each model and domain, 0 elsewhere: eps2 0 by model and by domain
+        r["backtracking_rate"] = 1.0 if r["trace_id"].endswith(("-0", "-1")) else 0.0
+    entry = variable(compute_stats(write_run(tmp_path, rows)), "backtracking_rate")
+    assert entry["model"]["status"] == "ok" and entry["model"]["eps2_corrected_ci"] is not None
+    assert entry["ratio_corrected"]["value"] is None and entry["ratio_corrected"]["ci"] is None
+
+
+def test_the_intervals_do_not_depend_on_the_block_size_and_repeat_exactly(tmp_path, monkeypatch):
+    import thinkprobe.effect_intervals as effect_intervals
+
+    run = write_run(tmp_path, effect_run_rows())
+    whole = compute_stats(run)
+    assert json.dumps(whole, sort_keys=True) == json.dumps(compute_stats(run), sort_keys=True)
+    monkeypatch.setattr(effect_intervals, "BLOCK_CELLS", 7 * 60)  # 7 resamples a block, the last one of 6
+    blocked = compute_stats(run)
+    assert json.dumps(blocked, sort_keys=True) == json.dumps(whole, sort_keys=True)
+    seeded = compute_stats(run, stats_settings(run).__class__(**{**stats_settings(run).__dict__, "bootstrap_seed": 1}))
+    assert variable(seeded, "Depth")["model"]["eps2_corrected_ci"] != variable(whole, "Depth")["model"]["eps2_corrected_ci"]
