@@ -390,6 +390,45 @@ def test_effect_table_has_length_controlled_corrected_and_reliability(run_dir):
     for header in ("corrected model", "length-controlled model", "length-controlled ratio", "split-half"):
         assert f">{header}</th>" in page
     assert "random labels give the same traces on average, (k − 1) / (n − 1)" in page and "log tokens" in page
+    # the corrected model eps2 with its bootstrap interval, and the method note saying what it is
+    assert re.search(r'<td>-?[\d.]+<span class="ci">\[-?[\d.]+, -?[\d.]+\]</span></td>', page)
+    assert "percentile bootstrap interval, 1000 resamples of the run" in page
+
+
+def test_effect_sizes_and_the_headline_carry_their_bootstrap_intervals(tmp_path):
+    import numpy as np
+
+    from thinkprobe.report.glossary import STATS_GLOSSARY
+    from thinkprobe.report.style import format_number
+    from thinkprobe.report.text import effect_header, effect_rows, headline, interval_text, method_note
+    from thinkprobe.stats import compute_stats
+
+    rng = np.random.default_rng(3)
+    rows = [{"trace_id": f"{m}-{k}", "model": m, "domain": ("x", "y")[k % 2], "tokens": int(rng.integers(50, 500)),
+             "Depth": float(j + 0.5 * rng.normal()), "idea_count": float(j + 0.5 * rng.normal())}
+            for j, m in enumerate(("a", "b", "c")) for k in range(20)]
+    stats = compute_stats(write_run(tmp_path, rows))
+    depth = next(e for e in stats["variables"] if e["variable"] == "Depth")
+    lc = depth["length_controlled"]["model"]
+    low, high = lc["eps2_corrected_ci"]
+    assert (f"Depth (corrected ε² {format_number(lc['eps2_corrected'], 2)} [{format_number(low, 2)}, "
+            f"{format_number(high, 2)}])") in headline(stats)[0]
+    cells = dict(zip(effect_header(stats), effect_rows(stats, html_out=False)[stats["variables"].index(depth)]))
+    assert cells["corrected model"] == (format_number(depth["model"]["eps2_corrected"], 2)
+                                        + interval_text(depth["model"]["eps2_corrected_ci"]))
+    assert re.fullmatch(r"[\d.]+ \[[\d.]+, [\d.]+\] \*", cells["length-controlled model"])
+    for column in ("ratio", "length-controlled ratio"):
+        assert re.fullmatch(r"(≥ |≤ )?[\d.]+ \[[\d.]+, [\d.]+\]", cells[column]), cells[column]
+    assert "[" not in cells["corrected domain"]  # the domain's intervals are in stats.json only
+    note = method_note(stats)
+    assert "95% percentile bootstrap interval, 1000 resamples of the run's traces with replacement (seed 0)" in note
+    assert "residuals of the whole-run fit resampled" in note and "both under: 1" in note
+    assert "bootstrap interval" in STATS_GLOSSARY
+    # a stats.json written before the intervals reads as before: no brackets, no interval note
+    old = json.loads(json.dumps(stats).replace('"eps2_corrected_ci"', '"gone"').replace('"ci"', '"gone2"'))
+    del old["settings"]["effect_intervals"]
+    assert "[" not in headline(old)[0] and "percentile bootstrap interval" not in method_note(old)
+    assert "[" not in dict(zip(effect_header(old), effect_rows(old, html_out=False)[0]))["ratio"]
 
 
 def test_acc_has_its_own_n(tmp_path):

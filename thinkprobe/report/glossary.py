@@ -37,6 +37,10 @@ STATS_GLOSSARY: dict[str, str] = {
                          "not testable where most traces share one value (mostly 0): the residuals of those would "
                          "differ by length alone",
     "ratio": "corrected ε²(model) / corrected ε²(domain), none when both are under the floor",
+    "bootstrap interval": "[low, high] after a corrected ε² or a ratio: the middle ci_level (95% by default) of its values over "
+                          "resamples of the run's traces with replacement (percentile bootstrap; the same resamples "
+                          "for model and domain, and for the length-controlled values the whole-run residuals "
+                          "resampled); how much the number would move with other traces like these",
     "group": "a third grouping factor beside model and domain, named at profiling time (--group-field, --group or "
              "(?P<group>...) in --path-pattern: a design condition, a thinking budget); tested like the domain over "
              "the traces that have one; a run where no trace has one has no group tests",

@@ -13,7 +13,7 @@ from .markup import esc
 from .style import DIMS, display_label, format_number
 from ..progress import one_line
 
-__all__ = ["no_icc_text", "headline", "run_agreement", "agreement_note", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "icc_rows", "outcome_rows", "too_few_text", "summary_text", "method_note", "NO_RADAR", "outcome_text", "z_text"]
+__all__ = ["no_icc_text", "headline", "run_agreement", "agreement_note", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "interval_text", "icc_rows", "outcome_rows", "too_few_text", "summary_text", "method_note", "effect_interval_note", "NO_RADAR", "outcome_text", "z_text"]
 
 
 def _dims(stats: Mapping) -> list[Mapping]:
@@ -22,6 +22,19 @@ def _dims(stats: Mapping) -> list[Mapping]:
 
 def _list(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def interval_text(ci: Sequence[float] | None) -> str:
+    """' [0.30, 0.44]': a bootstrap interval (stats.json's eps2_corrected_ci, a ratio's ci) to follow its
+    value; '' where there is none (a test not run, a run whose stats.json predates the intervals)."""
+    return f" [{format_number(ci[0], 2)}, {format_number(ci[1], 2)}]" if ci else ""
+
+
+def _interval_cell(ci: Sequence[float] | None, html_out: bool) -> str:
+    """interval_text for a table cell: in HTML on a line of its own under the value (class ci), so that the
+    effect table keeps within a 1000 px window."""
+    text = interval_text(ci)
+    return f'<span class="ci">{esc(text.strip())}</span>' if html_out and text else text
 
 
 def has_group(stats: Mapping) -> bool:
@@ -42,8 +55,10 @@ def _factor_sentence(stats: Mapping, by: str) -> str | None:
     tests = [(e["length_controlled"][by], e["variable"]) for e in _dims(stats)]
     found = sorted(((t["eps2_corrected"], v) for t, v in tests
                     if t["status"] == TESTED and t.get("significant") and (t["eps2_corrected"] or 0) >= floor), reverse=True)
+    ci = {v: t.get("eps2_corrected_ci") for t, v in tests}
     if found:
-        return (f"The {by} matters most for " + _list([f"{v} (corrected ε² {format_number(x, 2)})" for x, v in found[:2]])
+        return (f"The {by} matters most for "
+                + _list([f"{v} (corrected ε² {format_number(x, 2)}{interval_text(ci[v])})" for x, v in found[:2]])
                 + " after length control.")
     tiny = [v for t, v in tests if t["status"] == TESTED and t.get("significant")]
     untested = [v for t, v in tests if t["status"] != TESTED]
@@ -145,9 +160,10 @@ def headline(stats: Mapping, agreement: Mapping | None = None) -> list[str]:
                 and e["variable"] not in untested]
         not_tested = (f"; {_list(untested)} could not be tested once length is removed (see the effect sizes)"
                       if untested else "")
+        ci = {e["variable"]: lc(e, "model").get("eps2_corrected_ci") for e in dims}
         if sep:
             out.append(f"{opening}: beyond trace length and chance the models differ in "
-                       + _list([f"{v} (corrected ε² {format_number(x, 2)})" for x, v in sep])
+                       + _list([f"{v} (corrected ε² {format_number(x, 2)}{interval_text(ci[v])})" for x, v in sep])
                        + (f"; {_list(tiny)} {'differs' if len(tiny) == 1 else 'differ'} significantly but by less than "
                           f"corrected ε² {floor}" if tiny else "")
                        + (f"; {_list(rest)} {'shows' if len(rest) == 1 else 'show'} no significant model difference "
@@ -157,7 +173,8 @@ def headline(stats: Mapping, agreement: Mapping | None = None) -> list[str]:
             best = max(((lc(e, "model")["eps2_corrected"] or 0.0, e["variable"]) for e in dims
                         if e["variable"] not in untested), default=(0.0, "–"))
             out.append(f"{opening}: no {'tested ' if untested else ''}dimension separates the models significantly once "
-                       f"length and chance are removed (largest corrected length-controlled ε² {format_number(best[0], 2)}, "
+                       f"length and chance are removed (largest corrected length-controlled ε² {format_number(best[0], 2)}"
+                       f"{interval_text(ci.get(best[1]))}, "
                        f"{best[1]}; {_smallest_model(groups)}){not_tested}.")
         else:
             out.append(f"{opening}: no dimension could be tested for model differences once length is removed "
@@ -356,13 +373,14 @@ EFFECT_TITLES = {
     "length-controlled group": "corrected ε² by group of what a fit on log tokens leaves; * Holm p < α",
     "ε² model": "Kruskal-Wallis ε² = H / (n − 1) grouped by model, raw values; * Holm p < α",
     "ε² domain": "Kruskal-Wallis ε² grouped by domain, raw values; * Holm p < α",
-    "corrected model": "ε²(model) minus the ε² random model labels give, (k − 1) / (n − 1)",
+    "corrected model": "ε²(model) minus the ε² random model labels give, (k − 1) / (n − 1); [95% bootstrap interval]",
     "corrected domain": "ε²(domain) minus the ε² random domain labels give, (k − 1) / (n − 1)",
     "ratio": "corrected ε²(model) / corrected ε²(domain); – when both are under the floor; ≥ / ≤ when one side was "
-             "raised to the floor",
-    "length-controlled model": "corrected ε² by model of what a fit on log tokens leaves; * Holm p < α",
+             "raised to the floor; [95% bootstrap interval]",
+    "length-controlled model": "corrected ε² by model of what a fit on log tokens leaves, [95% bootstrap interval]; "
+                               "* Holm p < α",
     "length-controlled domain": "corrected ε² by domain of what a fit on log tokens leaves; * Holm p < α",
-    "length-controlled ratio": "the ratio of the two length-controlled corrected values",
+    "length-controlled ratio": "the ratio of the two length-controlled corrected values, [95% bootstrap interval]",
     "split-half": "split-half reliability of the model means (Spearman-Brown); ⚠ under the minimum: model "
                   "differences not supported",
     "ρ people": "Spearman ρ between the variable on the linker's graphs and on a person's graphs of the same traces "
@@ -371,20 +389,24 @@ EFFECT_TITLES = {
 }
 
 
-def _eps_cell(test: Mapping, key: str, html_out: bool) -> str:
+def _eps_cell(test: Mapping, key: str, html_out: bool, interval: bool = False) -> str:
+    """A test's `key` (with its bootstrap interval, `key`_ci, where `interval`), * where significant."""
     if test["status"] != TESTED:
         return f'<span title="{esc(test.get("reason", ""))}">{test["status"]}</span>' if html_out else test["status"]
     text = format_number(test.get(key), 2)
+    ci = test.get(f"{key}_ci") if interval else None
     if test.get("significant"):
         p = f"Holm p = {format_number(test['p_holm'])}"
-        text = f'<span class="sig" title="{esc(p)}">{text} *</span>' if html_out else f"{text} *"
-    return text
+        return (f'<span class="sig" title="{esc(p)}">{text} *</span>{_interval_cell(ci, True)}' if html_out
+                else f"{text}{interval_text(ci)} *")
+    return text + _interval_cell(ci, html_out)
 
 
-def _ratio_cell(ratio: Mapping) -> str:
+def _ratio_cell(ratio: Mapping, html_out: bool = False) -> str:
     if ratio["value"] is None:
         return "–"
-    return {"domain": "≥ ", "model": "≤ ", None: ""}[ratio["floored"]] + format_number(ratio["value"], 2)
+    return ({"domain": "≥ ", "model": "≤ ", None: ""}[ratio["floored"]] + format_number(ratio["value"], 2)
+            + _interval_cell(ratio.get("ci"), html_out))
 
 
 def _agreement_cell(agreement: Mapping, key: str, variable: str, floor: float, html_out: bool) -> str:
@@ -411,13 +433,15 @@ def effect_rows(stats: Mapping, html_out: bool, agreement: Mapping | None = None
         if sb is not None and sb < min_rel:
             rel = f'<span class="flag" title="under {min_rel}">{rel} ⚠</span>' if html_out else f"{rel} ⚠"
         lc = e["length_controlled"]
-        cells = {"variable": name, "ratio": _ratio_cell(e["ratio_corrected"]),
-                 "length-controlled ratio": _ratio_cell(e["ratio_length_corrected"]), "split-half": rel}
+        cells = {"variable": name, "ratio": _ratio_cell(e["ratio_corrected"], html_out),
+                 "length-controlled ratio": _ratio_cell(e["ratio_length_corrected"], html_out), "split-half": rel}
         for by in ("model", "domain", "group"):
             if by in e:
                 cells[f"ε² {by}"] = _eps_cell(e[by], "eps2", html_out)
-                cells[f"corrected {by}"] = format_number(e[by].get("eps2_corrected"), 2)
-                cells[f"length-controlled {by}"] = _eps_cell(lc[by], "eps2_corrected", html_out)
+                # the model's with their intervals (the headline's numbers); the domain's and group's are in stats.json
+                cells[f"corrected {by}"] = format_number(e[by].get("eps2_corrected"), 2) + (
+                    _interval_cell(e[by].get("eps2_corrected_ci"), html_out) if by == "model" else "")
+                cells[f"length-controlled {by}"] = _eps_cell(lc[by], "eps2_corrected", html_out, interval=by == "model")
         for column, key in AGREEMENT_COLUMNS.items() if agreement else ():
             cells[column] = _agreement_cell(agreement, key, e["variable"], stats["settings"]["min_agreement"], html_out)
         out.append([cells[h] for h in effect_header(stats, agreement)])
@@ -562,8 +586,24 @@ def method_note(stats: Mapping) -> str:
             f"mean Pearson r of the model means across halves (0 for a split where one half's means are all equal), "
             f"Spearman-Brown 2r / (1 + r) (0 when r ≤ 0: the halves disagree); none with fewer than "
             f"{c.get('split_half_min_varying', 0)} traces away from the most common value; ⚠ under "
-            f"{c['min_reliability']}. Profile intervals: percentile bootstrap of the mean, "
+            f"{c['min_reliability']}. {effect_interval_note(stats)}Profile intervals: percentile bootstrap of the mean, "
             f"{c['bootstrap_resamples']} resamples, seed {c['bootstrap_seed']}.")
+
+
+def effect_interval_note(stats: Mapping) -> str:
+    """What the [low, high] after a corrected ε² or a ratio is ('' for a run whose stats.json has none)."""
+    c = stats["settings"]
+    if "effect_intervals" not in c:
+        return ""
+    return (f"[low, high] after a corrected ε² or a ratio: its {round(100 * c['ci_level'])}% percentile bootstrap "
+            f"interval, {c['bootstrap_resamples']} resamples of the run's traces with replacement (seed "
+            f"{c['bootstrap_seed']}), the same resamples for model and domain so that the ratio's interval is the "
+            f"ratio's own; length-controlled: the residuals of the whole-run fit resampled (the line not fitted "
+            f"again, so the fit's own uncertainty is left out); a resample's ratio follows the floor rule (a side "
+            f"under {c['ratio_floor']} raised to it, both under: 1), and stats.json gives the share of resamples "
+            f"floored. A resample's corrected ε² runs on average up to one chance level above the estimate (the "
+            f"resampling's own noise reads as effect), so the intervals lean that little high. Intervals of the "
+            f"domain and group ε² are in stats.json. ")
 
 
 NO_RADAR = ("No radar chart: the run has one model, and z-scored against its own traces its mean profile is 0 on "
