@@ -36,7 +36,9 @@ __all__ = ["BLOCK_CELLS", "METHOD", "CSV_FIELDS", "label_codes", "test_traces", 
            "eps2_corrected", "corrected_eps2_draws", "plan_test", "bootstrap_draws",
            "percentile_interval", "floored_ratio", "ratio_interval", "add_effect_intervals"]
 
-BLOCK_CELLS = 4_000_000  # resamples x traces handled at once (about 32 MB per float array)
+# resamples x traces handled at once (16 MB of float32 counts, and their copy in a variable's order). At
+# 1,000,000 the resamples' loops got too short: at 100,000 traces the kernel and its copies took 27 s, here 13 s.
+BLOCK_CELLS = 4_000_000
 
 METHOD = ("percentile bootstrap over traces (bootstrap_resamples resamples with replacement of the whole run, "
           "generator seeded with bootstrap_seed, ci_level), the same draws for every variable and grouping; each "
@@ -79,55 +81,54 @@ def test_traces(values: Sequence[float], codes: np.ndarray, min_group: int) -> t
 
 def resample_counts(rng: np.random.Generator, n_traces: int, resamples: int) -> np.ndarray:
     """How often each trace is drawn in each of `resamples` resamples of `n_traces` draws with replacement:
-    a (n_traces, resamples) float array, a column a resample summing to n_traces (rng.integers, then counted)."""
+    a (n_traces, resamples) float32 array (exact counts), a column a resample summing to n_traces
+    (rng.integers, then counted)."""
     draws = rng.integers(0, n_traces, size=(resamples, n_traces))
     draws += (np.arange(resamples) * n_traces)[:, None]
     counts = np.bincount(draws.ravel(), minlength=resamples * n_traces).reshape(resamples, n_traces)
-    return np.ascontiguousarray(counts.T, dtype=np.float64)
+    return np.ascontiguousarray(counts.T, dtype=np.float32)
 
 
 @numba.njit(cache=True)
-def _rank_sums(counts, order, starts, codes, rank_sums, sizes, ties):  # pragma: no cover - compiled
-    """Per resample (a column of `counts`: draws per trace), each category's sum of mid-ranks and size
-    (rows of rank_sums and sizes) and sum(t^3 - t) over the distinct values. `order`: the set's traces by
-    value; `starts`: where each distinct value begins in it, and its length last; `codes`: per position,
-    its row of rank_sums in each grouping. The inner loops run over resamples, contiguous in memory."""
+def _rank_sums(counts, starts, codes, rank_sums, sizes, ties):  # pragma: no cover - compiled
+    """Per resample (a column of `counts`: draws of each of the set's traces, in the order of their values),
+    each category's sum of mid-ranks and size (rows of rank_sums and sizes) and sum(t^3 - t) over the
+    distinct values. `starts`: where each distinct value begins, and the set's size last; `codes`: per
+    position, its row of rank_sums in each grouping. The inner loops run over resamples, contiguous in memory."""
     resamples, groupings = counts.shape[1], codes.shape[1]
     below, drawn, mid = np.zeros(resamples), np.zeros(resamples), np.zeros(resamples)
     for j in range(starts.shape[0] - 1):
         drawn[:] = 0.0
         for i in range(starts[j], starts[j + 1]):
-            trace = order[i]
             for b in range(resamples):
-                drawn[b] += counts[trace, b]
+                drawn[b] += counts[i, b]
         for b in range(resamples):
             mid[b] = below[b] + (drawn[b] + 1.0) * 0.5  # mid-rank: draws below the value + (its draws + 1) / 2
             ties[b] += drawn[b] * (drawn[b] * drawn[b] - 1.0)
             below[b] += drawn[b]
         for i in range(starts[j], starts[j + 1]):
-            trace = order[i]
             for g in range(groupings):
                 row = codes[i, g]
                 for b in range(resamples):
-                    rank_sums[row, b] += counts[trace, b] * mid[b]
-                    sizes[row, b] += counts[trace, b]
+                    rank_sums[row, b] += counts[i, b] * mid[b]
+                    sizes[row, b] += counts[i, b]
 
 
 @dataclass
 class Ranking:
     """One variable's values over one set of traces, sorted once, and the groupings tested on that set."""
-    order: np.ndarray  # the set's trace indices, by value
+    order: np.ndarray  # the set's trace indices, by value (int32, as starts and codes: 48 rankings of 100,000 traces)
     starts: np.ndarray  # where each distinct value begins in `order`, and len(order) last
-    codes: list = field(default_factory=list)  # per grouping tested on the set: its columns, by position
+    codes: np.ndarray | None = None  # (positions, groupings tested on the set): each position's column
     slices: dict = field(default_factory=dict)  # test key: its columns of the rank sums
     width: int = 0  # columns so far
 
 
 def ranking(values: np.ndarray, index: np.ndarray) -> Ranking:
     """A Ranking of `values` over the traces `index` (no grouping yet)."""
-    order = index[np.argsort(values[index], kind="stable")]
+    order = index[np.argsort(values[index], kind="stable")].astype(np.int32)
     v = values[order]
-    return Ranking(order, np.concatenate([[0], np.flatnonzero(v[1:] != v[:-1]) + 1, [len(v)]]))
+    return Ranking(order, np.concatenate([[0], np.flatnonzero(v[1:] != v[:-1]) + 1, [len(v)]]).astype(np.int32))
 
 
 def eps2_corrected(rank_sums: np.ndarray, sizes: np.ndarray, ties: np.ndarray) -> np.ndarray:
@@ -149,7 +150,8 @@ def corrected_eps2_draws(counts: np.ndarray, rankings: Sequence[Ranking], out: M
     resamples = counts.shape[1]
     for r in rankings:
         rank_sums, sizes, ties = np.zeros((r.width, resamples)), np.zeros((r.width, resamples)), np.zeros(resamples)
-        _rank_sums(counts, r.order, r.starts, np.stack(r.codes, axis=1), rank_sums, sizes, ties)
+        # the set's rows in the order of its values, read in sequence by the kernel (random rows there: 3x slower)
+        _rank_sums(np.take(counts, r.order, axis=0), r.starts, r.codes, rank_sums, sizes, ties)
         for test, cols in r.slices.items():
             out[test][rows] = eps2_corrected(rank_sums[cols].T, sizes[cols].T, ties)
 
@@ -189,9 +191,9 @@ def plan_test(rankings: dict, column: tuple, test: tuple, values: np.ndarray, co
     r = rankings.setdefault((column, index.tobytes()), ranking(values, index))
     position = np.empty(len(values), dtype=np.int64)
     position[r.order] = np.arange(len(r.order))
-    where = np.empty(len(r.order), dtype=np.int64)
-    where[position[index]] = r.width + kept
-    r.codes.append(where)
+    where = np.empty((len(r.order), 1), dtype=np.int32)
+    where[position[index], 0] = r.width + kept
+    r.codes = where if r.codes is None else np.hstack([r.codes, where])
     r.slices[test] = slice(r.width, r.width + k)
     r.width += k
 
