@@ -429,6 +429,16 @@ def test_effect_sizes_and_the_headline_carry_their_bootstrap_intervals(tmp_path)
     del old["settings"]["effect_intervals"]
     assert "[" not in headline(old)[0] and "percentile bootstrap interval" not in method_note(old)
     assert "[" not in dict(zip(effect_header(old), effect_rows(old, html_out=False)[0]))["ratio"]
+    # the effects figure draws each interval through its bar, and none for the old stats.json
+    from thinkprobe.report.figures import effects_figure
+
+    def error_bars(stats_json):
+        fig = effects_figure(stats_json)
+        return [c.errorbar for ax in fig.axes for c in ax.containers if hasattr(c, "errorbar")], fig.get_suptitle()
+    bars, title = error_bars(stats)
+    assert bars and all(b is not None for b in bars) and "95% bootstrap intervals" in title
+    bars, title = error_bars(old)
+    assert bars and all(b is None for b in bars) and "bootstrap" not in title
 
 
 def test_acc_has_its_own_n(tmp_path):

@@ -174,7 +174,13 @@ def effects_figure(stats: Mapping):
         for k_bar, (by, color) in enumerate(bars):
             offset = (k_bar - (len(bars) - 1) / 2) * height
             values = [test_of(e, by).get(key) or 0.0 for e in entries]
-            ax.barh(y + offset, values, height=height, color=color, label=f"by {by}")
+            # the bootstrap interval as a line through the bar's end (none for a test not run, or a run
+            # whose stats.json predates the intervals)
+            cis = [test_of(e, by).get(f"{key}_ci") for e in entries]
+            err = np.array([[max(0.0, v - c[0]), max(0.0, c[1] - v)] if c else [0.0, 0.0] for v, c in zip(values, cis)]).T
+            with_ci = any(cis)
+            ax.barh(y + offset, values, height=height, color=color, label=f"by {by}", xerr=err if with_ci else None,
+                    error_kw={"elinewidth": 0.7, "capsize": 1.5, "ecolor": "#333333"})
             for k, e in enumerate(entries):
                 if test_of(e, by)["status"] != TESTED:
                     ax.text(0.01, k + offset, f"{by}: {test_of(e, by)['status']}", va="center", fontsize=7,
@@ -192,7 +198,9 @@ def effects_figure(stats: Mapping):
     names = [by for by, _ in bars]
     told = f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else names[0]
     missing = "".join(f"\nby {by}: not testable ({reason})" for by, reason in untestable.items() if by not in names)
-    fig.suptitle(f"Effect size: how much {told} explain{'s' if len(names) == 1 else ''} (Kruskal-Wallis){missing}")
+    intervals = any(e[by].get("eps2_corrected_ci") for e in entries for by, _ in bars)
+    lines = f"; lines: {round(100 * stats['settings']['ci_level'])}% bootstrap intervals" if intervals else ""
+    fig.suptitle(f"Effect size: how much {told} explain{'s' if len(names) == 1 else ''} (Kruskal-Wallis{lines}){missing}")
     return fig
 
 
