@@ -562,3 +562,17 @@ def test_control_characters_and_bidi_overrides_from_the_data_are_shown_not_obeye
     for shown in ("gpt\\x1b[31mRED", "evil\\u202egnp.exe", "cost $x^$ two", "nul\\x00model"):
         assert shown in md, shown
     assert "t0\\u2066" in (tmp_path / "report.html").read_text(encoding="utf-8")
+
+    # a carriage return (a model "gpt\r" from CRLF data) has no glyph either: drawn as an escape
+    from matplotlib.figure import Figure
+
+    from thinkprobe.report.style import figure_style, png_bytes
+
+    with figure_style(), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = Figure(figsize=(3, 2))
+        ax = fig.add_subplot()
+        ax.set_yticks([0, 1], ["gpt\r", "ok"])
+        fig.legend(handles=ax.plot([0, 1], label="gpt\r"))
+        png_bytes(fig, 50)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["gpt\\r", "ok"]

@@ -94,14 +94,17 @@ def png_bytes(fig, dpi: int, title: str | None = None) -> bytes:
 
     from .markup import visible
 
+    def drawn(text: str) -> str:  # a carriage return has no glyph ("gpt\r" from CRLF data): an escape too
+        return visible(text).replace("\r", "\\r")
+
     for text in fig.findobj(Text):
-        shown = visible(text.get_text())
+        shown = drawn(text.get_text())
         if shown != text.get_text():
             text.set_text(shown)
     for axis in (a for ax in fig.axes for a in (ax.xaxis, ax.yaxis)):
         named = axis.get_major_formatter()  # tick labels given as names are drawn from it, not from Text objects
         if isinstance(named, (FixedFormatter, FuncFormatter, StrCategoryFormatter)):
-            axis.set_major_formatter(FuncFormatter(lambda x, pos, named=named: visible(str(named(x, pos)))))
+            axis.set_major_formatter(FuncFormatter(lambda x, pos, named=named: drawn(str(named(x, pos)))))
     # "tight" grows the canvas to whatever the layout left outside it: nothing drawn is cut off
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None, **({"Title": title} if title else {})},
