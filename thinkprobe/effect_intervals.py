@@ -36,6 +36,8 @@ from typing import Mapping, Sequence
 import numba
 import numpy as np
 
+from .statuses import TESTED
+
 __all__ = ["BLOCK_CELLS", "METHOD", "CSV_FIELDS", "label_codes", "test_traces", "resample_counts", "Ranking", "ranking",
            "eps2_corrected", "corrected_eps2_draws", "plan_test", "bootstrap_draws",
            "percentile_interval", "floored_ratio", "ratio_interval", "add_effect_intervals"]
@@ -221,8 +223,6 @@ def add_effect_intervals(results: Sequence[dict], columns: Sequence[tuple[Sequen
     length-controlled ones: None for a test that did not run) and `ci`, `ci_floored` to both ratios.
     `columns`: each entry's raw values and length residuals (None: no length-controlled test);
     `labels`: each grouping's label per trace; `settings`: StatsSettings."""
-    from .stats import TESTED
-
     n_traces = len(next(iter(labels.values()), []))
     level, floor, resamples = settings.ci_level, settings.ratio_floor, settings.bootstrap_resamples
     coded = {by: label_codes(labels[by])[1] for by in labels}

@@ -29,6 +29,7 @@ from .indicators import DIMENSIONS, INDICATORS
 from .outputs import (INDICATORS_TABLE, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, STATS_JSON, STATS_PARQUET, Table,
                       read_table, write_table)
 from .records import iter_graph_records
+from .statuses import CONSTANT, NOT_TESTABLE, TESTED
 from .tables import csv_text, write_atomic
 
 __all__ = ["GROUPINGS", "stats_settings", "compute_stats", "write_stats", "holm", "kruskal_test",
@@ -39,8 +40,6 @@ __all__ = ["GROUPINGS", "stats_settings", "compute_stats", "write_stats", "holm"
 # over those traces: a trace without a group is not put into a made-up one.
 GROUPINGS: tuple[str, ...] = ("model", "domain", "group")
 DIMENSION_OF: dict[str, str] = {name: dim for dim, names in DIMENSIONS.items() for name in names}
-
-NOT_TESTABLE, CONSTANT, TESTED = "not testable", "constant", "ok"
 
 
 def stats_settings(run_dir: str | Path | None = None) -> StatsSettings:
