@@ -422,7 +422,7 @@ def _agreement_cell(agreement: Mapping, key: str, variable: str, floor: float, h
 
 
 def effect_rows(stats: Mapping, html_out: bool, agreement: Mapping | None = None) -> list[list[str]]:
-    min_rel = stats["settings"]["min_reliability"]
+    min_rel, header = stats["settings"]["min_reliability"], effect_header(stats, agreement)
     out = []
     for e in stats["variables"]:
         name = e["variable"] if e["kind"] == "indicator" else f"{e['variable']} (dimension)"
@@ -444,7 +444,7 @@ def effect_rows(stats: Mapping, html_out: bool, agreement: Mapping | None = None
                 cells[f"length-controlled {by}"] = _eps_cell(lc[by], "eps2_corrected", html_out, interval=by == "model")
         for column, key in AGREEMENT_COLUMNS.items() if agreement else ():
             cells[column] = _agreement_cell(agreement, key, e["variable"], stats["settings"]["min_agreement"], html_out)
-        out.append([cells[h] for h in effect_header(stats, agreement)])
+        out.append([cells[h] for h in header])
     return out
 
 
