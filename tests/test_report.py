@@ -45,6 +45,18 @@ def test_report_files(run_dir):
     assert (run_dir / "figures" / "radar.png").read_bytes().startswith(b"\x89PNG")
 
 
+def test_the_report_says_which_models_differ(run_dir):
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    section = md[md.index("## Which models differ"):md.index("## Reliability of repeated answers")]
+    assert "| model a | model b | Breadth | Depth | Structure | Metacognition | Efficiency |" in section
+    row = next(line for line in section.splitlines() if line.startswith("| qwq | r1 |"))
+    cells = row.strip("|").split("|")[2:]
+    assert len(cells) == 5 and all(re.fullmatch(r" (\d\.\d\d( \*)?|constant|not testable) \(.*\) ", c) for c in cells)
+    assert "Not compared, with fewer than 2 traces: solo." in section
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "<h2>Which models differ</h2>" in page and "<dt>P(a &gt; b)</dt>" in page
+
+
 def test_report_html_is_self_contained(run_dir):
     page = (run_dir / "report.html").read_text(encoding="utf-8")
     assert page.count('src="data:image/png;base64,') >= 4

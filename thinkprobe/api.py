@@ -456,6 +456,14 @@ class Run:
         return self._table(STATS_TABLE)
 
     @cached_property
+    def pairwise(self):
+        """Every pair of models on every indicator and dimension: Mann-Whitney p, Holm-corrected p and P(a > b)
+        with its interval, raw and length-controlled (pairwise.csv, thinkprobe.pairwise.PAIRWISE_TABLE)."""
+        from .pairwise import PAIRWISE_TABLE
+
+        return self._table(PAIRWISE_TABLE)
+
+    @cached_property
     def graphs(self) -> list[GraphRecord]:
         """The graph records (thinkprobe.records.GraphRecord), in input order."""
         return list(iter_graph_records(self.folder))

@@ -385,7 +385,8 @@ def stats(run_dir):
     stats = write_stats(run_dir)
     for line in headline(stats, run_agreement(Path(run_dir))):
         click.echo(terminal_safe(f"- {line}"))
-    click.echo(f"wrote {Path(run_dir) / 'stats.json'} and {Path(run_dir) / 'stats.csv'} (every test, per variable)")
+    click.echo(f"wrote {Path(run_dir) / 'stats.json'}, {Path(run_dir) / 'stats.csv'} (every test, per variable) and "
+               f"{Path(run_dir) / 'pairwise.csv'} (every pair of models)")
 
 
 @main.command()

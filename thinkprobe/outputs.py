@@ -25,7 +25,7 @@ __all__ = ["Table", "RunFile", "INDICATORS_TABLE", "PROFILE_TABLE", "MODEL_PROFI
            "MODEL_DOMAIN_PROFILES_TABLE", "MODEL_GROUP_PROFILES_TABLE", "REDUNDANCY_TABLE", "MODEL_REDUNDANCY_TABLE",
            "ANOMALIES_TABLE", "TABLES",
            "REDUNDANCY_COLUMNS", "REDUNDANCY_METRICS", "GRAPHS_FILE", "GRAPHS_PARQUET", "ERRORS_FILE",
-           "NORMS_FILE", "RUN_JSON", "STATS_JSON", "STATS_CSV", "STATS_PARQUET", "ANALYSES_JSON", "ANALYSIS_TABLES",
+           "NORMS_FILE", "RUN_JSON", "STATS_JSON", "STATS_CSV", "STATS_PARQUET", "PAIRWISE_CSV", "PAIRWISE_PARQUET", "ANALYSES_JSON", "ANALYSIS_TABLES",
            "LEVEL_REDUNDANCY_TABLE", "POSITIONS_TABLE", "OUTCOME_TOKENS_TABLE", "LENGTHS_TABLE", "TRANSITIONS_TABLE",
            "PARETO_TABLE", "ROLES_TABLE", "DYNAMICS_TABLE", "RUN_FILES", "OUTPUT_FILES",
            "write_table", "read_table", "graphs_arrow_schema", "graph_rows"]
@@ -128,6 +128,8 @@ RUN_JSON = "run.json"
 STATS_JSON = "stats.json"
 STATS_CSV = "stats.csv"
 STATS_PARQUET = "stats.parquet"
+PAIRWISE_CSV = "pairwise.csv"
+PAIRWISE_PARQUET = "pairwise.parquet"
 ANALYSES_JSON = "analyses.json"
 
 
@@ -149,6 +151,10 @@ RUN_FILES: tuple[RunFile, ...] = (
     RunFile(STATS_JSON, "thinkprobe.stats.write_stats", "Kruskal-Wallis tests by model, domain and group (raw and length-controlled, chance-corrected), model/domain ratios, reliabilities, outcome validity, bootstrap intervals"),
     RunFile(STATS_CSV, "thinkprobe.stats.write_stats", "the tests of stats.json as a table (thinkprobe.stats.STATS_TABLE)"),
     RunFile(STATS_PARQUET, "thinkprobe.stats.write_stats", "stats.csv's Parquet twin"),
+    RunFile(PAIRWISE_CSV, "thinkprobe.stats.write_stats",
+            "every pair of models on every indicator and dimension: Mann-Whitney U, P(a > b) with its interval, "
+            "Holm-corrected p, raw and length-controlled (thinkprobe.pairwise.PAIRWISE_TABLE)"),
+    RunFile(PAIRWISE_PARQUET, "thinkprobe.stats.write_stats", "pairwise.csv's Parquet twin"),
     RunFile(ANALYSES_JSON, "thinkprobe.redundancy.analyses.write_analyses",
             "CoTJudger's analyses: the difficulty-level rule, questions per level, and why an analysis is missing"),
 )

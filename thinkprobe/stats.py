@@ -26,6 +26,8 @@ from .config import StatsSettings
 from .crossing import factor_crossing, model_crossing
 from .effect_intervals import CSV_FIELDS as INTERVAL_FIELDS, METHOD as INTERVAL_METHOD, add_effect_intervals
 from .indicators import DIMENSIONS, INDICATORS
+from .multiple_testing import holm
+from .pairwise import PAIRWISE_TABLE, pairwise_models, pairwise_rows
 from .outputs import (INDICATORS_TABLE, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, STATS_JSON, STATS_PARQUET, Table,
                       read_table, write_table)
 from .records import iter_graph_records
@@ -121,23 +123,6 @@ def load_table(run_dir: str | Path, meta: Mapping[str, dict] | None = None) -> l
         row.update({dim: _as_float(p.get(dim)) for dim in DIMENSIONS})
         rows.append(row)
     return rows
-
-
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm-Bonferroni adjusted p-values, in the input order.
-
-    The i-th smallest of m p-values (0-based) is multiplied by (m - i), then made monotone.
-
-    >>> holm([0.01, 0.04, 0.03])
-    [0.03, 0.06, 0.06]
-    """
-    m = len(p_values)
-    adjusted = [0.0] * m
-    running = 0.0
-    for rank, i in enumerate(sorted(range(m), key=lambda i: p_values[i])):
-        running = max(running, min(1.0, (m - rank) * p_values[i]))
-        adjusted[i] = running
-    return adjusted
 
 
 def _groups(rows: Sequence[Mapping], by: str) -> dict[str, int]:
@@ -518,6 +503,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
         e["ratio_length_corrected"] = _ratio(lc["model"].get("eps2_corrected"), lc["domain"].get("eps2_corrected"),
                                              cfg.ratio_floor)
     add_effect_intervals(results, columns, {by: [r[by] for r in rows] for by in groupings}, cfg)
+    pairs = pairwise_models([(name, kind) for name, kind, _ in variables], columns, list(models), cfg)
 
     graded_rows = [r for r in rows if r["correct"] is not None]
     return _round_all({
@@ -558,6 +544,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
                     "cross_validated": outcome_validity(rows, cfg)},
         "variables": results,
         "model_profiles": bootstrap_model_profiles(rows, cfg),
+        "pairwise": pairs,  # its rows go to pairwise.csv, the rest to stats.json
         "redundancy_by_level": _level_means(run_dir),
     })
 
@@ -638,6 +625,8 @@ def write_stats(run_dir: str | Path, settings: StatsSettings | None = None) -> d
     """compute_stats, then stats.json and stats.csv in the run folder; returns the statistics."""
     run_dir = Path(run_dir)
     stats = compute_stats(run_dir, settings)
-    write_atomic(run_dir / STATS_JSON, json.dumps(stats, indent=2, sort_keys=True) + "\n")  # replaces a symlink,
+    kept = {**stats, "pairwise": {k: v for k, v in stats["pairwise"].items() if k != "rows"}}
+    write_atomic(run_dir / STATS_JSON, json.dumps(kept, indent=2, sort_keys=True) + "\n")  # replaces a symlink,
     write_table(run_dir, STATS_TABLE, stats_rows(stats))  # never writes where it points
+    write_table(run_dir, PAIRWISE_TABLE, pairwise_rows(stats))
     return stats

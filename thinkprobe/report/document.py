@@ -12,6 +12,7 @@ from ..outputs import INDICATORS_TABLE, read_table
 from ..tables import read_csv
 from .coverage import coverage_html, coverage_md
 from .decisions import decision_sections, sections_html, sections_md
+from .pairs import pairs_section
 from .glossary import GLOSSARY, definition, glossary_items
 from .markup import data_uri, esc, html_page, html_table, md_table
 from .style import DIMS, as_number, display_label, format_number
@@ -227,6 +228,7 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
 <p class=note>{esc(method_note(stats))} {esc(too_few_text(stats))} {esc(agreement_note(stats, run_dir))}</p>
 {f'<p class="flag">⚠ {esc(unreliable_text(stats))}</p>' if unreliable_text(stats) else ""}
 {img("effects", "Effect sizes by model and by domain, raw and length-controlled")}
+{sections_html([pairs_section(stats)], GLOSSARY)}
 <h2>Reliability of repeated answers</h2>
 {icc_html}
 {outcome}
@@ -277,7 +279,8 @@ def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=
              md_table(effect_header(stats, agreement), effect_rows(stats, html_out=False, agreement=agreement)),
              "", notes, "",
              *([f"⚠ {unreliable_text(stats)}", ""] if unreliable_text(stats) else []),
-             "![Effect sizes](figures/effects.png)", "", "## Reliability of repeated answers", ""]
+             "![Effect sizes](figures/effects.png)", "", *sections_md([pairs_section(stats)]),
+             "## Reliability of repeated answers", ""]
     icc = icc_rows(stats)
     parts += [md_table(["variable", "ICC", "ICC of a question's mean", "(model, question) pairs", "traces per pair"],
                         icc) + "\n\n" + ICC_NOTE if icc else no_icc_text(stats), ""]

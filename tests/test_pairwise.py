@@ -1,0 +1,103 @@
+"""Every pair of models on every variable (thinkprobe.pairwise): scipy's Mann-Whitney test, the probability
+of superiority counted pair by pair, Holm over the declared families, and pairwise.csv / .parquet as declared."""
+import json
+import math
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from scipy.stats import mannwhitneyu
+
+from thinkprobe.indicators import DIMENSIONS, INDICATORS
+from thinkprobe.outputs import read_table
+from thinkprobe.pairwise import PAIRWISE_TABLE, pair_test
+from thinkprobe.stats import holm, length_residuals, write_stats
+
+from run_folder import write_run
+from test_stats import effect_run_rows
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    rows = effect_run_rows()
+    rows.append({"trace_id": "lone-0", "model": "lone", "domain": "x", "tokens": 100, "idea_count": 3.0,
+                 "backtracking_rate": 0.0, "Depth": 1.0})  # one trace: too few to compare
+    run_dir = write_run(tmp_path_factory.mktemp("pairs"), rows)
+    stats = write_stats(run_dir)
+    return run_dir, rows, stats, read_table(run_dir, PAIRWISE_TABLE)
+
+
+def values_of(rows, name, model, resid=None):
+    return np.array([resid[i] if resid is not None else r[name] for i, r in enumerate(rows) if r["model"] == model])
+
+
+def test_each_pair_is_scipys_mann_whitney_with_p_counted_pair_by_pair(run):
+    run_dir, rows, stats, table = run
+    assert stats["pairwise"]["models"] == ["a", "b", "c"] and stats["pairwise"]["too_few"] == ["lone"]
+    assert not any("lone" in (r["model_a"], r["model_b"]) for r in table)
+    resid, _ = length_residuals([r["Depth"] for r in rows], [math.log(r["tokens"]) for r in rows])
+    checked = 0
+    for r in table:
+        if r["variable"] != "Depth":
+            continue
+        col = resid if r["length_controlled"] == "1" else None
+        a, b = values_of(rows, "Depth", r["model_a"], col), values_of(rows, "Depth", r["model_b"], col)
+        expected = mannwhitneyu(a, b, alternative="two-sided")
+        by_pairs = np.mean((a[:, None] > b[None, :]) + 0.5 * (a[:, None] == b[None, :]))
+        assert float(r["p"]) == pytest.approx(expected.pvalue, rel=1e-5)
+        assert float(r["p_superiority"]) == pytest.approx(by_pairs, abs=1e-6)
+        assert float(r["cliffs_delta"]) == pytest.approx(2 * by_pairs - 1, abs=1e-5)
+        assert float(r["ci_low"]) <= float(r["p_superiority"]) <= float(r["ci_high"])
+        assert (int(r["n_a"]), int(r["n_b"])) == (20, 20)
+        checked += 1
+    assert checked == 6  # 3 pairs, raw and length-controlled
+    # Depth rises with the model (a < b < c by a whole unit, sd 0.5): every pair differs, a below
+    depth = [r for r in table if r["variable"] == "Depth" and r["length_controlled"] == "0"]
+    assert all(float(r["p_superiority"]) < 0.2 and r["significant"] == "1" for r in depth)
+    noise = [r for r in table if r["variable"] == "backtracking_rate" and r["length_controlled"] == "0"]
+    assert all(0.2 < float(r["p_superiority"]) < 0.8 and r["significant"] == "0" for r in noise)
+
+
+def test_holm_runs_over_each_declared_family(run):
+    _, _, stats, table = run
+    families = {}
+    for r in table:
+        if r["status"] == "ok":
+            families.setdefault((r["kind"], r["length_controlled"]), []).append(r)
+    sizes = stats["pairwise"]["family_size"]
+    assert sizes == {"dimension": len(families[("dimension", "0")]),
+                     "dimension_length_controlled": len(families[("dimension", "1")]),
+                     "indicator": len(families[("indicator", "0")]),
+                     "indicator_length_controlled": len(families[("indicator", "1")])}
+    for family in families.values():
+        assert [float(r["p_holm"]) for r in family] == pytest.approx(holm([float(r["p"]) for r in family]), rel=1e-4)
+        assert all(r["significant"] == str(int(float(r["p_holm"]) < stats["settings"]["alpha"])) for r in family)
+
+
+def test_a_variable_without_variation_is_not_tested(run):
+    _, _, _, table = run
+    flat = [r for r in table if r["variable"] == "cross_branch_connectivity"]  # 0 in every trace
+    assert flat and all(r["status"] in ("constant", "not testable") and r["p"] == "" for r in flat)
+    assert {r["variable"] for r in table} == set(INDICATORS) | set(DIMENSIONS)
+
+
+def test_swapping_the_models_mirrors_the_probability():
+    rng = np.random.default_rng(1)
+    a, b = np.round(rng.normal(size=30), 1), np.round(rng.normal(0.4, 1, size=25), 1)
+    a[3] = math.nan  # left out
+    ab, ba = pair_test(a, b, 1.96), pair_test(b, a, 1.96)
+    assert ab["n_a"] == 29 and ab["p_superiority"] + ba["p_superiority"] == pytest.approx(1.0)
+    assert ab["p"] == pytest.approx(ba["p"])
+    assert pair_test(np.zeros(4), np.zeros(5), 1.96)["status"] == "constant"
+    assert pair_test(np.array([math.nan]), np.zeros(5), 1.96)["status"] == "not testable"
+
+
+def test_pairwise_parquet_is_the_csv_typed(run):
+    run_dir, _, _, table = run
+    got = pq.read_table(run_dir / PAIRWISE_TABLE.parquet_name)
+    assert got.schema == PAIRWISE_TABLE.arrow_schema()
+    assert got.num_rows == len(table)
+    first = got.slice(0, 1).to_pylist()[0]
+    assert first["variable"] == table[0]["variable"] and first["n_a"] == int(table[0]["n_a"])
+    kept = json.loads((run_dir / "stats.json").read_text(encoding="utf-8"))["pairwise"]
+    assert "rows" not in kept and kept["models"] == ["a", "b", "c"]  # the rows live in pairwise.csv only
