@@ -2,6 +2,7 @@
 of superiority counted pair by pair, Holm over the declared families, and pairwise.csv / .parquet as declared."""
 import json
 import math
+import re
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -101,3 +102,20 @@ def test_pairwise_parquet_is_the_csv_typed(run):
     assert first["variable"] == table[0]["variable"] and first["n_a"] == int(table[0]["n_a"])
     kept = json.loads((run_dir / "stats.json").read_text(encoding="utf-8"))["pairwise"]
     assert "rows" not in kept and kept["models"] == ["a", "b", "c"]  # the rows live in pairwise.csv only
+
+
+def test_the_report_section_has_a_row_per_pair_and_says_when_domains_mix_in(tmp_path):
+    from thinkprobe.report.pairs import pairs_section
+    from thinkprobe.stats import compute_stats
+
+    rows = effect_run_rows()
+    even = pairs_section(compute_stats(write_run(tmp_path / "even", rows)))
+    assert [r[:2] for r in even.rows] == [["a", "b"], ["a", "c"], ["b", "c"]]
+    depth = even.rows[0][2 + 1]  # Breadth, Depth, ...: a below b on Depth, raw and length-controlled, both held
+    assert re.fullmatch(r"0\.[01]\d+ \* \(0\.[01]\d+ \*\)", depth), depth
+    assert "unevenly crossed" not in even.note
+    for r in rows:
+        if r["model"] == "c":
+            r["domain"] = "y"  # c answered one domain only
+    uneven = pairs_section(compute_stats(write_run(tmp_path / "uneven", rows)))
+    assert "unevenly crossed" in uneven.note

@@ -37,13 +37,15 @@ def pairs_section(stats: Mapping) -> Section:
             rows.append([a, b, *(f"{_cell(found.get((d, a, b, 0)))} ({_cell(found.get((d, a, b, 1)))})" for d in DIMS)])
     cfg = stats["settings"]
     sizes = info.get("family_size") or {}
+    uneven = (" (in this run models and domains are unevenly crossed: see the headline)"
+              if ((stats.get("crossing") or {}).get("domain") or {}).get("uneven") else "")
     note = (f"Each cell: P(a > b), the chance that a random trace of model a lies higher on the dimension than a random "
             f"trace of model b (0.5: no difference, 1: every trace of a above every trace of b); in brackets the same on "
             f"what trace length does not explain. * : the difference holds after Holm's correction over every pair of "
             f"every dimension (α {cfg['alpha']}; {sizes.get('dimension', 0)} raw and "
             f"{sizes.get('dimension_length_controlled', 0)} length-controlled tests). Two-sided Mann-Whitney tests, "
             f"unpaired and not stratified by domain, so where two models answered different domains the difference "
-            f"mixes in the domains'. pairwise.csv holds every indicator too, with the intervals of P(a > b), the "
+            f"mixes in the domains'{uneven}. pairwise.csv holds every indicator too, with the intervals of P(a > b), the "
             f"medians and the p-values.")
     if info.get("too_few"):
         note += (f" Not compared, with fewer than {cfg['min_group']} traces: " + ", ".join(info["too_few"]) + ".")
