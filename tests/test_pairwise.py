@@ -1,5 +1,6 @@
-"""Every pair of models on every variable (thinkprobe.pairwise): scipy's Mann-Whitney test, the probability
-of superiority counted pair by pair, Holm over the declared families, and pairwise.csv / .parquet as declared."""
+"""Every pair of models on every variable (thinkprobe.pairwise): scipy's Brunner-Munzel test, the probability
+of superiority counted pair by pair with an interval that agrees with the test, Holm over each variable's
+pairs gated by the model test, and pairwise.csv / .parquet as declared."""
 import json
 import math
 import re
@@ -7,11 +8,11 @@ import re
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from scipy.stats import mannwhitneyu
+from scipy.stats import brunnermunzel, mannwhitneyu
 
 from thinkprobe.indicators import DIMENSIONS, INDICATORS
 from thinkprobe.outputs import read_table
-from thinkprobe.pairwise import PAIRWISE_TABLE, pair_test
+from thinkprobe.pairwise import PAIRWISE_TABLE, length_overlap, pair_test
 from thinkprobe.stats import holm, length_residuals, write_stats
 
 from run_folder import write_run
@@ -32,26 +33,29 @@ def values_of(rows, name, model, resid=None):
     return np.array([resid[i] if resid is not None else r[name] for i, r in enumerate(rows) if r["model"] == model])
 
 
-def test_each_pair_is_scipys_mann_whitney_with_p_counted_pair_by_pair(run):
+def test_each_pair_is_scipys_brunner_munzel_with_p_counted_pair_by_pair(run):
     run_dir, rows, stats, table = run
     assert stats["pairwise"]["models"] == ["a", "b", "c"] and stats["pairwise"]["too_few"] == ["lone"]
     assert not any("lone" in (r["model_a"], r["model_b"]) for r in table)
     resid, _ = length_residuals([r["Depth"] for r in rows], [math.log(r["tokens"]) for r in rows])
-    checked = 0
+    checked = apart = 0
     for r in table:
         if r["variable"] != "Depth":
             continue
         col = resid if r["length_controlled"] == "1" else None
         a, b = values_of(rows, "Depth", r["model_a"], col), values_of(rows, "Depth", r["model_b"], col)
-        expected = mannwhitneyu(a, b, alternative="two-sided")
         by_pairs = np.mean((a[:, None] > b[None, :]) + 0.5 * (a[:, None] == b[None, :]))
-        assert float(r["p"]) == pytest.approx(expected.pvalue, rel=1e-5)
+        if 0 < by_pairs < 1:
+            assert float(r["p"]) == pytest.approx(brunnermunzel(a, b, alternative="two-sided").pvalue, rel=1e-5)
+        else:  # every trace of one above every trace of the other: no placement variance, Mann-Whitney's p
+            assert float(r["p"]) == pytest.approx(mannwhitneyu(a, b, alternative="two-sided").pvalue, rel=1e-5)
+            apart += 1
         assert float(r["p_superiority"]) == pytest.approx(by_pairs, abs=1e-6)
         assert float(r["cliffs_delta"]) == pytest.approx(2 * by_pairs - 1, abs=1e-5)
         assert float(r["ci_low"]) <= float(r["p_superiority"]) <= float(r["ci_high"])
         assert (int(r["n_a"]), int(r["n_b"])) == (20, 20)
         checked += 1
-    assert checked == 6  # 3 pairs, raw and length-controlled
+    assert checked == 6 and apart >= 1  # 3 pairs, raw and length-controlled; a and c never overlap
     # Depth rises with the model (a < b < c by a whole unit, sd 0.5): every pair differs, a below
     depth = [r for r in table if r["variable"] == "Depth" and r["length_controlled"] == "0"]
     assert all(float(r["p_superiority"]) < 0.2 and r["significant"] == "1" for r in depth)
@@ -59,20 +63,33 @@ def test_each_pair_is_scipys_mann_whitney_with_p_counted_pair_by_pair(run):
     assert all(0.2 < float(r["p_superiority"]) < 0.8 and r["significant"] == "0" for r in noise)
 
 
-def test_holm_runs_over_each_declared_family(run):
+def test_holm_runs_over_each_variables_pairs_and_the_model_test_gates_them(run):
     _, _, stats, table = run
     families = {}
     for r in table:
         if r["status"] == "ok":
-            families.setdefault((r["kind"], r["length_controlled"]), []).append(r)
-    sizes = stats["pairwise"]["family_size"]
-    assert sizes == {"dimension": len(families[("dimension", "0")]),
-                     "dimension_length_controlled": len(families[("dimension", "1")]),
-                     "indicator": len(families[("indicator", "0")]),
-                     "indicator_length_controlled": len(families[("indicator", "1")])}
-    for family in families.values():
+            families.setdefault((r["variable"], r["length_controlled"]), []).append(r)
+    model_test = {(e["variable"], lc): t["significant"] for e in stats["variables"]
+                  for lc, t in (("0", e["model"]), ("1", e["length_controlled"]["model"])) if t["status"] == "ok"}
+    gated = 0
+    for key, family in families.items():
         assert [float(r["p_holm"]) for r in family] == pytest.approx(holm([float(r["p"]) for r in family]), rel=1e-4)
-        assert all(r["significant"] == str(int(float(r["p_holm"]) < stats["settings"]["alpha"])) for r in family)
+        for r in family:
+            holds = float(r["p_holm"]) < stats["settings"]["alpha"]
+            assert r["significant"] == str(int(holds and model_test[key])), (key, r)
+            gated += holds and not model_test[key]
+    assert model_test[("Depth", "0")] and model_test[("backtracking_rate", "0")] is False
+
+
+def test_the_interval_excludes_one_half_exactly_when_the_test_holds():
+    rng = np.random.default_rng(5)
+    for shift in np.linspace(0, 1.2, 25):
+        a = np.round(rng.normal(shift, 1, size=40), 1)
+        b = np.round(rng.normal(0, 2.5, size=25), 1)  # a wider spread: where Mann-Whitney's test is not valid
+        got = pair_test(a, b, 0.95)
+        assert (got["p"] < 0.05) == (not got["ci_low"] <= 0.5 <= got["ci_high"]), (shift, got)
+    apart = pair_test(np.arange(5.0, 10.0), np.arange(5.0))  # no placement variance: Mann-Whitney and Hanley & McNeil
+    assert apart["p_superiority"] == 1.0 and apart["p"] < 0.05 and apart["ci_low"] < 1.0 == apart["ci_high"]
 
 
 def test_a_variable_without_variation_is_not_tested(run):
@@ -86,11 +103,18 @@ def test_swapping_the_models_mirrors_the_probability():
     rng = np.random.default_rng(1)
     a, b = np.round(rng.normal(size=30), 1), np.round(rng.normal(0.4, 1, size=25), 1)
     a[3] = math.nan  # left out
-    ab, ba = pair_test(a, b, 1.96), pair_test(b, a, 1.96)
+    ab, ba = pair_test(a, b), pair_test(b, a)
     assert ab["n_a"] == 29 and ab["p_superiority"] + ba["p_superiority"] == pytest.approx(1.0)
     assert ab["p"] == pytest.approx(ba["p"])
-    assert pair_test(np.zeros(4), np.zeros(5), 1.96)["status"] == "constant"
-    assert pair_test(np.array([math.nan]), np.zeros(5), 1.96)["status"] == "not testable"
+    assert ab["ci_low"] == pytest.approx(1 - ba["ci_high"]) and ab["ci_high"] == pytest.approx(1 - ba["ci_low"])
+    assert pair_test(np.zeros(4), np.zeros(5))["status"] == "constant"
+    assert pair_test(np.array([math.nan, 1.0]), np.zeros(5))["status"] == "not testable"  # one finite value
+
+
+def test_length_overlap_is_the_smaller_share_inside_the_others_range():
+    short, long = np.log(np.arange(20, 120, dtype=float)), np.log(np.arange(100, 1100, 10, dtype=float))
+    assert length_overlap(short, short) == pytest.approx(0.82, abs=0.02)  # 10-90%: the middle 80% and its ends
+    assert length_overlap(short, long) < 0.25 and length_overlap(long, short) == length_overlap(short, long)
 
 
 def test_pairwise_parquet_is_the_csv_typed(run):

@@ -503,7 +503,9 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
         e["ratio_length_corrected"] = _ratio(lc["model"].get("eps2_corrected"), lc["domain"].get("eps2_corrected"),
                                              cfg.ratio_floor)
     add_effect_intervals(results, columns, {by: [r[by] for r in rows] for by in groupings}, cfg)
-    pairs = pairwise_models([(name, kind) for name, kind, _ in variables], columns, list(models), cfg)
+    pairs = pairwise_models([(name, kind) for name, kind, _ in variables], columns, list(models), log_tokens,
+                            {(e["variable"], lc): bool(t.get("significant")) for e in results
+                             for lc, t in ((0, e["model"]), (1, e["length_controlled"]["model"]))}, cfg)
 
     graded_rows = [r for r in rows if r["correct"] is not None]
     return _round_all({

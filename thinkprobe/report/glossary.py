@@ -62,13 +62,14 @@ STATS_GLOSSARY: dict[str, str] = {
                        "independent (they score the same traces, so it is a conservative bound)",
     "log tokens alone explain": "R² of a least-squares line of the dimension on log tokens over the run's traces: the "
                                 "share of its variance that length accounts for",
-    "model a": "the first model of a compared pair (pairs in the order of the model names)",
+    "model a": "the first model of a compared pair (pairs in sorted order of the model names, capitals first)",
     "model b": "the second model of a compared pair",
     "P(a > b)": "probability of superiority: the chance that a random trace of model a has the higher value than a "
-                "random trace of model b (ties count one half; 0.5 = no difference), the Mann-Whitney U over n_a x n_b; "
-                "in the report's pairs table, raw and then (in brackets) on the length residuals, * where the two-sided "
-                "test holds after Holm's correction; pairwise.csv adds its Hanley & McNeil interval and Cliff's "
-                "delta = 2 P(a > b) - 1",
+                "random trace of model b (ties count one half; 0.5 = no difference); in the report's pairs table, raw "
+                "and then (in brackets) on the length residuals, * where the Brunner-Munzel test of 0.5 holds after "
+                "Holm's correction over the variable's pairs and the model test of that variable is significant, † "
+                "where the two models' lengths overlap too little for the length-controlled value to be more than an "
+                "extrapolation; pairwise.csv adds its interval and Cliff's delta = 2 P(a > b) - 1",
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..indicators import DIMENSIONS
+from ..pairwise import LENGTH_OVERLAP_MIN
 from ..statuses import TESTED
 from .decisions import Section
 from .style import format_number
@@ -16,37 +17,45 @@ DIMS = tuple(DIMENSIONS)
 PAIRS_HEADER = ["model a", "model b", *DIMS]
 
 
-def _cell(row: Mapping | None) -> str:
+def _cell(row: Mapping | None, mark_overlap: bool = False) -> str:
     if row is None:
         return "–"
     if row["status"] != TESTED:
         return row["status"]
-    return format_number(row["p_superiority"], 2) + (" *" if row["significant"] else "")
+    far = mark_overlap and row["length_overlap"] is not None and row["length_overlap"] < LENGTH_OVERLAP_MIN
+    return format_number(row["p_superiority"], 2) + (" *" if row["significant"] else "") + (" †" if far else "")
 
 
 def pairs_section(stats: Mapping) -> Section:
     """One row per pair of models with enough traces; a cell: P(a > b) raw, then length-controlled
     (`stats`: compute_stats' result, which holds the rows)."""
     info = stats["pairwise"]
+    cfg = stats["settings"]
     found = {(r["variable"], r["model_a"], r["model_b"], r["length_controlled"]): r
              for r in info["rows"] if r["kind"] == "dimension"}
     models = info["models"]
-    rows = []
-    for i, a in enumerate(models):
-        for b in models[i + 1:]:
-            rows.append([a, b, *(f"{_cell(found.get((d, a, b, 0)))} ({_cell(found.get((d, a, b, 1)))})" for d in DIMS)])
-    cfg = stats["settings"]
-    sizes = info.get("family_size") or {}
-    uneven = (" (in this run models and domains are unevenly crossed: see the headline)"
+    rows = [[a, b, *(f"{_cell(found.get((d, a, b, 0)))} ({_cell(found.get((d, a, b, 1)), True)})" for d in DIMS)]
+            for i, a in enumerate(models) for b in models[i + 1:]]
+    few = (f"Not compared, with fewer than {cfg['min_group']} traces: " + ", ".join(info["too_few"]) + "."
+           if info.get("too_few") else "")
+    if not rows:
+        return Section("Which models differ", few, PAIRS_HEADER, [],
+                       empty="Fewer than two models with enough traces: no pairs to compare.")
+    uneven = ("; in this run models and domains are unevenly crossed (see the headline)"
               if ((stats.get("crossing") or {}).get("domain") or {}).get("uneven") else "")
+    far = any(LENGTH_OVERLAP_MIN > (r["length_overlap"] if r["length_overlap"] is not None else 1) for r in found.values())
     note = (f"Each cell: P(a > b), the chance that a random trace of model a lies higher on the dimension than a random "
-            f"trace of model b (0.5: no difference, 1: every trace of a above every trace of b); in brackets the same on "
-            f"what trace length does not explain. * : the difference holds after Holm's correction over every pair of "
-            f"every dimension (α {cfg['alpha']}; {sizes.get('dimension', 0)} raw and "
-            f"{sizes.get('dimension_length_controlled', 0)} length-controlled tests). Two-sided Mann-Whitney tests, "
-            f"unpaired and not stratified by domain, so where two models answered different domains the difference "
-            f"mixes in the domains'{uneven}. pairwise.csv holds every indicator too, with the intervals of P(a > b), the "
-            f"medians and the p-values.")
-    if info.get("too_few"):
-        note += (f" Not compared, with fewer than {cfg['min_group']} traces: " + ", ".join(info["too_few"]) + ".")
-    return Section("Which models differ", note, PAIRS_HEADER, rows, empty="Fewer than two models with enough traces: no pairs to compare.")
+            f"trace of model b (0.5: no difference; 1: every trace of a above every trace of b), and in brackets the "
+            f"same on what trace length does not explain (the length-controlled values of the effect sizes above). "
+            f"* : the two-sided Brunner-Munzel test of P(a > b) = 0.5 gives a Holm-adjusted p under {cfg['alpha']} over "
+            f"the dimension's {len(rows)} pair{'s' if len(rows) != 1 else ''}, and the effect-size table finds the "
+            f"models differ in that dimension (the same test, raw or length-controlled): no pair is marked where the "
+            f"models as a whole are not. "
+            + (f"† : the two models' trace lengths overlap little (under {round(100 * LENGTH_OVERLAP_MIN)}% of one "
+               f"model's traces lie within the other's 10-90% range of lengths), so the length-controlled value "
+               f"extrapolates the run's length line and may even reverse the raw one. " if far else "")
+            + f"Unpaired and not stratified by domain: where two models answered different domains their difference "
+              f"includes the domains' difference{uneven}. pairwise.csv holds every indicator too, with the intervals of "
+              f"P(a > b), the medians, the p-values and the length overlap."
+            + (f" {few}" if few else ""))
+    return Section("Which models differ", note, PAIRS_HEADER, rows)
