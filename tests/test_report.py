@@ -588,3 +588,15 @@ def test_control_characters_and_bidi_overrides_from_the_data_are_shown_not_obeye
         fig.legend(handles=ax.plot([0, 1], label="gpt\r"))
         png_bytes(fig, 50)
     assert [t.get_text() for t in ax.get_yticklabels()] == ["gpt\\r", "ok"]
+
+
+def test_a_number_leading_its_cell_sorts_as_that_number():
+    from thinkprobe.report.markup import SORT_KEY_JS
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node to run the report's sort key with")
+    cells = ["0.03 *", "0.004 *", "≥ 9.94 [3.32, 17.1]", "−0.5", "12%", "1e-3", "r1-math-10", "12-a"]
+    out = subprocess.run([node, "-e", SORT_KEY_JS + f"console.log(JSON.stringify({json.dumps(cells)}.map(sortKey)))"],
+                         capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == [0.03, 0.004, 9.94, -0.5, 12, 0.001, "r1-math-10", "12-a"]

@@ -55,7 +55,16 @@ pre.text{white-space:pre-wrap;font-family:inherit;font-size:.95em;line-height:1.
 """
 
 
-SORT_JS = """
+# A cell's sort key: a number alone or leading its cell ("0.004 *", "≥ 9.94 [3.32, 17.1]") sorts as that
+# number; any other text as text, numbers inside it as numbers ("r1-math-2" before "r1-math-10").
+SORT_KEY_JS = r"""
+function sortKey(s) {
+  var m = s.replace(/^[≥≤]\s*/, "").replace(/^\u2212/, "-").match(/^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?(?=\s|%|$)/i);
+  return m ? Number(m[0]) : s;
+}
+"""
+
+SORT_JS = SORT_KEY_JS + """
 document.querySelectorAll("table.sortable").forEach(function (table) {
   var heads = table.tHead.rows[0].cells;
   Array.prototype.forEach.call(heads, function (th, col) {
@@ -65,7 +74,7 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
       Array.prototype.forEach.call(heads, function (h) { h.setAttribute("aria-sort", "none"); });
       th.setAttribute("aria-sort", asc ? "ascending" : "descending");
       var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
-      function key(row) { var s = row.cells[col].textContent.trim(); return s !== "" && !isNaN(Number(s)) ? Number(s) : s; }
+      function key(row) { return sortKey(row.cells[col].textContent.trim()); }
       rows.sort(function (a, b) {
         var x = key(a), y = key(b);
         var c = (typeof x === "number" && typeof y === "number") ? x - y
