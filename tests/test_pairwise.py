@@ -143,3 +143,14 @@ def test_the_report_section_has_a_row_per_pair_and_says_when_domains_mix_in(tmp_
             r["domain"] = "y"  # c answered one domain only
     uneven = pairs_section(compute_stats(write_run(tmp_path / "uneven", rows)))
     assert "unevenly crossed" in uneven.note
+
+
+def test_a_model_whose_lengths_lie_outside_the_others_is_named(run):
+    from thinkprobe.pairwise import model_length_overlap
+
+    _, rows, stats, _ = run
+    assert set(stats["length_overlap"]) == {"a", "b", "c"}  # "lone" has one trace
+    assert all(0.5 < v <= 1 for v in stats["length_overlap"].values())  # tokens drawn alike for every model
+    logs = [math.log(t) for t in [30, 40, 50, 60, 70] + [400, 500, 600, 700, 800] * 2]
+    got = model_length_overlap(["short"] * 5 + ["x"] * 5 + ["y"] * 5, logs, 2)
+    assert got["short"] == 0.0 and got["x"] == got["y"] == 0.8  # the rest runs 39-710 (10-90%): 800 is outside

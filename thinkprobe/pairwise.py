@@ -35,7 +35,7 @@ from .outputs import PAIRWISE_CSV, PAIRWISE_PARQUET, Table
 from .statuses import CONSTANT, NOT_TESTABLE, TESTED
 
 __all__ = ["PAIRWISE_TABLE", "METHOD", "LENGTH_OVERLAP_MIN", "pairwise_models", "pair_test", "length_overlap",
-           "pairwise_rows"]
+           "model_length_overlap", "pairwise_rows"]
 
 # Under this length_overlap the report marks a pair's length-controlled value as an extrapolation.
 LENGTH_OVERLAP_MIN = 0.25
@@ -94,17 +94,32 @@ def _placements(x: np.ndarray, other_sorted: np.ndarray) -> np.ndarray:
     return below + 0.5 * (np.searchsorted(other_sorted, x, side="right") - below)
 
 
+def _inside(x: np.ndarray, y: np.ndarray) -> float:
+    """The share of x inside y's 10-90% range."""
+    lo, hi = np.percentile(y, [10, 90])
+    return float(np.mean((x >= lo) & (x <= hi)))
+
+
 def length_overlap(log_a: np.ndarray, log_b: np.ndarray) -> float | None:
     """The smaller of the two shares of traces (log tokens) inside the other model's 10-90% range."""
     a, b = log_a[np.isfinite(log_a)], log_b[np.isfinite(log_b)]
     if not len(a) or not len(b):
         return None
+    return min(_inside(a, b), _inside(b, a))
 
-    def inside(x, y):
-        lo, hi = np.percentile(y, [10, 90])
-        return float(np.mean((x >= lo) & (x <= hi)))
 
-    return min(inside(a, b), inside(b, a))
+def model_length_overlap(models: Sequence[str], log_tokens: Sequence[float], min_group: int) -> dict[str, float]:
+    """Per model with min_group traces or more (and other models beside it): the share of its traces (log
+    tokens) inside the 10-90% range of all the other models' traces. Small: its length-controlled values
+    rest on the run's length line beyond the lengths it wrote."""
+    labels, logs = np.asarray(models, dtype=object), np.asarray(log_tokens, dtype=np.float64)
+    ok = np.isfinite(logs)
+    out = {}
+    for m in sorted(set(models)):
+        mine, rest = ok & (labels == m), ok & (labels != m)
+        if mine.sum() >= min_group and rest.any():
+            out[m] = _inside(logs[mine], logs[rest])
+    return out
 
 
 def pairwise_models(variables: Sequence[tuple[str, str]], columns: Sequence[tuple[Sequence[float], object]],

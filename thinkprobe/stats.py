@@ -27,7 +27,7 @@ from .crossing import factor_crossing, model_crossing
 from .effect_intervals import CSV_FIELDS as INTERVAL_FIELDS, METHOD as INTERVAL_METHOD, add_effect_intervals
 from .indicators import DIMENSIONS, INDICATORS
 from .multiple_testing import holm
-from .pairwise import PAIRWISE_TABLE, pairwise_models, pairwise_rows
+from .pairwise import PAIRWISE_TABLE, model_length_overlap, pairwise_models, pairwise_rows
 from .outputs import (INDICATORS_TABLE, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, STATS_JSON, STATS_PARQUET, Table,
                       read_table, write_table)
 from .records import iter_graph_records
@@ -547,6 +547,8 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
         "variables": results,
         "model_profiles": bootstrap_model_profiles(rows, cfg),
         "pairwise": pairs,  # its rows go to pairwise.csv, the rest to stats.json
+        # per model: the share of its traces inside the other models' 10-90% range of log tokens
+        "length_overlap": model_length_overlap(list(models), log_tokens, cfg.min_group),
         "redundancy_by_level": _level_means(run_dir),
     })
 
