@@ -370,6 +370,19 @@ def test_browser_bounds_check_can_fail(run_dir, browser, tmp_path):
     assert re.search(r'data-bounds="vw=\d+;bad=[^"]+"', dom)
 
 
+def test_a_table_wider_than_the_window_scrolls_in_its_own_box(run_dir, browser, tmp_path):
+    # a table too wide for a 1000 px window (the redundancy table of a run with EB, DR, SV and EE and their
+    # n columns is 1168 px): behind its own scroll bar, the page no wider than the window
+    wide = tmp_path / "wide.html"
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert 'class="sortable dense"' in page  # the redundancy table
+    wide.write_text(page.replace("</style>", "table.dense{min-width:1300px}</style>", 1), encoding="utf-8")
+    dom, _ = _render(browser, _probe(wide), tmp_path / "profile", 1000)
+    bad = re.search(r'data-bounds="vw=\d+;bad=([^"]*)"', dom).group(1).split("|")
+    assert any(b.startswith("table") for b in bad), bad  # it scrolls in its box
+    assert not [b for b in bad if b.startswith("page:")], bad
+
+
 def test_trace_page_renders_in_chromium(run_dir, browser, tmp_path):
     dom, console = _render(browser, _probe(run_dir / "traces" / "qwq-logic-0.html"), tmp_path / "profile")
     assert console == []
