@@ -372,12 +372,13 @@ def test_select_command_prints_every_model_with_an_interval(run_dir, tmp_path):
 def test_report_sections_list_unusual_traces_and_the_model_for_each_domain(run_dir):
     """The sections as report.html and report.md show them (tests/test_report.py checks that the
     report holds them); the whole report is not drawn here."""
+    from thinkprobe.report.coverage import run_json
     from thinkprobe.report.decisions import RISK_HEADER, decision_sections, sections_html, sections_md
     from thinkprobe.report.glossary import GLOSSARY, glossary_items
     from thinkprobe.stats import load_table
 
     pages = {f"r1-{k}": f"traces/r1-{k}.html" for k in range(14)}
-    sections = decision_sections(run_dir, load_table(run_dir), pages)
+    sections = decision_sections(run_dir, load_table(run_dir), pages, run_json(run_dir))
     page, md = sections_html(sections, GLOSSARY), "\n".join(sections_md(sections))
     for title in ("Unusual traces and failure risk", "Which model for which domain"):
         assert f"<h2>{title}</h2>" in page and f"## {title}" in md
@@ -400,6 +401,7 @@ def test_unusual_traces_whose_reasoning_is_code_are_marked(run_dir, tmp_path):
     import shutil
 
     from thinkprobe.anomalies import read_anomalies
+    from thinkprobe.report.coverage import run_json
     from thinkprobe.report.decisions import CODE_MARK, decision_sections
     from thinkprobe.stats import load_table
 
@@ -411,12 +413,12 @@ def test_unusual_traces_whose_reasoning_is_code_are_marked(run_dir, tmp_path):
         if g["trace_id"] == top:
             g["provenance"] = {**(g.get("provenance") or {}), "reasoning_is_code": True}
     (run / "graphs.jsonl").write_text("".join(json.dumps(g) + "\n" for g in graphs), encoding="utf-8")
-    unmarked = decision_sections(run, load_table(run), {})[0]
+    unmarked = decision_sections(run, load_table(run), {}, run_json(run))[0]
     assert not any(CODE_MARK in row[4] for row in unmarked.rows)  # run.json counts none: graphs not read
     info = json.loads((run / "run.json").read_text(encoding="utf-8")) if (run / "run.json").exists() else {}
     info.setdefault("counts", {})["reasoning_is_code"] = 1
     (run / "run.json").write_text(json.dumps(info), encoding="utf-8")
-    section = decision_sections(run, load_table(run), {})[0]
+    section = decision_sections(run, load_table(run), {}, run_json(run))[0]
     marked = [row for row in section.rows if CODE_MARK in row[4]]
     assert [row[0][0] for row in marked] == [top] and "reasoning is a Python program" in section.note
 
@@ -454,7 +456,7 @@ def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run
 
     def risk_auroc(rows):  # as the unusual-traces section computes it: one scan of graphs.jsonl
         graded = decisions._graded(rows, anomalies)
-        return decisions._risk_auroc(rows, graded, decisions._scan_graphs(run_dir, set(), graded)[1])
+        return decisions._risk_auroc(rows, graded, decisions._scan_graphs(run_dir, set(), graded, {})[1])
 
     note, header, table = risk_auroc(rows)
     by = {r[0]: r for r in table}
@@ -553,13 +555,13 @@ def test_the_model_choice_table_says_told_apart_only_among_models_with_a_tier(tm
     """ProcessBench: one model of twelve had 5 traces, the rest fewer, and the table said 'told apart
     from the rest: yes' for a model told apart from no one."""
     from thinkprobe.report.decisions import _choice
-    from thinkprobe.stats import load_table
+    from thinkprobe.stats import load_table, stats_settings
 
     rows = _profile_rows({"big": 0.0}, n=6) + _profile_rows({"s1": 1.0}, n=2) + _profile_rows({"s2": -1.0}, n=2)
     for r in rows:
         r["domain"] = "math"
     run = write_run(tmp_path / "run", rows)
-    section = _choice(run, load_table(run))
+    section = _choice(run, load_table(run), stats_settings(run))
     assert section.rows[0][2] == "big" and section.rows[0][-1] == "– (no other model has a tier)"
     assert "gets no tier" in section.note
 

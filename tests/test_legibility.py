@@ -142,14 +142,15 @@ def test_a_grouping_nothing_can_be_tested_by_draws_no_bars_and_says_why(tmp_path
 def test_the_profile_caption_names_what_zero_is(tmp_path):
     import json
 
+    from thinkprobe.report.coverage import run_json
     from thinkprobe.report.text import profile_note
 
     rows = [{"trace_id": f"{m}-{k}", "model": m, "domain": "math", "idea_count": k} for m in "ab" for k in range(3)]
     stats = compute_stats(write_run(tmp_path / "run", rows))
     (tmp_path / "run" / "run.json").write_text(json.dumps({"norms": "fit on this run"}))
-    assert profile_note(stats, tmp_path / "run").endswith("; 0 is this run's mean.")
+    assert profile_note(stats, run_json(tmp_path / "run")).endswith("; 0 is this run's mean.")
     (tmp_path / "run" / "run.json").write_text(json.dumps({"norms": "ref/norms.json"}))
-    assert profile_note(stats, tmp_path / "run").endswith("; 0 is the mean of the norms in ref/norms.json.")
+    assert profile_note(stats, run_json(tmp_path / "run")).endswith("; 0 is the mean of the norms in ref/norms.json.")
     assert "95% bootstrap interval" in profile_note(stats)
 
 

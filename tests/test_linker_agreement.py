@@ -12,6 +12,7 @@ from thinkprobe.link import find_model_dir, read_agreement
 from thinkprobe.link.models import model_digest
 from thinkprobe.link.registry import DEFAULT_LINKER, LINKERS
 from thinkprobe.report import write_report
+from thinkprobe.report.coverage import run_json
 from thinkprobe.report.text import headline, run_agreement
 from thinkprobe.runner import linker_agreement
 from thinkprobe.stats import compute_stats
@@ -84,7 +85,7 @@ def test_report_shows_the_agreement_and_flags_what_agrees_poorly(tmp_path):
         cell = rows[f"{d} (dimension)"].split(" | ")[-2]
         rho = people[d]["spearman"]
         assert cell.startswith(f"{rho:.2f}") and (cell.endswith("⚠") == (d in poor or rho < floor))
-    head = headline(compute_stats(run), run_agreement(run))[0]
+    head = headline(compute_stats(run), run_agreement(run_json(run)))[0]
     assert "beyond trace length and chance the models differ in" in head
     for d in ("Structure", "Breadth"):
         assert (f"{d} (ρ {people[d]['spearman']:.2f} on 20 human-annotated traces" in head) == (d in poor), head
@@ -99,7 +100,7 @@ def test_a_run_without_a_measured_agreement_says_so_and_has_no_columns(tmp_path)
     md = (run / "report.md").read_text(encoding="utf-8")
     assert "ρ people" not in md.split("## Glossary")[0].replace("ρ people, ρ silver", "")
     assert "How well this run's indicators agree with people's graphs is not known: no agreement.json" in md
-    assert run_agreement(run) is None
+    assert run_agreement(run_json(run)) is None
 
 
 def test_unusual_traces_mark_the_drivers_that_agree_poorly(tmp_path):

@@ -260,7 +260,7 @@ def test_whole_runs_default_then_allowed(home, tmp_path):
     assert run["counts"]["code_not_run"] == 4 and run["code_execution"]["allowed"] is False
     assert "--allow-code-execution" in run["code_execution"]["how"]
     stats = json.loads((tmp_path / "off" / "stats.json").read_text(encoding="utf-8"))
-    assert any("4 code answers were not graded" in line for line in summary_text(tmp_path / "off", stats, {}))
+    assert any("4 code answers were not graded" in line for line in summary_text(tmp_path / "off", stats, {}, run))
     graphs = [json.loads(line) for line in (tmp_path / "off" / "graphs.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [g["redundancy"]["final_correct"] for g in graphs] == [None] * 4
     if ISOLATION is not None:

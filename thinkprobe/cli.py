@@ -379,11 +379,12 @@ def stats(run_dir):
     """Kruskal-Wallis H, p, epsilon-squared by model, by domain and (where traces have one) by group;
     Holm; bootstrap CIs. Prints the report's headline findings from them."""
     _require_run(run_dir, "indicators.csv", "profile.csv")
+    from .report.coverage import run_json
     from .report.text import headline, run_agreement
     from .stats import write_stats
 
     stats = write_stats(run_dir)
-    for line in headline(stats, run_agreement(Path(run_dir))):
+    for line in headline(stats, run_agreement(run_json(Path(run_dir)))):
         click.echo(terminal_safe(f"- {line}"))
     click.echo(f"wrote {Path(run_dir) / 'stats.json'}, {Path(run_dir) / 'stats.csv'} (every test, per variable) and "
                f"{Path(run_dir) / 'pairwise.csv'} (every pair of models)")

@@ -92,8 +92,8 @@ def _lines(run: dict) -> list[str]:
     return lines
 
 
-def coverage_html(run_dir: Path) -> str:
-    run = run_json(run_dir)
+def coverage_html(run: dict) -> str:
+    """The section from `run`, the run's run.json (`run_json`); '' where it has no coverage."""
     tables = _tables(run)
     if not tables:
         return ""
@@ -106,8 +106,7 @@ def coverage_html(run_dir: Path) -> str:
     return "<h2>Records read, profiled and skipped</h2>" + body
 
 
-def coverage_md(run_dir: Path) -> list[str]:
-    run = run_json(run_dir)
+def coverage_md(run: dict) -> list[str]:
     tables = _tables(run)
     if not tables:
         return []

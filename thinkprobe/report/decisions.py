@@ -11,6 +11,7 @@ from typing import Mapping, Sequence
 
 from ..anomalies import read_anomalies
 from ..choice import select_by_domain
+from ..config import StatsSettings
 from ..records import iter_graph_records
 from ..risk import trace_key, training_keys
 from ..stats import auroc, auroc_interval, stats_settings
@@ -41,14 +42,13 @@ class Section:
 CODE_MARK = "reasoning is a program; "  # before the drivers of a trace whose reasoning is code, not prose
 
 
-def _scan_graphs(run_dir: Path, listed: set[str], graded: Mapping[str, object]) -> tuple[set[str], set[str]]:
+def _scan_graphs(run_dir: Path, listed: set[str], graded: Mapping[str, object],
+                 run: Mapping) -> tuple[set[str], set[str]]:
     """One pass over graphs.jsonl, made only when needed: which `listed` traces' reasoning is a program,
-    not prose (provenance reasoning_is_code; read only when run.json counts such traces: their indicators
-    describe code, which alone can make a trace unusual), and which `graded` traces the failure-risk model
-    was trained on (recognised by `risk.trace_key`)."""
-    from .coverage import run_json
-
-    want_code = bool(listed) and bool((run_json(run_dir).get("counts") or {}).get("reasoning_is_code"))
+    not prose (provenance reasoning_is_code; read only when `run`, the run's run.json, counts such traces:
+    their indicators describe code, which alone can make a trace unusual), and which `graded` traces the
+    failure-risk model was trained on (recognised by `risk.trace_key`)."""
+    want_code = bool(listed) and bool((run.get("counts") or {}).get("reasoning_is_code"))
     trained = training_keys() if graded else frozenset()
     code: set[str] = set()
     seen: set[str] = set()
@@ -62,7 +62,9 @@ def _scan_graphs(run_dir: Path, listed: set[str], graded: Mapping[str, object]) 
     return code, seen
 
 
-def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], per_model: int) -> Section:
+def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], settings: StatsSettings,
+             run: Mapping) -> Section:
+    per_model = settings.unusual_per_model
     anomalies = read_anomalies(run_dir)
     listed = []
     for model in sorted({a["model"] for a in anomalies}):
@@ -70,8 +72,8 @@ def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], p
                         key=lambda a: a["anomaly_rank"])
         listed += ranked[:per_model]
     graded = _graded(rows, anomalies)
-    code, seen = _scan_graphs(run_dir, {a["trace_id"] for a in listed}, graded)
-    agreement, floor = run_agreement(run_dir), stats_settings(run_dir).min_agreement
+    code, seen = _scan_graphs(run_dir, {a["trace_id"] for a in listed}, graded, run)
+    agreement, floor = run_agreement(run), settings.min_agreement
     poor = {name for name in INDICATORS if agreement and poorly_agreeing(agreement, name, floor)}
     cells = [[(a["trace_id"], pages.get(a["trace_id"])), a["model"], format_number(a["anomaly"], 2),
               str(a["anomaly_rank"]), (CODE_MARK if a["trace_id"] in code else "") + _drivers(a["drivers"], poor),
@@ -169,8 +171,7 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
     return note, RISK_HEADER, table
 
 
-def _choice(run_dir: Path, rows: Sequence[Mapping]) -> Section:
-    settings = stats_settings(run_dir)
+def _choice(run_dir: Path, rows: Sequence[Mapping], settings: StatsSettings) -> Section:
     cells, warnings, pooled = [], [], []
     fewest = max(settings.min_group, settings.select_min_traces)
     selections = select_by_domain(run_dir, settings=settings, rows=rows)
@@ -213,10 +214,13 @@ def _choice(run_dir: Path, rows: Sequence[Mapping]) -> Section:
                    empty="No domain has two or more models.")
 
 
-def decision_sections(run_dir: str | Path, rows: Sequence[Mapping], pages: Mapping[str, str]) -> list[Section]:
+def decision_sections(run_dir: str | Path, rows: Sequence[Mapping], pages: Mapping[str, str],
+                      run: Mapping) -> list[Section]:
+    """The unusual traces and the model for each domain; `run`: the run's run.json (coverage.run_json),
+    its stats settings read once for both."""
     run_dir = Path(run_dir)
-    per_model = stats_settings(run_dir).unusual_per_model
-    return [_unusual(run_dir, rows, pages, per_model), _choice(run_dir, rows)]
+    settings = stats_settings(run_dir)
+    return [_unusual(run_dir, rows, pages, settings, run), _choice(run_dir, rows, settings)]
 
 
 def _html_cell(v) -> str:

@@ -10,7 +10,7 @@ from typing import Mapping, Sequence
 
 from ..outputs import INDICATORS_TABLE, read_table
 from ..tables import read_csv
-from .coverage import coverage_html, coverage_md
+from .coverage import coverage_html, coverage_md, run_json
 from .decisions import decision_sections, sections_html, sections_md
 from .pairs import pairs_section
 from .glossary import GLOSSARY, definition, glossary_items
@@ -156,8 +156,9 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
     def titled(header):
         return {h: definition(h) or EFFECT_TITLES.get(h, "") for h in header}
 
-    summary = "".join(f"<p>{esc(line).replace('`', '')}</p>" for line in summary_text(run_dir, stats, pages))
-    agreement = run_agreement(run_dir)
+    run = run_json(run_dir)  # read once, for every section that says something of it
+    summary = "".join(f"<p>{esc(line).replace('`', '')}</p>" for line in summary_text(run_dir, stats, pages, run))
+    agreement = run_agreement(run)
     head = "".join(f"<li>{esc(line)}</li>" for line in headline(stats, agreement))
     cell_rows = [[esc(c["model"]), esc(display_label(c["domain"])), str(c["n"]), *(z_text(c[d]) for d in DIMS)]
                  for c in cells]
@@ -220,19 +221,19 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
 <h2>Model profiles</h2>
 {radar}
 {html_table(["model", "n", *DIMS], [[esc(c) for c in r] for r in profile_ci_rows(stats)], titles=titled(["n", *DIMS]))}
-<p class=note>{esc(profile_note(stats, run_dir))}</p>
+<p class=note>{esc(profile_note(stats, run))}</p>
 <h2>{esc(_effects_title(stats))}</h2>
 {html_table(effect_header(stats, agreement), effect_rows(stats, html_out=True, agreement=agreement), left=1, titles=EFFECT_TITLES,
              cls="dense wrap" if has_group(stats) else "",
              row_classes=["dim" if e["kind"] == "dimension" else "" for e in stats["variables"]])}
-<p class=note>{esc(method_note(stats))} {esc(too_few_text(stats))} {esc(agreement_note(stats, run_dir))}</p>
+<p class=note>{esc(method_note(stats))} {esc(too_few_text(stats))} {esc(agreement_note(stats, run))}</p>
 {f'<p class="flag">⚠ {esc(unreliable_text(stats))}</p>' if unreliable_text(stats) else ""}
 {img("effects", "Effect sizes by model and by domain, raw and length-controlled")}
 {sections_html([pairs_section(stats)], GLOSSARY)}
 <h2>Reliability of repeated answers</h2>
 {icc_html}
 {outcome}
-{sections_html(decision_sections(run_dir, rows, pages), GLOSSARY)}
+{sections_html(decision_sections(run_dir, rows, pages, run), GLOSSARY)}
 <h2>Model × domain profiles</h2>
 {img("heatmap", "Heat map of the model by domain profiles")}
 <details><summary>Values</summary>{html_table(["model", "domain", "n", *DIMS], cell_rows, left=2, titles=titled(["n", *DIMS]))}</details>
@@ -242,7 +243,7 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
 {img("indicators", "Heat map of the median of every indicator by model")}
 {red}
 {cot}
-{coverage_html(run_dir)}
+{coverage_html(run)}
 <h2>Traces</h2>
 <p class=note>Click a column header to sort (numbers inside ids sort as numbers).</p>
 {html_table(trace_header, trace_rows, left=4 if grouped else 3, cls="sortable traces", titles=titled(trace_header))}
@@ -268,13 +269,14 @@ def unreliable_text(stats: Mapping) -> str:
 
 def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=None, group_cells=()) -> str:
     radar = "![Radar chart of the model profiles](figures/radar.png)" if "radar" in figures else NO_RADAR
-    agreement = run_agreement(run_dir)
-    notes = " ".join(t for t in (method_note(stats), too_few_text(stats), agreement_note(stats, run_dir)) if t)
-    parts = ["# ThinkProbe report", "", *summary_text(run_dir, stats, pages), "", "**Headline**", "",
+    run = run_json(run_dir)  # read once, for every section that says something of it
+    agreement = run_agreement(run)
+    notes = " ".join(t for t in (method_note(stats), too_few_text(stats), agreement_note(stats, run)) if t)
+    parts = ["# ThinkProbe report", "", *summary_text(run_dir, stats, pages, run), "", "**Headline**", "",
              *(f"- {line}" for line in headline(stats, agreement)), "",
              "## Model profiles", "", radar, "",
              md_table(["model", "n", *DIMS], profile_ci_rows(stats)), "",
-             profile_note(stats, run_dir), "",
+             profile_note(stats, run), "",
              f"## {_effects_title(stats)}", "",
              md_table(effect_header(stats, agreement), effect_rows(stats, html_out=False, agreement=agreement)),
              "", notes, "",
@@ -289,7 +291,7 @@ def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=
         if outcome_rows(stats):
             parts += [md_table(OUTCOME_HEADER,
                                 outcome_rows(stats)), ""]
-    parts += sections_md(decision_sections(run_dir, rows, pages))
+    parts += sections_md(decision_sections(run_dir, rows, pages, run))
     parts += ["## Model × domain profiles", "", "![Heat map](figures/heatmap.png)", "",
               md_table(["model", "domain", "n", *DIMS],
                         [[c["model"], display_label(c["domain"]), c["n"], *(z_text(c[d]) for d in DIMS)] for c in cells]), ""]
@@ -309,7 +311,7 @@ def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=
         parts += ["## CoTJudger's analyses", "", _levels_line(analyses), ""]
         for title, text, figure in cot_sections(analyses, figures, lambda name, alt: f"![{alt}](figures/{name}.png)"):
             parts += [f"### {title}", "", text, ""] + ([figure, ""] if figure else [])
-    parts += coverage_md(run_dir)
+    parts += coverage_md(run)
     counts = _read_counts(run_dir)
     trace_header, grouped = _trace_columns(rows)
     trace_rows = []

@@ -251,15 +251,17 @@ def poorly_agreeing(agreement: Mapping, variable: str, floor: float) -> bool:
     return any(r is None or r < floor for r in rhos)
 
 
-def run_agreement(run_dir: Path | None) -> Mapping | None:
-    """run.json's `linker_agreement` where one was measured for the run's graphs, else None."""
-    info = _run_json(run_dir).get("linker_agreement") if run_dir is not None else None
+def run_agreement(run: Mapping) -> Mapping | None:
+    """The `linker_agreement` of `run` (the run's run.json, as coverage.run_json reads it) where one was
+    measured for the run's graphs, else None."""
+    info = run.get("linker_agreement")
     return info if info and info.get("measured") else None
 
 
-def agreement_note(stats: Mapping, run_dir: Path | None) -> str:
-    """What the effect table's ρ columns are (or why it has none); '' for a run of annotated graphs."""
-    info = _run_json(run_dir).get("linker_agreement") if run_dir is not None else None
+def agreement_note(stats: Mapping, run: Mapping) -> str:
+    """What the effect table's ρ columns are (or why it has none), from `run` (the run's run.json); '' for
+    a run of annotated graphs."""
+    info = run.get("linker_agreement")
     if not info:
         return ""
     if not info.get("measured"):
@@ -316,14 +318,15 @@ def z_text(value: float | None) -> str:
     return format_number(0.0 if value is not None and abs(value) < 5e-5 else value, 2)
 
 
-def profile_note(stats: Mapping, run_dir: Path | None = None) -> str:
+def profile_note(stats: Mapping, run: Mapping | None = None) -> str:
     """The caption of the model-profile table: the interval named only where some model has one, and the
-    mean the z-scores are against (the run's own, or the norms it was given: run.json's norms)."""
+    mean the z-scores are against (the run's own, or the norms it was given: the norms of `run`, the
+    run's run.json)."""
     from .trace_pages import run_norms
 
     with_ci = any(v["ci_low"] is not None for mp in stats["model_profiles"] for v in mp["dimensions"].values())
     level = round(100 * stats["settings"]["ci_level"])
-    norms = run_norms(run_dir) if run_dir is not None else None
+    norms = run_norms(run) if run is not None else None
     zero = "this run's mean" if norms is None else f"the mean of the norms in {norms}"
     return ("Mean signed z-score per dimension" + (f" with its {level}% bootstrap interval (a model with one trace "
                                                    "has none)" if with_ci else " (no interval: no model has 2 traces)")
@@ -513,14 +516,14 @@ def too_few_text(stats: Mapping) -> str:
             + "; ".join(parts) + ".")
 
 
-def summary_text(run_dir: Path, stats: Mapping, pages: Mapping) -> list[str]:
+def summary_text(run_dir: Path, stats: Mapping, pages: Mapping, run: Mapping) -> list[str]:
+    """The report's opening lines; `run`: the run's run.json (coverage.run_json)."""
     groups = stats["groupings"]
     n_models, n_domains = len(groups["model"]["groups"]), len(groups["domain"]["groups"])
     lines = [f"{traces_word(stats['n_traces'])} from {n_models} model{'s' if n_models != 1 else ''} and "
              f"{n_domains} domain{'s' if n_domains != 1 else ''} (run folder `{run_dir.name}`)."]
-    info = _run_json(run_dir)
-    lines += _selection_lines(info)
-    lines += _code_not_run_lines(info)
+    lines += _selection_lines(run)
+    lines += _code_not_run_lines(run)
     if has_group(stats):
         named = groups["group"]["groups"]
         without = stats["n_traces"] - sum(named.values())
@@ -534,16 +537,6 @@ def summary_text(run_dir: Path, stats: Mapping, pages: Mapping) -> list[str]:
         lines.append(f"Per-trace pages exist for the first {len(pages)} traces of graphs.jsonl "
                      f"(of {stats['n_traces']}); draw any other with `thinkprobe graph {run_dir.name} TRACE_ID`.")
     return lines
-
-
-def _run_json(run_dir: Path) -> dict:
-    """The run's run.json ({} for a run folder without one)."""
-    import json
-
-    from ..outputs import RUN_JSON
-
-    path = run_dir / RUN_JSON
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
 def _selection_lines(info: Mapping) -> list[str]:

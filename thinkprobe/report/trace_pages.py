@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Mapping
 
 from ..indicators import INDICATORS
-from ..outputs import ANOMALIES_TABLE, GRAPHS_FILE, INDICATORS_TABLE, PROFILE_TABLE, RUN_JSON, read_table
+from ..outputs import ANOMALIES_TABLE, GRAPHS_FILE, INDICATORS_TABLE, PROFILE_TABLE, read_table
 from ..records import BACKWARD_EDGES, EDGE_TYPES, NODE_TYPES, iter_graph_records, source_id
 from ..tables import own_dir, write_own
+from .coverage import run_json
 from .figures import graph_figure
 from .glossary import definition
 from .markup import ZOOM_JS, data_uri, esc, html_page, html_table
@@ -271,19 +272,16 @@ def _profiles(run_dir: Path) -> dict[str, dict[str, float]]:
     return {r["trace_id"]: {d: as_number(r.get(d)) for d in DIMS} for r in read_table(run_dir, PROFILE_TABLE)}
 
 
-def run_norms(run_dir: Path) -> str | None:
-    """The norms file a run's z-scores are taken against (run.json's norms, as --norms gave it); None
-    when they are the run's own."""
-    try:
-        norms = json.loads((Path(run_dir) / RUN_JSON).read_text(encoding="utf-8")).get("norms")
-    except (OSError, ValueError):
-        return None
+def run_norms(run: Mapping) -> str | None:
+    """The norms file a run's z-scores are taken against (the norms of `run`, its run.json, as --norms
+    gave them); None when they are the run's own."""
+    norms = run.get("norms")
     return None if not norms or norms == "fit on this run" else str(norms)
 
 
 def _norms(run_dir: Path) -> str:
     """What the run's z-scores are taken against, in words."""
-    norms = run_norms(run_dir)
+    norms = run_norms(run_json(run_dir))
     return "this run's traces" if norms is None else f"the reference norms {Path(norms).name} (--norms)"
 
 
