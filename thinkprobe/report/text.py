@@ -244,11 +244,17 @@ def _poor_agreement_sentence(found: Sequence[str], agreement: Mapping | None, cf
             f"difference{'' if one else 's'} may be the parser's rather than the models'.")
 
 
+def _agrees_poorly(rho: float | None, floor: float) -> bool:
+    """The ⚠ rule of the linker's agreement with annotated graphs, for one set: ρ under `floor`
+    (stats.min_agreement), or none (the annotated graphs hold one value for every trace)."""
+    return rho is None or rho < floor
+
+
 def poorly_agreeing(agreement: Mapping, variable: str, floor: float) -> bool:
-    """Whether `variable`'s rho with annotated graphs is under `floor`, or not measurable (constant in
-    the annotated graphs), on any set of the linker's agreement."""
-    rhos = [s["variables"].get(variable, {}).get("spearman") for s in agreement["sets"].values()]
-    return any(r is None or r < floor for r in rhos)
+    """Whether `variable` agrees poorly (`_agrees_poorly`) on any set of the linker's agreement; a set
+    without the variable counts as poor."""
+    return any(_agrees_poorly(s["variables"].get(variable, {}).get("spearman"), floor)
+               for s in agreement["sets"].values())
 
 
 def run_agreement(run: Mapping) -> Mapping | None:
@@ -418,7 +424,7 @@ def _agreement_cell(agreement: Mapping, key: str, variable: str, floor: float, h
         return "–"
     rho = v["spearman"]
     text = format_number(rho, 2) if rho is not None else "–"
-    if rho is None or rho < floor:
+    if _agrees_poorly(rho, floor):
         why = f"under {floor}" if rho is not None else "the annotated graphs hold one value for every trace"
         text = f'<span class="flag" title="{esc(why)}">{text} ⚠</span>' if html_out else f"{text} ⚠"
     return text
