@@ -521,3 +521,17 @@ def test_a_path_pattern_sees_a_linked_file_under_the_name_it_matches(tmp_path):
     traces = [t for t in iter_traces(root, fields) if isinstance(t, Trace)]
     assert [t.model for t in traces] == ["modelA"]
     assert count_records(root) == 1  # without the pattern: the one file, once
+
+
+def test_terminal_and_page_escapes_differ_only_in_the_carriage_return():
+    """CLI output (terminal_safe) and the report's pages and figures (visible) escape from one base: control
+    characters and bidi overrides (a model named "evil\u202egnp.exe" printed as "evilexe.png"); the terminal
+    also the carriage return (the rest of the line would overwrite its start), a page keeps it (white space)."""
+    from thinkprobe.progress import terminal_safe
+    from thinkprobe.report.markup import visible
+
+    name = "t\x1b]0;TITLE\x07 evil\u202egnp.exe\tok\r\n"
+    assert terminal_safe(name) == "t\\x1b]0;TITLE\\x07 evil\\u202egnp.exe\tok\\x0d\n"
+    assert visible(name) == "t\\x1b]0;TITLE\\x07 evil\\u202egnp.exe\tok\r\n"
+    chars = [chr(c) for c in range(0x3000)]
+    assert {c for c in chars if terminal_safe(c) != c} == {c for c in chars if visible(c) != c} | {"\r"}

@@ -5,6 +5,7 @@ far, redrawn every second so it moves even while one stage is busy.
 Also the trace selection behind --limit and --sample."""
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 import re
@@ -14,22 +15,44 @@ from typing import Any, Iterable, Iterator, TypeVar
 
 from .timing import StageTimes
 
-__all__ = ["terminal_safe", "select", "selected_total", "Progress", "ProgressTimes", "STAGE_NAMES"]
+__all__ = ["escape_hidden", "terminal_safe", "select", "selected_total", "Progress", "ProgressTimes", "STAGE_NAMES"]
 
 T = TypeVar("T")
 
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# The bidirectional embeddings, overrides and isolates: U+202E shows "evil\u202egnp.exe" as "evilexe.png".
+_BIDI = "\u202a-\u202e\u2066-\u2069"
+
+
+@functools.lru_cache(maxsize=None)
+def _hidden(keep: str) -> re.Pattern:
+    """The characters escape_hidden writes as escapes: C0 controls but `keep`, DEL and C1, bidi controls."""
+    c0 = "".join(re.escape(chr(c)) for c in range(0x20) if chr(c) not in keep)
+    return re.compile(f"[{c0}\x7f-\x9f{_BIDI}]")
+
+
+def escape_hidden(text: str, keep: str) -> str:
+    r"""Text from the data with what would act rather than show written as an escape (\xNN, \uNNNN):
+    control characters but those in `keep` (an ESC or OSC sequence, a NUL), DEL and C1, and the
+    bidirectional overrides, embeddings and isolates (U+202E shows "evil\u202egnp.exe" as
+    "evilexe.png"). The base of `terminal_safe` and of the report's `visible`, which differ only in `keep`.
+
+    >>> escape_hidden("a\x1b[31mb\u202ec\x00\r\n", keep="\n")
+    'a\\x1b[31mb\\u202ec\\x00\\x0d\n'
+    """
+    return _hidden(keep).sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                             else f"\\u{ord(m.group()):04x}", text)
 
 
 def terminal_safe(text: str) -> str:
     r"""Text to print: control characters from the data (an OSC sequence in a trace id sets the
-    terminal's title; a NUL in a model name) written as escapes; newlines and tabs kept.
+    terminal's title; a NUL in a model name; a carriage return, which lets the rest of a line overwrite
+    its start) and bidi overrides written as escapes; newlines and tabs kept.
 
-    >>> terminal_safe("t\x1b]0;TITLE\x07 ok\n")
-    't\\x1b]0;TITLE\\x07 ok\n'
+    >>> terminal_safe("t\x1b]0;TITLE\x07 ok\r\u202e\n")
+    't\\x1b]0;TITLE\\x07 ok\\x0d\\u202e\n'
     """
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return escape_hidden(text, keep="\t\n")
 
 
 def one_line(text: Any) -> str:

@@ -4,26 +4,23 @@ from __future__ import annotations
 
 import base64
 import html
-import re
 from typing import Iterable, Mapping, Sequence
 
-__all__ = ["CSS", "SORT_JS", "ZOOM_JS", "esc", "visible", "data_uri", "html_table", "md_table", "html_page"]
+from ..progress import escape_hidden
 
-# Control characters but tab, line feed and carriage return; DEL and C1; the bidirectional
-# embeddings, overrides and isolates.
-_HIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+__all__ = ["CSS", "SORT_JS", "ZOOM_JS", "esc", "visible", "data_uri", "html_table", "md_table", "html_page"]
 
 
 def visible(text: str) -> str:
     r"""Text from the data as a page or figure shows it: control characters (an ESC sequence, a NUL)
     and bidirectional overrides (U+202E shows "evil\u202egnp.exe" as "evilexe.png") written as
-    escapes; tabs and line breaks kept.
+    escapes; tabs and line breaks kept, a carriage return too (white space in HTML, where CRLF data's
+    would otherwise show an escape on every line of a trace page): `terminal_safe` but for that.
 
     >>> visible("a\x1b[31mb\u202ec\x00\r\n")
     'a\\x1b[31mb\\u202ec\\x00\r\n'
     """
-    return _HIDDEN.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
-                       text)
+    return escape_hidden(text, keep="\t\n\r")
 
 
 CSS = """
