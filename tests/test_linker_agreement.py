@@ -12,8 +12,9 @@ from thinkprobe.link import find_model_dir, read_agreement
 from thinkprobe.link.models import model_digest
 from thinkprobe.link.registry import DEFAULT_LINKER, LINKERS
 from thinkprobe.report import write_report
+from thinkprobe.report.agreement import poorly_agreeing, run_agreement
 from thinkprobe.report.coverage import run_json
-from thinkprobe.report.text import headline, run_agreement
+from thinkprobe.report.text import headline
 from thinkprobe.runner import linker_agreement
 from thinkprobe.stats import compute_stats
 
@@ -107,7 +108,6 @@ def test_unusual_traces_mark_the_drivers_that_agree_poorly(tmp_path):
     """On tts_knowledge the most unusual traces were set apart by cross_branch_connectivity and
     convergence_index (z 4-9), indicators of synthesis edges that people's graphs never hold."""
     from thinkprobe.report.decisions import _drivers
-    from thinkprobe.report.text import poorly_agreeing
 
     info = linker_agreement(SimpleNamespace(types="head"), SimpleNamespace(name="parser", model_dir=SHIPPED))
     poor = {n for n in INDICATORS if poorly_agreeing(info, n, 0.6)}

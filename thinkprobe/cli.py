@@ -380,7 +380,8 @@ def stats(run_dir):
     Holm; bootstrap CIs. Prints the report's headline findings from them."""
     _require_run(run_dir, "indicators.csv", "profile.csv")
     from .report.coverage import run_json
-    from .report.text import headline, run_agreement
+    from .report.agreement import run_agreement
+    from .report.text import headline
     from .stats import write_stats
 
     stats = write_stats(run_dir)

@@ -16,9 +16,9 @@ from ..records import iter_graph_records
 from ..risk import trace_key, training_keys
 from ..stats import auroc, auroc_interval, stats_settings
 from ..indicators import INDICATORS
+from .agreement import poorly_agreeing, run_agreement
 from .markup import esc, html_table, md_table
 from .style import format_number
-from .text import poorly_agreeing, run_agreement
 
 __all__ = ["Section", "decision_sections", "sections_html", "sections_md"]
 

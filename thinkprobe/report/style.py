@@ -10,7 +10,7 @@ from typing import Sequence
 
 from ..indicators import DIMENSIONS
 
-__all__ = ["MAX_TRACE_PAGES", "FIGURE_DPI", "TRACE_DPI", "PAGE_DPI", "DIMS", "NODE_NAMES", "NODE_COLORS", "EDGE_COLORS", "POLARITY_STYLES", "MODEL_PALETTE", "display_label", "format_number", "figure_style", "png_bytes", "clipped_texts", "overlapping_texts", "svg_bytes", "model_colors"]
+__all__ = ["MAX_TRACE_PAGES", "FIGURE_DPI", "TRACE_DPI", "PAGE_DPI", "DIMS", "NODE_NAMES", "NODE_COLORS", "EDGE_COLORS", "POLARITY_STYLES", "MODEL_PALETTE", "and_list", "display_label", "format_number", "figure_style", "png_bytes", "clipped_texts", "overlapping_texts", "svg_bytes", "model_colors"]
 
 
 MAX_TRACE_PAGES = 500  # per-trace pages written by write_report; `thinkprobe graph` draws any other
@@ -50,6 +50,11 @@ MODEL_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b
 
 def display_label(value: str) -> str:
     return value if value else "(none)"
+
+
+def and_list(items: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c': names in a sentence."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def as_number(value) -> float:

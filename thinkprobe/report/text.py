@@ -8,20 +8,17 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ..stats import ICC_MIN_CLUSTERS, TESTED, auroc_interval, auroc_se
+from .agreement import AGREEMENT_COLUMNS, agreement_cell, poor_agreement_sentence
 from .glossary import GLOSSARY
 from .markup import esc
-from .style import DIMS, display_label, format_number
+from .style import DIMS, and_list, display_label, format_number
 from ..progress import one_line
 
-__all__ = ["no_icc_text", "headline", "run_agreement", "agreement_note", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "interval_text", "icc_rows", "outcome_rows", "too_few_text", "summary_text", "method_note", "effect_interval_note", "NO_RADAR", "outcome_text", "z_text"]
+__all__ = ["no_icc_text", "headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "interval_text", "icc_rows", "outcome_rows", "too_few_text", "summary_text", "method_note", "effect_interval_note", "NO_RADAR", "outcome_text", "z_text"]
 
 
 def _dims(stats: Mapping) -> list[Mapping]:
     return [e for e in stats["variables"] if e["kind"] == "dimension"]
-
-
-def _list(items: Sequence[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def interval_text(ci: Sequence[float] | None) -> str:
@@ -58,15 +55,15 @@ def _factor_sentence(stats: Mapping, by: str) -> str | None:
     ci = {v: t.get("eps2_corrected_ci") for t, v in tests}
     if found:
         return (f"The {by} matters most for "
-                + _list([f"{v} (corrected ε² {format_number(x, 2)}{interval_text(ci[v])})" for x, v in found[:2]])
+                + and_list([f"{v} (corrected ε² {format_number(x, 2)}{interval_text(ci[v])})" for x, v in found[:2]])
                 + " after length control.")
     tiny = [v for t, v in tests if t["status"] == TESTED and t.get("significant")]
     untested = [v for t, v in tests if t["status"] != TESTED]
     if len(untested) == len(tests):
         return f"No dimension could be tested by {by} once length is removed (see the effect sizes)."
-    not_tested = f" ({_list(untested)} could not be tested once length is removed)" if untested else ""
+    not_tested = f" ({and_list(untested)} could not be tested once length is removed)" if untested else ""
     if tiny:
-        return (f"By {by}, {_list(tiny)} {'differs' if len(tiny) == 1 else 'differ'} significantly but by less than "
+        return (f"By {by}, {and_list(tiny)} {'differs' if len(tiny) == 1 else 'differ'} significantly but by less than "
                 f"corrected ε² {floor} once length and chance are removed; no other {'tested ' if untested else ''}"
                 f"dimension differs{not_tested}.")
     return (f"No {'tested ' if untested else ''}dimension differs significantly by {by} once length and chance are "
@@ -105,7 +102,7 @@ def _crossing_sentence(stats: Mapping) -> str | None:
         parts.append((by, f"by {by}: {what}"))
     if not parts:
         return None
-    return ("Models are unevenly crossed with " + _list([f"{by}s" for by, _ in parts]) + " ("
+    return ("Models are unevenly crossed with " + and_list([f"{by}s" for by, _ in parts]) + " ("
             + "; ".join(d for _, d in parts) + "): a model difference here may be a difference of "
             + " or ".join(f"{by}" for by, _ in parts) + "; compare models within one "
             + " or one ".join(f"{by} ({'model × domain table, ' if by == 'domain' else ''}`thinkprobe select --{by}`)"
@@ -124,7 +121,7 @@ def _smallest_model(groups: Mapping) -> str:
     if not left or not tested:
         return f"smallest model: {traces_word(min(sizes.values()))}"
     shown = [f"{one_line(m)} ({traces_word(sizes[m])})" for m in left[:3]]
-    named = _list(shown) if len(left) <= 3 else f"{', '.join(shown)} and {len(left) - 3} more"
+    named = and_list(shown) if len(left) <= 3 else f"{', '.join(shown)} and {len(left) - 3} more"
     return f"smallest tested model: {traces_word(min(tested))}; too small to test: {named}"
 
 
@@ -158,17 +155,17 @@ def headline(stats: Mapping, agreement: Mapping | None = None) -> list[str]:
         untested = [e["variable"] for e in dims if lc(e, "model")["status"] != TESTED]
         rest = [e["variable"] for e in dims if e["variable"] not in found and e["variable"] not in tiny
                 and e["variable"] not in untested]
-        not_tested = (f"; {_list(untested)} could not be tested once length is removed (see the effect sizes)"
+        not_tested = (f"; {and_list(untested)} could not be tested once length is removed (see the effect sizes)"
                       if untested else "")
         ci = {e["variable"]: lc(e, "model").get("eps2_corrected_ci") for e in dims}
         if sep:
             out.append(f"{opening}: beyond trace length and chance the models differ in "
-                       + _list([f"{v} (corrected ε² {format_number(x, 2)}{interval_text(ci[v])})" for x, v in sep])
-                       + (f"; {_list(tiny)} {'differs' if len(tiny) == 1 else 'differ'} significantly but by less than "
+                       + and_list([f"{v} (corrected ε² {format_number(x, 2)}{interval_text(ci[v])})" for x, v in sep])
+                       + (f"; {and_list(tiny)} {'differs' if len(tiny) == 1 else 'differ'} significantly but by less than "
                           f"corrected ε² {floor}" if tiny else "")
-                       + (f"; {_list(rest)} {'shows' if len(rest) == 1 else 'show'} no significant model difference "
+                       + (f"; {and_list(rest)} {'shows' if len(rest) == 1 else 'show'} no significant model difference "
                           f"once length and chance are removed ({_smallest_model(groups)})" if rest else "") + not_tested + "."
-                       + _poor_agreement_sentence([v for _, v in sep], agreement, cfg))
+                       + poor_agreement_sentence([v for _, v in sep], agreement, cfg))
         elif len(untested) < len(dims):
             best = max(((lc(e, "model")["eps2_corrected"] or 0.0, e["variable"]) for e in dims
                         if e["variable"] not in untested), default=(0.0, "–"))
@@ -195,10 +192,10 @@ def headline(stats: Mapping, agreement: Mapping | None = None) -> list[str]:
         strong = [v for x, v in rel if x >= min_rel]
         text = (f"Split-half reliability of the model means is {format_number(min(rel)[0], 2)}–{format_number(max(rel)[0], 2)}"
                 f" across dimensions")
-        text += (f"; model differences in {_list(weak)} are below {min_rel} and not supported by these data."
+        text += (f"; model differences in {and_list(weak)} are below {min_rel} and not supported by these data."
                  if weak else f", at least {min_rel} for all {len(strong)}.")
         if strong and usable < FEW_MODELS:
-            text += (f" With {usable} models a reliability of {min_rel} or more{' (' + _list(strong) + ')' if weak else ''} "
+            text += (f" With {usable} models a reliability of {min_rel} or more{' (' + and_list(strong) + ')' if weak else ''} "
                      f"is weak support: a correlation over {usable} model means is often high by chance.")
         out.append(text)
     elif n_models >= 2:
@@ -224,62 +221,6 @@ def headline(stats: Mapping, agreement: Mapping | None = None) -> list[str]:
                    + ("; both below 0.5: the fits do worse than chance on held-out folds, so neither tells right "
                       "from wrong here" if below else "") + ")." + _factor_note(cv, stats["settings"]["alpha"]))
     return out[:5]
-
-
-def _poor_agreement_sentence(found: Sequence[str], agreement: Mapping | None, cfg: Mapping) -> str:
-    """' X agrees with people's graphs at ρ ... only: ...' for the dimensions in `found` whose agreement
-    is under stats.min_agreement on a set the linker was measured on; '' for none."""
-    if not agreement:
-        return ""
-    poor = [v for v in found if poorly_agreeing(agreement, v, cfg["min_agreement"])]
-    if not poor:
-        return ""
-    people, silver = agreement["sets"]["people"], agreement["sets"]["silver"]
-    rhos = [f"{v} (ρ {format_number(people['variables'][v]['spearman'], 2)} on {people['docs']} human-annotated "
-            f"traces, {format_number(silver['variables'][v]['spearman'], 2)} on {silver['docs']} LLM-annotated ones)"
-            for v in poor]
-    one = len(poor) == 1
-    return (f" The linker's graphs agree with annotated graphs less well in {_list(rhos)}: under "
-            f"{cfg['min_agreement']} on one set or both, so part of {'this' if one else 'these'} "
-            f"difference{'' if one else 's'} may be the parser's rather than the models'.")
-
-
-def _agrees_poorly(rho: float | None, floor: float) -> bool:
-    """The ⚠ rule of the linker's agreement with annotated graphs, for one set: ρ under `floor`
-    (stats.min_agreement), or none (the annotated graphs hold one value for every trace)."""
-    return rho is None or rho < floor
-
-
-def poorly_agreeing(agreement: Mapping, variable: str, floor: float) -> bool:
-    """Whether `variable` agrees poorly (`_agrees_poorly`) on any set of the linker's agreement; a set
-    without the variable counts as poor."""
-    return any(_agrees_poorly(s["variables"].get(variable, {}).get("spearman"), floor)
-               for s in agreement["sets"].values())
-
-
-def run_agreement(run: Mapping) -> Mapping | None:
-    """The `linker_agreement` of `run` (the run's run.json, as coverage.run_json reads it) where one was
-    measured for the run's graphs, else None."""
-    info = run.get("linker_agreement")
-    return info if info and info.get("measured") else None
-
-
-def agreement_note(stats: Mapping, run: Mapping) -> str:
-    """What the effect table's ρ columns are (or why it has none), from `run` (the run's run.json); '' for
-    a run of annotated graphs."""
-    info = run.get("linker_agreement")
-    if not info:
-        return ""
-    if not info.get("measured"):
-        return (f"How well this run's indicators agree with people's graphs is not known: {info['why']}. Model "
-                f"differences may be the linker's ({info['linker']}) as much as the models'.")
-    sets = info["sets"]
-    return (f"ρ people, ρ silver: Spearman ρ across traces between the variable on the linker's ({info['linker']}) "
-            f"graphs and on annotated graphs of the same traces: people, {sets['people']['label']}; silver, "
-            f"{sets['silver']['label']}. Measured once for the linker's weights, not on this run "
-            f"(`{info['command']}`). ⚠ under {stats['settings']['min_agreement']} on either, or – where the annotated "
-            f"graphs hold the same value for every trace (people draw no synthesis edges): a difference in that "
-            f"variable may be the parser's rather than the models'.")
 
 
 def _no_answer_note(counts: Mapping, key: str = "wrong_no_answer") -> str:
@@ -364,9 +305,6 @@ GROUP_COLUMNS = {"ε² domain": "ε² group", "corrected domain": "corrected gro
                  "length-controlled domain": "length-controlled group"}
 
 
-AGREEMENT_COLUMNS = {"ρ people": "people", "ρ silver": "silver"}  # column: the set of the linker's agreement
-
-
 def effect_header(stats: Mapping, agreement: Mapping | None = None) -> list[str]:
     """EFFECT_HEADER, with the group's columns after the domain's when the run has groups, and the
     agreement with annotated graphs last where the linker's was measured (`run_agreement`)."""
@@ -418,18 +356,6 @@ def _ratio_cell(ratio: Mapping, html_out: bool = False) -> str:
             + _interval_cell(ratio.get("ci"), html_out))
 
 
-def _agreement_cell(agreement: Mapping, key: str, variable: str, floor: float, html_out: bool) -> str:
-    v = agreement["sets"][key]["variables"].get(variable)
-    if v is None:
-        return "–"
-    rho = v["spearman"]
-    text = format_number(rho, 2) if rho is not None else "–"
-    if _agrees_poorly(rho, floor):
-        why = f"under {floor}" if rho is not None else "the annotated graphs hold one value for every trace"
-        text = f'<span class="flag" title="{esc(why)}">{text} ⚠</span>' if html_out else f"{text} ⚠"
-    return text
-
-
 def effect_rows(stats: Mapping, html_out: bool, agreement: Mapping | None = None) -> list[list[str]]:
     min_rel, header = stats["settings"]["min_reliability"], effect_header(stats, agreement)
     out = []
@@ -452,7 +378,7 @@ def effect_rows(stats: Mapping, html_out: bool, agreement: Mapping | None = None
                     _interval_cell(e[by].get("eps2_corrected_ci"), html_out) if by == "model" else "")
                 cells[f"length-controlled {by}"] = _eps_cell(lc[by], "eps2_corrected", html_out, interval=by == "model")
         for column, key in AGREEMENT_COLUMNS.items() if agreement else ():
-            cells[column] = _agreement_cell(agreement, key, e["variable"], stats["settings"]["min_agreement"], html_out)
+            cells[column] = agreement_cell(agreement, key, e["variable"], stats["settings"]["min_agreement"], html_out)
         out.append([cells[h] for h in header])
     return out
 
