@@ -22,7 +22,7 @@ from thinkprobe.options import OptionError, RunOptions
 from thinkprobe.redundancy import (NOT_ALLOWED, RedundancyParams, isolation_problem, redundancy_row,
                                    run_code_tests)
 from thinkprobe.redundancy import sandbox
-from thinkprobe.report.text import summary_text  # the report's opening lines
+from thinkprobe.report.summary import summary_text  # the report's opening lines
 
 ISOLATION = isolation_problem()
 isolated = pytest.mark.skipif(ISOLATION is not None, reason=f"this machine cannot isolate model-written code "

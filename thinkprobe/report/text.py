@@ -4,7 +4,6 @@ notes that define how each number was computed.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Mapping, Sequence
 
 from ..stats import ICC_MIN_CLUSTERS, TESTED, auroc_interval, auroc_se
@@ -14,7 +13,7 @@ from .markup import esc
 from .style import DIMS, and_list, display_label, format_number
 from ..progress import one_line
 
-__all__ = ["no_icc_text", "headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "interval_text", "icc_rows", "outcome_rows", "too_few_text", "summary_text", "method_note", "effect_interval_note", "NO_RADAR", "outcome_text", "z_text"]
+__all__ = ["no_icc_text", "headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "interval_text", "icc_rows", "outcome_rows", "too_few_text", "method_note", "effect_interval_note", "NO_RADAR", "outcome_text", "z_text"]
 
 
 def _dims(stats: Mapping) -> list[Mapping]:
@@ -446,54 +445,6 @@ def too_few_text(stats: Mapping) -> str:
         return ""
     return (f"Groups with fewer than {stats['settings']['min_group']} traces, left out of the tests: "
             + "; ".join(parts) + ".")
-
-
-def summary_text(run_dir: Path, stats: Mapping, pages: Mapping, run: Mapping) -> list[str]:
-    """The report's opening lines; `run`: the run's run.json (coverage.run_json)."""
-    groups = stats["groupings"]
-    n_models, n_domains = len(groups["model"]["groups"]), len(groups["domain"]["groups"])
-    lines = [f"{traces_word(stats['n_traces'])} from {n_models} model{'s' if n_models != 1 else ''} and "
-             f"{n_domains} domain{'s' if n_domains != 1 else ''} (run folder `{run_dir.name}`)."]
-    lines += _selection_lines(run)
-    lines += _code_not_run_lines(run)
-    if has_group(stats):
-        named = groups["group"]["groups"]
-        without = stats["n_traces"] - sum(named.values())
-        lines.append(f"A third grouping factor, the group, has {len(named)} value{'s' if len(named) != 1 else ''} ("
-                     + ", ".join(f"{display_label(g)}: {n}" for g, n in named.items()) + " traces)"
-                     + (f"; {without} trace{'s' if without != 1 else ''} without a group take no part in its tests"
-                        if without else "") + ".")
-    if not pages:
-        lines.append("No per-trace pages: graphs.jsonl is missing or empty.")
-    elif stats["n_traces"] > len(pages):
-        lines.append(f"Per-trace pages exist for the first {len(pages)} traces of graphs.jsonl "
-                     f"(of {stats['n_traces']}); draw any other with `thinkprobe graph {run_dir.name} TRACE_ID`.")
-    return lines
-
-
-def _selection_lines(info: Mapping) -> list[str]:
-    """That the traces are a sample (--sample) or the first records (--limit) of the inputs, from run.json."""
-    selection = info.get("selection")
-    if not selection:
-        return []
-    counts = info.get("counts") or {}
-    taken = (counts.get("traces") or 0) + (counts.get("errors") or 0)
-    asked = min(x for x in (selection.get("sample"), selection.get("limit")) if x is not None)
-    if counts and taken < asked:  # the inputs hold fewer: every record was taken
-        return []
-    if selection.get("sample") is not None:
-        return [f"The traces are a random sample of {selection['sample']} records of the inputs (--sample, seed "
-                f"{selection.get('seed', 0)}): the counts per file and model below are of the sample, and every "
-                f"figure describes it, not the whole inputs."]
-    return [f"The traces are the first {selection['limit']} records of the inputs (--limit), not all of them."]
-
-
-def _code_not_run_lines(info: Mapping) -> list[str]:
-    """run.json's count of code answers left ungraded (code execution off), with how to allow it."""
-    from ..redundancy import not_run_line
-
-    count = (info.get("counts") or {}).get("code_not_run")
-    return [not_run_line(count)] if count else []
 
 
 def method_note(stats: Mapping) -> str:
