@@ -154,3 +154,17 @@ def test_a_model_whose_lengths_lie_outside_the_others_is_named(run):
     logs = [math.log(t) for t in [30, 40, 50, 60, 70] + [400, 500, 600, 700, 800] * 2]
     got = model_length_overlap(["short"] * 5 + ["x"] * 5 + ["y"] * 5, logs, 2)
     assert got["short"] == 0.0 and got["x"] == got["y"] == 0.8  # the rest runs 39-710 (10-90%): 800 is outside
+
+
+def test_the_headline_says_where_length_control_extrapolates(tmp_path):
+    from thinkprobe.report.text import headline
+    from thinkprobe.stats import compute_stats
+
+    rows = effect_run_rows()
+    assert not any("extrapolates" in line for line in headline(compute_stats(write_run(tmp_path / "alike", rows))))
+    for k, r in enumerate(rows):
+        if r["model"] == "c":
+            r["tokens"] = 5 + k % 7  # far shorter than a's and b's 50-500
+    lines = headline(compute_stats(write_run(tmp_path / "short", rows)))
+    said = [line for line in lines if "extrapolates" in line]
+    assert len(said) == 1 and "Length control extrapolates for c (0%)" in said[0]

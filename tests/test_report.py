@@ -442,8 +442,13 @@ def test_effect_sizes_and_the_headline_carry_their_bootstrap_intervals(tmp_path)
     assert cells["corrected model"] == (format_number(depth["model"]["eps2_corrected"], 2)
                                         + interval_text(depth["model"]["eps2_corrected_ci"]))
     assert re.fullmatch(r"[\d.]+ \[[\d.]+, [\d.]+\] \*", cells["length-controlled model"])
-    for column in ("ratio", "length-controlled ratio"):
-        assert re.fullmatch(r"(≥ |≤ )?[\d.]+ \[[\d.]+, [\d.]+\]", cells[column]), cells[column]
+    for column, key in (("ratio", "ratio_corrected"), ("length-controlled ratio", "ratio_length_corrected")):
+        found = re.fullmatch(r"(≥ |≤ )?[\d.]+ \[(≤)?[\d.]+, (≥)?[\d.]+\]", cells[column])
+        assert found, cells[column]
+        # an end is marked where more resamples than its tail (2.5%) floored that side: it is then a bound
+        floored = depth[key]["ci_floored"]
+        assert (found.group(2) is not None, found.group(3) is not None) == (floored["model"] > 0.025,
+                                                                          floored["domain"] > 0.025), floored
     assert "[" not in cells["corrected domain"]  # the domain's intervals are in stats.json only
     note = method_note(stats)
     assert "95% percentile bootstrap interval, 1000 resamples of the run's traces with replacement (seed 0)" in note

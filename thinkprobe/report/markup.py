@@ -33,7 +33,7 @@ th{background:#f4f4f4}td.l,th.l{text-align:left}table.meta td{white-space:normal
 table.sortable th{cursor:pointer;user-select:none}
 table.sortable th[aria-sort=ascending]::after{content:" ▲"}table.sortable th[aria-sort=descending]::after{content:" ▼"}
 img.fig{max-width:100%;height:auto;border:1px solid #eee}
-.note{color:#666;font-size:.85em}.sig{color:#b00;font-weight:600}.ci{display:block;font-size:.85em;color:#555}
+.note{color:#666;font-size:.85em}.sig{color:#b00;font-weight:600}.ci{display:block;font-size:.85em;color:#555;white-space:normal}
 table.wrap td{white-space:normal}
 .verdict.correct{color:#2b7a3d;font-weight:600}.verdict.incorrect{color:#b00;font-weight:600}.verdict.ungraded{color:#666}
 .scroll{overflow-x:auto;max-width:100%}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Mapping, Sequence
 
+from ..pairwise import LENGTH_OVERLAP_MIN
 from ..stats import ICC_MIN_CLUSTERS, TESTED, auroc_interval, auroc_se
 from .agreement import AGREEMENT_COLUMNS, agreement_cell, poor_agreement_sentence
 from .glossary import GLOSSARY
@@ -124,6 +125,27 @@ def _smallest_model(groups: Mapping) -> str:
     return f"smallest tested model: {traces_word(min(tested))}; too small to test: {named}"
 
 
+def _counted(groups: Mapping, by: str, min_group: int) -> str:
+    """'5 domains', or '5 domains (1 with fewer than 2 traces, not tested)'."""
+    n, few = len(groups[by]["groups"]), len(groups[by].get("too_few") or [])
+    return (f"{n} {by}{'s' if n != 1 else ''}"
+            + (f" ({few} with fewer than {min_group} traces, not tested)" if few else ""))
+
+
+def _extrapolated_sentence(stats: Mapping) -> str:
+    """' X's traces are mostly shorter than the other models' ...': where a model's lengths lie outside the
+    others' (stats.json length_overlap under pairwise.LENGTH_OVERLAP_MIN), its length-controlled values
+    rest on the run's length line beyond the lengths it wrote; '' where none does."""
+    far = {m: share for m, share in (stats.get("length_overlap") or {}).items() if share < LENGTH_OVERLAP_MIN}
+    if not far or len(stats["length_overlap"]) < 2:
+        return ""
+    named = and_list([f"{display_label(m)} ({round(100 * share)}%)" for m, share in sorted(far.items())])
+    return (f" Length control extrapolates for {named}: that share of {'its' if len(far) == 1 else 'their'} traces "
+            f"lies within the other models' 10–90% range of lengths, so {'its' if len(far) == 1 else 'their'} "
+            f"length-controlled differences rest on the run's length line beyond the lengths "
+            f"{'it' if len(far) == 1 else 'they'} wrote and may even reverse the raw ones (the report's Which models differ marks such pairs †).")
+
+
 def headline(stats: Mapping, agreement: Mapping | None = None) -> list[str]:
     """Three to five sentences with numbers: which dimensions separate the models beyond length
     and chance (naming those whose values agree poorly with people's graphs, with the linker's
@@ -133,10 +155,10 @@ def headline(stats: Mapping, agreement: Mapping | None = None) -> list[str]:
     cfg = stats["settings"]
     floor, min_rel = cfg["ratio_floor"], cfg["min_reliability"]
     groups = stats["groupings"]
-    n_models, n_domains = len(groups["model"]["groups"]), len(groups["domain"]["groups"])
+    n_models = len(groups["model"]["groups"])
     dims = _dims(stats)
-    opening = (f"{traces_word(stats['n_traces'])} from {n_models} model{'s' if n_models != 1 else ''} and "
-               f"{n_domains} domain{'s' if n_domains != 1 else ''}")
+    opening = (f"{traces_word(stats['n_traces'])} from {_counted(groups, 'model', cfg['min_group'])} and "
+               f"{_counted(groups, 'domain', cfg['min_group'])}")
     out = []
 
     def lc(e, by):
@@ -182,7 +204,7 @@ def headline(stats: Mapping, agreement: Mapping | None = None) -> list[str]:
     if fits:
         top = max(fits)
         out.append(f"Log tokens alone explain {min(fits)[0] * 100:.0f}–{top[0] * 100:.0f}% of the "
-                   f"variance of a dimension (most: {top[1]}).")
+                   f"variance of a dimension (most: {top[1]})." + _extrapolated_sentence(stats))
     usable = sum(1 for c in groups["model"]["groups"].values() if c >= 2)  # models a split-half can use
     rel = [(e["reliability"]["split_half"]["spearman_brown"], e["variable"]) for e in dims
            if e["reliability"]["split_half"]["spearman_brown"] is not None]
@@ -348,15 +370,25 @@ def _eps_cell(test: Mapping, key: str, html_out: bool, interval: bool = False) -
     return text + _interval_cell(ci, html_out)
 
 
-def _ratio_cell(ratio: Mapping, html_out: bool = False) -> str:
+def _ratio_cell(ratio: Mapping, html_out: bool = False, tail: float = 0.025) -> str:
+    """The ratio ('≥ ' where its domain side was raised to the floor, '≤ ' where its model side was) and its
+    interval, an end marked the same way where more than `tail` of the resamples floored that side (the
+    domain's floored ratios are the largest: the high end is then a lower bound; the model's, the low end)."""
     if ratio["value"] is None:
         return "–"
-    return ({"domain": "≥ ", "model": "≤ ", None: ""}[ratio["floored"]] + format_number(ratio["value"], 2)
-            + _interval_cell(ratio.get("ci"), html_out))
+    text = {"domain": "≥ ", "model": "≤ ", None: ""}[ratio["floored"]] + format_number(ratio["value"], 2)
+    ci, floored = ratio.get("ci"), ratio.get("ci_floored") or {}
+    if not ci:
+        return text
+    ends = (("≤" if floored.get("model", 0) > tail else "") + format_number(ci[0], 2),  # no space: the table's
+            ("≥" if floored.get("domain", 0) > tail else "") + format_number(ci[1], 2))  # width in a 1000 px window
+    shown = f"[{ends[0]}, {ends[1]}]"
+    return text + (f'<span class="ci">{esc(shown)}</span>' if html_out else f" {shown}")
 
 
 def effect_rows(stats: Mapping, html_out: bool, agreement: Mapping | None = None) -> list[list[str]]:
     min_rel, header = stats["settings"]["min_reliability"], effect_header(stats, agreement)
+    tail = (1 - stats["settings"]["ci_level"]) / 2  # resamples beyond an interval's end
     out = []
     for e in stats["variables"]:
         name = e["variable"] if e["kind"] == "indicator" else f"{e['variable']} (dimension)"
@@ -367,8 +399,8 @@ def effect_rows(stats: Mapping, html_out: bool, agreement: Mapping | None = None
         if sb is not None and sb < min_rel:
             rel = f'<span class="flag" title="under {min_rel}">{rel} ⚠</span>' if html_out else f"{rel} ⚠"
         lc = e["length_controlled"]
-        cells = {"variable": name, "ratio": _ratio_cell(e["ratio_corrected"], html_out),
-                 "length-controlled ratio": _ratio_cell(e["ratio_length_corrected"], html_out), "split-half": rel}
+        cells = {"variable": name, "ratio": _ratio_cell(e["ratio_corrected"], html_out, tail),
+                 "length-controlled ratio": _ratio_cell(e["ratio_length_corrected"], html_out, tail), "split-half": rel}
         for by in ("model", "domain", "group"):
             if by in e:
                 cells[f"ε² {by}"] = _eps_cell(e[by], "eps2", html_out)
@@ -477,7 +509,9 @@ def effect_interval_note(stats: Mapping) -> str:
             f"ratio's own; length-controlled: the residuals of the whole-run fit resampled (the line not fitted "
             f"again, so the fit's own uncertainty is left out); a resample's ratio follows the floor rule (a side "
             f"under {c['ratio_floor']} raised to it, both under: 1), and stats.json gives the share of resamples "
-            f"floored. A resample's corrected ε² runs on average up to one chance level above the estimate (the "
+            f"floored; where the domain's side was floored in more than {50 * (1 - c['ci_level']):g}% "
+            f"of them the interval's high end is marked ≥ (a lower bound: those ratios are the largest), where the "
+            f"model's was, the low end ≤. A resample's corrected ε² runs on average up to one chance level above the estimate (the "
             f"resampling's own noise reads as effect), so the intervals lean that little high. Intervals of the "
             f"domain and group ε² are in stats.json. ")
 
