@@ -169,9 +169,10 @@ def profile(inputs, out_dir, summary, strict, **options):
 
     sources = _sources(inputs, _fields(options))
     if strict:  # a named field that matches no record is an error, before any work
-        from .io.check import RunFolderWarning, check_fields
+        from .io.check import RunFolderWarning, UnreadFilesWarning, check_fields
 
-        problems = [w for w in check_fields(sources, _fields(options)) if not isinstance(w, RunFolderWarning)]
+        problems = [w for w in check_fields(sources, _fields(options))
+                    if not isinstance(w, (RunFolderWarning, UnreadFilesWarning))]
         if problems:
             raise click.UsageError("--strict: " + "; ".join(map(str, problems)))
     try:

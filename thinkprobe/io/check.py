@@ -14,11 +14,11 @@ from typing import Sequence
 
 from ..records import InputError
 from .detect import get_path
-from .formats import data_files, iter_records, source_files
+from .formats import FORMATS, data_files, iter_records, source_files, unread_files
 from .walk import walk_folder
 from .sources import NAMED_FIELDS, FieldMap, Source, parse_source
 
-__all__ = ["FieldWarning", "PatternWarning", "check_fields", "CHECKED_RECORDS"]
+__all__ = ["FieldWarning", "PatternWarning", "RunFolderWarning", "UnreadFilesWarning", "check_fields", "CHECKED_RECORDS"]
 
 
 CHECKED_RECORDS = 200  # records read per input for the check (the first ones, in input order)
@@ -85,6 +85,31 @@ class RunFolderWarning:
         return {"option": None, "field": None, "input": self.input, "runs": list(self.runs)}
 
 
+@dataclass(frozen=True)
+class UnreadFilesWarning:
+    """Files of an input folder that are not data (no data file's name): not read, and named."""
+
+    input: str
+    unread: tuple[str, ...]  # relative to the input
+
+    def __str__(self) -> str:
+        n = len(self.unread)
+        shown = ", ".join(self.unread[:10]) + (f", ... ({n} files)" if n > 10 else "")
+        return (f"input folder {self.input} holds {n} file{'s' if n > 1 else ''} not read, without a data file's "
+                f"name ({', '.join(FORMATS)}, optionally .gz): {shown}")
+
+    def as_dict(self) -> dict:
+        return {"option": None, "field": None, "input": self.input, "unread": list(self.unread)}
+
+
+def _unread_warning(src: Source) -> UnreadFilesWarning | None:
+    root = Path(src.path)
+    if src.records is not None or not root.is_dir():
+        return None
+    unread = [f.relative_to(root).as_posix() for f in unread_files(root)]
+    return UnreadFilesWarning(src.path, tuple(unread)) if unread else None
+
+
 def _run_folder_warning(src: Source, out_dir: str | Path | None) -> RunFolderWarning | None:
     root = Path(src.path)
     if src.records is not None or not root.is_dir():
@@ -108,19 +133,22 @@ def _pattern_warning(src: Source) -> PatternWarning | None:
 
 def check_fields(inputs: Sequence[str | Path | Source], fields: FieldMap = FieldMap(),
                  records: Sequence[dict] | None = None, limit: int = CHECKED_RECORDS,
-                 out_dir: str | Path | None = None) -> list[FieldWarning | PatternWarning | RunFolderWarning]:
+                 out_dir: str | Path | None = None) -> list:
     """One warning per named field (per input) that none of the first `limit` records has, one per
-    input whose data files --path-pattern does not all match, and one per input folder holding
-    ThinkProbe run folders (not read) other than `out_dir`, the run's own."""
+    input whose data files --path-pattern does not all match, one per input folder holding
+    ThinkProbe run folders (not read) other than `out_dir`, the run's own, and one per input folder
+    holding files that are not data (not read: a README, notes; an archive is named in errors.jsonl)."""
     sources = [parse_source(i, fields) for i in inputs]
     if records is not None:
         sources.insert(0, Source("<memory>", fields, records))
-    warnings: list[FieldWarning | PatternWarning | RunFolderWarning] = []
+    warnings: list[FieldWarning | PatternWarning | RunFolderWarning | UnreadFilesWarning] = []
     for src in sources:
         if (pattern := _pattern_warning(src)) is not None:
             warnings.append(pattern)
         if (runs := _run_folder_warning(src, out_dir)) is not None:
             warnings.append(runs)
+        if (unread := _unread_warning(src)) is not None:
+            warnings.append(unread)
         named = {name: getattr(src.fields, name) for name in NAMED_FIELDS if getattr(src.fields, name)}
         if not named:
             continue

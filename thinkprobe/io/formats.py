@@ -25,7 +25,7 @@ from .walk import read_once, walk_folder
 from .limits import (WHOLE_FILE, GuardedStream, InflateGuard, InputLimits, Skipped, TooLarge, bounded_lines, count_lines,
                      open_input, read_whole, record_reason)
 
-__all__ = ["READERS", "data_files", "source_files", "count_records", "count_inputs", "RECORD_LIST_KEYS", "FORMATS", "HF_METADATA_FILES", "RECORD_OBJECT_LISTS", "RECORD_VALUE_LISTS", "PARQUET_BATCH_ROWS", "WHOLE_FILE", "EMPTY_FILE", "iter_records", "strip_extensions", "type_name", "RepairedRecord"]
+__all__ = ["READERS", "data_files", "source_files", "unread_files", "count_records", "count_inputs", "RECORD_LIST_KEYS", "FORMATS", "HF_METADATA_FILES", "RECORD_OBJECT_LISTS", "RECORD_VALUE_LISTS", "PARQUET_BATCH_ROWS", "WHOLE_FILE", "EMPTY_FILE", "iter_records", "strip_extensions", "type_name", "RepairedRecord"]
 
 
 RECORD_LIST_KEYS = ("records", "data", "traces")
@@ -149,11 +149,27 @@ def record_locator(source: str, position: int | str) -> int | str:
 _OTHER_COMPRESSION = (".bz2", ".xz", ".zst", ".zstd", ".lz4", ".zip", ".7z", ".tar", ".tgz")
 
 
+# Archives are not read (an inspect_ai .eval, a zip of known members, is a format of its own): named as
+# unread whatever their name, so that a folder's real.zip is not passed over as a README is (a review)
+_ARCHIVES = (".zip", ".7z", ".rar", ".tar", ".tgz", ".tar.gz", ".tar.bz2", ".tar.xz", ".tar.zst")
+
+
 def _unread_compression(path: Path) -> str | None:
-    """The suffix of a data file compressed other than by gzip ("a.jsonl.bz2" -> ".bz2"), else None."""
+    """The suffix of a data file compressed other than by gzip ("a.jsonl.bz2" -> ".bz2"), or of an
+    archive of any name ("real.zip" -> ".zip", "a.tar.gz" -> ".tar.gz"), else None."""
     name = path.name.lower()
     packed = next((c for c in _OTHER_COMPRESSION if name.endswith(c)), None)
-    return packed if packed and _format_of(Path(name[: -len(packed)])) else None
+    if packed and _format_of(Path(name[: -len(packed)])):
+        return packed
+    return next((a for a in _ARCHIVES if name.endswith(a)), None)
+
+
+def unread_files(root: Path) -> list[Path]:
+    """The files of a folder that no reader reads or names as unread, sorted: those without a data
+    file's name (a README, notes, a schema .yaml); hidden ones and run folders' files left out, as the
+    walk leaves them (thinkprobe.io.walk). Hugging Face metadata and Thought Anchors side files bear a
+    data file's name and are read with the data they describe."""
+    return [p for p in walk_folder(root)[0] if not p.is_dir() and not (_format_of(p) or _unread_compression(p))]
 
 
 def strip_extensions(name: str) -> str:
@@ -196,7 +212,10 @@ def _iter_file(file: Path, limits: InputLimits) -> Iterator[tuple[str, int | str
     fmt = _format_of(file)
     if fmt is None and (packed := _unread_compression(file)):
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"{packed} compression is not read: decompress "
-                                                                     "the file, or compress it with gzip (.gz)")
+                                                                     "the file, or compress it with gzip (.gz)"
+                                             if packed not in _ARCHIVES or _format_of(Path(file.name[: -len(packed)]))
+                                             else f"a {packed} archive is not read: extract it and name its data "
+                                                  "files as inputs (gzipped ones, .jsonl.gz, are read as they are)")
         return
     if fmt is None:
         supported = ", ".join(FORMATS)
