@@ -853,6 +853,35 @@ def test_resume_reports_and_reruns_never_touch_what_is_not_the_tools(tmp_path):
     assert not (out / "traces").is_symlink() and (out / "report.md").read_text().startswith("# ThinkProbe report")
 
 
+def test_a_rerun_says_which_links_it_removes_and_never_follows_them(tmp_path):
+    """A review: a rerun said it "kept" a link in the run's traces/ folder that it then replaced (the report
+    replaces or removes every .html link there). It says which links it removes, the links only: what they
+    point to, outside the run folder, is neither written nor deleted; a link the run does not replace is kept."""
+    from click.testing import CliRunner
+
+    from conftest import SAMPLES
+    from thinkprobe.cli import main
+
+    data = tmp_path / "two.jsonl"
+    data.write_text("".join(SAMPLES.read_text(encoding="utf-8").splitlines(keepends=True)[:2]), encoding="utf-8")
+    args = ["profile", str(data), "-o", str(tmp_path / "out"), "--device", "cpu", "--no-progress", "--linker", "cue",
+            "--types", "cue", "--no-cache", "--no-summary"]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    traces = tmp_path / "out" / "traces"
+    page = sorted(traces.glob("*.html"))[0]
+    mine = tmp_path / "mine.html"
+    mine.write_text("<p>mine</p>")
+    page.unlink()
+    for link in (page, traces / "other.html", traces / "view.png"):
+        link.symlink_to(mine)
+    rerun = CliRunner().invoke(main, args)
+    assert rerun.exit_code == 0, rerun.output
+    assert (f"kept 1 file that is not the tool's: traces/view.png; removed 2 links where the run writes (the links only, "
+            f"not what they point to): traces/other.html, traces/{page.name}") in rerun.stderr, rerun.stderr
+    assert mine.read_text() == "<p>mine</p>" and not page.is_symlink() and page.read_text().startswith("<!DOCTYPE")
+    assert not (traces / "other.html").exists() and (traces / "view.png").is_symlink()
+
+
 def test_records_that_are_the_sentences_of_one_text_are_warned_about(tmp_path):
     """A file whose records are the sentences of one response (Schoenfeld et al.'s labelled files: {"text":
     sentence, "gt-class-2": label}), profiled with --reasoning-field text, gives one-unit traces: said per

@@ -158,18 +158,22 @@ def _same_records(out: Path, records) -> bool:
     return held.get(MEMORY_SOURCE) in (None, records_digest(records))
 
 
-def _clear(out: Path, names: Iterable[str] | None = None) -> list[str]:
+def _clear(out: Path, names: Iterable[str] | None = None) -> tuple[list[str], list[str]]:
     """Remove the entries of `out` (only those in `names`, with their .tmp twins, when given: in a
-    tool's folder, TOOL_FOLDERS, only the files it writes there); returns the entries left in place (a
-    file kept inside a tool's folder as folder/name)."""
+    tool's folder, TOOL_FOLDERS, only the files it writes there); returns (the entries left in place,
+    a file kept inside a tool's folder as folder/name; the links removed). A link is removed itself,
+    never followed: in a tool's folder, one that bears a name the run writes there (`_replaced_link`)."""
     wanted = None if names is None else {*names, *(f"{n}.tmp" for n in names)}
-    kept = []
+    kept, links = [], []
     for child in sorted(out.iterdir()):
         if wanted is not None and child.name not in wanted:
             kept.append(child.name)
         elif wanted is not None and child.name in TOOL_FOLDERS and child.is_dir() and not child.is_symlink():
             for inner in sorted(child.iterdir()):
-                if inner.is_file() and _tool_file(child.name, inner.name, inner):
+                if inner.is_symlink() and _replaced_link(child.name, inner.name, inner):
+                    inner.unlink()
+                    links.append(f"{child.name}/{inner.name}")
+                elif inner.is_file() and not inner.is_symlink() and _tool_file(child.name, inner.name, inner):
                     inner.unlink()
                 else:
                     kept.append(f"{child.name}/{inner.name}")
@@ -178,8 +182,17 @@ def _clear(out: Path, names: Iterable[str] | None = None) -> list[str]:
         elif child.is_dir() and not child.is_symlink():
             shutil.rmtree(child)
         else:
+            if child.is_symlink():
+                links.append(child.name)
             child.unlink()
-    return kept
+    return kept, links
+
+
+def _replaced_link(folder: str, name: str, path: Path) -> bool:
+    """Whether a link in the tool's folder `folder` is one a run replaces or removes (the link, never what
+    it points to: thinkprobe.tables.write_own): one with the name of a file the tool writes there, and in
+    traces/ any .html link (the report removes those that are no page of this run's, report.writer)."""
+    return (folder == "traces" and name.endswith(".html")) or _tool_file(folder, name, path)
 
 
 # Options naming a file or folder the run reads: clearing the output folder must not delete one of them.
@@ -242,12 +255,15 @@ def prepare_out_dir(out: Path, opts: RunOptions, check_records: bool = False) ->
             raise OutputFolderError(f"-o {out}: {under[0]} lies among the files a rerun replaces; choose "
                                     "another output folder")
         chunks = 0 if (out / RUN_JSON).is_file() else len(list((out / "parts").glob("[0-9]" * 6 + ".jsonl")))
-        kept = _clear(out, TOOL_FILES)
+        kept, links = _clear(out, TOOL_FILES)
         what = "1 file that is" if len(kept) == 1 else f"{len(kept)} files that are"
         return ("cleared (an earlier run of the same inputs)" if not chunks else
                 f"cleared an interrupted run of the same inputs: its {chunks} committed chunk{'s' if chunks > 1 else ''} "
                 "discarded (--resume would have gone on from them)") + (
-            f"; kept {what} not the tool's: {', '.join(kept[:8])}{' ...' if len(kept) > 8 else ''}" if kept else "")
+            f"; kept {what} not the tool's: {', '.join(kept[:8])}{' ...' if len(kept) > 8 else ''}" if kept else "") + (
+            f"; removed {len(links)} link{'s' if len(links) > 1 else ''} where the run writes (the link{'s' if len(links) > 1 else ''} "
+            f"only, not what {'they point' if len(links) > 1 else 'it points'} to): {', '.join(links[:8])}"
+            f"{' ...' if len(links) > 8 else ''}" if links else "")
     if opts.overwrite:
         if (target / ".git").exists() or target == here or target in here.parents or target == Path.home().resolve():
             raise OutputFolderError(f"-o {out}: --overwrite will not clear a folder that holds .git, the working "
@@ -256,7 +272,7 @@ def prepare_out_dir(out: Path, opts: RunOptions, check_records: bool = False) ->
             raise OutputFolderError(f"-o {out}: --overwrite would delete {under[0]}, which lies in it; "
                                     "choose another output folder")
         names = sorted(p.name for p in out.iterdir())
-        _clear(out)
+        _clear(out)  # links removed themselves, never followed
         return (f"cleared (--overwrite): removed {', '.join(names[:8])}"
                 + (f" ... ({len(names)} entries)" if len(names) > 8 else ""))
     names = sorted(p.name for p in out.iterdir())
@@ -322,7 +338,7 @@ def profile_run(opts: RunOptions, temporary: bool = False, *, encoder=None, link
         print(terminal_safe(f"warning: {warning}"), file=sys.stderr)
     with _writing(out):
         prepared = prepare_out_dir(out, opts, check_records)
-        if prepared and prepared != "resumed" and (opts.show_progress or "kept" in prepared or "--overwrite" in prepared
+        if prepared and prepared != "resumed" and (opts.show_progress or "kept" in prepared or "removed" in prepared or "--overwrite" in prepared
                                                    or "interrupted" in prepared):
             print(f"output folder {out}: {prepared}", file=sys.stderr)
         given = {k: v for k, v in (("linker", linker), ("encoder", encoder)) if v is not None}
