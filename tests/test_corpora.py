@@ -730,7 +730,7 @@ def test_mip_every_model_is_profiled_or_named_with_its_count(mip_run):
     by_model = {r["model"]: r for r in run["coverage"]["by_model"]}
     assert {m: by_model[m]["traces"] for m in by_model} == {"QwQ": 3, "deepseekR1": 3, "o1": 0, "s1.1": 2}
     assert by_model["o1"] == {"model": "o1", "records": 2, "traces": 0, "skipped": 2,
-                              "reasons": {"reasoning not returned": 2}}
+                              "reasons": {"reasoning not returned": 2}, "not_read": {}}
     # the warning names the model and its count, on stderr, with --no-summary
     assert "warning: model o1: no trace profiled from its 2 records" in res.stderr
     assert "2 records skipped (reasoning not returned 2)" in res.stderr

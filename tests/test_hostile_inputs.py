@@ -164,6 +164,24 @@ def test_a_parquet_row_group_over_the_limit_is_refused_with_its_rows(hostile_run
     assert sorted(g["record"] for g in graphs if Path(g["source"]).name == "groups.parquet") == [0, 2]
 
 
+def test_records_are_traces_plus_skipped_and_a_file_not_read_is_no_record(hostile_run):
+    """A review: a refused row group of several rows counted as one record, and a file refused whole as
+    one skipped record of none read, so that records = traces + skipped held for no such file. A
+    refused batch counts its rows; a file not read (its records unknown) counts under not_read."""
+    result, _, _ = hostile_run
+    rows = {Path(r["file"]).name: r for r in result["coverage"]["by_file"]}
+    assert [n for n, r in rows.items() if r["records"] != r["traces"] + r["skipped"]] == [], rows
+    assert rows["groups.parquet"]["records"] == 3 and rows["groups.parquet"]["skipped"] == 1
+    assert (rows["big.json.gz"]["records"], rows["big.json.gz"]["skipped"]) == (0, 0)
+    assert list(rows["big.json.gz"]["not_read"]) == ["JSON file of more than 2 MiB"]
+    from thinkprobe.cli import skipped_line
+
+    line = skipped_line(result)
+    n_unread = sum(sum(r["not_read"].values()) for r in rows.values())
+    assert line.startswith(f"{sum(r['skipped'] for r in rows.values())} records skipped (") and \
+        f"; {n_unread} files not read, or not to the end (" in line and "JSON file of more than 2 MiB 1" in line
+
+
 def test_a_csv_line_over_the_limit_is_skipped(hostile_run):
     _, graphs, errors = hostile_run
     (error,) = errors_of(errors, "rows.csv")

@@ -124,19 +124,38 @@ def reason_kind(reason: str) -> str:
     if re.match(r"\d+ Thought Units, over the limit", reason):
         return "over the Thought Unit limit"
     cut = _REASON_END.search(reason)
-    return (reason[: cut.start()] if cut and cut.start() > 0 else reason).strip() or "skipped"
+    return (reason[: cut.start()] if cut and cut.start() > 0 else reason).strip().rstrip(",") or "skipped"
 
 
 @dataclass
 class _Tally:
     records: set = field(default_factory=set)
+    batch_records: int = 0  # the rows of refused batches ("rows 3-9": a Parquet row group, an Arrow batch)
     traces: int = 0
-    reasons: Counter = field(default_factory=Counter)
+    reasons: Counter = field(default_factory=Counter)  # records skipped, by reason
+    not_read: Counter = field(default_factory=Counter)  # files (or their rest) not read, records unknown, by reason
     hint: str = ""  # the first option a skip reason suggests ("--reasoning-field 'steps'"), for the warning
 
     def row(self) -> dict:
-        return {"records": len(self.records), "traces": self.traces, "skipped": sum(self.reasons.values()),
-                "reasons": dict(sorted(self.reasons.items(), key=lambda kv: (-kv[1], kv[0])))}
+        return {"records": len(self.records) + self.batch_records, "traces": self.traces,
+                "skipped": sum(self.reasons.values()), "reasons": _by_count(self.reasons),
+                "not_read": _by_count(self.not_read)}
+
+
+def _by_count(counts: Counter) -> dict:
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _position(file: str, record) -> object:
+    """An error's record as its trace names it: "line N" of a JSON Lines file is position N - 1
+    (record_locator); any other locator is itself (a CSV's "line N" of a line skipped unread is no
+    row position, and "sample x" is no position at all: both had been taken for record 0)."""
+    if isinstance(record, str) and record.startswith("line ") and record_locator(file, 0) == "line 1":
+        return record_position(record)
+    return record
+
+
+_BATCH = re.compile(r"rows (\d+)-(\d+)")  # the locator of a refused batch of rows (thinkprobe.io.columnar)
 
 
 DISAGREEMENT_EXAMPLES = 10
@@ -172,15 +191,25 @@ class Accounting:
         self._grade(g)
 
     def skipped(self, error: Mapping) -> None:
+        """An errors.jsonl line: a record skipped; a refused batch ("rows 3-9"), each of its rows a
+        record skipped; or a file not read, or its rest (record "file": how many records it holds is
+        not known, so it counts as none, under not_read)."""
         file, record = str(error.get("file")), error.get("record")
         kind = reason_kind(str(error.get("reason", "")))
         model = error.get("model") or "unknown"
         tallies = [self.files[file]] + ([] if record == "file" else [self.models[model]])
         hint = _HINT.search(str(error.get("reason", "")))
+        batch = _BATCH.fullmatch(record) if isinstance(record, str) else None
         for tally in tallies:
-            if record != "file":
-                tally.records.add((file, record_position(record) if isinstance(record, (int, str)) else record))
-            tally.reasons[kind] += 1
+            if record == "file":
+                tally.not_read[kind] += 1
+            elif batch:
+                rows = int(batch.group(2)) - int(batch.group(1)) + 1
+                tally.batch_records += rows
+                tally.reasons[kind] += rows
+            else:
+                tally.records.add((file, _position(file, record)))
+                tally.reasons[kind] += 1
             if hint and not tally.hint:
                 tally.hint = hint.group(0)
 
@@ -220,7 +249,9 @@ class Accounting:
         return {"by_file": [{"file": f, **t.row()} for f, t in sorted(self.files.items())],
                 "by_model": [{"model": m, **t.row()} for m, t in sorted(self.models.items())],
                 "what": "records read (a record may give several traces: one per generation), traces profiled and "
-                        "records skipped by reason, per input file and per model; errors.jsonl lists every skip"}
+                        "records skipped by reason (a refused batch of rows counts its rows), per input file and per "
+                        "model; not_read: files, or the rest of a file, refused unread, whose records are not known "
+                        "(counted as none), by reason; errors.jsonl lists every skip"}
 
     def grade_summary(self) -> dict:
         return {
@@ -251,10 +282,15 @@ class Accounting:
         for kind, tallies in (("file", self.files), ("model", self.models)):
             for name, t in sorted(tallies.items()):
                 if t.traces == 0 and not (kind == "model" and name == "unknown"):
-                    why = ", ".join(f"{reason} {n}" for reason, n in t.row()["reasons"].items())
-                    n = len(t.records)
+                    row = t.row()
+                    why = ", ".join(f"{reason} {n}" for reason, n in row["reasons"].items())
+                    unread = "not read: " + ", ".join(row["not_read"]) if row["not_read"] else ""
+                    n = row["records"]
+                    if not n and unread:
+                        out.append(f"{kind} {name}: {unread} (see errors.jsonl)")
+                        continue
                     out.append(f"{kind} {name}: no trace profiled from its {n} record{'' if n == 1 else 's'} "
-                               f"({sum(t.reasons.values())} skipped: {why}; see errors.jsonl)"
+                               f"({row['skipped']} skipped: {why}{'; ' + unread if unread else ''}; see errors.jsonl)"
                                + (f"; the records suggest {t.hint}" if t.hint else ""))
         return out
 
@@ -304,7 +340,8 @@ def format_coverage(coverage: Mapping, grades: Mapping | None = None, max_rows: 
         width = max(len(label), *(len(n) for n in names))
         lines.append(f"{label:<{width}} {'records':>8} {'traces':>7} {'skipped':>8}  reasons")
         for name, r in zip(names, rows):
-            reasons = ", ".join(f"{k} {v}" for k, v in r["reasons"].items())
+            reasons = ", ".join([f"{k} {v}" for k, v in r["reasons"].items()]
+                                + [f"not read: {k}" + (f" {v}" if v > 1 else "") for k, v in r.get("not_read", {}).items()])
             lines.append(f"{name:<{width}} {r['records']:>8} {r['traces']:>7} {r['skipped']:>8}  {reasons}".rstrip())
         if len(rows) > max_rows:
             lines.append(f"... {len(rows) - max_rows} more (run.json coverage)")

@@ -200,26 +200,45 @@ def profile(inputs, out_dir, summary, strict, **options):
     elif result["errors"] and result["traces"]:  # --no-summary still says that records were skipped
         click.echo(skipped_line(result), err=True)
     if not result["traces"]:
-        click.echo(f"no trace was profiled: all {result['errors']} records were skipped (see {out_dir}/errors.jsonl)",
-                   err=True)
+        skips = _skips(result)
+        click.echo(f"no trace was profiled: {skips} (see {out_dir}/errors.jsonl)" if "not read" in skips else
+                   f"no trace was profiled: all {skips.split(' records skipped')[0]} records were skipped (see "
+                   f"{out_dir}/errors.jsonl)", err=True)
         sys.exit(EXIT_NOTHING_PROFILED)
     if strict and result["errors"]:
         named = len(result.get("coverage_warnings", ()))  # printed as warnings by the run (api.profile)
-        click.echo(f"--strict: {result['errors']} records were skipped (see {out_dir}/errors.jsonl)"
+        click.echo(f"--strict: {_skips(result)} (see {out_dir}/errors.jsonl)"
                    + (f"; the {named} warning{'s' if named > 1 else ''} above about what had no trace profiled "
                       f"{'are errors' if named > 1 else 'is an error'} here" if named else ""), err=True)
         sys.exit(3)
 
 
-def skipped_line(result: dict) -> str:
-    """'N records skipped (reason n, ...), see errors.jsonl' over the whole run."""
+def _skips(result: dict) -> str:
+    """'N records skipped (reason n, ...)', and 'K files not read (reason k, ...)' where a file, or
+    its rest, was refused unread (its records are not known, so they are no count of records)."""
     from collections import Counter
 
+    rows = result.get("coverage", {}).get("by_file", ())
+    if not rows:
+        return f"{result['errors']} records skipped"
     reasons: Counter = Counter()
-    for row in result.get("coverage", {}).get("by_file", ()):
+    unread: Counter = Counter()
+    for row in rows:
         reasons.update(row["reasons"])
-    why = ", ".join(f"{k} {v}" for k, v in reasons.most_common())
-    return f"{result['errors']} records skipped ({why}), see {Path(result['out_dir']) / 'errors.jsonl'}"
+        unread.update(row.get("not_read", {}))
+    parts = []
+    if reasons or not unread:
+        parts.append(f"{sum(reasons.values())} records skipped ({', '.join(f'{k} {v}' for k, v in reasons.most_common())})")
+    if unread:
+        n = sum(unread.values())
+        parts.append(f"{n} file{'s' if n > 1 else ''} not read, or not to the end "
+                     f"({', '.join(f'{k} {v}' for k, v in unread.most_common())})")
+    return "; ".join(parts)
+
+
+def skipped_line(result: dict) -> str:
+    """'N records skipped (reason n, ...), see errors.jsonl' over the whole run (and the files not read)."""
+    return f"{_skips(result)}, see {Path(result['out_dir']) / 'errors.jsonl'}"
 
 
 def _per_model(counts: dict, result: dict) -> str:

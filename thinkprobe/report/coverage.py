@@ -33,7 +33,8 @@ def _tables(run: dict) -> list[tuple[str, list[str], list[list[str]]]]:
         if rows:
             out.append((label, [label, *COVERAGE_HEADER],
                         [[str(r[label]), str(r["records"]), str(r["traces"]), str(r["skipped"]),
-                          ", ".join(f"{k}: {v}" for k, v in r["reasons"].items()) or "–"] for r in rows]))
+                          ", ".join([f"{k}: {v}" for k, v in r["reasons"].items()]
+                                    + [f"not read: {k}" for k in r.get("not_read", {})]) or "–"] for r in rows]))
     return out
 
 
