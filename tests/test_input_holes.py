@@ -160,6 +160,30 @@ def test_a_parquet_dictionary_bomb_is_read_within_the_file_limit(tmp_path, store
     assert python_peak < 5 * MIB and arrow_peak < 5 * MIB, (python_peak, arrow_peak)
 
 
+def test_a_parquet_row_group_whose_metadata_understates_it_is_held_to_what_it_decodes_to(tmp_path):
+    """A review: the row group check trusted the file's own total_byte_size. 512 values of 64 KiB that
+    share their prefixes, DELTA_BYTE_ARRAY-encoded: 35 KiB by the metadata, 32 MiB decoded (a crafted
+    footer can state any size). Arrow decoded them in one batch of 1,024 rows before anything was
+    checked; now the file's first rows are decoded alone, the batches sized by what they decode to,
+    and the row group refused, the rest of its rows named, once what it decodes to passes the limit."""
+    path = tmp_path / "delta.parquet"
+    n, size = 512, 64 * 1024
+    good = pa.table({"id": [f"good-{k}" for k in range(40)], "reasoning_content": [f"Step {k}. So {k}." for k in range(40)]})
+    crafted = pa.table({"id": [f"big-{k}" for k in range(n)], "reasoning_content": ["x" * (size - 6) + f"{k:06d}" for k in range(n)]})
+    with pq.ParquetWriter(path, good.schema, use_dictionary=False, compression="zstd",
+                          column_encoding={"id": "PLAIN", "reasoning_content": "DELTA_BYTE_ARRAY"}) as writer:
+        writer.write_table(good)
+        writer.write_table(crafted)
+    del good, crafted  # Arrow's memory, counted below
+    assert pq.ParquetFile(path).metadata.row_group(1).total_byte_size < MIB // 8 and path.stat().st_size < 64 * 1024
+    items, _, arrow_peak = _read_watching_memory(path)
+    assert [i for _, i in items[:40]] == [f"good-{k}" for k in range(40)]
+    assert [w for w, _ in items[40:]] == ["rows 40-551"], items[40:]
+    assert items[40][1].startswith("row group 1 decodes to more than 2 MiB where its metadata says ")
+    assert items[40][1].endswith("over the limit for what is read whole; rows 40-551 not read (raise it with --max-file-mb)")
+    assert arrow_peak < 12 * MIB, arrow_peak  # one batch of 64 rows (4 MiB; 8 with its builder), not 512 (32 MiB)
+
+
 def test_a_row_over_the_limit_once_expanded_is_refused_alone(tmp_path):
     path = tmp_path / "bomb.parquet"
     pq.write_table(_dictionary_table(nested_row=7), path)

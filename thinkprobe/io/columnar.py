@@ -7,6 +7,10 @@ to one 10 MiB dictionary value is 3 GB of text), and an Arrow IPC batch's buffer
 - a Parquet row group over the limit (its metadata's uncompressed size) is refused with its rows
   named, as before; its text columns that the file dictionary-encodes are read as dictionaries, so
   that nothing is expanded before it is counted;
+- the metadata may understate a row group (a crafted footer; DELTA_BYTE_ARRAY values sharing their
+  prefixes decode to far more than they are stored in), so what its batches decode to is counted
+  too, and the rest of the group refused, its rows named, once that passes the limit; its batches
+  are sized from its first rows, decoded alone (`_group_batches`);
 - a batch whose dense size (`dense_bytes`, computed without expanding) is over the limit is halved
   until each piece is within it; a single row over the limit is refused by itself and the rows
   beside it are read;
@@ -21,11 +25,12 @@ import struct
 from typing import BinaryIO, Iterator
 
 from ..records import InputError
-from .limits import READ_CHUNK, WHOLE_FILE, InputLimits, file_reason
+from .limits import READ_CHUNK, WHOLE_FILE, InputLimits, file_reason, size_text
 
 __all__ = ["PARQUET_BATCH_ROWS", "dense_bytes", "iter_parquet", "iter_arrow"]
 
-PARQUET_BATCH_ROWS = 1024
+PARQUET_BATCH_ROWS = 1024  # rows per batch of a Parquet row group, at most (see _group_batches)
+FIRST_BATCH_ROWS = 64  # rows of a row group decoded first, to size its batches from what they decode to
 
 Item = tuple[str, "int | str", "dict | InputError"]
 
@@ -75,6 +80,52 @@ def _batch_bytes(batch) -> int:
     return sum(dense_bytes(column) for column in batch.columns)
 
 
+def _group_batches(parquet, group: int, limit: int | None) -> Iterator:
+    """The batches of a Parquet row group, in order. Without a limit, PARQUET_BATCH_ROWS rows each.
+    With one, what a batch decodes to is not known before it is decoded (the metadata may understate
+    it: a crafted file, or DELTA_BYTE_ARRAY values that share their prefixes), so the group's first
+    FIRST_BATCH_ROWS rows are decoded alone, and every batch after has as many rows as would decode to
+    a quarter of the limit at the largest row size seen so far in the group (at most
+    PARQUET_BATCH_ROWS): Arrow holds one batch of a few rows over that, not PARQUET_BATCH_ROWS of them.
+    (Not the file's: a crafted file's first group of small rows sized a later group's batches.)"""
+    if limit is None:
+        yield from parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, row_groups=[group])
+        return
+    batches = parquet.iter_batches(batch_size=FIRST_BATCH_ROWS, row_groups=[group])
+    first = next(batches, None)
+    if first is None:
+        return
+    yield first
+    skip = first.num_rows
+    if parquet.metadata.row_group(group).num_rows <= 4 * FIRST_BATCH_ROWS:  # a few batches: cheaper than a new reader
+        yield from batches
+        return
+    dictionaries: dict[int, int] = {}  # a column read as dictionary holds its values there
+    per_row = (_held_bytes(first, dictionaries) + sum(dictionaries.values())) / max(1, first.num_rows)
+    rows = int(min(PARQUET_BATCH_ROWS, max(FIRST_BATCH_ROWS, limit // 4 / max(per_row, 1.0))))
+    for batch in parquet.iter_batches(batch_size=rows, row_groups=[group]):  # from the group's first row again
+        if skip >= batch.num_rows:
+            skip -= batch.num_rows
+            continue
+        yield batch.slice(skip) if skip else batch
+        skip = 0
+
+
+def _held_bytes(batch, dictionaries: dict[int, int]) -> int:
+    """The bytes Arrow decoded for `batch` (its buffers, not expanded): a dictionary column's indices,
+    its dictionary (one per column chunk) kept in `dictionaries` by column, counted once per row group."""
+    import pyarrow as pa
+
+    size = 0
+    for k, column in enumerate(batch.columns):
+        if pa.types.is_dictionary(column.type):
+            size += column.indices.nbytes
+            dictionaries[k] = max(dictionaries.get(k, 0), column.dictionary.nbytes)
+        else:
+            size += column.nbytes
+    return size
+
+
 def _rows(source: str, batch, index: int, limits: InputLimits) -> Iterator[Item]:
     """The rows of `batch` (its first row is record `index`), as Python objects a piece within the
     file limit at a time; a row over the limit by itself is refused."""
@@ -105,9 +156,9 @@ def _dictionary_columns(parquet) -> list[str]:
 
 
 def iter_parquet(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[Item]:
-    """Row group by row group (Arrow reads a row group whole): one over --max-file-mb uncompressed
-    is refused with its rows named, and the next one is read; each batch's rows within the limit
-    once dictionary values are expanded (`_rows`)."""
+    """Row group by row group: one over --max-file-mb uncompressed by its metadata, or once what its
+    batches decode to passes it (the rest of it), is refused with its rows named, and the next one is
+    read; each batch's rows within the limit once dictionary values are expanded (`_rows`)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -121,15 +172,26 @@ def iter_parquet(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[Ite
                 pass
         for group in range(parquet.num_row_groups):
             meta = parquet.metadata.row_group(group)
+            end = index + meta.num_rows
             if limits.file_bytes is not None and meta.total_byte_size > limits.file_bytes:
-                locator = f"rows {index}-{index + meta.num_rows - 1}"
+                locator = f"rows {index}-{end - 1}"
                 yield source, locator, InputError(source, locator, "", file_reason(f"row group {group}", limits,
                                                                                   meta.total_byte_size))
-                index += meta.num_rows
+                index = end
                 continue
-            for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, row_groups=[group]):
+            decoded, dictionaries = 0, {}
+            for batch in _group_batches(parquet, group, limits.file_bytes):
+                decoded += _held_bytes(batch, dictionaries)
+                if limits.file_bytes is not None and decoded + sum(dictionaries.values()) > limits.file_bytes:
+                    locator = f"rows {index}-{end - 1}"  # the metadata understated it: the rest is not read
+                    yield source, locator, InputError(source, locator, "", (
+                        f"row group {group} decodes to more than {limits.max_file_mb:g} MiB where its metadata says "
+                        f"{size_text(meta.total_byte_size)}: over the limit for what is read whole; rows {index}-"
+                        f"{end - 1} not read (raise it with --max-file-mb)"))
+                    break
                 yield from _rows(source, batch, index, limits)
                 index += batch.num_rows
+            index = end
     except pa.ArrowException as exc:  # before any row: the whole file, as other formats name it
         where = index if index else WHOLE_FILE
         yield source, where, InputError(source, where, "", f"cannot read Parquet: {exc}")
