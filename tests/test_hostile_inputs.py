@@ -218,6 +218,37 @@ def test_a_giant_line_is_never_held(tmp_path):
     assert peak_read < 8 * MIB and peak_count < 8 * MIB, (peak_read, peak_count)  # the line is 24 MiB
 
 
+def test_a_json_document_of_many_small_values_is_held_to_what_its_parse_takes(tmp_path):
+    """A review: a JSON (not JSONL) document of many small containers took about 27 times its size
+    parsed whole (json.loads, tracemalloc), so --max-file-mb bounded its bytes, not the memory. A
+    document is read whole only where its parse would take at most PARSE_BUDGET times the limit
+    (json_parse_bytes, an estimate never under what tracemalloc measures); else refused, unparsed,
+    saying to save it as JSON Lines. Text-heavy documents are read as before, though their strings
+    hold many of the characters counted."""
+    from thinkprobe.io.limits import PARSE_BUDGET, json_parse_bytes
+
+    limits = InputLimits(max_file_mb=2)
+    small = ("[" + ",".join('{"a":[%d]}' % (k % 100) for k in range(60_000)) + "]").encode()  # 0.6 MiB
+    tracemalloc.start()
+    json.loads(small.decode())
+    parse_peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert len(small) < MIB and parse_peak > 15 * len(small) and json_parse_bytes(small) >= parse_peak
+    (tmp_path / "small.json").write_bytes(small)
+    tracemalloc.start()
+    items = list(iter_records(tmp_path / "small.json", limits))
+    read_peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert [(loc, r.reason.split(" that would")[0]) for _, loc, r in items] == [("file", "JSON file of 638.7 KiB (654,001 bytes)")]
+    assert f"over the {PARSE_BUDGET} times 2 MiB a document read whole may take: save its records as JSON Lines" in items[0][2].reason
+    assert read_peak < 8 * len(small), read_peak  # refused before it is parsed (parsed: 27 times)
+    text = [{"id": f"t{k}", "reasoning_content": "So {x}, [y]: z, " * 3000} for k in range(30)]  # 1.4 MiB
+    (tmp_path / "text.json").write_text(json.dumps(text))
+    data, budget = (tmp_path / "text.json").read_bytes(), PARSE_BUDGET * 2 * MIB
+    assert json_parse_bytes(data) > budget > json_parse_bytes(data, budget)  # counted again outside the strings
+    assert [r["id"] for _, _, r in iter_records(tmp_path / "text.json", limits)] == [f"t{k}" for k in range(30)]
+
+
 def test_bounded_lines_on_the_edges():
     data = b"a" * 10 + b"\n" + b"b" * 11 + b"\n" + b"\n" + b"c" * 25 + b"\n" + b"d" * 30
     lines = list(bounded_lines(io.BufferedReader(io.BytesIO(data), 4), 10))

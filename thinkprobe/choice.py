@@ -108,7 +108,8 @@ def read_like(source: str | Path | Mapping, limits=None) -> dict[str, float]:
 
         with open(source, "rb") as fh:
             try:
-                data = json.loads(read_whole(fh, limits or InputLimits.from_config(Config.load()), f"--like {source}"))
+                data = json.loads(read_whole(fh, limits or InputLimits.from_config(Config.load()), f"--like {source}",
+                                             parsed=True))
             except TooLarge as exc:
                 raise ValueError(str(exc)) from exc
             except ValueError as exc:  # not JSON

@@ -259,7 +259,7 @@ def _iter_jsonl(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tupl
         head = b""
     if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
         try:
-            data = bytes(read_whole(fh, limits, "JSON file"))
+            data = bytes(read_whole(fh, limits, "JSON file", parsed=True))
         except TooLarge as exc:
             yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", str(exc))
             return
@@ -321,7 +321,7 @@ def _checked_unicode(source: str, locator: int | str, value: dict) -> dict | Inp
 
 def _iter_json(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple[str, int | str, dict | InputError]]:
     try:
-        data = read_whole(fh, limits, "JSON file")
+        data = read_whole(fh, limits, "JSON file", parsed=True)
     except TooLarge as exc:
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", str(exc))
         return
@@ -456,7 +456,7 @@ def _zip_member(archive: zipfile.ZipFile, name: str, limits: InputLimits, guard:
     info = archive.getinfo(name)
     guard.part(f"member {name}", info.compress_size)
     with _open_member(archive, info) as member:
-        return read_whole(GuardedStream(member, guard), limits, f"member {name}", size=info.file_size)
+        return read_whole(GuardedStream(member, guard), limits, f"member {name}", size=info.file_size, parsed=True)
 
 
 def _iter_inspect_eval(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple[str, int | str, dict | InputError]]:

@@ -8,6 +8,8 @@ option that raises it, and the rest of the file and of the run is read as usual:
   in bounded chunks up to the next newline, counted and dropped, and the next line is read;
 - a file, archive member (an inspect_ai `.eval` sample) or Parquet row group that is read whole is
   read in chunks that stop once it passes `max_file_mb`; a member's declared size is checked first;
+  a JSON document read whole is refused too where parsing it would take more than PARSE_BUDGET
+  times `max_file_mb` (many small values cost far more than their text: `json_parse_bytes`);
 - a `.gz` stream or zip member may decompress to `max_inflate_ratio` times its compressed bytes, and
   past that by at most `inflate_grace_mb` summed over one input file (`InflateGuard`); the bytes
   of a skipped oversize record do not count (they are dropped, not parsed), so decompression
@@ -30,7 +32,7 @@ from ..records import InputError, Trace
 
 __all__ = ["MIB", "READ_CHUNK", "WHOLE_FILE", "InputLimits", "TooLarge", "Skipped", "OVERSIZE_CHOICES", "InflateGuard", "CountingReader",
            "GuardedStream", "guard_of", "bounded_lines", "count_lines", "read_whole", "plain_size", "clip_trace",
-           "trace_chars", "size_text", "record_reason", "file_reason", "open_input"]
+           "trace_chars", "size_text", "record_reason", "file_reason", "open_input", "PARSE_BUDGET", "json_parse_bytes"]
 
 MIB = 1 << 20
 READ_CHUNK = 1 << 20  # bytes per read of a whole-file read, a skipped line, a line count
@@ -286,10 +288,12 @@ def plain_size(fh) -> int | None:
     return None
 
 
-def read_whole(fh: BinaryIO, limits: InputLimits, what: str, size: int | None = None) -> bytearray:
+def read_whole(fh: BinaryIO, limits: InputLimits, what: str, size: int | None = None,
+               parsed: bool = False) -> bytearray:
     """All bytes of `fh`, read in chunks that stop once they pass `limits.max_file_mb` (TooLarge,
     naming `what`). `size`: a size known beforehand (a file on disk, a member's declared size),
-    refused before anything is read."""
+    refused before anything is read. `parsed`: the bytes are a JSON document to be parsed whole,
+    refused too where that would take more than PARSE_BUDGET times the limit (`json_parse_bytes`)."""
     limit = limits.file_bytes
     size = size if size is not None else plain_size(fh)
     if limit is not None and size is not None and size > limit:
@@ -299,7 +303,56 @@ def read_whole(fh: BinaryIO, limits: InputLimits, what: str, size: int | None = 
         data += chunk
         if limit is not None and len(data) > limit:
             raise TooLarge(file_reason(what, limits))
+    if parsed and limit is not None and (cost := json_parse_bytes(data, PARSE_BUDGET * limit)) > PARSE_BUDGET * limit:
+        raise TooLarge(f"{what} of {size_text(len(data))} that would take about {size_text(cost)} parsed whole (it "
+                       f"holds that many small values and containers), over the {PARSE_BUDGET} times "
+                       f"{_mb(limits.max_file_mb)} a document read whole may take: save its records as JSON Lines, "
+                       f"one per line, which are read one at a time (or raise it with --max-file-mb)")
     return data
+
+
+# What parsing a JSON document whole takes (json.loads, measured with tracemalloc): its bytes, their str
+# and the strings parsed from them, up to about 3 bytes per byte (text-heavy documents: 2.0-3.4); and
+# each value or container a Python object of its own, 30-70 bytes beyond its text (a document of many
+# small containers, [{"a":[1]}, ...], took 27 times its size: 67 bytes per token). A document is read
+# whole only where that stays within PARSE_BUDGET times --max-file-mb.
+PARSE_BUDGET = 3
+_TEXT_BYTES, _TOKEN_BYTES = 3, 72
+_TOKENS = (b"{", b"[", b",", b":")
+_NOT_TOKEN = bytes(b for b in range(256) if b not in b'"{[,:')  # deleted to count the tokens outside strings
+
+
+def json_parse_bytes(data: bytes | bytearray, budget: int | None = None) -> int:
+    """About the most memory json.loads takes to parse `data` whole: _TEXT_BYTES per byte, and
+    _TOKEN_BYTES per value or container (counted by its '{', '[', ',' and ':'). Counted first over
+    all of `data` (quick, and too many where strings hold these characters); only where that passes
+    `budget`, again outside the strings (`_tokens_outside_strings`)."""
+    tokens = sum(data.count(c) for c in _TOKENS)
+    if budget is not None and _TEXT_BYTES * len(data) + _TOKEN_BYTES * tokens > budget:
+        tokens = _tokens_outside_strings(data)
+    return _TEXT_BYTES * len(data) + _TOKEN_BYTES * tokens
+
+
+def _tokens_outside_strings(data: bytes | bytearray) -> int:
+    """The '{', '[', ',' and ':' of a JSON document that are not inside a string, a chunk at a time
+    (never a copy of the whole): escaped backslashes and quotes dropped, then all but quotes and
+    tokens, and a token counted where the quotes before it are even in number. A chunk never ends
+    inside a run of backslashes, so no escape is cut in two."""
+    import numpy as np
+
+    count, inside, start = 0, 0, 0
+    while start < len(data):
+        end = min(len(data), start + READ_CHUNK)
+        while end < len(data) and data[end - 1] == 0x5C:  # a backslash: its escape goes with it
+            end += 1
+        marks = np.frombuffer(bytes(data[start:end]).replace(b"\\\\", b"").replace(b'\\"', b"")
+                              .translate(None, _NOT_TOKEN), np.uint8)
+        quote = marks == ord('"')
+        odd = (np.cumsum(quote, dtype=np.uint8) + inside) & 1  # inside a string after each mark
+        count += int(np.count_nonzero(~quote & (odd == 0)))
+        inside = (inside + int(np.count_nonzero(quote))) & 1
+        start = end
+    return count
 
 
 # ----------------------------------------------------------------------------- trace text
