@@ -353,7 +353,7 @@ def test_a_folders_data_file_in_another_compression_is_named_not_passed_over(tmp
 def test_every_file_of_a_folder_not_read_is_named(tmp_path):
     """A review: a folder's real.zip was passed over in silence where a.jsonl.zip was named. An archive
     of any name is named in errors.jsonl as a.jsonl.zip is (archives are not read: an .eval log is a
-    format of its own); a file without a data file's name (notes, a README) is named in a warning, in
+    format of its own); a file without a data file's name (notes, a schema) is named in a warning, in
     run.json's field_warnings and on stderr, and is no skipped record."""
     import zipfile
 
@@ -366,22 +366,24 @@ def test_every_file_of_a_folder_not_read_is_named(tmp_path):
     (tmp_path / "logs.tar.gz").write_bytes(gzip.compress(b"not a tar"))
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "notes.txt").write_text("mine")
-    (tmp_path / "README.md").write_text("# data")
+    (tmp_path / "README.md").write_text("# data")  # documentation: not named (in nearly every corpus)
+    (tmp_path / "LICENSE").write_text("MIT")
+    (tmp_path / "schema.yaml").write_text("a: 1")
     items = [(Path(src).name, loc, getattr(r, "reason", "record")) for src, loc, r in iter_records(tmp_path)]
     extract = "archive is not read: extract it and name its data files as inputs (gzipped ones, .jsonl.gz, are read as they are)"
     assert items == [("a.jsonl", "line 1", "record"),
                      ("b.jsonl.zip", "file", ".zip compression is not read: decompress the file, or compress it with gzip (.gz)"),
                      ("logs.tar.gz", "file", "a .tar.gz " + extract), ("real.zip", "file", "a .zip " + extract)]
     (warning,) = check_fields([str(tmp_path)])
-    assert isinstance(warning, UnreadFilesWarning) and warning.unread == ("README.md", "sub/notes.txt")
+    assert isinstance(warning, UnreadFilesWarning) and warning.unread == ("schema.yaml", "sub/notes.txt")
     assert str(warning).endswith("holds 2 files not read, without a data file's name (.jsonl, .ndjson, .json, .parquet, "
-                                 ".arrow, .csv, .tsv, .eval, optionally .gz): README.md, sub/notes.txt")
+                                 ".arrow, .csv, .tsv, .eval, optionally .gz): schema.yaml, sub/notes.txt")
     res = CliRunner().invoke(main, ["profile", str(tmp_path), "-o", str(tmp_path / "out"), "--device", "cpu", "--no-progress",
                                     "--linker", "cue", "--types", "cue", "--no-cache", "--no-report"])
-    assert "warning: input folder" in res.stderr and "README.md, sub/notes.txt" in res.stderr, res.output
+    assert "warning: input folder" in res.stderr and "schema.yaml, sub/notes.txt" in res.stderr, res.output
     run = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
     assert run["field_warnings"] == [{"option": None, "field": None, "input": str(tmp_path),
-                                      "unread": ["README.md", "sub/notes.txt"]}]
+                                      "unread": ["schema.yaml", "sub/notes.txt"]}]
     assert run["counts"]["traces"] == 1 and run["counts"]["errors"] == 3  # the archives; the notes are no record
 
 

@@ -164,12 +164,19 @@ def _unread_compression(path: Path) -> str | None:
     return next((a for a in _ARCHIVES if name.endswith(a)), None)
 
 
+# A corpus's documentation: never data, and in nearly every downloaded corpus (naming it on every run is noise)
+_DOCUMENTATION = re.compile(r"(readme|licen[cs]e|copying|citation|changelog|notice)([._-].*)?|.*\.(md|rst|bib|cff)",
+                            re.IGNORECASE)
+
+
 def unread_files(root: Path) -> list[Path]:
     """The files of a folder that no reader reads or names as unread, sorted: those without a data
-    file's name (a README, notes, a schema .yaml); hidden ones and run folders' files left out, as the
-    walk leaves them (thinkprobe.io.walk). Hugging Face metadata and Thought Anchors side files bear a
-    data file's name and are read with the data they describe."""
-    return [p for p in walk_folder(root)[0] if not p.is_dir() and not (_format_of(p) or _unread_compression(p))]
+    file's name (notes, a schema .yaml), but for its documentation (a README, a LICENSE, any .md);
+    hidden ones and run folders' files left out, as the walk leaves them (thinkprobe.io.walk). Hugging
+    Face metadata and Thought Anchors side files bear a data file's name and are read with the data
+    they describe."""
+    return [p for p in walk_folder(root)[0] if not p.is_dir() and not (_format_of(p) or _unread_compression(p))
+            and not _DOCUMENTATION.fullmatch(p.name)]
 
 
 def strip_extensions(name: str) -> str:
