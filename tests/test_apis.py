@@ -475,3 +475,39 @@ def test_two_provider_responses_in_one_record_are_named_not_guessed(tmp_path):
                                        "completion: which is the trace?")
     named = detect(record, FieldMap(reasoning_field="output.choices[0].message.reasoning_content"), "f", 0)
     assert named.reasoning.content == OTHER
+
+
+def test_one_grade_for_several_choices_is_not_given_to_each(tmp_path):
+    """A reviewer's probe: a record of two choices (n = 2) and one `correct` gave that grade to both choices,
+    though it may grade either. It is not applied (provenance shared_grade; the matcher grades each choice
+    against the gold answer); a grade per generation is, and --correct-field applies the record's to all."""
+    choice = {"message": {"role": "assistant", "reasoning_content": THOUGHT, "content": "The sum is 42."}}
+    wrong = {"message": {"role": "assistant", "reasoning_content": THOUGHT, "content": "The sum is 41."}}
+    record = {"id": "q", "answer": "42", "correct": True, "choices": [choice, wrong]}
+    traces, _ = read(tmp_path, [record])
+    assert [t.correct for t in traces] == [None, None]
+    assert [t.provenance.get("shared_grade") for t in traces] == ["correct=True"] * 2
+    assert one({"id": "q", "correct": True, "choices": [choice]}).correct is True  # one choice: its grade
+    forced = [detect(record | {"choices": [c], "part": g, "layout": "chat_choices"},
+                     FieldMap(correct_field="correct"), "m.jsonl", "line 1") for g, c in enumerate(record["choices"])]
+    assert [t.correct for t in forced] == [True, True]
+    openr1 = {"uuid": "r", "correct": False, "generations": [f"<think>{THOUGHT}</think>42", f"<think>{OTHER}</think>41"],
+              "correctness_math_verify": [True, False]}
+    assert [t.correct for t in read(tmp_path, [openr1], "r.jsonl")[0]] == [True, False]  # per generation: read
+
+
+def test_the_summary_says_why_a_shared_grade_was_not_applied(tmp_path):
+    from click.testing import CliRunner
+
+    from thinkprobe.cli import main
+
+    choice = {"message": {"role": "assistant", "reasoning_content": THOUGHT, "content": "The sum is 42."}}
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps({"id": "q", "answer": "42", "correct": True, "choices": [choice, choice]}) + "\n")
+    res = CliRunner().invoke(main, ["profile", str(path), "-o", str(tmp_path / "out"), "--device", "cpu", "--no-progress",
+                                    "--linker", "cue", "--types", "cue", "--no-cache", "--no-report"])
+    assert res.exit_code == 0, res.output
+    assert ("2 traces are each one of a record's several choices or generations, and the record holds one grade, "
+            "`correct`") in res.output
+    grades = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))["grades"]
+    assert grades["shared_grades"] == {"correct": 2} and grades["from_matcher"]["correct"] == 2

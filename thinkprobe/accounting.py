@@ -172,6 +172,7 @@ class Accounting:
     grade_fields: Counter = field(default_factory=Counter)
     unread: Counter = field(default_factory=Counter)
     unread_value: dict = field(default_factory=dict)  # the first unread value per field, for the hint
+    shared: Counter = field(default_factory=Counter)  # one record-level grade for several choices: not applied
     few_units: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))  # model -> file -> traces
     # file -> traces whose reasoning is untagged text with no question beside it (a file of prompts?)
     untagged_alone: Counter = field(default_factory=Counter)
@@ -238,6 +239,8 @@ class Accounting:
                 self.grades["matcher no answer"] += 1  # incorrect because no answer was found at all
         else:
             self.grades["none"] += 1
+        if provenance.get("shared_grade"):
+            self.shared[provenance["shared_grade"].partition("=")[0]] += 1
         if provenance.get("unread_grade"):
             name, _, value = provenance["unread_grade"].partition("=")
             self.unread[name] += 1
@@ -262,6 +265,7 @@ class Accounting:
             "none": self.grades["none"],
             "unread_codes": dict(sorted(self.unread.items())),
             "unread_examples": dict(sorted(self.unread_value.items())),
+            "shared_grades": dict(sorted(self.shared.items())),
             "matcher_checked": self.checked,
             "matcher_disagrees": self.disagreement_count,
             "disagreements": self.disagreements,
@@ -270,7 +274,10 @@ class Accounting:
                     "those counted incorrect because no final answer was found in them. matcher_disagrees: "
                     "traces with a grade and a gold answer where the matcher would have said otherwise (of "
                     "matcher_checked); unread_codes: traces whose grade field holds codes (or, named with --correct-field, "
-                    "words) that only --correct-values can read, with one such value per field in unread_examples",
+                    "words) that only --correct-values can read, with one such value per field in unread_examples; "
+                    "shared_grades: traces that are one of a record's several choices or generations, whose one "
+                    "record-level grade is not applied to each (which it grades is not known; the matcher grades "
+                    "them), by field",
         }
 
     def warnings(self) -> list[str]:
@@ -358,6 +365,10 @@ def format_coverage(coverage: Mapping, grades: Mapping | None = None, max_rows: 
         if grades["matcher_checked"]:
             lines.append(f"the answer matcher disagrees with the record's grade on {grades['matcher_disagrees']} of "
                          f"{grades['matcher_checked']} traces (the grade is kept; run.json grades.disagreements)")
+        for name, n in (grades.get("shared_grades") or {}).items():
+            lines.append(f"{n} traces are each one of a record's several choices or generations, and the record holds "
+                         f"one grade, `{name}`: which of them it grades is not known, so it is not applied (the answer "
+                         f"matcher grades each; --correct-field {name} gives the record's grade to every one)")
         for name, n in grades["unread_codes"].items():
             example = grades.get("unread_examples", {}).get(name, "")
             if name in SOLUTION_LABELS:

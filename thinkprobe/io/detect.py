@@ -182,6 +182,12 @@ def detect(
     gold_fields = tuple(f for f in GOLD_FIELDS if f != reasoning_from)
     gold, gold_from = _first_scalar(record, _with_override(fields.gold_field, gold_fields))
     grade = read_grade(record, get_path, fields.correct_field, parse_correct_values(fields.correct_values), generation)
+    shared_grade = None
+    several = ("layout" in record and isinstance(record.get("part"), int)) or (
+        generation is not None and isinstance(record.get("generations"), list) and len(record["generations"]) > 1)
+    if grade is not None and several and not fields.correct_field and grade.field in CORRECT_FIELDS:
+        # one grade for a record's several choices (n > 1) or generations: which one it grades is not known
+        shared_grade, grade = f"{grade.field}={grade.value}", None
     cut = cut_by_limit(record, get_path)  # where the API says the output stopped at its token limit
     provenance = {
         "reasoning_from": _origin(record, reasoning_from),
@@ -201,6 +207,8 @@ def detect(
         provenance["grade"] = grade.value
         if grade.verdict is None and fields.correct_values is None and grade_key(grade.value) not in GRADES:
             provenance["unread_grade"] = f"{grade.field}={grade.value}"  # --correct-field holding words no default reads
+    elif shared_grade is not None:
+        provenance["shared_grade"] = shared_grade  # not applied: the answer matcher grades the choice
     elif codes := unread_codes(record, get_path):  # e.g. MiP's eval_result: a grade only --correct-values reads
         provenance["unread_grade"] = ", ".join(f"{field}={value}" for field, value in codes)
     if found.summarised or any(SUMMARY_FIELD.search(f) for f in (provenance["reasoning_from"] or "",

@@ -84,6 +84,10 @@ def _lines(run: dict) -> list[str]:
         if grades["matcher_checked"]:
             lines.append(f"The answer matcher disagrees with the record's grade on {grades['matcher_disagrees']} of "
                          f"{grades['matcher_checked']} traces that have both (run.json grades.disagreements).")
+        for name, n in (grades.get("shared_grades") or {}).items():
+            lines.append(f"{n} traces are each one of a record's several choices or generations with one grade for the "
+                         f"record, `{name}`: which of them it grades is not known, so the answer matcher grades each "
+                         f"(--correct-field {name} gives the record's grade to every one).")
         for name, n in (grades.get("unread_codes") or {}).items():
             lines.append(f"{n} traces carry `{name}`, a label of the whole solution rather than of its final answer: "
                          f"the answer matcher grades them (--correct-field {name} grades by the label)."
