@@ -2,8 +2,9 @@
 pair of models with stats.min_group traces or more and every indicator and dimension, the probability of
 superiority P(a > b), the chance that a random trace of model a has the higher value than a random trace
 of model b (ties count one half; 0.5 = no difference; Cliff's delta is 2 P - 1), with the Brunner-Munzel
-test of P = 0.5 (scipy; valid where the two models' spreads differ, which Mann-Whitney's is not) and the
-interval from the same placement variance and t degrees of freedom, so that test and interval agree.
+test of P = 0.5 (scipy.stats.brunnermunzel's statistic, degrees of freedom and p, computed here from
+placements; valid where the two models' spreads differ, which Mann-Whitney's is not) and the interval from
+the same placement variance and t degrees of freedom, so that test and interval agree.
 Where the variance is 0 (every trace of one model above every trace of the other) the p-value is
 Mann-Whitney's and the interval Hanley & McNeil's (thinkprobe.auroc). Once on the raw values and once
 on what log tokens does not explain (the whole-run length residuals of thinkprobe.stats).

@@ -27,9 +27,9 @@ from .crossing import factor_crossing, model_crossing
 from .effect_intervals import CSV_FIELDS as INTERVAL_FIELDS, METHOD as INTERVAL_METHOD, add_effect_intervals
 from .indicators import DIMENSIONS, INDICATORS
 from .multiple_testing import holm
-from .pairwise import PAIRWISE_TABLE, model_length_overlap, pairwise_models, pairwise_rows
 from .outputs import (INDICATORS_TABLE, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, STATS_JSON, STATS_PARQUET, Table,
                       read_table, write_table)
+from .pairwise import PAIRWISE_TABLE, model_length_overlap, pairwise_models, pairwise_rows
 from .records import iter_graph_records
 from .statuses import CONSTANT, NOT_TESTABLE, TESTED
 from .tables import csv_text, write_atomic
