@@ -145,7 +145,7 @@ def test_report_has_the_group(grouped_run):
     for header in ("ε² group", "corrected group", "length-controlled group"):
         assert f">{header}</th>" in page
     assert "A third grouping factor, the group, has 2 values (high: 12, low: 12 traces)" in page
-    assert re.search(r"The group matters most for Depth \(corrected ε² [\d.]+ \[-?[\d.]+, [\d.]+\]\)", page)  # with its interval
+    assert re.search(r"The group matters most for Depth \(length-controlled ε² [\d.]+ \[-?[\d.]+, [\d.]+\]\)", page)  # with its interval
     traces = page[page.index("<h2>Traces"):]
     assert "<th>group</th>" in traces or re.search(r"<th[^>]*>group</th>", traces)
     assert "<td>high</td>" in traces or "<td class=l>high</td>" in traces

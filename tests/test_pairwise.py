@@ -167,4 +167,20 @@ def test_the_headline_says_where_length_control_extrapolates(tmp_path):
             r["tokens"] = 5 + k % 7  # far shorter than a's and b's 50-500
     lines = headline(compute_stats(write_run(tmp_path / "short", rows)))
     said = [line for line in lines if "extrapolates" in line]
-    assert len(said) == 1 and "Length control extrapolates for c (0%)" in said[0]
+    assert len(said) == 1 and "Length control extrapolates for c: only 0% of its traces lie within" in said[0]
+
+
+def test_the_headline_says_when_one_extrapolated_model_carries_a_difference():
+    from thinkprobe.report.text import _carried_sentence
+
+    def row(variable, a, b, significant):
+        return {"variable": variable, "length_controlled": 1, "model_a": a, "model_b": b, "significant": significant}
+
+    stats = {"length_overlap": {"a": 0.9, "b": 0.8, "c": 0.1},
+             "pairwise": {"rows": [row("Breadth", "a", "b", 0), row("Breadth", "a", "c", 1), row("Breadth", "b", "c", 1),
+                                   row("Depth", "a", "b", 1), row("Depth", "a", "c", 1), row("Depth", "b", "c", 0),
+                                   row("Efficiency", "a", "c", 1)]}}
+    said = _carried_sentence(stats, ["Breadth", "Depth"])
+    assert "Breadth's length-controlled difference is carried by c alone" in said and "Depth" not in said
+    stats["length_overlap"]["c"] = 0.5  # c's lengths overlap the others': nothing extrapolated
+    assert _carried_sentence(stats, ["Breadth", "Depth"]) == ""

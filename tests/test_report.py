@@ -436,7 +436,7 @@ def test_effect_sizes_and_the_headline_carry_their_bootstrap_intervals(tmp_path)
     depth = next(e for e in stats["variables"] if e["variable"] == "Depth")
     lc = depth["length_controlled"]["model"]
     low, high = lc["eps2_corrected_ci"]
-    assert (f"Depth (corrected ε² {format_number(lc['eps2_corrected'], 2)} [{format_number(low, 2)}, "
+    assert (f"Depth (length-controlled ε² {format_number(lc['eps2_corrected'], 2)} [{format_number(low, 2)}, "
             f"{format_number(high, 2)}])") in headline(stats)[0]
     cells = dict(zip(effect_header(stats), effect_rows(stats, html_out=False)[stats["variables"].index(depth)]))
     assert cells["corrected model"] == (format_number(depth["model"]["eps2_corrected"], 2)

@@ -55,7 +55,7 @@ def _factor_sentence(stats: Mapping, by: str) -> str | None:
     ci = {v: t.get("eps2_corrected_ci") for t, v in tests}
     if found:
         return (f"The {by} matters most for "
-                + and_list([f"{v} (corrected ε² {format_number(x, 2)}{interval_text(ci[v])})" for x, v in found[:2]])
+                + and_list([f"{v} (length-controlled ε² {format_number(x, 2)}{interval_text(ci[v])})" for x, v in found[:2]])
                 + " after length control.")
     tiny = [v for t, v in tests if t["status"] == TESTED and t.get("significant")]
     untested = [v for t, v in tests if t["status"] != TESTED]
@@ -139,11 +139,34 @@ def _extrapolated_sentence(stats: Mapping) -> str:
     far = {m: share for m, share in (stats.get("length_overlap") or {}).items() if share < LENGTH_OVERLAP_MIN}
     if not far or len(stats["length_overlap"]) < 2:
         return ""
-    named = and_list([f"{display_label(m)} ({round(100 * share)}%)" for m, share in sorted(far.items())])
-    return (f" Length control extrapolates for {named}: that share of {'its' if len(far) == 1 else 'their'} traces "
-            f"lies within the other models' 10–90% range of lengths, so {'its' if len(far) == 1 else 'their'} "
-            f"length-controlled differences rest on the run's length line beyond the lengths "
-            f"{'it' if len(far) == 1 else 'they'} wrote and may even reverse the raw ones (the report's Which models differ marks such pairs †).")
+    one = len(far) == 1
+    named = and_list([display_label(m) for m in sorted(far)])
+    shares = and_list([f"{round(100 * share)}%" for _, share in sorted(far.items())])
+    return (f" Length control extrapolates for {named}: only {shares} of {'its' if one else 'their'} traces"
+            f"{'' if one else ', respectively,'} lie within the other models' 10–90% range of lengths, so "
+            f"{'its' if one else 'their'} length-controlled differences rest on the run's length line beyond the "
+            f"lengths {'it' if one else 'they'} wrote and may even reverse the raw ones (the report's Which models "
+            f"differ marks such pairs †).")
+
+
+def _carried_sentence(stats: Mapping, variables: Sequence[str]) -> str:
+    """' Breadth's length-controlled difference is carried by X alone ...': a dimension whose every
+    significant length-controlled pair involves one model whose lengths the others barely overlap (its
+    difference may be the length line's extrapolation, not the model's); '' where none is."""
+    far = {m for m, share in (stats.get("length_overlap") or {}).items() if share < LENGTH_OVERLAP_MIN}
+    carried = {}
+    for v in variables:
+        pairs = [{r["model_a"], r["model_b"]} for r in (stats.get("pairwise") or {}).get("rows", ())
+                 if r["variable"] == v and r["length_controlled"] == 1 and r["significant"]]
+        common = set.intersection(*pairs) & far if pairs else set()
+        if common:
+            carried[v] = sorted(common)[0]
+    if not carried:
+        return ""
+    return " " + " ".join(
+        f"{v}'s length-controlled difference is carried by {display_label(m)} alone (every pair of models that "
+        f"differs in it involves {display_label(m)}, whose lengths the others' barely overlap): it may be the length "
+        f"line's extrapolation rather than a difference of the models." for v, m in carried.items())
 
 
 def headline(stats: Mapping, agreement: Mapping | None = None) -> list[str]:
@@ -181,11 +204,12 @@ def headline(stats: Mapping, agreement: Mapping | None = None) -> list[str]:
         ci = {e["variable"]: lc(e, "model").get("eps2_corrected_ci") for e in dims}
         if sep:
             out.append(f"{opening}: beyond trace length and chance the models differ in "
-                       + and_list([f"{v} (corrected ε² {format_number(x, 2)}{interval_text(ci[v])})" for x, v in sep])
+                       + and_list([f"{v} (length-controlled ε² {format_number(x, 2)}{interval_text(ci[v])})" for x, v in sep])
                        + (f"; {and_list(tiny)} {'differs' if len(tiny) == 1 else 'differ'} significantly but by less than "
                           f"corrected ε² {floor}" if tiny else "")
                        + (f"; {and_list(rest)} {'shows' if len(rest) == 1 else 'show'} no significant model difference "
                           f"once length and chance are removed ({_smallest_model(groups)})" if rest else "") + not_tested + "."
+                       + _carried_sentence(stats, [v for _, v in sep])
                        + poor_agreement_sentence([v for _, v in sep], agreement, cfg))
         elif len(untested) < len(dims):
             best = max(((lc(e, "model")["eps2_corrected"] or 0.0, e["variable"]) for e in dims
