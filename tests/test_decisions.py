@@ -385,8 +385,10 @@ def test_report_sections_list_unusual_traces_and_the_model_for_each_domain(run_d
     unusual = page[:page.index("<h2>Which model")]
     assert unusual.count('<a href="traces/r1-') == SETTINGS.unusual_per_model and "solo has 1 trace" in unusual
     assert "[r1-" in md and "AUROC of failure_risk [95%]</th>" in unusual  # the run is graded: its table
-    assert re.search(r"<td class=l>all</td><td>\d+</td><td>\d+</td><td>[\d.]+ \[[\d.]+, [\d.]+\]</td>", unusual)
-    assert "| graded traces | n | wrong | AUROC of failure_risk [95%] | AUROC of length alone |" in md
+    assert re.search(r"<td class=l>all</td><td>\d+</td><td>\d+</td><td>[\d.]+</td><td>[\d.]+</td>"
+                     r"<td>[\d.]+ \[[\d.]+, [\d.]+\]</td>", unusual)
+    assert ("| graded traces | n | wrong | share wrong | mean failure_risk | AUROC of failure_risk [95%] | "
+            "AUROC of length alone |") in md
     choice = page[page.index("<h2>Which model"):]
     assert "<td class=l>logic</td>" in choice and "<td class=l>math</td>" in choice
     defined = {name for _, items in glossary_items() for name, _ in items}
@@ -456,30 +458,66 @@ def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run
 
     def risk_auroc(rows):  # as the unusual-traces section computes it: one scan of graphs.jsonl
         graded = decisions._graded(rows, anomalies)
-        return decisions._risk_auroc(rows, graded, decisions._scan_graphs(run_dir, set(), graded, {})[1])
+        return decisions._risk_auroc(rows, graded, decisions._scan_graphs(run_dir, set(), {})[1] & set(graded))
 
     note, header, table = risk_auroc(rows)
     by = {r[0]: r for r in table}
     assert f"{len(seen)} of the graded traces are ones the failure-risk model was trained on" in note
-    assert by["not trained on"][1:3] == ["13", "7"] and re.fullmatch(r"[\d.]+ \[[\d.]+, [\d.]+\]", by["not trained on"][3])
+    assert by["not trained on"][1:3] == ["13", "7"] and re.fullmatch(r"[\d.]+ \[[\d.]+, [\d.]+\]", by["not trained on"][5])
     assert "though they may come from a corpus the model was trained on (in-distribution)" in note
     # and by domain, as by group (BIG-Bench Mistake: the domain alone ranked wrong answers at 0.74); here every
     # math trace is wrong and every logic trace right, so no domain holds both kinds
-    assert by["domain math"][3] == by["domain logic"][3] == "too few of one kind (5 right and 5 wrong needed)"
+    assert by["domain math"][5] == by["domain logic"][5] == "too few of one kind (5 right and 5 wrong needed)"
     assert "within each domain (a domain can hold most of the wrong answers)" in note
     # the baseline beside it: the same graded traces ranked by their length alone
     from thinkprobe.stats import auroc
 
     graded = [r for r in rows if r["correct"] is not None]
     length = auroc([r["tokens"] for r in graded], [not r["correct"] for r in graded])
-    assert by["all"][4] == f"{length:.3f}" and by["domain math"][4] == "–"
+    assert by["all"][6] == f"{length:.3f}" and by["domain math"][6] == "–"
+    # whether its probabilities hold: the mean failure_risk beside the share wrong
+    risks = {a["trace_id"]: a["failure_risk"] for a in anomalies}
+    graded_risk = [risks[r["trace_id"]] for r in graded if risks.get(r["trace_id"]) is not None]
+    assert by["all"][4] == f"{sum(graded_risk) / len(graded_risk):.2f}"
+    assert by["all"][3] == f"{sum(not r['correct'] for r in graded) / len(graded):.2f}"
+    gap = abs(float(by["all"][3]) - float(by["all"][4])) > decisions.CALIBRATION_GAP
+    assert ("on this run read failure_risk as a ranking of the traces, not as a probability" in note) == gap
     for k, r in enumerate(rows):  # two groups; one with too few right answers
         r["group"] = "A" if r["model"] == "r1" else "B"
     note, _, table = risk_auroc(rows)
     assert "within each group" in note and ["group A", "14", "7"] == next(r for r in table if r[0] == "group A")[:3]
     few = [dict(r, correct=(r["trace_id"] != "r1-0")) for r in rows]
     all_row = risk_auroc(few)[2][0]
-    assert all_row[2] == "1" and all_row[3] == "too few of one kind (5 right and 5 wrong needed)"
+    assert all_row[2] == "1" and all_row[5] == "too few of one kind (5 right and 5 wrong needed)"
+
+
+def test_in_sample_failure_risk_is_marked_in_the_table_and_on_the_trace_page(run_dir, tmp_path, monkeypatch):
+    from thinkprobe.report.decisions import decision_sections
+    """A fresh-eyes reading: in a run of MR-BEN traces every trace was one failure_risk was trained on, and
+    an ungraded run never said so (the scan was made only with grades); the trace page called it the
+    probability of a wrong answer, flatly."""
+    import shutil
+
+    import thinkprobe.report.decisions as decisions
+    import thinkprobe.report.trace_pages as trace_pages
+    from thinkprobe.report.coverage import run_json
+    from thinkprobe.stats import load_table
+
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    for module in (decisions, trace_pages):
+        monkeypatch.setattr(module, "trace_key", lambda rec: rec["trace_id"])
+        monkeypatch.setattr(module, "training_keys", lambda: frozenset({"qwq-0", "qwq-1", "qwq-2"}))
+    rows = [dict(r, correct=None) for r in load_table(run)]  # ungraded
+    section = decision_sections(run, rows, {}, run_json(run))[0]
+    marked = [row[0][0] for row in section.rows if row[5].endswith(decisions.IN_SAMPLE)]
+    assert marked and set(marked) <= {"qwq-0", "qwq-1", "qwq-2"} and section.after is None
+    assert "3 of the run's traces (" in section.note and "their failure_risk is in-sample" in section.note
+    (run / "traces").mkdir()  # as write_report makes it
+    pages = trace_pages.write_trace_pages(run, 1)
+    page = (run / pages["qwq-0"]).read_text(encoding="utf-8")
+    assert "(in-sample: this trace is one the model was trained on)" in page
+    assert "in-sample" not in (run / pages["r1-0"]).read_text(encoding="utf-8")
 
 
 # ----------------------------------------------------------------------------- training labels (real data)

@@ -23,7 +23,9 @@ from .style import format_number
 __all__ = ["Section", "decision_sections", "sections_html", "sections_md"]
 
 UNUSUAL_HEADER = ["trace", "model", "anomaly", "anomaly_rank", "drivers", "failure_risk"]
-RISK_HEADER = ["graded traces", "n", "wrong", "AUROC of failure_risk [95%]", "AUROC of length alone"]
+RISK_HEADER = ["graded traces", "n", "wrong", "share wrong", "mean failure_risk", "AUROC of failure_risk [95%]",
+               "AUROC of length alone"]
+CALIBRATION_GAP = 0.1  # mean failure_risk this far from the share wrong: the note says its probabilities do not hold
 CHOICE_HEADER = ["domain", "models", "tier 1", "fit", "interval", "accuracy", "told apart from the rest"]
 MIN_PER_CLASS = 5  # right and wrong graded traces an AUROC needs
 MAX_LEVELS_SAID = 8  # the failure_risk table breaks its AUROC down by domain and by group up to this many levels
@@ -40,16 +42,16 @@ class Section:
 
 
 CODE_MARK = "reasoning is a program; "  # before the drivers of a trace whose reasoning is code, not prose
+IN_SAMPLE = " in-sample"  # after the failure_risk of a trace the failure-risk model was trained on
 
 
-def _scan_graphs(run_dir: Path, listed: set[str], graded: Mapping[str, object],
-                 run: Mapping) -> tuple[set[str], set[str]]:
-    """One pass over graphs.jsonl, made only when needed: which `listed` traces' reasoning is a program,
-    not prose (provenance reasoning_is_code; read only when `run`, the run's run.json, counts such traces:
-    their indicators describe code, which alone can make a trace unusual), and which `graded` traces the
-    failure-risk model was trained on (recognised by `risk.trace_key`)."""
+def _scan_graphs(run_dir: Path, listed: set[str], run: Mapping) -> tuple[set[str], set[str]]:
+    """One pass over graphs.jsonl: which `listed` traces' reasoning is a program, not prose (provenance
+    reasoning_is_code; read only when `run`, the run's run.json, counts such traces: their indicators
+    describe code, which alone can make a trace unusual), and which of the run's traces the failure-risk
+    model was trained on (recognised by `risk.trace_key`: their failure_risk is in-sample)."""
     want_code = bool(listed) and bool((run.get("counts") or {}).get("reasoning_is_code"))
-    trained = training_keys() if graded else frozenset()
+    trained = training_keys()
     code: set[str] = set()
     seen: set[str] = set()
     if want_code or trained:
@@ -57,7 +59,7 @@ def _scan_graphs(run_dir: Path, listed: set[str], graded: Mapping[str, object],
             trace_id = rec["trace_id"]
             if want_code and trace_id in listed and (rec.get("provenance") or {}).get("reasoning_is_code"):
                 code.add(trace_id)
-            if trace_id in graded and trace_key(rec) in trained:
+            if trace_key(rec) in trained:
                 seen.add(trace_id)
     return code, seen
 
@@ -72,20 +74,27 @@ def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], s
                         key=lambda a: a["anomaly_rank"])
         listed += ranked[:per_model]
     graded = _graded(rows, anomalies)
-    code, seen = _scan_graphs(run_dir, {a["trace_id"] for a in listed}, graded, run)
+    code, seen = _scan_graphs(run_dir, {a["trace_id"] for a in listed}, run)
     agreement, floor = run_agreement(run), settings.min_agreement
     poor = {name for name in INDICATORS if agreement and poorly_agreeing(agreement, name, floor)}
     cells = [[(a["trace_id"], pages.get(a["trace_id"])), a["model"], format_number(a["anomaly"], 2),
               str(a["anomaly_rank"]), (CODE_MARK if a["trace_id"] in code else "") + _drivers(a["drivers"], poor),
-              format_number(a["failure_risk"], 2)] for a in listed]
+              format_number(a["failure_risk"], 2) + (IN_SAMPLE if a["trace_id"] in seen else "")] for a in listed]
     reasons = sorted({a["anomaly_reason"] for a in anomalies if a["anomaly_reason"]})
     note = ((f"The {per_model} most unusual traces of each model: anomaly" if listed else "Anomaly")
             + " is the robust Mahalanobis distance of a "
             "trace's 19 indicators from its own model's traces; drivers are the indicators that push it out, with "
             "their signed robust z; failure_risk is the probability that the final answer is wrong (calibrated on "
             "its training corpora), from the reasoning's structure alone (never the answer, the gold answer or a "
-            "grade). "
+            "grade); on other corpora its probabilities may be off (with grades, the table under this one compares "
+            "them with the share of wrong answers). "
             "Every trace is in anomalies.csv.")
+    if seen:
+        marked = sum(a["trace_id"] in seen for a in listed)
+        which = f"{marked} of those listed, marked \"{IN_SAMPLE.strip()}\"" if marked else "none of those listed"
+        note += (f" {len(seen)} of the run's traces ({which}) {'is a trace' if len(seen) == 1 else 'are traces'} "
+                 f"the failure-risk model was trained on (recognised by their opening words and signs): "
+                 f"{'its' if len(seen) == 1 else 'their'} failure_risk is in-sample.")
     if code:
         note += (f" \"{CODE_MARK.rstrip('; ')}\" marks a trace whose reasoning is a Python program, not prose "
                  "(provenance reasoning_is_code): its units and indicators describe code, which alone can set it apart.")
@@ -96,7 +105,8 @@ def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], s
     if reasons:
         note += " Not scored: " + "; ".join(reasons) + "."
     return Section("Unusual traces and failure risk", note, UNUSUAL_HEADER, cells,
-                   empty="No model has enough traces for anomaly scores.", after=_risk_auroc(rows, graded, seen))
+                   empty="No model has enough traces for anomaly scores.",
+                   after=_risk_auroc(rows, graded, seen & set(graded)))
 
 
 def _drivers(drivers: str | None, poor: set[str]) -> str:
@@ -143,12 +153,19 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
         by_length = [(tokens[t], wrong) for t, (_, wrong) in part.items() if t in tokens]
         length = (f"{auroc([n for n, _ in by_length], [w for _, w in by_length]):.3f}" if _both_kinds(by_length)
                   else "–")
-        return [label, str(len(part)), str(sum(w for _, w in part.values())), _auroc_cell(list(part.values())), length]
+        wrong = sum(w for _, w in part.values())
+        return [label, str(len(part)), str(wrong), f"{wrong / len(part):.2f}",
+                f"{sum(p for p, _ in part.values()) / len(part):.2f}", _auroc_cell(list(part.values())), length]
 
     table = [row("all", graded)]
     note = ("How well failure_risk tells this run's wrong answers from its right ones: the AUROC (95% interval, "
             "Hanley & McNeil) beside that of the traces' length alone (their tokens, longer = riskier; under 0.5, "
-            "shorter traces are the more often wrong).")
+            "shorter traces are the more often wrong), and whether its probabilities hold here: its mean beside the "
+            "share of wrong answers.")
+    share, mean = float(table[0][3]), float(table[0][4])
+    if abs(share - mean) > CALIBRATION_GAP:
+        note += (f" Here they do not ({mean:.2f} predicted against {share:.2f} wrong): on this run read failure_risk as a "
+                 f"ranking of the traces, not as a probability.")
     if seen and len(seen) == len(graded):
         note += (f" All {len(seen)} graded traces are traces the failure-risk model was trained on (recognised by their "
                  "opening words and signs): the figures are in-sample and say nothing of traces it has not seen.")

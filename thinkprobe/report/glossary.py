@@ -128,6 +128,9 @@ DECISIONS_GLOSSARY: dict[str, str] = {
                                    "no better than chance), with its 95% interval (Hanley & McNeil); none with "
                                    "fewer than 5 right or 5 wrong traces",
     "wrong": "graded traces whose final answer is wrong (a grade of the record or the matcher's verdict)",
+    "share wrong": "the row's wrong answers over its graded traces",
+    "mean failure_risk": "the mean of the row's failure_risk: near the share wrong where its probabilities hold for "
+                         "this run",
     "AUROC of length alone": "the same traces ranked by their tokens alone (longer = riskier): the baseline "
                              "failure_risk has to beat",
     "models": "models with traces in the domain, ranked by fit",
