@@ -104,6 +104,16 @@ def test_a_run_without_a_measured_agreement_says_so_and_has_no_columns(tmp_path)
     assert run_agreement(run_json(run)) is None
 
 
+def test_a_run_made_before_the_agreement_was_recorded_says_it_is_not_recorded():
+    """A fresh-eyes reading: runs profiled before run.json carried linker_agreement lost every parser
+    caveat without a word (the note was meant to be empty for annotated-graph runs only)."""
+    from thinkprobe.report.agreement import agreement_note
+
+    old = agreement_note({"settings": {"min_agreement": 0.6}}, {"graph_source": "parse", "counts": {"traces": 3}})
+    assert old.startswith("How well this run's indicators agree with people's graphs is not recorded")
+    assert agreement_note({"settings": {"min_agreement": 0.6}}, {"graph_source": "input"}) == ""
+
+
 def test_unusual_traces_mark_the_drivers_that_agree_poorly(tmp_path):
     """On tts_knowledge the most unusual traces were set apart by cross_branch_connectivity and
     convergence_index (z 4-9), indicators of synthesis edges that people's graphs never hold."""

@@ -61,7 +61,12 @@ def agreement_note(stats: Mapping, run: Mapping) -> str:
     a run of annotated graphs."""
     info = run.get("linker_agreement")
     if not info:
-        return ""
+        if run.get("graph_source") == "input" or not run:  # annotated graphs: what people drew (or no run.json)
+            return ""
+        return ("How well this run's indicators agree with people's graphs is not recorded: its run.json predates "
+                "that record (profile the traces again to have the effect table's ρ columns and their warnings; "
+                "docs/accuracy.md gives the default linker's). Model differences may be the linker's as much as "
+                "the models'.")
     if not info.get("measured"):
         return (f"How well this run's indicators agree with people's graphs is not known: {info['why']}. Model "
                 f"differences may be the linker's ({info['linker']}) as much as the models'.")
