@@ -227,7 +227,7 @@ def _choice(run_dir: Path, rows: Sequence[Mapping], settings: StatsSettings) -> 
             + (f" Not listed, with one model only: {', '.join(alone[:8])}{' ...' if len(alone) > 8 else ''}."
                if alone and selections else "")
             + (" " + "; ".join(pooled)[0].upper() + "; ".join(pooled)[1:] + "." if pooled else ""))
-    return Section("Which model for which domain", note, CHOICE_HEADER, cells,
+    return Section("Which model for which domain", note if cells else "", CHOICE_HEADER, cells,
                    empty="No domain has two or more models.")
 
 
@@ -259,7 +259,7 @@ def sections_html(sections: Sequence[Section], titles: Mapping[str, str]) -> str
     for s in sections:
         table = (html_table(s.header, [[_html_cell(v) for v in row] for row in s.rows], left=2, cls="sortable wrap",
                             titles=titles) if s.rows else f"<p class=note>{esc(s.empty)}</p>")
-        out.append(f"<h2>{esc(s.title)}</h2><p class=note>{esc(s.note)}</p>{table}")
+        out.append(f"<h2>{esc(s.title)}</h2>" + (f"<p class=note>{esc(s.note)}</p>" if s.note else "") + table)
         if s.after:
             note, header, rows = s.after
             out.append(f"<p class=note>{esc(note)}</p>" + html_table(header, [[esc(v) for v in row] for row in rows],
@@ -270,7 +270,7 @@ def sections_html(sections: Sequence[Section], titles: Mapping[str, str]) -> str
 def sections_md(sections: Sequence[Section]) -> list[str]:
     parts: list[str] = []
     for s in sections:
-        parts += [f"## {s.title}", "", s.note, "",
+        parts += [f"## {s.title}", "", *([s.note, ""] if s.note else []),
                   md_table(s.header, [[_md_cell(v) for v in row] for row in s.rows]) if s.rows else s.empty, ""]
         if s.after:
             note, header, rows = s.after

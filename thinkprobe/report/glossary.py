@@ -35,7 +35,8 @@ STATS_GLOSSARY: dict[str, str] = {
     "length-controlled": "the same test on what a straight-line fit on log tokens (whole run) leaves of the variable, "
                          "its ε² shown chance-corrected (ε² − chance ε², as the corrected columns); "
                          "not testable where most traces share one value (mostly 0): the residuals of those would "
-                         "differ by length alone",
+                         "differ by length alone. Any test is 'not testable' with fewer than two groups of "
+                         "stats.min_group traces (one model: no model test); the cell's hover text says why",
     "ratio": "corrected ε²(model) / corrected ε²(domain), none when both are under the floor",
     "bootstrap interval": "[low, high] after a corrected ε² or a ratio: the middle ci_level (95% by default) of its values over "
                           "resamples of the run's traces with replacement (percentile bootstrap; the same resamples "
@@ -62,12 +63,13 @@ STATS_GLOSSARY: dict[str, str] = {
                        "independent (they score the same traces, so it is a conservative bound)",
     "log tokens alone explain": "R² of a least-squares line of the dimension on log tokens over the run's traces: the "
                                 "share of its variance that length accounts for",
+    "α": "the significance level (stats.alpha in the config, 0.05 by default): a * marks a Holm-adjusted p under it",
     "model a": "the first model of a compared pair (pairs in sorted order of the model names, capitals first)",
     "model b": "the second model of a compared pair",
     "P(a > b)": "probability of superiority: the chance that a random trace of model a has the higher value than a "
                 "random trace of model b (ties count one half; 0.5 = no difference); in the report's pairs table, raw "
-                "and then (in brackets) on the length residuals, * where the Brunner-Munzel test of 0.5 holds after "
-                "Holm's correction over the variable's pairs and the model test of that variable is significant, † "
+                "and then (in brackets) on the length residuals, * where the Brunner-Munzel test rejects P(a > b) = 0.5 "
+                "(Holm-adjusted p under α over the variable's pairs) and the model test of that variable is significant, † "
                 "where the two models' lengths overlap too little for the length-controlled value to be more than an "
                 "extrapolation; pairwise.csv adds its interval and Cliff's delta = 2 P(a > b) - 1",
 }

@@ -388,7 +388,7 @@ def _eps_cell(test: Mapping, key: str, html_out: bool, interval: bool = False) -
     text = format_number(test.get(key), 2)
     ci = test.get(f"{key}_ci") if interval else None
     if test.get("significant"):
-        p = f"Holm p = {format_number(test['p_holm'])}"
+        p = f"Holm p = {test['p_holm']:.2g}"  # p-values as small as 1e-24: not format_number's noise floor
         return (f'<span class="sig" title="{esc(p)}">{text} *</span>{_interval_cell(ci, True)}' if html_out
                 else f"{text}{interval_text(ci)} *")
     return text + _interval_cell(ci, html_out)
@@ -550,8 +550,12 @@ NO_RADAR = ("No radar chart: the run has one model, and z-scored against its own
 def outcome_text(stats: Mapping) -> str:
     o = stats["outcome"]
     cv = o["cross_validated"]
-    text = (f"{o['graded']} graded traces ({o['wrong']} wrong{_no_answer_note(o)}; labels from "
-            f"{o['labels_from']}).{_factor_note(cv, stats['settings']['alpha'])} ")
+    ungraded = stats["n_traces"] - o["graded"]
+    text = (f"{o['graded']} of the {stats['n_traces']} traces graded ({o['wrong']} wrong{_no_answer_note(o)}; the "
+            f"verdicts read from {o['labels_from']})"
+            + (f"; the other {ungraded} have no verdict (ungraded by their record, e.g. not attempted, or without a "
+               f"gold answer) and take no part here" if ungraded else "")
+            + f".{_factor_note(cv, stats['settings']['alpha'])} ")
     if outcome_rows(stats):
         text += ("AUROC of each indicator for a wrong answer, pooled over all graded traces (with its 95% interval, "
                  "±1.96 Hanley & McNeil standard errors: with 24 variables about one interval in twenty leaves out "
