@@ -322,7 +322,8 @@ def profile_note(stats: Mapping, run: Mapping | None = None) -> str:
     zero = "this run's mean" if norms is None else f"the mean of the norms in {norms}"
     return ("Mean signed z-score per dimension" + (f" with its {level}% bootstrap interval (a model with one trace "
                                                    "has none)" if with_ci else " (no interval: no model has 2 traces)")
-            + f"; 0 is {zero}.")
+            + f"; 0 is {zero}. Means follow a few extreme traces where the tests below, on ranks, do not: an "
+              f"interval away from 0 with no difference in the effect sizes is such a mean.")
 
 
 def traces_word(n: int) -> str:
