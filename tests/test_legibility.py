@@ -148,9 +148,9 @@ def test_the_profile_caption_names_what_zero_is(tmp_path):
     rows = [{"trace_id": f"{m}-{k}", "model": m, "domain": "math", "idea_count": k} for m in "ab" for k in range(3)]
     stats = compute_stats(write_run(tmp_path / "run", rows))
     (tmp_path / "run" / "run.json").write_text(json.dumps({"norms": "fit on this run"}))
-    assert profile_note(stats, run_json(tmp_path / "run")).endswith("; 0 is this run's mean.")
+    assert profile_note(stats, run_json(tmp_path / "run")).split(" Means follow")[0].endswith("; 0 is this run's mean.")
     (tmp_path / "run" / "run.json").write_text(json.dumps({"norms": "ref/norms.json"}))
-    assert profile_note(stats, run_json(tmp_path / "run")).endswith("; 0 is the mean of the norms in ref/norms.json.")
+    assert profile_note(stats, run_json(tmp_path / "run")).split(" Means follow")[0].endswith("; 0 is the mean of the norms in ref/norms.json.")
     assert "95% bootstrap interval" in profile_note(stats)
 
 

@@ -68,15 +68,15 @@ def _is_minus(text: str, i: int) -> bool:
 
 
 def concreteness(text: str, units: frozenset[str]) -> float:
-    """Share of tokens that are numbers, math symbols or LaTeX commands, measurement units after
-    a number, or named entities (capitalised words not opening a sentence). Math delimiters ($, \\(
+    r"""Share of tokens that are numbers, math symbols or LaTeX commands, measurement units after
+    a number, or named entities (capitalised words not opening a sentence). Math delimiters ($, \(
     ...) are punctuation, and so is a "-" that is no minus (`_is_minus`).
 
     >>> round(concreteness("So Paris has 2 km of roads = 5 m each.", frozenset({"km", "m"})), 3)
     0.545
     >>> [round(concreteness(t, frozenset()), 3) for t in ("Then x = 5 - 3.", "Then $x = 5 - 3$.", "Then \\(x = 5 − 3\\).")]
     [0.667, 0.667, 0.667]
-    >>> [round(concreteness(t, frozenset()), 3) for t in ("- 3 apples", "-3 apples", "x = 2\\n- 4 more")]
+    >>> [round(concreteness(t, frozenset()), 3) for t in ("- 3 apples", "-3 apples", "x = 2\n- 4 more")]
     [0.5, 0.667, 0.6]
     """
     # a "-" that is no minus is read as the hyphen sign (U+2010, punctuation)
