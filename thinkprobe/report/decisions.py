@@ -160,8 +160,9 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
     table = [row("all", graded)]
     note = ("How well failure_risk tells this run's wrong answers from its right ones: the AUROC (95% interval, "
             "Hanley & McNeil) beside that of the traces' length alone (their tokens, longer = riskier; under 0.5, "
-            "shorter traces are the more often wrong), and whether its probabilities hold here: its mean beside the "
-            "share of wrong answers.")
+            "shorter traces are the more often wrong; the outcome-validity section's cross-validated model + length "
+            "AUROC, where it is given, is the stronger baseline), and whether its probabilities hold here: its mean "
+            "beside the share of wrong answers.")
     share, mean = float(table[0][3]), float(table[0][4])
     if abs(share - mean) > CALIBRATION_GAP:
         note += (f" Here they do not ({mean:.2f} predicted against {share:.2f} wrong): on this run read failure_risk as a "
