@@ -200,10 +200,10 @@ def profile(inputs, out_dir, summary, strict, **options):
     elif result["errors"] and result["traces"]:  # --no-summary still says that records were skipped
         click.echo(skipped_line(result), err=True)
     if not result["traces"]:
-        skips = _skips(result)
-        click.echo(f"no trace was profiled: {skips} (see {out_dir}/errors.jsonl)" if "not read" in skips else
-                   f"no trace was profiled: all {skips.split(' records skipped')[0]} records were skipped (see "
-                   f"{out_dir}/errors.jsonl)", err=True)
+        reasons, unread = _skip_tallies(result)
+        click.echo(f"no trace was profiled: {_skips(result)} (see {out_dir}/errors.jsonl)" if unread else
+                   f"no trace was profiled: all {sum(reasons.values()) if reasons is not None else result['errors']} "
+                   f"records were skipped (see {out_dir}/errors.jsonl)", err=True)
         sys.exit(EXIT_NOTHING_PROFILED)
     if strict and result["errors"]:
         named = len(result.get("coverage_warnings", ()))  # printed as warnings by the run (api.profile)
@@ -213,19 +213,26 @@ def profile(inputs, out_dir, summary, strict, **options):
         sys.exit(3)
 
 
-def _skips(result: dict) -> str:
-    """'N records skipped (reason n, ...)', and 'K files not read (reason k, ...)' where a file, or
-    its rest, was refused unread (its records are not known, so they are no count of records)."""
+def _skip_tallies(result: dict) -> tuple:
+    """(records skipped by reason, files not read by reason) over the run's coverage rows, as Counters;
+    (None, empty) for a result without coverage (its `errors` count is all there is)."""
     from collections import Counter
 
     rows = result.get("coverage", {}).get("by_file", ())
-    if not rows:
-        return f"{result['errors']} records skipped"
     reasons: Counter = Counter()
     unread: Counter = Counter()
     for row in rows:
         reasons.update(row["reasons"])
         unread.update(row.get("not_read", {}))
+    return (reasons if rows else None), unread
+
+
+def _skips(result: dict) -> str:
+    """'N records skipped (reason n, ...)', and 'K files not read (reason k, ...)' where a file, or
+    its rest, was refused unread (its records are not known, so they are no count of records)."""
+    reasons, unread = _skip_tallies(result)
+    if reasons is None:
+        return f"{result['errors']} records skipped"
     parts = []
     if reasons or not unread:
         parts.append(f"{sum(reasons.values())} records skipped ({', '.join(f'{k} {v}' for k, v in reasons.most_common())})")
