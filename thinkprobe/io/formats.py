@@ -85,7 +85,12 @@ def _data_named(root: Path) -> list[Path]:
     """Everything in a folder that bears a data file's name (a format's, or another compression's),
     hidden ones and run folders left out, sorted (thinkprobe.io.walk): the one walk of the folder its
     data files and broken links come from."""
-    return [p for p in walk_folder(root)[0] if _format_of(p) or _unread_compression(p)]
+    return [p for p in walk_folder(root)[0] if _has_data_name(p)]
+
+
+def _has_data_name(path: Path) -> bool:
+    """Whether a file bears a data file's name: a format's, or that of one packed some way not read."""
+    return bool(_format_of(path) or _unread_compression(path))
 
 
 def _is_data_file(p: Path) -> bool:
@@ -154,14 +159,23 @@ _OTHER_COMPRESSION = (".bz2", ".xz", ".zst", ".zstd", ".lz4", ".zip", ".7z", ".t
 _ARCHIVES = (".zip", ".7z", ".rar", ".tar", ".tgz", ".tar.gz", ".tar.bz2", ".tar.xz", ".tar.zst")
 
 
-def _unread_compression(path: Path) -> str | None:
-    """The suffix of a data file compressed other than by gzip ("a.jsonl.bz2" -> ".bz2"), or of an
-    archive of any name ("real.zip" -> ".zip", "a.tar.gz" -> ".tar.gz"), else None."""
+def _packed_data(path: Path) -> str | None:
+    """The suffix of a data file compressed other than by gzip ("a.jsonl.bz2" -> ".bz2"), else None."""
     name = path.name.lower()
     packed = next((c for c in _OTHER_COMPRESSION if name.endswith(c)), None)
-    if packed and _format_of(Path(name[: -len(packed)])):
-        return packed
-    return next((a for a in _ARCHIVES if name.endswith(a)), None)
+    return packed if packed and _format_of(Path(name[: -len(packed)])) else None
+
+
+def _archive(path: Path) -> str | None:
+    """The suffix of an archive of any name that is no packed data file ("real.zip" -> ".zip", "a.tar.gz"
+    -> ".tar.gz"), else None."""
+    name = path.name.lower()
+    return None if _packed_data(path) else next((a for a in _ARCHIVES if name.endswith(a)), None)
+
+
+def _unread_compression(path: Path) -> str | None:
+    """The suffix of a data file packed some way not read: compressed other than by gzip, or an archive."""
+    return _packed_data(path) or _archive(path)
 
 
 # A corpus's documentation: never data, and in nearly every downloaded corpus (naming it on every run is noise)
@@ -175,7 +189,7 @@ def unread_files(root: Path) -> list[Path]:
     hidden ones and run folders' files left out, as the walk leaves them (thinkprobe.io.walk). Hugging
     Face metadata and Thought Anchors side files bear a data file's name and are read with the data
     they describe."""
-    return [p for p in walk_folder(root)[0] if not p.is_dir() and not (_format_of(p) or _unread_compression(p))
+    return [p for p in walk_folder(root)[0] if not p.is_dir() and not _has_data_name(p)
             and not _DOCUMENTATION.fullmatch(p.name)]
 
 
@@ -217,12 +231,14 @@ def text_problem(head: bytes) -> str | None:
 def _iter_file(file: Path, limits: InputLimits) -> Iterator[tuple[str, int | str, dict | InputError]]:
     source = str(file)
     fmt = _format_of(file)
-    if fmt is None and (packed := _unread_compression(file)):
+    if fmt is None and (packed := _packed_data(file)):
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"{packed} compression is not read: decompress "
-                                                                     "the file, or compress it with gzip (.gz)"
-                                             if packed not in _ARCHIVES or _format_of(Path(file.name[: -len(packed)]))
-                                             else f"a {packed} archive is not read: extract it and name its data "
-                                                  "files as inputs (gzipped ones, .jsonl.gz, are read as they are)")
+                                                                     "the file, or compress it with gzip (.gz)")
+        return
+    if fmt is None and (archive := _archive(file)):
+        yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"a {archive} archive is not read: extract it and "
+                                                                     "name its data files as inputs (gzipped ones, "
+                                                                     ".jsonl.gz, are read as they are)")
         return
     if fmt is None:
         supported = ", ".join(FORMATS)
