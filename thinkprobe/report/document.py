@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 from ..outputs import INDICATORS_TABLE, read_table
 from ..tables import read_csv
 from .agreement import agreement_note, run_agreement
-from .coverage import coverage_html, coverage_md, run_json
+from .coverage import coverage_html, coverage_md
 from .decisions import decision_sections, sections_html, sections_md
 from .pairs import pairs_section
 from .glossary import GLOSSARY, definition, glossary_items
@@ -21,7 +21,7 @@ from .summary import summary_text
 from .text import (EFFECT_TITLES, NO_RADAR, effect_header, z_text, effect_rows, has_group, headline, icc_rows, method_note, no_icc_text,
                    outcome_rows, outcome_text, profile_ci_rows, profile_note, too_few_text)
 
-__all__ = ["redundancy_table", "report_html", "report_md"]
+__all__ = ["redundancy_table", "report_sections", "report_html", "report_md"]
 
 
 # Which way is better in each redundancy column (our reading of CoTJudger's Table 1): accuracy and
@@ -151,14 +151,22 @@ def _effects_title(stats) -> str:
     return "Effect sizes: model versus domain" + (" and group" if has_group(stats) else "") + ", beyond length and chance"
 
 
-def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=None, group_cells=()) -> str:
+def report_sections(run_dir, stats, rows, pages, run) -> list:
+    """The report's table sections, built once for report.html and report.md (the unusual traces scan
+    graphs.jsonl; the model choice bootstraps): which models differ, then the decision sections."""
+    return [pairs_section(stats), *decision_sections(run_dir, rows, pages, run)]
+
+
+def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, run, decisions, analyses=None,
+                group_cells=()) -> str:
+    """report.html's page. `run`: the run's run.json (coverage.run_json); `decisions`: the pairs, unusual-traces
+    and model-choice sections (`report_sections`), built once for both documents."""
     def img(name, alt):
         return f'<img class="fig" alt="{esc(alt)}" src="{data_uri(figures[name])}">'
 
     def titled(header):
         return {h: definition(h) or EFFECT_TITLES.get(h, "") for h in header}
 
-    run = run_json(run_dir)  # read once, for every section that says something of it
     summary = "".join(f"<p>{esc(line).replace('`', '')}</p>" for line in summary_text(run_dir, stats, pages, run))
     agreement = run_agreement(run)
     head = "".join(f"<li>{esc(line)}</li>" for line in headline(stats, agreement))
@@ -231,11 +239,11 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyse
 <p class=note>{esc(method_note(stats))} {esc(too_few_text(stats))} {esc(agreement_note(stats, run))}</p>
 {f'<p class="flag">⚠ {esc(unreliable_text(stats))}</p>' if unreliable_text(stats) else ""}
 {img("effects", "Effect sizes by model and by domain, raw and length-controlled")}
-{sections_html([pairs_section(stats)], GLOSSARY)}
+{sections_html(decisions[:1], GLOSSARY)}
 <h2>Reliability of repeated answers</h2>
 {icc_html}
 {outcome}
-{sections_html(decision_sections(run_dir, rows, pages, run), GLOSSARY)}
+{sections_html(decisions[1:], GLOSSARY)}
 <h2>Model × domain profiles</h2>
 {img("heatmap", "Heat map of the model by domain profiles")}
 <details><summary>Values</summary>{html_table(["model", "domain", "n", *DIMS], cell_rows, left=2, titles=titled(["n", *DIMS]))}</details>
@@ -269,9 +277,10 @@ def unreliable_text(stats: Mapping) -> str:
             f"differences in {', '.join(flagged)} are not supported by this run.")
 
 
-def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=None, group_cells=()) -> str:
+def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, run, decisions, analyses=None,
+              group_cells=()) -> str:
+    """report.md's text (`report_html`'s arguments)."""
     radar = "![Radar chart of the model profiles](figures/radar.png)" if "radar" in figures else NO_RADAR
-    run = run_json(run_dir)  # read once, for every section that says something of it
     agreement = run_agreement(run)
     notes = " ".join(t for t in (method_note(stats), too_few_text(stats), agreement_note(stats, run)) if t)
     parts = ["# ThinkProbe report", "", *summary_text(run_dir, stats, pages, run), "", "**Headline**", "",
@@ -283,7 +292,7 @@ def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=
              md_table(effect_header(stats, agreement), effect_rows(stats, html_out=False, agreement=agreement)),
              "", notes, "",
              *([f"⚠ {unreliable_text(stats)}", ""] if unreliable_text(stats) else []),
-             "![Effect sizes](figures/effects.png)", "", *sections_md([pairs_section(stats)]),
+             "![Effect sizes](figures/effects.png)", "", *sections_md(decisions[:1]),
              "## Reliability of repeated answers", ""]
     icc = icc_rows(stats)
     parts += [md_table(["variable", "ICC", "ICC of a question's mean", "(model, question) pairs", "traces per pair"],
@@ -293,7 +302,7 @@ def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses=
         if outcome_rows(stats):
             parts += [md_table(OUTCOME_HEADER,
                                 outcome_rows(stats)), ""]
-    parts += sections_md(decision_sections(run_dir, rows, pages, run))
+    parts += sections_md(decisions[1:])
     parts += ["## Model × domain profiles", "", "![Heat map](figures/heatmap.png)", "",
               md_table(["model", "domain", "n", *DIMS],
                         [[c["model"], display_label(c["domain"]), c["n"], *(z_text(c[d]) for d in DIMS)] for c in cells]), ""]

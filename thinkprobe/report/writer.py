@@ -14,7 +14,8 @@ from ..outputs import (DYNAMICS_TABLE, LEVEL_REDUNDANCY_TABLE, PARETO_TABLE, POS
                        ROLES_TABLE, TRANSITIONS_TABLE)
 from ..stats import compute_stats, load_table
 from ..tables import own_dir, write_own
-from .document import redundancy_table, report_html, report_md
+from .coverage import run_json
+from .document import redundancy_table, report_html, report_md, report_sections
 from .cot_figures import (COT_FIGURES, difficulty_figure, dynamics_figure, lengths_figure, outcome_tokens_figure,
                           pareto_figure, positions_figure, roles_figure, transitions_figure)
 from .figures import effects_figure, heatmap_figure, indicator_figure, radar_figure
@@ -204,8 +205,10 @@ def _write_report(run_dir: Path, workers: int | None, step: _Steps) -> Path:
 
     step("report.html and report.md")
     redundancy = redundancy_table(run_dir / REDUNDANCY_TABLE.name)
-    html_doc = report_html(run_dir, stats, rows, cells, figures, pages, redundancy, analyses, group_cells)
+    run = run_json(run_dir)  # read once, for every section that says something of it
+    decisions = report_sections(run_dir, stats, rows, pages, run)
+    html_doc = report_html(run_dir, stats, rows, cells, figures, pages, redundancy, run, decisions, analyses, group_cells)
     write_own(run_dir / "report.html", html_doc)
-    write_own(run_dir / "report.md", visible(report_md(run_dir, stats, rows, cells, figures, pages, redundancy, analyses,
-                                                      group_cells)))
+    write_own(run_dir / "report.md", visible(report_md(run_dir, stats, rows, cells, figures, pages, redundancy, run,
+                                                      decisions, analyses, group_cells)))
     return run_dir / "report.html"
