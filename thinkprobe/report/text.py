@@ -132,11 +132,17 @@ def _counted(groups: Mapping, by: str, min_group: int) -> str:
             + (f" ({few} with fewer than {min_group} traces, not tested)" if few else ""))
 
 
+def _extrapolated(stats: Mapping) -> dict[str, float]:
+    """{model: its stats.json length_overlap} of the models whose lengths the others' barely overlap (under
+    pairwise.LENGTH_OVERLAP_MIN): their length-controlled values extrapolate the run's length line."""
+    return {m: share for m, share in (stats.get("length_overlap") or {}).items() if share < LENGTH_OVERLAP_MIN}
+
+
 def _extrapolated_sentence(stats: Mapping) -> str:
     """' X's traces are mostly shorter than the other models' ...': where a model's lengths lie outside the
     others' (stats.json length_overlap under pairwise.LENGTH_OVERLAP_MIN), its length-controlled values
     rest on the run's length line beyond the lengths it wrote; '' where none does."""
-    far = {m: share for m, share in (stats.get("length_overlap") or {}).items() if share < LENGTH_OVERLAP_MIN}
+    far = _extrapolated(stats)
     if not far or len(stats["length_overlap"]) < 2:
         return ""
     one = len(far) == 1
@@ -153,7 +159,7 @@ def _carried_sentence(stats: Mapping, variables: Sequence[str]) -> str:
     """' Breadth's length-controlled difference is carried by X alone ...': a dimension whose every
     significant length-controlled pair involves one model whose lengths the others barely overlap (its
     difference may be the length line's extrapolation, not the model's); '' where none is."""
-    far = {m for m, share in (stats.get("length_overlap") or {}).items() if share < LENGTH_OVERLAP_MIN}
+    far = set(_extrapolated(stats))
     carried = {}
     for v in variables:
         pairs = [{r["model_a"], r["model_b"]} for r in (stats.get("pairwise") or {}).get("rows", ())
