@@ -184,3 +184,60 @@ def test_the_headline_says_when_one_extrapolated_model_carries_a_difference():
     assert "Breadth's length-controlled difference is carried by c alone" in said and "Depth" not in said
     stats["length_overlap"]["c"] = 0.5  # c's lengths overlap the others': nothing extrapolated
     assert _carried_sentence(stats, ["Breadth", "Depth"]) == ""
+
+
+def test_a_paired_pair_is_the_mean_over_questions_of_p_within_each_with_students_t():
+    from scipy.stats import ttest_1samp
+    from thinkprobe.pairwise import paired_test
+
+    rng = np.random.default_rng(5)
+    q_a, q_b = rng.integers(0, 12, 50), rng.integers(0, 12, 40)  # 1-7 traces a question, some only one model's
+    q_b[q_b == 11] = 10  # question 11: model a's only, left out
+    a, b = np.round(rng.normal(size=50) + q_a, 1), np.round(rng.normal(size=40) + q_b - 0.4, 1)  # ties too
+    a[3] = np.nan  # not finite: left out
+    got = paired_test(a, q_a, b, q_b)
+    shares = []
+    for q in range(12):
+        x, y = a[(q_a == q) & np.isfinite(a)], b[q_b == q]
+        if len(x) and len(y):
+            shares.append(np.mean((x[:, None] > y[None, :]) + 0.5 * (x[:, None] == y[None, :])))
+    assert got["n_questions"] == len(shares) >= 9
+    assert got["p_superiority"] == pytest.approx(np.mean(shares))
+    t = ttest_1samp(shares, 0.5)
+    assert got["p"] == pytest.approx(t.pvalue)
+    low, high = t.confidence_interval(0.95)
+    assert (got["ci_low"], got["ci_high"]) == (pytest.approx(low), pytest.approx(high))
+    on = np.isin(q_a, q_b) & np.isfinite(a)
+    assert got["n_a"] == int(on.sum()) and got["n_b"] == int(np.isin(q_b, q_a[on]).sum())
+    # every question the same verdict: the sign test
+    same = paired_test(np.arange(8.0) + 1, np.arange(8), np.arange(8.0), np.arange(8))
+    assert same["p_superiority"] == 1.0 and same["p"] == pytest.approx(2 * 0.5 ** 8) and same["ci_high"] == 1.0
+
+
+def test_models_that_answered_the_same_questions_are_compared_question_by_question(tmp_path):
+    """Questions differ far more than the models do: question by question, a's small, steady lead shows
+    (significant), while across all traces P(a > b) stays near one half; a model that answered other
+    questions is compared unpaired."""
+    from run_folder import make_graph
+    from thinkprobe.stats import compute_stats
+
+    rng = np.random.default_rng(7)
+    rows, graphs = [], []
+    for model, shift, questions in (("a", 0.3, range(30)), ("b", 0.0, range(30)), ("c", 0.0, range(30, 60))):
+        for q in questions:
+            k = f"{model}-{q}"
+            rows.append({"trace_id": k, "model": model, "domain": ("x", "y")[q % 2], "tokens": 200,
+                         "Depth": float(3 * q + shift + 0.1 * rng.normal())})
+            graphs.append({**make_graph(k, model, ("x", "y")[q % 2], 3), "question": f"question {q}"})
+    stats = compute_stats(write_run(tmp_path, rows, graphs))
+    assert stats["pairwise"]["designs"] == {"a / b": "paired", "a / c": "unpaired", "b / c": "unpaired"}
+    found = {(r["model_a"], r["model_b"]): r for r in stats["pairwise"]["rows"]
+             if r["variable"] == "Depth" and r["length_controlled"] == 0}
+    ab = found["a", "b"]
+    assert ab["design"] == "paired" and ab["n_questions"] == 30 and ab["p_superiority"] > 0.9 and ab["p"] < 1e-6
+    a, b = values_of(rows, "Depth", "a"), values_of(rows, "Depth", "b")
+    assert abs(pair_test(a, b)["p_superiority"] - 0.5) < 0.1  # unpaired, the questions' spread hides the lead
+    assert found["a", "c"]["design"] == "unpaired" and found["a", "c"]["n_questions"] is None
+    from thinkprobe.report.pairs import pairs_section
+    assert "1 of the 3 pairs answered the same questions and are compared question by question" in \
+        pairs_section(stats).note

@@ -14,9 +14,16 @@ length-controlled) is significant in stats' Holm family, and then where its p-va
 over the variable's pairs, is under stats.alpha: the pairs never claim a difference the model test
 does not. length_overlap says how far the two models' trace lengths overlap (the smaller of the two
 models' shares of traces inside the other's 10-90% range of log tokens): where it is small, the
-length-controlled comparison extrapolates a line fitted over the whole run. The tests are unpaired
-(a paired design, the same questions for every model, is not used) and a pair's difference mixes in
-the domains where the two models answered different ones (stats.json's crossing says where).
+length-controlled comparison extrapolates a line fitted over the whole run.
+
+Where two models answered the same questions (PAIRED_MIN_SHARE of each one's traces on questions both
+answered, min_group such questions or more), the pair is compared question by question (design
+"paired"): P(a > b) is the mean over those questions of the same probability among the two models'
+traces of that question, and the test and interval are Student's t over the questions' values
+(n_questions - 1 degrees of freedom; where every question gives the same value, the sign test and
+Clopper-Pearson's interval of the share of questions a wins). A question's difficulty then cancels, and
+so does its domain. Otherwise the design is "unpaired", and a pair's difference mixes in the domains
+where the two models answered different ones (stats.json's crossing says where).
 thinkprobe.stats.write_stats writes the rows to pairwise.csv and pairwise.parquet (PAIRWISE_TABLE) and
 the rest (method, models) to stats.json.
 """
@@ -26,7 +33,7 @@ from itertools import combinations
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy.stats import mannwhitneyu, norm
+from scipy.stats import binomtest, mannwhitneyu, norm
 from scipy.stats import t as student_t
 
 from .auroc import auroc_interval
@@ -35,11 +42,14 @@ from .multiple_testing import holm
 from .outputs import PAIRWISE_CSV, PAIRWISE_PARQUET, Table
 from .statuses import CONSTANT, NOT_TESTABLE, TESTED
 
-__all__ = ["PAIRWISE_TABLE", "METHOD", "LENGTH_OVERLAP_MIN", "pairwise_models", "pair_test", "length_overlap",
-           "model_length_overlap", "pairwise_rows"]
+__all__ = ["PAIRWISE_TABLE", "METHOD", "LENGTH_OVERLAP_MIN", "PAIRED_MIN_SHARE", "pairwise_models", "pair_test",
+           "paired_test", "length_overlap", "model_length_overlap", "pairwise_rows"]
 
 # Under this length_overlap the report marks a pair's length-controlled value as an extrapolation.
 LENGTH_OVERLAP_MIN = 0.25
+# Two models are compared question by question when this share of each one's traces, or more, answer
+# questions both answered (a few traces lost to bad records leave the design paired).
+PAIRED_MIN_SHARE = 0.9
 
 METHOD = ("per pair of models with min_group traces or more: p_superiority = P(a > b), the chance a random trace of "
           "model_a has the higher value (ties one half), with the two-sided Brunner-Munzel test of P = 0.5 and its "
@@ -47,16 +57,21 @@ METHOD = ("per pair of models with min_group traces or more: p_superiority = P(a
           "Hanley & McNeil's interval); p_holm: Holm over the variable's pairs; significant: p_holm under alpha and "
           "the variable's Kruskal-Wallis test by model (the same, raw or length-controlled) significant; "
           "length_overlap: the smaller of the two models' shares of traces inside the other's 10-90% range of log "
-          "tokens; unpaired, not stratified by domain")
+          "tokens; design paired (where the two models answered the same questions: PAIRED_MIN_SHARE of each one's "
+          "traces on questions both answered, min_group of them or more): P(a > b) among the traces of one question, "
+          "averaged over the questions, with Student's t test and interval over the questions (where every question "
+          "gives the same value: the sign test and Clopper-Pearson's interval); n_a, n_b, the medians: the traces "
+          "compared; otherwise unpaired, not stratified by domain")
 
 PAIRWISE_TABLE = Table(
     PAIRWISE_CSV,
     ("variable", "kind", "length_controlled", "model_a", "model_b", "status", "n_a", "n_b", "median_a", "median_b",
-     "p_superiority", "ci_low", "ci_high", "cliffs_delta", "p", "p_holm", "significant", "length_overlap"),
+     "p_superiority", "ci_low", "ci_high", "cliffs_delta", "p", "p_holm", "significant", "length_overlap",
+     "design", "n_questions"),
     {"variable": "str", "kind": "str", "length_controlled": "int", "model_a": "str", "model_b": "str", "status": "str",
      "n_a": "int", "n_b": "int", "median_a": "float", "median_b": "float", "p_superiority": "float",
      "ci_low": "float", "ci_high": "float", "cliffs_delta": "float", "p": "float", "p_holm": "float",
-     "significant": "int", "length_overlap": "float"},
+     "significant": "int", "length_overlap": "float", "design": "str", "n_questions": "int"},
     parquet=True)
 assert PAIRWISE_TABLE.parquet_name == PAIRWISE_PARQUET
 
@@ -65,13 +80,9 @@ def pair_test(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> dict:
     """One pair (finite values only): P(a > b), its interval at `level` and the two-sided p-value of P = 0.5."""
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
     n_a, n_b = len(a), len(b)
-    out = {"status": TESTED, "n_a": n_a, "n_b": n_b,
-           "median_a": float(np.median(a)) if n_a else None, "median_b": float(np.median(b)) if n_b else None,
-           "p_superiority": None, "ci_low": None, "ci_high": None, "cliffs_delta": None, "p": None}
-    if n_a < 2 or n_b < 2:
-        return {**out, "status": NOT_TESTABLE}
-    if np.all(a == a[0]) and np.all(b == a[0]):  # one value for every trace of both: nothing to rank
-        return {**out, "status": CONSTANT}
+    out = _compared(a, b)
+    if out["status"] != TESTED:
+        return out
     place_a, place_b = _placements(a, np.sort(b)), _placements(b, np.sort(a))
     share = float(place_a.mean()) / n_b
     var_a, var_b = n_a * np.var(place_a, ddof=1), n_b * np.var(place_b, ddof=1)
@@ -87,6 +98,60 @@ def pair_test(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> dict:
         low, high = auroc_interval(share, n_a, n_b, float(norm.ppf(0.5 + level / 2)))
         p = float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
     return {**out, "p_superiority": share, "ci_low": low, "ci_high": high, "cliffs_delta": 2 * share - 1, "p": p}
+
+
+def _compared(a: np.ndarray, b: np.ndarray) -> dict:
+    """A row's counts, medians and status for the finite values a, b compared (no test yet)."""
+    n_a, n_b = len(a), len(b)
+    out = {"status": TESTED, "n_a": n_a, "n_b": n_b,
+           "median_a": float(np.median(a)) if n_a else None, "median_b": float(np.median(b)) if n_b else None,
+           "p_superiority": None, "ci_low": None, "ci_high": None, "cliffs_delta": None, "p": None}
+    if n_a < 2 or n_b < 2:
+        return {**out, "status": NOT_TESTABLE}
+    if np.all(a == a[0]) and np.all(b == a[0]):  # one value for every trace of both: nothing to rank
+        return {**out, "status": CONSTANT}
+    return out
+
+
+def paired_test(a: np.ndarray, q_a: np.ndarray, b: np.ndarray, q_b: np.ndarray, level: float = 0.95) -> dict:
+    """One pair compared question by question: `q_a`, `q_b` number each trace's question (0, 1, ...).
+    P(a > b) among the traces of each question both models have a finite value for, its mean over those
+    questions, and Student's t test and interval over them (module docstring)."""
+    keep_a, keep_b = np.isfinite(a), np.isfinite(b)
+    a, q_a, b, q_b = a[keep_a], q_a[keep_a], b[keep_b], q_b[keep_b]
+    size = int(max(q_a.max(initial=-1), q_b.max(initial=-1))) + 1
+    per_a, per_b = np.bincount(q_a, minlength=size), np.bincount(q_b, minlength=size)
+    both = (per_a > 0) & (per_b > 0)
+    a, q_a, b, q_b = a[both[q_a]], q_a[both[q_a]], b[both[q_b]], q_b[both[q_b]]
+    out = {**_compared(a, b), "n_questions": int(both.sum())}
+    if out["status"] != TESTED:
+        return out
+    if out["n_questions"] < 2:
+        return {**out, "status": NOT_TESTABLE}
+    # each value's place among the other model's traces of its question: one search over (question, rank) keys
+    ranks = np.unique(np.concatenate([a, b]), return_inverse=True)[1]
+    width = int(ranks.max()) + 2
+    key_a, key_b = q_a * width + 1 + ranks[:len(a)], np.sort(q_b * width + 1 + ranks[len(a):])
+    start = np.searchsorted(key_b, q_a * width, side="left")  # the question's first trace of b
+    below = np.searchsorted(key_b, key_a, side="left")
+    place = below - start + 0.5 * (np.searchsorted(key_b, key_a, side="right") - below)
+    share = (np.bincount(q_a, weights=place, minlength=size)[both]
+             / (per_a[both].astype(np.float64) * per_b[both]))  # P(a > b) within each question
+    n, mean, sd = len(share), float(share.mean()), float(share.std(ddof=1))
+    if sd > 1e-12:
+        se = sd / np.sqrt(n)
+        half = float(student_t.ppf(0.5 + level / 2, n - 1)) * se
+        low, high = max(0.0, mean - half), min(1.0, mean + half)
+        p = float(min(1.0, 2 * student_t.sf(abs(mean - 0.5) / se, n - 1)))
+    elif mean == 0.5:  # every question a draw
+        low, high, p = 0.5, 0.5, 1.0
+    else:  # every question the same verdict: the sign test and the interval of the share of questions a wins
+        wins = int(n if mean > 0.5 else 0)
+        test = binomtest(wins, n)
+        low, high = test.proportion_ci(confidence_level=level)
+        p = float(test.pvalue)
+    return {**out, "p_superiority": mean, "ci_low": float(low), "ci_high": float(high),
+            "cliffs_delta": 2 * mean - 1, "p": p}
 
 
 def _placements(x: np.ndarray, other_sorted: np.ndarray) -> np.ndarray:
@@ -123,38 +188,70 @@ def model_length_overlap(models: Sequence[str], log_tokens: Sequence[float], min
     return out
 
 
+def _paired_designs(kept: Sequence[str], where: Mapping[str, np.ndarray], questions: Sequence | None,
+                    min_group: int) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray] | None]:
+    """Per pair of models: the positions (into each model's traces) and numbered questions of the traces
+    on questions both answered, where the pair is compared question by question; else None."""
+    keys = {m: [questions[i] for i in where[m]] for m in kept} if questions is not None else {}
+    out = {}
+    for a, b in combinations(kept, 2):
+        out[a, b] = None
+        if not keys or None in keys[a] or None in keys[b]:
+            continue
+        shared = sorted(set(keys[a]) & set(keys[b]), key=repr)
+        number = {q: k for k, q in enumerate(shared)}
+        at = [np.array([(i, number[q]) for i, q in enumerate(keys[m]) if q in number], dtype=np.int64).reshape(-1, 2)
+              for m in (a, b)]
+        if len(shared) >= min_group and all(len(p) >= PAIRED_MIN_SHARE * len(keys[m]) for p, m in zip(at, (a, b))):
+            out[a, b] = (at[0], at[1])
+    return out
+
+
 def pairwise_models(variables: Sequence[tuple[str, str]], columns: Sequence[tuple[Sequence[float], object]],
                     models: Sequence[str], log_tokens: Sequence[float], model_significant: Mapping[tuple[str, int], bool],
-                    cfg: StatsSettings) -> dict:
+                    cfg: StatsSettings, questions: Sequence | None = None) -> dict:
     """Every pair of models on every variable. `variables`: (name, kind) per variable; `columns`: its
     values and length residuals per trace (residuals None where length is not controlled: a mostly tied
     variable); `models`, `log_tokens`: each trace's; `model_significant`: whether the variable's
-    Kruskal-Wallis test by model is significant, by (name, 0 raw / 1 length-controlled). Returns
-    {"method", "models", "too_few", "rows"}, rows in PAIRWISE_TABLE's columns, pairs in sorted model order."""
+    Kruskal-Wallis test by model is significant, by (name, 0 raw / 1 length-controlled); `questions`: each
+    trace's question (any hashable; None where unknown), to compare models question by question where
+    they answered the same ones. Returns {"method", "models", "too_few", "designs", "rows"}, rows in
+    PAIRWISE_TABLE's columns, pairs in sorted model order."""
     labels = np.asarray(models, dtype=object)
     counts = {m: int((labels == m).sum()) for m in sorted(set(models))}
     kept = [m for m, n in counts.items() if n >= cfg.min_group]
     where = {m: np.flatnonzero(labels == m) for m in kept}
     logs = np.asarray(log_tokens, dtype=np.float64)
     overlap = {(a, b): length_overlap(logs[where[a]], logs[where[b]]) for a, b in combinations(kept, 2)}
+    paired = _paired_designs(kept, where, questions, cfg.min_group)
     rows = []
     for (name, kind), (values, resid) in zip(variables, columns):
         for lc, col in ((0, values), (1, resid)):
             x = None if col is None else np.asarray(col, dtype=np.float64)
-            by_model = {m: np.sort(x[where[m]]) for m in kept} if x is not None else {}  # sorted once, not per pair
+            by_model = {m: x[where[m]] for m in kept} if x is not None else {}
+            ordered = {m: np.sort(v) for m, v in by_model.items()}  # sorted once, not per pair
             family = []
             for a, b in combinations(kept, 2):
-                test = (pair_test(by_model[a], by_model[b], cfg.ci_level) if x is not None else
-                        {**pair_test(np.empty(0), np.empty(0)), "n_a": counts[a], "n_b": counts[b]})
-                row = {"variable": name, "kind": kind, "length_controlled": lc, "model_a": a, "model_b": b, **test,
-                       "p_holm": None, "significant": None, "length_overlap": overlap[a, b]}
+                on = paired[a, b]
+                if x is None:
+                    test = {**_compared(np.empty(0), np.empty(0)), "n_a": counts[a], "n_b": counts[b]}
+                elif on is not None:
+                    test = paired_test(by_model[a][on[0][:, 0]], on[0][:, 1], by_model[b][on[1][:, 0]], on[1][:, 1],
+                                       cfg.ci_level)
+                else:
+                    test = pair_test(ordered[a], ordered[b], cfg.ci_level)
+                row = {"variable": name, "kind": kind, "length_controlled": lc, "model_a": a, "model_b": b,
+                       "n_questions": None, **test, "p_holm": None, "significant": None,
+                       "length_overlap": overlap[a, b], "design": "unpaired" if on is None else "paired"}
                 rows.append(row)
                 if row["status"] == TESTED:
                     family.append(row)
             for row, adjusted in zip(family, holm([r["p"] for r in family])):
                 row["p_holm"] = adjusted
                 row["significant"] = int(adjusted < cfg.alpha and bool(model_significant.get((name, lc))))
-    return {"method": METHOD, "models": kept, "too_few": sorted(set(counts) - set(kept)), "rows": rows}
+    designs = {f"{a} / {b}": "unpaired" if on is None else "paired" for (a, b), on in paired.items()}
+    return {"method": METHOD, "models": kept, "too_few": sorted(set(counts) - set(kept)), "designs": designs,
+            "rows": rows}
 
 
 def pairwise_rows(stats: Mapping) -> list[dict]:

@@ -67,8 +67,10 @@ STATS_GLOSSARY: dict[str, str] = {
     "model a": "the first model of a compared pair (pairs in sorted order of the model names, capitals first)",
     "model b": "the second model of a compared pair",
     "P(a > b)": "probability of superiority: the chance that a random trace of model a has the higher value than a "
-                "random trace of model b (ties count one half; 0.5 = no difference); in the report's pairs table, raw "
-                "and then (in brackets) on the length residuals, * where the Brunner-Munzel test rejects P(a > b) = 0.5 "
+                "random trace of model b (ties count one half; 0.5 = no difference); where the two models answered the "
+                "same questions, the mean over the questions of that chance among each question's traces; in the "
+                "report's pairs table, raw and then (in brackets) on the length residuals, * where the test (Brunner-"
+                "Munzel's; question by question, Student's t over the questions) rejects P(a > b) = 0.5 "
                 "(Holm-adjusted p under α over the variable's pairs) and the model test of that variable is significant, † "
                 "where the two models' lengths overlap too little for the length-controlled value to be more than an "
                 "extrapolation; pairwise.csv adds its interval and Cliff's delta = 2 P(a > b) - 1",

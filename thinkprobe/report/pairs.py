@@ -26,6 +26,20 @@ def _cell(row: Mapping | None, mark_overlap: bool = False) -> str:
     return format_number(row["p_superiority"], 2) + (" *" if row["significant"] else "") + (" †" if far else "")
 
 
+def _design_sentence(paired: int, pairs: int, uneven: str) -> str:
+    """How the pairs were compared: question by question where two models answered the same questions."""
+    by_question = ("compared question by question: P(a > b) is the mean over the questions both answered of that "
+                   "chance among the question's traces, so a question's difficulty and its domain cancel out")
+    across = (f"compared across all their traces, not stratified by domain: where two models answered different "
+              f"domains their difference includes the domains' difference{uneven}")
+    if paired == pairs:
+        return f"Every pair of models answered the same questions and is {by_question}. "
+    if not paired:
+        return f"No two models answered the same questions: each pair is {across}. "
+    return (f"{paired} of the {pairs} pairs answered the same questions and are {by_question}; the others are "
+            f"{across}. ")
+
+
 def pairs_section(stats: Mapping) -> Section:
     """One row per pair of models with enough traces; a cell: P(a > b) raw, then length-controlled
     (`stats`: compute_stats' result, which holds the rows)."""
@@ -44,18 +58,21 @@ def pairs_section(stats: Mapping) -> Section:
     uneven = ("; in this run models and domains are unevenly crossed (see the headline)"
               if ((stats.get("crossing") or {}).get("domain") or {}).get("uneven") else "")
     far = any(LENGTH_OVERLAP_MIN > (r["length_overlap"] if r["length_overlap"] is not None else 1) for r in found.values())
+    designs = list((info.get("designs") or {}).values())
+    paired = designs.count("paired")
     note = (f"Each cell: P(a > b), the chance that a random trace of model a lies higher on the dimension than a random "
             f"trace of model b (0.5: no difference; 1: every trace of a above every trace of b), and in brackets the "
             f"same on what trace length does not explain (the length-controlled values of the effect sizes above). "
-            f"* : the two-sided Brunner-Munzel test of P(a > b) = 0.5 gives a Holm-adjusted p under {cfg['alpha']} over "
+            + _design_sentence(paired, len(designs), uneven) +
+            f"* : the two-sided test of P(a > b) = 0.5 (Brunner-Munzel's; question by question, Student's t over the "
+            f"questions) gives a Holm-adjusted p under {cfg['alpha']} over "
             f"the dimension's {len(rows)} pair{'s' if len(rows) != 1 else ''}, and the effect-size table finds the "
             f"models differ in that dimension (the same test, raw or length-controlled): no pair is marked where the "
             f"models as a whole are not. "
             + (f"† : the two models' trace lengths overlap little (under {round(100 * LENGTH_OVERLAP_MIN)}% of one "
                f"model's traces lie within the other's 10-90% range of lengths), so the length-controlled value "
                f"extrapolates the run's length line and may even reverse the raw one. " if far else "")
-            + f"Unpaired and not stratified by domain: where two models answered different domains their difference "
-              f"includes the domains' difference{uneven}. pairwise.csv holds every indicator too, with the intervals of "
-              f"P(a > b), the medians, the p-values and the length overlap."
+            + f"pairwise.csv holds every indicator too, with the intervals of P(a > b), the medians, the p-values, the "
+              f"length overlap and each pair's design."
             + (f" {few}" if few else ""))
     return Section("Which models differ", note, PAIRS_HEADER, rows)
