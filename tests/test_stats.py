@@ -137,6 +137,29 @@ def test_a_gain_in_auroc_is_called_one_only_beyond_its_standard_error():
     assert auroc_se(0.5, 10, 10) > auroc_se(0.5, 100, 100) > 0
 
 
+def test_an_aurocs_interval_is_delongs_from_the_placements_even_with_ties():
+    """Counts tie: DeLong's variance, pair by pair, and an interval about as wide as a bootstrap's, where Hanley
+    & McNeil's (from the value and counts alone) was wider than both; no variance: Hanley & McNeil's."""
+    from thinkprobe.auroc import auroc_delong, auroc_interval
+
+    rng = np.random.default_rng(4)
+    wrong = rng.random(120) < 0.3
+    x = rng.poisson(2 + wrong).astype(np.float64)  # an indicator that counts: many ties
+    value, low, high = auroc_delong(x, wrong)
+    a, b = x[wrong], x[~wrong]
+    psi = (a[:, None] > b[None, :]) + 0.5 * (a[:, None] == b[None, :])
+    se = np.sqrt(psi.mean(axis=1).var(ddof=1) / len(a) + psi.mean(axis=0).var(ddof=1) / len(b))
+    assert value == pytest.approx(psi.mean()) and (low, high) == (pytest.approx(value - 1.959964 * se),
+                                                                  pytest.approx(value + 1.959964 * se))
+    boot = np.random.default_rng(0)
+    draws = [auroc(x[k], wrong[k]) for k in (boot.integers(0, 120, 120) for _ in range(1000))]
+    lo_b, hi_b = np.percentile(draws, [2.5, 97.5])
+    hm = auroc_interval(value, len(a), len(b))
+    assert abs((high - low) - (hi_b - lo_b)) < abs((hm[1] - hm[0]) - (hi_b - lo_b))
+    assert auroc_delong([1, 2, 3, 4], [0, 0, 1, 1]) == pytest.approx((1.0, *auroc_interval(1.0, 2, 2)), abs=1e-4)
+    assert auroc_delong([1, 2, 3], [0, 0, 1]) is None  # one wrong trace: no variance to estimate
+
+
 def test_the_stats_command_prints_the_headline_and_writes_both_files(tmp_path):
     from click.testing import CliRunner
 
@@ -448,7 +471,7 @@ def test_outcome_validity_pooled_within_model_and_cross_validated(tmp_path):
     assert "5 stratified folds drawn 10 times, seeds 0 to 9, AUROCs averaged" in outcome_text(stats)
     older = {**stats, "outcome": {**stats["outcome"], "cross_validated": {k: v for k, v in cv.items() if k != "repeats"}}}
     assert "(5 stratified folds, seed 0)" in outcome_text(older)  # a stats.json written before the repeats
-    # the pooled AUROCs carry their interval: Hanley & McNeil's standard error, which a bootstrap agrees with
+    # the pooled AUROCs carry their interval: DeLong's, which a bootstrap agrees with
     from thinkprobe.report.text import outcome_rows
 
     row = next(r for r in outcome_rows(stats) if r[0] == "hedging_density")

@@ -36,7 +36,7 @@ import numpy as np
 from scipy.stats import binomtest, mannwhitneyu, norm
 from scipy.stats import t as student_t
 
-from .auroc import auroc_interval
+from .auroc import auroc_interval, placements
 from .config import StatsSettings
 from .multiple_testing import holm
 from .outputs import PAIRWISE_CSV, PAIRWISE_PARQUET, Table
@@ -83,7 +83,7 @@ def pair_test(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> dict:
     out = _compared(a, b)
     if out["status"] != TESTED:
         return out
-    place_a, place_b = _placements(a, np.sort(b)), _placements(b, np.sort(a))
+    place_a, place_b = placements(a, np.sort(b)), placements(b, np.sort(a))
     share = float(place_a.mean()) / n_b
     var_a, var_b = n_a * np.var(place_a, ddof=1), n_b * np.var(place_b, ddof=1)
     if var_a + var_b > 0:
@@ -152,12 +152,6 @@ def paired_test(a: np.ndarray, q_a: np.ndarray, b: np.ndarray, q_b: np.ndarray, 
         p = float(test.pvalue)
     return {**out, "p_superiority": mean, "ci_low": float(low), "ci_high": float(high),
             "cliffs_delta": 2 * mean - 1, "p": p}
-
-
-def _placements(x: np.ndarray, other_sorted: np.ndarray) -> np.ndarray:
-    """Per value of x: how many of the other sample lie below it, ties counting one half."""
-    below = np.searchsorted(other_sorted, x, side="left")
-    return below + 0.5 * (np.searchsorted(other_sorted, x, side="right") - below)
 
 
 def _inside(x: np.ndarray, y: np.ndarray) -> float:

@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy.stats import kruskal
 
-from .auroc import auroc, auroc_interval, auroc_se, auroc_within, factor_auroc
+from .auroc import auroc, auroc_delong, auroc_interval, auroc_se, auroc_within, factor_auroc
 from .config import StatsSettings
 from .crossing import factor_crossing, model_crossing
 from .effect_intervals import CSV_FIELDS as INTERVAL_FIELDS, METHOD as INTERVAL_METHOD, add_effect_intervals
@@ -478,7 +478,10 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
         if enough_labels:
             x = np.asarray(values, dtype=np.float64)
             within, per_model = auroc_within(x[graded], wrong[graded], models[graded], cfg.min_class)
-            entry["outcome"] = {"auroc_wrong": auroc(x[graded], wrong[graded]), "auroc_wrong_within_model": within,
+            delong = auroc_delong(x[graded], wrong[graded], cfg.ci_level)
+            entry["outcome"] = {"auroc_wrong": auroc(x[graded], wrong[graded]),
+                                "ci_low": delong and delong[1], "ci_high": delong and delong[2],
+                                "auroc_wrong_within_model": within,
                                 "per_model": per_model}
         else:
             entry["outcome"] = None
@@ -593,7 +596,9 @@ def _csv_fields() -> list[tuple[str, tuple, str]]:
                ("icc", ("reliability", "icc", "icc"), "float"), ("icc_clusters", ("reliability", "icc", "clusters"), "int"),
                ("auroc_wrong", ("outcome", "auroc_wrong"), "float"),
                ("auroc_wrong_within_model", ("outcome", "auroc_wrong_within_model"), "float")]
-    return fields + INTERVAL_FIELDS  # the bootstrap intervals last, so that earlier columns keep their place
+    # the bootstrap intervals, then the AUROC's (added later), so that earlier columns keep their place
+    return fields + INTERVAL_FIELDS + [("auroc_wrong_ci_low", ("outcome", "ci_low"), "float"),
+                                       ("auroc_wrong_ci_high", ("outcome", "ci_high"), "float")]
 
 
 _CSV_TYPES = {"status": "str", "k": "int", "n": "int", "significant": "int"}

@@ -14,7 +14,8 @@ from ..choice import select_by_domain
 from ..config import StatsSettings
 from ..records import iter_graph_records
 from ..risk import trace_key, training_keys
-from ..stats import auroc, auroc_interval, stats_settings
+from ..auroc import auroc, auroc_delong
+from ..stats import stats_settings
 from ..indicators import INDICATORS
 from .agreement import poorly_agreeing, run_agreement
 from .markup import esc, html_table, md_table
@@ -123,13 +124,11 @@ def _both_kinds(graded: Sequence[tuple[float, bool]]) -> bool:
 
 
 def _auroc_cell(graded: Sequence[tuple[float, bool]]) -> str:
-    """'0.673 [0.58, 0.76]': the AUROC of failure_risk for a wrong answer with its 95% interval (Hanley &
-    McNeil), or why there is none."""
-    n_wrong = sum(w for _, w in graded)
+    """'0.673 [0.58, 0.76]': the AUROC of failure_risk for a wrong answer with its 95% interval (DeLong's),
+    or why there is none."""
     if not _both_kinds(graded):
         return f"too few of one kind ({MIN_PER_CLASS} right and {MIN_PER_CLASS} wrong needed)"
-    value = auroc([p for p, _ in graded], [w for _, w in graded])
-    low, high = auroc_interval(value, n_wrong, len(graded) - n_wrong)
+    value, low, high = auroc_delong([p for p, _ in graded], [w for _, w in graded])
     return f"{value:.3f} [{low:.2f}, {high:.2f}]"
 
 
@@ -159,7 +158,7 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
 
     table = [row("all", graded)]
     note = ("How well failure_risk tells this run's wrong answers from its right ones: the AUROC (95% interval, "
-            "Hanley & McNeil) beside that of the traces' length alone (their tokens, longer = riskier; under 0.5, "
+            "DeLong's) beside that of the traces' length alone (their tokens, longer = riskier; under 0.5, "
             "shorter traces are the more often wrong; the outcome-validity section's cross-validated model + length "
             "AUROC, where it is given, is the stronger baseline), and whether its probabilities hold here: its mean "
             "beside the share of wrong answers.")

@@ -58,6 +58,9 @@ STATS_GLOSSARY: dict[str, str] = {
                              "folds, drawn several times and averaged): model + log tokens (log tokens alone in a run of "
                              "one model), then the same + the 19 indicators",
     "gain": "the second cross-validated AUROC minus the first: what the indicators add to model and length",
+    "DeLong's": "the interval of an AUROC from each trace's placement among the traces of the other kind (the "
+                "share of them it ranks above, ties one half): right where scores tie; where every wrong trace lies "
+                "above every right one (or below), Hanley & McNeil's",
     "Hanley & McNeil": "standard error of an AUROC from its value and the counts of wrong and right traces; the margin "
                        "a gain must pass is 1.96 standard errors of the difference of the two AUROCs, taken as "
                        "independent (they score the same traces, so it is a conservative bound)",
@@ -129,7 +132,7 @@ DECISIONS_GLOSSARY: dict[str, str] = {
     "graded traces": "which of the run's graded traces a row of the failure-risk table covers: all, those the "
                      "failure-risk model was not trained on, or those of one domain or group",
     "AUROC of failure_risk [95%]": "how well failure_risk ranks the row's wrong answers above its right ones (0.5: "
-                                   "no better than chance), with its 95% interval (Hanley & McNeil); none with "
+                                   "no better than chance), with its 95% interval (DeLong's); none with "
                                    "fewer than 5 right or 5 wrong traces",
     "wrong": "graded traces whose final answer is wrong (a grade of the record or the matcher's verdict)",
     "share wrong": "the row's wrong answers over its graded traces",
@@ -164,7 +167,7 @@ TABLE_GLOSSARY: dict[str, str] = {
     "(model, question) pairs": "pairs with two or more traces, the clusters of the ICC",
     "traces per pair": "the adjusted mean cluster size k0 of the ICC",
     "AUROC (wrong), pooled [95%]": "AUROC of the indicator for a wrong answer over all graded traces, with its 95% "
-                                   "interval (±1.96 Hanley & McNeil standard errors)",
+                                   "interval (DeLong's)",
     "AUROC (wrong), within model": "AUROC over pairs of one model's traces only (a wrong and a correct one), "
                                    "pooled over models; none when the models with both kinds hold fewer than "
                                    "stats.min_class wrong or right traces (the outcome text counts the pairs)",

@@ -7,7 +7,7 @@ import math
 from typing import Mapping, Sequence
 
 from ..pairwise import LENGTH_OVERLAP_MIN
-from ..stats import ICC_MIN_CLUSTERS, TESTED, auroc_interval, auroc_se
+from ..stats import ICC_MIN_CLUSTERS, TESTED, auroc_se
 from .agreement import AGREEMENT_COLUMNS, agreement_cell, poor_agreement_sentence
 from .glossary import GLOSSARY
 from .markup import esc
@@ -472,18 +472,16 @@ def no_icc_text(stats: Mapping) -> str:
     return text + "."
 
 
-def _auroc_with_interval(value: float | None, n_wrong: int, n_right: int) -> str:
-    """'0.70 [0.61, 0.80]': the AUROC with ±1.96 Hanley & McNeil standard errors, clipped to [0, 1]."""
-    if value is None or not n_wrong or not n_right:
+def _auroc_with_interval(outcome: Mapping) -> str:
+    """'0.70 [0.61, 0.80]': an indicator's AUROC with its DeLong interval (stats.json's outcome entry)."""
+    value, low = outcome["auroc_wrong"], outcome.get("ci_low")
+    if value is None or low is None:
         return format_number(value, 2)
-    low, high = auroc_interval(value, n_wrong, n_right)
-    return f"{format_number(value, 2)} [{format_number(low, 2)}, {format_number(high, 2)}]"
+    return f"{format_number(value, 2)} [{format_number(low, 2)}, {format_number(outcome['ci_high'], 2)}]"
 
 
 def outcome_rows(stats: Mapping) -> list[list[str]]:
-    o = stats["outcome"]
-    return [[e["variable"], _auroc_with_interval(e["outcome"]["auroc_wrong"], o["wrong"], o["graded"] - o["wrong"]),
-             format_number(e["outcome"]["auroc_wrong_within_model"], 2)]
+    return [[e["variable"], _auroc_with_interval(e["outcome"]), format_number(e["outcome"]["auroc_wrong_within_model"], 2)]
             for e in stats["variables"] if e["outcome"] is not None]
 
 
@@ -565,7 +563,7 @@ def outcome_text(stats: Mapping) -> str:
             + f".{_factor_note(cv, stats['settings']['alpha'])} ")
     if outcome_rows(stats):
         text += ("AUROC of each indicator for a wrong answer, pooled over all graded traces (with its 95% interval, "
-                 "±1.96 Hanley & McNeil standard errors: with 24 variables about one interval in twenty leaves out "
+                 "DeLong's: with 24 variables about one interval in twenty leaves out "
                  "0.5 by chance alone) and within model (pairs of "
                  f"one model only{_within_counts(stats)}). ")
     else:
