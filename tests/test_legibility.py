@@ -236,3 +236,5 @@ def test_both_effect_panels_are_beyond_chance_and_small_numbers_keep_their_size(
     assert entry["model"]["eps2_corrected"] in [__import__("pytest").approx(w) for w in widths]
     assert entry["model"]["eps2"] not in widths
     assert [format_number(x) for x in (0.0044, 0.00039, 0.031, 1.185)] == ["0.0044", "0.00039", "0.031", "1.185"]
+    # a value that rounds up to the first shown decimal keeps the column's decimals: "-0.10" beside "-0.21", not "-0.1"
+    assert [format_number(x, 2) for x in (-0.0998, 0.0044, 0.21)] == ["-0.10", "0.004", "0.21"]

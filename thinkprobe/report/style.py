@@ -70,7 +70,8 @@ def format_number(x: float | None, digits: int = 3) -> str:
         return "–"
     if abs(x) < 1e-12:  # floating-point noise (an effect minus its chance level, both equal): no "-1.4e-17"
         x = 0.0
-    if x != 0 and abs(x) < 10 ** (1 - digits):  # 0.0044 printed "0.00" beside "0.00039": two significant digits
+    # 0.0044 printed "0.00" beside "0.00039": two significant digits (but 0.0998 at 2 digits is "0.10", not "0.1")
+    if x != 0 and abs(round(x, digits)) < 10 ** (1 - digits):
         return f"{x:.{max(1, digits - 1)}g}"
     # `digits` decimals below 10, fewer as the number grows: 0.031, 1.185, 174.0, 5000
     decimals = max(0, digits - max(0, int(math.log10(abs(x))) if x else 0))
