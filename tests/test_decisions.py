@@ -388,7 +388,7 @@ def test_report_sections_list_unusual_traces_and_the_model_for_each_domain(run_d
     assert re.search(r"<td class=l>all</td><td>\d+</td><td>\d+</td><td>[\d.]+</td><td>[\d.]+</td>"
                      r"<td>[\d.]+ \[[\d.]+, [\d.]+\]</td>", unusual)
     assert ("| graded traces | n | wrong | share wrong | mean failure_risk | AUROC of failure_risk [95%] | "
-            "AUROC of length alone |") in md
+            "AUROC of length alone | AUROC of model + length, cross-validated |") in md
     choice = page[page.index("<h2>Which model"):]
     assert "<td class=l>logic</td>" in choice and "<td class=l>math</td>" in choice
     defined = {name for _, items in glossary_items() for name, _ in items}
@@ -458,7 +458,8 @@ def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run
 
     def risk_auroc(rows):  # as the unusual-traces section computes it: one scan of graphs.jsonl
         graded = decisions._graded(rows, anomalies)
-        return decisions._risk_auroc(rows, graded, decisions._scan_graphs(run_dir, set(), {})[1] & set(graded))
+        return decisions._risk_auroc(rows, graded, decisions._scan_graphs(run_dir, set(), {})[1] & set(graded),
+                                     SETTINGS)
 
     note, header, table = risk_auroc(rows)
     by = {r[0]: r for r in table}
@@ -475,6 +476,11 @@ def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run
     graded = [r for r in rows if r["correct"] is not None]
     length = auroc([r["tokens"] for r in graded], [not r["correct"] for r in graded])
     assert by["all"][6] == f"{length:.3f}" and by["domain math"][6] == "–"
+    # and the stronger one: model + log tokens cross-validated on the row's traces, as the outcome section's
+    from thinkprobe.outcome import outcome_validity
+
+    cv = outcome_validity(graded, SETTINGS)
+    assert cv["status"] == "ok" and by["all"][7] == f"{cv['auroc_model_length']:.3f}" and by["domain math"][7] == "–"
     # whether its probabilities hold: the mean failure_risk beside the share wrong
     risks = {a["trace_id"]: a["failure_risk"] for a in anomalies}
     graded_risk = [risks[r["trace_id"]] for r in graded if risks.get(r["trace_id"]) is not None]

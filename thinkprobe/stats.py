@@ -21,12 +21,13 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy.stats import kruskal
 
-from .auroc import auroc, auroc_delong, auroc_interval, auroc_se, auroc_within, factor_auroc
+from .auroc import auroc, auroc_delong, auroc_interval, auroc_se, auroc_within
 from .config import StatsSettings
 from .crossing import factor_crossing, model_crossing
 from .effect_intervals import CSV_FIELDS as INTERVAL_FIELDS, METHOD as INTERVAL_METHOD, add_effect_intervals
 from .indicators import DIMENSIONS, INDICATORS
 from .multiple_testing import holm
+from .outcome import outcome_validity
 from .outputs import (INDICATORS_TABLE, PROFILE_TABLE, REDUNDANCY_TABLE, RUN_JSON, STATS_CSV, STATS_JSON, STATS_PARQUET, Table,
                       read_table, write_table)
 from .pairwise import PAIRWISE_TABLE, model_length_overlap, pairwise_models, pairwise_rows
@@ -339,49 +340,6 @@ def icc1(values: Sequence[float], clusters: Sequence, min_clusters: int = ICC_MI
         return out
     icc = (msb - msw) / (msb + (k0 - 1) * msw)
     out.update(k0=k0, icc=icc, icc_mean=k0 * icc / (1 + (k0 - 1) * icc) if icc >= 0 else None)
-    return out
-
-
-# --------------------------------------------------------------------------- outcome validity
-
-
-def outcome_validity(rows: Sequence[Mapping], settings: StatsSettings) -> dict:
-    """Do the indicators say anything about a wrong answer beyond model and length? Out-of-fold
-    AUROC (stratified folds, seeded) of two logistic regressions on the graded traces: model
-    (one-hot) + log tokens, and the same + the 19 indicators (standardised), each the mean over
-    cv_repeats draws of the folds (one draw's gain moved by 0.16 with its seed on 5 wrong answers).
-    scikit-learn does the fitting, scaling and folds."""
-    graded = [r for r in rows if r["correct"] is not None and r["tokens"] > 0
-              and all(math.isfinite(r[name]) for name in INDICATORS)]
-    wrong = np.array([not r["correct"] for r in graded], dtype=bool)
-    out = {"status": TESTED, "n": len(graded), "n_wrong": int(wrong.sum()), "n_correct": int((~wrong).sum()),
-           "n_wrong_no_answer": sum(1 for r in graded if r.get("no_answer")),
-           "folds": settings.cv_folds, "seed": settings.cv_seed, "repeats": settings.cv_repeats,
-           "auroc_model_length": None, "auroc_model_length_indicators": None, "gain": None,
-           "factor_auroc": {by: factor_auroc(graded, wrong, by, settings.factor_seed, settings.factor_shuffles)
-                            for by in ("domain", "group")}}
-    if min(out["n_wrong"], out["n_correct"]) < max(settings.min_class, settings.cv_folds):
-        out.update(status=NOT_TESTABLE, reason=f"fewer than {max(settings.min_class, settings.cv_folds)} "
-                                                f"correct or wrong graded traces")
-        return out
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.metrics import roc_auc_score
-    from sklearn.model_selection import StratifiedKFold, cross_val_predict
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    models = sorted({r["model"] for r in graded})
-    onehot = np.array([[r["model"] == m for m in models[1:]] for r in graded], dtype=np.float64).reshape(len(graded), -1)
-    length = np.log([[r["tokens"]] for r in graded])
-    indicators = np.array([[r[name] for name in INDICATORS] for r in graded], dtype=np.float64)
-    for key, features in (("auroc_model_length", np.hstack([onehot, length])),
-                          ("auroc_model_length_indicators", np.hstack([onehot, length, indicators]))):
-        clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000, solver="newton-cholesky"))
-        out[key] = float(np.mean([roc_auc_score(wrong, cross_val_predict(
-            clf, features, wrong, method="predict_proba",
-            cv=StratifiedKFold(settings.cv_folds, shuffle=True, random_state=settings.cv_seed + r))[:, 1])
-            for r in range(max(1, settings.cv_repeats))]))
-    out["gain"] = out["auroc_model_length_indicators"] - out["auroc_model_length"]
     return out
 
 

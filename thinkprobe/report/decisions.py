@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
+import numpy as np
+
 from ..anomalies import read_anomalies
 from ..choice import select_by_domain
 from ..config import StatsSettings
@@ -17,6 +19,7 @@ from ..risk import trace_key, training_keys
 from ..auroc import auroc, auroc_delong
 from ..stats import stats_settings
 from ..indicators import INDICATORS
+from ..outcome import cross_validated_auroc, model_length_features
 from .agreement import poorly_agreeing, run_agreement
 from .markup import esc, html_table, md_table
 from .style import format_number
@@ -25,7 +28,7 @@ __all__ = ["Section", "decision_sections", "sections_html", "sections_md"]
 
 UNUSUAL_HEADER = ["trace", "model", "anomaly", "anomaly_rank", "drivers", "failure_risk"]
 RISK_HEADER = ["graded traces", "n", "wrong", "share wrong", "mean failure_risk", "AUROC of failure_risk [95%]",
-               "AUROC of length alone"]
+               "AUROC of length alone", "AUROC of model + length, cross-validated"]
 CALIBRATION_GAP = 0.1  # mean failure_risk this far from the share wrong: the note says its probabilities do not hold
 CHOICE_HEADER = ["domain", "models", "tier 1", "fit", "interval", "accuracy", "told apart from the rest"]
 MIN_PER_CLASS = 5  # right and wrong graded traces an AUROC needs
@@ -107,7 +110,7 @@ def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], s
         note += " Not scored: " + "; ".join(reasons) + "."
     return Section("Unusual traces and failure risk", note, UNUSUAL_HEADER, cells,
                    empty="No model has enough traces for anomaly scores.",
-                   after=_risk_auroc(rows, graded, seen & set(graded)))
+                   after=_risk_auroc(rows, graded, seen & set(graded), settings))
 
 
 def _drivers(drivers: str | None, poor: set[str]) -> str:
@@ -139,29 +142,45 @@ def _graded(rows: Sequence[Mapping], anomalies: Sequence[Mapping]) -> dict[str, 
             if a["trace_id"] in correct and a["failure_risk"] is not None}
 
 
-def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]],
-                seen: set[str]) -> tuple[str, list[str], list[list[str]]] | None:
+def _model_length_cell(rows: Sequence[Mapping], wrong: Sequence[bool], settings: StatsSettings) -> str:
+    """The cross-validated AUROC of model + log tokens for a wrong answer over `rows` (those with tokens), as
+    the outcome-validity section computes it; '–' with fewer than MIN_PER_CLASS or stats.cv_folds of a kind."""
+    kept = [(r, w) for r, w in zip(rows, wrong) if (r.get("tokens") or 0) > 0]
+    n_wrong = sum(w for _, w in kept)
+    if min(n_wrong, len(kept) - n_wrong) < max(MIN_PER_CLASS, settings.cv_folds):
+        return "–"
+    value = cross_validated_auroc(model_length_features([r for r, _ in kept]),
+                                  np.array([w for _, w in kept], dtype=bool), settings)
+    return f"{value:.3f}"
+
+
+def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]], seen: set[str],
+                settings: StatsSettings) -> tuple[str, list[str], list[list[str]]] | None:
     """The run's own AUROC of failure_risk where it has grades (`_graded`), as a table (note, header, rows):
     over every graded trace, over those the model was not trained on (`seen`, from `_scan_graphs`), and
-    within each domain and group; each beside the same traces ranked by their length alone."""
+    within each domain and group; each beside the same traces ranked by their length alone and by a
+    cross-validated model + length regression."""
     if not graded:
         return None
-    tokens = {r["trace_id"]: r["tokens"] for r in rows if r.get("tokens") is not None}
+    by_id = {r["trace_id"]: r for r in rows}
 
     def row(label: str, part: Mapping[str, tuple[float, bool]]) -> list[str]:
-        by_length = [(tokens[t], wrong) for t, (_, wrong) in part.items() if t in tokens]
+        by_length = [(by_id[t]["tokens"], wrong) for t, (_, wrong) in part.items()
+                     if by_id[t].get("tokens") is not None]
         length = (f"{auroc([n for n, _ in by_length], [w for _, w in by_length]):.3f}" if _both_kinds(by_length)
                   else "–")
         wrong = sum(w for _, w in part.values())
         return [label, str(len(part)), str(wrong), f"{wrong / len(part):.2f}",
-                f"{sum(p for p, _ in part.values()) / len(part):.2f}", _auroc_cell(list(part.values())), length]
+                f"{sum(p for p, _ in part.values()) / len(part):.2f}", _auroc_cell(list(part.values())), length,
+                _model_length_cell([by_id[t] for t in part], [w for _, w in part.values()], settings)]
 
     table = [row("all", graded)]
     note = ("How well failure_risk tells this run's wrong answers from its right ones: the AUROC (95% interval, "
             "DeLong's) beside that of the traces' length alone (their tokens, longer = riskier; under 0.5, "
-            "shorter traces are the more often wrong; the outcome-validity section's cross-validated model + length "
-            "AUROC, where it is given, is the stronger baseline), and whether its probabilities hold here: its mean "
-            "beside the share of wrong answers.")
+            "shorter traces are the more often wrong) and that of the stronger baseline, a logistic regression on "
+            "the model and log tokens cross-validated on the row's traces as in the outcome-validity section (it "
+            "learns the direction of length and each model's share wrong from these grades, which failure_risk "
+            "never sees), and whether its probabilities hold here: its mean beside the share of wrong answers.")
     share, mean = float(table[0][3]), float(table[0][4])
     if abs(share - mean) > CALIBRATION_GAP:
         note += (f" Here they do not ({mean:.2f} predicted against {share:.2f} wrong): on this run read failure_risk as a "

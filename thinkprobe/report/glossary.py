@@ -140,6 +140,11 @@ DECISIONS_GLOSSARY: dict[str, str] = {
                          "this run",
     "AUROC of length alone": "the same traces ranked by their tokens alone (longer = riskier): the baseline "
                              "failure_risk has to beat",
+    "AUROC of model + length, cross-validated": "the same traces ranked by a logistic regression on their model and "
+                                                "log tokens, fitted on the row's grades and scored out of fold (as the "
+                                                "outcome-validity section's): the stronger baseline, which learns "
+                                                "from these grades what failure_risk never sees; – with fewer than 5 "
+                                                "(or stats.cv_folds) traces of a kind",
     "models": "models with traces in the domain, ranked by fit",
     "tier 1": "the domain's best-fitting model and, in order of fit, the models after it up to, not including, "
               "the first one the run tells apart from it (see tier): a profile that fits, not a model that answers "
