@@ -452,14 +452,11 @@ def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run
     rows = load_table(run_dir)
     anomalies = decisions.read_anomalies(run_dir)
     graphs = {g["trace_id"]: g for g in iter_graph_records(run_dir)}
-    seen = [t for t in graphs if t.startswith("r1-")]
-    monkeypatch.setattr(decisions, "trace_key", lambda rec: rec["trace_id"])  # the made-up traces share their opening
-    monkeypatch.setattr(decisions, "training_keys", lambda: frozenset(seen))
+    seen = [t for t in graphs if t.startswith("r1-")]  # as if the failure-risk model had been trained on these
 
-    def risk_auroc(rows):  # as the unusual-traces section computes it: one scan of graphs.jsonl
+    def risk_auroc(rows):  # as the unusual-traces section computes it
         graded = decisions._graded(rows, anomalies)
-        return decisions._risk_auroc(rows, graded, decisions._scan_graphs(run_dir, set(), {})[1] & set(graded),
-                                     SETTINGS)
+        return decisions._risk_auroc(rows, graded, set(seen) & set(graded), SETTINGS)
 
     note, header, table = risk_auroc(rows)
     by = {r[0]: r for r in table}
@@ -506,14 +503,20 @@ def test_in_sample_failure_risk_is_marked_in_the_table_and_on_the_trace_page(run
 
     import thinkprobe.report.decisions as decisions
     import thinkprobe.report.trace_pages as trace_pages
+    import thinkprobe.risk as risk
+    from thinkprobe.anomalies import read_anomalies
+    from thinkprobe.outputs import ANOMALIES_TABLE
     from thinkprobe.report.coverage import run_json
     from thinkprobe.stats import load_table
 
     run = tmp_path / "run"
     shutil.copytree(run_dir, run)
-    for module in (decisions, trace_pages):
+    for module in (risk, trace_pages):  # as if the model had been trained on three of qwq's traces
         monkeypatch.setattr(module, "trace_key", lambda rec: rec["trace_id"])
         monkeypatch.setattr(module, "training_keys", lambda: frozenset({"qwq-0", "qwq-1", "qwq-2"}))
+    # anomalies.csv says so (a run writes it as it joins its chunks; here a run made before the column: rewritten)
+    (run / ANOMALIES_TABLE.name).write_text("trace_id,model\n", encoding="utf-8")
+    assert {a["trace_id"] for a in read_anomalies(run) if a["failure_risk_in_sample"]} == {"qwq-0", "qwq-1", "qwq-2"}
     rows = [dict(r, correct=None) for r in load_table(run)]  # ungraded
     section = decision_sections(run, rows, {}, run_json(run))[0]
     marked = [row[0][0] for row in section.rows if row[5].endswith(decisions.IN_SAMPLE)]

@@ -141,6 +141,36 @@ def test_failure_risk_computed_per_chunk_is_what_the_graphs_give(sample_run, tmp
     assert (copy / "anomalies.csv").read_bytes() == (out / "anomalies.csv").read_bytes()
 
 
+def test_the_join_marks_the_traces_the_failure_risk_model_was_trained_on(sample_run, tmp_path, monkeypatch):
+    """anomalies.csv's failure_risk_in_sample: the join, which reads every graph anyway, names the traces
+    the failure-risk model was trained on (by risk.trace_key), and a rebuild from graphs.jsonl agrees."""
+    import shutil
+
+    import thinkprobe.risk as risk
+    from thinkprobe.anomalies import read_anomalies, write_anomalies
+    from thinkprobe.config import Config
+    from thinkprobe.records import iter_graph_records
+    from thinkprobe.redundancy import RedundancyParams
+    from thinkprobe.runner import join_parts
+
+    out, _ = sample_run
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    assert not any(a["failure_risk_in_sample"] for a in read_anomalies(copy))  # our sample traces: never trained on
+    first = next(iter(iter_graph_records(copy)))
+    monkeypatch.setattr(risk, "training_keys", lambda path=None: frozenset({risk.trace_key(first)}))
+    cfg = Config.load()
+    joined = join_parts(copy, RedundancyParams.from_config(cfg), cfg.indicators.cluster_exact_max)
+    assert joined.in_sample[first["trace_id"]] and len(joined.in_sample) == len(joined.rows)
+    write_anomalies(copy, cfg.stats, joined.risks, joined.in_sample)
+    flagged = {a["trace_id"] for a in read_anomalies(copy) if a["failure_risk_in_sample"]}
+    assert first["trace_id"] in flagged and flagged == {t for t, v in joined.in_sample.items() if v}
+    as_joined = (copy / "anomalies.csv").read_bytes()
+    (copy / "anomalies.csv").unlink()
+    write_anomalies(copy)
+    assert (copy / "anomalies.csv").read_bytes() == as_joined
+
+
 def test_same_bytes_across_runs_chunk_and_batch_sizes(sample_run, tmp_path):
     out, _ = sample_run
     profile([SAMPLES], tmp_path, chunk_size=64, batch_size=7)

@@ -16,6 +16,7 @@ A model with fewer traces gets empty anomaly cells and `anomaly_reason` says why
 """
 from __future__ import annotations
 
+import csv
 import math
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -67,14 +68,19 @@ def _drivers(z_row: np.ndarray, names: Sequence[str], k: int, threshold: float) 
 
 
 def anomaly_rows(rows: Sequence[Mapping], settings: StatsSettings,
-                 risks: Mapping[str, float | None] | None = None) -> list[dict]:
+                 risks: Mapping[str, float | None] | None = None,
+                 in_sample: Mapping[str, bool] | None = None) -> list[dict]:
     """anomalies.csv rows, in the order of `rows` (indicators.csv rows: trace_id, model, domain,
-    source_id and the 19 indicators); `risks`: failure_risk by trace id."""
-    risks = risks or {}
+    source_id and the 19 indicators); `risks`: failure_risk by trace id; `in_sample`: whether the
+    failure-risk model was trained on the trace, by trace id (failure_risk_in_sample 1 / 0; empty
+    where the trace has no failure_risk)."""
+    risks, in_sample = risks or {}, in_sample or {}
     out = [{"trace_id": r["trace_id"], "model": r["model"], "domain": r.get("domain"), "group": r.get("group"),
             "source_id": r.get("source_id"),
             "anomaly": None, "anomaly_rank": None, "anomaly_reason": None, "drivers": None,
-            "failure_risk": risks.get(r["trace_id"])} for r in rows]
+            "failure_risk": risks.get(r["trace_id"]),
+            "failure_risk_in_sample": (None if risks.get(r["trace_id"]) is None
+                                       else int(bool(in_sample.get(r["trace_id"]))))} for r in rows]
     by_model: dict[str, list[int]] = {}
     for k, r in enumerate(rows):
         by_model.setdefault(r["model"], []).append(k)
@@ -103,34 +109,53 @@ def _number(value) -> float:
         return math.nan
 
 
-def _risks(run_dir: Path) -> dict[str, float | None]:
-    """failure_risk of every graph record of the run, one record at a time as a run computes it
-    (runner.finish_line: the same floats); empty when no model is installed."""
-    from .risk import shipped_failure_risk
+def _risks(run_dir: Path, risks: Mapping[str, float] | None) -> tuple[Mapping[str, float], dict[str, bool]]:
+    """failure_risk of every graph record of the run (`risks` where the run computed them, else one
+    record at a time as a run computes it, runner.finish_line: the same floats; empty when no model is
+    installed), and which records the failure-risk model was trained on: one pass over graphs.jsonl."""
+    from .risk import shipped_failure_risk, trace_key, training_keys
 
-    risks = {rec["trace_id"]: shipped_failure_risk(rec) for rec in iter_graph_records(run_dir, missing_ok=True)}
-    return {} if None in risks.values() else risks
+    trained = training_keys()
+    computed, in_sample = {}, {}
+    if risks is not None and not trained:
+        return risks, in_sample
+    for rec in iter_graph_records(run_dir, missing_ok=True):
+        if risks is None:
+            computed[rec["trace_id"]] = shipped_failure_risk(rec)
+        if trained:
+            in_sample[rec["trace_id"]] = trace_key(rec) in trained
+    if risks is None:
+        risks = {} if None in computed.values() else computed
+    return risks, in_sample
 
 
 def write_anomalies(run_dir: str | Path, settings: StatsSettings | None = None,
-                    risks: Mapping[str, float] | None = None) -> list[dict]:
+                    risks: Mapping[str, float] | None = None, in_sample: Mapping[str, bool] | None = None) -> list[dict]:
     """anomalies.csv (and its Parquet twin) of a run folder from its indicators.csv and the failure
-    risks the run computed per trace (`risks`), or else from graphs.jsonl."""
+    risks the run computed per trace (`risks`) with whether the model was trained on each
+    (`in_sample`), or else from graphs.jsonl."""
     from .stats import stats_settings
 
     run_dir = Path(run_dir)
-    rows = anomaly_rows(read_table(run_dir, INDICATORS_TABLE), settings or stats_settings(run_dir),
-                        _risks(run_dir) if risks is None else risks)
+    if risks is None or in_sample is None:
+        risks, in_sample = _risks(run_dir, risks)
+    rows = anomaly_rows(read_table(run_dir, INDICATORS_TABLE), settings or stats_settings(run_dir), risks, in_sample)
     write_table(run_dir, ANOMALIES_TABLE, rows)
     return rows
+
+
+def _header(path: Path) -> list[str]:
+    with open(path, encoding="utf-8", newline="") as f:
+        return next(csv.reader(f), [])
 
 
 def read_anomalies(run_dir: str | Path) -> list[dict]:
     """anomalies.csv as typed rows (floats, ints, None for empty cells); written first for a run
     made before the table existed."""
     run_dir = Path(run_dir)
-    if not (run_dir / ANOMALIES_TABLE.name).exists():
-        write_anomalies(run_dir)
+    path = run_dir / ANOMALIES_TABLE.name
+    if not path.exists() or not set(ANOMALIES_TABLE.columns) <= set(_header(path)):
+        write_anomalies(run_dir)  # a run made before the table, or before one of its columns
     types = ANOMALIES_TABLE.types
     return [{c: (None if r[c] == "" else float(r[c]) if types[c] == "float" else int(r[c]) if types[c] == "int"
                  else r[c]) for c in ANOMALIES_TABLE.columns} for r in read_table(run_dir, ANOMALIES_TABLE)]

@@ -455,7 +455,8 @@ class Run:
     redundancy = _frame(REDUNDANCY_TABLE,
                         "One row per trace: CoTJudger's redundancy metrics (Acc and DR/SV/EE/EB null when unknown).")
     anomalies = _frame(ANOMALIES_TABLE, "One row per trace: anomaly (distance from its own model's traces), "
-                                        "anomaly_rank, drivers and failure_risk (anomalies.csv).")
+                                        "anomaly_rank, drivers, failure_risk and failure_risk_in_sample "
+                                        "(1: the failure-risk model was trained on the trace; anomalies.csv).")
 
     def select(self, domain: str | None = None, want: str | None = None, like=None, group: str | None = None):
         """The models ranked by fit, as `thinkprobe select` ranks them (thinkprobe.choice.Selection)."""

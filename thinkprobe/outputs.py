@@ -113,8 +113,9 @@ DYNAMICS_TABLE = _table("dynamics.csv", ("model", "bin", "start", "end", "type",
                         ints=("bin", "units"), floats=("start", "end", "share"))
 # Unusual traces (thinkprobe.anomalies): robust distance from the trace's own model, its drivers,
 # and the failure risk (thinkprobe.risk); anomaly_reason says why a trace has no anomaly score.
-ANOMALIES_TABLE = _table("anomalies.csv", (*KEYS, "anomaly", "anomaly_rank", "anomaly_reason", "drivers", "failure_risk"),
-                         ints=("anomaly_rank",), floats=("anomaly", "failure_risk"), parquet=True)
+ANOMALIES_TABLE = _table("anomalies.csv", (*KEYS, "anomaly", "anomaly_rank", "anomaly_reason", "drivers", "failure_risk",
+                                           "failure_risk_in_sample"),
+                         ints=("anomaly_rank", "failure_risk_in_sample"), floats=("anomaly", "failure_risk"), parquet=True)
 ANALYSIS_TABLES: tuple[Table, ...] = (LEVEL_REDUNDANCY_TABLE, POSITIONS_TABLE, OUTCOME_TOKENS_TABLE, LENGTHS_TABLE,
                                       TRANSITIONS_TABLE, PARETO_TABLE, ROLES_TABLE, DYNAMICS_TABLE)
 TABLES: tuple[Table, ...] = (INDICATORS_TABLE, PROFILE_TABLE, MODEL_PROFILES_TABLE, MODEL_DOMAIN_PROFILES_TABLE,

@@ -322,6 +322,8 @@ class Joined:
     # failure_risk per trace as the chunks computed it; None when a chunk had none (no model installed,
     # or chunks written before 2026-12-06): anomalies then computes it from graphs.jsonl
     risks: dict[str, float] | None = field(default_factory=dict)
+    # per trace: whether the failure-risk model was trained on it (risk.trace_key in its training keys)
+    in_sample: dict[str, bool] = field(default_factory=dict)
 
     @property
     def untagged(self) -> int:
@@ -343,7 +345,10 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
     redundancy rows, the coverage counts and the duplicate ids on the way. Errors are streamed to
     the file, not held: a run of millions of bad records stays small in memory. A model's answers
     without thinking are skipped, or renamed under ``untagged="separate"`` (thinkprobe.accounting)."""
+    from .risk import trace_key, training_keys
+
     joined = Joined()
+    trained = training_keys()
     parquet = GraphsParquetWriter(out / GRAPHS_PARQUET)
     part_files = sorted((out / "parts").glob("[0-9]*.jsonl"))
     answers = UntaggedAnswers.scan(part_files)
@@ -369,6 +374,8 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
                         joined.risks = None
                     elif joined.risks is not None:
                         joined.risks[g["trace_id"]] = item["failure_risk"]
+                    if trained:
+                        joined.in_sample[g["trace_id"]] = trace_key(g) in trained
                     if "duplicate_of" in g["provenance"]:
                         joined.duplicates.append({"trace_id": g["trace_id"], "duplicate_of": g["provenance"]["duplicate_of"],
                                                   "file": g["source"], "record": g["record"]})
@@ -565,7 +572,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
     info = run_info(opts, cfg, encoder, linker, joined)
     write_outputs(out, joined, prof, by_model, by_model_domain, norms, info)
     stage("assemble: unusual traces and failure risk")
-    write_anomalies(out, cfg.stats, joined.risks)
+    write_anomalies(out, cfg.stats, joined.risks, joined.in_sample)
     stage("stats")
     write_stats(out, cfg.stats)
     return {"out_dir": str(out), "traces": len(joined.rows), "errors": joined.errors, "resumed": resumed,

@@ -15,7 +15,6 @@ from ..anomalies import read_anomalies
 from ..choice import select_by_domain
 from ..config import StatsSettings
 from ..records import iter_graph_records
-from ..risk import trace_key, training_keys
 from ..auroc import auroc, auroc_delong
 from ..stats import stats_settings
 from ..indicators import INDICATORS
@@ -49,23 +48,14 @@ CODE_MARK = "reasoning is a program; "  # before the drivers of a trace whose re
 IN_SAMPLE = " in-sample"  # after the failure_risk of a trace the failure-risk model was trained on
 
 
-def _scan_graphs(run_dir: Path, listed: set[str], run: Mapping) -> tuple[set[str], set[str]]:
-    """One pass over graphs.jsonl: which `listed` traces' reasoning is a program, not prose (provenance
-    reasoning_is_code; read only when `run`, the run's run.json, counts such traces: their indicators
-    describe code, which alone can make a trace unusual), and which of the run's traces the failure-risk
-    model was trained on (recognised by `risk.trace_key`: their failure_risk is in-sample)."""
-    want_code = bool(listed) and bool((run.get("counts") or {}).get("reasoning_is_code"))
-    trained = training_keys()
-    code: set[str] = set()
-    seen: set[str] = set()
-    if want_code or trained:
-        for rec in iter_graph_records(run_dir, missing_ok=True):
-            trace_id = rec["trace_id"]
-            if want_code and trace_id in listed and (rec.get("provenance") or {}).get("reasoning_is_code"):
-                code.add(trace_id)
-            if trace_key(rec) in trained:
-                seen.add(trace_id)
-    return code, seen
+def _code_traces(run_dir: Path, listed: set[str], run: Mapping) -> set[str]:
+    """Which `listed` traces' reasoning is a program, not prose (provenance reasoning_is_code; graphs.jsonl
+    is read only when `run`, the run's run.json, counts such traces): their indicators describe code,
+    which alone can make a trace unusual."""
+    if not listed or not (run.get("counts") or {}).get("reasoning_is_code"):
+        return set()
+    return {rec["trace_id"] for rec in iter_graph_records(run_dir, missing_ok=True)
+            if rec["trace_id"] in listed and (rec.get("provenance") or {}).get("reasoning_is_code")}
 
 
 def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], settings: StatsSettings,
@@ -78,7 +68,8 @@ def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], s
                         key=lambda a: a["anomaly_rank"])
         listed += ranked[:per_model]
     graded = _graded(rows, anomalies)
-    code, seen = _scan_graphs(run_dir, {a["trace_id"] for a in listed}, run)
+    code = _code_traces(run_dir, {a["trace_id"] for a in listed}, run)
+    seen = {a["trace_id"] for a in anomalies if a["failure_risk_in_sample"]}  # traces the risk model was trained on
     agreement, floor = run_agreement(run), settings.min_agreement
     poor = {name for name in INDICATORS if agreement and poorly_agreeing(agreement, name, floor)}
     cells = [[(a["trace_id"], pages.get(a["trace_id"])), a["model"], format_number(a["anomaly"], 2),
@@ -157,7 +148,8 @@ def _model_length_cell(rows: Sequence[Mapping], wrong: Sequence[bool], settings:
 def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]], seen: set[str],
                 settings: StatsSettings) -> tuple[str, list[str], list[list[str]]] | None:
     """The run's own AUROC of failure_risk where it has grades (`_graded`), as a table (note, header, rows):
-    over every graded trace, over those the model was not trained on (`seen`, from `_scan_graphs`), and
+    over every graded trace, over those the model was not trained on (`seen`: anomalies.csv's
+    failure_risk_in_sample), and
     within each domain and group; each beside the same traces ranked by their length alone and by a
     cross-validated model + length regression."""
     if not graded:
