@@ -618,3 +618,30 @@ def test_a_number_leading_its_cell_sorts_as_that_number():
     out = subprocess.run([node, "-e", SORT_KEY_JS + f"console.log(JSON.stringify({json.dumps(cells)}.map(sortKey)))"],
                          capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == [0.03, 0.004, 9.94, -0.5, 12, 0.001, "r1-math-10", "12-a"]
+
+
+def test_the_headline_gives_the_reliability_after_length_control_too(tmp_path):
+    """The headline leads with length-controlled differences; its reliability sentence gave the raw split-half
+    alone (0.95-0.98 on tts_knowledge, where Breadth's after length control is 0.75). A dimension whose model
+    differences are all length has a high raw and a low length-controlled reliability, named."""
+    import numpy as np
+
+    from thinkprobe.report.text import headline
+    from thinkprobe.stats import compute_stats
+
+    rng = np.random.default_rng(2)
+    rows = []
+    for j, m in enumerate("abcd"):
+        for k in range(20):
+            tokens = int(100 * 2 ** j * rng.uniform(0.8, 1.25))
+            rows.append({"trace_id": f"{m}-{k}", "model": m, "domain": "xy"[k % 2], "tokens": tokens,
+                         "Depth": float(np.log(tokens) + 0.05 * rng.normal())})
+    stats = compute_stats(write_run(tmp_path, rows))
+    depth = next(e for e in stats["variables"] if e["variable"] == "Depth")["reliability"]
+    raw, lc = depth["split_half"]["spearman_brown"], depth["split_half_length_controlled"]["spearman_brown"]
+    assert raw > 0.9 and lc < 0.7
+    sentence = next(h for h in headline(stats) if h.startswith("Split-half reliability"))
+    from thinkprobe.report.style import format_number
+
+    shown = format_number(lc, 2)
+    assert f"({shown}–{shown} after length control, under 0.7: Depth's {shown})" in sentence, sentence

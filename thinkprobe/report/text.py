@@ -241,8 +241,13 @@ def headline(stats: Mapping, agreement: Mapping | None = None) -> list[str]:
     if rel:
         weak = [f"{v} ({format_number(x, 2)})" for x, v in rel if x < min_rel]
         strong = [v for x, v in rel if x >= min_rel]
+        rel_lc = [(e["reliability"]["split_half_length_controlled"]["spearman_brown"], e["variable"]) for e in dims
+                  if e["reliability"]["split_half_length_controlled"]["spearman_brown"] is not None]
+        weak_lc = [f"{v}'s {format_number(x, 2)}" for x, v in rel_lc if x < min_rel]
         text = (f"Split-half reliability of the model means is {format_number(min(rel)[0], 2)}–{format_number(max(rel)[0], 2)}"
-                f" across dimensions")
+                f" across dimensions"
+                + (f" ({format_number(min(rel_lc)[0], 2)}–{format_number(max(rel_lc)[0], 2)} after length control"
+                   + (f", under {min_rel}: {and_list(weak_lc)}" if weak_lc else "") + ")" if rel_lc else ""))
         text += (f"; model differences in {and_list(weak)} are below {min_rel} and not supported by these data."
                  if weak else f", at least {min_rel} for all {len(strong)}.")
         if strong and usable < FEW_MODELS:
