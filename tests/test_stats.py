@@ -138,8 +138,10 @@ def test_a_gain_in_auroc_is_called_one_only_beyond_its_standard_error():
 
 
 def test_an_aurocs_interval_is_delongs_from_the_placements_even_with_ties():
-    """Counts tie: DeLong's variance, pair by pair, and an interval about as wide as a bootstrap's, where Hanley
-    & McNeil's (from the value and counts alone) was wider than both; no variance: Hanley & McNeil's."""
+    """Counts tie: DeLong's variance, pair by pair, on the logit scale, and an interval about as wide as a
+    bootstrap's, where Hanley & McNeil's (from the value and counts alone) was wider than both; no variance:
+    Hanley & McNeil's."""
+    from scipy.special import expit, logit
     from thinkprobe.auroc import auroc_delong, auroc_interval
 
     rng = np.random.default_rng(4)
@@ -149,8 +151,9 @@ def test_an_aurocs_interval_is_delongs_from_the_placements_even_with_ties():
     a, b = x[wrong], x[~wrong]
     psi = (a[:, None] > b[None, :]) + 0.5 * (a[:, None] == b[None, :])
     se = np.sqrt(psi.mean(axis=1).var(ddof=1) / len(a) + psi.mean(axis=0).var(ddof=1) / len(b))
-    assert value == pytest.approx(psi.mean()) and (low, high) == (pytest.approx(value - 1.959964 * se),
-                                                                  pytest.approx(value + 1.959964 * se))
+    half = 1.959964 * se / (value * (1 - value))
+    assert value == pytest.approx(psi.mean()) and (low, high) == (pytest.approx(expit(logit(value) - half)),
+                                                                  pytest.approx(expit(logit(value) + half)))
     boot = np.random.default_rng(0)
     draws = [auroc(x[k], wrong[k]) for k in (boot.integers(0, 120, 120) for _ in range(1000))]
     lo_b, hi_b = np.percentile(draws, [2.5, 97.5])

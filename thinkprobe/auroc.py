@@ -7,6 +7,7 @@ import math
 from typing import Mapping, Sequence
 
 import numpy as np
+from scipy.special import expit, logit
 from scipy.stats import mannwhitneyu, norm
 
 __all__ = ["auroc", "auroc_se", "auroc_interval", "auroc_delong", "placements", "auroc_within", "factor_auroc"]
@@ -59,11 +60,14 @@ def auroc_delong(scores: Sequence[float], positive: Sequence[bool],
                  level: float = 0.95) -> tuple[float, float, float] | None:
     """The AUROC of `scores` for the positive class with DeLong's interval at `level` (DeLong, DeLong &
     Clarke-Pearson 1988: the variance from each trace's placement among the other class, ties one half),
-    clipped to [0, 1]; where every positive lies above every negative (or below) that variance is 0 and
-    the interval is Hanley & McNeil's (auroc_interval). None when a class has fewer than 2 traces.
+    taken on the logit scale (the AUROC kept half a pair from 0 and 1), which holds its coverage near 1
+    and with few traces of a class better than the plain ± z se; where every positive lies above every
+    negative (or below) that variance is 0 and the interval is Hanley & McNeil's (auroc_interval). The
+    traces are taken as independent (several answers to one question widen the true interval a little).
+    None when a class has fewer than 2 traces.
 
     >>> [round(x, 3) for x in auroc_delong([0.1, 0.4, 0.35, 0.8, 0.3, 0.7], [0, 0, 1, 1, 0, 1])]
-    [0.889, 0.581, 1.0]
+    [0.889, 0.261, 0.995]
     """
     s, pos = np.asarray(scores, dtype=np.float64), np.asarray(positive, dtype=bool)
     ok = np.isfinite(s)
@@ -76,7 +80,9 @@ def auroc_delong(scores: Sequence[float], positive: Sequence[bool],
     se = math.sqrt(np.var(v_a, ddof=1) / len(a) + np.var(v_b, ddof=1) / len(b))
     if se == 0:
         return (value, *auroc_interval(value, len(a), len(b), z))
-    return value, max(0.0, value - z * se), min(1.0, value + z * se)
+    kept = min(max(value, 0.5 / (len(a) * len(b))), 1 - 0.5 / (len(a) * len(b)))
+    half = z * se / (kept * (1 - kept))
+    return value, min(value, float(expit(logit(kept) - half))), max(value, float(expit(logit(kept) + half)))
 
 
 def auroc_within(scores: np.ndarray, wrong: np.ndarray, models: np.ndarray,

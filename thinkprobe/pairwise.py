@@ -19,11 +19,18 @@ length-controlled comparison extrapolates a line fitted over the whole run.
 Where two models answered the same questions (PAIRED_MIN_SHARE of each one's traces on questions both
 answered, min_group such questions or more), the pair is compared question by question (design
 "paired"): P(a > b) is the mean over those questions of the same probability among the two models'
-traces of that question, and the test and interval are Student's t over the questions' values
-(n_questions - 1 degrees of freedom; where every question gives the same value, the sign test and
-Clopper-Pearson's interval of the share of questions a wins). A question's difficulty then cancels, and
-so does its domain. Otherwise the design is "unpaired", and a pair's difference mixes in the domains
-where the two models answered different ones (stats.json's crossing says where).
+traces of that question (a trace without a question is left out). Its test is the sign-flip test of
+the questions' P - 0.5: exact (the sign test on the questions that are not a draw where each question
+gives a win, a draw or a loss, as with one trace per model and question; else all 2^m sign flips of the
+m questions that are not a draw, up to 16) or its normal approximation beyond; Student's t over such
+values gave p-values several times too small in the tail Holm works in. Its interval is Student's t
+over the questions (n_questions - 1 degrees of freedom) on the logit scale, which keeps its coverage
+near 0 and 1 (where every question gives the same value, the largest spread that mean allows; at 0 or
+1, Clopper-Pearson's interval), so test and interval may disagree at the margin. A question's
+difficulty then cancels out of P, and so does its domain; the gate is still the Kruskal-Wallis test
+across all traces, so a pair whose models differ question by question and not across traces is not
+starred (its p_holm says it). Otherwise the design is "unpaired", and a pair's difference mixes in the
+domains where the two models answered different ones (stats.json's crossing says where).
 thinkprobe.stats.write_stats writes the rows to pairwise.csv and pairwise.parquet (PAIRWISE_TABLE) and
 the rest (method, models) to stats.json.
 """
@@ -33,6 +40,7 @@ from itertools import combinations
 from typing import Mapping, Sequence
 
 import numpy as np
+from scipy.special import expit, logit
 from scipy.stats import binomtest, mannwhitneyu, norm
 from scipy.stats import t as student_t
 
@@ -59,9 +67,11 @@ METHOD = ("per pair of models with min_group traces or more: p_superiority = P(a
           "length_overlap: the smaller of the two models' shares of traces inside the other's 10-90% range of log "
           "tokens; design paired (where the two models answered the same questions: PAIRED_MIN_SHARE of each one's "
           "traces on questions both answered, min_group of them or more): P(a > b) among the traces of one question, "
-          "averaged over the questions, with Student's t test and interval over the questions (where every question "
-          "gives the same value: the sign test and Clopper-Pearson's interval); n_a, n_b, the medians: the traces "
-          "compared; otherwise unpaired, not stratified by domain")
+          "averaged over the questions, with the sign-flip test of the questions' P - 0.5 (exact: the sign test where "
+          "each question is a win, a draw or a loss, else every flip up to 16 questions not a draw; beyond, its normal "
+          "approximation) and Student's t interval over the questions on the logit scale; n_a, n_b, the medians: the "
+          "traces compared; otherwise unpaired, not stratified by domain; the gate is the Kruskal-Wallis test across "
+          "all traces either way")
 
 PAIRWISE_TABLE = Table(
     PAIRWISE_CSV,
@@ -113,10 +123,12 @@ def _compared(a: np.ndarray, b: np.ndarray) -> dict:
     return out
 
 
-def paired_test(a: np.ndarray, q_a: np.ndarray, b: np.ndarray, q_b: np.ndarray, level: float = 0.95) -> dict:
+def paired_test(a: np.ndarray, q_a: np.ndarray, b: np.ndarray, q_b: np.ndarray, level: float = 0.95,
+                min_questions: int = 2) -> dict:
     """One pair compared question by question: `q_a`, `q_b` number each trace's question (0, 1, ...).
     P(a > b) among the traces of each question both models have a finite value for, its mean over those
-    questions, and Student's t test and interval over them (module docstring)."""
+    questions, the sign-flip test and the logit-scale t interval over them (module docstring); not
+    testable on fewer than `min_questions` such questions."""
     keep_a, keep_b = np.isfinite(a), np.isfinite(b)
     a, q_a, b, q_b = a[keep_a], q_a[keep_a], b[keep_b], q_b[keep_b]
     size = int(max(q_a.max(initial=-1), q_b.max(initial=-1))) + 1
@@ -126,7 +138,7 @@ def paired_test(a: np.ndarray, q_a: np.ndarray, b: np.ndarray, q_b: np.ndarray, 
     out = {**_compared(a, b), "n_questions": int(both.sum())}
     if out["status"] != TESTED:
         return out
-    if out["n_questions"] < 2:
+    if out["n_questions"] < max(2, min_questions):
         return {**out, "status": NOT_TESTABLE}
     # each value's place among the other model's traces of its question: one search over (question, rank) keys
     ranks = np.unique(np.concatenate([a, b]), return_inverse=True)[1]
@@ -137,21 +149,45 @@ def paired_test(a: np.ndarray, q_a: np.ndarray, b: np.ndarray, q_b: np.ndarray, 
     place = below - start + 0.5 * (np.searchsorted(key_b, key_a, side="right") - below)
     share = (np.bincount(q_a, weights=place, minlength=size)[both]
              / (per_a[both].astype(np.float64) * per_b[both]))  # P(a > b) within each question
-    n, mean, sd = len(share), float(share.mean()), float(share.std(ddof=1))
-    if sd > 1e-12:
-        se = sd / np.sqrt(n)
-        half = float(student_t.ppf(0.5 + level / 2, n - 1)) * se
-        low, high = max(0.0, mean - half), min(1.0, mean + half)
-        p = float(min(1.0, 2 * student_t.sf(abs(mean - 0.5) / se, n - 1)))
-    elif mean == 0.5:  # every question a draw
-        low, high, p = 0.5, 0.5, 1.0
-    else:  # every question the same verdict: the sign test and the interval of the share of questions a wins
-        wins = int(n if mean > 0.5 else 0)
-        test = binomtest(wins, n)
-        low, high = test.proportion_ci(confidence_level=level)
-        p = float(test.pvalue)
-    return {**out, "p_superiority": mean, "ci_low": float(low), "ci_high": float(high),
-            "cliffs_delta": 2 * mean - 1, "p": p}
+    mean = float(share.mean())
+    low, high = _logit_interval(share, level)
+    return {**out, "p_superiority": mean, "ci_low": low, "ci_high": high, "cliffs_delta": 2 * mean - 1,
+            "p": sign_flip_p(share - 0.5)}
+
+
+EXACT_FLIPS = 16  # questions (not a draw) up to which the sign-flip test enumerates every flip: 65,536
+
+
+def sign_flip_p(d: np.ndarray) -> float:
+    """Two-sided p of the sign-flip test that the values `d` are symmetric about 0 (zeros left out): the
+    exact sign test where every value has one size, every flip counted up to EXACT_FLIPS values, else the
+    normal approximation of the flipped sum (mean 0, variance the sum of squares)."""
+    d = d[np.abs(d) > 1e-12]
+    m = len(d)
+    if not m:
+        return 1.0
+    size = np.abs(d)
+    if np.allclose(size, size[0], rtol=0, atol=1e-12):
+        return float(binomtest(int((d > 0).sum()), m).pvalue)
+    total = abs(float(d.sum()))
+    if m <= EXACT_FLIPS:
+        signs = ((np.arange(2 ** m)[:, None] >> np.arange(m)) & 1) * 2 - 1
+        return float(np.mean(np.abs(signs @ size) >= total - 1e-9))
+    return float(min(1.0, 2 * norm.sf(total / np.sqrt(float((d ** 2).sum())))))
+
+
+def _logit_interval(share: np.ndarray, level: float) -> tuple[float, float]:
+    """The interval of the mean of per-question values in [0, 1]: Student's t on the logit scale with the
+    mean's standard error (where every value is equal, the largest spread that mean allows), the mean
+    kept half a question from 0 and 1; at 0 or 1, Clopper-Pearson's interval of n of n."""
+    n, mean = len(share), float(share.mean())
+    if mean in (0.0, 1.0):
+        return tuple(float(x) for x in binomtest(int(round(mean * n)), n).proportion_ci(confidence_level=level))
+    sd = float(share.std(ddof=1))
+    se = (sd if sd > 1e-12 else np.sqrt(mean * (1 - mean))) / np.sqrt(n)
+    kept = min(max(mean, 0.5 / n), 1 - 0.5 / n)
+    half = float(student_t.ppf(0.5 + level / 2, n - 1)) * se / (kept * (1 - kept))
+    return min(mean, float(expit(logit(kept) - half))), max(mean, float(expit(logit(kept) + half)))
 
 
 def _inside(x: np.ndarray, y: np.ndarray) -> float:
@@ -190,9 +226,9 @@ def _paired_designs(kept: Sequence[str], where: Mapping[str, np.ndarray], questi
     out = {}
     for a, b in combinations(kept, 2):
         out[a, b] = None
-        if not keys or None in keys[a] or None in keys[b]:
+        if not keys:
             continue
-        shared = sorted(set(keys[a]) & set(keys[b]), key=repr)
+        shared = sorted((set(keys[a]) & set(keys[b])) - {None}, key=repr)  # a trace without a question: not shared
         number = {q: k for k, q in enumerate(shared)}
         at = [np.array([(i, number[q]) for i, q in enumerate(keys[m]) if q in number], dtype=np.int64).reshape(-1, 2)
               for m in (a, b)]
@@ -231,7 +267,7 @@ def pairwise_models(variables: Sequence[tuple[str, str]], columns: Sequence[tupl
                     test = {**_compared(np.empty(0), np.empty(0)), "n_a": counts[a], "n_b": counts[b]}
                 elif on is not None:
                     test = paired_test(by_model[a][on[0][:, 0]], on[0][:, 1], by_model[b][on[1][:, 0]], on[1][:, 1],
-                                       cfg.ci_level)
+                                       cfg.ci_level, cfg.min_group)
                 else:
                     test = pair_test(ordered[a], ordered[b], cfg.ci_level)
                 row = {"variable": name, "kind": kind, "length_controlled": lc, "model_a": a, "model_b": b,

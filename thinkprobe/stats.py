@@ -467,7 +467,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
     pairs = pairwise_models([(name, kind) for name, kind, _ in variables], columns, list(models), log_tokens,
                             {(e["variable"], lc): bool(t.get("significant")) for e in results
                              for lc, t in ((0, e["model"]), (1, e["length_controlled"]["model"]))}, cfg,
-                            [None if r["question"] is None else (r["group"], r["question"]) for r in rows])
+                            [None if r["question"] is None else (r["group"], str(r["question"])) for r in rows])
 
     graded_rows = [r for r in rows if r["correct"] is not None]
     return _round_all({

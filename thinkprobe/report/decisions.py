@@ -5,6 +5,7 @@ once as plain cells and rendered to HTML and to Markdown.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -130,7 +131,7 @@ def _graded(rows: Sequence[Mapping], anomalies: Sequence[Mapping]) -> dict[str, 
     """trace_id -> (failure_risk, wrong) of the traces that have both a grade and a failure_risk."""
     correct = {r["trace_id"]: r["correct"] for r in rows if r.get("correct") is not None}
     return {a["trace_id"]: (a["failure_risk"], not correct[a["trace_id"]]) for a in anomalies
-            if a["trace_id"] in correct and a["failure_risk"] is not None}
+            if a["trace_id"] in correct and a["failure_risk"] is not None and math.isfinite(a["failure_risk"])}
 
 
 def _model_length_cell(rows: Sequence[Mapping], wrong: Sequence[bool], settings: StatsSettings) -> str:

@@ -59,8 +59,9 @@ STATS_GLOSSARY: dict[str, str] = {
                              "one model), then the same + the 19 indicators",
     "gain": "the second cross-validated AUROC minus the first: what the indicators add to model and length",
     "DeLong's": "the interval of an AUROC from each trace's placement among the traces of the other kind (the "
-                "share of them it ranks above, ties one half): right where scores tie; where every wrong trace lies "
-                "above every right one (or below), Hanley & McNeil's",
+                "share of them it ranks above, ties one half), on the logit scale: right where scores tie; where every "
+                "wrong trace lies above every right one (or below), Hanley & McNeil's; it takes the traces as "
+                "independent, so several answers to one question make it a little too narrow",
     "Hanley & McNeil": "standard error of an AUROC from its value and the counts of wrong and right traces; the margin "
                        "a gain must pass is 1.96 standard errors of the difference of the two AUROCs, taken as "
                        "independent (they score the same traces, so it is a conservative bound)",
@@ -73,7 +74,7 @@ STATS_GLOSSARY: dict[str, str] = {
                 "random trace of model b (ties count one half; 0.5 = no difference); where the two models answered the "
                 "same questions, the mean over the questions of that chance among each question's traces; in the "
                 "report's pairs table, raw and then (in brackets) on the length residuals, * where the test (Brunner-"
-                "Munzel's; question by question, Student's t over the questions) rejects P(a > b) = 0.5 "
+                "Munzel's; question by question, the sign-flip test over the questions) rejects P(a > b) = 0.5 "
                 "(Holm-adjusted p under α over the variable's pairs) and the model test of that variable is significant, † "
                 "where the two models' lengths overlap too little for the length-controlled value to be more than an "
                 "extrapolation; pairwise.csv adds its interval and Cliff's delta = 2 P(a > b) - 1",

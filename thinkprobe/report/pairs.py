@@ -29,7 +29,8 @@ def _cell(row: Mapping | None, mark_overlap: bool = False) -> str:
 def _design_sentence(paired: int, pairs: int, uneven: str) -> str:
     """How the pairs were compared: question by question where two models answered the same questions."""
     by_question = ("compared question by question: P(a > b) is the mean over the questions both answered of that "
-                   "chance among the question's traces, so a question's difficulty and its domain cancel out")
+                   "chance among the question's traces, so a question's difficulty and its domain cancel out of it "
+                   "(not out of the effect-size table's test, which gates the *)")
     across = (f"compared across all their traces, not stratified by domain: where two models answered different "
               f"domains their difference includes the domains' difference{uneven}")
     if paired == pairs:
@@ -60,12 +61,18 @@ def pairs_section(stats: Mapping) -> Section:
     far = any(LENGTH_OVERLAP_MIN > (r["length_overlap"] if r["length_overlap"] is not None else 1) for r in found.values())
     designs = list((info.get("designs") or {}).values())
     paired = designs.count("paired")
-    note = (f"Each cell: P(a > b), the chance that a random trace of model a lies higher on the dimension than a random "
-            f"trace of model b (0.5: no difference; 1: every trace of a above every trace of b), and in brackets the "
+    chance = ("on the same question, a random trace of model a lies higher on the dimension than a random trace of "
+              "model b (0.5: no difference; 1: on every question every trace of a above every trace of b)"
+              if designs and paired == len(designs) else
+              "a random trace of model a lies higher on the dimension than a random trace of model b (0.5: no "
+              "difference; 1: every trace of a above every trace of b)")
+    test = ("the sign-flip test over the questions" if designs and paired == len(designs) else
+            "Brunner-Munzel's test" if not paired else
+            "Brunner-Munzel's test; question by question, the sign-flip test over the questions")
+    note = (f"Each cell: P(a > b), the chance that {chance}, and in brackets the "
             f"same on what trace length does not explain (the length-controlled values of the effect sizes above). "
             + _design_sentence(paired, len(designs), uneven) +
-            f"* : the two-sided test of P(a > b) = 0.5 (Brunner-Munzel's; question by question, Student's t over the "
-            f"questions) gives a Holm-adjusted p under {cfg['alpha']} over "
+            f"* : the two-sided test of P(a > b) = 0.5 ({test}) gives a Holm-adjusted p under {cfg['alpha']} over "
             f"the dimension's {len(rows)} pair{'s' if len(rows) != 1 else ''}, and the effect-size table finds the "
             f"models differ in that dimension (the same test, raw or length-controlled): no pair is marked where the "
             f"models as a whole are not. "
