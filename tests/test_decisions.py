@@ -72,6 +72,18 @@ def test_robust_z_takes_the_median_of_finite_values_only():
     assert z[0, 0] == pytest.approx(-z[2, 0]) and z[2, 0] > 0
 
 
+def test_robust_z_of_an_indicator_half_at_one_value_uses_the_standard_deviation():
+    """A new user's reading: DeepSeek-R1's five most unusual traces all led with initial_diversity +38, an
+    ordinary value; 51 of its 102 traces had 0, so the median sat in the gap to the rest and the MAD was
+    that gap's half (0.015 against a spread of 0.3)."""
+    rng = np.random.default_rng(0)
+    x = np.r_[np.zeros(51), rng.uniform(0.03, 0.8, 51)][:, None]
+    z = robust_z(x)
+    assert np.abs(z).max() < 4 and z[-1, 0] == pytest.approx((x[-1, 0] - np.median(x)) / x.std(ddof=1))
+    fewer = robust_z(x[1:])  # 50 of 101 at 0: the median is the least non-zero value, the MAD its distance to 0
+    assert np.abs(fewer).max() < 4
+
+
 # ----------------------------------------------------------------------------- failure risk
 
 

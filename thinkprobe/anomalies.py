@@ -3,9 +3,10 @@ which indicators push it out, and its failure risk (thinkprobe.risk).
 
 Per model with at least `anomaly_min_traces` traces (stats section of the config):
   robust z    (value - model median) / (1.4826 x median absolute deviation) per indicator; where
-              half the model's traces or more share one value (MAD 0: a rare type's indicator, mostly
-              0), the standard deviation instead (a single non-zero trace of n then sits near
-              sqrt(n) rather than at an arbitrarily large z); an indicator constant over the model gives 0
+              TIED_SHARE (40%) of the model's traces or more share one value (a rare type's indicator,
+              mostly 0: the MAD is 0, or the gap from that value to the rest), the standard deviation
+              instead (a single non-zero trace of n then sits near sqrt(n) rather than at an
+              arbitrarily large z); an indicator constant over the model gives 0
   anomaly     sqrt(z' P z): the Mahalanobis distance of the robust z from 0, P the inverse of a
               Ledoit-Wolf shrinkage covariance (scikit-learn) fitted to the robust z clipped to
               [-3, 3], so a few extreme traces neither hide themselves nor inflate the others
@@ -31,6 +32,7 @@ from .records import iter_graph_records
 __all__ = ["robust_z", "anomaly_scores", "anomaly_rows", "write_anomalies", "read_anomalies"]
 
 _CLIP = 3.0
+TIED_SHARE = 0.4  # an indicator with this share of a model's traces on one value is scaled by its standard deviation
 _MAD_NORMAL = 1.4826  # MAD of a normal distribution -> its standard deviation
 
 
@@ -43,7 +45,11 @@ def robust_z(values: np.ndarray) -> np.ndarray:
     dev = np.abs(x - med)
     scale = _MAD_NORMAL * np.median(dev, axis=0)
     fallback = x.std(axis=0, ddof=1) if len(x) > 1 else np.zeros(x.shape[1])
-    scale = np.where(scale > 0, scale, fallback)
+    # TIED_SHARE of the traces or more on one value: the MAD is 0, or the median sits beside that value and
+    # the MAD is the gap to the rest (DeepSeek-R1's initial_diversity, 51 of 102 at 0: robust z up to 38)
+    tied = np.array([np.unique(col, return_counts=True)[1].max() >= TIED_SHARE * len(col) if len(col) else False
+                     for col in x.T], dtype=bool)
+    scale = np.where((scale > 0) & ~tied, scale, fallback)
     return np.where(scale > 0, (x - med) / np.where(scale > 0, scale, 1.0), 0.0)
 
 
