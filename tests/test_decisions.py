@@ -497,10 +497,19 @@ def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run
     assert by["all"][3] == f"{sum(not r['correct'] for r in graded) / len(graded):.2f}"
     gap = abs(float(by["all"][3]) - float(by["all"][4])) > decisions.CALIBRATION_GAP
     assert ("on this run read failure_risk as a ranking of the traces, not as a probability" in note) == gap
-    for k, r in enumerate(rows):  # two groups; one with too few right answers
-        r["group"] = "A" if r["model"] == "r1" else "B"
+    # the design's rows leave the traces the model was trained on out (a new user's reading: the balanced
+    # ReasoningFlow run's AIME row was 47 of 90 in-sample, and the note said only the first row was partly so)
+    assert "within each domain (a domain can hold most of the wrong answers), over the traces the model was not " \
+           "trained on" in note
+    unseen = [r for r in graded if r["trace_id"] not in seen]
+    assert sum(int(by[f"domain {d}"][1]) for d in ("math", "logic")) == len(unseen) < len(graded)
+    for k, r in enumerate(rows):  # two groups, each with traces the model was not trained on
+        r["group"] = "AB"[k % 2]
     note, _, table = risk_auroc(rows)
-    assert "within each group" in note and ["group A", "14", "7"] == next(r for r in table if r[0] == "group A")[:3]
+    group_a = [r for k, r in enumerate(rows) if k % 2 == 0 and r["trace_id"] not in seen and r["correct"] is not None]
+    assert "within each group" in note
+    wrong_a = sum(not r["correct"] for r in group_a)
+    assert next(r for r in table if r[0] == "group A")[1:3] == [str(len(group_a)), str(wrong_a)]
     few = [dict(r, correct=(r["trace_id"] != "r1-0")) for r in rows]
     all_row = risk_auroc(few)[2][0]
     assert all_row[2] == "1" and all_row[5] == "too few of one kind (5 right and 5 wrong needed)"

@@ -271,3 +271,19 @@ def test_models_that_answered_the_same_questions_are_compared_question_by_questi
     from thinkprobe.report.pairs import pairs_section
     assert "1 of the 3 pairs answered the same questions and are compared question by question" in \
         pairs_section(stats).note
+
+
+def test_a_pair_the_model_test_holds_back_is_marked_not_starred(run):
+    """A new user's reading of the balanced ReasoningFlow report: question by question QwQ-32B and
+    gpt-oss-120b differed in length-controlled Efficiency (Holm p 0.001), and the cell showed nothing
+    because the effect table's test across all traces did not find the models differ."""
+    from thinkprobe.report.pairs import pairs_section
+
+    _, _, stats, _ = run
+    assert "° :" not in pairs_section(stats).note
+    held = {**stats, "pairwise": {**stats["pairwise"], "rows": [
+        {**r, "significant": 0} if r["variable"] == "Depth" and r["length_controlled"] == 0 else r
+        for r in stats["pairwise"]["rows"]]}}
+    section = pairs_section(held)
+    assert re.fullmatch(r"0\.[01]\d+ ° \(0\.[01]\d+ \*\)", section.rows[0][3]), section.rows[0][3]
+    assert "° : the pair's Holm-adjusted p is under α, but the effect-size table does not find" in section.note

@@ -488,8 +488,12 @@ def test_outcome_validity_pooled_within_model_and_cross_validated(tmp_path):
     assert lo == pytest.approx(np.percentile(draws, 2.5), abs=0.03) and hi == pytest.approx(np.percentile(draws, 97.5), abs=0.03)
 
     sentence = next(h for h in headline(stats) if h.startswith("On 160 graded traces"))
-    verdict = "improves" if cv["gain"] > _gain_margin(cv) else "does not measurably change"
-    assert f"adding the indicators to model + length {verdict} the prediction of a wrong answer" in sentence
+    from thinkprobe.report.text import gain_verdict
+
+    assert f"adding the indicators to model + length {gain_verdict(cv['gain'], _gain_margin(cv))} the prediction" in sentence
+    assert [gain_verdict(g, 0.11) for g in (0.2, 0.09, 0.02, -0.08, -0.2)] == [
+        "improves", "may improve, by less than these traces can confirm,", "does not measurably change",
+        "may worsen, by less than these traces can confirm,", "worsens"]
 
 
 def test_wrong_answers_that_follow_the_domain_are_said_so(tmp_path):

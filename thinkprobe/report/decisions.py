@@ -170,10 +170,11 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
     table = [row("all", graded)]
     note = ("How well failure_risk tells this run's wrong answers from its right ones: the AUROC (95% interval, "
             "DeLong's) beside that of the traces' length alone (their tokens, longer = riskier; under 0.5, "
-            "shorter traces are the more often wrong) and that of the stronger baseline, a logistic regression on "
-            "the model and log tokens cross-validated on the row's traces as in the outcome-validity section (it "
-            "learns the direction of length and each model's share wrong from these grades, which failure_risk "
-            "never sees), and whether its probabilities hold here: its mean beside the share of wrong answers.")
+            "shorter traces are the more often wrong) and that of a baseline that learns from these grades, a "
+            "logistic regression on the model and log tokens cross-validated on the row's traces as in the "
+            "outcome-validity section (it learns the direction of length and each model's share wrong, which "
+            "failure_risk never sees; the baselines carry no interval: the width of failure_risk's gives the scale "
+            "of the noise), and whether its probabilities hold here: its mean beside the share of wrong answers.")
     share, mean = float(table[0][3]), float(table[0][4])
     if abs(share - mean) > CALIBRATION_GAP:
         note += (f" Here they do not ({mean:.2f} predicted against {share:.2f} wrong): on this run read failure_risk as a "
@@ -181,22 +182,24 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
     if seen and len(seen) == len(graded):
         note += (f" All {len(seen)} graded traces are traces the failure-risk model was trained on (recognised by their "
                  "opening words and signs): the figures are in-sample and say nothing of traces it has not seen.")
-    elif seen:
-        table.append(row("not trained on", {t: v for t, v in graded.items() if t not in seen}))
+    unseen = {t: v for t, v in graded.items() if t not in seen}
+    if seen and unseen:
+        table.append(row("not trained on", unseen))
         note += (f" {len(seen)} of the graded traces {'is one' if len(seen) == 1 else 'are ones'} the failure-risk model was "
                  "trained on (recognised by their opening words and signs), so the first row is partly in-sample; the "
                  "second leaves them out, though they may come from a corpus the model was trained on "
                  "(in-distribution): its card gives what it reaches on each corpus left out of training.")
-    split = []
+    split, within = [], unseen if seen and unseen else graded  # the design's levels out of sample where it can
     for by, why in (("domain", "a domain can hold most of the wrong answers"),
                     ("group", "a condition can separate right from wrong answers by itself")):
         level_of = {r["trace_id"]: r.get(by) for r in rows}
-        levels = sorted({str(level_of[t]) for t in graded if level_of.get(t) is not None})
+        levels = sorted({str(level_of[t]) for t in within if level_of.get(t) is not None})
         if 1 < len(levels) <= MAX_LEVELS_SAID:  # a design factor can carry the whole ranking (MiP against normal)
-            table += [row(f"{by} {v}", {t: g for t, g in graded.items() if str(level_of.get(t)) == v}) for v in levels]
+            table += [row(f"{by} {v}", {t: g for t, g in within.items() if str(level_of.get(t)) == v}) for v in levels]
             split.append(f"within each {by} ({why})")
     if split:
-        note += " Then the same " + " and ".join(split) + "."
+        note += (" Then the same " + " and ".join(split)
+                 + (", over the traces the model was not trained on" if within is unseen else "") + ".")
     return note, RISK_HEADER, table
 
 

@@ -58,8 +58,8 @@ STATS_GLOSSARY: dict[str, str] = {
                              "folds, drawn several times and averaged): model + log tokens (log tokens alone in a run of "
                              "one model), then the same + the 19 indicators",
     "gain": "the second cross-validated AUROC minus the first: what the indicators add to model and length",
-    "DeLong's": "the interval of an AUROC from each trace's placement among the traces of the other kind (the "
-                "share of them it ranks above, ties one half), on the logit scale: right where scores tie; where every "
+    "DeLong's": "the 95% interval of an AUROC from each trace's placement among the traces of the other kind (the "
+                "share of them it ranks above, ties counting one half), computed on the logit scale; where every "
                 "wrong trace lies above every right one (or below), Hanley & McNeil's; it takes the traces as "
                 "independent, so several answers to one question make it a little too narrow",
     "Hanley & McNeil": "standard error of an AUROC from its value and the counts of wrong and right traces; the margin "
@@ -75,7 +75,8 @@ STATS_GLOSSARY: dict[str, str] = {
                 "same questions, the mean over the questions of that chance among each question's traces; in the "
                 "report's pairs table, raw and then (in brackets) on the length residuals, * where the test (Brunner-"
                 "Munzel's; question by question, the sign-flip test over the questions) rejects P(a > b) = 0.5 "
-                "(Holm-adjusted p under α over the variable's pairs) and the model test of that variable is significant, † "
+                "(Holm-adjusted p under α over the variable's pairs) and the model test of that variable is significant, ° "
+                "where the pair's Holm-adjusted p is under α but that model test is not, † "
                 "where the two models' lengths overlap too little for the length-controlled value to be more than an "
                 "extrapolation; pairwise.csv adds its interval and Cliff's delta = 2 P(a > b) - 1",
 }

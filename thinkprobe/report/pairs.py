@@ -17,13 +17,19 @@ DIMS = tuple(DIMENSIONS)
 PAIRS_HEADER = ["model a", "model b", *DIMS]
 
 
-def _cell(row: Mapping | None, mark_overlap: bool = False) -> str:
+def _cell(row: Mapping | None, alpha: float, mark_overlap: bool = False) -> str:
     if row is None:
         return "–"
     if row["status"] != TESTED:
         return row["status"]
     far = mark_overlap and row["length_overlap"] is not None and row["length_overlap"] < LENGTH_OVERLAP_MIN
-    return format_number(row["p_superiority"], 2) + (" *" if row["significant"] else "") + (" †" if far else "")
+    return (format_number(row["p_superiority"], 2) + (" *" if row["significant"] else " °" if _gated(row, alpha) else "")
+            + (" †" if far else ""))
+
+
+def _gated(row: Mapping, alpha: float) -> bool:
+    """The pair's own Holm p is under alpha, but the variable's model test is not significant (no star)."""
+    return not row["significant"] and row["p_holm"] is not None and row["p_holm"] < alpha
 
 
 def _design_sentence(paired: int, pairs: int, uneven: str) -> str:
@@ -49,7 +55,9 @@ def pairs_section(stats: Mapping) -> Section:
     found = {(r["variable"], r["model_a"], r["model_b"], r["length_controlled"]): r
              for r in info["rows"] if r["kind"] == "dimension"}
     models = info["models"]
-    rows = [[a, b, *(f"{_cell(found.get((d, a, b, 0)))} ({_cell(found.get((d, a, b, 1)), True)})" for d in DIMS)]
+    alpha = cfg["alpha"]
+    rows = [[a, b, *(f"{_cell(found.get((d, a, b, 0)), alpha)} ({_cell(found.get((d, a, b, 1)), alpha, True)})"
+                     for d in DIMS)]
             for i, a in enumerate(models) for b in models[i + 1:]]
     few = (f"Not compared, with fewer than {cfg['min_group']} traces: " + ", ".join(info["too_few"]) + "."
            if info.get("too_few") else "")
@@ -69,17 +77,22 @@ def pairs_section(stats: Mapping) -> Section:
     test = ("the sign-flip test over the questions" if designs and paired == len(designs) else
             "Brunner-Munzel's test" if not paired else
             "Brunner-Munzel's test; question by question, the sign-flip test over the questions")
+    gated = ("° : the pair's Holm-adjusted p is under α, but the effect-size table does not find the models differ in "
+             "that dimension: a difference this comparison finds and the test across all traces does not confirm"
+             + (" (where questions or domains differ much, the question-by-question comparison is the more sensitive)"
+                if paired else "") + ". " if any(_gated(r, alpha) for r in found.values()) else "")
     note = (f"Each cell: P(a > b), the chance that {chance}, and in brackets the "
             f"same on what trace length does not explain (the length-controlled values of the effect sizes above). "
             + _design_sentence(paired, len(designs), uneven) +
             f"* : the two-sided test of P(a > b) = 0.5 ({test}) gives a Holm-adjusted p under {cfg['alpha']} over "
             f"the dimension's {len(rows)} pair{'s' if len(rows) != 1 else ''}, and the effect-size table finds the "
-            f"models differ in that dimension (the same test, raw or length-controlled): no pair is marked where the "
+            f"models differ in that dimension (the same test, raw or length-controlled): no pair is starred where the "
             f"models as a whole are not. "
+            + gated
             + (f"† : the two models' trace lengths overlap little (under {round(100 * LENGTH_OVERLAP_MIN)}% of one "
                f"model's traces lie within the other's 10-90% range of lengths), so the length-controlled value "
                f"extrapolates the run's length line and may even reverse the raw one. " if far else "")
-            + f"pairwise.csv holds every indicator too, with the intervals of P(a > b), the medians, the p-values, the "
-              f"length overlap and each pair's design."
+            + "pairwise.csv holds every indicator too, with the intervals of P(a > b), the medians, the p-values, the "
+              "length overlap and each pair's design."
             + (f" {few}" if few else ""))
     return Section("Which models differ", note, PAIRS_HEADER, rows)

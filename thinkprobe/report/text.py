@@ -14,7 +14,7 @@ from .markup import esc
 from .style import DIMS, and_list, display_label, format_number
 from ..progress import one_line
 
-__all__ = ["no_icc_text", "headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "interval_text", "icc_rows", "outcome_rows", "too_few_text", "method_note", "effect_interval_note", "NO_RADAR", "outcome_text", "z_text"]
+__all__ = ["no_icc_text", "headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "interval_text", "icc_rows", "outcome_rows", "too_few_text", "method_note", "effect_interval_note", "NO_RADAR", "outcome_text", "z_text", "gain_verdict"]
 
 
 def _dims(stats: Mapping) -> list[Mapping]:
@@ -248,7 +248,7 @@ def headline(stats: Mapping, agreement: Mapping | None = None) -> list[str]:
                 f" across dimensions"
                 + (f" ({format_number(min(rel_lc)[0], 2)}–{format_number(max(rel_lc)[0], 2)} after length control"
                    + (f", under {min_rel}: {and_list(weak_lc)}" if weak_lc else "") + ")" if rel_lc else ""))
-        text += (f"; model differences in {and_list(weak)} are below {min_rel} and not supported by these data."
+        text += (f"; for {and_list(weak)} it is under {min_rel}: these data do not support model differences there."
                  if weak else f", at least {min_rel} for all {len(strong)}.")
         if strong and usable < FEW_MODELS:
             text += (f" With {usable} models a reliability of {min_rel} or more{' (' + and_list(strong) + ')' if weak else ''} "
@@ -265,18 +265,27 @@ def headline(stats: Mapping, agreement: Mapping | None = None) -> list[str]:
     cv = stats["outcome"]["cross_validated"]
     if cv["status"] == TESTED:
         gain, margin = cv["gain"], _gain_margin(cv)
-        verdict = ("improves" if gain > margin else "worsens" if gain < -margin else
-                   "does not measurably change")
         base = "model + length" if n_models >= 2 else "length"
         below = max(cv["auroc_model_length_indicators"], cv["auroc_model_length"]) < 0.5
         out.append(f"On {cv['n']} graded traces ({cv['n_wrong']} wrong{_no_answer_note(cv, 'n_wrong_no_answer')}) "
-                   f"adding the indicators to {base} {verdict} "
+                   f"adding the indicators to {base} {gain_verdict(gain, margin)} "
                    f"the prediction of a wrong answer (cross-validated AUROC {format_number(cv['auroc_model_length_indicators'], 2)} "
                    f"with them, {format_number(cv['auroc_model_length'], 2)} without; a gain needs more than "
                    f"{format_number(margin, 2)} here, a conservative bound"
                    + ("; both below 0.5: the fits do worse than chance on held-out folds, so neither tells right "
                       "from wrong here" if below else "") + ")." + _factor_note(cv, stats["settings"]["alpha"]))
     return out[:5]
+
+
+def gain_verdict(gain: float, margin: float) -> str:
+    """What adding the indicators does to the prediction of a wrong answer, said against `margin` (the
+    gain the traces can tell from noise): a gain within it but over half of it is "may improve", not "does
+    not change" (0.63 -> 0.73 under a margin of 0.11 read as no change)."""
+    if abs(gain) > margin:
+        return "improves" if gain > 0 else "worsens"
+    if abs(gain) > margin / 2:
+        return f"may {'improve' if gain > 0 else 'worsen'}, by less than these traces can confirm,"
+    return "does not measurably change"
 
 
 def _no_answer_note(counts: Mapping, key: str = "wrong_no_answer") -> str:
