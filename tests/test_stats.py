@@ -187,9 +187,9 @@ def test_a_model_too_small_to_test_is_named_where_the_smallest_model_is_given(tm
              **{d: float(rng.normal()) for d in DIMENSIONS}}
             for m, n in (("a", 6), ("b", 5), ("tiny", 1)) for k in range(n)]
     line = headline(compute_stats(write_run(tmp_path / "run", rows)))[0]
-    assert "smallest tested model: 5 traces; too small to test: tiny (1 trace)" in line, line
+    assert "the smallest tested model has 5 traces; too small to test: tiny (1 trace)" in line, line
     line = headline(compute_stats(write_run(tmp_path / "even", [r for r in rows if r["model"] != "tiny"])))[0]
-    assert "smallest model: 5 traces" in line and "too small" not in line, line
+    assert "the smallest model has 5 traces" in line and "too small" not in line, line
     # four small models, one named over two lines: listed on one line, the fourth counted
     more = rows + [{**rows[-1], "trace_id": f"s{k}", "model": name} for k, name in enumerate(("a2", "two\nlines", "zz"))]
     line = headline(compute_stats(write_run(tmp_path / "more", more)))[0]

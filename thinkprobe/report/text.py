@@ -114,15 +114,16 @@ SAME_SPLIT_V = 0.99  # Cramér's V from which a domain or group is the model und
 
 
 def _smallest_model(groups: Mapping) -> str:
-    """'smallest model: 4 traces', or of the tested ones, naming the models too small to be tested
-    (under stats.min_group: a 1-trace model is in the run but in no test)."""
+    """'the smallest model has 4 traces' (how few traces the tests could rest on), or of the tested ones,
+    naming the models too small to be tested (under stats.min_group: a 1-trace model is in the run but in
+    no test)."""
     sizes, left = groups["model"]["groups"], groups["model"].get("too_few") or []
     tested = [n for m, n in sizes.items() if m not in left]
     if not left or not tested:
-        return f"smallest model: {traces_word(min(sizes.values()))}"
+        return f"the smallest model has {traces_word(min(sizes.values()))}"
     shown = [f"{one_line(m)} ({traces_word(sizes[m])})" for m in left[:3]]
     named = and_list(shown) if len(left) <= 3 else f"{', '.join(shown)} and {len(left) - 3} more"
-    return f"smallest tested model: {traces_word(min(tested))}; too small to test: {named}"
+    return f"the smallest tested model has {traces_word(min(tested))}; too small to test: {named}"
 
 
 def _counted(groups: Mapping, by: str, min_group: int) -> str:
@@ -566,12 +567,17 @@ NO_RADAR = ("No radar chart: the run has one model, and z-scored against its own
             "corpus, whose means and spreads then give the z-scores.")
 
 
+# where stats.json's outcome.labels_from says the verdicts came from, in words (the file and field after)
+LABEL_SOURCES = {"graphs.jsonl correct": "the records' own grades, graphs.jsonl correct",
+                 "redundancy.csv Acc": "the final answers matched to the gold answers, redundancy.csv Acc"}
+
+
 def outcome_text(stats: Mapping) -> str:
     o = stats["outcome"]
     cv = o["cross_validated"]
     ungraded = stats["n_traces"] - o["graded"]
-    text = (f"{o['graded']} of the {stats['n_traces']} traces graded ({o['wrong']} wrong{_no_answer_note(o)}; the "
-            f"verdicts read from {o['labels_from']})"
+    text = (f"{o['graded']} of the {stats['n_traces']} traces graded ({o['wrong']} wrong{_no_answer_note(o)}; "
+            f"verdicts: {'; and '.join(LABEL_SOURCES.get(s, s) for s in (o['labels_from'] or '').split(' + '))})"
             + (f"; the other {ungraded} have no verdict (ungraded by their record, e.g. not attempted, or without a "
                f"gold answer) and take no part here" if ungraded else "")
             + f".{_factor_note(cv, stats['settings']['alpha'])} ")
