@@ -532,9 +532,9 @@ def test_in_sample_failure_risk_is_marked_in_the_table_and_on_the_trace_page(run
 
     run = tmp_path / "run"
     shutil.copytree(run_dir, run)
-    for module in (risk, trace_pages):  # as if the model had been trained on three of qwq's traces
-        monkeypatch.setattr(module, "trace_key", lambda rec: rec["trace_id"])
-        monkeypatch.setattr(module, "training_keys", lambda: frozenset({"qwq-0", "qwq-1", "qwq-2"}))
+    # as if the model had been trained on three of qwq's traces
+    monkeypatch.setattr(risk, "trace_key", lambda rec: rec["trace_id"])
+    monkeypatch.setattr(risk, "training_keys", lambda: frozenset({"qwq-0", "qwq-1", "qwq-2"}))
     # anomalies.csv says so (a run writes it as it joins its chunks; here a run made before the column: rewritten)
     (run / ANOMALIES_TABLE.name).write_text("trace_id,model\n", encoding="utf-8")
     assert {a["trace_id"] for a in read_anomalies(run) if a["failure_risk_in_sample"]} == {"qwq-0", "qwq-1", "qwq-2"}

@@ -69,12 +69,13 @@ def pairs_section(stats: Mapping) -> Section:
     far = any(LENGTH_OVERLAP_MIN > (r["length_overlap"] if r["length_overlap"] is not None else 1) for r in found.values())
     designs = list((info.get("designs") or {}).values())
     paired = designs.count("paired")
+    every = bool(designs) and paired == len(designs)  # every pair compared question by question
     chance = ("on the same question, a random trace of model a lies higher on the dimension than a random trace of "
               "model b (0.5: no difference; 1: on every question every trace of a above every trace of b)"
-              if designs and paired == len(designs) else
+              if every else
               "a random trace of model a lies higher on the dimension than a random trace of model b (0.5: no "
               "difference; 1: every trace of a above every trace of b)")
-    test = ("the sign-flip test over the questions" if designs and paired == len(designs) else
+    test = ("the sign-flip test over the questions" if every else
             "Brunner-Munzel's test" if not paired else
             "Brunner-Munzel's test; question by question, the sign-flip test over the questions")
     gated = ("° : the pair's Holm-adjusted p is under α, but the effect-size table does not find the models differ in "

@@ -17,7 +17,6 @@ from typing import Mapping
 from ..indicators import INDICATORS
 from ..outputs import ANOMALIES_TABLE, GRAPHS_FILE, INDICATORS_TABLE, PROFILE_TABLE, read_table
 from ..records import BACKWARD_EDGES, EDGE_TYPES, NODE_TYPES, iter_graph_records, source_id
-from ..risk import trace_key, training_keys
 from ..tables import own_dir, write_own
 from .coverage import run_json
 from .figures import graph_figure
@@ -199,9 +198,9 @@ def _profile_html(profile: Mapping[str, float] | None, norms: str) -> str:
               f"(0 = the reference mean; positive = more of the dimension).</p>")
 
 
-def _unusual_html(row: Mapping | None, in_sample: bool = False) -> str:
+def _unusual_html(row: Mapping | None) -> str:
     """What anomalies.csv says of the trace: how unusual it is among its model's traces, why, and its
-    failure risk (nothing without a row); `in_sample`: the failure-risk model was trained on the trace."""
+    failure risk, in-sample where the failure-risk model was trained on the trace (nothing without a row)."""
     if not row:
         return ""
     if row.get("anomaly") is None:
@@ -212,12 +211,13 @@ def _unusual_html(row: Mapping | None, in_sample: bool = False) -> str:
     risk = ("" if row.get("failure_risk") is None else
             f" failure_risk {format_number(row['failure_risk'], 2)}: the probability that the final answer is "
             "wrong, from the reasoning's structure alone, as calibrated on the failure-risk model's training corpora"
-            + (" (in-sample: this trace is one the model was trained on)." if in_sample else "."))
+            + (" (in-sample: this trace is one the model was trained on)." if row.get("failure_risk_in_sample")
+               else "."))
     return f"<p class=note>{where}.{risk} Definitions: the report's glossary; every trace: anomalies.csv.</p>"
 
 
 def _trace_page(rec: Mapping, png: bytes, back_link: str | None, profile: Mapping[str, float] | None = None,
-                norms: str = "this run's traces", unusual: Mapping | None = None, in_sample: bool = False) -> str:
+                norms: str = "this run's traces", unusual: Mapping | None = None) -> str:
     units = rec["units"]
     counts = {t: sum(u["type"] == t for u in units) for t in NODE_TYPES}
     legend = "".join(f'<span class="chip" style="background:{NODE_COLORS[t]}33;border-bottom:2px solid '
@@ -247,7 +247,7 @@ def _trace_page(rec: Mapping, png: bytes, back_link: str | None, profile: Mappin
                       for k, v in meta], left=2, cls="meta")}
 <h2>5D profile</h2>
 {_profile_html(profile, norms)}
-{_unusual_html(unusual, in_sample)}
+{_unusual_html(unusual)}
 <p>{legend}</p>
 <p>{edge_legend}</p>
 <div class="zoom" role="toolbar" aria-label="graph zoom"><button type="button" data-zoom="fit">fit width</button>
@@ -310,7 +310,7 @@ def write_trace_view(run_dir: str | Path, trace_id: str, out: str | Path | None 
     path = out_dir / f"{name}.html"
     unusual = _unusual_rows(run_dir) if (run_dir / ANOMALIES_TABLE.name).exists() else {}  # `graph` writes no table
     write_own(path, _trace_page(rec, png, "../report.html" if in_run else None, _profiles(run_dir).get(rec["trace_id"]),
-                                _norms(run_dir), unusual.get(rec["trace_id"]), trace_key(rec) in training_keys()))
+                                _norms(run_dir), unusual.get(rec["trace_id"])))
     return path
 
 
@@ -337,11 +337,11 @@ def is_trace_page(path: Path) -> bool:
             or b"iTXtTitle\0\0\0\0\0" + PAGE_TITLE.encode("utf-8") in head)
 
 
-def _write_trace_page(job: tuple[dict, Path, dict | None, str, dict | None, bool]) -> None:
-    rec, path, profile, norms, unusual, in_sample = job
+def _write_trace_page(job: tuple[dict, Path, dict | None, str, dict | None]) -> None:
+    rec, path, profile, norms, unusual = job
     with figure_style():
         png = png_bytes(graph_figure(rec), PAGE_DPI)
-    write_own(path, _trace_page(rec, png, "../report.html", profile, norms, unusual, in_sample))
+    write_own(path, _trace_page(rec, png, "../report.html", profile, norms, unusual))
 
 
 def write_trace_pages(run_dir: Path, workers: int) -> dict[str, str]:
@@ -357,11 +357,10 @@ def write_trace_pages(run_dir: Path, workers: int) -> dict[str, str]:
     unusual = _unusual_rows(run_dir) if (run_dir / INDICATORS_TABLE.name).exists() else {}
     records = list(islice(iter_graph_records(run_dir, missing_ok=True), MAX_TRACE_PAGES))
     names = page_names((rec["trace_id"] for rec in records), run_dir / "traces")
-    trained = training_keys()
     for rec in records:
         name = names[rec["trace_id"]]
         jobs.append((rec, run_dir / "traces" / f"{name}.html", profiles.get(rec["trace_id"]), norms,
-                     unusual.get(rec["trace_id"]), trace_key(rec) in trained))
+                     unusual.get(rec["trace_id"])))
         pages[rec["trace_id"]] = f"traces/{name}.html"
     if workers > 1 and len(jobs) >= 16 and sys.platform.startswith("linux"):
         with warnings.catch_warnings():
