@@ -7,6 +7,7 @@ import itertools
 import json
 import tracemalloc
 import zipfile
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -118,6 +119,7 @@ def test_a_graph_record_with_a_bad_unit_or_edge_is_one_error_naming_it(tmp_path,
 
 MIB = 1 << 20
 LIMITS = InputLimits(max_record_mb=2, max_file_mb=2, max_inflate_ratio=100, inflate_grace_mb=1)
+NO_RATIO = replace(LIMITS, max_inflate_ratio=0)  # the batches' own bounds, without the file's inflate ratio
 BIG = "x" * (MIB // 4)  # one dictionary value that 40 rows refer to: 10 MiB once expanded, over the 2 MiB limit
 
 
@@ -132,13 +134,13 @@ def _dictionary_table(rows: int = 40, nested_row: int | None = None) -> pa.Table
                      "refs": refs})
 
 
-def _read_watching_memory(path) -> tuple[list, int, int]:
+def _read_watching_memory(path, limits: InputLimits = LIMITS) -> tuple[list, int, int]:
     """The records of `path` read one at a time and dropped, with the peaks of Python's and Arrow's
     memory while they are read."""
     tracemalloc.start()
     arrow_peak, items = 0, []
     try:
-        for _, where, record in iter_records(path, LIMITS):
+        for _, where, record in iter_records(path, limits):
             arrow_peak = max(arrow_peak, pa.total_allocated_bytes())
             items.append((where, record["id"] if isinstance(record, dict) else record.reason))
             del record
@@ -151,11 +153,12 @@ def _read_watching_memory(path) -> tuple[list, int, int]:
 @pytest.mark.parametrize("store_schema", [True, False], ids=["arrow-schema", "parquet-only"])
 def test_a_parquet_dictionary_bomb_is_read_within_the_file_limit(tmp_path, store_schema):
     """300 rows that refer to one 10 MiB dictionary value: 3 KB on disk, 3.5 GB once every row
-    was a Python string at once (the row group's size in the metadata counts the value once)."""
+    was a Python string at once (the row group's size in the metadata counts the value once). Read
+    without the inflate ratio, which would stop it (next test): the batches alone stay within the limit."""
     path = tmp_path / "bomb.parquet"
     pq.write_table(_dictionary_table(), path, store_schema=store_schema)
     assert path.stat().st_size < 64 * 1024 and pq.ParquetFile(path).metadata.row_group(0).total_byte_size < 2 * MIB
-    items, python_peak, arrow_peak = _read_watching_memory(path)
+    items, python_peak, arrow_peak = _read_watching_memory(path, NO_RATIO)
     assert [i for _, i in items] == [f"good-{k}" for k in range(40)]
     assert python_peak < 5 * MIB and arrow_peak < 5 * MIB, (python_peak, arrow_peak)
 
@@ -184,10 +187,42 @@ def test_a_parquet_row_group_whose_metadata_understates_it_is_held_to_what_it_de
     assert arrow_peak < 12 * MIB, arrow_peak  # one batch of 64 rows (4 MiB; 8 with its builder), not 512 (32 MiB)
 
 
+@pytest.mark.parametrize("form", ["dictionary", "row groups", "arrow batches"])
+def test_a_parquet_file_whose_rows_expand_past_the_inflate_ratio_is_stopped(tmp_path, form):
+    """A review: with every batch within the file limit, a 6 KB Parquet file of 40 rows that all refer
+    to one 51 MB dictionary value took 21 s to read (each row detected, then refused as too long; 600
+    rows, 5 minutes), and thirty 10 MB row groups of repeated text fit in 36 KB. What a file's rows
+    expand to is now held to max_inflate_ratio times its bytes plus the grace, as a .gz stream is:
+    the rows within it are read, and the rest of the file is refused with its rows named."""
+    path = tmp_path / "bomb.parquet"
+    if form == "dictionary":
+        pq.write_table(_dictionary_table(), path)
+    else:
+        table = pa.table({"id": ["r"], "reasoning_content": ["So we try again. " * (MIB // 34)]})  # 0.5 MiB a row
+        if form == "arrow batches":
+            path = tmp_path / "data-00000.arrow"
+            writer = pa.ipc.new_stream(str(path), table.schema, options=pa.ipc.IpcWriteOptions(compression="zstd"))
+        else:
+            writer = pq.ParquetWriter(path, table.schema, compression="zstd", use_dictionary=False)
+        with writer:
+            for k in range(40):
+                writer.write_table(table.set_column(0, "id", pa.array([f"good-{k}"])))
+    size = path.stat().st_size
+    assert size < 64 * 1024
+    items = [(where, getattr(r, "reason", None) or r["id"]) for _, where, r in iter_records(path, LIMITS)]
+    *read, (where, reason) = items
+    room = LIMITS.max_inflate_ratio * size + LIMITS.inflate_grace_mb * MIB  # bytes the rows may expand to
+    assert [i for _, i in read] == [f"good-{k}" for k in range(len(read))]
+    assert 1 <= len(read) <= room / (MIB / 2), (len(read), room)  # each row is at least half a MiB
+    assert where == f"rows {len(read)}" + (" and after" if form == "arrow batches" else "-39")  # an IPC stream has no row count
+    assert reason.startswith(f"{path} inflates more than 100 times") and reason.endswith("(raise it with --max-inflate-ratio)")
+    assert [w for _, w, _ in iter_records(path, NO_RATIO)][-1] == 39  # without the ratio, every row is read
+
+
 def test_a_row_over_the_limit_once_expanded_is_refused_alone(tmp_path):
     path = tmp_path / "bomb.parquet"
     pq.write_table(_dictionary_table(nested_row=7), path)
-    items = [(where, getattr(r, "reason", None) or r["id"]) for _, where, r in iter_records(path, LIMITS)]
+    items = [(where, getattr(r, "reason", None) or r["id"]) for _, where, r in iter_records(path, NO_RATIO)]
     assert [i for _, i in items[:7] + items[8:]] == [f"good-{k}" for k in range(40) if k != 7]
     assert items[7][0] == 7 and items[7][1].startswith("row 7 (its values expanded) of 3.3 MiB")
     assert "over the limit of 2 MiB" in items[7][1]

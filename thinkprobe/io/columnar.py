@@ -17,7 +17,12 @@ to one 10 MiB dictionary value is 3 GB of text), and an Arrow IPC batch's buffer
 - an Arrow IPC stream is read message by message (`_messages`): a record batch's size, and that of
   its buffers once decompressed (each compressed buffer starts with its uncompressed length), is
   read from its metadata before anything is decompressed, and a batch over the limit is refused
-  with its rows named and skipped undecoded.
+  with its rows named and skipped undecoded;
+- what the rows of a whole file expand to may not pass --max-inflate-ratio times the file's bytes by
+  more than `inflate_grace_mb`, as a `.gz` stream may not (`InflateGuard`): every row group or batch
+  within the limit by itself, a 6 KB Parquet file of 40 rows that all refer to one 51 MB dictionary
+  value still took 21 s to read and refuse row by row (and 600 rows, 5 minutes), and thirty 10 MB
+  row groups of repeated text fit in 36 KB. Past that, the rest of the file is refused, its rows named.
 """
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ import struct
 from typing import BinaryIO, Iterator
 
 from ..records import InputError
-from .limits import READ_CHUNK, WHOLE_FILE, InputLimits, file_reason, size_text
+from .limits import READ_CHUNK, WHOLE_FILE, InflateGuard, InputLimits, TooLarge, file_reason, guard_of, plain_size, size_text
 
 __all__ = ["PARQUET_BATCH_ROWS", "dense_bytes", "iter_parquet", "iter_arrow"]
 
@@ -126,20 +131,55 @@ def _held_bytes(batch, dictionaries: dict[int, int]) -> int:
     return size
 
 
-def _rows(source: str, batch, index: int, limits: InputLimits) -> Iterator[Item]:
+class _Stopped(Exception):
+    """The file's rows expanded past its `InflateGuard` at row `index`: the rest of the file is refused."""
+
+    def __init__(self, index: int, reason: str):
+        super().__init__(reason)
+        self.index = index
+
+
+def _expansion_guard(source: str, fh: BinaryIO, limits: InputLimits) -> InflateGuard | None:
+    """What the file's rows may expand to: max_inflate_ratio times its bytes on disk, plus the grace
+    (a gzipped file's own guard, which counts its compressed bytes); None without a ratio."""
+    if not limits.max_inflate_ratio:
+        return None
+    if (guard := guard_of(fh)) is not None:
+        return guard
+    guard = InflateGuard(source, limits)
+    guard.part(source, plain_size(fh) or 0)
+    return guard
+
+
+def _rows(source: str, batch, index: int, limits: InputLimits, guard: InflateGuard | None = None) -> Iterator[Item]:
     """The rows of `batch` (its first row is record `index`), as Python objects a piece within the
-    file limit at a time; a row over the limit by itself is refused."""
+    file limit and the room `guard` leaves at a time; a row over the limit by itself is refused, and
+    one past the guard's room stops the file (`_Stopped`)."""
     limit = limits.file_bytes
-    size = _batch_bytes(batch) if limit is not None else 0
-    if limit is None or size <= limit:
+    room = guard.room() if guard is not None else None
+    size = _batch_bytes(batch) if limit is not None or room is not None else 0
+    if (limit is None or size <= limit) and (room is None or size <= room):
+        if guard is not None:
+            guard.add(size)
         for k, row in enumerate(batch.to_pylist()):
             yield source, index + k, row
     elif batch.num_rows == 1:
-        yield source, index, InputError(source, index, "", file_reason(f"row {index} (its values expanded)", limits, size))
+        if limit is not None and size > limit:
+            yield source, index, InputError(source, index, "", file_reason(f"row {index} (its values expanded)", limits, size))
+            return
+        try:
+            guard.add(size)
+        except TooLarge as exc:
+            raise _Stopped(index, str(exc)) from None
     else:
         half = batch.num_rows // 2
-        yield from _rows(source, batch.slice(0, half), index, limits)
-        yield from _rows(source, batch.slice(half), index + half, limits)
+        yield from _rows(source, batch.slice(0, half), index, limits, guard)
+        yield from _rows(source, batch.slice(half), index + half, limits, guard)
+
+
+def _stopped(source: str, stop: _Stopped, rows: int | None) -> Item:
+    locator = f"rows {stop.index}-{rows - 1}" if rows is not None and rows > stop.index else f"rows {stop.index} and after"
+    return source, locator, InputError(source, locator, "", str(stop))
 
 
 def _dictionary_columns(parquet) -> list[str]:
@@ -163,6 +203,7 @@ def iter_parquet(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[Ite
     import pyarrow.parquet as pq
 
     index = 0
+    guard = _expansion_guard(source, fh, limits)
     try:
         parquet = pq.ParquetFile(fh)
         if limits.file_bytes is not None and (dictionary := _dictionary_columns(parquet)):
@@ -189,9 +230,11 @@ def iter_parquet(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[Ite
                         f"{size_text(meta.total_byte_size)}: over the limit for what is read whole; rows {index}-"
                         f"{end - 1} not read (raise it with --max-file-mb)"))
                     break
-                yield from _rows(source, batch, index, limits)
+                yield from _rows(source, batch, index, limits, guard)
                 index += batch.num_rows
             index = end
+    except _Stopped as stop:
+        yield _stopped(source, stop, parquet.metadata.num_rows)
     except pa.ArrowException as exc:  # before any row: the whole file, as other formats name it
         where = index if index else WHOLE_FILE
         yield source, where, InputError(source, where, "", f"cannot read Parquet: {exc}")
@@ -325,6 +368,7 @@ def iter_arrow(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[Item]
 
     index, limit = 0, limits.file_bytes
     schema, dictionaries = b"", {}
+    guard = _expansion_guard(source, fh, limits)
     try:
         head = fh.read(8)
         reader = _Reader(fh, b"" if head[:6] == b"ARROW1" else head)
@@ -349,10 +393,12 @@ def iter_arrow(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[Item]
                     raise _Malformed("a record batch before the schema")
                 stream = schema + b"".join(b"".join(d) for d in dictionaries.values()) + raw + _EOS
                 batch = pa.ipc.open_stream(pa.py_buffer(stream)).read_next_batch()
-                yield from _rows(source, batch, index, limits)
+                yield from _rows(source, batch, index, limits, guard)
                 index += batch.num_rows
         if not schema:
             raise _Malformed("no schema: not an Arrow IPC stream or file")
+    except _Stopped as stop:  # the rows after it are not counted: an IPC stream does not say how many
+        yield _stopped(source, stop, None)
     except (pa.ArrowException, _Malformed) as exc:
         where = index if index else WHOLE_FILE
         yield source, where, InputError(source, where, "", f"cannot read Arrow: {exc}")

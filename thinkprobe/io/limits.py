@@ -165,6 +165,13 @@ class InflateGuard:
         ratio = self.limits.max_inflate_ratio
         return max(0, self.out - self.skipped - int(ratio * self._compressed())) if ratio else 0
 
+    def room(self) -> int | None:
+        """Bytes that `add` may still count before it refuses (None: no ratio set)."""
+        ratio = self.limits.max_inflate_ratio
+        if not ratio:
+            return None
+        return self.limits.grace_bytes - self.excess - (self.out - self.skipped - int(ratio * self._compressed()))
+
     def check(self) -> None:
         if self.limits.max_inflate_ratio and self.excess + self._over() > self.limits.grace_bytes:
             kept, compressed = self.out - self.skipped, self._compressed()
