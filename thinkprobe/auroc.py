@@ -4,7 +4,7 @@ and the counts alone, Hanley & McNeil's standard error; within models, and of a 
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from typing import Hashable, Mapping, Sequence
 
 import numpy as np
 from scipy.special import expit, logit
@@ -56,33 +56,58 @@ def placements(x: np.ndarray, other_sorted: np.ndarray) -> np.ndarray:
     return below + 0.5 * (np.searchsorted(other_sorted, x, side="right") - below)
 
 
-def auroc_delong(scores: Sequence[float], positive: Sequence[bool],
-                 level: float = 0.95) -> tuple[float, float, float] | None:
+def auroc_delong(scores: Sequence[float], positive: Sequence[bool], level: float = 0.95,
+                 clusters: Sequence[Hashable | None] | None = None) -> tuple[float, float, float] | None:
     """The AUROC of `scores` for the positive class with DeLong's interval at `level` (DeLong, DeLong &
     Clarke-Pearson 1988: the variance from each trace's placement among the other class, ties one half),
     taken on the logit scale (the AUROC kept half a pair from 0 and 1), which holds its coverage near 1
     and with few traces of a class better than the plain ± z se; where every positive lies above every
-    negative (or below) that variance is 0 and the interval is Hanley & McNeil's (auroc_interval). The
-    traces are taken as independent (several answers to one question widen the true interval a little).
-    None when a class has fewer than 2 traces.
+    negative (or below) that variance is 0 and the interval is Hanley & McNeil's (auroc_interval).
+    `clusters`: a label per trace (None: a cluster of its own), for traces that are not independent
+    (several answers to one question): the variance is then Obuchowski's (1997), from the clusters'
+    sums of placements, as wide as the clusters' number calls for. None when a class has fewer than 2 traces.
 
     >>> [round(x, 3) for x in auroc_delong([0.1, 0.4, 0.35, 0.8, 0.3, 0.7], [0, 0, 1, 1, 0, 1])]
     [0.889, 0.261, 0.995]
     """
     s, pos = np.asarray(scores, dtype=np.float64), np.asarray(positive, dtype=bool)
     ok = np.isfinite(s)
-    a, b = np.sort(s[ok & pos]), np.sort(s[ok & ~pos])
+    order_a, order_b = np.argsort(s[ok & pos], kind="stable"), np.argsort(s[ok & ~pos], kind="stable")
+    a, b = s[ok & pos][order_a], s[ok & ~pos][order_b]
     if len(a) < 2 or len(b) < 2:
         return None
     v_a, v_b = placements(a, b) / len(b), placements(b, a) / len(a)  # per positive: the share of negatives below
     value = float(v_a.mean())
     z = float(norm.ppf(0.5 + level / 2))
-    se = math.sqrt(np.var(v_a, ddof=1) / len(a) + np.var(v_b, ddof=1) / len(b))
+    if clusters is None:
+        se = math.sqrt(np.var(v_a, ddof=1) / len(a) + np.var(v_b, ddof=1) / len(b))
+    else:
+        codes: dict = {}
+        labels = np.array([codes.setdefault(("given", c) if c is not None else ("own", k), len(codes))
+                           for k, c in enumerate(clusters)], dtype=np.int64)[ok]
+        se = _clustered_se(value, v_a, 1 - v_b, labels[pos[ok]][order_a], labels[~pos[ok]][order_b])
     if se == 0:
         return (value, *auroc_interval(value, len(a), len(b), z))
     kept = min(max(value, 0.5 / (len(a) * len(b))), 1 - 0.5 / (len(a) * len(b)))
     half = z * se / (kept * (1 - kept))
     return value, min(value, float(expit(logit(kept) - half))), max(value, float(expit(logit(kept) + half)))
+
+
+def _clustered_se(value: float, v_a: np.ndarray, v_b: np.ndarray, labels_a: np.ndarray, labels_b: np.ndarray) -> float:
+    """Obuchowski's standard error of an AUROC over K clusters (labels: integer codes): per cluster, the
+    positives' summed placements (`v_a`: the share of negatives below each) and the negatives' (`v_b`:
+    the share of positives above each), less what the AUROC expects of their counts; the
+    variance is K / (K - 1) times the sums of their squares over m², n² and of their products over m n / 2."""
+    _, inverse = np.unique(np.concatenate([labels_a, labels_b]), return_inverse=True)
+    k = int(inverse.max()) + 1
+    if k < 2:
+        return 0.0
+    in_a, in_b = inverse[:len(v_a)], inverse[len(v_a):]
+    d_a = np.bincount(in_a, weights=v_a, minlength=k) - value * np.bincount(in_a, minlength=k)
+    d_b = np.bincount(in_b, weights=v_b, minlength=k) - value * np.bincount(in_b, minlength=k)
+    m, n = len(v_a), len(v_b)
+    var = k / (k - 1) * ((d_a ** 2).sum() / m ** 2 + (d_b ** 2).sum() / n ** 2 + 2 * (d_a * d_b).sum() / (m * n))
+    return math.sqrt(max(var, 0.0))
 
 
 def auroc_within(scores: np.ndarray, wrong: np.ndarray, models: np.ndarray,

@@ -37,7 +37,7 @@ from .tables import csv_text, write_atomic
 
 __all__ = ["GROUPINGS", "stats_settings", "compute_stats", "write_stats", "holm", "kruskal_test",
            "chance_eps2", "length_residuals", "split_half_reliability", "icc1", "auroc", "auroc_se", "auroc_interval", "outcome_validity",
-           "load_table", "STATS_TABLE", "stats_rows", "stats_csv"]
+           "load_table", "question_key", "STATS_TABLE", "stats_rows", "stats_csv"]
 
 # "group" (a design factor beside model and domain) is tested only in runs where some trace has one,
 # over those traces: a trace without a group is not put into a made-up one.
@@ -101,6 +101,13 @@ def _correctness(run_dir: Path) -> tuple[dict[str, dict], str | None]:
                 entry["no_answer"] = acc == "0" and entry.get("answer_found") is False  # wrong: no answer found
                 sources.add("redundancy.csv Acc")
     return meta, " + ".join(sorted(sources)) or None
+
+
+def question_key(row: Mapping) -> tuple | None:
+    """The question a row of `load_table` answered, whichever model gave the answer: (group, question), or
+    None where unknown. The pairs compare models question by question and the outcome AUROCs' intervals
+    take one question's answers as a cluster by it."""
+    return None if row.get("question") is None else (row.get("group"), str(row["question"]))
 
 
 def load_table(run_dir: str | Path, meta: Mapping[str, dict] | None = None) -> list[dict]:
@@ -404,6 +411,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
     models = np.array([r["model"] for r in rows], dtype=object)
     # a model's answers to one prompt: the group is part of it (MiP's missing-premise and normal questions)
     clusters = [(r["model"], r["group"], r["question"]) if r["question"] is not None else None for r in rows]
+    questions = [question_key(r) for r in rows]
     graded = np.array([r["correct"] is not None for r in rows], dtype=bool)
     wrong = np.array([r["correct"] is False for r in rows], dtype=bool)
     enough_labels = min(int(wrong.sum()), int((graded & ~wrong).sum())) >= cfg.min_class
@@ -436,8 +444,8 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
         if enough_labels:
             x = np.asarray(values, dtype=np.float64)
             within, per_model = auroc_within(x[graded], wrong[graded], models[graded], cfg.min_class)
-            delong = auroc_delong(x[graded], wrong[graded], cfg.ci_level)
-            entry["outcome"] = {"auroc_wrong": auroc(x[graded], wrong[graded]),
+            delong = auroc_delong(x[graded], wrong[graded], cfg.ci_level, [q for q, g in zip(questions, graded) if g])
+            entry["outcome"] = {"auroc_wrong": delong[0] if delong else auroc(x[graded], wrong[graded]),
                                 "ci_low": delong and delong[1], "ci_high": delong and delong[2],
                                 "auroc_wrong_within_model": within,
                                 "per_model": per_model}
@@ -467,7 +475,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
     pairs = pairwise_models([(name, kind) for name, kind, _ in variables], columns, list(models), log_tokens,
                             {(e["variable"], lc): bool(t.get("significant")) for e in results
                              for lc, t in ((0, e["model"]), (1, e["length_controlled"]["model"]))}, cfg,
-                            [None if r["question"] is None else (r["group"], str(r["question"])) for r in rows])
+                            questions)
 
     graded_rows = [r for r in rows if r["correct"] is not None]
     return _round_all({

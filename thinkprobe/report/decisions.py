@@ -17,7 +17,7 @@ from ..choice import select_by_domain
 from ..config import StatsSettings
 from ..records import iter_graph_records
 from ..auroc import auroc, auroc_delong
-from ..stats import stats_settings
+from ..stats import question_key, stats_settings
 from ..indicators import INDICATORS
 from ..outcome import cross_validated_auroc, model_length_features
 from .agreement import poorly_agreeing, run_agreement
@@ -118,12 +118,12 @@ def _both_kinds(graded: Sequence[tuple[float, bool]]) -> bool:
     return min(n_wrong, len(graded) - n_wrong) >= MIN_PER_CLASS
 
 
-def _auroc_cell(graded: Sequence[tuple[float, bool]]) -> str:
-    """'0.673 [0.58, 0.76]': the AUROC of failure_risk for a wrong answer with its 95% interval (DeLong's),
-    or why there is none."""
+def _auroc_cell(graded: Sequence[tuple[float, bool]], questions: Sequence | None = None) -> str:
+    """'0.673 [0.58, 0.76]': the AUROC of failure_risk for a wrong answer with its 95% interval (DeLong's;
+    `questions`: each trace's question, None if unknown, its cluster), or why there is none."""
     if not _both_kinds(graded):
         return f"too few of one kind ({MIN_PER_CLASS} right and {MIN_PER_CLASS} wrong needed)"
-    value, low, high = auroc_delong([p for p, _ in graded], [w for _, w in graded])
+    value, low, high = auroc_delong([p for p, _ in graded], [w for _, w in graded], clusters=questions)
     return f"{value:.3f} [{low:.2f}, {high:.2f}]"
 
 
@@ -164,7 +164,8 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
                   else "–")
         wrong = sum(w for _, w in part.values())
         return [label, str(len(part)), str(wrong), f"{wrong / len(part):.2f}",
-                f"{sum(p for p, _ in part.values()) / len(part):.2f}", _auroc_cell(list(part.values())), length,
+                f"{sum(p for p, _ in part.values()) / len(part):.2f}",
+                _auroc_cell(list(part.values()), [question_key(by_id[t]) for t in part]), length,
                 _model_length_cell([by_id[t] for t in part], [w for _, w in part.values()], settings)]
 
     table = [row("all", graded)]
