@@ -36,11 +36,13 @@ def encoder():
     return Encoder(device="cpu")
 
 
-# The test files that take longest (seconds on the 2-core machine, `pytest --durations=0`), run
-# first: `make test` hands whole files to two workers in collection order (pytest-xdist, --dist
+# The test files that take longest, longest first (their tests' seconds summed from `pytest
+# --junitxml` on the 2-core machine, 2026-12-07: 264, 149, 109, 96, 85, 77, 77, 71, 48, 42, 42, 38),
+# run first: `make test` hands whole files to two workers in collection order (pytest-xdist, --dist
 # loadfile), and a long file handed out last would leave one worker idle while it runs.
-SLOWEST_FILES = ("test_ray.py", "test_realdata.py", "test_link_contract.py", "test_isolation.py",
-                 "test_reliability.py", "test_pipeline.py")
+SLOWEST_FILES = ("test_ray.py", "test_isolation.py", "test_pipeline.py", "test_report.py", "test_realdata.py",
+                 "test_corpora.py", "test_reliability.py", "test_stream.py", "test_legibility.py", "test_groups.py",
+                 "test_analyses.py", "test_link_contract.py")
 
 
 def pytest_collection_modifyitems(items):
