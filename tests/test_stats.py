@@ -596,9 +596,35 @@ def test_the_within_model_auroc_needs_enough_of_each_kind_and_says_its_pairs(tmp
     out = variable(few, "idea_count")["outcome"]
     assert out["auroc_wrong"] is not None and out["auroc_wrong_within_model"] is None
     assert "30 pairs from 20 wrong and 3 right answers of the 2 models with both; too few for a within-model AUROC, which needs 5 wrong and 5 right answers among them" in outcome_text(few)
+    assert out["within_ci_low"] is None
     enough = run("enough", {"m0": 3, "m1": 3})
-    assert variable(enough, "idea_count")["outcome"]["auroc_wrong_within_model"] is not None
-    assert "60 pairs from 20 wrong and 6 right answers of the 2 models with both)" in outcome_text(enough)
+    out = variable(enough, "idea_count")["outcome"]
+    assert out["within_ci_low"] <= out["auroc_wrong_within_model"] <= out["within_ci_high"]
+    assert "60 pairs from 20 wrong and 6 right answers of the 2 models with both; its 95% interval" in outcome_text(enough)
+
+
+def test_the_within_model_aurocs_interval_weights_each_models_pairs():
+    """A review: the within-model AUROC carried no interval. Its variance is that of the pairs-weighted
+    sum of the models' AUROCs: with one model it is that model's DeLong interval (as wide, within the
+    K / (K - 1) factor), and two models that give the same traces twice give the value of one and an
+    interval about 1/sqrt(2) as wide; the same answers given by both models to one question, clustered
+    by it, give back the width of one model."""
+    from thinkprobe.auroc import auroc_delong, auroc_within
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=120)
+    wrong = rng.random(120) < 1 / (1 + np.exp(-1.5 * x))
+    one = np.array(["m"] * 120)
+    value, per, (low, high) = auroc_within(x, wrong, one)
+    delong = auroc_delong(x, wrong)
+    assert value == pytest.approx(delong[0]) and per["m"]["auroc"] == pytest.approx(delong[0])
+    assert (low, high) == pytest.approx(delong[1:], abs=0.01)
+    twice = np.concatenate([x, x]), np.concatenate([wrong, wrong]), np.array(["a"] * 120 + ["b"] * 120)
+    value2, _, (low2, high2) = auroc_within(*twice)
+    assert value2 == pytest.approx(value) and (high2 - low2) == pytest.approx((high - low) / np.sqrt(2), rel=0.05)
+    asked = list(range(120)) * 2  # each question answered by both models
+    _, _, (low3, high3) = auroc_within(*twice, clusters=asked)
+    assert (high3 - low3) == pytest.approx(high - low, rel=0.05)
 
 
 def test_no_icc_says_why_and_counts_the_traces_without_a_question(tmp_path):

@@ -65,70 +65,94 @@ def auroc_delong(scores: Sequence[float], positive: Sequence[bool], level: float
     negative (or below) that variance is 0 and the interval is Hanley & McNeil's (auroc_interval).
     `clusters`: a label per trace (None: a cluster of its own), for traces that are not independent
     (several answers to one question): the variance is then Obuchowski's (1997), from the clusters'
-    sums of placements, as wide as the clusters' number calls for. None when a class has fewer than 2 traces.
+    sums of placements (`_clustered_var`). None when a class has fewer than 2 traces.
 
     >>> [round(x, 3) for x in auroc_delong([0.1, 0.4, 0.35, 0.8, 0.3, 0.7], [0, 0, 1, 1, 0, 1])]
     [0.889, 0.261, 0.995]
     """
     s, pos = np.asarray(scores, dtype=np.float64), np.asarray(positive, dtype=bool)
     ok = np.isfinite(s)
-    order_a, order_b = np.argsort(s[ok & pos], kind="stable"), np.argsort(s[ok & ~pos], kind="stable")
-    a, b = s[ok & pos][order_a], s[ok & ~pos][order_b]
-    if len(a) < 2 or len(b) < 2:
+    s, pos = s[ok], pos[ok]
+    m, n = int(pos.sum()), int((~pos).sum())
+    if m < 2 or n < 2:
         return None
-    v_a, v_b = placements(a, b) / len(b), placements(b, a) / len(a)  # per positive: the share of negatives below
-    value = float(v_a.mean())
-    z = float(norm.ppf(0.5 + level / 2))
+    value, v_a, w_b, influence = _influence(s, pos)
     if clusters is None:
-        se = math.sqrt(np.var(v_a, ddof=1) / len(a) + np.var(v_b, ddof=1) / len(b))
+        se = math.sqrt(np.var(v_a, ddof=1) / m + np.var(w_b, ddof=1) / n)
     else:
-        codes: dict = {}
-        labels = np.array([codes.setdefault(("given", c) if c is not None else ("own", k), len(codes))
-                           for k, c in enumerate(clusters)], dtype=np.int64)[ok]
-        se = _clustered_se(value, v_a, 1 - v_b, labels[pos[ok]][order_a], labels[~pos[ok]][order_b])
+        se = math.sqrt(_clustered_var(influence, _cluster_codes(clusters)[ok]))
+    return (value, *_interval(value, se, m, n, level))
+
+
+def _influence(s: np.ndarray, pos: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """(AUROC, each positive's share of negatives below it, each negative's share of positives above
+    it, each trace's influence on the AUROC: its share less the AUROC, over its class's count)."""
+    a, b = s[pos], s[~pos]
+    v_a = placements(a, np.sort(b)) / len(b)
+    w_b = 1 - placements(b, np.sort(a)) / len(a)
+    value = float(v_a.mean())
+    influence = np.empty(len(s))
+    influence[pos], influence[~pos] = (v_a - value) / len(a), (w_b - value) / len(b)
+    return value, v_a, w_b, influence
+
+
+def _cluster_codes(clusters: Sequence[Hashable | None]) -> np.ndarray:
+    """An integer per trace: one per distinct label, a trace without one (None) a code of its own."""
+    codes: dict = {}
+    return np.array([codes.setdefault(("given", c) if c is not None else ("own", k), len(codes))
+                     for k, c in enumerate(clusters)], dtype=np.int64)
+
+
+def _clustered_var(influence: np.ndarray, codes: np.ndarray) -> float:
+    """Obuchowski's variance of an AUROC (or of a weighted sum of AUROCs) over K clusters: K / (K - 1)
+    times the sum over clusters of the square of their traces' summed influence. For one AUROC that is
+    the sums of squares of each cluster's placements less what its counts expect, over m² and n², and of
+    their products over m n / 2."""
+    sums = np.bincount(np.unique(codes, return_inverse=True)[1], weights=influence)
+    k = len(sums)
+    return k / (k - 1) * float((sums ** 2).sum()) if k > 1 else 0.0
+
+
+def _interval(value: float, se: float, m: int, n: int, level: float) -> tuple[float, float]:
+    """The interval at `level` of an AUROC from m positives and n negatives with standard error `se`, on
+    the logit scale (the value kept half a pair from 0 and 1); Hanley & McNeil's where `se` is 0."""
+    z = float(norm.ppf(0.5 + level / 2))
     if se == 0:
-        return (value, *auroc_interval(value, len(a), len(b), z))
-    kept = min(max(value, 0.5 / (len(a) * len(b))), 1 - 0.5 / (len(a) * len(b)))
+        return auroc_interval(value, m, n, z)
+    kept = min(max(value, 0.5 / (m * n)), 1 - 0.5 / (m * n))
     half = z * se / (kept * (1 - kept))
-    return value, min(value, float(expit(logit(kept) - half))), max(value, float(expit(logit(kept) + half)))
+    return min(value, float(expit(logit(kept) - half))), max(value, float(expit(logit(kept) + half)))
 
 
-def _clustered_se(value: float, v_a: np.ndarray, v_b: np.ndarray, labels_a: np.ndarray, labels_b: np.ndarray) -> float:
-    """Obuchowski's standard error of an AUROC over K clusters (labels: integer codes): per cluster, the
-    positives' summed placements (`v_a`: the share of negatives below each) and the negatives' (`v_b`:
-    the share of positives above each), less what the AUROC expects of their counts; the
-    variance is K / (K - 1) times the sums of their squares over m², n² and of their products over m n / 2."""
-    _, inverse = np.unique(np.concatenate([labels_a, labels_b]), return_inverse=True)
-    k = int(inverse.max()) + 1
-    if k < 2:
-        return 0.0
-    in_a, in_b = inverse[:len(v_a)], inverse[len(v_a):]
-    d_a = np.bincount(in_a, weights=v_a, minlength=k) - value * np.bincount(in_a, minlength=k)
-    d_b = np.bincount(in_b, weights=v_b, minlength=k) - value * np.bincount(in_b, minlength=k)
-    m, n = len(v_a), len(v_b)
-    var = k / (k - 1) * ((d_a ** 2).sum() / m ** 2 + (d_b ** 2).sum() / n ** 2 + 2 * (d_a * d_b).sum() / (m * n))
-    return math.sqrt(max(var, 0.0))
-
-
-def auroc_within(scores: np.ndarray, wrong: np.ndarray, models: np.ndarray,
-                 min_per_class: int = 1) -> tuple[float | None, dict]:
+def auroc_within(scores: np.ndarray, wrong: np.ndarray, models: np.ndarray, min_per_class: int = 1,
+                 clusters: Sequence[Hashable | None] | None = None,
+                 level: float = 0.95) -> tuple[float | None, dict, tuple[float, float] | None]:
     """Per model AUROC, and the within-model AUROC: the share of (wrong, correct) pairs of one
     model that the score orders right, pooled over models (sum of U over sum of n_wrong * n_correct);
-    None unless the models with both kinds hold min_per_class wrong and min_per_class right traces."""
+    None unless the models with both kinds hold min_per_class wrong and min_per_class right traces.
+    Its interval at `level` (None without a value): the pairs' weighted sum of each model's traces'
+    influence (`_influence`), its variance over `clusters` (as auroc_delong's; without them, each trace
+    its own), on the logit scale."""
     per, u_sum, pairs = {}, 0.0, 0
+    influence = np.zeros(len(scores))
     for m in sorted(set(models)):
         sel = (models == m) & np.isfinite(scores)
         n_w, n_c = int((wrong & sel).sum()), int((~wrong & sel).sum())
         if n_w == 0 or n_c == 0:
             continue
-        a = auroc(scores[sel], wrong[sel])
+        a, _, _, own = _influence(scores[sel], wrong[sel])
         per[m] = {"auroc": a, "n_wrong": n_w, "n_correct": n_c}
         u_sum += a * n_w * n_c
         pairs += n_w * n_c
+        influence[sel] = own * n_w * n_c
     n_wrong, n_right = sum(p["n_wrong"] for p in per.values()), sum(p["n_correct"] for p in per.values())
-    if min(n_wrong, n_right) < min_per_class:  # tts_knowledge: 20 pairs, 8 right answers over 5 models
-        return None, per
-    return (u_sum / pairs if pairs else None), per
+    if min(n_wrong, n_right) < min_per_class or not pairs:  # tts_knowledge: 20 pairs, 8 right answers over 5 models
+        return None, per, None
+    value = u_sum / pairs
+    codes = _cluster_codes(clusters if clusters is not None else [None] * len(scores))
+    used = np.isin(models, list(per)) & np.isfinite(scores)
+    se = math.sqrt(_clustered_var(influence[used] / pairs, codes[used]))
+    return value, per, _interval(value, se, n_wrong, n_right, level)
 
 
 def _level_auroc(wrong: np.ndarray, right: np.ndarray) -> float:

@@ -443,11 +443,14 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
         entry["reliability"]["supports_model_differences"] = None if sb is None else sb >= cfg.min_reliability
         if enough_labels:
             x = np.asarray(values, dtype=np.float64)
-            within, per_model = auroc_within(x[graded], wrong[graded], models[graded], cfg.min_class)
-            delong = auroc_delong(x[graded], wrong[graded], cfg.ci_level, [q for q, g in zip(questions, graded) if g])
+            asked = [q for q, g in zip(questions, graded) if g]
+            within, per_model, within_ci = auroc_within(x[graded], wrong[graded], models[graded], cfg.min_class, asked,
+                                                        cfg.ci_level)
+            delong = auroc_delong(x[graded], wrong[graded], cfg.ci_level, asked)
             entry["outcome"] = {"auroc_wrong": delong[0] if delong else auroc(x[graded], wrong[graded]),
                                 "ci_low": delong and delong[1], "ci_high": delong and delong[2],
                                 "auroc_wrong_within_model": within,
+                                "within_ci_low": within_ci and within_ci[0], "within_ci_high": within_ci and within_ci[1],
                                 "per_model": per_model}
         else:
             entry["outcome"] = None
@@ -564,7 +567,9 @@ def _csv_fields() -> list[tuple[str, tuple, str]]:
                ("auroc_wrong_within_model", ("outcome", "auroc_wrong_within_model"), "float")]
     # the bootstrap intervals, then the AUROC's (added later), so that earlier columns keep their place
     return fields + INTERVAL_FIELDS + [("auroc_wrong_ci_low", ("outcome", "ci_low"), "float"),
-                                       ("auroc_wrong_ci_high", ("outcome", "ci_high"), "float")]
+                                       ("auroc_wrong_ci_high", ("outcome", "ci_high"), "float"),
+                                       ("auroc_wrong_within_model_ci_low", ("outcome", "within_ci_low"), "float"),
+                                       ("auroc_wrong_within_model_ci_high", ("outcome", "within_ci_high"), "float")]
 
 
 _CSV_TYPES = {"status": "str", "k": "int", "n": "int", "significant": "int"}

@@ -134,7 +134,7 @@ INDICATORS_NOTE = ("Each cell: the model's median of the indicator over its trac
 ICC_NOTE = ("ICC(1) reads a model's answers to one question as independent samples of it; where a corpus picked them "
             "(one right and one wrong answer per problem, as Thought Anchors does), they are no such samples.")
 
-OUTCOME_HEADER = ["variable", "AUROC (wrong), pooled [95%]", "AUROC (wrong), within model"]
+OUTCOME_HEADER = ["variable", "AUROC (wrong), pooled [95%]", "AUROC (wrong), within model [95%]"]
 
 
 GROUP_NOTE = ("Mean profile per model and group (the third grouping factor: --group-field, --group or "

@@ -176,9 +176,11 @@ TABLE_GLOSSARY: dict[str, str] = {
     "traces per pair": "the adjusted mean cluster size k0 of the ICC",
     "AUROC (wrong), pooled [95%]": "AUROC of the indicator for a wrong answer over all graded traces, with its 95% "
                                    "interval (DeLong's)",
-    "AUROC (wrong), within model": "AUROC over pairs of one model's traces only (a wrong and a correct one), "
-                                   "pooled over models; none when the models with both kinds hold fewer than "
-                                   "stats.min_class wrong or right traces (the outcome text counts the pairs)",
+    "AUROC (wrong), within model [95%]": "AUROC over pairs of one model's traces only (a wrong and a correct one), "
+                                         "pooled over models, with its 95% interval (each model's DeLong placements "
+                                         "weighted by its pairs, answers to one question a cluster); none when the "
+                                         "models with both kinds hold fewer than stats.min_class wrong or right "
+                                         "traces (the outcome text counts the pairs)",
     "n (Acc)": "traces a column is known for, beside a column known for only some (n (Acc): graded traces)",
     "verdict": "a trace's outcome: correct / incorrect from the record's own grade, else its final answer checked "
                "against the gold answer; ungraded without either",

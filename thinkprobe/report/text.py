@@ -487,16 +487,18 @@ def no_icc_text(stats: Mapping) -> str:
     return text + "."
 
 
-def _auroc_with_interval(outcome: Mapping) -> str:
-    """'0.70 [0.61, 0.80]': an indicator's AUROC with its DeLong interval (stats.json's outcome entry)."""
-    value, low = outcome["auroc_wrong"], outcome.get("ci_low")
-    if value is None or low is None:
+def _auroc_with_interval(outcome: Mapping, key: str = "auroc_wrong", low: str = "ci_low", high: str = "ci_high") -> str:
+    """'0.70 [0.61, 0.80]': an indicator's AUROC with its DeLong interval (stats.json's outcome entry; the
+    within-model AUROC with its own, in a stats.json that has it)."""
+    value = outcome[key]
+    if value is None or outcome.get(low) is None:
         return format_number(value, 2)
-    return f"{format_number(value, 2)} [{format_number(low, 2)}, {format_number(outcome['ci_high'], 2)}]"
+    return f"{format_number(value, 2)} [{format_number(outcome[low], 2)}, {format_number(outcome[high], 2)}]"
 
 
 def outcome_rows(stats: Mapping) -> list[list[str]]:
-    return [[e["variable"], _auroc_with_interval(e["outcome"]), format_number(e["outcome"]["auroc_wrong_within_model"], 2)]
+    return [[e["variable"], _auroc_with_interval(e["outcome"]),
+             _auroc_with_interval(e["outcome"], "auroc_wrong_within_model", "within_ci_low", "within_ci_high")]
             for e in stats["variables"] if e["outcome"] is not None]
 
 
@@ -585,7 +587,7 @@ def outcome_text(stats: Mapping) -> str:
         text += ("AUROC of each indicator for a wrong answer, pooled over all graded traces (with its 95% interval, "
                  "DeLong's: with 24 variables about one interval in twenty leaves out "
                  "0.5 by chance alone) and within model (pairs of "
-                 f"one model only{_within_counts(stats)}). ")
+                 f"one model only{_within_counts(stats)}; its 95% interval as the pooled one's, each model's weighted by its pairs). ")
     else:
         text += (f"No AUROC per indicator: it needs {stats['settings']['min_class']} right and "
                  f"{stats['settings']['min_class']} wrong traces. ")
