@@ -287,3 +287,91 @@ def test_a_pair_the_model_test_holds_back_is_marked_not_starred(run):
     section = pairs_section(held)
     assert re.fullmatch(r"0\.[01]\d+ ° \(0\.[01]\d+ \*\)", section.rows[0][3]), section.rows[0][3]
     assert "° : the pair's Holm-adjusted p is under α, but the effect-size table does not find" in section.note
+
+
+def _same_questions(models: dict[str, float], questions: int, seed: int, spread: float = 3.0):
+    """Rows and graphs of models that each answered the same questions once: Depth = the question's own
+    level (spread `spread`, shared by every model) + the model's shift + noise 1."""
+    from run_folder import make_graph
+
+    rng = np.random.default_rng(seed)
+    level = spread * rng.normal(size=questions)
+    rows, graphs = [], []
+    for model, shift in models.items():
+        for q in range(questions):
+            k = f"{model}-{q}"
+            rows.append({"trace_id": k, "model": model, "domain": "x", "tokens": 200 + q,
+                         "Depth": float(level[q] + shift + rng.normal())})
+            graphs.append({**make_graph(k, model, "x", 3), "question": f"question {q}"})
+    return rows, graphs
+
+
+def test_where_every_model_answered_the_same_questions_the_gate_is_friedmans(tmp_path):
+    """A review: with every pair compared question by question, the star's gate was still Kruskal-Wallis
+    across traces, which counts the questions' spread as noise (13 pairs of the balanced ReasoningFlow
+    design found question by question showed °). Three models on the same 40 questions, a's lead 1 sd of
+    the noise under questions that spread 3: the gate is Friedman's test over the questions (equal to
+    scipy's on the models' values per question), the Kruskal-Wallis test misses the lead, and a's pairs
+    are starred; the report says which test gates them."""
+    from scipy.stats import friedmanchisquare
+    from thinkprobe.report.pairs import pairs_section
+    from thinkprobe.stats import compute_stats
+
+    rows, graphs = _same_questions({"a": 1.0, "b": 0.0, "c": 0.0}, 40, seed=5)
+    stats = compute_stats(write_run(tmp_path, rows, graphs))
+    gate = stats["pairwise"]["gate"]
+    assert gate["test"] == "friedman" and gate["models"] == 3
+    depth = next(t for t in gate["tests"] if t["variable"] == "Depth" and t["length_controlled"] == 0)
+    by_model = [values_of(rows, "Depth", m) for m in "abc"]  # one trace per question, in question order
+    assert depth["n_questions"] == 40 and depth["p"] == pytest.approx(friedmanchisquare(*by_model).pvalue)
+    assert depth["significant"] == 1 and not variable_entry(stats, "Depth")["model"]["significant"]
+    found = {(r["model_a"], r["model_b"]): r for r in stats["pairwise"]["rows"]
+             if r["variable"] == "Depth" and r["length_controlled"] == 0}
+    assert found["a", "b"]["significant"] == 1 and found["a", "c"]["significant"] == 1
+    assert found["b", "c"]["significant"] == 0
+    assert "Friedman's test of the models' mean values on the questions every model answered" in pairs_section(stats).note
+
+
+def variable_entry(stats, name):
+    return next(e for e in stats["variables"] if e["variable"] == name)
+
+
+def test_the_friedman_gate_holds_its_level_where_models_do_not_differ():
+    """Equal models on the same questions: over 200 designs, the gate's Holm p (over the variables, here
+    one tested) is under 0.05 about 5% of the time, and a star needs both it and the pair's own test."""
+    from thinkprobe.config import Config
+    from thinkprobe.pairwise import pairwise_models
+
+    cfg = Config.load().stats
+    false = 0
+    for seed in range(200):
+        rows, _ = _same_questions({"a": 0.0, "b": 0.0, "c": 0.0, "d": 0.0}, 12, seed)
+        values = [r["Depth"] for r in rows]
+        out = pairwise_models([("Depth", "dimension")], [(values, None)], [r["model"] for r in rows],
+                              [math.log(r["tokens"]) for r in rows], {("Depth", 0): False}, cfg,
+                              [r["trace_id"].split("-")[1] for r in rows])
+        false += out["gate"]["tests"][0]["significant"]
+        assert out["gate"]["test"] == "friedman"
+        assert all(r["significant"] in (0, None) or out["gate"]["tests"][0]["significant"] for r in out["rows"])
+    assert false <= 18, false  # 5% of 200 is 10; a binomial's 99.9% bound is 20
+
+
+def test_two_models_on_the_same_questions_are_gated_by_their_own_test_over_the_variables():
+    """With two models the pair is the model test: significant where its p, Holm-adjusted over the
+    variables of its family, is under alpha (not where the Kruskal-Wallis test across traces says so)."""
+    from thinkprobe.config import Config
+    from thinkprobe.pairwise import pairwise_models
+
+    cfg = Config.load().stats
+    rows, _ = _same_questions({"a": 1.0, "b": 0.0}, 30, seed=2)
+    lead = [r["Depth"] for r in rows]
+    noise = list(np.random.default_rng(0).normal(size=len(rows)))
+    out = pairwise_models([("Depth", "dimension"), ("Noise", "dimension")], [(lead, None), (noise, None)],
+                          [r["model"] for r in rows], [5.0] * len(rows), {}, cfg,
+                          [r["trace_id"].split("-")[1] for r in rows])
+    assert out["gate"]["test"] == "sign-flip"
+    tests = {t["variable"]: t for t in out["gate"]["tests"]}
+    raw = {r["variable"]: r for r in out["rows"] if r["length_controlled"] == 0}
+    assert tests["Depth"]["p_holm"] == pytest.approx(min(1.0, 2 * raw["Depth"]["p"])) or \
+        tests["Depth"]["p_holm"] == pytest.approx(max(raw["Depth"]["p"], raw["Noise"]["p"]))
+    assert raw["Depth"]["significant"] == 1 and raw["Noise"]["significant"] == tests["Noise"]["significant"]

@@ -159,7 +159,13 @@ def test_an_aurocs_interval_is_delongs_from_the_placements_even_with_ties():
     lo_b, hi_b = np.percentile(draws, [2.5, 97.5])
     hm = auroc_interval(value, len(a), len(b))
     assert abs((high - low) - (hi_b - lo_b)) < abs((hm[1] - hm[0]) - (hi_b - lo_b))
-    assert auroc_delong([1, 2, 3, 4], [0, 0, 1, 1]) == pytest.approx((1.0, *auroc_interval(1.0, 2, 2)), abs=1e-4)
+    # every wrong trace above every right one: no variance; the interval of one pair the other way round
+    # (a review: Hanley & McNeil's [0.90, 1] for 5 against 5 covered none of the samples of AUROC 0.9 that came out perfect)
+    one_off = auroc_delong([1, 2, 3, 4, 6, 5, 7, 8, 9, 10], [0] * 5 + [1] * 5)
+    assert one_off[0] == pytest.approx(0.96)
+    assert auroc_delong(range(1, 11), [0] * 5 + [1] * 5) == pytest.approx((1.0, one_off[1], 1.0))
+    assert auroc_delong(range(10, 0, -1), [0] * 5 + [1] * 5) == pytest.approx((0.0, 0.0, 1 - one_off[1]))
+    assert auroc_delong([1, 1, 1, 1], [0, 0, 1, 1]) == pytest.approx((0.5, *auroc_interval(0.5, 2, 2)))  # all tied
     assert auroc_delong([1, 2, 3], [0, 0, 1]) is None  # one wrong trace: no variance to estimate
 
 
@@ -178,11 +184,17 @@ def test_an_aurocs_interval_takes_one_questions_answers_as_a_cluster():
     plain = auroc_delong(x, wrong)
     assert auroc_delong(x, wrong, clusters=list(range(200))) == pytest.approx(plain, abs=2e-3)
     assert auroc_delong(x, wrong, clusters=[None] * 200) == pytest.approx(plain, abs=2e-3)  # None: its own cluster
+    # few of a class: each class's own K / (K - 1) factor (one K for both had the interval 10% too narrow with 5 wrong)
+    rare = np.arange(200) % 40 == 0
+    assert auroc_delong(x, rare, clusters=list(range(200))) == pytest.approx(auroc_delong(x, rare), abs=2e-3)
     tripled = np.repeat(x, 3), np.repeat(wrong, 3)
     value, low, high = auroc_delong(*tripled, clusters=list(np.repeat(np.arange(200), 3)))
     assert (value, low, high) == pytest.approx(auroc_delong(x, wrong, clusters=list(range(200))))
     narrow = auroc_delong(*tripled)
     assert (narrow[2] - narrow[1]) * 1.5 < high - low
+
+    # fewer than two questions hold a wrong answer: nothing to estimate the spread from
+    assert auroc_delong(x, wrong, clusters=np.where(wrong, 0, np.arange(200)).tolist())[1:] == (0.0, 1.0)
 
     def draw(questions: int, answers: int = 4):
         difficulty = rng.normal(size=questions)

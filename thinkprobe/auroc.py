@@ -9,6 +9,7 @@ from typing import Hashable, Mapping, Sequence
 import numpy as np
 from scipy.special import expit, logit
 from scipy.stats import mannwhitneyu, norm
+from scipy.stats import t as student_t
 
 __all__ = ["auroc", "auroc_se", "auroc_interval", "auroc_delong", "placements", "auroc_within", "factor_auroc"]
 
@@ -62,10 +63,12 @@ def auroc_delong(scores: Sequence[float], positive: Sequence[bool], level: float
     Clarke-Pearson 1988: the variance from each trace's placement among the other class, ties one half),
     taken on the logit scale (the AUROC kept half a pair from 0 and 1), which holds its coverage near 1
     and with few traces of a class better than the plain ± z se; where every positive lies above every
-    negative (or below) that variance is 0 and the interval is Hanley & McNeil's (auroc_interval).
-    `clusters`: a label per trace (None: a cluster of its own), for traces that are not independent
-    (several answers to one question): the variance is then Obuchowski's (1997), from the clusters'
-    sums of placements (`_clustered_var`). None when a class has fewer than 2 traces.
+    negative (or below) that variance is 0, and the interval is that of the same counts with one pair the
+    other way round (`_interval`). `clusters`: a label per trace (None: a cluster of its own), for traces
+    that are not independent (several answers to one question): the variance is then Obuchowski's (1997),
+    from the clusters' sums of placements (`_clustered_var`), and the quantile Student's t on K - 1
+    degrees of freedom for K clusters; with fewer than 2 clusters holding a class, the interval is [0, 1].
+    None when a class has fewer than 2 traces.
 
     >>> [round(x, 3) for x in auroc_delong([0.1, 0.4, 0.35, 0.8, 0.3, 0.7], [0, 0, 1, 1, 0, 1])]
     [0.889, 0.261, 0.995]
@@ -78,10 +81,9 @@ def auroc_delong(scores: Sequence[float], positive: Sequence[bool], level: float
         return None
     value, v_a, w_b, influence = _influence(s, pos)
     if clusters is None:
-        se = math.sqrt(np.var(v_a, ddof=1) / m + np.var(w_b, ddof=1) / n)
-    else:
-        se = math.sqrt(_clustered_var(influence, _cluster_codes(clusters)[ok]))
-    return (value, *_interval(value, se, m, n, level))
+        return (value, *_interval(value, math.sqrt(np.var(v_a, ddof=1) / m + np.var(w_b, ddof=1) / n), m, n, level))
+    var, k = _clustered_var(influence, _cluster_codes(clusters)[ok], pos)
+    return (value, *((0.0, 1.0) if var is None else _interval(value, math.sqrt(var), m, n, level, k - 1)))
 
 
 def _influence(s: np.ndarray, pos: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
@@ -103,24 +105,41 @@ def _cluster_codes(clusters: Sequence[Hashable | None]) -> np.ndarray:
                      for k, c in enumerate(clusters)], dtype=np.int64)
 
 
-def _clustered_var(influence: np.ndarray, codes: np.ndarray) -> float:
-    """Obuchowski's variance of an AUROC (or of a weighted sum of AUROCs) over K clusters: K / (K - 1)
-    times the sum over clusters of the square of their traces' summed influence. For one AUROC that is
-    the sums of squares of each cluster's placements less what its counts expect, over m² and n², and of
-    their products over m n / 2."""
-    sums = np.bincount(np.unique(codes, return_inverse=True)[1], weights=influence)
-    k = len(sums)
-    return k / (k - 1) * float((sums ** 2).sum()) if k > 1 else 0.0
+def _clustered_var(influence: np.ndarray, codes: np.ndarray, pos: np.ndarray) -> tuple[float | None, int]:
+    """Obuchowski's variance of an AUROC (or of a weighted sum of AUROCs) over K clusters, and K: per
+    cluster, the summed influence of its positives (a) and of its negatives (b); the variance is
+    I_a / (I_a - 1) sum a² + I_b / (I_b - 1) sum b² + 2 K / (K - 1) sum a b, with I_a, I_b the clusters
+    that hold a positive, a negative (with a cluster per trace: DeLong's variance exactly). None where
+    fewer than two clusters hold a class."""
+    inverse = np.unique(codes, return_inverse=True)[1]
+    k = int(inverse.max()) + 1 if len(inverse) else 0
+    a = np.bincount(inverse[pos], weights=influence[pos], minlength=k)
+    b = np.bincount(inverse[~pos], weights=influence[~pos], minlength=k)
+    i_a, i_b = len(np.unique(inverse[pos])), len(np.unique(inverse[~pos]))
+    if min(i_a, i_b) < 2:
+        return None, k
+    var = i_a / (i_a - 1) * float((a ** 2).sum()) + i_b / (i_b - 1) * float((b ** 2).sum()) \
+        + 2 * k / (k - 1) * float((a * b).sum())
+    return max(var, 0.0), k
 
 
-def _interval(value: float, se: float, m: int, n: int, level: float) -> tuple[float, float]:
+def _interval(value: float, se: float, m: int, n: int, level: float, df: int | None = None) -> tuple[float, float]:
     """The interval at `level` of an AUROC from m positives and n negatives with standard error `se`, on
-    the logit scale (the value kept half a pair from 0 and 1); Hanley & McNeil's where `se` is 0."""
-    z = float(norm.ppf(0.5 + level / 2))
-    if se == 0:
-        return auroc_interval(value, m, n, z)
-    kept = min(max(value, 0.5 / (m * n)), 1 - 0.5 / (m * n))
-    half = z * se / (kept * (1 - kept))
+    the logit scale (the value kept half a pair from 0 and 1), with the normal quantile or Student's t on
+    `df` degrees of freedom. Where `se` is 0: every positive above every negative (or below), the interval
+    of the same counts with one pair the other way round (AUROC 1 - 1/mn, standard error sqrt(2)/mn),
+    so that a perfect sample's interval holds the one-pair-off sample's and not only values near 1
+    (Hanley & McNeil's gave [0.90, 1] for 5 against 5, where one pair off gives [0.57, 1]); with every
+    score tied, Hanley & McNeil's."""
+    q = float(norm.ppf(0.5 + level / 2)) if df is None else float(student_t.ppf(0.5 + level / 2, max(df, 1)))
+    pairs = m * n
+    if se == 0 and value in (0.0, 1.0):
+        kept, se = (1 - 1 / pairs if value == 1.0 else 1 / pairs), math.sqrt(2) / pairs
+    elif se == 0:
+        return auroc_interval(value, m, n, q)
+    else:
+        kept = min(max(value, 0.5 / pairs), 1 - 0.5 / pairs)
+    half = q * se / (kept * (1 - kept))
     return min(value, float(expit(logit(kept) - half))), max(value, float(expit(logit(kept) + half)))
 
 
@@ -131,8 +150,9 @@ def auroc_within(scores: np.ndarray, wrong: np.ndarray, models: np.ndarray, min_
     model that the score orders right, pooled over models (sum of U over sum of n_wrong * n_correct);
     None unless the models with both kinds hold min_per_class wrong and min_per_class right traces.
     Its interval at `level` (None without a value): the pairs' weighted sum of each model's traces'
-    influence (`_influence`), its variance over `clusters` (as auroc_delong's; without them, each trace
-    its own), on the logit scale."""
+    influence (`_influence`), its variance over `clusters` (as auroc_delong's, Student's t on K - 1
+    degrees of freedom; without them, each trace its own and the normal quantile), on the logit scale."""
+    wrong = np.asarray(wrong, dtype=bool)  # 0/1 would index, not mask
     per, u_sum, pairs = {}, 0.0, 0
     influence = np.zeros(len(scores))
     for m in sorted(set(models)):
@@ -151,8 +171,10 @@ def auroc_within(scores: np.ndarray, wrong: np.ndarray, models: np.ndarray, min_
     value = u_sum / pairs
     codes = _cluster_codes(clusters if clusters is not None else [None] * len(scores))
     used = np.isin(models, list(per)) & np.isfinite(scores)
-    se = math.sqrt(_clustered_var(influence[used] / pairs, codes[used]))
-    return value, per, _interval(value, se, n_wrong, n_right, level)
+    var, k = _clustered_var(influence[used] / pairs, codes[used], wrong[used])
+    if var is None:
+        return value, per, (0.0, 1.0)
+    return value, per, _interval(value, math.sqrt(var), n_wrong, n_right, level, None if clusters is None else k - 1)
 
 
 def _level_auroc(wrong: np.ndarray, right: np.ndarray) -> float:

@@ -27,10 +27,14 @@ values gave p-values several times too small in the tail Holm works in. Its inte
 over the questions (n_questions - 1 degrees of freedom) on the logit scale, which keeps its coverage
 near 0 and 1 (where every question gives the same value, the largest spread that mean allows; at 0 or
 1, Clopper-Pearson's interval), so test and interval may disagree at the margin. A question's
-difficulty then cancels out of P, and so does its domain; the gate is still the Kruskal-Wallis test
-across all traces, so a pair whose models differ question by question and not across traces is not
-starred (its p_holm says it). Otherwise the design is "unpaired", and a pair's difference mixes in the
-domains where the two models answered different ones (stats.json's crossing says where).
+difficulty then cancels out of P, and so does its domain. Where every pair is paired, the gate is
+question by question too (`blocked_gate`): Friedman's test of the models' mean values on the questions
+every model answered (with two models, the pair's own sign-flip test), Holm over the variables, raw and
+length-controlled apart, as the Kruskal-Wallis tests are; across traces, question difficulty is noise to
+Kruskal-Wallis, which missed 13 of the differences the balanced ReasoningFlow design's pairs found
+question by question. Otherwise the design is "unpaired", the gate the Kruskal-Wallis test, and a pair's
+difference mixes in the domains where the two models answered different ones (stats.json's crossing
+says where).
 thinkprobe.stats.write_stats writes the rows to pairwise.csv and pairwise.parquet (PAIRWISE_TABLE) and
 the rest (method, models) to stats.json.
 """
@@ -41,7 +45,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 from scipy.special import expit, logit
-from scipy.stats import binomtest, mannwhitneyu, norm
+from scipy.stats import binomtest, friedmanchisquare, mannwhitneyu, norm
 from scipy.stats import t as student_t
 
 from .auroc import auroc_interval, placements
@@ -51,7 +55,7 @@ from .outputs import PAIRWISE_CSV, PAIRWISE_PARQUET, Table
 from .statuses import CONSTANT, NOT_TESTABLE, TESTED
 
 __all__ = ["PAIRWISE_TABLE", "METHOD", "LENGTH_OVERLAP_MIN", "PAIRED_MIN_SHARE", "pairwise_models", "pair_test",
-           "paired_test", "length_overlap", "model_length_overlap", "pairwise_rows"]
+           "paired_test", "blocked_gate", "length_overlap", "model_length_overlap", "pairwise_rows"]
 
 # Under this length_overlap the report marks a pair's length-controlled value as an extrapolation.
 LENGTH_OVERLAP_MIN = 0.25
@@ -70,8 +74,10 @@ METHOD = ("per pair of models with min_group traces or more: p_superiority = P(a
           "averaged over the questions, with the sign-flip test of the questions' P - 0.5 (exact: the sign test where "
           "each question is a win, a draw or a loss, else every flip up to 16 questions not a draw; beyond, its normal "
           "approximation) and Student's t interval over the questions on the logit scale; n_a, n_b, the medians: the "
-          "traces compared; otherwise unpaired, not stratified by domain; the gate is the Kruskal-Wallis test across "
-          "all traces either way")
+          "traces compared; otherwise unpaired, not stratified by domain; the gate: where every pair is paired, "
+          "Friedman's test of the models' mean values on the questions every model answered (two models: the pair's "
+          "own test), Holm over the variables (raw and length-controlled apart), under alpha (stats.json pairwise.gate); "
+          "else the Kruskal-Wallis test across all traces")
 
 PAIRWISE_TABLE = Table(
     PAIRWISE_CSV,
@@ -254,6 +260,10 @@ def pairwise_models(variables: Sequence[tuple[str, str]], columns: Sequence[tupl
     logs = np.asarray(log_tokens, dtype=np.float64)
     overlap = {(a, b): length_overlap(logs[where[a]], logs[where[b]]) for a, b in combinations(kept, 2)}
     paired = _paired_designs(kept, where, questions, cfg.min_group)
+    gate = None
+    if len(kept) > 2 and paired and all(on is not None for on in paired.values()):
+        gate = blocked_gate([name for name, _ in variables], columns, labels, questions, kept, cfg)
+        model_significant = {(g["variable"], g["length_controlled"]): bool(g["significant"]) for g in gate["tests"]}
     rows = []
     for (name, kind), (values, resid) in zip(variables, columns):
         for lc, col in ((0, values), (1, resid)):
@@ -279,9 +289,68 @@ def pairwise_models(variables: Sequence[tuple[str, str]], columns: Sequence[tupl
             for row, adjusted in zip(family, holm([r["p"] for r in family])):
                 row["p_holm"] = adjusted
                 row["significant"] = int(adjusted < cfg.alpha and bool(model_significant.get((name, lc))))
+    if len(kept) == 2 and paired and all(on is not None for on in paired.values()):
+        gate = _two_model_gate(rows, cfg)  # the pair's own test is the model test, Holm over the variables
     designs = {f"{a} / {b}": "unpaired" if on is None else "paired" for (a, b), on in paired.items()}
     return {"method": METHOD, "models": kept, "too_few": sorted(set(counts) - set(kept)), "designs": designs,
-            "rows": rows}
+            "gate": gate or {"test": "kruskal-wallis"}, "rows": rows}
+
+
+def blocked_gate(names: Sequence[str], columns: Sequence[tuple[Sequence[float], object]], labels: np.ndarray,
+                 questions: Sequence, kept: Sequence[str], cfg: StatsSettings) -> dict:
+    """The model test of a design where every model answered the same questions: per variable, raw and
+    length-controlled, Friedman's test of the models' mean values per question over the questions every
+    model in `kept` answered with a finite value (blocks), Holm over the variables of each family;
+    significant: Holm p under cfg.alpha. Not testable on fewer than cfg.min_group such questions or
+    where every question ties every model."""
+    asked = np.array([q is not None for q in questions], dtype=bool)
+    codes = {q: k for k, q in enumerate(sorted({q for q in questions if q is not None}, key=repr))}
+    number = np.array([codes[q] if q is not None else -1 for q in questions], dtype=np.int64)
+    tests = []
+    for lc in (0, 1):
+        family = []
+        for name, (values, resid) in zip(names, columns):
+            col = values if lc == 0 else resid
+            test = {"variable": name, "length_controlled": lc, "status": NOT_TESTABLE, "n_questions": 0,
+                    "statistic": None, "p": None, "p_holm": None, "significant": 0}
+            tests.append(test)
+            if col is None:
+                continue
+            x = np.asarray(col, dtype=np.float64)
+            means = []
+            for m in kept:  # each model's mean value per question, NaN where it has none
+                on = (labels == m) & asked & np.isfinite(x)
+                total = np.bincount(number[on], weights=x[on], minlength=len(codes))
+                count = np.bincount(number[on], minlength=len(codes))
+                means.append(np.where(count > 0, total / np.maximum(count, 1), np.nan))
+            blocks = np.all(np.isfinite(means), axis=0)
+            test["n_questions"] = int(blocks.sum())
+            if test["n_questions"] < max(2, cfg.min_group):
+                continue
+            table = np.array(means)[:, blocks]
+            if np.all(table == table[0]):  # every question ties every model
+                test["status"] = CONSTANT
+                continue
+            statistic, p = friedmanchisquare(*table)
+            test.update(status=TESTED, statistic=float(statistic), p=float(p))
+            family.append(test)
+        for test, adjusted in zip(family, holm([t["p"] for t in family])):
+            test["p_holm"], test["significant"] = adjusted, int(adjusted < cfg.alpha)
+    return {"test": "friedman", "models": len(kept), "tests": tests}
+
+
+def _two_model_gate(rows: list[dict], cfg: StatsSettings) -> dict:
+    """Two models compared question by question: their one pair's sign-flip test is the model test, Holm
+    over the variables of each family (raw, length-controlled) as `blocked_gate`; rows' significant set."""
+    tests = []
+    for lc in (0, 1):
+        family = [r for r in rows if r["length_controlled"] == lc and r["status"] == TESTED]
+        for row, adjusted in zip(family, holm([r["p"] for r in family])):
+            row["significant"] = int(adjusted < cfg.alpha)
+            tests.append({"variable": row["variable"], "length_controlled": lc, "status": TESTED,
+                          "n_questions": row["n_questions"], "statistic": None, "p": row["p"], "p_holm": adjusted,
+                          "significant": row["significant"]})
+    return {"test": "sign-flip", "models": 2, "tests": tests}
 
 
 def pairwise_rows(stats: Mapping) -> list[dict]:

@@ -76,7 +76,9 @@ STATS_GLOSSARY: dict[str, str] = {
                 "same questions, the mean over the questions of that chance among each question's traces; in the "
                 "report's pairs table, raw and then (in brackets) on the length residuals, * where the test (Brunner-"
                 "Munzel's; question by question, the sign-flip test over the questions) rejects P(a > b) = 0.5 "
-                "(Holm-adjusted p under α over the variable's pairs) and the model test of that variable is significant, ° "
+                "(Holm-adjusted p under α over the variable's pairs) and the model test of that variable is significant "
+                "(Kruskal-Wallis across traces; where every model answered the same questions, Friedman's test over "
+                "those questions, Holm over the variables), ° "
                 "where the pair's Holm-adjusted p is under α but that model test is not, † "
                 "where the two models' lengths overlap too little for the length-controlled value to be more than an "
                 "extrapolation; pairwise.csv adds its interval and Cliff's delta = 2 P(a > b) - 1",

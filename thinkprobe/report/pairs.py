@@ -32,6 +32,24 @@ def _gated(row: Mapping, alpha: float) -> bool:
     return not row["significant"] and row["p_holm"] is not None and row["p_holm"] < alpha
 
 
+# The model test that gates a pair's star (stats.json pairwise.gate): what it says, what its absence says.
+_GATES = {
+    "kruskal-wallis": ("the effect-size table finds the models differ in that dimension (the same test, raw or "
+                       "length-controlled): no pair is starred where the models as a whole are not",
+                       "the effect-size table does not find the models differ in that dimension: a difference this "
+                       "comparison finds and the test across all traces does not confirm"),
+    "friedman": ("Friedman's test of the models' mean values on the questions every model answered finds the models "
+                 "differ in that dimension (Holm over the {n} variables, raw or length-controlled): no pair is starred "
+                 "where the models as a whole are not, question by question (the effect-size table's Kruskal-Wallis "
+                 "test, across all traces, counts the questions' differences as noise and may miss a difference this "
+                 "finds)",
+                 "Friedman's test of all the models, question by question, does not find them differ in that dimension"),
+    "sign-flip": ("the same p stays under it with Holm over the {n} variables (raw or length-controlled; with two "
+                  "models the pair is the model test)",
+                  "it does not with Holm over the {n} variables"),
+}
+
+
 def _design_sentence(paired: int, pairs: int, uneven: str) -> str:
     """How the pairs were compared: question by question where two models answered the same questions."""
     by_question = ("compared question by question: P(a > b) is the mean over the questions both answered of that "
@@ -78,17 +96,16 @@ def pairs_section(stats: Mapping) -> Section:
     test = ("the sign-flip test over the questions" if every else
             "Brunner-Munzel's test" if not paired else
             "Brunner-Munzel's test; question by question, the sign-flip test over the questions")
-    gated = ("° : the pair's Holm-adjusted p is under α, but the effect-size table does not find the models differ in "
-             "that dimension: a difference this comparison finds and the test across all traces does not confirm"
+    gate = (info.get("gate") or {}).get("test", "kruskal-wallis")
+    said, unsaid = (g.format(n=len({r["variable"] for r in info["rows"]})) for g in _GATES[gate])
+    gated = (f"° : the pair's Holm-adjusted p is under α, but {unsaid}"
              + (" (where questions or domains differ much, the question-by-question comparison is the more sensitive)"
-                if paired else "") + ". " if any(_gated(r, alpha) for r in found.values()) else "")
+                if paired and gate == "kruskal-wallis" else "") + ". " if any(_gated(r, alpha) for r in found.values()) else "")
     note = (f"Each cell: P(a > b), the chance that {chance}, and in brackets the "
             f"same on what trace length does not explain (the length-controlled values of the effect sizes above). "
             + _design_sentence(paired, len(designs), uneven) +
             f"* : the two-sided test of P(a > b) = 0.5 ({test}) gives a Holm-adjusted p under {cfg['alpha']} over "
-            f"the dimension's {len(rows)} pair{'s' if len(rows) != 1 else ''}, and the effect-size table finds the "
-            f"models differ in that dimension (the same test, raw or length-controlled): no pair is starred where the "
-            f"models as a whole are not. "
+            f"the dimension's {len(rows)} pair{'s' if len(rows) != 1 else ''}, and {said}. "
             + gated
             + (f"† : the two models' trace lengths overlap little (under {round(100 * LENGTH_OVERLAP_MIN)}% of one "
                f"model's traces lie within the other's 10-90% range of lengths), so the length-controlled value "
