@@ -60,9 +60,10 @@ STATS_GLOSSARY: dict[str, str] = {
     "gain": "the second cross-validated AUROC minus the first: what the indicators add to model and length",
     "DeLong's": "the 95% interval of an AUROC from each trace's placement among the traces of the other kind (the "
                 "share of them it ranks above, ties counting one half), computed on the logit scale; where every "
-                "wrong trace lies above every right one (or below), Hanley & McNeil's. Where traces name their "
-                "question, the answers to one question (by any model) count as one cluster (Obuchowski's form), "
-                "so several answers to one question do not narrow it as if they were independent",
+                "wrong trace lies above every right one (or below), the interval of the same counts with one pair the "
+                "other way round. Where traces name their question, the answers to one question (by any model) count "
+                "as one cluster (Obuchowski's form, Student's t over the questions), so several answers to one "
+                "question do not narrow it as if they were independent",
     "Hanley & McNeil": "standard error of an AUROC from its value and the counts of wrong and right traces; the margin "
                        "a gain must pass is 1.96 standard errors of the difference of the two AUROCs, taken as "
                        "independent (they score the same traces, so it is a conservative bound)",
