@@ -50,11 +50,11 @@ _GATES = {
 }
 
 
-def _design_sentence(paired: int, pairs: int, uneven: str) -> str:
+def _design_sentence(paired: int, pairs: int, uneven: str, gate: str) -> str:
     """How the pairs were compared: question by question where two models answered the same questions."""
     by_question = ("compared question by question: P(a > b) is the mean over the questions both answered of that "
-                   "chance among the question's traces, so a question's difficulty and its domain cancel out of it "
-                   "(not out of the effect-size table's test, which gates the *)")
+                   "chance among the question's traces, so a question's difficulty and its domain cancel out of it"
+                   + (" (not out of the effect-size table's test, which gates the *)" if gate == "kruskal-wallis" else ""))
     across = (f"compared across all their traces, not stratified by domain: where two models answered different "
               f"domains their difference includes the domains' difference{uneven}")
     if paired == pairs:
@@ -103,7 +103,7 @@ def pairs_section(stats: Mapping) -> Section:
                 if paired and gate == "kruskal-wallis" else "") + ". " if any(_gated(r, alpha) for r in found.values()) else "")
     note = (f"Each cell: P(a > b), the chance that {chance}, and in brackets the "
             f"same on what trace length does not explain (the length-controlled values of the effect sizes above). "
-            + _design_sentence(paired, len(designs), uneven) +
+            + _design_sentence(paired, len(designs), uneven, gate) +
             f"* : the two-sided test of P(a > b) = 0.5 ({test}) gives a Holm-adjusted p under {cfg['alpha']} over "
             f"the dimension's {len(rows)} pair{'s' if len(rows) != 1 else ''}, and {said}. "
             + gated
