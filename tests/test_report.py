@@ -37,6 +37,25 @@ def run_dir(tmp_path_factory) -> Path:
     return run
 
 
+def test_the_contents_list_every_section_and_link_to_them(run_dir):
+    """A first-time reader scrolled through 14 sections to find one: both documents open with a list of
+    their sections, each linking to its heading (an id on each h2; in Markdown, the anchor a viewer gives
+    the heading)."""
+    from thinkprobe.report.document import section_slug
+
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    headings = re.findall(r'<a id="([^"]+)"></a><h2>(.*?)</h2>', page)
+    assert len(headings) >= 8 and len(headings) == page.count("<h2>")  # every section heading has its anchor
+    links = re.findall(r'<li><a href="#([^"]+)">(.*?)</a></li>', page.split("<nav class=contents>")[1].split("</nav>")[0])
+    assert links == [(slug, title) for slug, title in headings]
+    assert page.index("<nav class=contents>") < page.index("<h2")
+    assert section_slug(html.unescape("Model × domain profiles")) == "model--domain-profiles"
+    md = (run_dir / "report.md").read_text(encoding="utf-8")
+    sections = re.findall(r"^## (.+)$", md, flags=re.M)
+    listed = re.findall(r"^\d+\. \[(.+)\]\(#(.+)\)$", md.split("**Contents**")[1].split("\n## ")[0], flags=re.M)
+    assert listed == [(t, section_slug(t)) for t in sections] and [t for t, _ in listed][:1] == ["Model profiles"]
+
+
 def test_report_files(run_dir):
     for name in ("report.html", "report.md", "figures/radar.png", "figures/indicators.png", "figures/heatmap.png"):
         assert (run_dir / name).stat().st_size > 0, name

@@ -3,6 +3,7 @@ CoTJudger prints it).
 """
 from __future__ import annotations
 
+import html
 import math
 import re
 from pathlib import Path
@@ -259,7 +260,36 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, run, de
 {html_table(trace_header, trace_rows, left=4 if grouped else 3, cls="sortable traces", titles=titled(trace_header))}
 <h2>Glossary</h2>
 {glossary}"""
-    return html_page("ThinkProbe report", body)
+    return html_page("ThinkProbe report", with_contents_html(body))
+
+
+def section_slug(title: str) -> str:
+    """The anchor of a section: its title in lower case, without signs but letters, digits, '-' and spaces,
+    spaces as '-' (as GitHub and most Markdown viewers name a heading: "Model × domain profiles" ->
+    "model--domain-profiles")."""
+    return re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+
+
+def with_contents_html(body: str) -> str:
+    """`body` with an anchor before every section heading (h2) and, after the headline, the list of the
+    sections linking to them."""
+    titles = re.findall(r"<h2>(.*?)</h2>", body)
+    slugs = [section_slug(html.unescape(t)) for t in titles]
+    for title, slug in zip(titles, slugs):
+        body = body.replace(f"<h2>{title}</h2>", f'<a id="{slug}"></a><h2>{title}</h2>', 1)
+    contents = ("<nav class=contents><strong>Contents</strong><ol>"
+                + "".join(f'<li><a href="#{s}">{t}</a></li>' for t, s in zip(titles, slugs)) + "</ol></nav>")
+    head_end = body.find("</div>", body.find('<div class="headline">'))
+    at = head_end + len("</div>") if head_end >= 0 else body.find("\n", body.find("<h1>")) + 1
+    return body[:at] + "\n" + contents + body[at:]
+
+
+def with_contents_md(parts: list[str]) -> list[str]:
+    """`parts` (report_md's lines) with the list of its "## " sections, linked by their anchors, before the first."""
+    titles = [p[3:] for p in parts if p.startswith("## ")]
+    first = next(k for k, p in enumerate(parts) if p.startswith("## "))
+    return parts[:first] + ["**Contents**", "", *(f"{k}. [{t}](#{section_slug(t)})" for k, t in enumerate(titles, 1)),
+                            ""] + parts[first:]
 
 
 def _read_counts(run_dir: Path) -> dict[str, tuple[str, str, str]]:
@@ -337,4 +367,4 @@ def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, run, deci
         parts += [f"### {title}", "", *(f"- **{k}**: {v}" for k, v in items), ""]
     # what opens an HTML tag, from the data (a model named "<img src=x onerror=...>") or the glossary's
     # "(?P<group>...)", is text: a Markdown viewer would run it or hide it
-    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", "\n".join(parts))
+    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", "\n".join(with_contents_md(parts)))

@@ -41,6 +41,7 @@ table.wrap td{white-space:normal}
 .graph img{max-width:none;display:block}.graph{cursor:grab}
 .zoom button{font:inherit;padding:0 .6em;margin-right:.2em}
 .headline{background:#f6f8fb;border-left:4px solid #1f77b4;padding:.4em 1em;margin:.8em 0}
+nav.contents{font-size:.9em;margin:.6em 0}nav.contents ol{columns:2;margin:.3em 0}
 .flag{color:#b00}.best{color:#2b7a3d;font-weight:600}.worst{color:#b00}.best sup,.worst sup{font-size:.7em}
 table.dense{font-size:.72em}table.dense th,table.dense td{padding:.2em .22em}dl.glossary dt{font-weight:600;margin-top:.4em}dl.glossary dd{margin-left:1.5em}
 table.traces td.l:first-child{white-space:normal;word-break:break-all;min-width:8em}
