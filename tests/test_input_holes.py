@@ -219,6 +219,95 @@ def test_a_parquet_file_whose_rows_expand_past_the_inflate_ratio_is_stopped(tmp_
     assert [w for _, w, _ in iter_records(path, NO_RATIO)][-1] == 39  # without the ratio, every row is read
 
 
+def _shared_value_batch(form: str, rows: int, value: str):
+    """A record batch of `rows` rows whose reasoning is one stored `value` referred to by every row: by
+    string views over one buffer, or one run of a run-end encoded column."""
+    import numpy as np
+
+    if form == "string views":
+        views = np.zeros(rows, dtype=[("len", "<i4"), ("prefix", "S4"), ("buffer", "<i4"), ("offset", "<i4")])
+        views["len"], views["prefix"] = len(value), value[:4].encode()
+        column = pa.Array.from_buffers(pa.string_view(), rows, [None, pa.py_buffer(views.tobytes()),
+                                                                 pa.py_buffer(value.encode())])
+    else:
+        column = pa.RunEndEncodedArray.from_arrays(pa.array([rows], pa.int32()), pa.array([value]))
+    return pa.record_batch([pa.array([f"good-{k}" for k in range(rows)]), column], names=["id", "reasoning_content"])
+
+
+@pytest.mark.parametrize("form", ["string views", "run-end encoded"])
+def test_rows_that_share_one_stored_value_count_it_once_each(tmp_path, form):
+    """A security review: string_view and run-end encoded columns were counted by their buffers, so a
+    736-byte Arrow file of 300 rows viewing one 10 MiB value was read whole (3.1 GB). They count once
+    per row now, as dictionary values do: the file is stopped by the inflate ratio, and read without it."""
+    path = tmp_path / "data-00000.arrow"
+    batch = _shared_value_batch(form, 40, "x" * (MIB // 2))
+    with pa.ipc.new_stream(str(path), batch.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as writer:
+        writer.write_batch(batch)
+    assert path.stat().st_size < 8 * 1024
+    items = [(where, getattr(r, "reason", None) or r["id"]) for _, where, r in iter_records(path, LIMITS)]
+    assert 1 <= len(items) - 1 <= 4 and items[-1][0] == f"rows {len(items) - 1} and after"
+    assert "inflates more than 100 times" in items[-1][1]
+    assert len([w for _, w, _ in iter_records(path, NO_RATIO)]) == 40
+
+
+def test_an_arrow_files_dictionaries_are_limited_together_and_counted_at_each_batch(tmp_path):
+    """A security review: each dictionary batch was held to --max-file-mb alone, so six dictionaries of
+    250 MB (or one, grown by deltas) were all decoded, and every record batch decoded them all again
+    (1,000 one-row batches: 80 s). The dictionaries are now limited together, and what each record
+    batch decodes again counts against the inflate ratio."""
+    big = pa.array(["x" * (MIB // 2)])
+    fields = [pa.field(f"d{k}", pa.dictionary(pa.int32(), pa.string())) for k in range(6)]
+    schema = pa.schema([pa.field("id", pa.string()), *fields])
+    path = tmp_path / "data-00000.arrow"
+    with pa.ipc.new_stream(str(path), schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as writer:
+        for k in range(3):
+            dictionaries = [pa.DictionaryArray.from_arrays(pa.array([0], pa.int32()), big) for _ in fields]
+            writer.write_batch(pa.record_batch([pa.array([f"good-{k}"]), *dictionaries], schema=schema))
+    items = [(where, getattr(r, "reason", None) or r["id"]) for _, where, r in iter_records(path, LIMITS)]
+    assert items[-1][1].startswith("the dictionaries with batch") and "over the limit of 2 MiB" in items[-1][1]
+    few = tmp_path / "few.arrow"  # two dictionaries (1 MiB, within the limit) and 40 batches that refer to none
+    schema = pa.schema([pa.field("id", pa.string()), *fields[:2]])
+    none = [pa.DictionaryArray.from_arrays(pa.array([None], pa.int32()), big) for _ in range(2)]
+    with pa.ipc.new_stream(str(few), schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as writer:
+        for k in range(40):
+            writer.write_batch(pa.record_batch([pa.array([f"good-{k}"]), *none], schema=schema))
+    items = [(where, getattr(r, "reason", None) or r["id"]) for _, where, r in iter_records(few, LIMITS)]
+    assert 1 <= len(items) - 1 < 40 and "inflates more than 100 times" in items[-1][1]
+
+
+def test_rows_cost_something_even_when_empty_and_a_gzipped_parquet_file_is_read_whole(tmp_path):
+    """A security review: a 98 KB Parquet file of 50 million null rows read on for hours (a row of
+    nothing counted 0 bytes); now each row counts ROW_BYTES against the inflate ratio. And a
+    .parquet.gz, read through seeks into the gzip stream, was decompressed again from its start at each
+    (over 2 minutes for 516 KB): it is decompressed once, within --max-file-mb."""
+    import gzip
+
+    from thinkprobe.io.columnar import ROW_BYTES
+
+    nulls = tmp_path / "nulls.parquet"
+    pq.write_table(pa.table({"id": pa.nulls(2_000_000)}), nulls)
+    items = list(iter_records(nulls, LIMITS))
+    room = LIMITS.max_inflate_ratio * nulls.stat().st_size + LIMITS.inflate_grace_mb * MIB
+    assert len(items) - 1 <= room / ROW_BYTES and items[-1][1].startswith("rows ") and "inflates" in items[-1][2].reason
+    table = pa.table({"id": [f"good-{k}" for k in range(300)], "reasoning_content": [f"Step {k}." for k in range(300)]})
+    plain = tmp_path / "plain.parquet"
+    pq.write_table(table, plain, row_group_size=10)
+    packed = tmp_path / "packed.parquet.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert [r["id"] for *_, r in iter_records(packed, LIMITS)] == [f"good-{k}" for k in range(300)]
+    large = tmp_path / "large.parquet.gz"  # 3 MiB inside, over the 2 MiB limit for what is read whole
+    pq.write_table(pa.table({"reasoning_content": [os_random(MIB)] * 3}), plain, compression="none", use_dictionary=False)
+    large.write_bytes(gzip.compress(plain.read_bytes()))
+    [(_, where, error)] = list(iter_records(large, LIMITS))
+    assert where == "file" and "decompressed" in error.reason and "Parquet compresses its own pages" in error.reason
+
+
+def os_random(n: int) -> str:
+    import os
+
+    return os.urandom(n // 2).hex()
+
+
 def test_a_row_over_the_limit_once_expanded_is_refused_alone(tmp_path):
     path = tmp_path / "bomb.parquet"
     pq.write_table(_dictionary_table(nested_row=7), path)

@@ -23,19 +23,35 @@ to one 10 MiB dictionary value is 3 GB of text), and an Arrow IPC batch's buffer
   within the limit by itself, a 6 KB Parquet file of 40 rows that all refer to one 51 MB dictionary
   value still took 21 s to read and refuse row by row (and 600 rows, 5 minutes), and thirty 10 MB
   row groups of repeated text fit in 36 KB. Past that, the rest of the file is refused, its rows named.
+  What is decoded and carried by no row counts too: a row group's dictionaries (once), a row group
+  refused for decoding past the limit, an Arrow file's dictionaries each time a record batch decodes
+  them again; and each row ROW_BYTES, so that millions of empty rows are not free;
+- string views, run-end encoded and list-view columns refer to stored values from many rows, as
+  dictionaries do, and count once per row (`dense_bytes`); an Arrow file's dictionaries are held to
+  the limit together (ids and deltas), not each alone;
+- a gzipped Parquet file is decompressed once, within the limit (reading it in place seeks in the gzip
+  stream, which decompresses it again from its start each time).
+Not guarded: a Parquet footer that understates its column chunks lets Arrow decode their dictionary
+pages whole before anything is counted (a 50 KB file of six 250 MB zstd dictionary pages: 6.3 GB, then
+refused); only the pages' own headers give their true sizes.
 """
 from __future__ import annotations
 
+import io
 import struct
 from typing import BinaryIO, Iterator
 
+import numpy as np
+
 from ..records import InputError
-from .limits import READ_CHUNK, WHOLE_FILE, InflateGuard, InputLimits, TooLarge, file_reason, guard_of, plain_size, size_text
+from .limits import (READ_CHUNK, WHOLE_FILE, InflateGuard, InputLimits, TooLarge, file_reason, guard_of, plain_size,
+                     read_whole, size_text)
 
 __all__ = ["PARQUET_BATCH_ROWS", "dense_bytes", "iter_parquet", "iter_arrow"]
 
 PARQUET_BATCH_ROWS = 1024  # rows per batch of a Parquet row group, at most (see _group_batches)
 FIRST_BATCH_ROWS = 64  # rows of a row group decoded first, to size its batches from what they decode to
+ROW_BYTES = 100  # what a row costs as a Python dict beyond its values, counted with them: 50M rows of nothing are not free
 
 Item = tuple[str, "int | str", "dict | InputError"]
 
@@ -68,19 +84,61 @@ def dense_bytes(array) -> int:
         return dense_bytes(array.flatten())
     if pa.types.is_struct(kind):
         return sum(dense_bytes(child) for child in array.flatten())
+    if pa.types.is_string_view(kind) or pa.types.is_binary_view(kind):  # views share their data buffers
+        return 16 * len(array) + int(_view_lengths(array).sum())
+    if pa.types.is_run_end_encoded(kind):  # a value stands for every row of its run
+        lo, hi = array.offset, array.offset + len(array)
+        ends = np.asarray(array.run_ends, dtype=np.int64)
+        starts = np.concatenate([[0], ends[:-1]])
+        runs = np.clip(np.minimum(ends, hi) - np.maximum(starts, lo), 0, None)
+        return array.run_ends.nbytes + int((runs * _element_sizes(array.values)).sum())
+    if pa.types.is_list_view(kind) or pa.types.is_large_list_view(kind):  # views may overlap: each counted
+        values = array.values
+        sums = np.concatenate([[0], np.cumsum(_element_sizes(values))])
+        start = np.clip(np.asarray(array.offsets.fill_null(0), dtype=np.int64), 0, len(values))
+        end = np.clip(start + np.asarray(array.sizes.fill_null(0), dtype=np.int64), start, len(values))
+        return array.offsets.nbytes + array.sizes.nbytes + int((sums[end] - sums[start]).sum())
     return array.nbytes
 
 
-def _has_dictionary(kind) -> bool:
+def _view_lengths(array) -> np.ndarray:
+    """The lengths of a string_view / binary_view array's values, from its 16-byte views (the length first)."""
+    views = np.frombuffer(array.buffers()[1], dtype=np.int32).reshape(-1, 4)[:, 0]
+    return np.clip(views[array.offset:array.offset + len(array)].astype(np.int64), 0, None)
+
+
+def _element_sizes(values) -> np.ndarray:
+    """The dense bytes of each value of `values` (an array): a text's length, a number's width, a
+    dictionary index's value; for nested values, the whole array's dense bytes each (an upper bound)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = values.type
+    if pa.types.is_dictionary(kind):
+        return _element_sizes(values.dictionary)[np.asarray(values.indices.fill_null(0), dtype=np.int64)]
+    if pa.types.is_string_view(kind) or pa.types.is_binary_view(kind):
+        return _view_lengths(values)
+    if any(check(kind) for check in (pa.types.is_binary, pa.types.is_string, pa.types.is_large_binary,
+                                      pa.types.is_large_string)):
+        return np.asarray(pc.binary_length(values).fill_null(0), dtype=np.int64)
+    if getattr(kind, "bit_width", 0) >= 8:
+        return np.full(len(values), kind.bit_width // 8, dtype=np.int64)
+    return np.full(len(values), dense_bytes(values), dtype=np.int64)
+
+
+def _shares_values(kind) -> bool:
+    """Whether arrays of type `kind` may refer to one stored value from many rows (a dictionary, a view,
+    a run), anywhere inside it: their buffers then understate what their rows hold."""
     import pyarrow as pa
 
-    if pa.types.is_dictionary(kind):
+    if any(check(kind) for check in (pa.types.is_dictionary, pa.types.is_string_view, pa.types.is_binary_view,
+                                      pa.types.is_run_end_encoded, pa.types.is_list_view, pa.types.is_large_list_view)):
         return True
-    return any(_has_dictionary(kind.field(k).type) for k in range(kind.num_fields))
+    return any(_shares_values(kind.field(k).type) for k in range(kind.num_fields))
 
 
 def _batch_bytes(batch) -> int:
-    if not any(_has_dictionary(f.type) for f in batch.schema):  # dense already: within its group's or batch's size
+    if not any(_shares_values(f.type) for f in batch.schema):  # dense already: within its group's or batch's size
         return batch.nbytes
     return sum(dense_bytes(column) for column in batch.columns)
 
@@ -157,7 +215,7 @@ def _rows(source: str, batch, index: int, limits: InputLimits, guard: InflateGua
     one past the guard's room stops the file (`_Stopped`)."""
     limit = limits.file_bytes
     room = guard.room() if guard is not None else None
-    size = _batch_bytes(batch) if limit is not None or room is not None else 0
+    size = _batch_bytes(batch) + ROW_BYTES * batch.num_rows if limit is not None or room is not None else 0
     if (limit is None or size <= limit) and (room is None or size <= room):
         if guard is not None:
             guard.add(size)
@@ -175,6 +233,16 @@ def _rows(source: str, batch, index: int, limits: InputLimits, guard: InflateGua
         half = batch.num_rows // 2
         yield from _rows(source, batch.slice(0, half), index, limits, guard)
         yield from _rows(source, batch.slice(half), index + half, limits, guard)
+
+
+def _charge(guard: InflateGuard | None, size: int, index: int) -> None:
+    """Count `size` decoded bytes that no row carries (dictionaries, a refused row group) against the
+    file's guard; past its room, the file stops at row `index`."""
+    if guard is not None:
+        try:
+            guard.add(size)
+        except TooLarge as exc:
+            raise _Stopped(index, str(exc)) from None
 
 
 def _stopped(source: str, stop: _Stopped, rows: int | None) -> Item:
@@ -204,6 +272,13 @@ def iter_parquet(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[Ite
 
     index = 0
     guard = _expansion_guard(source, fh, limits)
+    if guard_of(fh) is not None:  # a .parquet.gz: seeks in a gzip stream decompress it again from its start
+        try:
+            fh = io.BytesIO(read_whole(fh, limits, f"{source} decompressed"))
+        except TooLarge as exc:
+            yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"{exc}; or decompress it: Parquet "
+                                                                          "compresses its own pages")
+            return
     try:
         parquet = pq.ParquetFile(fh)
         if limits.file_bytes is not None and (dictionary := _dictionary_columns(parquet)):
@@ -229,12 +304,15 @@ def iter_parquet(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[Ite
                         f"row group {group} decodes to more than {limits.max_file_mb:g} MiB where its metadata says "
                         f"{size_text(meta.total_byte_size)}: over the limit for what is read whole; rows {index}-"
                         f"{end - 1} not read (raise it with --max-file-mb)"))
+                    _charge(guard, decoded, end)  # decoded all the same
                     break
                 yield from _rows(source, batch, index, limits, guard)
                 index += batch.num_rows
+            _charge(guard, sum(dictionaries.values()), end)  # the group's dictionaries, decoded once (rows may use none)
             index = end
     except _Stopped as stop:
-        yield _stopped(source, stop, parquet.metadata.num_rows)
+        if stop.index < parquet.metadata.num_rows:  # else nothing was left to read
+            yield _stopped(source, stop, parquet.metadata.num_rows)
     except pa.ArrowException as exc:  # before any row: the whole file, as other formats name it
         where = index if index else WHOLE_FILE
         yield source, where, InputError(source, where, "", f"cannot read Parquet: {exc}")
@@ -376,13 +454,16 @@ def iter_arrow(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[Item]
             if kind == _SCHEMA and raw is not None:
                 schema, dictionaries = raw, {}
             elif kind == _DICTIONARY:
-                if raw is None or (limit is not None and size > limit):
+                held = size + sum(n for i, (_, n) in dictionaries.items() if delta or i != dictionary_id)
+                if raw is None or (limit is not None and held > limit):
                     where = index if index else WHOLE_FILE
-                    yield source, where, InputError(source, where, "", file_reason(f"dictionary batch {dictionary_id}",
-                                                                                  limits, size) + "; the batches "
-                                                                                  "after it are not read")
+                    what = (f"dictionary batch {dictionary_id}" if raw is None or held == size else
+                            f"the dictionaries with batch {dictionary_id}")
+                    yield source, where, InputError(source, where, "", file_reason(what, limits, held)
+                                                    + "; the batches after it are not read")
                     return
-                dictionaries[dictionary_id] = (dictionaries.get(dictionary_id, []) if delta else []) + [raw]
+                parts, before = dictionaries.get(dictionary_id, ([], 0)) if delta else ([], 0)
+                dictionaries[dictionary_id] = (parts + [raw], before + size)
             elif kind == _RECORD_BATCH:
                 if raw is None or (limit is not None and size > limit):
                     locator = f"rows {index}-{index + rows - 1}"
@@ -391,7 +472,9 @@ def iter_arrow(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[Item]
                     continue
                 if not schema:
                     raise _Malformed("a record batch before the schema")
-                stream = schema + b"".join(b"".join(d) for d in dictionaries.values()) + raw + _EOS
+                # every batch decodes the dictionaries again: their bytes count each time
+                _charge(guard, sum(n for _, n in dictionaries.values()), index)
+                stream = schema + b"".join(b"".join(parts) for parts, _ in dictionaries.values()) + raw + _EOS
                 batch = pa.ipc.open_stream(pa.py_buffer(stream)).read_next_batch()
                 yield from _rows(source, batch, index, limits, guard)
                 index += batch.num_rows
