@@ -249,10 +249,11 @@ def pairwise_models(variables: Sequence[tuple[str, str]], columns: Sequence[tupl
     """Every pair of models on every variable. `variables`: (name, kind) per variable; `columns`: its
     values and length residuals per trace (residuals None where length is not controlled: a mostly tied
     variable); `models`, `log_tokens`: each trace's; `model_significant`: whether the variable's
-    Kruskal-Wallis test by model is significant, by (name, 0 raw / 1 length-controlled); `questions`: each
+    Kruskal-Wallis test by model is significant, by (name, 0 raw / 1 length-controlled), the gate unless
+    every pair is paired (then `blocked_gate`'s, or with two models `_two_model_gate`'s); `questions`: each
     trace's question (any hashable; None where unknown), to compare models question by question where
-    they answered the same ones. Returns {"method", "models", "too_few", "designs", "rows"}, rows in
-    PAIRWISE_TABLE's columns, pairs in sorted model order."""
+    they answered the same ones. Returns {"method", "models", "too_few", "designs", "gate", "rows"}, rows in
+    PAIRWISE_TABLE's columns, pairs in sorted model order; "gate": the model test that gates them."""
     labels = np.asarray(models, dtype=object)
     counts = {m: int((labels == m).sum()) for m in sorted(set(models))}
     kept = [m for m, n in counts.items() if n >= cfg.min_group]
