@@ -352,3 +352,48 @@ def test_a_compressed_arrow_batch_over_the_limit_is_refused_before_it_is_decompr
     assert items[0] == (0, "good-0") and items[2] == (3, "good-3") and items[1][0] == "rows 1-2"
     assert items[1][1].startswith("record batch of 8.0 MiB") and "over the limit of 2 MiB" in items[1][1]
     assert arrow_peak < 2 * MIB, arrow_peak
+
+
+def test_a_parquet_row_groups_size_is_read_from_its_pages_headers_before_it_is_decoded(tmp_path):
+    """A security review: a 50 KB Parquet file whose footer said 1,000 bytes for six zstd dictionary
+    pages of 250 MB had Arrow decode them (6.3 GB) before any check. A row group's size is now the
+    largest of its footer's word and its pages' headers (parquet_pages.decoded_size), taken before
+    anything is decoded: the headers give what the column chunks say they decode to, whatever the
+    encoding; a footer that understates every size is caught by them, and the group refused unread."""
+    from types import SimpleNamespace
+
+    from thinkprobe.io.columnar import _stated_size
+    from thinkprobe.io.parquet_pages import decoded_size
+
+    words = [f"step {k} " * (k % 7 + 1) for k in range(3000)]
+    table = pa.table({"id": [f"r{k}" for k in range(3000)], "reasoning_content": words,
+                      "n": list(range(3000)), "tags": [[w[:6]] * 3 for w in words]})
+    for options in ({"compression": "zstd"}, {"compression": "snappy", "use_dictionary": False},
+                    {"compression": "none", "data_page_version": "2.0", "row_group_size": 700}):
+        path = tmp_path / "pages.parquet"
+        pq.write_table(table, path, **options)
+        meta = pq.ParquetFile(path).metadata
+        with open(path, "rb") as fh:
+            for g in range(meta.num_row_groups):
+                group = meta.row_group(g)
+                stated = sum(group.column(c).total_uncompressed_size for c in range(group.num_columns))
+                pages = decoded_size(fh, group)
+                assert 0.9 * stated <= pages <= stated, (options, g, pages, stated)  # the headers' own bytes aside
+    big = pa.DictionaryArray.from_arrays(pa.array([0, 0], pa.int32()), pa.array(["x" * (3 * MIB)]))
+    path = tmp_path / "lying.parquet"
+    pq.write_table(pa.table({"id": ["good-0", "good-1"], "reasoning_content": big}), path, compression="zstd")
+    group = pq.ParquetFile(path).metadata.row_group(0)
+
+    class Lying:  # a footer that understates the group and each of its column chunks
+        total_byte_size, num_columns = 1000, group.num_columns
+
+        def column(self, c):
+            real = group.column(c)
+            return SimpleNamespace(total_uncompressed_size=10, total_compressed_size=real.total_compressed_size,
+                                   data_page_offset=real.data_page_offset, has_dictionary_page=real.has_dictionary_page,
+                                   dictionary_page_offset=real.dictionary_page_offset)
+
+    with open(path, "rb") as fh:
+        assert _stated_size(fh, Lying()) >= 3 * MIB
+    [(_, where, error)] = list(iter_records(path, LIMITS))  # the honest footer: refused unread all the same
+    assert where == "rows 0-1" and error.reason.startswith("row group 0 of 3.0 MiB") and "over the limit of 2 MiB" in error.reason

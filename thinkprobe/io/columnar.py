@@ -31,9 +31,9 @@ to one 10 MiB dictionary value is 3 GB of text), and an Arrow IPC batch's buffer
   the limit together (ids and deltas), not each alone;
 - a gzipped Parquet file is decompressed once, within the limit (reading it in place seeks in the gzip
   stream, which decompresses it again from its start each time).
-Not guarded: a Parquet footer that understates its column chunks lets Arrow decode their dictionary
-pages whole before anything is counted (a 50 KB file of six 250 MB zstd dictionary pages: 6.3 GB, then
-refused); only the pages' own headers give their true sizes.
+A row group's size is taken before it is decoded from the largest of what its footer says and what its
+pages' own headers say (`parquet_pages`): a footer that said 1,000 bytes for six 250 MB zstd dictionary
+pages had Arrow decode them (6.3 GB from a 50 KB file) before anything could be counted.
 """
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ import numpy as np
 from ..records import InputError
 from .limits import (READ_CHUNK, WHOLE_FILE, InflateGuard, InputLimits, TooLarge, file_reason, guard_of, plain_size,
                      read_whole, size_text)
+from .parquet_pages import decoded_size
 
 __all__ = ["PARQUET_BATCH_ROWS", "dense_bytes", "iter_parquet", "iter_arrow"]
 
@@ -235,6 +236,14 @@ def _rows(source: str, batch, index: int, limits: InputLimits, guard: InflateGua
         yield from _rows(source, batch.slice(half), index + half, limits, guard)
 
 
+def _stated_size(fh: BinaryIO, meta) -> int:
+    """What a Parquet row group decodes to by the largest of its footer's word (its total_byte_size, its
+    column chunks' uncompressed sizes) and its pages' headers (`parquet_pages.decoded_size`), before
+    anything is decoded: a footer can understate it."""
+    footer = max(meta.total_byte_size, sum(max(meta.column(c).total_uncompressed_size, 0) for c in range(meta.num_columns)))
+    return max(footer, decoded_size(fh, meta) or 0)
+
+
 def _charge(guard: InflateGuard | None, size: int, index: int) -> None:
     """Count `size` decoded bytes that no row carries (dictionaries, a refused row group) against the
     file's guard; past its room, the file stops at row `index`."""
@@ -289,12 +298,14 @@ def iter_parquet(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[Ite
         for group in range(parquet.num_row_groups):
             meta = parquet.metadata.row_group(group)
             end = index + meta.num_rows
-            if limits.file_bytes is not None and meta.total_byte_size > limits.file_bytes:
+            size = _stated_size(fh, meta) if limits.file_bytes is not None or guard is not None else 0
+            if limits.file_bytes is not None and size > limits.file_bytes:
                 locator = f"rows {index}-{end - 1}"
-                yield source, locator, InputError(source, locator, "", file_reason(f"row group {group}", limits,
-                                                                                  meta.total_byte_size))
+                yield source, locator, InputError(source, locator, "", file_reason(f"row group {group}", limits, size))
                 index = end
                 continue
+            if guard is not None and size > guard.room():
+                _charge(guard, size, index)  # past the file's room before it is decoded: the file stops here
             decoded, dictionaries = 0, {}
             for batch in _group_batches(parquet, group, limits.file_bytes):
                 decoded += _held_bytes(batch, dictionaries)
