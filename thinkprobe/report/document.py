@@ -273,10 +273,16 @@ def section_slug(title: str) -> str:
 def with_contents_html(body: str) -> str:
     """`body` with an anchor before every section heading (h2) and, after the headline, the list of the
     sections linking to them."""
-    titles = re.findall(r"<h2>(.*?)</h2>", body)
-    slugs = [section_slug(html.unescape(t)) for t in titles]
-    for title, slug in zip(titles, slugs):
-        body = body.replace(f"<h2>{title}</h2>", f'<a id="{slug}"></a><h2>{title}</h2>', 1)
+    titles, slugs = [], []
+
+    def anchored(match: re.Match) -> str:
+        slug = section_slug(html.unescape(match.group(1)))
+        slug = slug if slug not in slugs else f"{slug}-{len(slugs)}"  # two sections of one title: two anchors
+        titles.append(match.group(1))
+        slugs.append(slug)
+        return f'<a id="{slug}"></a>{match.group(0)}'
+
+    body = re.sub(r"<h2>(.*?)</h2>", anchored, body)
     contents = ("<nav class=contents><strong>Contents</strong><ol>"
                 + "".join(f'<li><a href="#{s}">{t}</a></li>' for t, s in zip(titles, slugs)) + "</ol></nav>")
     head_end = body.find("</div>", body.find('<div class="headline">'))
