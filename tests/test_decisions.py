@@ -474,7 +474,7 @@ def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run
     by = {r[0]: r for r in table}
     assert f"{len(seen)} of the graded traces are ones the failure-risk model was trained on" in note
     assert by["not trained on"][1:3] == ["13", "7"] and re.fullmatch(r"[\d.]+ \[[\d.]+, [\d.]+\]", by["not trained on"][5])
-    assert "though they may come from a corpus the model was trained on (in-distribution)" in note
+    assert "though they may come from a corpus the failure-risk model was trained on (in-distribution)" in note
     # and by domain, as by group (BIG-Bench Mistake: the domain alone ranked wrong answers at 0.74); here every
     # math trace is wrong and every logic trace right, so no domain holds both kinds
     assert by["domain math"][5] == by["domain logic"][5] == "too few of one kind (5 right and 5 wrong needed)"
@@ -499,7 +499,7 @@ def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run
     assert ("on this run read failure_risk as a ranking of the traces, not as a probability" in note) == gap
     # the design's rows leave the traces the model was trained on out (a new user's reading: the balanced
     # ReasoningFlow run's AIME row was 47 of 90 in-sample, and the note said only the first row was partly so)
-    assert "within each domain (a domain can hold most of the wrong answers), over the traces the model was not " \
+    assert "within each domain (a domain can hold most of the wrong answers), over the traces the failure-risk model was not " \
            "trained on" in note
     unseen = [r for r in graded if r["trace_id"] not in seen]
     assert sum(int(by[f"domain {d}"][1]) for d in ("math", "logic")) == len(unseen) < len(graded)
@@ -546,7 +546,7 @@ def test_in_sample_failure_risk_is_marked_in_the_table_and_on_the_trace_page(run
     (run / "traces").mkdir()  # as write_report makes it
     pages = trace_pages.write_trace_pages(run, 1)
     page = (run / pages["qwq-0"]).read_text(encoding="utf-8")
-    assert "(in-sample: this trace is one the model was trained on)" in page
+    assert "(in-sample: this trace is one the failure-risk model was trained on)" in page
     assert "in-sample" not in (run / pages["r1-0"]).read_text(encoding="utf-8")
 
 

@@ -286,7 +286,7 @@ def test_a_pair_the_model_test_holds_back_is_marked_not_starred(run):
         for r in stats["pairwise"]["rows"]]}}
     section = pairs_section(held)
     assert re.fullmatch(r"0\.[01]\d+ ° \(0\.[01]\d+ \*\)", section.rows[0][3]), section.rows[0][3]
-    assert "° : the pair's Holm-adjusted p is under α, but the effect-size table does not find" in section.note
+    assert "° : the pair's Holm-adjusted p is under 0.05, but the effect-size table does not find" in section.note
 
 
 def _same_questions(models: dict[str, float], questions: int, seed: int, spread: float = 3.0):

@@ -188,7 +188,7 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
         table.append(row("not trained on", unseen))
         note += (f" {len(seen)} of the graded traces {'is one' if len(seen) == 1 else 'are ones'} the failure-risk model was "
                  "trained on (recognised by their opening words and signs), so the first row is partly in-sample; the "
-                 "second leaves them out, though they may come from a corpus the model was trained on "
+                 "second leaves them out, though they may come from a corpus the failure-risk model was trained on "
                  "(in-distribution): its card gives what it reaches on each corpus left out of training.")
     split, within = [], unseen if seen and unseen else graded  # the design's levels out of sample where it can
     for by, why in (("domain", "a domain can hold most of the wrong answers"),
@@ -200,7 +200,7 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
             split.append(f"within each {by} ({why})")
     if split:
         note += (" Then the same " + " and ".join(split)
-                 + (", over the traces the model was not trained on" if within is unseen else "") + ".")
+                 + (", over the traces the failure-risk model was not trained on" if within is unseen else "") + ".")
     return note, RISK_HEADER, table
 
 

@@ -59,11 +59,19 @@ STATS_GLOSSARY: dict[str, str] = {
                              "one model), then the same + the 19 indicators",
     "gain": "the second cross-validated AUROC minus the first: what the indicators add to model and length",
     "DeLong's": "the 95% interval of an AUROC from each trace's placement among the traces of the other kind (the "
-                "share of them it ranks above, ties counting one half), computed on the logit scale; where every "
-                "wrong trace lies above every right one (or below), the interval of the same counts with one pair the "
-                "other way round. Where traces name their question, the answers to one question (by any model) count "
+                "share of them it ranks above, ties counting one half), computed on the logit scale. Where every "
+                "wrong trace ranks above every right one (or below), the placements leave no spread to estimate "
+                "from: the interval is then the one these counts would give with a single (wrong, right) pair ranked "
+                "the other way. Where traces name their question, the answers to one question (by any model) count "
                 "as one cluster (Obuchowski's form, Student's t over the questions), so several answers to one "
                 "question do not narrow it as if they were independent",
+    "Friedman's test": "a test that the models differ, question by question: on each question answered by every "
+                       "model, the models' mean values are ranked; the test asks whether some model ranks higher on "
+                       "the questions more often than chance allows (scipy.stats.friedmanchisquare). A question's "
+                       "difficulty, shared by every model, cancels out of it",
+    "sign-flip test": "the test of P(a > b) = 0.5 question by question: each question's P(a > b) - 0.5 may as well "
+                      "have had the other sign; p is the share of sign flips giving a mean at least as far from 0 "
+                      "(exact; with one trace per model and question, the sign test on the questions that are not a draw)",
     "Hanley & McNeil": "standard error of an AUROC from its value and the counts of wrong and right traces; the margin "
                        "a gain must pass is 1.96 standard errors of the difference of the two AUROCs, taken as "
                        "independent (they score the same traces, so it is a conservative bound)",
@@ -74,7 +82,8 @@ STATS_GLOSSARY: dict[str, str] = {
     "model b": "the second model of a compared pair",
     "P(a > b)": "probability of superiority: the chance that a random trace of model a has the higher value than a "
                 "random trace of model b (ties count one half; 0.5 = no difference); where the two models answered the "
-                "same questions, the mean over the questions of that chance among each question's traces; in the "
+                "same questions, the mean over the questions of that chance among each question's traces (with one "
+                "trace per model and question: the share of questions where a's trace is the higher); in the "
                 "report's pairs table, raw and then (in brackets) on the length residuals, * where the test (Brunner-"
                 "Munzel's; question by question, the sign-flip test over the questions) rejects P(a > b) = 0.5 "
                 "(Holm-adjusted p under α over the variable's pairs) and the model test of that variable is significant "
@@ -180,8 +189,11 @@ TABLE_GLOSSARY: dict[str, str] = {
     "AUROC (wrong), pooled [95%]": "AUROC of the indicator for a wrong answer over all graded traces, with its 95% "
                                    "interval (DeLong's)",
     "AUROC (wrong), within model [95%]": "AUROC over pairs of one model's traces only (a wrong and a correct one), "
-                                         "pooled over models, with its 95% interval (each model's DeLong placements "
-                                         "weighted by its pairs, answers to one question a cluster); none when the "
+                                         "combined across models by their numbers of pairs, with its 95% interval "
+                                         "(computed as the pooled one's: DeLong's placements, answers to one question "
+                                         "a cluster); it says whether the variable ranks a model's own wrong answers "
+                                         "above its right ones, where the pooled AUROC also mixes in which models are "
+                                         "wrong more often; none when the "
                                          "models with both kinds hold fewer than stats.min_class wrong or right "
                                          "traces (the outcome text counts the pairs)",
     "n (Acc)": "traces a column is known for, beside a column known for only some (n (Acc): graded traces)",

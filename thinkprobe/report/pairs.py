@@ -39,14 +39,14 @@ _GATES = {
                        "the effect-size table does not find the models differ in that dimension: a difference this "
                        "comparison finds and the test across all traces does not confirm"),
     "friedman": ("Friedman's test of the models' mean values on the questions every model answered finds the models "
-                 "differ in that dimension (Holm over the {n} variables, raw or length-controlled): no pair is starred "
+                 "differ in that dimension (Holm over the variables tested, raw or length-controlled apart): no pair is starred "
                  "where the models as a whole are not, question by question (the effect-size table's Kruskal-Wallis "
                  "test, across all traces, counts the questions' differences as noise and may miss a difference this "
                  "finds)",
                  "Friedman's test of all the models, question by question, does not find them differ in that dimension"),
-    "sign-flip": ("the same p stays under it with Holm over the {n} variables (raw or length-controlled; with two "
-                  "models the pair is the model test)",
-                  "it does not with Holm over the {n} variables"),
+    "sign-flip": ("the same p stays under it with Holm over the variables tested (raw or length-controlled apart; "
+                  "with two models the pair is the model test)",
+                  "it does not with Holm over the variables tested"),
 }
 
 
@@ -97,10 +97,12 @@ def pairs_section(stats: Mapping) -> Section:
             "Brunner-Munzel's test" if not paired else
             "Brunner-Munzel's test; question by question, the sign-flip test over the questions")
     gate = (info.get("gate") or {}).get("test", "kruskal-wallis")
-    said, unsaid = (g.format(n=len({r["variable"] for r in info["rows"]})) for g in _GATES[gate])
-    gated = (f"° : the pair's Holm-adjusted p is under α, but {unsaid}"
+    said, unsaid = _GATES[gate]
+    gated = (f"° : the pair's Holm-adjusted p is under {alpha}, but {unsaid}"
              + (" (where questions or domains differ much, the question-by-question comparison is the more sensitive)"
-                if paired and gate == "kruskal-wallis" else "") + ". " if any(_gated(r, alpha) for r in found.values()) else "")
+                if paired and gate == "kruskal-wallis" else "")
+             + ": read it as a lead to check, not an established difference. "
+             if any(_gated(r, alpha) for r in found.values()) else "")
     note = (f"Each cell: P(a > b), the chance that {chance}, and in brackets the "
             f"same on what trace length does not explain (the length-controlled values of the effect sizes above). "
             + _design_sentence(paired, len(designs), uneven, gate) +

@@ -113,6 +113,18 @@ FEW_MODELS = 5  # fewer models than this: a high split-half reliability is weak 
 SAME_SPLIT_V = 0.99  # Cramér's V from which a domain or group is the model under another name
 
 
+def _question_by_question(stats: Mapping, names: Sequence[str], smallest: str) -> str:
+    """' (smallest)', or where the pairs are gated by Friedman's test over the questions and it finds the
+    models differ in some of `names` (no model difference across traces, length-controlled), says so."""
+    gate = (stats.get("pairwise") or {}).get("gate") or {}
+    found = [t["variable"] for t in gate.get("tests", []) if gate.get("test") == "friedman"
+             and t["length_controlled"] == 1 and t["significant"] and t["variable"] in names]
+    if not found:
+        return f" ({smallest})"
+    return (f" across traces (Kruskal-Wallis; {smallest}), though question by question (Friedman's test, every "
+            f"model having answered the same questions) the models differ in {and_list(found)}: see which models differ")
+
+
 def _smallest_model(groups: Mapping) -> str:
     """'the smallest model has 4 traces' (how few traces the tests could rest on), or of the tested ones,
     naming the models too small to be tested (under stats.min_group: a 1-trace model is in the run but in
@@ -215,7 +227,8 @@ def headline(stats: Mapping, agreement: Mapping | None = None) -> list[str]:
                        + (f"; {and_list(tiny)} {'differs' if len(tiny) == 1 else 'differ'} significantly but by less than "
                           f"corrected ε² {floor}" if tiny else "")
                        + (f"; {and_list(rest)} {'shows' if len(rest) == 1 else 'show'} no significant model difference "
-                          f"once length and chance are removed ({_smallest_model(groups)})" if rest else "") + not_tested + "."
+                          f"once length and chance are removed{_question_by_question(stats, rest, _smallest_model(groups))}"
+                          if rest else "") + not_tested + "."
                        + _carried_sentence(stats, [v for _, v in sep])
                        + poor_agreement_sentence([v for _, v in sep], agreement, cfg))
         elif len(untested) < len(dims):
@@ -493,7 +506,10 @@ def _auroc_with_interval(outcome: Mapping, key: str = "auroc_wrong", low: str = 
     value = outcome[key]
     if value is None or outcome.get(low) is None:
         return format_number(value, 2)
-    return f"{format_number(value, 2)} [{format_number(outcome[low], 2)}, {format_number(outcome[high], 2)}]"
+
+    def bound(b: float) -> str:  # 0.495 is not shown as 0.50: whether 0.5 is inside is what it says
+        return format_number(b, 3 if round(b, 2) == 0.5 and b != 0.5 else 2)
+    return f"{format_number(value, 2)} [{bound(outcome[low])}, {bound(outcome[high])}]"
 
 
 def outcome_rows(stats: Mapping) -> list[list[str]]:
@@ -587,7 +603,9 @@ def outcome_text(stats: Mapping) -> str:
         text += ("AUROC of each indicator for a wrong answer, pooled over all graded traces (with its 95% interval, "
                  "DeLong's: with 24 variables about one interval in twenty leaves out "
                  "0.5 by chance alone) and within model (pairs of "
-                 f"one model only{_within_counts(stats)}; its 95% interval as the pooled one's, each model's weighted by its pairs). ")
+                 f"one model only{_within_counts(stats)}; its 95% interval computed the same way, the models combined by their "
+                 f"numbers of pairs). Where the two disagree, the pooled AUROC mostly tells which models are wrong more "
+                 f"often; the within-model one, whether the variable flags a model's own wrong answers. ")
     else:
         text += (f"No AUROC per indicator: it needs {stats['settings']['min_class']} right and "
                  f"{stats['settings']['min_class']} wrong traces. ")

@@ -211,7 +211,7 @@ def _unusual_html(row: Mapping | None) -> str:
     risk = ("" if row.get("failure_risk") is None else
             f" failure_risk {format_number(row['failure_risk'], 2)}: the probability that the final answer is "
             "wrong, from the reasoning's structure alone, as calibrated on the failure-risk model's training corpora"
-            + (" (in-sample: this trace is one the model was trained on)." if row.get("failure_risk_in_sample")
+            + (" (in-sample: this trace is one the failure-risk model was trained on)." if row.get("failure_risk_in_sample")
                else "."))
     return f"<p class=note>{where}.{risk} Definitions: the report's glossary; every trace: anomalies.csv.</p>"
 
