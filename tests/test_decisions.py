@@ -642,3 +642,18 @@ def test_select_gives_the_same_intervals_whatever_the_order_of_the_rows():
     again = select_models(list(reversed(rows)), SETTINGS)
     assert [(r["model"], r["ci_low"], r["ci_high"], r["tier"]) for r in first.rows] == \
         [(r["model"], r["ci_low"], r["ci_high"], r["tier"]) for r in again.rows]
+
+
+def test_the_failure_risk_table_ends_with_a_verdict_against_the_model_and_length_baseline():
+    """A first-time reader: the note never said whether failure_risk beat the baseline (tts: 0.746 from
+    model + length against 0.673 [0.59, 0.74]). A verdict sentence says where the baseline lies against
+    failure_risk's interval, and says nothing where either is missing."""
+    from thinkprobe.report.decisions import _verdict
+
+    row = ["all", "159", "122", "0.77", "0.60", "0.673 [0.59, 0.74]", "0.458"]
+    assert "lies above failure_risk's interval" in _verdict([*row, "0.746"])
+    assert "ranks the wrong answers better than the model + length baseline (0.550)" in _verdict([*row, "0.550"])
+    assert "cannot be told apart" in _verdict([*row, "0.700"])
+    assert _verdict([*row, "–"]) == "" and _verdict([*row[:5], "too few of one kind", "–", "0.7"]) == ""
+    assert _verdict(["not trained on", *row[1:], "0.8"]).startswith(
+        " Verdict over the traces the failure-risk model was not trained on:")

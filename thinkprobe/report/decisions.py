@@ -6,6 +6,7 @@ once as plain cells and rendered to HTML and to Markdown.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -190,6 +191,7 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
                  "trained on (recognised by their opening words and signs), so the first row is partly in-sample; the "
                  "second leaves them out, though they may come from a corpus the failure-risk model was trained on "
                  "(in-distribution): its card gives what it reaches on each corpus left out of training.")
+    note += _verdict(table[-1])  # over the traces it was not trained on where some are, else over all
     split, within = [], unseen if seen and unseen else graded  # the design's levels out of sample where it can
     for by, why in (("domain", "a domain can hold most of the wrong answers"),
                     ("group", "a condition can separate right from wrong answers by itself")):
@@ -202,6 +204,29 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
         note += (" Then the same " + " and ".join(split)
                  + (", over the traces the failure-risk model was not trained on" if within is unseen else "") + ".")
     return note, RISK_HEADER, table
+
+
+def _verdict(row: Sequence[str]) -> str:
+    """One sentence on a row of the failure-risk table: whether the model + length baseline lies above,
+    below or within failure_risk's interval ('' where either is missing)."""
+    found = re.match(r"([\d.]+) \[([\d.]+), ([\d.]+)\]$", row[5])
+    try:
+        baseline = float(row[7])
+    except ValueError:
+        return ""
+    if not found:
+        return ""
+    cell, (low, high) = row[5], (float(found.group(2)), float(found.group(3)))
+    over = " over the traces the failure-risk model was not trained on" if row[0] == "not trained on" else ""
+    if baseline > high:
+        return (f" Verdict{over}: the model + length baseline ({baseline:.3f}) lies above failure_risk's interval "
+                f"({cell}): here the models' shares of wrong answers and the traces' lengths tell wrong from right "
+                f"better than the reasoning's structure does.")
+    if baseline < low:
+        return (f" Verdict{over}: failure_risk ({cell}) ranks the wrong answers better than the model + length "
+                f"baseline ({baseline:.3f}), which learns from these very grades.")
+    return (f" Verdict{over}: failure_risk ({cell}) and the model + length baseline ({baseline:.3f}) cannot be told "
+            f"apart: the baseline lies within failure_risk's interval.")
 
 
 def _choice(run_dir: Path, rows: Sequence[Mapping], settings: StatsSettings) -> Section:
