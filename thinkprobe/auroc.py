@@ -79,23 +79,24 @@ def auroc_delong(scores: Sequence[float], positive: Sequence[bool], level: float
     m, n = int(pos.sum()), int((~pos).sum())
     if m < 2 or n < 2:
         return None
-    value, v_a, w_b, influence = _influence(s, pos)
-    if clusters is None:
-        return (value, *_interval(value, math.sqrt(np.var(v_a, ddof=1) / m + np.var(w_b, ddof=1) / n), m, n, level))
-    var, k = _clustered_var(influence, _cluster_codes(clusters)[ok], pos)
-    return (value, *((0.0, 1.0) if var is None else _interval(value, math.sqrt(var), m, n, level, k - 1)))
+    value, influence = _influence(s, pos)
+    # without clusters, a cluster per trace: DeLong's variance exactly, with the normal quantile
+    var, k = _clustered_var(influence, _cluster_codes(clusters if clusters is not None else [None] * len(ok))[ok], pos)
+    if var is None:
+        return value, 0.0, 1.0
+    return (value, *_interval(value, math.sqrt(var), m, n, level, None if clusters is None else k - 1))
 
 
-def _influence(s: np.ndarray, pos: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
-    """(AUROC, each positive's share of negatives below it, each negative's share of positives above
-    it, each trace's influence on the AUROC: its share less the AUROC, over its class's count)."""
+def _influence(s: np.ndarray, pos: np.ndarray) -> tuple[float, np.ndarray]:
+    """(AUROC, each trace's influence on it: a positive's share of negatives below it, or a negative's
+    share of positives above it, less the AUROC, over its class's count)."""
     a, b = s[pos], s[~pos]
     v_a = placements(a, np.sort(b)) / len(b)
     w_b = 1 - placements(b, np.sort(a)) / len(a)
     value = float(v_a.mean())
     influence = np.empty(len(s))
     influence[pos], influence[~pos] = (v_a - value) / len(a), (w_b - value) / len(b)
-    return value, v_a, w_b, influence
+    return value, influence
 
 
 def _cluster_codes(clusters: Sequence[Hashable | None]) -> np.ndarray:
@@ -160,7 +161,7 @@ def auroc_within(scores: np.ndarray, wrong: np.ndarray, models: np.ndarray, min_
         n_w, n_c = int((wrong & sel).sum()), int((~wrong & sel).sum())
         if n_w == 0 or n_c == 0:
             continue
-        a, _, _, own = _influence(scores[sel], wrong[sel])
+        a, own = _influence(scores[sel], wrong[sel])
         per[m] = {"auroc": a, "n_wrong": n_w, "n_correct": n_c}
         u_sum += a * n_w * n_c
         pairs += n_w * n_c
