@@ -262,7 +262,8 @@ def pairwise_models(variables: Sequence[tuple[str, str]], columns: Sequence[tupl
     overlap = {(a, b): length_overlap(logs[where[a]], logs[where[b]]) for a, b in combinations(kept, 2)}
     paired = _paired_designs(kept, where, questions, cfg.min_group)
     gate = None
-    if len(kept) > 2 and paired and all(on is not None for on in paired.values()):
+    every_paired = bool(paired) and all(on is not None for on in paired.values())
+    if len(kept) > 2 and every_paired:
         gate = blocked_gate([name for name, _ in variables], columns, labels, questions, kept, cfg)
         model_significant = {(g["variable"], g["length_controlled"]): bool(g["significant"]) for g in gate["tests"]}
     rows = []
@@ -290,7 +291,7 @@ def pairwise_models(variables: Sequence[tuple[str, str]], columns: Sequence[tupl
             for row, adjusted in zip(family, holm([r["p"] for r in family])):
                 row["p_holm"] = adjusted
                 row["significant"] = int(adjusted < cfg.alpha and bool(model_significant.get((name, lc))))
-    if len(kept) == 2 and paired and all(on is not None for on in paired.values()):
+    if len(kept) == 2 and every_paired:
         gate = _two_model_gate(rows, cfg)  # the pair's own test is the model test, Holm over the variables
     designs = {f"{a} / {b}": "unpaired" if on is None else "paired" for (a, b), on in paired.items()}
     return {"method": METHOD, "models": kept, "too_few": sorted(set(counts) - set(kept)), "designs": designs,

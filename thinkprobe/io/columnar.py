@@ -226,10 +226,7 @@ def _rows(source: str, batch, index: int, limits: InputLimits, guard: InflateGua
         if limit is not None and size > limit:
             yield source, index, InputError(source, index, "", file_reason(f"row {index} (its values expanded)", limits, size))
             return
-        try:
-            guard.add(size)
-        except TooLarge as exc:
-            raise _Stopped(index, str(exc)) from None
+        _charge(guard, size, index)  # past the guard's room: raises
     else:
         half = batch.num_rows // 2
         yield from _rows(source, batch.slice(0, half), index, limits, guard)

@@ -161,16 +161,16 @@ class InflateGuard:
     def _compressed(self) -> int:
         return self.counter.count if self.counter is not None else self.compressed
 
+    def _past_ratio(self) -> int:
+        """This part's kept bytes beyond the ratio (negative: room left under it); a ratio must be set."""
+        return self.out - self.skipped - int(self.limits.max_inflate_ratio * self._compressed())
+
     def _over(self) -> int:
-        ratio = self.limits.max_inflate_ratio
-        return max(0, self.out - self.skipped - int(ratio * self._compressed())) if ratio else 0
+        return max(0, self._past_ratio()) if self.limits.max_inflate_ratio else 0
 
     def room(self) -> int | None:
         """Bytes that `add` may still count before it refuses (None: no ratio set)."""
-        ratio = self.limits.max_inflate_ratio
-        if not ratio:
-            return None
-        return self.limits.grace_bytes - self.excess - (self.out - self.skipped - int(ratio * self._compressed()))
+        return self.limits.grace_bytes - self.excess - self._past_ratio() if self.limits.max_inflate_ratio else None
 
     def check(self) -> None:
         if self.limits.max_inflate_ratio and self.excess + self._over() > self.limits.grace_bytes:

@@ -14,7 +14,8 @@ from typing import BinaryIO
 
 __all__ = ["decoded_size", "page_header"]
 
-HEADER_BYTES = 1 << 16  # bytes read for one page header (its statistics may hold min / max values)
+FIRST_BYTES = 256  # bytes read first for a page header: most are 20-60 bytes
+HEADER_BYTES = 1 << 16  # read where those do not hold it (its statistics may hold min / max values)
 MAX_PAGES = 100_000  # pages walked per column chunk, at most
 
 
@@ -122,6 +123,17 @@ def page_header(buf: bytes) -> tuple[int, int, int]:
     return fields[2], fields[3], end
 
 
+def _header_at(fh: BinaryIO, pos: int) -> tuple[int, int, int]:
+    """`page_header` of the page at `pos`: FIRST_BYTES read, HEADER_BYTES where those cut it short (reading
+    64 KiB for each page of a file of small pages would read it many times over)."""
+    fh.seek(pos)
+    try:
+        return page_header(fh.read(FIRST_BYTES))
+    except _Cut:
+        fh.seek(pos)
+        return page_header(fh.read(HEADER_BYTES))
+
+
 def decoded_size(fh: BinaryIO, row_group) -> int | None:
     """What the pages of `row_group` (pyarrow's RowGroupMetaData) say they decode to, summed over its
     column chunks; None where a header does not parse (the file is then read as before: Arrow reports
@@ -138,8 +150,7 @@ def decoded_size(fh: BinaryIO, row_group) -> int | None:
             for _ in range(MAX_PAGES):
                 if pos >= end:
                     break
-                fh.seek(pos)
-                uncompressed, compressed, length = page_header(fh.read(HEADER_BYTES))
+                uncompressed, compressed, length = _header_at(fh, pos)
                 total += uncompressed
                 pos += length + compressed
     except (_Cut, OSError, ValueError):
