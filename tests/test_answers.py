@@ -252,6 +252,22 @@ def test_a_trace_that_goes_on_past_its_last_conclusion_has_no_final_answer():
     assert final_candidate(find_candidates(stated), stated).value == "5"
 
 
+@pytest.mark.parametrize("worked, closing, value", [
+    (r"\[ 15 \times 5.00 = \$75.00. \]", "Therefore, Terry spends $75.00 on yogurt over 30 days.", "75.00"),
+    (r"\[ 48 \text{ inches} \div 6 \text{ inches/piece} = 8 \text{ pieces} \]", "Tracy obtained 8 pieces of wire, each 6 inches long.", "8"),
+    ("Average pages per day = 24 pages / 4 days = 6 pages per day", "Therefore, Solo needs to read 6 pages per day for the next 4 days.", "6"),
+    ("Total distance = 30 miles + 20 miles = 50 miles", "Thus, Rosie can run a total of 50 miles in 7 hours.", "50"),
+    # a closing that restates no result keeps its last number
+    ("So 3 + 4 = 7 apples remain.", "After 2 days she has 9 apples.", "9"),
+])
+def test_a_closing_sentence_restates_the_result_among_other_numbers(worked, closing, value):
+    """GPT-4o's GSM8K answers close on a sentence that restates the result among the question's numbers
+    ("... $75.00 on yogurt over 30 days."): its last number was taken, and 42 of 582 correct answers graded
+    wrong. Of several numbers, the one equal to the result computed last before it is the answer."""
+    rec = record("Read the question.", worked, closing, provenance={"untagged": True})
+    assert final_candidate(find_candidates(rec), rec).value == value
+
+
 def test_answer_label_on_its_own_line_takes_the_next_unit():
     rec = record("Some thinking.", "Answer:", "France", answer_from=1)
     assert [(c.unit, c.value, c.kind) for c in find_candidates(rec)] == [(2, "France", "phrase")]

@@ -56,6 +56,12 @@ def units(text, config):
     # a quotation mark that opens a sentence stays with it (BIG-Bench Mistake's word_sorting)
     ('The first letter: "bushwhack": "b" (2). "hippy": "h" (8). "yakima": "y" (25).',
      ['The first letter: "bushwhack": "b" (2).', '"hippy": "h" (8).', '"yakima": "y" (25).']),
+    # prices are no math: dollar signs pair by pandoc's rule (MiP-Overthinking's GSM8K answers were
+    # one unit from "$41" to "$1"); a formula between them still holds its sentence together
+    ("She spent $41 on cupcakes. Let me confirm that. If each is $1, she bought 41.",
+     ["She spent $41 on cupcakes.", "Let me confirm that.", "If each is $1, she bought 41."]),
+    ("It costs $5-$10. Wait. The sum is $x. y$ here. Then \\$3. Then $2.40 a dozen.",
+     ["It costs $5-$10.", "Wait.", "The sum is $x. y$ here.", "Then \\$3.", "Then $2.40 a dozen."]),
     ("We have\n\\begin{align}\nx &= 1. \\\\\ny &= 2\n\\end{align}\nSo done.",
      ["We have", "\\begin{align}\nx &= 1. \\\\\ny &= 2\n\\end{align}", "So done."]),
 ])

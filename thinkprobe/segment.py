@@ -19,7 +19,7 @@ from .config import Config
 from .io.tags import SPECIAL_TOKEN
 from .records import Section
 
-__all__ = ["Abbreviations", "fragment_spans", "unit_spans", "settled_fragments", "is_filler", "merge_fragments", "tile",
+__all__ = ["Abbreviations", "DOLLAR_MATH", "fragment_spans", "unit_spans", "settled_fragments", "is_filler", "merge_fragments", "tile",
            "word_chars", "load_sentencizer"]
 
 # Blocks kept whole: fenced code, display math, LaTeX environments.
@@ -27,8 +27,12 @@ _BLOCK = re.compile(
     r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|\\\[.*?(?:\\\]|\Z)|\$\$.*?(?:\$\$|\Z)|\\begin\{(\w+\*?)\}.*?(?:\\end\{\1\}|\Z)",
     re.DOTALL,
 )
+# Inline math between dollar signs, on one line, by pandoc's rule: the opening "$" has a non-space
+# after it, the closing one a non-space before it and no digit after it, so that prices are no math
+# ("$41 on cupcakes. ... is $1" or "$5-$10": every sentence between them was one unit).
+DOLLAR_MATH = r"(?<![\\$])\$(?=[^\s$])([^$\n]*?[^\s\\$])\$(?!\d)"
 # Inline spans a sentence boundary may not fall inside.
-_INLINE = re.compile(r"\$[^$\n]+\$|\\\(.*?\\\)|`[^`\n]+`")
+_INLINE = re.compile(DOLLAR_MATH + r"|\\\(.*?\\\)|`[^`\n]+`")
 HEADER = re.compile(r"^\s{0,3}#{1,6}\s")
 # Full-width sentence enders (CJK) end a sentence wherever they stand; spaCy's English
 # tokenizer does not split unspaced CJK text into tokens.

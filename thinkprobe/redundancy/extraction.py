@@ -10,7 +10,8 @@ Candidate rules, strongest first; a unit gives at most one candidate:
   code    the final fenced code block of the trace (one candidate, at the unit that opens it)
   bold    ``**X**`` in a unit of the answer section (the answer after the reasoning)
   number  the number a conclusion (CON) unit, or the last unit of the answer section, arrives at:
-          after its last "=" / "is", else its last number
+          after its last "=" / "is", else its last number (the last one equal to the result computed
+          last before it, where it restates that among other numbers)
 
 A number is a weak candidate: most conclusions state intermediate results, not answers. It is kept
 only when its value is one the trace puts forward as an answer (the value of a boxed / phrase /
@@ -28,6 +29,7 @@ from typing import Any, Sequence
 
 from ..io.guess import is_output_field
 from ..records import answer_cut
+from ..segment import DOLLAR_MATH
 from .normalise import BOXED, FACTORIAL_EXPR, MARKDOWN, NUMBER, SPECIAL_TOKEN, answers_match, to_number
 
 __all__ = ["Candidate", "KIND_RANK", "find_candidates", "final_candidate", "code_tests_of", "boxed_values",
@@ -109,7 +111,7 @@ _NOT_A_VALUE = re.compile(r"^(?:not|that|going|either|no\s+(?:longer|more|differ
 _UNFINISHED = re.compile(r"(?:=|\?)\s*$")  # "Final Answer: 3 * 29524 = ?": a sum still to do
 _EMPTY_VALUE = re.compile(r"^[\s'\"‘’“”`.,;:!?]*$")  # a lone quote or stop (brackets are Dyck languages' answers)
 _QUOTES = "'\"‘“`"
-_INLINE_MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+_INLINE_MATH = re.compile(r"\$\$(.+?)\$\$|" + DOLLAR_MATH + r"|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
 _CONCLUDES = re.compile(r"(?:=|≈|\\approx|\bis\b|\bare\b|\bequals\b|\bbe\b|\bgives\b|\bget\b)", re.IGNORECASE)
 _ABBREVIATION = re.compile(r"(?:^|\W)(?:St|Dr|Mr|Mrs|Ms|Jr|Sr|Mt|Ft|vs|No)$")
 _INITIAL = re.compile(r"[\w.]\s+[A-Z]$")  # "John B. Mortimer", "A. J. Hinch": a name initial, not an end
@@ -280,9 +282,26 @@ def _bold_value(text: str) -> str | None:
     return values[0] if len(values[0].split()) <= _MAX_PHRASE_WORDS else None
 
 
-def conclusion_number(text: str) -> str | None:
+_RESULT = re.compile(r"(?:=|≈|\\approx)(?:\s|\\[$(\[]|\$|\\(?:text|mathbf|textbf)\s*\{)*(" + NUMBER.pattern + ")")
+
+
+def last_result(text: str) -> str | None:
+    r"""The number the last "=" / "≈" of a text arrives at, where a number follows it.
+
+    >>> last_result(r"\[ 15 \times 5.00 = \$75.00. \] Then 60 / 4 days = 15 days")
+    '15'
+    """
+    found = None
+    for m in _RESULT.finditer(MARKDOWN.sub("", text)):
+        found = m.group(1)
+    return found.strip() if found else None
+
+
+def conclusion_number(text: str, prior: str | None = None) -> str | None:
     r"""The value a conclusion arrives at: the math or number after its last "=" / "is", else its
-    last number.
+    last number; of several numbers, the last one equal to `prior` (the result the trace computed
+    last before it, `last_result`), where one is: a conclusion restates its result among the
+    question's numbers ("Therefore, Terry spends $75.00 on yogurt over 30 days.").
 
     >>> conclusion_number("So $r = A/P = 24/24 = 1$.")
     '1'
@@ -290,6 +309,8 @@ def conclusion_number(text: str) -> str | None:
     '240/4.5'
     >>> conclusion_number("Thus, Chris is 10 years old now.")
     '10'
+    >>> conclusion_number("Therefore, Terry spends $75.00 on yogurt over 30 days.", prior="75.00")
+    '75.00'
     """
     plain = MARKDOWN.sub("", text)
     maths = [(m.start(), m.end(), next(g for g in m.groups() if g is not None)) for m in _INLINE_MATH.finditer(plain)]
@@ -310,8 +331,9 @@ def conclusion_number(text: str) -> str | None:
         m = NUMBER.search(tail)
         if m:
             return m.group(0).strip()
-    numbers = NUMBER.findall(plain)
-    return numbers[-1].strip() if numbers else None
+    numbers = [n.strip() for n in NUMBER.findall(plain)]
+    restated = [n for n in numbers if prior is not None and answers_match(n, prior)]
+    return (restated or numbers or [None])[-1]
 
 
 def _formula(text: str) -> str | None:
@@ -327,7 +349,7 @@ def _formula(text: str) -> str | None:
 
 
 def _unit_candidate(text: str, *, in_answer: bool, conclusion: bool, closing: bool = False,
-                    alone: bool = False) -> tuple[str, str] | None:
+                    alone: bool = False, prior: str | None = None) -> tuple[str, str] | None:
     text = SPECIAL_TOKEN.sub("", text)
     boxed = boxed_values(text)
     if boxed:
@@ -350,7 +372,7 @@ def _unit_candidate(text: str, *, in_answer: bool, conclusion: bool, closing: bo
         if bold:
             return bold, "bold"
     if conclusion:
-        number = conclusion_number(text)
+        number = conclusion_number(text, prior)
         if number:
             return number, "number"
     return None
@@ -452,12 +474,14 @@ def find_candidates(record: dict) -> list[Candidate]:
     out = []
     label_before = lead_before = False  # the previous unit was a bare "Answer:" label / led into an option
     listed = bool(question_options(record.get("question")))  # a multiple-choice question: option lines mean options
+    prior = None  # the result the units before computed last
     for u in units:
         if u["id"] == cut:
             continue
         found = _unit_candidate(u["text"], in_answer=u.get("section") == "answer",
                                 conclusion=u.get("type") == "CON" or u["id"] == last_answer,
-                                closing=u["id"] == last_unit, alone=u["id"] == own_value)
+                                closing=u["id"] == last_unit, alone=u["id"] == own_value, prior=prior)
+        prior = last_result(u["text"]) or prior
         if label_before and (found is None or found[1] == "number"):
             value = _cut_value(MARKDOWN.sub("", SPECIAL_TOKEN.sub("", u["text"])))
             if value and len(value.split()) <= _MAX_PHRASE_WORDS:
@@ -535,7 +559,7 @@ def _ends_on(record: dict, number: Candidate) -> bool:
     if closing is None or number.unit == closing:
         return True
     text = next((u["text"] for u in record.get("units") or () if u["id"] == closing), "")
-    value = conclusion_number(SPECIAL_TOKEN.sub("", text))
+    value = conclusion_number(SPECIAL_TOKEN.sub("", text), number.value)
     return value is not None and answers_match(value, number.value)
 
 
