@@ -400,14 +400,17 @@ def test_an_api_error_written_where_the_output_should_be_is_a_skip_that_says_so(
 def test_a_field_named_after_a_model_and_its_prompt_is_that_models_output():
     """MiP-Overthinking keeps each API model's output in `<model> (<prompt field>)`: untagged, it is the whole
     output of a model without visible reasoning (profiled as untagged text, under the model it names); where the
-    record counts thinking tokens it does not hold (o1), the reasoning was hidden: a skip that says so."""
+    record counts thinking tokens it does not hold (o1), the reasoning was hidden, and where it counts none the
+    model did not reason: a skip that says so."""
     answer = "The answer is 5. " * 20
     gpt = one({"question": "Q?", "solution": "S" * 900, "gpt-4o (question)": answer})
     assert (gpt.reasoning.field, gpt.model, gpt.provenance["model_from"]) == ("gpt-4o (question)", "gpt-4o", "gpt-4o (question)")
     assert gpt.provenance["untagged"] and gpt.answer is None
     assert one({"question": "Q?", "model": "named", "gpt-4o (question)": answer}).model == "named"  # a model field wins
     none_hidden = {"question": "Q?", "o1 (question)": answer, "o1 (question) thinking_token_count": 0}
-    assert one(none_hidden).model == "o1"  # no thinking tokens counted: the answer is the whole output
+    with pytest.raises(InputError) as err:  # no thinking tokens: the model answered without reasoning (a new user:
+        one(none_hidden)                    # o1's 46 such answers were its profile, the rest being skipped)
+    assert err.value.reason.startswith("reasoning not returned") and "counts no thinking tokens" in err.value.reason
     with pytest.raises(InputError) as err:
         one({**none_hidden, "o1 (question) thinking_token_count": 1536})
     assert err.value.field == "o1 (question)" and err.value.reason.startswith("reasoning not returned")
@@ -972,6 +975,15 @@ def test_a_file_of_questions_beside_the_outputs_is_warned_about(tmp_path):
     assert res.exit_code == 0, res.output
     run = json.loads((mixed / "run.json").read_text())
     assert run["counts"]["untagged"] == 3 and run["short_trace_warnings"] == []
+    # nor where a field named as a model's output holds the text, with no question at all (MiP-Overthinking's
+    # svamp files: `model_answer`, `answer`, `eval_result`): a model's answers, not a list of prompts
+    svamp = tmp_path / "svamp.jsonl"
+    svamp.write_text("".join(json.dumps({"model_answer": f"It is {2 * k}.", "answer": str(2 * k), "eval_result": "1"})
+                             + "\n" for k in range(1, 4)), encoding="utf-8")
+    res = CliRunner().invoke(main, ["profile", str(outputs), str(svamp), "-o", str(tmp_path / "svamp_out"), *flags])
+    assert res.exit_code == 0, res.output
+    warnings = json.loads((tmp_path / "svamp_out" / "run.json").read_text())["short_trace_warnings"]
+    assert not [w for w in warnings if w.startswith("file ")], warnings
 
 
 def test_traces_cut_off_before_their_reasoning_ends_are_counted_per_model(tmp_path):

@@ -208,9 +208,9 @@ def test_a_path_pattern_that_misses_files_of_a_folder_is_a_warning_naming_them(t
     norms and the statistics. Left out, and named."""
     folder = tmp_path / "venhoff"
     folder.mkdir()
-    trace = {"response": "<think>Add them: 2 + 2 = 4. So it is 4.</think>4"}
+    traces = [{"response": f"<think>Add them: 2 + {k} = {2 + k}. So it is {2 + k}.</think>{2 + k}"} for k in (2, 3)]
     for model in ("claude", "gpt"):
-        (folder / f"reasoning_comparison_{model}.json").write_text(json.dumps([trace, trace]), encoding="utf-8")
+        (folder / f"reasoning_comparison_{model}.json").write_text(json.dumps(traces), encoding="utf-8")
     (folder / "messages.json").write_text(json.dumps([{"index": 0, "content": "What is 2 + 2?"}]), encoding="utf-8")
     pattern = "reasoning_comparison_{model}.json"
     warnings = check_fields([str(folder)], FieldMap(path_pattern=pattern))

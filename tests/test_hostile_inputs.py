@@ -456,6 +456,12 @@ def test_a_trace_over_the_text_limit_is_refused_with_its_size(tmp_path):
     assert items[0].record == "line 1" and items[0].field == "response"
     assert "over the limit of 2,000" in items[0].reason and "--max-trace-chars" in items[0].reason
     assert "--oversize truncate" in items[0].reason
+    # counted under one reason whatever the size (each size was a reason of its own: thousands of lines)
+    from thinkprobe.accounting import reason_kind
+
+    short = InputLimits(max_trace_chars=10)
+    kinds = {reason_kind(i.reason) for i in iter_traces(path, limits=short)}
+    assert kinds == {"over the character limit"}
 
 
 def test_truncate_profiles_the_first_characters_and_marks_them(tmp_path):

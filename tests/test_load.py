@@ -415,10 +415,27 @@ def test_unreadable_files_are_reported_and_the_next_file_still_read(tmp_path):
 
 
 def test_duplicate_ids_get_suffixes(tmp_path):
-    records = [{"id": i, "reasoning": "x"} for i in ("a", "a", "b", "a", "a#2")]
+    records = [{"id": i, "reasoning": f"x{k}"} for k, i in enumerate(("a", "a", "b", "a", "a#2"))]
     traces = list(iter_traces(write_jsonl(tmp_path / "d.jsonl", records)))
     assert [t.trace_id for t in traces] == ["a", "a#2", "b", "a#3", "a#2#2"]
     assert [t.provenance.get("duplicate_of") for t in traces] == [None, "a", None, "a", "a#2"]
+
+
+def test_a_record_repeated_exactly_in_its_file_is_skipped_once_named(tmp_path):
+    """MiP-Overthinking's missing-premise GSM8K files hold each record twice (record i equals record
+    i + 582): both were profiled. A record that repeats an earlier one of its file (text, question,
+    model, grade, its own id if it has one) is skipped and says which; the same record in another file,
+    another generation or under another id is profiled."""
+    same = {"question": "Q?", "answer": "4", "model_answer": "<think>2 + 2 = 4.</think>4"}
+    first = write_jsonl(tmp_path / "a.jsonl", [same, {**same, "model_answer": "<think>2 + 2 = 5.</think>5"}, same, same])
+    items = list(iter_traces(first))
+    assert [type(i).__name__ for i in items] == ["Trace", "Trace", "InputError", "InputError"]
+    assert items[2].reason.startswith("repeats line 1 of its file exactly") and items[3].record == "line 4"
+    write_jsonl(tmp_path / "b.jsonl", [same])
+    assert [type(i).__name__ for i in iter_traces(tmp_path)] == ["Trace", "Trace", "InputError", "InputError", "Trace"]
+    ids = write_jsonl(tmp_path / "c.jsonl", [{"id": "x", **same}, {"id": "y", **same}, {"id": "x", **same}])
+    assert [getattr(i, "trace_id", None) for i in iter_traces(ids)] == ["x", "y", "x"]  # the third: an error
+    assert isinstance(list(iter_traces(ids))[2], InputError)
 
 
 def test_duplicates_of_an_undrawn_record_are_counted_and_said():
@@ -564,6 +581,32 @@ def test_thought_anchors_full_cot_skips_the_prompt(shared_data):
         # the layout: the id and the model from the path, the gold from problem.json beside the file
         assert t.trace_id.startswith("deepseek-r1-distill-llama-8b/correct_base_solution/problem_")
         assert t.model == "deepseek-r1-distill-llama-8b" and t.provenance["gold_from"] == "problem.json:gt_answer"
+
+
+@pytest.mark.realdata
+def test_mip_overthinking_what_a_new_user_found_misread(shared_data):
+    """A first-time user's run over MiP-Overthinking's native files: the missing-premise question's
+    answers matched against the whole question's gold (a made-up premise graded correct), each GSM8K
+    missing-premise record profiled twice (the file holds it twice), o-series answers with no thinking
+    tokens (or counted as text, in svamp) profiled as reasoning, and --correct-field said missing where
+    only the question files the pattern leaves out lack it."""
+    from thinkprobe.io.check import FieldWarning, check_fields
+
+    mip = shared_data / "mip_overthinking"
+    gpt4o = list(iter_traces(real(shared_data, "mip_overthinking/response/gsm8k/MiP/gpt4o/response.json.gz")))
+    assert len(gpt4o) == 1164 and sum(isinstance(t, Trace) for t in gpt4o) == 582
+    assert all(t.reason.startswith(f"repeats record {k - 582} of its file exactly") for k, t in enumerate(gpt4o) if k >= 582)
+    asked = [t for t in gpt4o if isinstance(t, Trace) and t.provenance.get("gold_not_asked")]
+    assert len(asked) == 575 and all(t.gold_answer is None for t in asked)  # 7 records ask the whole question
+    assert all(t.gold_answer is not None for t in gpt4o if isinstance(t, Trace) and t not in asked)
+    o1 = list(iter_traces(real(shared_data, "mip_overthinking/response/formula/MiP/o1/response.json.gz")))
+    assert all(isinstance(t, InputError) and t.reason.startswith("reasoning not returned") for t in o1)
+    assert "counts no thinking tokens" in o1[44].reason
+    svamp = list(islice(iter_traces(real(shared_data, "mip_overthinking/response/svamp/MiP/o1/response.json.gz")), 5))
+    assert all(isinstance(t, InputError) and t.reason.startswith("reasoning not returned") for t in svamp)
+    assert "counts 640 thinking tokens" in svamp[0].reason  # '640', a string there
+    fields = FieldMap(path_pattern="{domain}/{group}/{model}/response.json.gz", correct_field="eval_result")
+    assert not [w for w in check_fields([mip], fields) if isinstance(w, FieldWarning)]
 
 
 @pytest.mark.realdata

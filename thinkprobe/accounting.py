@@ -113,6 +113,7 @@ class UntaggedAnswers:
                 "model": g["model"], "trace_id": g["trace_id"]}
 
 
+_OUTPUT_NAME = re.compile(r"answer|response|output|completion|generation|\)$", re.IGNORECASE)  # `o1 (question)` too
 _REASON_END = re.compile(r"[;:(]| in \d| at byte| over the limit")
 
 
@@ -123,6 +124,8 @@ def reason_kind(reason: str) -> str:
         return "answer without thinking"
     if re.match(r"\d+ Thought Units, over the limit", reason):
         return "over the Thought Unit limit"
+    if re.match(r"trace text of [\d,]+ characters \(.*\), over the limit", reason):
+        return "over the character limit"
     cut = _REASON_END.search(reason)
     return (reason[: cut.start()] if cut and cut.start() > 0 else reason).strip().rstrip(",") or "skipped"
 
@@ -187,8 +190,9 @@ class Accounting:
             tally.traces += 1
         if sum(u.get("section") == "reasoning" for u in g.get("units") or ()) <= FEW_UNITS:
             self.few_units[g["model"]][g["source"]] += 1
-        if (g.get("provenance") or {}).get("untagged") and not g.get("question"):
-            self.untagged_alone[g["source"]] += 1
+        provenance = g.get("provenance") or {}
+        if provenance.get("untagged") and not g.get("question") and not _OUTPUT_NAME.search(provenance.get("reasoning_from") or ""):
+            self.untagged_alone[g["source"]] += 1  # a field named as a model's output holds no question (svamp's model_answer)
         self._grade(g)
 
     def skipped(self, error: Mapping) -> None:
@@ -241,6 +245,8 @@ class Accounting:
             self.grades["none"] += 1
         if provenance.get("shared_grade"):
             self.shared[provenance["shared_grade"].partition("=")[0]] += 1
+        if provenance.get("gold_not_asked"):
+            self.grades["gold not asked"] += 1
         if provenance.get("unread_grade"):
             name, _, value = provenance["unread_grade"].partition("=")
             self.unread[name] += 1
@@ -263,6 +269,7 @@ class Accounting:
             "from_matcher": {v: self.grades[f"matcher {v}"] for v in ("correct", "incorrect")},
             "matcher_no_answer": self.grades["matcher no answer"],
             "none": self.grades["none"],
+            "gold_not_asked": self.grades["gold not asked"],
             "unread_codes": dict(sorted(self.unread.items())),
             "unread_examples": dict(sorted(self.unread_value.items())),
             "shared_grades": dict(sorted(self.shared.items())),
@@ -271,7 +278,9 @@ class Accounting:
             "disagreements": self.disagreements,
             "what": "a record's own grade (from_records) always decides its verdict; the final answer is matched "
                     "against the gold answer (from_matcher) only where the record has no grade; matcher_no_answer: "
-                    "those counted incorrect because no final answer was found in them. matcher_disagrees: "
+                    "those counted incorrect because no final answer was found in them; gold_not_asked: traces whose "
+                    "record's gold answer answers another question than the one the model was asked (MiP-Overthinking's "
+                    "question with a premise removed), so it is not used. matcher_disagrees: "
                     "traces with a grade and a gold answer where the matcher would have said otherwise (of "
                     "matcher_checked); unread_codes: traces whose grade field holds codes (or, named with --correct-field, "
                     "words) that only --correct-values can read, with one such value per field in unread_examples; "
@@ -362,6 +371,11 @@ def format_coverage(coverage: Mapping, grades: Mapping | None = None, max_rows: 
                      + (f" ({mat['incorrect']} incorrect, of which {grades['matcher_no_answer']} because no final answer "
                         f"was found in them)" if grades.get("matcher_no_answer") else "")
                      + f"; {grades['none']} with neither a grade nor a gold answer")
+        if grades.get("gold_not_asked"):
+            lines.append(f"{grades['gold_not_asked']} traces answer a question with a premise removed (MiP-Overthinking's "
+                         "insufficient_question): their record's gold answer is the whole question's, so it is not "
+                         "matched (provenance gold_not_asked); grade them by the record's own grade, if any, with "
+                         "--correct-field")
         if grades["matcher_checked"]:
             lines.append(f"the answer matcher disagrees with the record's grade on {grades['matcher_disagrees']} of "
                          f"{grades['matcher_checked']} traces (the grade is kept; run.json grades.disagreements)")

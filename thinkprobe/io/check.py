@@ -153,7 +153,8 @@ def check_fields(inputs: Sequence[str | Path | Source], fields: FieldMap = Field
         if not named:
             continue
         rows = (r for r in src.records) if src.records is not None else \
-            (r for _, _, r in iter_records(src.path) if not isinstance(r, InputError))
+            (r for _, _, r in iter_records(src.path, keep=src.fields.matches_path if src.fields.path_pattern else None)
+             if not isinstance(r, InputError))  # the files the run reads
         seen, keys, checked = set(), {}, 0
         for record in islice(rows, limit):
             if not isinstance(record, dict):

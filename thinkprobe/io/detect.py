@@ -228,15 +228,22 @@ def detect(
         provenance["joined"] = found.joined
     if generation is not None:
         provenance["generation"] = generation
+    # a named field first, then the prompt a `<model> (<prompt>)` output answers, then detection
+    question = (fields.question_field and _question(record, fields.question_field)) or output_prompt(record, reasoning_from) \
+        or _missing_premise(record) or _question(record) or _prompt_turn(sections)
+    if gold is not None and not fields.gold_field and question == record.get("insufficient_question") != record.get("question"):
+        # MiP-Overthinking: the model was asked the question with a premise removed, which has no answer; the
+        # record's gold answers the whole question (matched, a made-up premise would be graded correct)
+        provenance["gold_not_asked"] = f"{gold_from} answers `question`; the model was asked `insufficient_question`"
+        gold = None
+        provenance["gold_from"] = None
     return Trace(
         trace_id=trace_id,
         model=model or "unknown",
         domain=domain or "unknown",
         group=group,
         sections=tuple(sections),
-        # a named field first, then the prompt a `<model> (<prompt>)` output answers, then detection
-        question=(fields.question_field and _question(record, fields.question_field)) or output_prompt(record, reasoning_from)
-        or _missing_premise(record) or _question(record) or _prompt_turn(sections),
+        question=question,
         gold_answer=gold,
         correct=grade.verdict if grade else None,
         provenance=provenance,
@@ -384,7 +391,7 @@ def _locate_reasoning(
     if plain:
         return plain
     if output := model_output(record):  # `gpt-4o (question)`: a named model's output, no reasoning tags
-        if output.hidden_tokens:
+        if output.hidden_tokens is not None:
             raise error(output.field, output.hidden_reason())
         return Found(output.field, output.text, ())
     if wrong:

@@ -87,7 +87,8 @@ HIDDEN_REASONING = "reasoning not returned"
 @dataclass(frozen=True)
 class ModelOutput:
     """A field holding a named model's output: the field, the model's name, its text, and the thinking
-    tokens the record counts for it without holding them (None when it counts none)."""
+    tokens the record counts for it without holding them (None when it has no such count; 0 where the
+    model did not think on this record: its output is the answer all the same)."""
 
     field: str
     model: str
@@ -96,9 +97,10 @@ class ModelOutput:
 
     def hidden_reason(self) -> str:
         """The skip reason of an output whose reasoning the record does not hold."""
-        return (f"{HIDDEN_REASONING}: `{self.field}{_HIDDEN_SUFFIX}` counts {self.hidden_tokens:,} thinking tokens "
-                f"the record does not hold, so `{self.field}` is the final answer only; to profile that answer as "
-                f"the reasoning, name it with --reasoning-field '{self.field}'")
+        counted = (f"counts {self.hidden_tokens:,} thinking tokens the record does not hold" if self.hidden_tokens else
+                   "counts no thinking tokens (the model answered without reasoning)")
+        return (f"{HIDDEN_REASONING}: `{self.field}{_HIDDEN_SUFFIX}` {counted}, so `{self.field}` is the final answer "
+                f"only; to profile that answer as the reasoning, name it with --reasoning-field '{self.field}'")
 
 
 def model_output(record: dict) -> ModelOutput | None:
@@ -110,8 +112,9 @@ def model_output(record: dict) -> ModelOutput | None:
             continue
         if match["prompt"] not in OUTPUT_WORDS and not isinstance(record.get(match["prompt"]), str):
             continue
-        hidden = record.get(f"{key}{_HIDDEN_SUFFIX}")
-        counted = hidden if isinstance(hidden, int) and not isinstance(hidden, bool) and hidden > 0 else None
+        hidden = record.get(f"{key}{_HIDDEN_SUFFIX}")  # an int, or its digits (MiP-Overthinking's svamp files)
+        hidden = int(hidden) if isinstance(hidden, str) and hidden.strip().isdigit() else hidden
+        counted = hidden if isinstance(hidden, int) and not isinstance(hidden, bool) and hidden >= 0 else None
         return ModelOutput(str(key), match["model"].strip(), value, counted)
     return None
 

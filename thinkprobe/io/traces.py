@@ -2,6 +2,7 @@
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 from itertools import chain, islice
 from pathlib import Path
@@ -135,8 +136,14 @@ def detect_inputs(
 def _detect_records(records, src: Source, label: str, root: Path | None, alone: bool, ids: "_RunIds", graphs: bool,
                     limits: InputLimits) -> Iterator[tuple[int | str, Trace | InputError]]:
     """The traces of one input's records (`src`, read from `root`, labelled `label` among the run's
-    inputs; `alone`: the run's only input), their ids claimed in `ids`."""
+    inputs; `alone`: the run's only input), their ids claimed in `ids`. A trace that repeats an earlier
+    trace of its file exactly (`_content_key`) is an InputError: MiP-Overthinking's missing-premise GSM8K
+    files hold each of their 582 records twice, which profiled twice weigh double in every test."""
+    seen: dict[bytes, int | str] = {}  # the traces of the file being read, by content: their record
+    current = None
     for source, locator, record in records:
+        if source != current:
+            seen, current = {}, source
         if isinstance(record, InputError):
             record.model = record.model or src.fields.model or src.fields.from_path(source).get("model")
             yield locator, record
@@ -164,7 +171,22 @@ def _detect_records(records, src: Source, label: str, root: Path | None, alone: 
                     item.trace_id = item.trace_id or trace_id
                 if repaired:  # lone surrogates replaced by U+FFFD (io.unicode.repaired), in these fields
                     item = replace(item, provenance={**item.provenance, "repaired_unicode": repaired})
+                if isinstance(item, Trace) and (first := seen.setdefault(_content_key(item), locator)) != locator:
+                    where = first if isinstance(first, str) else f"record {first}"
+                    item = InputError(source, locator, item.provenance["reasoning_from"],
+                                      f"repeats {where} of its file exactly (the same text, question, model and "
+                                      "grade): not profiled twice", model=item.model, trace_id=trace_id)
             yield locator, item if isinstance(item, InputError) else ids.claim(item, file_label)
+
+
+def _content_key(trace: Trace) -> bytes:
+    """What makes a trace the same as another of its file: its record's own id (none where the id is
+    made from the record's position) and generation, model, domain, group, question, gold answer,
+    grade and section texts."""
+    made = trace.provenance.get("trace_id_from") == "file:record"
+    key = (None if made else trace.trace_id, trace.provenance.get("generation"), trace.model, trace.domain, trace.group,
+           trace.question, trace.gold_answer, trace.correct, [(s.name, s.field, s.content) for s in trace.sections])
+    return hashlib.blake2b(repr(key).encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def peek_inputs(inputs: Sequence[str | Path | Source], fields: FieldMap, n: int, max_files: int,

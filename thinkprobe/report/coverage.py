@@ -81,6 +81,10 @@ def _lines(run: dict) -> list[str]:
                         if grades.get("matcher_no_answer") else "") + ", "
                        f"{grades['none']} have neither a grade nor a gold answer. A record's own grade always wins "
                        f"over the matcher.")
+        if grades.get("gold_not_asked"):
+            lines.append(f"{grades['gold_not_asked']} traces answer a question with a premise removed (MiP-Overthinking's "
+                         f"insufficient_question): their record's gold answer is the whole question's, so it was not "
+                         f"matched: without a grade of their own they are ungraded.")
         if grades["matcher_checked"]:
             lines.append(f"The answer matcher disagrees with the record's grade on {grades['matcher_disagrees']} of "
                          f"{grades['matcher_checked']} traces that have both (run.json grades.disagreements).")
