@@ -122,6 +122,24 @@ def test_traces_counted_wrong_for_stating_no_answer_are_counted_apart():
         format_coverage(accounting.coverage(), grades)
 
 
+def test_verdicts_against_a_formula_are_counted_apart():
+    """THINK-Bench: about a tenth of the golds are formulas or equations ('\\frac{\\lambda_e^n}{n!} e^{-\\lambda l}'),
+    which matching as text judges wrong when the model writes them otherwise; the summary said nothing of it
+    (a new user's trial). Counted, with how many were judged incorrect; numbers, options and phrases are not."""
+    from thinkprobe.accounting import Accounting, format_coverage
+
+    accounting = Accounting()
+    golds = [r"\frac{\lambda_{e}^{n}}{n!} e^{-\lambda l}", "2KOH + CuSO4 = K2SO4 + Cu(OH)2", "12", "(B)", "Paris", "#### 7"]
+    for k, (gold, acc) in enumerate(zip(golds, (0, 1, 0, 1, 1, 0))):
+        accounting.trace({"trace_id": f"t{k}", "model": "m", "source": "a.jsonl", "record": k, "correct": None,
+                          "gold_answer": gold, "provenance": {}, "units": [],
+                          "redundancy": {"metrics": {"Acc": acc}, "final_answer": {"value": "x"}}})
+    grades = accounting.grade_summary()
+    assert (grades["matcher_expressions"], grades["matcher_expressions_incorrect"]) == (2, 1)
+    assert "2 of the traces graded by matching have a formula or an equation for gold answer (1 judged incorrect)" \
+        in format_coverage(accounting.coverage(), grades)
+
+
 def test_a_file_with_no_trace_profiled_names_the_option_its_records_suggest():
     """ReasonEval's PRM800K file: every record skipped for want of a reasoning field; the fix was only in
     errors.jsonl."""

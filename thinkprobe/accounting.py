@@ -26,7 +26,7 @@ from typing import Iterable, Mapping
 from .io.detect import record_position
 from .io.formats import record_locator
 from .io.grades import SOLUTION_LABELS, verdict_name
-from .redundancy import answers_match, has_grade
+from .redundancy import answers_match, has_grade, is_expression
 from .progress import one_line
 
 __all__ = ["NO_THINK", "ANSWER_WITHOUT_THINKING", "UntaggedAnswers", "Accounting", "reason_kind", "format_coverage"]
@@ -239,6 +239,9 @@ class Accounting:
                             "matcher": "correct" if matched else "incorrect"})
         elif metrics.get("Acc") in (0, 1):
             self.grades[f"matcher {verdict_name(bool(metrics['Acc']))}"] += 1
+            if is_expression(g.get("gold_answer")):
+                self.grades["matcher expression"] += 1
+                self.grades["matcher expression incorrect"] += not metrics["Acc"]
             if not metrics["Acc"] and not (g.get("redundancy") or {}).get("final_answer"):
                 self.grades["matcher no answer"] += 1  # incorrect because no answer was found at all
         else:
@@ -270,6 +273,8 @@ class Accounting:
             "matcher_no_answer": self.grades["matcher no answer"],
             "none": self.grades["none"],
             "gold_not_asked": self.grades["gold not asked"],
+            "matcher_expressions": self.grades["matcher expression"],
+            "matcher_expressions_incorrect": self.grades["matcher expression incorrect"],
             "unread_codes": dict(sorted(self.unread.items())),
             "unread_examples": dict(sorted(self.unread_value.items())),
             "shared_grades": dict(sorted(self.shared.items())),
@@ -280,7 +285,10 @@ class Accounting:
                     "against the gold answer (from_matcher) only where the record has no grade; matcher_no_answer: "
                     "those counted incorrect because no final answer was found in them; gold_not_asked: traces whose "
                     "record's gold answer answers another question than the one the model was asked (MiP-Overthinking's "
-                    "question with a premise removed), so it is not used. matcher_disagrees: "
+                    "question with a premise removed), so it is not used; matcher_expressions: traces the matcher judged "
+                    "against a gold answer that is a formula or an equation, not a number, option or phrase "
+                    "(matcher_expressions_incorrect of them judged incorrect): compared as normalised text, an "
+                    "equivalent expression written otherwise counts as incorrect. matcher_disagrees: "
                     "traces with a grade and a gold answer where the matcher would have said otherwise (of "
                     "matcher_checked); unread_codes: traces whose grade field holds codes (or, named with --correct-field, "
                     "words) that only --correct-values can read, with one such value per field in unread_examples; "
@@ -376,6 +384,11 @@ def format_coverage(coverage: Mapping, grades: Mapping | None = None, max_rows: 
                          "insufficient_question): their record's gold answer is the whole question's, so it is not "
                          "matched (provenance gold_not_asked); grade them by the record's own grade, if any, with "
                          "--correct-field")
+        if grades.get("matcher_expressions"):
+            lines.append(f"{grades['matcher_expressions']} of the traces graded by matching have a formula or an equation for "
+                         f"gold answer ({grades['matcher_expressions_incorrect']} judged incorrect): they are compared as "
+                         "normalised text, so an equivalent expression written otherwise counts as incorrect; check "
+                         "some by hand (run.json grades)")
         if grades["matcher_checked"]:
             lines.append(f"the answer matcher disagrees with the record's grade on {grades['matcher_disagrees']} of "
                          f"{grades['matcher_checked']} traces (the grade is kept; run.json grades.disagreements)")

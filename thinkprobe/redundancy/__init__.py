@@ -47,7 +47,7 @@ from .annotate import (COLUMNS, METRICS, RedundancyParams, annotate_record, has_
                        redundancy_row)
 from .extraction import (Candidate, KIND_RANK, boxed_values, code_tests_of, conclusion_number, final_candidate,
                          find_candidates)
-from .normalise import answers_match, normalise, to_number
+from .normalise import answers_match, is_expression, normalise, to_number
 from .sandbox import ALLOW_HINT, NOT_ALLOWED, code_not_run, isolation_problem, not_run_line, run_code_tests
 from .sep import SEP, shortest_effective_path
 from .tables import (MODEL_COLUMNS, format_model_table, model_means, table_row, write_redundancy,
@@ -57,5 +57,5 @@ __all__ = ["COLUMNS", "METRICS", "MODEL_COLUMNS", "RedundancyParams", "SEP", "sh
            "isolated_units", "redundancy_row", "annotate_record", "has_grade", "table_row", "write_redundancy",
            "write_redundancy_tables", "model_means", "format_model_table",
            "Candidate", "KIND_RANK", "find_candidates", "final_candidate", "code_tests_of", "boxed_values",
-           "conclusion_number", "normalise", "to_number", "answers_match", "run_code_tests", "isolation_problem",
+           "conclusion_number", "normalise", "to_number", "answers_match", "is_expression", "run_code_tests", "isolation_problem",
            "NOT_ALLOWED", "ALLOW_HINT", "not_run_line", "code_not_run"]

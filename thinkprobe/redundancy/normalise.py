@@ -10,7 +10,7 @@ import unicodedata
 from functools import lru_cache
 from typing import Any, Iterable
 
-__all__ = ["normalise", "to_number", "answers_match", "BOXED", "FACTORIAL_EXPR", "MARKDOWN", "NUMBER", "SPECIAL_TOKEN"]
+__all__ = ["normalise", "to_number", "answers_match", "is_expression", "BOXED", "FACTORIAL_EXPR", "MARKDOWN", "NUMBER", "SPECIAL_TOKEN"]
 
 # Shared with extraction: markup that never belongs to an answer's value.
 BOXED = re.compile(r"\\(?:boxed|fbox)\s*")
@@ -536,6 +536,25 @@ def _interval_ends(s: str) -> tuple[str, str] | None:
     """The brackets of an interval of two ends ("[-2, 7)", "x \\in (0, 1]"), or None."""
     m = _INTERVAL.fullmatch(s.strip())
     return (m.group(1), m.group(2)) if m else None
+
+
+_SYMBOLIC = re.compile(r"\\[a-z]+|[\^_=]|[a-z]\s*[+\-*/]\s*\w|\w\s*[+\-*/]\s*[a-z]|[a-z]\(")
+
+
+def is_expression(gold: Any) -> bool:
+    r"""Whether a gold answer is a formula or an equation rather than a number, an option letter or a
+    phrase: what matching as text may call wrong when it is written otherwise (THINK-Bench's physics
+    and chemistry answers).
+
+    >>> is_expression(r"\frac{\lambda_{e}^{n}}{n!} e^{-\lambda l}"), is_expression("2KOH + CuSO4 = K2SO4 + Cu(OH)2")
+    (True, True)
+    >>> is_expression(r"\frac{3}{4}"), is_expression("(B)"), is_expression("Paris"), is_expression("#### 18")
+    (False, False, False, False)
+    """
+    if gold is None or not str(gold).strip() or to_number(gold) is not None:
+        return False
+    text = normalise(gold)
+    return not re.fullmatch(r"\(?[a-j]\)?", text) and bool(_SYMBOLIC.search(text))
 
 
 def answers_match(pred: Any, gold: Any) -> bool:

@@ -85,6 +85,10 @@ def _lines(run: dict) -> list[str]:
             lines.append(f"{grades['gold_not_asked']} traces answer a question with a premise removed (MiP-Overthinking's "
                          f"insufficient_question): their record's gold answer is the whole question's, so it was not "
                          f"matched: without a grade of their own they are ungraded.")
+        if grades.get("matcher_expressions"):
+            lines.append(f"{grades['matcher_expressions']} of the traces judged by matching have a formula or an equation "
+                         f"for gold answer ({grades['matcher_expressions_incorrect']} of them judged incorrect): they are "
+                         f"compared as normalised text, so an equivalent expression written otherwise counts as incorrect.")
         if grades["matcher_checked"]:
             lines.append(f"The answer matcher disagrees with the record's grade on {grades['matcher_disagrees']} of "
                          f"{grades['matcher_checked']} traces that have both (run.json grades.disagreements).")
