@@ -266,6 +266,9 @@ def test_a_closing_sentence_restates_the_result_among_other_numbers(worked, clos
     wrong. Of several numbers, the one equal to the result computed last before it is the answer."""
     rec = record("Read the question.", worked, closing, provenance={"untagged": True})
     assert final_candidate(find_candidates(rec), rec).value == value
+    # Gemma-2-27B labels the same sentence: "**Answer:** Terry spends $75.00 on yogurt over 30 days."
+    labelled = record("Read the question.", worked, f"**Answer:** {closing}", provenance={"untagged": True})
+    assert final_candidate(find_candidates(labelled), labelled).value == (value if value != "9" else closing.rstrip("."))
 
 
 def test_answer_label_on_its_own_line_takes_the_next_unit():

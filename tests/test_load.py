@@ -431,6 +431,9 @@ def test_a_record_repeated_exactly_in_its_file_is_skipped_once_named(tmp_path):
     items = list(iter_traces(first))
     assert [type(i).__name__ for i in items] == ["Trace", "Trace", "InputError", "InputError"]
     assert items[2].reason.startswith("repeats line 1 of its file exactly") and items[3].record == "line 4"
+    from thinkprobe.accounting import reason_kind  # counted as one reason, not one per record repeated
+
+    assert {reason_kind(i.reason) for i in items[2:]} == {"repeats an earlier record of its file exactly"}
     write_jsonl(tmp_path / "b.jsonl", [same])
     assert [type(i).__name__ for i in iter_traces(tmp_path)] == ["Trace", "Trace", "InputError", "InputError", "Trace"]
     ids = write_jsonl(tmp_path / "c.jsonl", [{"id": "x", **same}, {"id": "y", **same}, {"id": "x", **same}])

@@ -62,6 +62,9 @@ def units(text, config):
      ["She spent $41 on cupcakes.", "Let me confirm that.", "If each is $1, she bought 41."]),
     ("It costs $5-$10. Wait. The sum is $x. y$ here. Then \\$3. Then $2.40 a dozen.",
      ["It costs $5-$10.", "Wait.", "The sum is $x. y$ here.", "Then \\$3.", "Then $2.40 a dozen."]),
+    # math with spaces inside its dollar signs stays whole (QwQ-32B writes "$ x $": 51 ReasoningFlow traces)
+    ("The roots satisfy $ x = 3. $ Then stop. It costs $5 each, so $n$ cost $5n. 2$ in all.",
+     ["The roots satisfy $ x = 3. $ Then stop.", "It costs $5 each, so $n$ cost $5n. 2$ in all."]),
     ("We have\n\\begin{align}\nx &= 1. \\\\\ny &= 2\n\\end{align}\nSo done.",
      ["We have", "\\begin{align}\nx &= 1. \\\\\ny &= 2\n\\end{align}", "So done."]),
 ])

@@ -126,6 +126,8 @@ def reason_kind(reason: str) -> str:
         return "over the Thought Unit limit"
     if re.match(r"trace text of [\d,]+ characters \(.*\), over the limit", reason):
         return "over the character limit"
+    if re.match(r"repeats (?:line|record) \d+ of its file exactly", reason):
+        return "repeats an earlier record of its file exactly"
     cut = _REASON_END.search(reason)
     return (reason[: cut.start()] if cut and cut.start() > 0 else reason).strip().rstrip(",") or "skipped"
 
@@ -377,7 +379,8 @@ def format_coverage(coverage: Mapping, grades: Mapping | None = None, max_rows: 
                          f" in {', '.join(grades['fields'])}" if grades["fields"] else "")
                      + f"; {sum(mat.values())} by matching the answer"
                      + (f" ({mat['incorrect']} incorrect, of which {grades['matcher_no_answer']} because no final answer "
-                        f"was found in them)" if grades.get("matcher_no_answer") else "")
+                        f"was found in them)" if grades.get("matcher_no_answer") else
+                        f" ({mat['incorrect']} incorrect)" if sum(mat.values()) else "")
                      + f"; {grades['none']} with neither a grade nor a gold answer")
         if grades.get("gold_not_asked"):
             lines.append(f"{grades['gold_not_asked']} traces answer a question with a premise removed (MiP-Overthinking's "

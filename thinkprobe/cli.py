@@ -266,7 +266,7 @@ def format_summary(result: dict) -> str:
     several = len(coverage.get("by_file", ())) > 1 or len(coverage.get("by_model", ())) > 1
     grades = result.get("grades") or {}
     graded = sum(grades.get("from_records", {}).values()) + sum(grades.get("from_matcher", {}).values())
-    if result["errors"] or several or graded or grades.get("unread_codes") or grades.get("shared_grades"):
+    if result["errors"] or several or graded or any(grades.get(k) for k in ("unread_codes", "shared_grades", "gold_not_asked")):
         lines += ["", format_coverage(coverage if result["errors"] or several else {}, grades or None), ""]
     if result.get("duplicates"):
         lines.append(f"{result['duplicates']} trace ids repeated an earlier trace's id (across files usually one "

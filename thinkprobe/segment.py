@@ -27,10 +27,11 @@ _BLOCK = re.compile(
     r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|\\\[.*?(?:\\\]|\Z)|\$\$.*?(?:\$\$|\Z)|\\begin\{(\w+\*?)\}.*?(?:\\end\{\1\}|\Z)",
     re.DOTALL,
 )
-# Inline math between dollar signs, on one line, by pandoc's rule: the opening "$" has a non-space
-# after it, the closing one a non-space before it and no digit after it, so that prices are no math
-# ("$41 on cupcakes. ... is $1" or "$5-$10": every sentence between them was one unit).
-DOLLAR_MATH = r"(?<![\\$])\$(?=[^\s$])([^$\n]*?[^\s\\$])\$(?!\d)"
+# Inline math between dollar signs, on one line. A "$" before a digit may be a price: it opens math
+# only by pandoc's rule, the closing "$" with a non-space before it and no digit after it ("$3x + 2$"),
+# so that prices are no math ("$41 on cupcakes. ... is $1", "$5-$10": every sentence between them was
+# one unit); any other "$" pairs with the next one, spaces inside or not (QwQ's "$ x = 3. $").
+DOLLAR_MATH = r"(?<![\\$])(?:\$(?![\d$])([^$\n]*?[^$\n\\])\$|\$(?=\d)([^$\n]*?[^\s$\\])\$(?!\d))"
 # Inline spans a sentence boundary may not fall inside.
 _INLINE = re.compile(DOLLAR_MATH + r"|\\\(.*?\\\)|`[^`\n]+`")
 HEADER = re.compile(r"^\s{0,3}#{1,6}\s")

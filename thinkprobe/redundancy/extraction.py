@@ -202,7 +202,10 @@ def _cut_value(text: str, max_chars: int = _MAX_VALUE_CHARS) -> str:
     return "".join(out).strip().strip("*").rstrip(",;:").strip()
 
 
-def _phrase_value(text: str, closing: bool = False) -> tuple[str, str] | None:
+def _phrase_value(text: str, closing: bool = False, prior: str | None = None) -> tuple[str, str] | None:
+    """The value a phrase puts forward ("the answer is X", "Answer: X"), or an option it names. A
+    value that is a sentence restating `prior` (the result computed last before it) among other words
+    is that number (Gemma's "**Answer:** Terry spends $75.00 on yogurt over 30 days.")."""
     plain = MARKDOWN.sub("", text)
     matches = list(_PHRASE.finditer(plain))
     after = 0  # where a decision may be read: past a hedge between options
@@ -240,6 +243,10 @@ def _phrase_value(text: str, closing: bool = False) -> tuple[str, str] | None:
         named = _NAMED_OPTION.match(value)  # "the answer is Choice_B" / "option (C)"
         if named:
             return named.group(1), "option"
+        if prior is not None and len(words) >= 3 and to_number(value) is None:
+            restated = [n.strip() for n in NUMBER.findall(value) if answers_match(n.strip(), prior)]
+            if restated:
+                return restated[-1], "phrase"
         return value, "phrase"
     found = [*_OPTION_PHRASE.finditer(plain, after), *_OPTION_IS_RIGHT.finditer(plain, after),
              *(_IS_OPTION.finditer(plain, after) if closing else ())]
@@ -354,7 +361,7 @@ def _unit_candidate(text: str, *, in_answer: bool, conclusion: bool, closing: bo
     boxed = boxed_values(text)
     if boxed:
         return ", ".join(boxed), "boxed"
-    phrase = _phrase_value(text, closing)
+    phrase = _phrase_value(text, closing, prior)
     if phrase:
         return phrase
     if alone and (formula := _formula(text)):  # the answer section is this one value
