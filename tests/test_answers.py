@@ -147,6 +147,15 @@ def test_an_option_on_the_line_after_the_answer_is_is_the_answer():
                                ("Thus the incorrect statement is:", "D) All of them", "D")):
         rec = record("Compute it: 2 - 2 = 0.", lead, line, question=question)
         assert [(c.value, c.kind) for c in find_candidates(rec) if c.unit == 2] == [(letter, "option")], lead
+    # the same after "the best match is:", a bare "the correct answer is", a closing "### Correct Answer:"
+    # label, and where the question names "(B)" or opens a line "(E)-..." before its options (a second trial:
+    # 120 ReasoningFlow GPQA traces close so; "closer to 20.000 GeV" or "-4" stood for the letter)
+    chemistry = "Name product (B) of reaction (A).\n(E)-N-methyl is the amine.\n" + question.split("\n", 1)[1]
+    for lead in ("Given the choices, the best match is:", "Hence, among the alternatives the correct answer is",
+                 "---\n\n### Correct Answer:", "**Correct Answer:**"):
+        for q in (question, chemistry):
+            rec = record("Compute it: 2 - 2 = 0.", lead, "**B. 0**", question=q, types="RSN MET CON")
+            assert final_candidate(find_candidates(rec), rec).value == "B", (lead, q)
     for lead in ("The answer choices are:", "Let's look at each option:", "### Option Analysis:",
                  "The first option is:", "The statement to check is:"):
         rec = record(lead, "A. sqrt(15)/15", "B. 4", question=question)

@@ -62,6 +62,10 @@ def units(text, config):
      ["She spent $41 on cupcakes.", "Let me confirm that.", "If each is $1, she bought 41."]),
     ("It costs $5-$10. Wait. The sum is $x. y$ here. Then \\$3. Then $2.40 a dozen.",
      ["It costs $5-$10.", "Wait.", "The sum is $x. y$ here.", "Then \\$3.", "Then $2.40 a dozen."]),
+    # no sentence ends on a comma: spaCy cut after "etc.,", "Sr.," and "?)," (a second trial: QwQ, R1, tts)
+    ("We count the first, the second, etc., up to the eighth hour. Joseph A. Roebling Sr., the engineer, built it.",
+     ["We count the first, the second, etc., up to the eighth hour.", "Joseph A. Roebling Sr., the engineer, built it."]),
+    ("Is it constant, right?), so r is also a constant. Done.", ["Is it constant, right?), so r is also a constant.", "Done."]),
     # math with spaces inside its dollar signs stays whole (QwQ-32B writes "$ x $": 51 ReasoningFlow traces)
     ("The roots satisfy $ x = 3. $ Then stop. It costs $5 each, so $n$ cost $5n. 2$ in all.",
      ["The roots satisfy $ x = 3. $ Then stop.", "It costs $5 each, so $n$ cost $5n. 2$ in all."]),
@@ -164,7 +168,8 @@ def _reference_fragment_spans(text, start, end, max_line_chars=20000):
         cuts |= {m.end() for m in sg._MISSED_END.finditer(doc.text)} | {m.start() for m in sg._GLUED_BOLD.finditer(doc.text)}
         cuts = sorted({_reference_openers(doc.text, c) for c in cuts if 0 < c < len(doc.text)})
         cuts = [c for c in cuts if c > 0 and not any(a < c < b for a, b in protected)
-                and not _reference_abbreviation(doc.text, c) and not _reference_formula(doc.text, c)]
+                and not _reference_abbreviation(doc.text, c) and not _reference_formula(doc.text, c)
+                and doc.text[:c].rstrip()[-1:] not in (",", ";") and doc.text[c:].lstrip()[:1] not in (",", ";")]
         bounds = [0]
         for c in cuts:
             if doc.text[c:c + 1].islower():

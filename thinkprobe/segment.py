@@ -229,6 +229,12 @@ def _blocks(text: str, start: int, end: int) -> Iterator[re.Match]:
         yield m
 
 
+def _at_comma(piece: str, cut: int) -> bool:
+    """A sentence neither ends on a comma or semicolon nor starts with one: "the second, etc., up to the
+    eighth hour", "Joseph A. Roebling Sr., the famous ...", "right?), so r is also" were cut there."""
+    return piece[:cut].rstrip().endswith((",", ";")) or piece[cut:].lstrip().startswith((",", ";"))
+
+
 def _line_spans(text: str, start: int, end: int) -> Iterable[tuple[int, int, bool]]:
     """Yield (start, end, whole) pieces of [start, end): blocks kept whole, else single lines."""
     pos = start
@@ -325,7 +331,7 @@ def fragment_spans(text: str, start: int, end: int, max_line_chars: int = 20000,
         cuts |= {m.end() for m in _MISSED_END.finditer(piece)} | {m.start() for m in _GLUED_BOLD.finditer(piece)}
         cuts = sorted({_before_openers(piece, c) for c in cuts if 0 < c < len(piece)})
         cuts = [c for c in cuts if 0 < c and not _inside(protected, c) and not abbreviations.holds(piece, c)
-                and not _in_formula(piece, c)]
+                and not _in_formula(piece, c) and not _at_comma(piece, c)]
         bounds = [0]
         for c in (_before_enum_marker(piece, c) for c in cuts):
             # An enumeration marker ("1.", "(b)") opening the line stays with its item.

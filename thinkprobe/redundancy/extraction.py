@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import takewhile
 from typing import Any, Sequence
 
 from ..io.guess import is_output_field
@@ -90,11 +91,11 @@ _NAMED_OPTION = re.compile(r"(?i:option|choice)\s*(?:\\?_)?\s*\(?([A-J])\)?(?![\
 _OPTION_VALUE = re.compile(r"^\s*\(?([A-J])\)?(?:[.:)](?![A-Za-z])|\s|$)")  # "A.J": initials, no option
 # "B) Those who responded ...", "C)38", "D)$5.4\%$": an option and its text
 OPTION_LABEL = re.compile(r"^\s*\(?([A-J])\)(?:\s+\S|(?=[\d$\\]))")
-_ANSWER_LABEL = re.compile(r"(?:#+\s*)?(?:the\s+)?(?:final\s+)?answer(?:\s+is)?\s*[:：]?", re.IGNORECASE)
+_ANSWER_LABEL = re.compile(r"(?:#+\s*)?(?:the\s+)?(?:final\s+|correct\s+)?answer(?:\s+is)?\s*[:：]?", re.IGNORECASE)
 # a sentence that leads into the option it names on the next line: "the correct answer is:" / "B. A = ..."
 _OPTION_LEAD = re.compile(r"\b(?:answer\b[^:\n]{0,30}\b(?:is|would be|should be|must be)|(?:correct|right|best|final|"
-                          r"incorrect|wrong|false|true)\s+(?:option|choice|statement)s?\b[^:\n]{0,20}\b(?:is|are|would be|"
-                          r"should be|must be))\s*[:：]\s*$", re.IGNORECASE)  # not "the answer choices are:", "the first option is:"
+                          r"incorrect|wrong|false|true)\s+(?:option|choice|statement|match)(?:s|es)?\b[^:\n]{0,20}\b(?:is|are|would be|"
+                          r"should be|must be))\s*[:：]?\s*$", re.IGNORECASE)  # not "the answer choices are:", "the first option is:"
 _OPTION_START = re.compile(r"^\W{0,3}([A-J])[.)](?:\s|\*)")
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.DOTALL)
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
@@ -435,14 +436,18 @@ def question_options(question: str | None) -> dict[str, str]:
     {'A': 'The 40 students', 'B': 'All students'}
     >>> question_options("Which must be true?\\nI. x > 0\\nII. y > 0\\n(A) I only (B) II only (C) I and II")
     {'A': 'I only', 'B': 'II only', 'C': 'I and II'}
+    >>> question_options("Name product (B) of reaction (A).\\n(E)-N-methyl is given.\\nA. LDA\\nB. DME")
+    {'A': 'LDA', 'B': 'DME'}
     """
     if not question:
         return {}
     for pattern in (_OPTION_INLINE, _OPTION_LINE):
         found = [(m.group(1), m.group(2).strip()) for m in pattern.finditer(question)]
-        letters = "".join(letter for letter, _ in found)
-        if len(found) >= 2 and letters == "ABCDEFGHIJ"[:len(found)]:
-            return dict(found)
+        # the last run A, B, C ...: the question may name a "(B)" or open a line "(E)-N-methyl..." before them
+        for start in reversed([k for k, (letter, _) in enumerate(found) if letter == "A"]):
+            run = list(takewhile(lambda kv: kv[1][0] == "ABCDEFGHIJ"[kv[0]], enumerate(found[start:start + 10])))
+            if len(run) >= 2:
+                return dict(option for _, option in run)
     return {}
 
 
@@ -493,10 +498,11 @@ def find_candidates(record: dict) -> list[Candidate]:
             value = _cut_value(MARKDOWN.sub("", SPECIAL_TOKEN.sub("", u["text"])))
             if value and len(value.split()) <= _MAX_PHRASE_WORDS:
                 found = (value, "phrase")
-        if lead_before and listed and (found is None or found[1] in ("number", "phrase", "bold")) \
+        if (lead_before or label_before) and listed and (found is None or found[1] in ("number", "phrase", "bold")) \
                 and (m := _OPTION_START.match(u["text"])):
             found = (m.group(1), "option")
-        label_before = bool(_ANSWER_LABEL.fullmatch(MARKDOWN.sub("", u["text"]).strip()))
+        # a label closing the unit ("---\n\n### Correct Answer:"): the answer is the next unit
+        label_before = bool(_ANSWER_LABEL.fullmatch(MARKDOWN.sub("", u["text"]).strip().rsplit("\n", 1)[-1].strip()))
         lead_before = bool(_OPTION_LEAD.search(MARKDOWN.sub("", u["text"])))
         if found is None and u["id"] == own_answer:
             found = _bare_answer(u["text"], "\n".join(v["text"] for v in units if v.get("section") != "answer"))
