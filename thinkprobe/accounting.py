@@ -126,7 +126,7 @@ def reason_kind(reason: str) -> str:
         return "over the Thought Unit limit"
     if re.match(r"trace text of [\d,]+ characters \(.*\), over the limit", reason):
         return "over the character limit"
-    if re.match(r"repeats (?:line|record) \d+ of its file exactly", reason):
+    if re.match(r"repeats .{1,80}? of its file exactly", reason):
         return "repeats an earlier record of its file exactly"
     cut = _REASON_END.search(reason)
     return (reason[: cut.start()] if cut and cut.start() > 0 else reason).strip().rstrip(",") or "skipped"

@@ -244,10 +244,8 @@ def _phrase_value(text: str, closing: bool = False, prior: str | None = None) ->
         named = _NAMED_OPTION.match(value)  # "the answer is Choice_B" / "option (C)"
         if named:
             return named.group(1), "option"
-        if prior is not None and len(words) >= 3 and to_number(value) is None:
-            restated = [n.strip() for n in NUMBER.findall(value) if answers_match(n.strip(), prior)]
-            if restated:
-                return restated[-1], "phrase"
+        if len(words) >= 3 and to_number(value) is None and (restated := _restated(value, prior)):
+            return restated[-1], "phrase"
         return value, "phrase"
     found = [*_OPTION_PHRASE.finditer(plain, after), *_OPTION_IS_RIGHT.finditer(plain, after),
              *(_IS_OPTION.finditer(plain, after) if closing else ())]
@@ -340,8 +338,12 @@ def conclusion_number(text: str, prior: str | None = None) -> str | None:
         if m:
             return m.group(0).strip()
     numbers = [n.strip() for n in NUMBER.findall(plain)]
-    restated = [n for n in numbers if prior is not None and answers_match(n, prior)]
-    return (restated or numbers or [None])[-1]
+    return (_restated(plain, prior) or numbers or [None])[-1]
+
+
+def _restated(text: str, prior: str | None) -> list[str]:
+    """The numbers of `text` equal to `prior`, the result computed last before it (none without one)."""
+    return [n.strip() for n in NUMBER.findall(text) if answers_match(n.strip(), prior)] if prior is not None else []
 
 
 def _formula(text: str) -> str | None:
