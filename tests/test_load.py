@@ -180,6 +180,8 @@ TAG_CASES = [
     ("analysisPlan it.assistantfinal42", "analysis", "Plan it.", "42", False, False),
     ("Plan it.\n</think>\n\n42", "<think>", "Plan it.", "42", True, False),  # QwQ: opening tag missing
     ("<think>\nPlan it, then", "<think>", "Plan it, then", None, False, True),  # cut off
+    # never closed, but the model ended its turn (Qwen3-8B on tts_knowledge: 72 of 800 records): not cut off
+    ("<think>\nPlan it. Answer: 4.<|im_end|>", "<think>", "Plan it. Answer: 4.", None, False, False),
     ("Plan it with no tags.\n", None, "Plan it with no tags.", None, False, False),
     ("<think>a <think>b</think> c</think>42", "<think>", "a <think>b</think> c", "42", False, False),
     ("Q: 2+2?<｜Assistant｜><think>Plan it.</think>42<｜end▁of▁sentence｜>", "<think>", "Plan it.", "42", False, False),

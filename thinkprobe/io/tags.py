@@ -193,9 +193,14 @@ def _split_paired_tags(text: str) -> Split | None:
     _, opening, closing, o, c = best
     if o >= 0 and c >= o + len(opening):  # first opening .. last closing: nested/repeated tags stay inside
         return Split(opening, (o + len(opening), c), (c + len(closing), len(text)))
-    if o >= 0:
-        return Split(opening, (o + len(opening), len(text)), None, truncated=True)
+    if o >= 0:  # cut off at a length limit, unless the model ended its turn itself (an end token last)
+        return Split(opening, (o + len(opening), len(text)), None, truncated=not _END_OF_TURN.search(text))
     return Split(opening, (0, c), (c + len(closing), len(text)), open_tag_missing=True)
+
+
+# a chat template's end of turn closing the text: the model stopped of itself, nothing was cut off (Qwen3-8B on
+# tts_knowledge: "<think>... Answer: I don't know.<|im_end|>", 72 of 800 records of a file, never closing its think)
+_END_OF_TURN = re.compile(r"(?:<\|im_end\|>|<\|eot_id\|>|<\|endoftext\|>|<\|end\|>|<｜end▁of▁sentence｜>|</s>)\s*$")
 
 
 def trim(text: str, start: int, end: int) -> tuple[int, int]:

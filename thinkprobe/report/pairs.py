@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..indicators import DIMENSIONS
-from ..pairwise import LENGTH_OVERLAP_MIN
+from ..pairwise import LENGTH_OVERLAP_MIN, PAIRED_MIN_SHARE
 from ..statuses import TESTED
 from .decisions import Section
 from .style import format_number
@@ -50,7 +50,7 @@ _GATES = {
 }
 
 
-def _design_sentence(paired: int, pairs: int, uneven: str, gate: str) -> str:
+def _design_sentence(paired: int, pairs: int, uneven: str, gate: str, min_group: int) -> str:
     """How the pairs were compared: question by question where two models answered the same questions."""
     by_question = ("compared question by question: P(a > b) is the mean over the questions both answered of that "
                    "chance among the question's traces, so a question's difficulty and its domain cancel out of it"
@@ -60,7 +60,8 @@ def _design_sentence(paired: int, pairs: int, uneven: str, gate: str) -> str:
     if paired == pairs:
         return f"Every pair of models answered the same questions and is {by_question}. "
     if not paired:
-        return f"No two models answered the same questions: each pair is {across}. "
+        return (f"No two models answered enough of the same questions to be compared question by question (at least "
+                f"{min_group}, holding {PAIRED_MIN_SHARE:.0%} of each model's traces): each pair is {across}. ")
     return (f"{paired} of the {pairs} pairs answered the same questions and are {by_question}; the others are "
             f"{across}. ")
 
@@ -105,7 +106,7 @@ def pairs_section(stats: Mapping) -> Section:
              if any(_gated(r, alpha) for r in found.values()) else "")
     note = (f"Each cell: P(a > b), the chance that {chance}, and in brackets the "
             f"same on what trace length does not explain (the length-controlled values of the effect sizes above). "
-            + _design_sentence(paired, len(designs), uneven, gate) +
+            + _design_sentence(paired, len(designs), uneven, gate, cfg["min_group"]) +
             f"* : the two-sided test of P(a > b) = 0.5 ({test}) gives a Holm-adjusted p under {cfg['alpha']} over "
             f"the dimension's {len(rows)} pair{'s' if len(rows) != 1 else ''}, and {said}. "
             + gated

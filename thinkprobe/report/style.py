@@ -10,7 +10,7 @@ from typing import Sequence
 
 from ..indicators import DIMENSIONS
 
-__all__ = ["MAX_TRACE_PAGES", "FIGURE_DPI", "TRACE_DPI", "PAGE_DPI", "DIMS", "NODE_NAMES", "NODE_COLORS", "EDGE_COLORS", "POLARITY_STYLES", "MODEL_PALETTE", "and_list", "display_label", "format_number", "figure_style", "png_bytes", "clipped_texts", "overlapping_texts", "svg_bytes", "model_colors"]
+__all__ = ["MAX_TRACE_PAGES", "FIGURE_DPI", "TRACE_DPI", "PAGE_DPI", "DIMS", "NODE_NAMES", "NODE_COLORS", "EDGE_COLORS", "POLARITY_STYLES", "MODEL_PALETTE", "and_list", "display_label", "format_number", "format_beside", "figure_style", "png_bytes", "clipped_texts", "overlapping_texts", "svg_bytes", "model_colors"]
 
 
 MAX_TRACE_PAGES = 500  # per-trace pages written by write_report; `thinkprobe graph` draws any other
@@ -77,6 +77,19 @@ def format_number(x: float | None, digits: int = 3) -> str:
     decimals = max(0, digits - max(0, int(math.log10(abs(x))) if x else 0))
     text = f"{x:.{decimals}f}"
     return text[1:] if text.startswith("-") and not text.strip("-0.") else text  # "-0.00" is 0
+
+
+def format_beside(x: float | None, threshold: float, digits: int = 2) -> str:
+    """format_number, with a digit more (up to two) where `digits` would round x onto the threshold
+    it is compared with: reliability 0.6977 "under 0.7" reads 0.698, not 0.70.
+
+    >>> format_beside(0.6977, 0.7), format_beside(0.4951, 0.5), format_beside(0.46, 0.7)
+    ('0.698', '0.495', '0.46')
+    """
+    more = 0
+    while x is not None and more < 2 and x != threshold and round(x, digits + more) == threshold:
+        more += 1
+    return format_number(x, digits + more)
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ from ..stats import ICC_MIN_CLUSTERS, TESTED, auroc_se
 from .agreement import AGREEMENT_COLUMNS, agreement_cell, poor_agreement_sentence
 from .glossary import GLOSSARY
 from .markup import esc
-from .style import DIMS, and_list, display_label, format_number
+from .style import DIMS, and_list, display_label, format_beside, format_number
 from ..progress import one_line
 
 __all__ = ["no_icc_text", "headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "interval_text", "icc_rows", "outcome_rows", "too_few_text", "method_note", "effect_interval_note", "NO_RADAR", "outcome_text", "z_text", "gain_verdict"]
@@ -253,11 +253,11 @@ def headline(stats: Mapping, agreement: Mapping | None = None) -> list[str]:
     rel = [(e["reliability"]["split_half"]["spearman_brown"], e["variable"]) for e in dims
            if e["reliability"]["split_half"]["spearman_brown"] is not None]
     if rel:
-        weak = [f"{v} ({format_number(x, 2)})" for x, v in rel if x < min_rel]
+        weak = [f"{v} ({format_beside(x, min_rel)})" for x, v in rel if x < min_rel]
         strong = [v for x, v in rel if x >= min_rel]
         rel_lc = [(e["reliability"]["split_half_length_controlled"]["spearman_brown"], e["variable"]) for e in dims
                   if e["reliability"]["split_half_length_controlled"]["spearman_brown"] is not None]
-        weak_lc = [f"{v}'s {format_number(x, 2)}" for x, v in rel_lc if x < min_rel]
+        weak_lc = [f"{v}'s {format_beside(x, min_rel)}" for x, v in rel_lc if x < min_rel]
         text = (f"Split-half reliability of the model means is {format_number(min(rel)[0], 2)}–{format_number(max(rel)[0], 2)}"
                 f" across dimensions"
                 + (f" ({format_number(min(rel_lc)[0], 2)}–{format_number(max(rel_lc)[0], 2)} after length control"
@@ -507,9 +507,8 @@ def _auroc_with_interval(outcome: Mapping, key: str = "auroc_wrong", low: str = 
     if value is None or outcome.get(low) is None:
         return format_number(value, 2)
 
-    def bound(b: float) -> str:  # 0.495 is not shown as 0.50: whether 0.5 is inside is what it says
-        return format_number(b, 3 if round(b, 2) == 0.5 and b != 0.5 else 2)
-    return f"{format_number(value, 2)} [{bound(outcome[low])}, {bound(outcome[high])}]"
+    # 0.495 is not shown as 0.50: whether 0.5 is inside is what it says
+    return f"{format_number(value, 2)} [{format_beside(outcome[low], 0.5)}, {format_beside(outcome[high], 0.5)}]"
 
 
 def outcome_rows(stats: Mapping) -> list[list[str]]:
