@@ -201,6 +201,10 @@ def test_numbers_only_in_conclusions_and_the_closing_unit():
     assert find_candidates(record(*texts, provenance={"untagged": True, "truncated": True})) == []
     named = record(*texts, provenance={"reasoning_from": "o1 (question)"})  # MiP's answer-only field, named
     assert [(c.unit, c.value) for c in find_candidates(named)] == [(1, "90")]
+    # its closing unit is the last before a sign-off (Gemma-2-27B: "... a profit of **$125**." had no answer)
+    signed = record("Profit: $8,000 * 0.012 = $96", "So the jewelry gives a profit of **$125**.",
+                    "Let me know if you have any other scenarios you'd like to explore!", provenance={"untagged": True})
+    assert final_candidate(find_candidates(signed), signed).value == "125"
 
 
 def test_the_closing_units_answer_may_be_a_long_list():

@@ -473,7 +473,8 @@ def find_candidates(record: dict) -> list[Candidate]:
     provenance = record.get("provenance") or {}
     whole_output = provenance.get("untagged") or is_output_field(provenance.get("reasoning_from"))
     closes = whole_output and not provenance.get("truncated")
-    last_answer = answer_ids[-1] if answer_ids else units[-1]["id"] if closes else None
+    # (its closing unit: a sign-off after it, "Let me know if ...", states nothing)
+    last_answer = answer_ids[-1] if answer_ids else _closing_unit(record) if closes else None
     # where "The answer is ..." may state a long list: the trace's last unit (answer section or not), unless cut off
     last_unit = None if provenance.get("truncated") else (answer_ids or [units[-1]["id"]])[-1]
     code = _final_code_block(units)
