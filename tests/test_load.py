@@ -426,8 +426,8 @@ def test_duplicate_ids_get_suffixes(tmp_path):
 def test_a_record_repeated_exactly_in_its_file_is_skipped_once_named(tmp_path):
     """MiP-Overthinking's missing-premise GSM8K files hold each record twice (record i equals record
     i + 582): both were profiled. A record that repeats an earlier one of its file (text, question,
-    model, grade, its own id if it has one) is skipped and says which; the same record in another file,
-    another generation or under another id is profiled."""
+    model, grade, its own id if it has one) is skipped and says which; the same record in another file
+    or under another id is profiled."""
     same = {"question": "Q?", "answer": "4", "model_answer": "<think>2 + 2 = 4.</think>4"}
     first = write_jsonl(tmp_path / "a.jsonl", [same, {**same, "model_answer": "<think>2 + 2 = 5.</think>5"}, same, same])
     items = list(iter_traces(first))
