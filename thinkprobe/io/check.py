@@ -153,7 +153,7 @@ def check_fields(inputs: Sequence[str | Path | Source], fields: FieldMap = Field
         if not named:
             continue
         rows = (r for r in src.records) if src.records is not None else \
-            (r for _, _, r in iter_records(src.path, keep=src.fields.matches_path if src.fields.path_pattern else None)
+            (r for _, _, r in iter_records(src.path, keep=src.fields.matches_path)
              if not isinstance(r, InputError))  # the files the run reads
         seen, keys, checked = set(), {}, 0
         for record in islice(rows, limit):
@@ -183,7 +183,7 @@ def repeated_input(inputs: Sequence[str | Path | Source], base: FieldMap = Field
         root = Path(src.path)
         if src.records is not None or not root.exists():
             continue
-        for f in source_files(root, src.fields.matches_path if src.fields.path_pattern else None):
+        for f in source_files(root, src.fields.matches_path):
             real = os.path.realpath(f)
             if real not in read:
                 read[real] = (k, src)

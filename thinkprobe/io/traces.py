@@ -129,7 +129,7 @@ def detect_inputs(
             root = None
         else:
             root = Path(src.path)
-            records = iter_records(root, limits, keep=src.fields.matches_path if src.fields.path_pattern else None)
+            records = iter_records(root, limits, keep=src.fields.matches_path)
         yield from _detect_records(records, src, label, root, len(sources) == 1, ids, graphs, limits)
 
 
