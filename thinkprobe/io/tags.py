@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["TAG_PAIRS", "OSS_ANALYSIS", "OSS_FINAL", "OSS_BARE_ANALYSIS", "OSS_BARE_FINAL", "S1_THINK", "S1_ANSWER",
-           "S1_BARE_THINK", "FINAL_MARK", "LEADING_TOKENS", "TRAILING_TOKENS", "SPECIAL_TOKEN", "Split", "split_tags", "trim",
+           "S1_BARE_THINK", "FINAL_MARK", "LEADING_TOKENS", "TRAILING_TOKENS", "END_OF_TURN", "SPECIAL_TOKEN", "Split", "split_tags", "trim",
            "reasoning_blocks", "answer_parts"]
 
 
@@ -46,10 +46,10 @@ _S1_BARE_ANSWER = re.compile(r"\n[ \t]*answer[ \t]*(?:\n|\Z)")
 LEADING_TOKENS = ("<|begin_of_solution|>", "<answer>")
 
 
-TRAILING_TOKENS = (
-    "<|end_of_solution|>", "<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<｜end▁of▁sentence｜>",
-    "<|return|>", "<|end|>", "</s>", "</answer>",
-)
+# a chat template's end of turn: a text closed by one was ended by the model itself, not cut off (Qwen3-8B on
+# tts_knowledge: "<think>... Answer: I don't know.<|im_end|>", never closing its think block)
+END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<｜end▁of▁sentence｜>", "<|end|>", "</s>")
+TRAILING_TOKENS = ("<|end_of_solution|>", *END_OF_TURN, "<|return|>", "</answer>")
 
 
 # Any chat-template special token: <|im_end|>, <|eot_id|>, <|endoftext|>, DeepSeek's <｜end▁of▁sentence｜>, </s>.
@@ -194,13 +194,8 @@ def _split_paired_tags(text: str) -> Split | None:
     if o >= 0 and c >= o + len(opening):  # first opening .. last closing: nested/repeated tags stay inside
         return Split(opening, (o + len(opening), c), (c + len(closing), len(text)))
     if o >= 0:  # cut off at a length limit, unless the model ended its turn itself (an end token last)
-        return Split(opening, (o + len(opening), len(text)), None, truncated=not _END_OF_TURN.search(text))
+        return Split(opening, (o + len(opening), len(text)), None, truncated=not text.rstrip().endswith(END_OF_TURN))
     return Split(opening, (0, c), (c + len(closing), len(text)), open_tag_missing=True)
-
-
-# a chat template's end of turn closing the text: the model stopped of itself, nothing was cut off (Qwen3-8B on
-# tts_knowledge: "<think>... Answer: I don't know.<|im_end|>", 72 of 800 records of a file, never closing its think)
-_END_OF_TURN = re.compile(r"(?:<\|im_end\|>|<\|eot_id\|>|<\|endoftext\|>|<\|end\|>|<｜end▁of▁sentence｜>|</s>)\s*$")
 
 
 def trim(text: str, start: int, end: int) -> tuple[int, int]:
