@@ -26,6 +26,7 @@ from typing import Iterable, Mapping
 from .io.detect import record_position
 from .io.formats import record_locator
 from .io.grades import SOLUTION_LABELS, verdict_name
+from .io.guess import OUTPUT_WORDS
 from .redundancy import answers_match, has_grade, is_expression
 from .progress import one_line
 
@@ -113,7 +114,8 @@ class UntaggedAnswers:
                 "model": g["model"], "trace_id": g["trace_id"]}
 
 
-_OUTPUT_NAME = re.compile(r"answer|response|output|completion|generation|\)$", re.IGNORECASE)  # `o1 (question)` too
+# a field named as a model's output: "model_answer", "response", `o1 (question)` ...
+_OUTPUT_NAME = re.compile("|".join(("answer", *OUTPUT_WORDS, r"\)$")), re.IGNORECASE)
 _REASON_END = re.compile(r"[;:(]| in \d| at byte| over the limit")
 
 
