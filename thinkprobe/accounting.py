@@ -384,35 +384,43 @@ def format_coverage(coverage: Mapping, grades: Mapping | None = None, max_rows: 
                         f"was found in them)" if grades.get("matcher_no_answer") else
                         f" ({mat['incorrect']} incorrect)" if sum(mat.values()) else "")
                      + f"; {grades['none']} with neither a grade nor a gold answer")
-        if grades.get("gold_not_asked"):
-            lines.append(f"{grades['gold_not_asked']} traces answer a question with a premise removed (MiP-Overthinking's "
-                         "insufficient_question): their record's gold answer is the whole question's, so it is not "
-                         "matched (provenance gold_not_asked); grade them by the record's own grade, if any, with "
-                         "--correct-field")
-        if grades.get("matcher_expressions"):
-            lines.append(f"{grades['matcher_expressions']} of the traces graded by matching have a formula or an equation for "
-                         f"gold answer ({grades['matcher_expressions_incorrect']} judged incorrect): they are compared as "
-                         "normalised text, so an equivalent expression written otherwise counts as incorrect; check "
-                         "some by hand (run.json grades)")
-        if grades["matcher_checked"]:
-            lines.append(f"the answer matcher disagrees with the record's grade on {grades['matcher_disagrees']} of "
-                         f"{grades['matcher_checked']} traces (the grade is kept; run.json grades.disagreements)")
-        for name, n in (grades.get("shared_grades") or {}).items():
-            lines.append(f"{n} traces are each one of a record's several choices or generations, and the record holds "
-                         f"one grade, `{name}`: which of them it grades is not known, so it is not applied (the answer "
-                         f"matcher grades each; --correct-field {name} gives the record's grade to every one)")
-        for name, n in grades["unread_codes"].items():
-            example = grades.get("unread_examples", {}).get(name, "")
-            if name in SOLUTION_LABELS:
-                lines.append(f"{n} traces carry `{name}`, a label of the whole solution (a wrong step on the way to "
-                             f"the right answer makes it incorrect), not of the final answer: the answer matcher "
-                             f"grades them; --correct-field {name} grades by the label instead")
-                continue
-            if example and not example.strip().lstrip("-").replace(".", "", 1).isdigit():  # words: name their meaning
-                lines.append(f"{n} traces carry `{name}` values no default reads (e.g. '{example}'), so they are not "
-                             f"graded: name what each means, e.g. --correct-field {name} --correct-values "
-                             f"'{example}=incorrect,...'")
-                continue
-            lines.append(f"{n} traces carry `{name}` codes that only --correct-values reads, e.g. --correct-field "
-                         f"{name} --correct-values '1=correct,2=incorrect,0=ungraded'")
+        lines.extend(grade_notes(grades, advice=True))
     return "\n".join(lines).rstrip()
+
+
+def grade_notes(grades: Mapping, advice: bool = False) -> list[str]:
+    """The sentences that qualify a run's grades (run.json `grades`), worded once for the printed summary
+    and the report; `advice`: each with what to do about it (the summary)."""
+    out = []
+    if n := grades.get("gold_not_asked"):
+        out.append(f"{n} traces answer a question with a premise removed (MiP-Overthinking's insufficient_question): "
+                   "their record's gold answer is the whole question's, so it is not matched (provenance "
+                   "gold_not_asked)" + ("; grade them by the record's own grade, if any, with --correct-field." if advice
+                                        else ": without a grade of their own they are ungraded."))
+    if n := grades.get("matcher_expressions"):
+        out.append(f"{n} of the traces graded by matching have a formula or an equation for gold answer "
+                   f"({grades['matcher_expressions_incorrect']} judged incorrect): they are compared as normalised "
+                   "text, so an equivalent expression written otherwise counts as incorrect"
+                   + ("; check some by hand (run.json grades)." if advice else "."))
+    if grades.get("matcher_checked"):
+        out.append(f"The answer matcher disagrees with the record's grade on {grades['matcher_disagrees']} of "
+                   f"{grades['matcher_checked']} traces that have both (the grade is kept; run.json "
+                   "grades.disagreements).")
+    for name, n in (grades.get("shared_grades") or {}).items():
+        out.append(f"{n} traces are each one of a record's several choices or generations, and the record holds one "
+                   f"grade, `{name}`: which of them it grades is not known, so it is not applied (the answer matcher "
+                   f"grades each; --correct-field {name} gives the record's grade to every one).")
+    for name, n in (grades.get("unread_codes") or {}).items():
+        example = (grades.get("unread_examples") or {}).get(name, "")
+        if name in SOLUTION_LABELS:
+            out.append(f"{n} traces carry `{name}`, a label of the whole solution (a wrong step on the way to the "
+                       f"right answer makes it incorrect), not of the final answer: the answer matcher grades them; "
+                       f"--correct-field {name} grades by the label instead.")
+        elif example and not example.strip().lstrip("-").replace(".", "", 1).isdigit():  # words: name their meaning
+            out.append(f"{n} traces carry `{name}` values no default reads (e.g. '{example}'), so they are not "
+                       f"graded: name what each means, e.g. --correct-field {name} --correct-values "
+                       f"'{example}=incorrect,...'.")
+        else:
+            out.append(f"{n} traces carry `{name}` codes that only --correct-values reads, so they are not graded: "
+                       f"e.g. --correct-field {name} --correct-values '1=correct,2=incorrect,0=ungraded'.")
+    return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..io.grades import SOLUTION_LABELS
+from ..accounting import grade_notes
 from ..outputs import RUN_JSON
 from .markup import esc, html_table, md_table
 
@@ -81,27 +81,7 @@ def _lines(run: dict) -> list[str]:
                         if grades.get("matcher_no_answer") else "") + ", "
                        f"{grades['none']} have neither a grade nor a gold answer. A record's own grade always wins "
                        f"over the matcher.")
-        if grades.get("gold_not_asked"):
-            lines.append(f"{grades['gold_not_asked']} traces answer a question with a premise removed (MiP-Overthinking's "
-                         f"insufficient_question): their record's gold answer is the whole question's, so it was not "
-                         f"matched: without a grade of their own they are ungraded.")
-        if grades.get("matcher_expressions"):
-            lines.append(f"{grades['matcher_expressions']} of the traces judged by matching have a formula or an equation "
-                         f"for gold answer ({grades['matcher_expressions_incorrect']} of them judged incorrect): they are "
-                         f"compared as normalised text, so an equivalent expression written otherwise counts as incorrect.")
-        if grades["matcher_checked"]:
-            lines.append(f"The answer matcher disagrees with the record's grade on {grades['matcher_disagrees']} of "
-                         f"{grades['matcher_checked']} traces that have both (run.json grades.disagreements).")
-        for name, n in (grades.get("shared_grades") or {}).items():
-            lines.append(f"{n} traces are each one of a record's several choices or generations with one grade for the "
-                         f"record, `{name}`: which of them it grades is not known, so the answer matcher grades each "
-                         f"(--correct-field {name} gives the record's grade to every one).")
-        for name, n in (grades.get("unread_codes") or {}).items():
-            lines.append(f"{n} traces carry `{name}`, a label of the whole solution rather than of its final answer: "
-                         f"the answer matcher grades them (--correct-field {name} grades by the label)."
-                         if name in SOLUTION_LABELS else
-                         f"{n} traces carry `{name}` codes no default reads: name their meaning with "
-                         f"--correct-field {name} --correct-values.")
+        lines.extend(grade_notes(grades))
     return lines
 
 
