@@ -428,6 +428,9 @@ def test_normalise(raw, expected):
     ("C, D", "CD"),  # MR-BEN's "Solution: Choice_C or Choice_D" against its two-option key
     ("x = b, c", "b, c"),  # a gold made of letters that is no key is matched as before
     (r"\{a, b\}", "a, b"),
+    ("2516", "2516_8"),  # PRM800K's numerals in a base the question names; the answer often leaves it out
+    (r"10110_{2}", "10110_2"),
+    ("40", r"40_{9}"),
 ])
 def test_answers_match(pred, gold):
     assert answers_match(pred, gold)
@@ -467,6 +470,9 @@ def test_answers_match(pred, gold):
     ("10 kW", "10 MW"),  # a unit on both sides must be the same unit
     ("50 Hz", "50 kHz"),
     ("5 mg", "5 kg"),
+    ("2517", "2516_8"),
+    ("1342", "2516_8"),  # the same number in base ten is not its base-8 digits
+    ("x", "x_1"),
 ])
 def test_answers_differ(pred, gold):
     assert not answers_match(pred, gold)

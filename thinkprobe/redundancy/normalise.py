@@ -506,9 +506,27 @@ def _same(p: str, g: str, loose: bool = True) -> bool:
     return False
 
 
+_BASE_NUMERAL = re.compile(r"([0-9a-z]+)_\{?(\d{1,2})\}?")
+
+
+def _numeral_digits(s: str) -> str | None:
+    """The digits of a numeral written with its base ("2516_8", "10110_{2}", "ab_{16}"), or None: the
+    question names the base, and an answer often leaves it out.
+
+    >>> _numeral_digits("2516_8"), _numeral_digits("10110_{2}"), _numeral_digits("x_1"), _numeral_digits("19_8")
+    ('2516', '10110', None, None)
+    """
+    m = _BASE_NUMERAL.fullmatch(s)
+    if not m or not 2 <= int(m.group(2)) <= 36:
+        return None
+    return m.group(1) if all(int(c, 36) < int(m.group(2)) for c in m.group(1)) else None
+
+
 def _pred_variants(p: str) -> Iterable[tuple[str, bool]]:
     """Forms of a prediction to compare, and whether text containment may apply to each."""
     yield p, True
+    if digits := _numeral_digits(p):
+        yield digits, False
     if "=" in p:
         yield p.rsplit("=", 1)[1].strip(), False
     if m := re.fullmatch(r"[a-z]\w*\s*\\in\b\s*(.+)", p):
@@ -524,6 +542,8 @@ def _pred_variants(p: str) -> Iterable[tuple[str, bool]]:
 
 def _gold_variants(g: str) -> Iterable[str]:
     yield g
+    if digits := _numeral_digits(g):  # "2516_8" against "2516"
+        yield digits
     m = re.fullmatch(r"[a-z]\w*\s*(?:=|\\in\b)\s*(.+)", g)  # "x = 5"; "x \in [-2,7]", an interval
     if m:
         yield m.group(1)
@@ -548,13 +568,13 @@ def is_expression(gold: Any) -> bool:
 
     >>> is_expression(r"\frac{\lambda_{e}^{n}}{n!} e^{-\lambda l}"), is_expression("2KOH + CuSO4 = K2SO4 + Cu(OH)2")
     (True, True)
-    >>> is_expression(r"\frac{3}{4}"), is_expression("(B)"), is_expression("Paris"), is_expression("#### 18")
-    (False, False, False, False)
+    >>> is_expression(r"\frac{3}{4}"), is_expression("(B)"), is_expression("Paris"), is_expression("#### 18"), is_expression("2516_8")
+    (False, False, False, False, False)
     """
     if gold is None or not str(gold).strip() or to_number(gold) is not None:
         return False
     text = normalise(gold)
-    return not re.fullmatch(r"\(?[a-j]\)?", text) and bool(_SYMBOLIC.search(text))
+    return not re.fullmatch(r"\(?[a-j]\)?", text) and not _numeral_digits(text) and bool(_SYMBOLIC.search(text))
 
 
 def answers_match(pred: Any, gold: Any) -> bool:
@@ -569,6 +589,8 @@ def answers_match(pred: Any, gold: Any) -> bool:
     True
     >>> answers_match(r"\dfrac{23}{60}", ".3833,  23/60"), answers_match("3", "-2, 3")  # forms of one value; a set
     (True, False)
+    >>> answers_match("2516", "2516_8"), answers_match("2516_{8}", "2516_8"), answers_match("2517", "2516_8")  # a base
+    (True, True, False)
     >>> answers_match("[-2, 7]", r"x \in [-2,7]"), answers_match(r"x \in (0, 1]", "(0,1]")  # an interval named
     (True, True)
     >>> answers_match(r"x \in [-2,7]", "(-2, 7)"), answers_match("[0,1)", "(0,1]")  # its brackets count
