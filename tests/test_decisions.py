@@ -228,17 +228,26 @@ def test_select_gives_no_tier_on_a_few_traces_and_says_when_a_lower_tier_is_more
     few = next(r for r in sel.rows if r["model"] == "few")
     # the best fit, but on too few traces to be placed: listed after the placed models, not as rank 1
     assert few["rank"] == 3 and sel.rows[-1] is few and few["fit"] > max(r["fit"] for r in sel.rows[:-1])
-    assert few["tier"] is None and few["ci_low"] is None and few["not_told_apart_from"]
+    assert few["tier"] is None and few["ci_low"] is None
+    # too few traces to compare: not "cannot be told apart from every model" (a new user's trial, 2026-12-07)
+    assert few["not_told_apart_from"] is None and all("few" not in r["not_told_apart_from"] for r in sel.rows[:-1])
     tiers = {r["model"]: r["tier"] for r in sel.rows}
     assert tiers["wide"] == 1 and tiers["lean"] == 2
     assert "no interval and no tier: few" in sel.note
     assert "lean (tier 2) answers more accurately (1.00 over 30 graded) than every tier-1 model" in sel.note
     text = format_selection(sel)
-    assert "not length-controlled" in text and "   3    –  few" in text
+    assert "not length-controlled" in text and "   3    –  few" in text and "not compared (too few traces)" in text
     # the header says why the best fit is not rank 1 (ReasonEval: a 1-trace model's 0.211 listed third)
     assert text.splitlines()[0].startswith("models ranked by fit (") and "too small for a tier after the others" in text.splitlines()[0]
     placed = format_selection(select_models(_profile_rows({"lean": -1.0, "wide": 1.0}), SETTINGS))
     assert "too small for a tier" not in placed
+
+
+def test_select_on_one_model_says_there_is_nothing_to_rank_it_against():
+    """A one-model run (THINK-Bench's Qwen3) ranked its model first at fit 0.000 without a word."""
+    sel = select_models(_profile_rows({"only": 0.0}), SETTINGS)
+    assert len(sel.rows) == 1 and "only only has traces here: there is no other model" in sel.note
+    assert "one" not in select_models(_profile_rows({"a": 0.0, "b": 1.0}), SETTINGS).notes
 
 
 def test_select_pairs_by_the_records_id_says_when_models_and_domains_are_crossed_unevenly_and_prints_no_minus_zero():
@@ -274,19 +283,27 @@ def test_select_rejects_unknown_domain_and_dimension():
         select_models(rows, SETTINGS, domain="poetry")
     with pytest.raises(ValueError, match="not a dimension"):
         parse_want("Depth+,Wisdom+")
+    with pytest.raises(ValueError, match="'Depth\\+\\+' is not a dimension"):  # what was typed, not 'Depth+'
+        parse_want("Depth++")
+    with pytest.raises(ValueError, match="did you mean 'math'"):
+        select_models(rows, SETTINGS, domain="Math")
     assert len(select_models(rows, SETTINGS, domain="math").rows) == 2
     # a dimension named twice, or with two signs, was read as the last one
     for text in ("Depth+,Depth-", "Depth+-"):
         with pytest.raises(ValueError):
             parse_want(text)
     assert parse_want("depth -, Efficiency") == {"Depth": -1, "Efficiency": 1}
-    for text in (",", " , "):  # read as the default, every dimension +, without a word
+    for text in (",", " , ", ""):  # read as the default, every dimension +, without a word
         with pytest.raises(ValueError, match="names no dimension"):
             parse_want(text)
 
 
 def test_select_refuses_a_target_that_is_not_finite_and_ranks_within_a_group(tmp_path):
     from thinkprobe.choice import read_like
+
+    (tmp_path / "list.json").write_text("[1, 2]")  # said "no dimension"
+    with pytest.raises(ValueError, match="not a JSON object of dimensions"):
+        read_like(tmp_path / "list.json")
 
     for bad in ('{"Depth": "NaN"}', '{"Depth": 1e400}'):  # every bootstrap draw was NaN: a traceback
         (tmp_path / "like.json").write_text(bad)

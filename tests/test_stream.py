@@ -433,6 +433,14 @@ def test_watch_says_why_nothing_was_profiled_and_how_it_ended(tmp_path, monkeypa
     monkeypatch.setattr("thinkprobe.watch.read_pieces", interrupted)
     res = CliRunner().invoke(main, ["watch", str(path), "--device", "cpu", "--cache-dir", str(tmp_path / "c")])
     assert res.exit_code == 130 and "interrupted" in res.output
+    # a followed file that stops growing: it says so, and the summary's `stopped` too (it had said nothing)
+    path.write_text("<think>\nWe add 2 and 3.\n", encoding="utf-8")
+    monkeypatch.undo()
+    res = CliRunner().invoke(main, ["watch", str(path), "--follow", "--idle-timeout", "0.3", "--json", "--device", "cpu",
+                                    "--cache-dir", str(tmp_path / "c"), "--linker", "cue", "--types", "cue"])
+    assert res.exit_code == 0 and "did not grow for 0.3 s (--idle-timeout)" in res.output
+    final = next(json.loads(line)["final"] for line in res.output.splitlines() if line.startswith('{"final"'))
+    assert final["stopped"] == "idle" and final["units"] >= 1
 
 
 def test_stream_refuses_what_it_cannot_do():

@@ -23,6 +23,7 @@ the note says so.
 """
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
@@ -70,8 +71,9 @@ def _dimension(name: str) -> str | None:
 
 def parse_want(text: str | None) -> dict[str, int]:
     """'Depth+,Efficiency-' -> {'Depth': 1, 'Efficiency': -1} (dimension names in any case; a name
-    without a sign counts as +)."""
-    if not text or not text.strip():
+    without a sign counts as +); None: every dimension +. Text that names no dimension ("", ",") is
+    an error: the default was not asked for."""
+    if text is None:
         return {d: 1 for d in DIMS}
     out: dict[str, int] = {}
     for part in text.split(","):
@@ -81,8 +83,8 @@ def parse_want(text: str | None) -> dict[str, int]:
         parsed = re.fullmatch(r"(.*?)\s*([+-]?)", part)
         name, sign = parsed.group(1), -1 if parsed.group(2) == "-" else 1
         dim = _dimension(name)
-        if dim is None:
-            raise ValueError(f"--want: {name!r} is not a dimension; use {', '.join(DIMS)} with + or -")
+        if dim is None:  # "Depth++": name what was typed, not "Depth+"
+            raise ValueError(f"--want: {part!r} is not a dimension with a sign; use {', '.join(DIMS)}, each with + or -")
         if dim in out:  # "Depth+,Depth-": the last one won without a word
             raise ValueError(f"--want names {dim} twice")
         out[dim] = sign
@@ -117,30 +119,30 @@ def read_like(source: str | Path | Mapping, limits=None) -> dict[str, float]:
     if isinstance(data, Mapping) and isinstance(data.get("profile"), Mapping):
         data = data["profile"]
     where = f"--like {source}" if not isinstance(source, Mapping) else "the profile"
+    if not isinstance(data, Mapping):  # [1, 2] said "no dimension"
+        raise ValueError(f"{where}: not a JSON object of dimensions ({type(data).__name__}); e.g. "
+                         '{"Depth": 0.5, "Efficiency": 0.2}')
     target: dict[str, float] = {}
-    if isinstance(data, Mapping):
-        import difflib
-
-        unknown = []
-        for key, value in data.items():
-            dim = _dimension(str(key))  # "depth", as --want reads it
-            if dim is None:
-                if str(key) not in _LIKE_OTHER_KEYS:  # "Effic", "Efficency": dropped without a word until 2026-12-06
-                    near = difflib.get_close_matches(str(key), DIMS, n=1, cutoff=0.6)
-                    unknown.append(f"{key!r} is no dimension" + (f" (did you mean {near[0]}?)" if near else ""))
-                continue
-            if dim in target:
-                raise ValueError(f"{where}: {dim} is given twice")
-            if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, (int, float, str)):  # true read as 1.0
-                raise ValueError(f"{where}: {dim}'s value is not a number ({value!r})")
-            try:
-                target[dim] = float(value)
-            except ValueError as exc:
-                raise ValueError(f"{where}: a dimension's value is not a number ({exc})") from exc
-        if unknown:
-            raise ValueError(f"{where}: {'; '.join(unknown)}; use {', '.join(DIMS)}")
+    unknown = []
+    for key, value in data.items():
+        dim = _dimension(str(key))  # "depth", as --want reads it
+        if dim is None:
+            if str(key) not in _LIKE_OTHER_KEYS:  # "Effic", "Efficency": dropped without a word until 2026-12-06
+                near = difflib.get_close_matches(str(key), DIMS, n=1, cutoff=0.6)
+                unknown.append(f"{key!r} is no dimension" + (f" (did you mean {near[0]}?)" if near else ""))
+            continue
+        if dim in target:
+            raise ValueError(f"{where}: {dim} is given twice")
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):  # true read as 1.0
+            raise ValueError(f"{where}: {dim}'s value is not a number ({value!r})")
+        try:
+            target[dim] = float(value)
+        except ValueError as exc:
+            raise ValueError(f"{where}: a dimension's value is not a number ({exc})") from exc
+    if unknown:
+        raise ValueError(f"{where}: {'; '.join(unknown)}; use {', '.join(DIMS)}")
     if not all(math.isfinite(v) for v in target.values()):  # NaN or 1e400 made every bootstrap draw NaN
         raise ValueError(f"{where}: a dimension's value is not a finite number ({target})")
     if not target:
@@ -200,7 +202,9 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
             levels = sorted({str(r.get(key)) for r in rows if r.get(key) is not None})
             if value not in levels:
                 where = f"of domain {domain}" if key == "group" and domain is not None else "of the run"
-                raise ValueError(f"--{key} {value!r}: the {key}s {where} are {', '.join(levels) or 'none'}")
+                same = [v for v in levels if v.lower() == value.lower()]  # "Math" for "math"
+                raise ValueError(f"--{key} {value!r}: the {key}s {where} are {', '.join(levels) or 'none'}"
+                                 + (f" (did you mean {same[0]!r}? names are matched exactly)" if same else ""))
             rows = [r for r in rows if r.get(key) == value]
     if like:
         target = dict(like)
@@ -243,13 +247,11 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
     small = {m for m, v in groups.items() if len(v) < fewest}
 
     def apart(a: str, b: str) -> bool:
-        if a in small or b in small:
-            return False
         lo, hi = _interval(draws[a] - draws[b], level)
         return lo > 0 or hi < 0
 
     tiers, head = {}, None
-    for m in order:
+    for m in order:  # apart() is asked of placed models only
         if m in small:
             tiers[m] = None  # too few traces to be placed
         elif head is None or apart(head, m):
@@ -263,7 +265,8 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
         lo, hi = (None, None) if m in small else _interval(draws[m], level)
         sel.rows.append({
             "rank": rank, "model": m, "n": int(len(groups[m])), "fit": est[m], "ci_low": lo, "ci_high": hi,
-            "tier": tiers[m], "not_told_apart_from": [o for o in order if o != m and not apart(m, o)],
+            "tier": tiers[m],  # None for a model too small to compare: not "indistinguishable from every model"
+            "not_told_apart_from": None if m in small else [o for o in order if o != m and o not in small and not apart(m, o)],
             "accuracy": (sum(graded) / len(graded)) if graded else None, "graded": len(graded),
             "R": (redundancy or {}).get(m)})
     if small:
@@ -274,6 +277,10 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
     if absent and (domain is not None or group is not None):  # s1.1 without formula traces had gone unsaid
         within = " and ".join(f"{k} {v}" for k, v in (("domain", domain), ("group", group)) if v is not None)
         sel.notes["absent"] = f"no traces in {within}: " + ", ".join(one_line(m) for m in absent)
+    if len(groups) == 1:  # a one-model run's fit is its mean against the norms it was z-scored with
+        sel.notes["one"] = (f"only {one_line(next(iter(groups)))} has traces here: there is no other model to rank it "
+                            "against, and its fit is its mean against the norms the run was z-scored with (0 on its own "
+                            "traces without --norms)")
     worse = _more_accurate_below(sel.rows, settings.select_min_traces)
     if worse:
         sel.notes["accuracy"] = worse
@@ -359,6 +366,10 @@ def _num(x, digits=3) -> str:
     return text[1:] if text.startswith("-") and not text.strip("-0.") else text  # "-0.000" is 0
 
 
+def _apart_cell(names: list[str] | None) -> str:
+    return "not compared (too few traces)" if names is None else one_line(", ".join(names) or "–")
+
+
 def format_selection(sel: Selection) -> str:
     """The ranking as a text table."""
     untiered = any(r["tier"] is None for r in sel.rows) and any(r["tier"] is not None for r in sel.rows)
@@ -376,7 +387,7 @@ def format_selection(sel: Selection) -> str:
         acc = f"{r['accuracy']:.2f} ({r['graded']})" if r["accuracy"] is not None else "–"
         tier = "–" if r["tier"] is None else r["tier"]
         lines.append(f"{r['rank']:>4} {tier:>4}  {one_line(r['model']):<{width}} {r['n']:>5} {_num(r['fit']):>7} "
-                     f"{ci:>17} {acc:>9} {_num(r['R'], 2):>6}  {one_line(', '.join(r['not_told_apart_from']) or '–')}")
+                     f"{ci:>17} {acc:>9} {_num(r['R'], 2):>6}  {_apart_cell(r['not_told_apart_from'])}")
     if sel.note:
         lines.append(sel.note)
     lines.append("fit: the model's mean signed z over the wanted dimensions (or closeness to --like), with its bootstrap "

@@ -7,7 +7,8 @@ It ends at the end of standard input; for a file, when the text holds the `until
 (what follows it is not profiled), when the file stops growing for `idle_timeout` seconds, or
 without `follow` at the file's current end; on Ctrl-C; and when the file is truncated or
 replaced while followed (its new text does not continue the old). Each way the stream is closed
-and the final profile printed; the summary's `stopped` says which of the last three ended it.
+and the final profile printed; the summary's `stopped` says which of idle, Ctrl-C and the last two
+ended it (None: the end of the input or the sentinel).
 """
 from __future__ import annotations
 
@@ -86,9 +87,10 @@ def _reader(source: str, stdin=None):
 
 
 def read_pieces(source: str, *, follow: bool = False, until: str | None = None, idle_timeout: float = 10.0,
-                interval: float = 0.2, piece: int = 256, stdin=None):
+                interval: float = 0.2, piece: int = 256, stdin=None, on_idle: Callable[[], None] | None = None):
     """The text of `source` ("-": standard input) in pieces of at most `piece` characters, as it
-    arrives (see the module docstring for when it ends). UTF-8 split across reads is decoded whole; a
+    arrives (see the module docstring for when it ends; `on_idle` is called where a followed file
+    stopped growing for `idle_timeout`). UTF-8 split across reads is decoded whole; a
     byte that is not UTF-8 comes as a lone surrogate, which the stream replaces by U+FFFD and names in
     the provenance (`repaired_unicode`), as a file's are."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape")
@@ -102,6 +104,8 @@ def read_pieces(source: str, *, follow: bool = False, until: str | None = None, 
             data = read()
             if not data:
                 if piped or not follow or time.monotonic() - idle_since > idle_timeout:
+                    if follow and not piped and on_idle is not None:
+                        on_idle()
                     yield from _split(pending + decoder.decode(b"", final=True), piece)
                     return
                 time.sleep(interval)
@@ -231,8 +235,15 @@ def watch(source: str, *, out_dir: str | None = None, follow: bool = False, unti
         else:
             print(snapshot_line(snap), file=out, flush=True)
 
+    idle: list[bool] = []
+
+    def on_idle() -> None:  # it stopped after 1 s of a writer's 3 s pause with exit 0 and not a word
+        idle.append(True)
+        print(f"stopped reading: {source} did not grow for {idle_timeout:g} s (--idle-timeout); profiling the text "
+              "read so far", file=sys.stderr)
+
     try:
-        for piece in read_pieces(source, follow=follow, until=until, idle_timeout=idle_timeout):
+        for piece in read_pieces(source, follow=follow, until=until, idle_timeout=idle_timeout, on_idle=on_idle):
             snap = s.feed(piece)
             if snap is not None:
                 show(snap)
@@ -247,7 +258,7 @@ def watch(source: str, *, out_dir: str | None = None, follow: bool = False, unti
         stopped = "too large" if isinstance(exc, TooLarge) else "source changed"
         print(f"stopped reading: {exc}", file=sys.stderr)
     else:
-        stopped = None
+        stopped = "idle" if idle else None
     finally:
         if view is not None:
             view.stop()
