@@ -674,3 +674,17 @@ def test_the_failure_risk_table_ends_with_a_verdict_against_the_model_and_length
     assert _verdict([*row, "–"]) == "" and _verdict([*row[:5], "too few of one kind", "–", "0.7"]) == ""
     assert _verdict(["not trained on", *row[1:], "0.8"]).startswith(
         " Verdict over the traces the failure-risk model was not trained on:")
+
+
+def test_the_verdict_says_when_the_design_alone_tells_wrong_from_right():
+    """A new user's MiP run: the traces the failure-risk model had not seen were all wrong with a missing
+    premise and all right without, and the verdict read failure_risk's 0.98 as ranking wrong answers, where
+    it said which condition a trace came from."""
+    from thinkprobe.report.decisions import _design_note
+
+    rows = [{"trace_id": f"t{k}", "group": "MiP" if k < 20 else "normal", "domain": "math"} for k in range(40)]
+    part = {f"t{k}": (0.9 if k < 20 else 0.1, k < 20) for k in range(40)}
+    note = _design_note(rows, part, SETTINGS)
+    assert "the group alone tells them apart at AUROC 1.00" in note and "domain" not in note
+    mixed = {t: (p, int(t[1:]) % 2 == 0) for t, (p, _) in part.items()}  # wrong in both groups alike
+    assert _design_note(rows, mixed, SETTINGS) == ""

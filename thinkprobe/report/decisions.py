@@ -17,13 +17,14 @@ from ..anomalies import read_anomalies
 from ..choice import select_by_domain
 from ..config import StatsSettings
 from ..records import iter_graph_records
-from ..auroc import auroc, auroc_delong
+from ..auroc import auroc, auroc_delong, factor_auroc
 from ..stats import question_key, stats_settings
 from ..indicators import INDICATORS
 from ..outcome import cross_validated_auroc, model_length_features
 from .agreement import poorly_agreeing, run_agreement
 from .markup import esc, html_table, md_table
 from .style import format_number
+from .text import FACTOR_AUROC_NOTE
 
 __all__ = ["Section", "decision_sections", "sections_html", "sections_md"]
 
@@ -193,6 +194,7 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
                  "(in-distribution): its card gives what it reaches on each corpus left out of training.")
     note += _verdict(table[-1])  # over the traces it was not trained on where some are, else over all
     split, within = [], unseen if seen and unseen else graded  # the design's levels out of sample where it can
+    note += _design_note(rows, within, settings)
     for by, why in (("domain", "a domain can hold most of the wrong answers"),
                     ("group", "a condition can separate right from wrong answers by itself")):
         level_of = {r["trace_id"]: r.get(by) for r in rows}
@@ -204,6 +206,27 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
         note += (" Then the same " + " and ".join(split)
                  + (", over the traces the failure-risk model was not trained on" if within is unseen else "") + ".")
     return note, RISK_HEADER, table
+
+
+def _design_note(rows: Sequence[Mapping], part: Mapping[str, tuple[float, bool]], settings: StatsSettings) -> str:
+    """Where the domain or group alone tells the verdict's traces wrong from right (`factor_auroc`: at
+    least FACTOR_AUROC_NOTE, beyond shuffled grades), that failure_risk may rank them through it. On a
+    MiP-Overthinking run the traces it was not trained on were all wrong in one condition and right in
+    the other: failure_risk's 0.98 there said which condition a trace came from."""
+    by_id = {r["trace_id"]: r for r in rows}
+    ids = sorted(part)
+    wrong = np.array([part[t][1] for t in ids], dtype=bool)
+    said = []
+    for by in ("group", "domain"):
+        found = factor_auroc([by_id[t] for t in ids], wrong, by, settings.factor_seed, settings.factor_shuffles)
+        if found and found["auroc"] >= FACTOR_AUROC_NOTE and found["p"] < 0.05:
+            said.append(f"the {by} alone tells them apart at AUROC {found['auroc']:.2f} ({found['chance']:.2f} with the "
+                        f"grades shuffled)")
+    if not said:
+        return ""
+    return (f" But on these traces {' and '.join(said)}, each trace scored by its level's share wrong: failure_risk "
+            "may rank them by what differs between the levels rather than by how a reasoning fails; read the rows "
+            "within each level, where they have both kinds.")
 
 
 def _verdict(row: Sequence[str]) -> str:
