@@ -688,3 +688,14 @@ def test_the_verdict_says_when_the_design_alone_tells_wrong_from_right():
     assert "the group alone tells them apart at AUROC 1.00" in note and "domain" not in note
     mixed = {t: (p, int(t[1:]) % 2 == 0) for t, (p, _) in part.items()}  # wrong in both groups alike
     assert _design_note(rows, mixed, SETTINGS) == ""
+
+
+def test_the_unusual_traces_say_when_a_models_groups_are_pooled():
+    """A new user's MiP run: a model's most unusual traces were its missing-premise ones, scored against
+    its traces of both conditions together, and nothing said so."""
+    from thinkprobe.report.decisions import _pooled_groups
+
+    rows = [{"trace_id": f"t{k}", "model": "m", "group": "MiP" if k % 3 == 0 else "normal"} for k in range(12)]
+    assert _pooled_groups(rows, [{"trace_id": "t0"}, {"trace_id": "t3"}, {"trace_id": "t1"}]) == \
+        "of those listed: MiP 2, normal 1"
+    assert _pooled_groups([{**r, "group": None} for r in rows], [{"trace_id": "t0"}]) == ""

@@ -102,6 +102,10 @@ def _unusual(run_dir: Path, rows: Sequence[Mapping], pages: Mapping[str, str], s
                  "how it reasons.")
     if reasons:
         note += " Not scored: " + "; ".join(reasons) + "."
+    pooled = _pooled_groups(rows, listed)
+    if pooled:  # a new user's MiP run: a model's six most unusual traces were all its missing-premise ones
+        note += (f" A model's traces are scored together across the run's groups ({pooled}): a trace can stand out "
+                 "for its group's difference from the model's other traces.")
     return Section("Unusual traces and failure risk", note, UNUSUAL_HEADER, cells,
                    empty="No model has enough traces for anomaly scores.",
                    after=_risk_auroc(rows, graded, seen & set(graded), settings))
@@ -127,6 +131,23 @@ def _auroc_cell(graded: Sequence[tuple[float, bool]], questions: Sequence | None
         return f"too few of one kind ({MIN_PER_CLASS} right and {MIN_PER_CLASS} wrong needed)"
     value, low, high = auroc_delong([p for p, _ in graded], [w for _, w in graded], clusters=questions)
     return f"{value:.3f} [{low:.2f}, {high:.2f}]"
+
+
+def _pooled_groups(rows: Sequence[Mapping], listed: Sequence[Mapping]) -> str:
+    """How the traces listed fall into the run's groups ("MiP 9, normal 3"), where some model's traces lie in
+    two or more groups; '' otherwise."""
+    group_of = {r["trace_id"]: r.get("group") for r in rows}
+    by_model: dict[str, set] = {}
+    for r in rows:
+        if r.get("group") not in (None, ""):
+            by_model.setdefault(r["model"], set()).add(r["group"])
+    if not any(len(g) > 1 for g in by_model.values()):
+        return ""
+    counts: dict[str, int] = {}
+    for a in listed:
+        g = group_of.get(a["trace_id"])
+        counts[str(g)] = counts.get(str(g), 0) + 1
+    return "of those listed: " + ", ".join(f"{g} {n}" for g, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _graded(rows: Sequence[Mapping], anomalies: Sequence[Mapping]) -> dict[str, tuple[float, bool]]:
