@@ -384,6 +384,34 @@ def test_synthesis_needs_two_blocks_and_structural_units_lose_weak_parents():
     assert (4, 3, "critique") in shaped and (1, 4, "inference") in shaped and (2, 4, "inference") not in shaped
 
 
+def test_a_plan_that_announces_a_check_critiques_what_it_checks_and_keeps_its_parent():
+    """`critique_types: [CRT, MET]` (the shipped decoding since 2026-12-07): a planning unit's critique
+    pair stays a critique ("Let me check the sum again" -> the sum), the unit stays MET, and it keeps
+    its forward parent, closing the cycle people draw (on human D's traces 9 of 20 hold one; our
+    recurrence_ratio was 0 on every trace). With the former rules the pair became a forward edge."""
+    from dataclasses import replace
+
+    from thinkprobe.link.decode import decode_edges
+    from thinkprobe.nodetypes import finalise_type
+
+    units = [replace(u, node_type=t) for u, t in zip(_units(4), ["RSN", "RSN", "MET", "CRT"])]
+    rows = {(0, 1): {"inference": 0.8}, (1, 2): {"elaboration": 0.5},      # 1 -> 2: the plan's parent (0.5 < 0.8)
+            (0, 2): {"critique:uncertain": 0.6},                           # the plan checks unit 0
+            (2, 3): {"inference": 0.5}, (1, 3): {"critique:negate": 0.7}}  # a verdict: its parent goes
+    probs, i, j, origin = _pair_probs(rows, 4)
+    decode = {"threshold_near": 0.45, "threshold_far": 0.45, "force_parent": False, "labels_follow_types": True,
+              "structural_parent_max": 0.8}
+    old = {(e.src, e.dst, e.edge_type) for e in decode_edges(units, probs, i, j, origin, {**decode, "plans_elaborate": True})}
+    new = decode_edges(units, probs, i, j, origin, {**decode, "critique_types": ["CRT", "MET"]})
+    kinds = {(e.src, e.dst, e.edge_type) for e in new}
+    assert {e for e in old if e[:2] == (0, 2)} and not {e for e in old if e[2] == "critique" and e[0] == 2}
+    assert {(2, 0, "critique"), (1, 2, "elaboration"), (3, 1, "critique")} <= kinds
+    assert (2, 3, "inference") not in kinds  # a CRT unit's weak parent still goes
+    assert finalise_type("MET", [e for e in new if e.src == 2]) == "MET"
+    cycle = {(0, 1), (1, 2), (2, 0)}  # 0 -> 1 -> 2 -> 0
+    assert cycle <= {(e.src, e.dst) for e in new}
+
+
 def test_question_overlap_marks_a_restatement_of_the_question():
     question = "A train leaves at 9:40 and travels 120 km at 80 km/h. When does it arrive?"
     units = _texts(["Okay, so a train leaves at 9:40 and travels 120 km at 80 km/h.", "Time is distance over speed.",

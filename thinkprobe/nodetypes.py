@@ -36,18 +36,22 @@ def finalise_type(provisional: str, outgoing: Sequence[Edge]) -> str:
     """Structural types come from the unit's outgoing backward edges: a repetition edge makes
     RPT, a critique edge CRT, two or more synthesis edges SYN, except that a conclusion stays a
     conclusion when it draws blocks together (its synthesis edges stay: what it states is the
-    conclusion; spec section 2 leaves the order open, and people label such units conclusions).
+    conclusion; spec section 2 leaves the order open, and people label such units conclusions),
+    and a plan stays a plan when it critiques ("let me check that sum again": people type it
+    planning and draw its edge as a critique of what it checks, ReasoningFlow's plan:verify).
     A critique cue without a critique edge falls back to reasoning.
 
     >>> from thinkprobe.records import Edge
     >>> syn = [Edge(9, 1, "synthesis"), Edge(9, 4, "synthesis")]
     >>> finalise_type("RSN", syn), finalise_type("CON", syn), finalise_type("CRT", [])
     ('SYN', 'CON', 'RSN')
+    >>> finalise_type("MET", [Edge(9, 4, "critique")]), finalise_type("RSN", [Edge(9, 4, "critique")])
+    ('MET', 'CRT')
     """
     kinds = [e.edge_type for e in outgoing]
     if "repetition" in kinds:
         return "RPT"
-    if "critique" in kinds:
+    if "critique" in kinds and provisional != "MET":
         return "CRT"
     if kinds.count("synthesis") >= 2 and provisional != "CON":
         return "SYN"

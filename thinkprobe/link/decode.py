@@ -24,6 +24,9 @@ DECODE_KEYS = {
     "threshold_far": "edge-probability threshold of the other pairs",
     "thresholds_by_distance": "[[max distance, threshold], ...]: thresholds by j - i instead of near / far",
     "labels_follow_types": "critique labels only for units typed CRT, repetition only for units typed RPT",
+    "critique_types": "with labels_follow_types, the unit types that may carry a critique label (default ['CRT']; "
+                      "people also draw a plan's 'let me check that again' as a critique of what it checks: ['CRT', "
+                      "'MET'], with plans_elaborate false)",
     "vetoed": "what a pair whose most probable label its unit's type forbids becomes: 'convert' (its most "
               "probable allowed label; the default) or 'drop' (no edge)",
     "plans_elaborate": "a planning unit's critique pair becomes an elaboration",
@@ -39,7 +42,7 @@ DECODE_KEYS = {
                           "(absent: no such edges): people's critiques reach farther back than one most probable "
                           "target",
     "structural_parent_max": "a unit that leaves its own critique, repetition or synthesis edge keeps a forward "
-                             "in-edge only at this probability or above (absent: always)",
+                             "in-edge only at this probability or above, a planning unit (MET) always (absent: always)",
 }
 
 
@@ -70,7 +73,7 @@ def _allowed_labels(units: Sequence[ThoughtUnit], probs: np.ndarray, j: np.ndarr
         labels = labels.copy()
         kind = np.array([units[b].node_type for b in j])
         first = 1 + np.argmax(labels, axis=1)
-        not_crt, not_rpt = kind != "CRT", kind != "RPT"
+        not_crt, not_rpt = ~np.isin(kind, decode.get("critique_types", ["CRT"])), kind != "RPT"
         vetoed = (np.isin(first, CRITIQUE_CLASSES) & not_crt) | ((first == REPETITION_CLASS) & not_rpt)
         labels[np.ix_(not_crt, [c - 1 for c in CRITIQUE_CLASSES])] = -1.0
         labels[not_rpt, REPETITION_CLASS - 1] = -1.0
@@ -159,7 +162,8 @@ def decode_edges(units: Sequence[ThoughtUnit], probs: np.ndarray, i: np.ndarray,
             edges.add(Edge(b, a, kind, score=score))
     edges = _synthesis_needs_blocks(units, edges, decode.get("synthesis_min_blocks", 0))
     if decode.get("structural_parent_max") is not None:
-        edges = _structural_units_parentless(edges, decode["structural_parent_max"])
+        plans = {u.index for u in units if u.node_type == "MET"}
+        edges = _structural_units_parentless(edges, decode["structural_parent_max"], plans)
     return sorted(edges, key=lambda e: (e.src, e.dst, e.edge_type))
 
 
@@ -180,9 +184,11 @@ def _synthesis_needs_blocks(units: Sequence[ThoughtUnit], edges: set[Edge], bloc
     return out
 
 
-def _structural_units_parentless(edges: set[Edge], keep_at: float) -> set[Edge]:
+def _structural_units_parentless(edges: set[Edge], keep_at: float, plans: set[int]) -> set[Edge]:
     """Without forward in-edges under `keep_at`: the units that leave their own critique, repetition or
     synthesis edge (people draw most of them with that edge alone, and a forward parent beside it
-    closes a cycle)."""
-    own = {e.src for e in edges if e.edge_type in ("critique", "repetition", "synthesis")}
+    closes a cycle), `plans` aside: a plan that announces a check ("let me verify the sum") follows
+    from the step before it and critiques what it checks, the cycle people draw (ReasoningFlow's
+    plan:verify; on human D's traces 9 of 20 hold one, and recurrence_ratio had read 0 on all of ours)."""
+    own = {e.src for e in edges if e.edge_type in ("critique", "repetition", "synthesis")} - plans
     return {e for e in edges if not (e.dst in own and e.src < e.dst and (e.score or 0.0) < keep_at)}

@@ -288,8 +288,9 @@ def fit_thresholds(model, val: list[dict], docs: list[dict], decode_flags: dict,
 
 # The decoding rules chosen by the profile they give on held-out graphs (issue 40, docs/accuracy.md):
 # no forced forward parent, synthesis across two blocks, structural units without a weak parent,
-# critiques wherever their probability reaches 0.1.
-DECODE_FLAGS = {"plans_elaborate": True, "force_structural": True, "force_in_window": True, "labels_follow_types": True,
+# critiques wherever their probability reaches 0.1, plans that critique what they check (2026-12-07).
+DECODE_FLAGS = {"plans_elaborate": False, "critique_types": ["CRT", "MET"], "force_structural": True,
+                "force_in_window": True, "labels_follow_types": True,
                 "vetoed": "convert", "force_parent": False, "synthesis_min_blocks": 2, "structural_parent_max": 0.8,
                 "threshold_critique": 0.1}
 
