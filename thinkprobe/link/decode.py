@@ -189,6 +189,7 @@ def _structural_units_parentless(edges: set[Edge], keep_at: float, plans: set[in
     synthesis edge (people draw most of them with that edge alone, and a forward parent beside it
     closes a cycle), `plans` aside: a plan that announces a check ("let me verify the sum") follows
     from the step before it and critiques what it checks, the cycle people draw (ReasoningFlow's
-    plan:verify; on human D's traces 9 of 20 hold one, and recurrence_ratio had read 0 on all of ours)."""
+    plan:verify; on human D's traces 9 of 20 hold one, and recurrence_ratio had read 0 on all of ours).
+    A plan that critiques the unit just before it has no forward parent to keep: the pair carries one edge."""
     own = {e.src for e in edges if e.edge_type in ("critique", "repetition", "synthesis")} - plans
     return {e for e in edges if not (e.dst in own and e.src < e.dst and (e.score or 0.0) < keep_at)}
