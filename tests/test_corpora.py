@@ -1049,3 +1049,23 @@ def test_files_a_sample_took_nothing_from_are_named(tmp_path):
     assert res.exit_code == 0, res.output
     assert json.loads((out / "run.json").read_text())["files_not_drawn"] == [str(tmp_path / "in" / "b.jsonl")]
     assert f"note: --limit took no record from 1 data file of the inputs: {tmp_path / 'in' / 'b.jsonl'}" in res.stderr
+
+
+def test_a_repetition_loop_is_named_in_the_warnings():
+    """ReasoningFlow's gpqa-diamond_48_QwQ-32B repeats "Wait, no, vinyloxy is OCH2CH2?" 563 times in a row
+    (MiP-Overthinking's Qwen32 response 2: one sentence 3,573 times): every copy a unit, its indicators
+    described the loop (max_chain_depth 573) and nothing said so."""
+    from thinkprobe.accounting import LOOP_MIN, Accounting
+
+    def graph(trace_id, texts):
+        return {"trace_id": trace_id, "model": "qwq", "source": "a.jsonl", "record": trace_id, "correct": None,
+                "provenance": {}, "redundancy": {"metrics": {}},
+                "units": [{"section": "reasoning", "text": t} for t in texts]}
+
+    accounting = Accounting()
+    accounting.trace(graph("t1", ["So x = 2."] + ["Wait, no, vinyloxy is OCH2CH2?"] * (LOOP_MIN + 5)))
+    accounting.trace(graph("t2", ["Check it.", "check it!"] * 3 + ["Wait."] * (LOOP_MIN - 1)))  # 6 then 9 in a row: too few
+    (warning,) = accounting.loop_warnings()
+    assert warning.startswith("model qwq: 1 of 2 traces hold a repetition loop")
+    assert f"t1: {LOOP_MIN + 5} times, 'Wait, no, vinyloxy is OCH2CH2?'" in warning
+    assert Accounting().loop_warnings() == []

@@ -183,6 +183,8 @@ class Accounting:
     few_units: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))  # model -> file -> traces
     # file -> traces whose reasoning is untagged text with no question beside it (a file of prompts?)
     untagged_alone: Counter = field(default_factory=Counter)
+    # model -> [(copies, trace_id, the sentence)] of traces holding a repetition loop (LOOP_MIN copies in a row)
+    loops: dict[str, list] = field(default_factory=lambda: defaultdict(list))
     checked: int = 0  # traces with both a grade (correct or incorrect) and a gold answer
     disagreements: list[dict] = field(default_factory=list)
     disagreement_count: int = 0
@@ -194,6 +196,8 @@ class Accounting:
             tally.traces += 1
         if sum(u.get("section") == "reasoning" for u in g.get("units") or ()) <= FEW_UNITS:
             self.few_units[g["model"]][g["source"]] += 1
+        if loop := longest_repeat(g.get("units") or ()):
+            self.loops[g["model"]].append((loop[0], str(g.get("trace_id")), loop[1]))
         provenance = g.get("provenance") or {}
         if provenance.get("untagged") and not g.get("question") and not _OUTPUT_NAME.search(provenance.get("reasoning_from") or ""):
             self.untagged_alone[g["source"]] += 1  # a field named as a model's output holds no question (svamp's model_answer)
@@ -350,6 +354,43 @@ class Accounting:
                            "the sentences of one text, join them into one record first; the indicators of so short "
                            "a trace say little about reasoning")
         return out
+
+
+    def loop_warnings(self) -> list[str]:
+        """One line per model some of whose traces hold a repetition loop: one sentence LOOP_MIN or more
+        times in a row (a decoding that degenerated, often until the length limit). Every copy is a unit,
+        so the trace's indicators describe the loop (QwQ-32B's 563 copies: max_chain_depth 573)."""
+        out = []
+        for model, found in sorted(self.loops.items()):
+            found = sorted(found, key=lambda x: (-x[0], x[1]))
+            said = "; ".join(f"{t}: {n} times, {one_line(text)[:60]!r}" for n, t, text in found[:3])
+            out.append(f"model {one_line(model)}: {len(found)} of {self.models[model].traces} traces hold a repetition loop "
+                       f"(one sentence {LOOP_MIN} or more times in a row: {said}{', ...' if len(found) > 3 else ''}); every "
+                       "copy is profiled as a Thought Unit, so those traces' indicators describe the loop: read their pages "
+                       "before their profile, or leave them out")
+        return out
+
+
+LOOP_MIN = 10  # copies in a row of one sentence that make a repetition loop (the summary's warning)
+
+
+def longest_repeat(units) -> tuple[int, str] | None:
+    """(copies, text) of the longest run of reasoning units in a row with the same words (case and
+    punctuation aside), where it reaches LOOP_MIN; else None.
+
+    >>> longest_repeat([{"section": "reasoning", "text": t} for t in ["So x = 2."] + ["Wait, no."] * 12])
+    (12, 'Wait, no.')
+    """
+    best, run, prev, text = 0, 0, None, ""
+    for u in units:
+        if u.get("section") != "reasoning":
+            continue
+        words = tuple(re.findall(r"\w+", str(u.get("text", "")).lower()))
+        run = run + 1 if words and words == prev else 1
+        prev = words
+        if run > best:
+            best, text = run, str(u.get("text", "")).strip()
+    return (best, text) if best >= LOOP_MIN else None
 
 
 FEW_UNITS = 2  # Thought Units of reasoning a trace may hold and still be counted as likely no reasoning as given

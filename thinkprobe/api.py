@@ -345,7 +345,8 @@ def profile_run(opts: RunOptions, temporary: bool = False, *, encoder=None, link
         summary = run_profile(opts, **given)
         summary["field_warnings"] = [str(w) for w in warnings]
         # a file or model with no trace, or profiled as one-unit traces: never silent
-        for warning in (*summary.get("coverage_warnings", ()), *summary.get("short_trace_warnings", ())):
+        for warning in (*summary.get("coverage_warnings", ()), *summary.get("short_trace_warnings", ()),
+                        *summary.get("loop_warnings", ())):
             print(terminal_safe(f"warning: {warning}"), file=sys.stderr)
         run = Run(out, summary=summary, temporary=temporary)
         if opts.report:

@@ -491,6 +491,7 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
         **({"files_not_drawn": files_not_drawn(opts, joined)} if opts.sample is not None or opts.limit is not None else {}),
         "coverage_warnings": joined.accounting.warnings(),
         "short_trace_warnings": joined.accounting.short_warnings(),
+        "loop_warnings": joined.accounting.loop_warnings(),
         "grades": joined.accounting.grade_summary(),
         "group": group_info(joined),
         "field_warnings": [w.as_dict() for w in field_warnings(opts)],
@@ -584,7 +585,8 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
             "summarised_by_model": dict(sorted(joined.summarised_by_model.items())),
             "code_not_run": joined.code_not_run, "reasoning_is_code": joined.reasoning_is_code,
             "coverage": info["coverage"], "coverage_warnings": info["coverage_warnings"],
-            "short_trace_warnings": info["short_trace_warnings"], "grades": info["grades"],
+            "short_trace_warnings": info["short_trace_warnings"], "loop_warnings": info["loop_warnings"],
+            "grades": info["grades"],
             "files_not_drawn": info.get("files_not_drawn", []),
             "model_profiles": by_model, "model_domain_profiles": by_model_domain,
             "norms": str(opts.norms) if opts.norms else None, "graph_source": opts.graph_source}

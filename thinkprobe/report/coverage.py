@@ -44,7 +44,8 @@ def _by_model(counts: dict[str, int]) -> str:
 
 
 def _lines(run: dict) -> list[str]:
-    lines = [f"Warning: {w}." for w in (*(run.get("coverage_warnings") or ()), *(run.get("short_trace_warnings") or ()))]
+    lines = [f"Warning: {w}." for w in (*(run.get("coverage_warnings") or ()), *(run.get("short_trace_warnings") or ()),
+                                        *(run.get("loop_warnings") or ()))]
     if truncated := run.get("truncated_by_model"):
         lines.append(f"{sum(truncated.values())} traces end before their reasoning does (an opening tag with no closing "
                      f"one: cut off at a length limit?, or an API's stop reason at its token limit) and are profiled as far as they go: {_by_model(truncated)}.")
