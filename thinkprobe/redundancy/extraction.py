@@ -244,7 +244,7 @@ def _phrase_value(text: str, closing: bool = False, prior: str | None = None) ->
         named = _NAMED_OPTION.match(value)  # "the answer is Choice_B" / "option (C)"
         if named:
             return named.group(1), "option"
-        if len(words) >= 3 and to_number(value) is None and (restated := _restated(value, prior)):
+        if len(words) >= 3 and to_number(value) is None and (restated := _restated(_numbers(value), prior)):
             return restated[-1], "phrase"
         return value, "phrase"
     found = [*_OPTION_PHRASE.finditer(plain, after), *_OPTION_IS_RIGHT.finditer(plain, after),
@@ -337,13 +337,17 @@ def conclusion_number(text: str, prior: str | None = None) -> str | None:
         m = NUMBER.search(tail)
         if m:
             return m.group(0).strip()
-    numbers = [n.strip() for n in NUMBER.findall(plain)]
-    return (_restated(plain, prior) or numbers or [None])[-1]
+    numbers = _numbers(plain)
+    return (_restated(numbers, prior) or numbers or [None])[-1]
 
 
-def _restated(text: str, prior: str | None) -> list[str]:
-    """The numbers of `text` equal to `prior`, the result computed last before it (none without one)."""
-    return [n.strip() for n in NUMBER.findall(text) if answers_match(n.strip(), prior)] if prior is not None else []
+def _numbers(text: str) -> list[str]:
+    return [n.strip() for n in NUMBER.findall(text)]
+
+
+def _restated(numbers: Sequence[str], prior: str | None) -> list[str]:
+    """The `numbers` equal to `prior`, the result computed last before them (none without one)."""
+    return [n for n in numbers if answers_match(n, prior)] if prior is not None else []
 
 
 def _formula(text: str) -> str | None:
