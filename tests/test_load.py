@@ -612,6 +612,16 @@ def test_mip_overthinking_what_a_new_user_found_misread(shared_data):
     assert "counts 640 thinking tokens" in svamp[0].reason  # '640', a string there
     fields = FieldMap(path_pattern="{domain}/{group}/{model}/response.json.gz", correct_field="eval_result")
     assert not [w for w in check_fields([mip], fields) if isinstance(w, FieldWarning)]
+    # svamp's missing-premise files without the whole question: phi3 keeps the question it asked alone, DSQ none
+    # at all; their `answer` (91.0: the whole question's) was matched. math's whole-question DSQ file, with the
+    # same fields, keeps its gold.
+    phi3 = list(islice(iter_traces(real(shared_data, "mip_overthinking/response/svamp/MiP/phi3/response.json.gz")), 20))
+    assert all(isinstance(t, Trace) and t.gold_answer is None and t.question for t in phi3)
+    assert phi3[0].question.startswith("Dan had $ 3 left") and "insufficient" in phi3[0].provenance["gold_not_asked"]
+    dsq = list(islice(iter_traces(real(shared_data, "mip_overthinking/response/svamp/MiP/DSQ/response.json.gz")), 20))
+    assert all(t.gold_answer is None and "MiP/" in t.provenance["gold_not_asked"] for t in dsq)
+    whole = list(islice(iter_traces(real(shared_data, "mip_overthinking/response/math/normal/DSQ/response.json.gz")), 20))
+    assert all(t.gold_answer is not None and "gold_not_asked" not in t.provenance for t in whole)
 
 
 @pytest.mark.realdata

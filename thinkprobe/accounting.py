@@ -434,7 +434,8 @@ def grade_notes(grades: Mapping, advice: bool = False) -> list[str]:
     and the report; `advice`: each with what to do about it (the summary)."""
     out = []
     if n := grades.get("gold_not_asked"):
-        out.append(f"{n} traces answer a question with a premise removed (MiP-Overthinking's insufficient_question): "
+        out.append(f"{n} traces answer a question with a premise removed (MiP-Overthinking's insufficient_question, or "
+                   "no question in a file of its MiP folder): "
                    "their record's gold answer is the whole question's, so it is not matched (provenance "
                    "gold_not_asked)" + ("; grade them by the record's own grade, if any, with --correct-field." if advice
                                         else ": without a grade of their own they are ungraded."))

@@ -231,10 +231,10 @@ def detect(
     # a named field first, then the prompt a `<model> (<prompt>)` output answers, then detection
     question = (fields.question_field and _question(record, fields.question_field)) or output_prompt(record, reasoning_from) \
         or _missing_premise(record) or _question(record) or _prompt_turn(sections)
-    if gold is not None and not fields.gold_field and question == record.get("insufficient_question") != record.get("question"):
+    if gold is not None and not fields.gold_field and (asked := _premise_removed(record, question, source)):
         # MiP-Overthinking: the model was asked the question with a premise removed, which has no answer; the
         # record's gold answers the whole question (matched, a made-up premise would be graded correct)
-        provenance["gold_not_asked"] = f"{gold_from} answers `question`; the model was asked `insufficient_question`"
+        provenance["gold_not_asked"] = f"{gold_from} answers the whole question; {asked}"
         gold = None
         provenance["gold_from"] = None
     return Trace(
@@ -518,10 +518,22 @@ _PROSE = re.compile(r"[A-Za-z]{3,}[ ,;]+[A-Za-z]{3,}")  # words before a tag: te
 
 def _missing_premise(record: dict) -> str | None:
     """MiP-Overthinking's missing-premise question, where a record whose output field does not name its
-    prompt (`model_answer`: QwQ, s1.1, DSQ ...) holds it beside the whole question: only its missing-premise
-    files do, and their models were asked it."""
+    prompt (`model_answer`: QwQ, s1.1, DSQ ...) holds it, beside the whole question or alone (svamp's phi3):
+    only its missing-premise files do, and their models were asked it."""
     value = record.get("insufficient_question")
-    return value if isinstance(value, str) and value.strip() and isinstance(record.get("question"), str) else None
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _premise_removed(record: dict, question: str | None, source: str) -> str | None:
+    """Why a MiP-Overthinking record's gold does not answer what its model was asked, or None: the question
+    it was asked is `insufficient_question`, or it holds no question and its file lies in the corpus's
+    missing-premise folder (response/<dataset>/MiP/<model>/: svamp's DSQ, Gemma and Qwen32 keep only
+    `model_answer`, `answer` and `eval_result`, as the whole question's files of math do)."""
+    if question is not None and question == record.get("insufficient_question") != record.get("question"):
+        return "the model was asked `insufficient_question`"
+    if question is None and "MiP" in Path(source).parts[:-1]:
+        return "the record holds no question and its file lies in MiP-Overthinking's missing-premise folder (MiP/)"
+    return None
 
 
 def _question(record: dict, field: str | None = None) -> str | None:
