@@ -441,6 +441,13 @@ def test_watch_says_why_nothing_was_profiled_and_how_it_ended(tmp_path, monkeypa
     assert res.exit_code == 0 and "did not grow for 0.3 s (--idle-timeout)" in res.output
     final = next(json.loads(line)["final"] for line in res.output.splitlines() if line.startswith('{"final"'))
     assert final["stopped"] == "idle" and final["units"] >= 1
+    # a repetition loop is named in the final summary, as profile's run names it (it was on stderr alone)
+    path.write_text("<think>\nWe add 2 and 3.\n" + "Wait, let me check again.\n" * 12 + "So 5.\n</think>5",
+                    encoding="utf-8")
+    res = CliRunner().invoke(main, ["watch", str(path), "--json", "--device", "cpu", "--cache-dir", str(tmp_path / "c"),
+                                    "--linker", "cue", "--types", "cue"])
+    final = next(json.loads(line)["final"] for line in res.output.splitlines() if line.startswith('{"final"'))
+    assert res.exit_code == 0 and any("12 times in a row" in w or "repetition loop" in w for w in final["warnings"]), final
 
 
 def test_stream_refuses_what_it_cannot_do():

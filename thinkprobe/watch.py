@@ -149,17 +149,19 @@ def snapshot_line(snap: Snapshot) -> str:
 
 def final_summary(run, norms: Normalizer | None) -> dict[str, Any]:
     """The whole text's result: units, the 19 indicators, the profile against `norms` (None without) and
-    the failure risk (anomalies.csv's; None without a failure-risk model)."""
+    the failure risk (anomalies.csv's; None without a failure-risk model); `warnings`: the run's own
+    about the text (a repetition loop, a one-unit trace), as `profile` prints them."""
     if not len(run.indicators):
         return {"units": 0, "indicators": None, "profile": None, "profile_note": "no trace was profiled",
                 "failure_risk": None, "errors": run.errors}
+    warnings = [w for key in ("loop_warnings", "short_trace_warnings") for w in (run.summary or {}).get(key, ())]
     row = run.indicators.iloc[0]
     indicators = {k: float(row[k]) for k in INDICATORS}
     profile = {k: float(v) for k, v in profile_row(norms.z(indicators)).items()} if norms else None
     risk = run.anomalies["failure_risk"].iloc[0] if len(run.anomalies) else None
     return {"units": int(row["units"]), "tokens": int(row["tokens"]), "indicators": indicators, "profile": profile,
             "profile_note": None if norms else NEEDS_NORMS,
-            "failure_risk": None if risk is None or risk != risk else float(risk)}
+            "failure_risk": None if risk is None or risk != risk else float(risk), "warnings": warnings}
 
 
 def _final_text(final: dict[str, Any]) -> str:
@@ -172,6 +174,7 @@ def _final_text(final: dict[str, Any]) -> str:
                                   if final["profile"] else final["profile_note"]))
     if final["failure_risk"] is not None:
         lines.append(f"  failure_risk: {final['failure_risk']:.3f}")
+    lines += [f"  warning: {w}" for w in final["warnings"]]
     return "\n".join(lines)
 
 
