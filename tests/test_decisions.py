@@ -629,9 +629,9 @@ def test_prepare_takes_per_corpus_caps(tmp_path, shared_data):
 def test_a_perfect_failure_risk_auroc_keeps_an_interval():
     """Hanley & McNeil's standard error is 0 at an AUROC of 1: the report printed '1.00-1.00' on 5
     right and 5 wrong traces."""
-    from thinkprobe.report.decisions import _auroc_cell
+    from thinkprobe.report.decisions import _auroc_cell, _risk_interval
 
-    text = _auroc_cell([(0.9, True)] * 5 + [(0.1, False)] * 5)
+    text = _auroc_cell(_risk_interval([(0.9, True)] * 5 + [(0.1, False)] * 5))
     low = float(text.split("[")[1].split(",")[0])
     assert text.startswith("1.000 [") and low < 0.95
 
@@ -667,12 +667,14 @@ def test_the_failure_risk_table_ends_with_a_verdict_against_the_model_and_length
     failure_risk's interval, and says nothing where either is missing."""
     from thinkprobe.report.decisions import _verdict
 
-    row = ["all", "159", "122", "0.77", "0.60", "0.673 [0.59, 0.74]", "0.458"]
-    assert "lies above failure_risk's interval" in _verdict([*row, "0.746"])
-    assert "ranks the wrong answers better than the model + length baseline (0.550)" in _verdict([*row, "0.550"])
-    assert "cannot be told apart" in _verdict([*row, "0.700"])
-    assert _verdict([*row, "–"]) == "" and _verdict([*row[:5], "too few of one kind", "–", "0.7"]) == ""
-    assert _verdict(["not trained on", *row[1:], "0.8"]).startswith(
+    interval = (0.673, 0.5912, 0.7364)
+    assert "lies above failure_risk's interval (0.673 [0.59, 0.74])" in _verdict("all", interval, 0.746)
+    assert "ranks the wrong answers better than the model + length baseline (0.550)" in _verdict("all", interval, 0.55)
+    assert "cannot be told apart" in _verdict("all", interval, 0.700)
+    # as printed: a baseline of 0.7404 lies within the interval the table shows as [0.59, 0.74]
+    assert "cannot be told apart" in _verdict("all", interval, 0.7404)
+    assert _verdict("all", interval, None) == "" and _verdict("all", None, 0.7) == ""
+    assert _verdict("not trained on", interval, 0.8).startswith(
         " Verdict over the traces the failure-risk model was not trained on:")
 
 

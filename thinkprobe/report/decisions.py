@@ -6,7 +6,6 @@ once as plain cells and rendered to HTML and to Markdown.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -124,12 +123,20 @@ def _both_kinds(graded: Sequence[tuple[float, bool]]) -> bool:
     return min(n_wrong, len(graded) - n_wrong) >= MIN_PER_CLASS
 
 
-def _auroc_cell(graded: Sequence[tuple[float, bool]], questions: Sequence | None = None) -> str:
-    """'0.673 [0.58, 0.76]': the AUROC of failure_risk for a wrong answer with its 95% interval (DeLong's;
-    `questions`: each trace's question, None if unknown, its cluster), or why there is none."""
+def _risk_interval(graded: Sequence[tuple[float, bool]], questions: Sequence | None = None
+                   ) -> tuple[float, float, float] | None:
+    """The AUROC of failure_risk for a wrong answer with its 95% interval (DeLong's; `questions`: each
+    trace's question, None if unknown, its cluster); None with too few of one kind."""
     if not _both_kinds(graded):
+        return None
+    return auroc_delong([p for p, _ in graded], [w for _, w in graded], clusters=questions)
+
+
+def _auroc_cell(found: tuple[float, float, float] | None) -> str:
+    """'0.673 [0.58, 0.76]' (`_risk_interval`), or why there is none."""
+    if found is None:
         return f"too few of one kind ({MIN_PER_CLASS} right and {MIN_PER_CLASS} wrong needed)"
-    value, low, high = auroc_delong([p for p, _ in graded], [w for _, w in graded], clusters=questions)
+    value, low, high = found
     return f"{value:.3f} [{low:.2f}, {high:.2f}]"
 
 
@@ -157,16 +164,15 @@ def _graded(rows: Sequence[Mapping], anomalies: Sequence[Mapping]) -> dict[str, 
             if a["trace_id"] in correct and a["failure_risk"] is not None and math.isfinite(a["failure_risk"])}
 
 
-def _model_length_cell(rows: Sequence[Mapping], wrong: Sequence[bool], settings: StatsSettings) -> str:
+def _model_length_auroc(rows: Sequence[Mapping], wrong: Sequence[bool], settings: StatsSettings) -> float | None:
     """The cross-validated AUROC of model + log tokens for a wrong answer over `rows` (those with tokens), as
-    the outcome-validity section computes it; '–' with fewer than MIN_PER_CLASS or stats.cv_folds of a kind."""
+    the outcome-validity section computes it; None with fewer than MIN_PER_CLASS or stats.cv_folds of a kind."""
     kept = [(r, w) for r, w in zip(rows, wrong) if (r.get("tokens") or 0) > 0]
     n_wrong = sum(w for _, w in kept)
     if min(n_wrong, len(kept) - n_wrong) < max(MIN_PER_CLASS, settings.cv_folds):
-        return "–"
-    value = cross_validated_auroc(model_length_features([r for r, _ in kept]),
-                                  np.array([w for _, w in kept], dtype=bool), settings)
-    return f"{value:.3f}"
+        return None
+    return cross_validated_auroc(model_length_features([r for r, _ in kept]),
+                                 np.array([w for _, w in kept], dtype=bool), settings)
 
 
 def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]], seen: set[str],
@@ -180,16 +186,20 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
         return None
     by_id = {r["trace_id"]: r for r in rows}
 
+    found: dict[str, tuple] = {}  # label -> (failure_risk's interval, the model + length AUROC), for the verdict
+
     def row(label: str, part: Mapping[str, tuple[float, bool]]) -> list[str]:
         by_length = [(by_id[t]["tokens"], wrong) for t, (_, wrong) in part.items()
                      if by_id[t].get("tokens") is not None]
         length = (f"{auroc([n for n, _ in by_length], [w for _, w in by_length]):.3f}" if _both_kinds(by_length)
                   else "–")
         wrong = sum(w for _, w in part.values())
+        interval = _risk_interval(list(part.values()), [question_key(by_id[t]) for t in part])
+        baseline = _model_length_auroc([by_id[t] for t in part], [w for _, w in part.values()], settings)
+        found[label] = interval, baseline
         return [label, str(len(part)), str(wrong), f"{wrong / len(part):.2f}",
-                f"{sum(p for p, _ in part.values()) / len(part):.2f}",
-                _auroc_cell(list(part.values()), [question_key(by_id[t]) for t in part]), length,
-                _model_length_cell([by_id[t] for t in part], [w for _, w in part.values()], settings)]
+                f"{sum(p for p, _ in part.values()) / len(part):.2f}", _auroc_cell(interval), length,
+                "–" if baseline is None else f"{baseline:.3f}"]
 
     table = [row("all", graded)]
     note = ("How well failure_risk tells this run's wrong answers from its right ones: the AUROC (95% interval, "
@@ -213,7 +223,7 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
                  "trained on (recognised by their opening words and signs), so the first row is partly in-sample; the "
                  "second leaves them out, though they may come from a corpus the failure-risk model was trained on "
                  "(in-distribution): its card gives what it reaches on each corpus left out of training.")
-    note += _verdict(table[-1])  # over the traces it was not trained on where some are, else over all
+    note += _verdict(table[-1][0], *found[table[-1][0]])  # over the traces it was not trained on where some are, else all
     split, within = [], unseen if seen and unseen else graded  # the design's levels out of sample where it can
     note += _design_note(rows, within, settings)
     for by, why in (("domain", "a domain can hold most of the wrong answers"),
@@ -250,18 +260,14 @@ def _design_note(rows: Sequence[Mapping], part: Mapping[str, tuple[float, bool]]
             "within each level, where they have both kinds.")
 
 
-def _verdict(row: Sequence[str]) -> str:
-    """One sentence on a row of the failure-risk table: whether the model + length baseline lies above,
-    below or within failure_risk's interval ('' where either is missing)."""
-    found = re.match(r"([\d.]+) \[([\d.]+), ([\d.]+)\]$", row[5])
-    try:
-        baseline = float(row[7])
-    except ValueError:
+def _verdict(label: str, interval: tuple[float, float, float] | None, baseline: float | None) -> str:
+    """One sentence on a row of the failure-risk table (`label`): whether the model + length baseline lies
+    above, below or within failure_risk's interval as the table prints them ('' where either is missing)."""
+    if interval is None or baseline is None:
         return ""
-    if not found:
-        return ""
-    cell, (low, high) = row[5], (float(found.group(2)), float(found.group(3)))
-    over = " over the traces the failure-risk model was not trained on" if row[0] == "not trained on" else ""
+    cell, baseline = _auroc_cell(interval), round(baseline, 3)
+    low, high = round(interval[1], 2), round(interval[2], 2)
+    over = " over the traces the failure-risk model was not trained on" if label == "not trained on" else ""
     if baseline > high:
         return (f" Verdict{over}: the model + length baseline ({baseline:.3f}) lies above failure_risk's interval "
                 f"({cell}): here the models' shares of wrong answers and the traces' lengths tell wrong from right "
