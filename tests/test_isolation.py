@@ -444,6 +444,29 @@ def test_good_traces_a_2mb_trace_over_the_unit_limit_and_bad_records_in_one_file
     assert run["config"]["limits"]["max_units"] == limit
 
 
+def test_a_repetition_loop_is_named_and_left_out_with_max_repeat(tmp_path):
+    """ReasoningFlow's QwQ-32B trace repeats one sentence 563 times; the summary names such a trace and
+    said "leave them out" with no way to: --max-repeat N lists a trace that says one reasoning sentence N
+    or more times in a row in errors.jsonl, and the other traces' indicators are those of a run without it."""
+    loop = {"id": "loop", "model": "m", "response": "<think>\nWe add 2 and 3.\n" + "Wait, let me check it again.\n" * 11
+            + "So the sum is 5.\n</think>5"}
+    nine = {**loop, "id": "nine", "response": loop["response"].replace("Wait, let me check it again.\n" * 11,
+                                                                    "Wait, let me check it again.\n" * 9)}
+    good = [json.dumps({"id": f"g{k}", "model": "m", "response": f"<think>\nWe add {k} and 3. So {k + 3}.\n</think>{k + 3}"})
+            for k in range(3)]
+    fast = {"linker": "cue", "types": "cue"}
+    summary = profile([write_lines(tmp_path / "all.jsonl", [json.dumps(loop), json.dumps(nine), *good])], tmp_path / "all", **fast)
+    assert len(summary["loop_warnings"]) == 1 and "loop: 11 times" in summary["loop_warnings"][0]
+    profile([write_lines(tmp_path / "all.jsonl", [json.dumps(loop), json.dumps(nine), *good])], tmp_path / "cut",
+            max_repeat=10, **fast)
+    [error] = read_jsonl(tmp_path / "cut" / "errors.jsonl")
+    assert error["trace_id"] == "loop" and error["reason"] == ("a repetition loop: one sentence 11 times in a row ('Wait, "
+                                                               "let me check it again.'), at or over the limit of 10 "
+                                                               "(--max-repeat; 0: none)")
+    profile([write_lines(tmp_path / "kept.jsonl", [json.dumps(nine), *good])], tmp_path / "kept", **fast)
+    assert indicators_by_id(tmp_path / "cut") == indicators_by_id(tmp_path / "kept")
+
+
 def test_errors_a_user_can_fix_are_one_line_not_a_traceback(tmp_path):
     """A review's tracebacks: a config turning code execution on, `graph -o` naming a file, a damaged
     run.json under report and select, --resume over a damaged manifest. Each is one line now."""

@@ -29,6 +29,7 @@ from .io.grades import SOLUTION_LABELS, verdict_name
 from .io.guess import OUTPUT_WORDS
 from .redundancy import answers_match, has_grade, is_expression
 from .progress import one_line
+from .segment import longest_repeat
 
 __all__ = ["NO_THINK", "ANSWER_WITHOUT_THINKING", "UntaggedAnswers", "Accounting", "reason_kind", "format_coverage"]
 
@@ -196,7 +197,7 @@ class Accounting:
             tally.traces += 1
         if sum(u.get("section") == "reasoning" for u in g.get("units") or ()) <= FEW_UNITS:
             self.few_units[g["model"]][g["source"]] += 1
-        if loop := longest_repeat(g.get("units") or ()):
+        if loop := repetition_loop(g.get("units") or ()):
             self.loops[g["model"]].append((loop[0], str(g.get("trace_id")), loop[1]))
         provenance = g.get("provenance") or {}
         if provenance.get("untagged") and not g.get("question") and not _OUTPUT_NAME.search(provenance.get("reasoning_from") or ""):
@@ -367,30 +368,22 @@ class Accounting:
             out.append(f"model {one_line(model)}: {len(found)} of {self.models[model].traces} traces hold a repetition loop "
                        f"(one sentence {LOOP_MIN} or more times in a row: {said}{', ...' if len(found) > 3 else ''}); every "
                        "copy is profiled as a Thought Unit, so those traces' indicators describe the loop: read their pages "
-                       "before their profile, or leave them out")
+                       "before their profile, or leave them out (--max-repeat 10)")
         return out
 
 
 LOOP_MIN = 10  # copies in a row of one sentence that make a repetition loop (the summary's warning)
 
 
-def longest_repeat(units) -> tuple[int, str] | None:
-    """(copies, text) of the longest run of reasoning units in a row with the same words (case and
-    punctuation aside), where it reaches LOOP_MIN; else None.
+def repetition_loop(units) -> tuple[int, str] | None:
+    """(copies, text) of the longest run of reasoning units (graphs.jsonl's) in a row with the same words
+    (segment.longest_repeat), where it reaches LOOP_MIN; else None.
 
-    >>> longest_repeat([{"section": "reasoning", "text": t} for t in ["So x = 2."] + ["Wait, no."] * 12])
+    >>> repetition_loop([{"section": "reasoning", "text": t} for t in ["So x = 2."] + ["Wait, no."] * 12])
     (12, 'Wait, no.')
     """
-    best, run, prev, text = 0, 0, None, ""
-    for u in units:
-        if u.get("section") != "reasoning":
-            continue
-        words = tuple(re.findall(r"\w+", str(u.get("text", "")).lower()))
-        run = run + 1 if words and words == prev else 1
-        prev = words
-        if run > best:
-            best, text = run, str(u.get("text", "")).strip()
-    return (best, text) if best >= LOOP_MIN else None
+    found = longest_repeat(str(u.get("text", "")) for u in units if u.get("section") == "reasoning")
+    return found if found[0] >= LOOP_MIN else None
 
 
 FEW_UNITS = 2  # Thought Units of reasoning a trace may hold and still be counted as likely no reasoning as given

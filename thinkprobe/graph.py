@@ -16,7 +16,8 @@ from .encoder import Encoder
 from .link import LinkInput, Linker, Typer, bind_encoder
 from .nodetypes import concreteness, cue_categories, finalise_type, provisional_type
 from .records import InputError, ThoughtGraph, ThoughtUnit, Trace
-from .segment import HEADER, tile, unit_spans
+from .progress import one_line
+from .segment import HEADER, longest_repeat, tile, unit_spans
 from .timing import StageTimes
 
 __all__ = ["build_graphs", "link_graphs", "units_of", "block_starts", "tile_and_type", "over_unit_limit"]
@@ -54,7 +55,7 @@ def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker:
     with times("split"):
         planned = list(mapper(units_of, traces, repeat(cfg)))
     # A trace over the unit limit is not encoded: it becomes an error, the others go on.
-    too_long = {k: err for k, (units, _) in enumerate(planned) if (err := over_unit_limit(traces[k], len(units), cfg))}
+    too_long = {k: err for k, (units, _) in enumerate(planned) if (err := over_unit_limit(traces[k], units, cfg))}
     planned = [([], []) if k in too_long else p for k, p in enumerate(planned)]
     texts = [u.text for units, _ in planned for u in units]
     bind_encoder(linker, encoder)  # a linker that reads the encoder's lower layers (the parser's reader)
@@ -72,15 +73,23 @@ def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker:
     return results
 
 
-def over_unit_limit(trace: Trace, n_units: int, cfg: Config) -> InputError | None:
+def over_unit_limit(trace: Trace, units: Sequence[ThoughtUnit], cfg: Config) -> InputError | None:
     """The error of a trace split into more Thought Units than the run's `limits.max_units`
-    (--max-units; 0: no limit), or None; such a trace is not encoded (both engines)."""
-    max_units = cfg["limits"]["max_units"]
-    if not max_units or n_units <= max_units:
-        return None
+    (--max-units), or whose reasoning says one sentence `limits.max_repeat` or more times in a row
+    (--max-repeat: a repetition loop); 0: no limit. None where it is within both; such a trace is not
+    encoded (both engines)."""
+    limits = cfg["limits"]
     field = trace.reasoning.field if trace.reasoning else "reasoning"
-    return InputError(trace.source, trace.record, field,
-                      f"{n_units} Thought Units, over the limit of {max_units} (raise it with --max-units)", trace.model)
+    if limits["max_units"] and len(units) > limits["max_units"]:
+        return InputError(trace.source, trace.record, field, f"{len(units)} Thought Units, over the limit of "
+                          f"{limits['max_units']} (raise it with --max-units)", trace.model)
+    if limits["max_repeat"]:
+        copies, text = longest_repeat(u.text for u in units if u.section == "reasoning")
+        if copies >= limits["max_repeat"]:
+            return InputError(trace.source, trace.record, field, f"a repetition loop: one sentence {copies} times in a "
+                              f"row ({one_line(text)[:60]!r}), at or over the limit of {limits['max_repeat']} "
+                              "(--max-repeat; 0: none)", trace.model)
+    return None
 
 
 def link_graphs(graphs: Sequence[ThoughtGraph], linker: Linker, typer: Typer | None = None, mapper=map) -> None:

@@ -139,11 +139,11 @@ def _whole_then_each(batch: dict, step: Callable[[list[dict]], None], timeout: f
 
 
 def split_stage(batch: dict, cfg: Config) -> dict:
-    """CPU: unit spans of each trace (graph.units_of); a trace over --max-units becomes its error
+    """CPU: unit spans of each trace (graph.units_of); a trace over --max-units or --max-repeat becomes its error
     line here and is not encoded (as in graph.build_graphs)."""
     def split(s: dict) -> dict:
         planned = units_of(s["trace"], cfg)
-        err = over_unit_limit(s["trace"], len(planned[0]), cfg)
+        err = over_unit_limit(s["trace"], planned[0], cfg)
         return {"line": _error_line(err, s["trace"].trace_id)} if err is not None else s | {"planned": planned}
 
     if _timeout(cfg):  # spaCy loads outside the first trace's time limit (once per process)

@@ -284,7 +284,7 @@ def run_config(opts: RunOptions, cfg: Config | None = None) -> Config:
     given as options on top (checked: a bad limits.oversize is a ConfigError), and whether code answers
     are run: the option alone decides."""
     cfg = cfg or Config.load(opts.config)
-    limit_options = {"max_units": opts.max_units, "trace_timeout_s": opts.trace_timeout,
+    limit_options = {"max_units": opts.max_units, "max_repeat": opts.max_repeat, "trace_timeout_s": opts.trace_timeout,
                      "max_record_mb": opts.max_record_mb, "max_file_mb": opts.max_file_mb,
                      "max_inflate_ratio": opts.max_inflate_ratio, "max_trace_chars": opts.max_trace_chars,
                      "oversize": opts.oversize}

@@ -20,7 +20,7 @@ from .io.tags import SPECIAL_TOKEN
 from .records import Section
 
 __all__ = ["Abbreviations", "DOLLAR_MATH", "fragment_spans", "unit_spans", "settled_fragments", "is_filler", "merge_fragments", "tile",
-           "word_chars", "load_sentencizer"]
+           "word_chars", "load_sentencizer", "longest_repeat"]
 
 # Blocks kept whole: fenced code, display math, LaTeX environments.
 _BLOCK = re.compile(
@@ -478,3 +478,20 @@ def tile(emb: np.ndarray, forced: Iterable[int] = (), *, window: int = 3, min_bl
     first = np.zeros(n, dtype=np.int32)
     first[sorted(starts)] = 1
     return np.cumsum(first, dtype=np.int32)
+
+
+def longest_repeat(texts: Iterable[str]) -> tuple[int, str]:
+    """(copies, text) of the longest run of texts in a row with the same words (case and punctuation
+    aside); (0, '') for none. A long one is a repetition loop (accounting.LOOP_MIN, limits.max_repeat).
+
+    >>> longest_repeat(["So x = 2."] + ["Wait, no."] * 12 + ["So x = 3."])
+    (12, 'Wait, no.')
+    """
+    best, run, prev, text = 0, 0, None, ""
+    for t in texts:
+        words = tuple(re.findall(r"\w+", t.lower()))
+        run = run + 1 if words and words == prev else 1
+        prev = words
+        if words and run > best:
+            best, text = run, t.strip()
+    return best, text
