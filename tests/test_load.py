@@ -904,11 +904,15 @@ def test_records_without_ids_in_files_of_one_name_are_no_duplicates(tmp_path):
 
 
 def test_two_folders_with_the_same_inner_files(tmp_path):
+    """A new user's MiP-Overthinking run over the normal/ and MiP/ folders: the first folder's ids were
+    bare (deepseekR1/response:9) and the second's carried its name (MiP/deepseekR1/response:2), so the
+    first folder's traces could not be told by id. Every folder's made ids carry its label."""
     for run in ("r1", "r2"):
         (tmp_path / run / "p").mkdir(parents=True)
         write_json(tmp_path / run / "p" / "base_solution.json", {"full_cot": run})
     traces = list(iter_inputs([tmp_path / "r1", tmp_path / "r2"]))
-    assert [t.trace_id for t in traces] == ["p/base_solution:0", "r2/p/base_solution:0"]
+    assert [t.trace_id for t in traces] == ["r1/p/base_solution:0", "r2/p/base_solution:0"]
+    assert [t.trace_id for t in iter_inputs([tmp_path / "r1"])] == ["p/base_solution:0"]  # one input: no label
     assert "duplicate_of" not in traces[1].provenance  # the records have no id: nothing was repeated
 
 

@@ -148,14 +148,14 @@ def _detect_records(records, src: Source, label: str, root: Path | None, alone: 
             record.model = record.model or src.fields.model or src.fields.from_path(source).get("model")
             yield locator, record
             continue
-        # In a folder, files like */base_solution.json share a stem; the relative path does not.
+        # In a folder, files like */base_solution.json share a stem; the relative path does not. Among several
+        # inputs the input's label leads (normal/deepseekR1/response:0 beside MiP/deepseekR1/response:0): an id
+        # made from a position says which input it came from, in the first input as in the others.
         file_label = label
         if root is not None and root.is_dir():
             inner = strip_extensions(Path(source).relative_to(root).as_posix())
             file_label = inner if alone else f"{label}/{inner}"
-            stem = inner
-        else:
-            stem = label
+        stem = file_label
         repaired = getattr(record, "repaired_unicode", None)  # io.unicode.RepairedRecord: lone surrogates replaced
         if is_graph_record(record):  # a run's graphs: its sections are the text, parsed again or not
             items = [trace_of_graph_record(record, source, locator, given=graphs, options=src.fields)]
