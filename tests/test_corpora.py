@@ -1069,3 +1069,26 @@ def test_a_repetition_loop_is_named_in_the_warnings():
     assert warning.startswith("model qwq: 1 of 2 traces hold a repetition loop")
     assert f"t1: {LOOP_MIN + 5} times, 'Wait, no, vinyloxy is OCH2CH2?'" in warning
     assert Accounting().loop_warnings() == []
+    # a block of sentences repeated (Venhoff et al.'s gpt-4o traces): named with its length
+    accounting.trace(graph("t3", ["So x = 2."] + ["Let me see.", "Check a.", "Check b."] * LOOP_MIN))
+    (warning,) = accounting.loop_warnings()
+    assert warning.startswith("model qwq: 2 of 3 traces") and f"t3: {LOOP_MIN} times, 'Let me see.' and the 2 after it" in warning
+
+
+@pytest.mark.realdata
+def test_a_loop_of_a_block_of_sentences_in_real_traces(shared_data):
+    """A new user's trial: three of gpt-4o's traces in Venhoff et al.'s reasoning comparison repeat a block
+    of several sentences hundreds of times (record 152: 1,515 of its 1,533 units copies of earlier ones) and
+    no loop was named: the warning looked for one sentence repeated. Now the block's copies count."""
+    from thinkprobe.config import Config
+    from thinkprobe.graph import units_of
+    from thinkprobe.segment import longest_repeat
+
+    path = shared_data / "venhoff_reasoning_comparison" / "reasoning_comparison_gpt-4o.json"
+    if not path.exists():
+        pytest.skip(f"{path} not in the shared data")
+    cfg = Config.load()
+    traces = [t for t in iter_traces(path) if getattr(t, "record", None) in (1, 152, 192, 0)]
+    found = {t.record: longest_repeat(u.text for u in units_of(t, cfg)[0] if u.section == "reasoning") for t in traces}
+    assert [found[k][:2] for k in (1, 152, 192)] == [(67, 28), (505, 3), (39, 18)]
+    assert found[0][0] < 10  # a trace without a loop

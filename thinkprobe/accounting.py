@@ -29,7 +29,7 @@ from .io.grades import SOLUTION_LABELS, verdict_name
 from .io.guess import OUTPUT_WORDS
 from .redundancy import answers_match, has_grade, is_expression
 from .progress import one_line
-from .segment import longest_repeat
+from .segment import LOOP_MAX_PERIOD, longest_repeat
 
 __all__ = ["NO_THINK", "ANSWER_WITHOUT_THINKING", "UntaggedAnswers", "Accounting", "reason_kind", "format_coverage"]
 
@@ -184,7 +184,8 @@ class Accounting:
     few_units: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))  # model -> file -> traces
     # file -> traces whose reasoning is untagged text with no question beside it (a file of prompts?)
     untagged_alone: Counter = field(default_factory=Counter)
-    # model -> [(copies, trace_id, the sentence)] of traces holding a repetition loop (LOOP_MIN copies in a row)
+    # model -> [(copies, trace_id, the sentence, period)] of traces holding a repetition loop (LOOP_MIN copies in a row
+    # of a sentence, period 1, or of a block of `period` sentences)
     loops: dict[str, list] = field(default_factory=lambda: defaultdict(list))
     checked: int = 0  # traces with both a grade (correct or incorrect) and a gold answer
     disagreements: list[dict] = field(default_factory=list)
@@ -198,7 +199,8 @@ class Accounting:
         if sum(u.get("section") == "reasoning" for u in g.get("units") or ()) <= FEW_UNITS:
             self.few_units[g["model"]][g["source"]] += 1
         if loop := repetition_loop(g.get("units") or ()):
-            self.loops[g["model"]].append((loop[0], str(g.get("trace_id")), loop[1]))
+            copies, period, text = loop
+            self.loops[g["model"]].append((copies, str(g.get("trace_id")), text, period))
         provenance = g.get("provenance") or {}
         if provenance.get("untagged") and not g.get("question") and not _OUTPUT_NAME.search(provenance.get("reasoning_from") or ""):
             self.untagged_alone[g["source"]] += 1  # a field named as a model's output holds no question (svamp's model_answer)
@@ -358,15 +360,18 @@ class Accounting:
 
 
     def loop_warnings(self) -> list[str]:
-        """One line per model some of whose traces hold a repetition loop: one sentence LOOP_MIN or more
-        times in a row (a decoding that degenerated, often until the length limit). Every copy is a unit,
-        so the trace's indicators describe the loop (QwQ-32B's 563 copies: max_chain_depth 573)."""
+        """One line per model some of whose traces hold a repetition loop: one sentence, or a block of up to
+        LOOP_MAX_PERIOD, LOOP_MIN or more times in a row (a decoding that degenerated, often until the length
+        limit). Every copy is a unit, so the trace's indicators describe the loop (QwQ-32B's 563 copies:
+        max_chain_depth 573; gpt-4o's 505 copies of 3 sentences: redundancy_ratio 0.001)."""
         out = []
         for model, found in sorted(self.loops.items()):
             found = sorted(found, key=lambda x: (-x[0], x[1]))
-            said = "; ".join(f"{t}: {n} times, {one_line(text)[:60]!r}" for n, t, text in found[:3])
+            said = "; ".join(f"{t}: {n} times, {one_line(text)[:60]!r}" + (f" and the {p - 1} after it" if p > 1 else "")
+                             for n, t, text, p in found[:3])
             out.append(f"model {one_line(model)}: {len(found)} of {self.models[model].traces} traces hold a repetition loop "
-                       f"(one sentence {LOOP_MIN} or more times in a row: {said}{', ...' if len(found) > 3 else ''}); every "
+                       f"(one sentence, or a block of up to {LOOP_MAX_PERIOD}, {LOOP_MIN} or more times in a row: {said}"
+                       f"{', ...' if len(found) > 3 else ''}); every "
                        "copy is profiled as a Thought Unit, so those traces' indicators describe the loop: read their pages "
                        "before their profile, or leave them out (--max-repeat 10)")
         return out
@@ -375,12 +380,12 @@ class Accounting:
 LOOP_MIN = 10  # copies in a row of one sentence that make a repetition loop (the summary's warning)
 
 
-def repetition_loop(units) -> tuple[int, str] | None:
-    """(copies, text) of the longest run of reasoning units (graphs.jsonl's) in a row with the same words
-    (segment.longest_repeat), where it reaches LOOP_MIN; else None.
+def repetition_loop(units) -> tuple[int, int, str] | None:
+    """(copies, period, text) of the most copies in a row of one reasoning unit (graphs.jsonl's) or of a block of
+    them (segment.longest_repeat), where they reach LOOP_MIN; else None.
 
     >>> repetition_loop([{"section": "reasoning", "text": t} for t in ["So x = 2."] + ["Wait, no."] * 12])
-    (12, 'Wait, no.')
+    (12, 1, 'Wait, no.')
     """
     found = longest_repeat(str(u.get("text", "")) for u in units if u.get("section") == "reasoning")
     return found if found[0] >= LOOP_MIN else None

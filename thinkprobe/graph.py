@@ -75,20 +75,21 @@ def build_graphs(traces: Sequence[Trace], cfg: Config, encoder: Encoder, linker:
 
 def over_unit_limit(trace: Trace, units: Sequence[ThoughtUnit], cfg: Config) -> InputError | None:
     """The error of a trace split into more Thought Units than the run's `limits.max_units`
-    (--max-units), or whose reasoning says one sentence `limits.max_repeat` or more times in a row
-    (--max-repeat: a repetition loop); 0: no limit. None where it is within both; such a trace is not
-    encoded (both engines)."""
+    (--max-units), or whose reasoning says one sentence, or a block of up to segment.LOOP_MAX_PERIOD,
+    `limits.max_repeat` or more times in a row (--max-repeat: a repetition loop); 0: no limit. None
+    where it is within both; such a trace is not encoded (both engines)."""
     limits = cfg["limits"]
     field = trace.reasoning.field if trace.reasoning else "reasoning"
     if limits["max_units"] and len(units) > limits["max_units"]:
         return InputError(trace.source, trace.record, field, f"{len(units)} Thought Units, over the limit of "
                           f"{limits['max_units']} (raise it with --max-units)", trace.model)
     if limits["max_repeat"]:
-        copies, text = longest_repeat(u.text for u in units if u.section == "reasoning")
+        copies, period, text = longest_repeat(u.text for u in units if u.section == "reasoning")
         if copies >= limits["max_repeat"]:
-            return InputError(trace.source, trace.record, field, f"a repetition loop: one sentence {copies} times in a "
-                              f"row ({one_line(text)[:60]!r}), at or over the limit of {limits['max_repeat']} "
-                              "(--max-repeat; 0: none)", trace.model)
+            what = "one sentence" if period == 1 else f"a block of {period} sentences"
+            return InputError(trace.source, trace.record, field, f"a repetition loop: {what} {copies} times in a row "
+                              f"({one_line(text)[:60]!r}{'...' if period > 1 else ''}), at or over the limit of "
+                              f"{limits['max_repeat']} (--max-repeat; 0: none)", trace.model)
     return None
 
 

@@ -145,8 +145,8 @@ class ProfileOptions:
         None, "skip (list in errors.jsonl) a trace with more Thought Units [default: the config's limits.max_units; "
               "0: none]", kind=int, minimum=0)
     max_repeat: int | None = _option(
-        None, "skip (list in errors.jsonl) a trace whose reasoning says one sentence this many times in a row or more "
-              "(a repetition loop; the summary names those from 10) [default: the config's limits.max_repeat; 0: none]",
+        None, "skip (list in errors.jsonl) a trace whose reasoning says one sentence, or a block of up to 50, this many "
+              "times in a row or more (a repetition loop; the summary names those from 10) [default: the config's limits.max_repeat; 0: none]",
         kind=int, minimum=0)
     trace_timeout: float | None = _option(
         None, "skip (list in errors.jsonl) a trace that takes longer, in seconds [default: the config's "
