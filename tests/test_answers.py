@@ -537,3 +537,14 @@ def test_value_ends_at_the_sentence_not_at_initials(text, value):
 ])
 def test_an_interval_named_with_the_unicode_element_sign(pred, gold, same):
     assert answers_match(pred, gold) is same
+
+
+@pytest.mark.parametrize("pred, gold, same", [
+    # THINK-Bench record 1097: spaced coefficients with subscripts and an arrow, graded wrong against its key
+    ("H₂S + 2 KOH → K₂S + 2 H₂O", "H2S + 2KOH = K2S + 2H2O", True),
+    ("2H₂ + O₂ ⟶ 2H₂O", "2H2 + O2 = 2H2O", True), (r"N_2 + 3H_2 \rightleftharpoons 2NH_3", "N_2 + 3H_2 = 2NH_3", True),
+    ("H₂S + 2 KOH → K₂S + H₂O", "H2S + 2KOH = K2S + 2H2O", False),  # another coefficient
+    (r"x \to 0", "x = 0", False),  # a limit's arrow is no reaction's
+])
+def test_a_chemical_equation_matches_its_key_written_another_way(pred, gold, same):
+    assert answers_match(pred, gold) is same

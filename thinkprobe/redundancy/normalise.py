@@ -40,6 +40,11 @@ def normalise(value: Any) -> str:
     return "" if value is None else _normalise_text(str(value))
 
 
+_SUBSCRIPTS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
+# the arrow of a chemical equation, which a key may write as "=" (not "\to": a limit's)
+_REACTION_ARROW = re.compile(r"\s*(?:[→⟶⇌⇄]|\\(?:long)?rightarrow(?![a-zA-Z])|\\rightleftharpoons)\s*")
+
+
 @lru_cache(maxsize=1 << 16)
 def _normalise_text(s: str) -> str:
     s = s.strip()
@@ -57,7 +62,8 @@ def _normalise_text(s: str) -> str:
     s = _DOLLARS.sub("", s)
     s = _THOUSANDS.sub("", s)
     s = _MATH_DELIMS.sub("", s.strip())
-    s = s.replace("²", "^2").replace("³", "^3")
+    s = s.replace("²", "^2").replace("³", "^3").translate(_SUBSCRIPTS)  # H₂O is H2O
+    s = _REACTION_ARROW.sub(" = ", s)  # "H₂S + 2 KOH → K₂S + 2 H₂O" against THINK-Bench's "H2S + 2KOH = K2S + 2H2O"
     s = s.replace("−", "-").replace("×", "\\times ").replace("÷", "\\div ").replace("√", "\\sqrt")
     s = s.replace("∈", "\\in ").replace("∞", "\\infty ")  # "x ∈ (-∞, 3]" is "x \in (-\infty, 3]"
     s = re.sub(r"\s+", " ", s).strip().rstrip(".;:").strip()
@@ -595,6 +601,8 @@ def answers_match(pred: Any, gold: Any) -> bool:
     (True, True)
     >>> answers_match(r"x \in [-2,7]", "(-2, 7)"), answers_match("[0,1)", "(0,1]")  # its brackets count
     (False, False)
+    >>> answers_match("H₂S + 2 KOH → K₂S + 2 H₂O", "H2S + 2KOH = K2S + 2H2O")  # a reaction's arrow, its subscripts
+    True
     """
     if pred is None or gold is None:
         return False
