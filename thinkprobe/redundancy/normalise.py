@@ -53,6 +53,7 @@ def _normalise_text(s: str) -> str:
     s = SPECIAL_TOKEN.sub("", s)
     s = MARKDOWN.sub("", s).replace("`", "")
     s = _unbox(s)
+    s = _REACTION_ARROW.sub(" = ", s)  # "H₂S + 2 KOH → K₂S + 2 H₂O" against THINK-Bench's "H2S + 2KOH = K2S + 2H2O"
     s = re.sub(r"\\[dt]frac", r"\\frac", s)
     for _ in range(3):  # nested wrappers
         s = _TEXT_WRAPPERS.sub(r" \1", s)
@@ -63,7 +64,6 @@ def _normalise_text(s: str) -> str:
     s = _THOUSANDS.sub("", s)
     s = _MATH_DELIMS.sub("", s.strip())
     s = s.replace("²", "^2").replace("³", "^3").translate(_SUBSCRIPTS)  # H₂O is H2O
-    s = _REACTION_ARROW.sub(" = ", s)  # "H₂S + 2 KOH → K₂S + 2 H₂O" against THINK-Bench's "H2S + 2KOH = K2S + 2H2O"
     s = s.replace("−", "-").replace("×", "\\times ").replace("÷", "\\div ").replace("√", "\\sqrt")
     s = s.replace("∈", "\\in ").replace("∞", "\\infty ")  # "x ∈ (-∞, 3]" is "x \in (-\infty, 3]"
     s = re.sub(r"\s+", " ", s).strip().rstrip(".;:").strip()
