@@ -457,6 +457,11 @@ def test_effect_sizes_and_the_headline_carry_their_bootstrap_intervals(tmp_path)
     low, high = lc["eps2_corrected_ci"]
     assert (f"Depth (length-controlled ε² {format_number(lc['eps2_corrected'], 2)} [{format_number(low, 2)}, "
             f"{format_number(high, 2)}])") in headline(stats)[0]
+    # a model whose reasoning is mostly a summary of hidden thinking is named there (a new user read tts_knowledge's
+    # summary models' low Breadth as theirs); not one with a few summaries, nor a run of summaries alone
+    assert "The reasoning of b is a summary" in headline(stats, summarised={"b": 10, "c": 3})[0]
+    assert "summary" not in headline(stats, summarised={"c": 3})[0]
+    assert "summary" not in headline(stats, summarised={"a": 20, "b": 20, "c": 20})[0]
     cells = dict(zip(effect_header(stats), effect_rows(stats, html_out=False)[stats["variables"].index(depth)]))
     assert cells["corrected model"] == (format_number(depth["model"]["eps2_corrected"], 2)
                                         + interval_text(depth["model"]["eps2_corrected_ci"]))

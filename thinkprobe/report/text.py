@@ -14,7 +14,7 @@ from .markup import esc
 from .style import DIMS, and_list, display_label, format_beside, format_number
 from ..progress import one_line
 
-__all__ = ["no_icc_text", "headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "interval_text", "icc_rows", "outcome_rows", "too_few_text", "method_note", "effect_interval_note", "NO_RADAR", "outcome_text", "z_text", "gain_verdict"]
+__all__ = ["no_icc_text", "headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "interval_text", "icc_rows", "outcome_rows", "too_few_text", "method_note", "effect_interval_note", "NO_RADAR", "outcome_text", "z_text", "gain_verdict", "summary_caveat"]
 
 
 def _dims(stats: Mapping) -> list[Mapping]:
@@ -188,10 +188,24 @@ def _carried_sentence(stats: Mapping, variables: Sequence[str]) -> str:
         f"line's extrapolation rather than a difference of the models." for v, m in carried.items())
 
 
-def headline(stats: Mapping, agreement: Mapping | None = None) -> list[str]:
+def summary_caveat(sizes: Mapping[str, int], summarised: Mapping[str, int]) -> str:
+    """The headline's caveat where some models' reasoning is mostly (half or more of their traces) a summary
+    of hidden thinking and others' is not (`summarised`: run.json's summarised_by_model; `sizes`: traces per
+    model): a new user read tts_knowledge's ranking of the three summary models lowest on Breadth as
+    theirs, the coverage section alone saying what they are; '' otherwise."""
+    mostly = sorted(m for m, n in summarised.items() if sizes.get(m) and n >= sizes[m] / 2)
+    if not mostly or len(mostly) >= len(sizes):
+        return ""
+    return (f"The reasoning of {and_list(mostly)} is a summary the model gave of its hidden thinking, not the chain "
+            "itself (see the coverage section): part of a difference between them and the other models may be the "
+            "summarising.")
+
+
+def headline(stats: Mapping, agreement: Mapping | None = None, summarised: Mapping[str, int] | None = None) -> list[str]:
     """Three to five sentences with numbers: which dimensions separate the models beyond length
     and chance (naming those whose values agree poorly with people's graphs, with the linker's
-    `agreement`: `run_agreement`), how much length explains, how reliable the model means are, where
+    `agreement`: `run_agreement`; and those whose reasoning is a summary, `summarised`: run.json's
+    summarised_by_model), how much length explains, how reliable the model means are, where
     the domain (and the group, in a run with one) matters, and (with graded answers) whether the
     indicators add to model and length."""
     cfg = stats["settings"]
@@ -243,6 +257,8 @@ def headline(stats: Mapping, agreement: Mapping | None = None) -> list[str]:
                        f"(see the effect sizes).")
     if n_models >= 2 and (crossing := _crossing_sentence(stats)):
         out[-1] += " " + crossing
+    if n_models >= 2 and (caveat := summary_caveat(groups["model"]["groups"], summarised or {})):
+        out[-1] += " " + caveat
     fits = [(e["length_controlled"]["fit"]["r2"], e["variable"]) for e in dims
             if e["length_controlled"]["fit"]["r2"] is not None]
     if fits:
