@@ -35,6 +35,10 @@ def units(text, config):
     # a numbered bold heading stays whole past 9 (Thought Anchors: '10. **' and 'Next Layer:** ...' were two units)
     ("9. **Next Layer:** we add.\n10. **Next Layer:** we add more.\n11. *Final*: done.",
      ["9. **Next Layer:** we add.", "10. **Next Layer:** we add more.", "11. *Final*: done."]),
+    # an ellipsis between terms or after a repeating decimal a lower-case word goes on from ends no sentence
+    # (THINK-Bench: "≈ 8.333..." and "cm." were two units, "cm." typed a restatement); a capital still starts one
+    ("So d ≈ 8.333... cm. The sum 1 + 2 + ... + 10 is 55. So x = 0.333... Then y. Hmm... so it is 8...",
+     ["So d ≈ 8.333... cm.", "The sum 1 + 2 + ... + 10 is 55.", "So x = 0.333...", "Then y.", "Hmm...", "so it is 8..."]),
     # factorials and an ellipsis inside a list end no sentence; an opening bracket stays with its sentence
     ("So C(n, r) = n! / (r!(n-r)!). Then 8! / (5! * 3!) = 336. Done!",
      ["So C(n, r) = n! / (r!(n-r)!).", "Then 8! / (5! * 3!) = 336.", "Done!"]),
@@ -231,12 +235,18 @@ def _reference_formula(text, cut):
         return bool(factorial) and not (following.isupper() or following in ('"', "'", "“", "‘"))
     if m.group(1) == "?":  # the unknown of an equation
         return bool(re.search(r"=\s*\?\Z", text[:m.end(1)])) and not (following.isupper() or following in ('"', "'", "“", "‘"))
-    return m.group(1) in ("...", "…") and following in (",", ")", "]", "}")
+    if m.group(1) not in ("...", "…"):
+        return False
+    before, operators = text[:m.start(1)].rstrip(), "+-−=×/·<>≤≥≈"  # "1 + 2 + ... + 10"; "≈ 8.333... cm"
+    if (following and following in ",)]}" + operators) or (before and before[-1] in operators):
+        return True
+    return following.islower() and bool(re.search(r"\d\.\d+\Z", before))
 
 
 TRICKY = ("Use e.g. approx. 3 units. Then Dr. Who. So 1. first and 2. second, then a) this. "
           "Eq. 5 holds. We have $a. B$ and `x. Y` here. No. Really?! Fine... 我们。好！ z. (b) item. So n! / (r!(n-r)!) "
-          "and 5! Then (1, 2, ..., 9) and {1,…, 3}. Wow! so. Done. (x) y = ? cm. z = ? Then w? no. So n!! and 7!! then. Wow!! Yes.")
+          "and 5! Then (1, 2, ..., 9) and {1,…, 3}. Wow! so. Done. (x) y = ? cm. z = ? Then w? no. So n!! and 7!! then. Wow!! Yes. "
+          "So 1 + 2 + ... + 9 = 45... Then 0.333... cm and 0.5… so. Hmm... ok. x = 2... Then y.")
 
 
 @pytest.mark.parametrize("text", [TRICKY, TRICKY * 40, TRICKY.replace(" ", "\n", 7)])

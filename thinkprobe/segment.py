@@ -114,13 +114,16 @@ _NAME_BEFORE = re.compile(r"(?<![\w.])(?:[A-Z][a-z]+|[A-Z]\.) \Z")
 
 
 _MARKS = ".!?…"
+_OPERATORS = "+-−=×/·<>≤≥≈"  # not "*": markdown's bold
+_DECIMAL_END = re.compile(r"\d\.\d+\Z")
 
 
 def _in_formula(text: str, cut: int) -> bool:
     """Whether the cut before text[cut] follows a mark that ends no sentence: a factorial ("n! / (r!(n-r)!)",
     "8! / (5! * 2!)", "n!!": a "!" or "!!" right after a digit, a closing bracket or a one-letter name; a
     capital after it still starts a sentence), an ellipsis inside a list ("(104, 114, ..., 194)") or the unknown of an
-    equation ("x = ? cm")."""
+    equation ("x = ? cm"), an ellipsis between terms ("1 + 2 + ... + 10") or after a repeating decimal that a
+    lower-case word goes on from ("8.333... cm")."""
     k = cut  # back over what lies between the last mark and the cut: spaces, brackets, operators
     while k > 0 and not (text[k - 1] in _MARKS or text[k - 1].isalnum() or text[k - 1] == "_"):
         k -= 1
@@ -134,7 +137,10 @@ def _in_formula(text: str, cut: int) -> bool:
             before.isascii() and before.isalpha() and not (j >= 2 and text[j - 2].isalpha()))
         return factorial and not (nxt.isupper() or nxt in ('"', "'", "“", "‘"))
     if text[k - 1] == "…" or text.endswith("...", 0, k):
-        return nxt in (",", ")", "]", "}")
+        before = text[:k - (1 if text[k - 1] == "…" else 3)].rstrip()
+        if nxt and nxt in ",)]}" + _OPERATORS or before and before[-1] in _OPERATORS:  # "1 + 2 + ... + 10"
+            return True
+        return nxt.islower() and bool(_DECIMAL_END.search(before))  # "≈ 8.333... cm": a repeating decimal goes on
     if text[k - 1] == "?":  # "x = ? cm": the unknown of an equation, no question; a capital after it still starts one
         line, end = text.rfind("\n", 0, k) + 1, text.find("\n", k)
         if (text.rfind("[", line, k) > text.rfind("]", line, k) and "]" in text[k:end if end >= 0 else None]
