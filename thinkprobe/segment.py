@@ -42,7 +42,9 @@ _CJK_END = re.compile(r"(?<=[。！？])")
 _MARKER = re.compile(r"^\s*\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,4})[.)]\s*(?:\*\*?|__?)?\s*$")  # "2.", "(b)", "10. **"
 _ENUM_TAIL = re.compile(r"(?<=\s)(?:\d{1,2}|[a-z])[.)]$")
 _WORD = re.compile(r"\w", re.UNICODE)
-_WORD_RUN = re.compile(r"\w+")
+# what a unit says, for repeats: its words and signs, sentence punctuation and case aside (BIG-Bench Mistake's Dyck
+# steps "( ; stack: ( (" and "< ; stack: ( ( <" are all the word "stack")
+_SAYS = re.compile(r"\w+|[^\w\s.,;:!?'\"“”‘’]")
 # spaCy's English exceptions read "B.", "Q.", "Pa." as abbreviations; before a capital (or an
 # opening bracket / LaTeX command) they end a sentence unless they are a real abbreviation.
 _MISSED_END = re.compile(r"[.!?]\s+(?=[A-Z(\[\\])")
@@ -492,7 +494,8 @@ LOOP_MAX_PERIOD = 50  # the longest block of units whose copies in a row make a 
 
 def longest_repeat(texts: Iterable[str], max_period: int = LOOP_MAX_PERIOD) -> tuple[int, int, str]:
     """(copies, period, text): the most copies in a row of one text or of a block of up to `max_period`
-    texts (its `period`), the same words in the same order (case and punctuation aside), and the block's
+    texts (its `period`), the same words and signs in the same order (case and sentence punctuation aside:
+    `_SAYS`), and the block's
     first text; (1, 1, text) where nothing repeats, (0, 0, '') for no text with words. A long one is a
     repetition loop (accounting.LOOP_MIN, limits.max_repeat): gpt-4o's traces in Venhoff et al. repeat
     a block of 3, 18 or 28 sentences hundreds of times.
@@ -501,10 +504,12 @@ def longest_repeat(texts: Iterable[str], max_period: int = LOOP_MAX_PERIOD) -> t
     (12, 1, 'Wait, no.')
     >>> longest_repeat(["Hmm."] + ["Let me see.", "Check a.", "Check b."] * 10 + ["Let me see."])
     (10, 3, 'Let me see.')
+    >>> longest_repeat(["( ; stack: (", "( ; stack: ( (", "< ; stack: ( ( <", "wait, no", "Wait... no!"])
+    (2, 1, 'wait, no')
     """
     texts = list(texts)
     ids: dict[tuple[str, ...], int] = {}
-    codes = np.array([ids.setdefault(words, len(ids)) if (words := tuple(_WORD_RUN.findall(t.lower()))) else -1 - k
+    codes = np.array([ids.setdefault(words, len(ids)) if (words := tuple(_SAYS.findall(t.lower()))) else -1 - k
                       for k, t in enumerate(texts)], dtype=np.int64)  # a text without words repeats nothing
     first = np.flatnonzero(codes >= 0)
     best = (1, 1, texts[first[0]].strip()) if len(first) else (0, 0, "")
