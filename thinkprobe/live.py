@@ -47,14 +47,14 @@ from .options import OptionError, RunOptions, option_specs
 from .records import Edge, Section, ThoughtGraph, ThoughtUnit, Trace, graph_record
 from .runner import MEMORY_SOURCE, run_config, run_linker, run_typer
 from .timing import StageTimes
-from .segment import fragment_spans, is_filler, merge_fragments, settled_fragments, tile
+from .segment import fragment_spans, is_filler, merge_fragments, says, settled_fragments, tile
 
 __all__ = ["stream", "Stream", "Snapshot", "Signal", "UnitMemo", "SIGNALS", "NEEDS_NORMS", "failure_risk"]
 
 # What each named signal measures (docs/stream.md defines them; thresholds in configs/default.yaml, stream.signals).
 SIGNALS: dict[str, str] = {
     "repetition_loop": "the last units in a row that each repeat the unit p before it, for one period p <= "
-                       "loop_max_period (same words in the same order, or word-set Jaccard >= repeat_jaccard)",
+                       "loop_max_period (same words and signs in the same order, or Jaccard of their sets >= repeat_jaccard)",
     "critique_run": "the last units in a row that carry a critique cue (lexicon CRT)",
     "revision_without_conclusion": "units with a critique cue since the last unit with a conclusion cue (lexicon CON)",
     "filler_run": "settled filler fragments in a row at the end of the text (\"Hmm.\" over and over: no unit forms)",
@@ -426,7 +426,7 @@ class Stream:
         periods = range(1, self.thresholds["loop_max_period"] + 1)
         for s, e in spans:
             text = sec.text[s:e]
-            words = tuple(w.lower() for w in _WORDS.findall(text))
+            words = says(text)  # signs count: Dyck steps "( ; stack: ( (" are not all the word "stack"
             k = len(self._units)
             before = self._units[-1].repeats if self._units else (0,) * len(periods)
             repeats = tuple(before[p - 1] + 1 if p <= k and self._repeat(words, self._units[k - p].words) else 0

@@ -20,7 +20,7 @@ from .io.tags import SPECIAL_TOKEN
 from .records import Section
 
 __all__ = ["Abbreviations", "DOLLAR_MATH", "fragment_spans", "unit_spans", "settled_fragments", "is_filler", "merge_fragments", "tile",
-           "word_chars", "load_sentencizer", "longest_repeat"]
+           "word_chars", "load_sentencizer", "longest_repeat", "says"]
 
 # Blocks kept whole: fenced code, display math, LaTeX environments.
 _BLOCK = re.compile(
@@ -489,13 +489,22 @@ def tile(emb: np.ndarray, forced: Iterable[int] = (), *, window: int = 3, min_bl
     return np.cumsum(first, dtype=np.int32)
 
 
+def says(text: str) -> tuple[str, ...]:
+    """What a unit says, for telling repeats: its words and signs in order, case and sentence punctuation aside.
+
+    >>> says("Wait, let me check: x = 2."), says("( ; stack: ( (")
+    (('wait', 'let', 'me', 'check', 'x', '=', '2'), ('(', 'stack', '(', '('))
+    """
+    return tuple(_SAYS.findall(text.lower()))
+
+
 LOOP_MAX_PERIOD = 50  # the longest block of units whose copies in a row make a repetition loop
 
 
 def longest_repeat(texts: Iterable[str], max_period: int = LOOP_MAX_PERIOD) -> tuple[int, int, str]:
     """(copies, period, text): the most copies in a row of one text or of a block of up to `max_period`
     texts (its `period`), the same words and signs in the same order (case and sentence punctuation aside:
-    `_SAYS`), and the block's
+    `says`), and the block's
     first text; (1, 1, text) where nothing repeats, (0, 0, '') for no text with words. A long one is a
     repetition loop (accounting.LOOP_MIN, limits.max_repeat): gpt-4o's traces in Venhoff et al. repeat
     a block of 3, 18 or 28 sentences hundreds of times.
@@ -509,7 +518,7 @@ def longest_repeat(texts: Iterable[str], max_period: int = LOOP_MAX_PERIOD) -> t
     """
     texts = list(texts)
     ids: dict[tuple[str, ...], int] = {}
-    codes = np.array([ids.setdefault(words, len(ids)) if (words := tuple(_SAYS.findall(t.lower()))) else -1 - k
+    codes = np.array([ids.setdefault(words, len(ids)) if (words := says(t)) else -1 - k
                       for k, t in enumerate(texts)], dtype=np.int64)  # a text without words repeats nothing
     first = np.flatnonzero(codes >= 0)
     best = (1, 1, texts[first[0]].strip()) if len(first) else (0, 0, "")
