@@ -1051,6 +1051,30 @@ def test_files_a_sample_took_nothing_from_are_named(tmp_path):
     assert f"note: --limit took no record from 1 data file of the inputs: {tmp_path / 'in' / 'b.jsonl'}" in res.stderr
 
 
+def test_a_missing_premise_graded_correct_by_its_record_is_said():
+    """A new user graded MiP-Overthinking with --correct-field eval_result --correct-values '1=correct,...': a
+    missing-premise question answered with a made-up premise (eval_result 1, matching the whole question's
+    answer) counted correct without a word, and the summary advised --correct-field, which was given."""
+    from thinkprobe.accounting import Accounting, grade_notes
+
+    def graph(trace_id, correct):
+        provenance = {"gold_not_asked": "answer answers the whole question; the model was asked `insufficient_question`",
+                      **({"correct_from": "eval_result", "grade": "1" if correct else "0"} if correct is not None else {})}
+        return {"trace_id": trace_id, "model": "r1", "source": "a.json", "record": trace_id, "correct": correct,
+                "provenance": provenance, "redundancy": {"metrics": {}}, "units": [{"section": "reasoning", "text": "x"}]}
+
+    accounting = Accounting()
+    for k, correct in enumerate((True, True, None)):  # two graded correct by eval_result; one without a grade
+        accounting.trace(graph(f"t{k}", correct))
+    grades = accounting.grade_summary()
+    assert (grades["gold_not_asked"], grades["gold_not_asked_graded"], grades["gold_not_asked_correct"]) == (3, 2, 2)
+    (note,) = grade_notes(grades, advice=True)
+    assert "2 of them carry a grade of their own, 2 of those 'correct'" in note and "--correct-field" not in note
+    ungraded = Accounting()
+    ungraded.trace(graph("t", None))
+    assert grade_notes(ungraded.grade_summary(), advice=True)[0].endswith("with --correct-field.")
+
+
 def test_a_repetition_loop_is_named_in_the_warnings():
     """ReasoningFlow's gpqa-diamond_48_QwQ-32B repeats "Wait, no, vinyloxy is OCH2CH2?" 563 times in a row
     (MiP-Overthinking's Qwen32 response 2: one sentence 3,573 times): every copy a unit, its indicators

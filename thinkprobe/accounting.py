@@ -261,6 +261,9 @@ class Accounting:
             self.shared[provenance["shared_grade"].partition("=")[0]] += 1
         if provenance.get("gold_not_asked"):
             self.grades["gold not asked"] += 1
+            if has_grade(g):  # graded by the record's own grade (MiP's eval_result mapped with --correct-values)
+                self.grades["gold not asked graded"] += 1
+                self.grades["gold not asked correct"] += g.get("correct") is True
         if provenance.get("unread_grade"):
             name, _, value = provenance["unread_grade"].partition("=")
             self.unread[name] += 1
@@ -284,6 +287,8 @@ class Accounting:
             "matcher_no_answer": self.grades["matcher no answer"],
             "none": self.grades["none"],
             "gold_not_asked": self.grades["gold not asked"],
+            "gold_not_asked_graded": self.grades["gold not asked graded"],
+            "gold_not_asked_correct": self.grades["gold not asked correct"],
             "matcher_expressions": self.grades["matcher expression"],
             "matcher_expressions_incorrect": self.grades["matcher expression incorrect"],
             "unread_codes": dict(sorted(self.unread.items())),
@@ -296,7 +301,8 @@ class Accounting:
                     "against the gold answer (from_matcher) only where the record has no grade; matcher_no_answer: "
                     "those counted incorrect because no final answer was found in them; gold_not_asked: traces whose "
                     "record's gold answer answers another question than the one the model was asked (MiP-Overthinking's "
-                    "question with a premise removed), so it is not used; matcher_expressions: traces the matcher judged "
+                    "question with a premise removed), so it is not used (gold_not_asked_graded of them graded by the record's own "
+                    "grade, gold_not_asked_correct of those correct); matcher_expressions: traces the matcher judged "
                     "against a gold answer that is a formula or an equation, not a number, option or phrase "
                     "(matcher_expressions_incorrect of them judged incorrect): compared as normalised text, an "
                     "equivalent expression written otherwise counts as incorrect. matcher_disagrees: "
@@ -432,11 +438,18 @@ def grade_notes(grades: Mapping, advice: bool = False) -> list[str]:
     and the report; `advice`: each with what to do about it (the summary)."""
     out = []
     if n := grades.get("gold_not_asked"):
-        out.append(f"{n} traces answer a question with a premise removed (MiP-Overthinking's insufficient_question, or "
-                   "no question in a file of its MiP folder): "
-                   "their record's gold answer is the whole question's, so it is not matched (provenance "
-                   "gold_not_asked)" + ("; grade them by the record's own grade, if any, with --correct-field." if advice
-                                        else ": without a grade of their own they are ungraded."))
+        graded, correct = grades.get("gold_not_asked_graded", 0), grades.get("gold_not_asked_correct", 0)
+        said = (f"{n} traces answer a question with a premise removed (MiP-Overthinking's insufficient_question, or "
+                "no question in a file of its MiP folder): their record's gold answer is the whole question's, so it is "
+                "not matched (provenance gold_not_asked)")
+        if graded:  # a new user mapped eval_result 1 to correct: a made-up premise's answer counted right
+            said += (f"; {graded} of them carry a grade of their own, {correct} of those 'correct': MiP-Overthinking's "
+                     "eval_result 1 says the answer matches the whole question's, which a question with a premise removed "
+                     "does not have (abstaining, 0, is the right answer there), so such a 'correct' is a made-up premise.")
+        else:
+            said += ("; grade them by the record's own grade, if any, with --correct-field." if advice
+                     else ": without a grade of their own they are ungraded.")
+        out.append(said)
     if n := grades.get("matcher_expressions"):
         out.append(f"{n} of the traces graded by matching have a formula or an equation for gold answer "
                    f"({grades['matcher_expressions_incorrect']} judged incorrect): they are compared as normalised "
