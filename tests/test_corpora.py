@@ -154,6 +154,14 @@ def test_a_file_with_no_trace_profiled_names_the_option_its_records_suggest():
     warnings = accounting.warnings()
     assert warnings[0].startswith("file b.jsonl: no trace profiled from its 3 records")
     assert all(w.endswith("the records suggest --reasoning-field 'steps'") for w in warnings) and len(warnings) == 2
+    # o1's records hold its final answer only: naming that field profiles the answer as reasoning, so the warning
+    # does not suggest it (a new user read "the records suggest --reasoning-field 'o1 (insufficient_question)'")
+    from thinkprobe.io.guess import ModelOutput
+
+    reason = ModelOutput("o1 (insufficient_question)", "o1", "It cannot be answered.", 640).hidden_reason()
+    accounting.skipped({"file": "o1.json", "record": 0, "model": "o1", "reason": reason})
+    said = [w for w in accounting.warnings() if w.startswith("file o1.json")]
+    assert said and "reasoning not returned 1" in said[0] and "suggest" not in said[0]
 
 
 def test_a_nan_model_or_domain_is_missing_not_named_nan():

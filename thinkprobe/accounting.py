@@ -26,7 +26,7 @@ from typing import Iterable, Mapping
 from .io.detect import record_position
 from .io.formats import record_locator
 from .io.grades import SOLUTION_LABELS, verdict_name
-from .io.guess import OUTPUT_WORDS
+from .io.guess import HIDDEN_REASONING, OUTPUT_WORDS
 from .redundancy import answers_match, has_grade, is_expression
 from .progress import one_line
 from .segment import LOOP_MAX_PERIOD, longest_repeat
@@ -211,10 +211,13 @@ class Accounting:
         record skipped; or a file not read, or its rest (record "file": how many records it holds is
         not known, so it counts as none, under not_read)."""
         file, record = str(error.get("file")), error.get("record")
-        kind = reason_kind(str(error.get("reason", "")))
+        reason = str(error.get("reason", ""))
+        kind = reason_kind(reason)
         model = error.get("model") or "unknown"
         tallies = [self.files[file]] + ([] if record == "file" else [self.models[model]])
-        hint = _HINT.search(str(error.get("reason", "")))
+        # an option a skip reason suggests; not where the reasoning was not returned: naming the answer's field
+        # there profiles the final answer as reasoning (o1's `o1 (insufficient_question)`)
+        hint = None if reason.startswith(HIDDEN_REASONING) else _HINT.search(reason)
         batch = _BATCH.fullmatch(record) if isinstance(record, str) else None
         for tally in tallies:
             if record == "file":
