@@ -1059,6 +1059,20 @@ def test_files_a_sample_took_nothing_from_are_named(tmp_path):
     assert f"note: --limit took no record from 1 data file of the inputs: {tmp_path / 'in' / 'b.jsonl'}" in res.stderr
 
 
+def test_the_answer_options_join_the_question():
+    """MR-BEN keeps its options apart from the question ("The time required for one revolution is", then
+    `Options` "A: independent of M ..."), and its steps reason about them ("Choice A states ..."): the
+    question shown to the parser and the report lacked them for all 4,296 of its non-coding records."""
+    record = {"Question": "The period is", "Options": "A: independent of M \nB: linear in R ",
+              "Model_Solution_Steps": ["Step 1: Choice B holds.", "Solution: Choice_B"], "Ground_Truth_Answer": "B"}
+    fields = FieldMap(reasoning_field="Model_Solution_Steps")
+    assert one(record, fields).question == "The period is\nA: independent of M \nB: linear in R"
+    listed = one({**record, "Options": ["independent of M", "linear in R"]}, fields).question
+    assert listed == "The period is\nA. independent of M\nB. linear in R"
+    written = {**record, "Question": "The period is\nA: independent of M \nB: linear in R"}  # already there
+    assert one(written, fields).question == written["Question"]
+
+
 def test_a_missing_premise_graded_correct_by_its_record_is_said():
     """A new user graded MiP-Overthinking with --correct-field eval_result --correct-values '1=correct,...': a
     missing-premise question answered with a made-up premise (eval_result 1, matching the whole question's

@@ -231,6 +231,7 @@ def detect(
     # a named field first, then the prompt a `<model> (<prompt>)` output answers, then detection
     question = (fields.question_field and _question(record, fields.question_field)) or output_prompt(record, reasoning_from) \
         or _missing_premise(record) or _question(record) or _prompt_turn(sections)
+    question = _with_options(record, question)
     if gold is not None and not fields.gold_field and (asked := _premise_removed(record, question, source)):
         # MiP-Overthinking: the model was asked the question with a premise removed, which has no answer; the
         # record's gold answers the whole question (matched, a made-up premise would be graded correct)
@@ -522,6 +523,19 @@ def _missing_premise(record: dict) -> str | None:
     only its missing-premise files do, and their models were asked it."""
     value = record.get("insufficient_question")
     return value if isinstance(value, str) and value.strip() else None
+
+
+def _with_options(record: dict, question: str | None) -> str | None:
+    """The question with the record's answer options after it, where they stand apart (MR-BEN's `Options`,
+    "A: ...\nB: ...", beside a `Question` that names none: its steps say "Choice A states ...")."""
+    options = record.get("options", record.get("Options"))
+    if isinstance(options, list) and options and all(isinstance(o, str) for o in options):
+        options = "\n".join(f"{chr(65 + k)}. {o}" for k, o in enumerate(options[:26]))
+    elif isinstance(options, dict) and options and all(isinstance(o, str) for o in options.values()):
+        options = "\n".join(f"{k}. {o}" for k, o in options.items())
+    if not question or not isinstance(options, str) or not options.strip() or options.strip()[:40] in question:
+        return question
+    return f"{question.rstrip()}\n{options.strip()}"
 
 
 def _premise_removed(record: dict, question: str | None, source: str) -> str | None:
