@@ -322,11 +322,14 @@ def test_an_answer_field_of_its_own_holding_the_bare_answer_is_the_answer():
     assert (final.unit, final.value, final.kind) == (2, words, "phrase")
     dyck = ("So the stack closes with ] ] ) now.", "The answer is ] ] )")
     assert [(c.unit, c.value) for c in find_candidates(record(*dyck, "] ] )", answer_from=2, **own))][-1] == (2, "] ] )")
-    # an abstention, a courtesy, or a value the reasoning never states is no bare answer: the boxed 12 stays
+    # a courtesy, or a value the reasoning never states, is no bare answer: the boxed 12 stays; an answer that
+    # declines ("I don't know.") gives none, whatever the reasoning tried on the way (test_an_abstention_...)
     boxed = ("Thus the final answer is $\\boxed{12}$.", "Done.")
-    for filler in ("I don't know.", "Hope this helps", "Sure thing", "Forty-two"):
+    for filler in ("Hope this helps", "Sure thing", "Forty-two"):
         rec = record(*boxed, filler, answer_from=2, **own)
         assert final_candidate(find_candidates(rec), rec).value == "12", filler
+    rec = record(*boxed, "I don't know.", answer_from=2, **own)
+    assert final_candidate(find_candidates(rec), rec) is None
     same = {"sections": [{"name": "reasoning", "field": "response"}, {"name": "answer", "field": "response"}]}
     assert find_candidates(record(*steps, words, answer_from=2, **same)) == []
     assert find_candidates(record(*steps, "It sorts them by their first letter. Then it checks.", answer_from=2, **own)) == []
@@ -548,3 +551,17 @@ def test_an_interval_named_with_the_unicode_element_sign(pred, gold, same):
 ])
 def test_a_chemical_equation_matches_its_key_written_another_way(pred, gold, same):
     assert answers_match(pred, gold) is same
+
+
+@pytest.mark.parametrize("answer, final", [
+    # MiP-Overthinking's DSQ on a question missing a premise: the hypothetical in the reasoning was its answer
+    ("Answer: The question does not provide enough information to determine the number of seats.", None),
+    ("The number of rows is missing, so it cannot be determined.", None),
+    ("Answer: 20", "20"),  # an answer stated: the usual reading
+    ("Without the number of rows it cannot be determined; assuming 5 rows, the answer is 20.", "20"),
+])
+def test_an_abstention_in_the_answer_is_no_final_answer(answer, final):
+    rec = record("Maybe it is typically one person per seat.", "If there were 5 rows, the answer would be 20.",
+                 "But the question does not say how many rows.", answer, answer_from=3)
+    found = final_candidate(find_candidates(rec), rec)
+    assert (found.value if found else None) == final

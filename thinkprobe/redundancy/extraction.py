@@ -557,6 +557,8 @@ def final_candidate(candidates: Sequence[Candidate], record: dict) -> Candidate 
         if code:
             return code[-1]
     section = {u["id"]: u.get("section", "reasoning") for u in record.get("units") or []}
+    if _abstains(record, {c.unit for c in candidates}):
+        return None
     last_section = section.get(candidates[-1].unit, "reasoning")
     pool = [c for c in candidates if section.get(c.unit, "reasoning") == last_section]
     best = min(KIND_RANK[c.kind] for c in pool)
@@ -564,6 +566,25 @@ def final_candidate(candidates: Sequence[Candidate], record: dict) -> Candidate 
     if all(c.kind == "number" for c in candidates) and not _ends_on(record, final):
         return None  # only conclusions' numbers, and the trace goes on past them: no answer put forward
     return final
+
+
+# an answer that declines: a question missing a premise (MiP-Overthinking), a fact the model does not know
+_ABSTENTION = re.compile(r"\b(?:(?:not|in)? ?(?:enough|sufficient) (?:information|data|detail)|insufficient|"
+                         r"(?:cannot|can't|can not|impossible to|unable to) (?:be )?(?:determined?|answer(?:ed)?|calculated?|"
+                         r"solved?|found|find)|unanswerable|i (?:do not|don't) know|missing (?:information|premise|data|value))",
+                         re.IGNORECASE)
+
+
+def _abstains(record: dict, stated: set[int]) -> bool:
+    """Whether the trace's answer declines to give one: its answer section (else its closing unit) states no
+    candidate (`stated`: the units that do) and says the question cannot be answered. MiP-Overthinking's DSQ
+    ends "Answer: The question does not provide enough information ...", and a hypothetical earlier in the
+    reasoning ("typically one person per seat") had been read as its final answer."""
+    units = record.get("units") or []
+    answer = [u for u in units if u.get("section") == "answer"] or \
+        [u for u in units if u["id"] == _closing_unit(record)]
+    return bool(answer) and not stated & {u["id"] for u in answer} and \
+        any(_ABSTENTION.search(u.get("text", "")) for u in answer)
 
 
 # a closing courtesy after the answer, which states nothing: "Let me know if you'd like ...", "Hope this helps!"
