@@ -297,6 +297,14 @@ def test_answers_without_thinking_are_told_apart_from_long_untagged_reasoning():
     assert answers.apply(cut_off, "profile") is cut_off
     tagged, alone = g("Qwen3", 40, False), g("Limo", 40, True)  # tagged, or a model that never tags: kept
     assert answers.apply(tagged, "profile") is tagged and answers.apply(alone, "profile") is alone
+    # the one kept for its length is counted apart: the summary had called MiP's 19 cut-off DSQ traces "a
+    # non-reasoning model's output?"
+    assert answers.kept_long(cut_off) and not answers.kept_long(alone) and not answers.kept_long(tagged)
+    from thinkprobe.cli import format_summary
+
+    said = format_summary({"traces": 3, "out_dir": "o", "resumed": 0, "errors": 0, "model_profiles": [], "untagged": 2,
+                           "untagged_by_model": {"Qwen3": 1, "Limo": 1}, "untagged_long_by_model": {"Qwen3": 1}})
+    assert "1 of them are longer than the median reasoning of its model" in said and "Qwen3" in said
 
 
 def test_traces_without_a_model_are_judged_per_file_as_answers_without_thinking(tmp_path):

@@ -31,7 +31,7 @@ from .redundancy import answers_match, has_grade, is_expression
 from .progress import one_line
 from .segment import LOOP_MAX_PERIOD, longest_repeat
 
-__all__ = ["NO_THINK", "ANSWER_WITHOUT_THINKING", "UntaggedAnswers", "Accounting", "reason_kind", "format_coverage"]
+__all__ = ["NO_THINK", "ANSWER_WITHOUT_THINKING", "KEPT_LONG", "UntaggedAnswers", "Accounting", "reason_kind", "format_coverage"]
 
 
 NO_THINK = ":no-think"  # appended to the model of its answers without thinking under --untagged separate
@@ -99,6 +99,11 @@ class UntaggedAnswers:
         median = self.medians.get(_producer(g))
         return median is not None and bool(g["provenance"].get("untagged")) and reasoning_chars(g) < median
 
+    def kept_long(self, g: Mapping) -> bool:
+        """Whether an untagged trace is kept as reasoning for being longer than its model's median reasoning,
+        where the model's other traces carry reasoning (MiP's DSQ, thinking cut off before its closing tag)."""
+        return _producer(g) in self.medians and bool(g["provenance"].get("untagged")) and not self.is_answer(g)
+
     def apply(self, g: dict, policy: str) -> dict | None:
         """The graph record to keep (renamed under policy "separate"), or None when it is skipped."""
         if not self.is_answer(g):
@@ -113,6 +118,11 @@ class UntaggedAnswers:
         reasoning = next((s["field"] for s in g.get("sections") or () if s.get("name") == "reasoning"), "reasoning")
         return {"file": g["source"], "record": record_locator(g["source"], g["record"]), "field": reasoning, "reason": ANSWER_WITHOUT_THINKING,
                 "model": g["model"], "trace_id": g["trace_id"]}
+
+
+KEPT_LONG = ("longer than the median reasoning of its model, whose other traces carry reasoning tags: kept as "
+             "reasoning (thinking cut off before its closing tag, as MiP-Overthinking's R1-Distill traces?), "
+             "not a non-reasoning model's output")
 
 
 # a field named as a model's output: "model_answer", "response", `o1 (question)` ...

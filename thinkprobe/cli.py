@@ -256,7 +256,7 @@ def _per_model(counts: dict, result: dict) -> str:
 
 
 def format_summary(result: dict) -> str:
-    from .accounting import format_coverage
+    from .accounting import KEPT_LONG, format_coverage
     from .cognitive_profile import DIMENSION_NAMES
 
     lines = [f"profiled {result['traces']} traces into {result['out_dir']}"
@@ -282,11 +282,15 @@ def format_summary(result: dict) -> str:
     if result.get("untagged"):
         per_model = _per_model(result.get("untagged_by_model") or {}, result)
         given = result.get("graph_source") == "input"  # annotated graphs: their text is what was annotated
+        long = result.get("untagged_long_by_model") or {}
         lines.append(f"{result['untagged']} traces are untagged text (no reasoning field or tags"
                      + ("), profiled with the graphs they carry" if given else
+                        ") profiled as chain of thought" if sum(long.values()) == result["untagged"] else
                         ": a non-reasoning model's output?) profiled as chain of thought")
                      + "; provenance marks them, --untagged skip leaves them out"
                      + (f"; by model: {per_model}" if per_model else ""))
+        if long:
+            lines.append(f"{sum(long.values())} of them are {KEPT_LONG}; by model: {_per_model(long, result)}")
     if truncated := result.get("truncated_by_model"):
         lines.append(f"{sum(truncated.values())} traces end before their reasoning does (an opening tag with no "
                      f"closing one: cut off at a length limit?, or an API's stop reason at its token limit: "

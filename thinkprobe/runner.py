@@ -21,7 +21,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from .version import __version__
-from .accounting import NO_THINK, SCAN_PREFIX, Accounting, UntaggedAnswers, answer_scan
+from .accounting import KEPT_LONG, NO_THINK, SCAN_PREFIX, Accounting, UntaggedAnswers, answer_scan
 from .config import Config, IndicatorSettings
 from .encoder import Encoder, model_fingerprint
 from .indicators import CONTENT_TYPES, compute_indicators
@@ -309,6 +309,7 @@ class Joined:
     unknown: dict[str, int] = field(default_factory=lambda: {"model": 0, "domain": 0})
     unknown_sources: set[str] = field(default_factory=set)  # the files of the traces without a model
     untagged_by_model: dict[str, int] = field(default_factory=dict)  # traces per model whose reasoning is untagged
+    untagged_long_by_model: dict[str, int] = field(default_factory=dict)  # of those, kept for their length (KEPT_LONG)
     truncated_by_model: dict[str, int] = field(default_factory=dict)  # traces per model cut off before their reasoning ended
     answer_cut_by_model: dict[str, int] = field(default_factory=dict)  # traces per model whose answer an API cut at its limit
     summarised_by_model: dict[str, int] = field(default_factory=dict)  # traces per model whose reasoning is a summary
@@ -385,6 +386,8 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
                         joined.unknown_sources.add(g["source"])
                     if g["provenance"].get("untagged"):
                         joined.untagged_by_model[g["model"]] = joined.untagged_by_model.get(g["model"], 0) + 1
+                        if answers.kept_long(g):
+                            joined.untagged_long_by_model[g["model"]] = joined.untagged_long_by_model.get(g["model"], 0) + 1
                     if g["provenance"].get("truncated"):
                         joined.truncated_by_model[g["model"]] = joined.truncated_by_model.get(g["model"], 0) + 1
                     elif answer_cut(g["provenance"]):
@@ -479,12 +482,14 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
         "summarised_by_model": dict(sorted(joined.summarised_by_model.items())),
         "untagged": {"policy": opts.untagged, "profiled": joined.untagged,
                      "by_model": dict(sorted(joined.untagged_by_model.items())),
+                     "kept_long_by_model": dict(sorted(joined.untagged_long_by_model.items())),
                      "answers_without_thinking": sum(m["reasons"].get("answer without thinking", 0)
                                                      for m in joined.accounting.coverage()["by_model"]),
                      "what": "traces whose reasoning is a whole text with no reasoning field and no reasoning tags "
                              "(provenance untagged: true); --untagged skip leaves them out. Such a text of a model "
                              "whose other records carry reasoning, shorter than its median reasoning, is its answer "
-                             f"without thinking: skipped, or with --untagged separate profiled as <model>{NO_THINK}"},
+                             f"without thinking: skipped, or with --untagged separate profiled as <model>{NO_THINK}; kept_long_by_model: "
+                             f"those {KEPT_LONG}"},
         "code_execution": {"allowed": bool(opts.allow_code_execution), "not_run": joined.code_not_run,
                            **({"how": not_run_line(joined.code_not_run)} if joined.code_not_run else {})},
         "coverage": joined.accounting.coverage(),
@@ -580,6 +585,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
             "duplicates": len(joined.duplicates), "duplicates_of_undrawn": duplicates_of_undrawn(joined),
             "unknown": joined.unknown, "unknown_fix": info["unknown_fix"],
             "untagged": joined.untagged, "untagged_by_model": dict(sorted(joined.untagged_by_model.items())),
+            "untagged_long_by_model": dict(sorted(joined.untagged_long_by_model.items())),
             "truncated_by_model": dict(sorted(joined.truncated_by_model.items())),
             "answer_cut_by_model": dict(sorted(joined.answer_cut_by_model.items())),
             "summarised_by_model": dict(sorted(joined.summarised_by_model.items())),

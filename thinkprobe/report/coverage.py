@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..accounting import grade_notes
+from ..accounting import KEPT_LONG, grade_notes
 from ..outputs import RUN_JSON
 from .markup import esc, html_table, md_table
 
@@ -66,6 +66,8 @@ def _lines(run: dict) -> list[str]:
                         "worked solution?) profiled as chain of thought")
                      + " (provenance untagged; --untagged skip leaves them out)" + (f": {per_model}" if per_model else "")
                      + ".")
+        if long := untagged.get("kept_long_by_model"):
+            lines.append(f"{sum(long.values())} of them are {KEPT_LONG}: {_by_model(long)}.")
     if untagged.get("answers_without_thinking"):
         lines.append(f"{untagged['answers_without_thinking']} records were a model's answers without thinking "
                      "(untagged text of a model whose other records carry reasoning) and are left out of its profile "
