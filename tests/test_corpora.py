@@ -1067,6 +1067,18 @@ def test_files_a_sample_took_nothing_from_are_named(tmp_path):
     assert f"note: --limit took no record from 1 data file of the inputs: {tmp_path / 'in' / 'b.jsonl'}" in res.stderr
 
 
+def test_an_answer_line_closing_a_reasoning_field_of_its_own_is_the_answer():
+    """tts_knowledge's budget-forced Qwen3-8B: 113 records whose `thought` opens <think>, never closes it and
+    ends "Answer: I don't know.<|im_end|>" beside an empty `response`: the answer line was a reasoning unit
+    and the trace had no answer."""
+    record = {"problem": "Capital?", "thought": "<think>\nI recall it is Paris.\n\nAnswer: Paris<|im_end|>", "response": ""}
+    trace = one(record)
+    assert trace.reasoning.content.strip() == "I recall it is Paris." and trace.answer.content == "Paris"
+    assert not trace.provenance["truncated"]
+    answered = one({**record, "response": "Paris."})  # an answer of its own: the closing line stays reasoning
+    assert answered.answer.content == "Paris." and answered.reasoning.content.rstrip().endswith("Answer: Paris")
+
+
 def test_the_answer_options_join_the_question():
     """MR-BEN keeps its options apart from the question ("The time required for one revolution is", then
     `Options` "A: independent of M ..."), and its steps reason about them ("Choice A states ..."): the

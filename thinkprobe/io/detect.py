@@ -148,6 +148,12 @@ def detect(
     if fields.answer_field:
         answer_fields = (fields.answer_field, *answer_fields)
     answer = _answer_section(record, answer_fields, reasoning_from, text, split, found.answer)
+    if answer is None and found.dedicated and split.answer is None and (last := _CLOSING_ANSWER.search(text, start, end)):
+        # a reasoning field of its own that ends "Answer: ..." beside an empty answer field (tts_knowledge's Qwen3
+        # `thought`, budget-forced: it answered before closing its <think>, so it was not cut off): the answer
+        answer, end = Section("answer", reasoning_from, text, *last.span(1)), trim(text, start, last.start())[1]
+        split = Split(split.tag, split.reasoning, None, split.open_tag_missing, truncated=False)
+        sections = [Section("reasoning", _origin(record, reasoning_from), text, start, end)]
     if answer is not None and answer.field != reasoning_from and split.tag is None and split.answer is not None:
         # a closing "#### 36" / "The answer is: 36" line of a text whose answer is another field's: reasoning
         start, end = trim(text, 0, len(text))
@@ -514,6 +520,8 @@ def _answer_section(
     return None
 
 
+_CLOSING_ANSWER = re.compile(r"\n[ \t]*\n[ \t]*(?:\*\*)?(?:Final )?Answer:(?:\*\*)?[ \t]*(\S[^\n]*?)\s*(?:<\|[a-z_]+\|>\s*)*\Z",
+                             re.IGNORECASE)
 _PROSE = re.compile(r"[A-Za-z]{3,}[ ,;]+[A-Za-z]{3,}")  # words before a tag: text that mentions it, not an opening
 
 
