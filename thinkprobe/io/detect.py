@@ -21,6 +21,7 @@ from .apis import cut_by_limit, held_responses, hidden_reasoning_tokens
 from .blocks import (BLOCK_SEPARATOR, ENCRYPTED, SUMMARY_FIELD, TURN_REASONING_KEYS, Found, field_candidates,
                      thought_parts, turn_candidates, typed_blocks)
 from .blocks import joined as join_pieces
+from .questions import missing_premise, premise_removed, with_options
 from .tags import Split, answer_parts, split_tags, trim
 
 __all__ = ["get_path", "GRADES", "ENCRYPTED", "UNTAGGED", "CHOICE_MESSAGES", "record_position", "REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect", "record_model", "named_value"]
@@ -236,9 +237,9 @@ def detect(
         provenance["generation"] = generation
     # a named field first, then the prompt a `<model> (<prompt>)` output answers, then detection
     question = (fields.question_field and _question(record, fields.question_field)) or output_prompt(record, reasoning_from) \
-        or _missing_premise(record) or _question(record) or _prompt_turn(sections)
-    question = _with_options(record, question)
-    if gold is not None and not fields.gold_field and (asked := _premise_removed(record, question, source)):
+        or missing_premise(record) or _question(record) or _prompt_turn(sections)
+    question = with_options(record, question)
+    if gold is not None and not fields.gold_field and (asked := premise_removed(record, question, source)):
         # MiP-Overthinking: the model was asked the question with a premise removed, which has no answer; the
         # record's gold answers the whole question (matched, a made-up premise would be graded correct)
         provenance["gold_not_asked"] = f"{gold_from} answers the whole question; {asked}"
@@ -523,39 +524,6 @@ def _answer_section(
 _CLOSING_ANSWER = re.compile(r"\n[ \t]*\n[ \t]*(?:\*\*)?(?:Final )?Answer:(?:\*\*)?[ \t]*(\S[^\n]*?)\s*(?:<\|[a-z_]+\|>\s*)*\Z",
                              re.IGNORECASE)
 _PROSE = re.compile(r"[A-Za-z]{3,}[ ,;]+[A-Za-z]{3,}")  # words before a tag: text that mentions it, not an opening
-
-
-def _missing_premise(record: dict) -> str | None:
-    """MiP-Overthinking's missing-premise question, where a record whose output field does not name its
-    prompt (`model_answer`: QwQ, s1.1, DSQ ...) holds it, beside the whole question or alone (svamp's phi3):
-    only its missing-premise files do, and their models were asked it."""
-    value = record.get("insufficient_question")
-    return value if isinstance(value, str) and value.strip() else None
-
-
-def _with_options(record: dict, question: str | None) -> str | None:
-    """The question with the record's answer options after it, where they stand apart (MR-BEN's `Options`,
-    "A: ...\nB: ...", beside a `Question` that names none: its steps say "Choice A states ...")."""
-    options = record.get("options", record.get("Options"))
-    if isinstance(options, list) and options and all(isinstance(o, str) for o in options):
-        options = "\n".join(f"{chr(65 + k)}. {o}" for k, o in enumerate(options[:26]))
-    elif isinstance(options, dict) and options and all(isinstance(o, str) for o in options.values()):
-        options = "\n".join(f"{k}. {o}" for k, o in options.items())
-    if not question or not isinstance(options, str) or not options.strip() or options.strip()[:40] in question:
-        return question
-    return f"{question.rstrip()}\n{options.strip()}"
-
-
-def _premise_removed(record: dict, question: str | None, source: str) -> str | None:
-    """Why a MiP-Overthinking record's gold does not answer what its model was asked, or None: the question
-    it was asked is `insufficient_question`, or it holds no question and its file lies in the corpus's
-    missing-premise folder (response/<dataset>/MiP/<model>/: svamp's DSQ, Gemma and Qwen32 keep only
-    `model_answer`, `answer` and `eval_result`, as the whole question's files of math do)."""
-    if question is not None and question == record.get("insufficient_question") != record.get("question"):
-        return "the model was asked `insufficient_question`"
-    if question is None and "MiP" in Path(source).parts[:-1]:
-        return "the record holds no question and its file lies in MiP-Overthinking's missing-premise folder (MiP/)"
-    return None
 
 
 def _question(record: dict, field: str | None = None) -> str | None:
