@@ -9,6 +9,7 @@ import decimal
 import math
 import re
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -153,7 +154,7 @@ def detect(
         # a reasoning field of its own that ends "Answer: ..." beside an empty answer field (tts_knowledge's Qwen3
         # `thought`, budget-forced: it answered before closing its <think>, so it was not cut off): the answer
         answer, end = Section("answer", reasoning_from, text, *last.span(1)), trim(text, start, last.start())[1]
-        split = Split(split.tag, split.reasoning, None, split.open_tag_missing, truncated=False)
+        split = replace(split, truncated=False)
         sections = [Section("reasoning", _origin(record, reasoning_from), text, start, end)]
     if answer is not None and answer.field != reasoning_from and split.tag is None and split.answer is not None:
         # a closing "#### 36" / "The answer is: 36" line of a text whose answer is another field's: reasoning
