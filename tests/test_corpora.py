@@ -293,8 +293,10 @@ def test_answers_without_thinking_are_told_apart_from_long_untagged_reasoning():
     answers = UntaggedAnswers({"Qwen3": 3000.0})
     assert answers.apply(g("Qwen3", 40, True), "profile") is None  # skipped
     assert answers.apply(g("Qwen3", 40, True), "separate")["model"] == "Qwen3" + NO_THINK
-    cut_off = g("Qwen3", 120_000, True)  # a reasoning cut off before its closing tag: kept
-    assert answers.apply(cut_off, "profile") is cut_off
+    cut_off = g("Qwen3", 120_000, True)  # a reasoning cut off before its closing tag: kept, and marked cut off
+    kept = answers.apply(cut_off, "profile")
+    assert kept["provenance"] == {"untagged": True, "truncated": True, "kept_long": True}
+    assert {**kept, "provenance": cut_off["provenance"]} == cut_off
     tagged, alone = g("Qwen3", 40, False), g("Limo", 40, True)  # tagged, or a model that never tags: kept
     assert answers.apply(tagged, "profile") is tagged and answers.apply(alone, "profile") is alone
     # the one kept for its length is counted apart: the summary had called MiP's 19 cut-off DSQ traces "a
@@ -714,6 +716,25 @@ def test_no_thinking_answers_stay_out_of_the_models_profile(tts_run):
     assert (model["model"], model["records"], model["traces"], model["skipped"]) == ("Qwen3-8B", 12, 6, 6)
     assert model["reasons"] == {"answer without thinking": 6}
     assert any("no_think" in w and "6 records" in w for w in run.summary["coverage_warnings"])
+
+
+def test_a_long_untagged_trace_is_profiled_as_cut_off_with_no_final_answer(tmp_path):
+    """MiP-Overthinking's DSQ: a thinking text cut off before its </think> (no tag at all), beside the model's
+    tagged traces, is kept as reasoning and marked cut off, and its last unit, cut mid-sentence, states no
+    answer (it had been read as the closing unit of an answer-only output)."""
+    import thinkprobe
+
+    step = "Let me check the sum again, since 4 + 5 is 9 and 9 + 3 is 12. "
+    records = [{"id": f"t{k}", "model": "M", "response": f"<think>{step * 3}So it is {k}.</think>The answer is {k}."}
+               for k in range(3)]
+    records.append({"id": "cut", "model": "M", "response": step * 12 + "Wait, so the answer is 7 times the square root of"})
+    (tmp_path / "m.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    run = thinkprobe.profile([str(tmp_path / "m.jsonl")], tmp_path / "out", **FAST)
+    graphs = {g["trace_id"]: g for g in _graphs(run.folder)}
+    cut = graphs["cut"]
+    assert cut["provenance"]["truncated"] and cut["provenance"]["kept_long"]
+    assert cut["redundancy"]["final_answer"] is None and graphs["t1"]["redundancy"]["final_answer"]["value"] == "1"
+    assert run.summary["untagged_long_by_model"] == {"M": 1} and not run.summary.get("truncated_by_model")
 
 
 def test_chat_template_tokens_never_reach_real_units_or_answers(tts_run):

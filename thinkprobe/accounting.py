@@ -105,7 +105,10 @@ class UntaggedAnswers:
         return _producer(g) in self.medians and bool(g["provenance"].get("untagged")) and not self.is_answer(g)
 
     def apply(self, g: dict, policy: str) -> dict | None:
-        """The graph record to keep (renamed under policy "separate"), or None when it is skipped."""
+        """The graph record to keep (renamed under policy "separate"; marked cut off, provenance truncated and
+        kept_long, when kept for its length), or None when it is skipped."""
+        if self.kept_long(g):  # thinking cut off before its closing tag: its closing unit answers nothing
+            return {**g, "provenance": {**g["provenance"], "truncated": True, "kept_long": True}}
         if not self.is_answer(g):
             return g
         if policy == "separate":
@@ -121,8 +124,8 @@ class UntaggedAnswers:
 
 
 KEPT_LONG = ("longer than the median reasoning of its model, whose other traces carry reasoning tags: kept as "
-             "reasoning (thinking cut off before its closing tag, as MiP-Overthinking's R1-Distill traces?), "
-             "not a non-reasoning model's output")
+             "reasoning cut off before its closing tag (as MiP-Overthinking's R1-Distill traces?), not a non-reasoning "
+             "model's output: its last unit is read as no final answer (provenance truncated, kept_long)")
 
 
 # a field named as a model's output: "model_answer", "response", `o1 (question)` ...

@@ -364,8 +364,8 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
                     if g is not None and (kept := answers.apply(g, untagged)) is not g:
                         if kept is None:
                             item = {"error": answers.error(g)}
-                        else:
-                            g = kept
+                        else:  # kept for its length: the chunk read its closing unit as the final answer
+                            g = annotate_record(kept, redundancy) if kept["provenance"].get("kept_long") else kept
                     if "error" in item:
                         errors.write(json.dumps(item["error"], ensure_ascii=False) + "\n")
                         joined.errors += 1
@@ -388,7 +388,7 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
                         joined.untagged_by_model[g["model"]] = joined.untagged_by_model.get(g["model"], 0) + 1
                         if answers.kept_long(g):
                             joined.untagged_long_by_model[g["model"]] = joined.untagged_long_by_model.get(g["model"], 0) + 1
-                    if g["provenance"].get("truncated"):
+                    if g["provenance"].get("truncated") and not g["provenance"].get("kept_long"):  # counted apart
                         joined.truncated_by_model[g["model"]] = joined.truncated_by_model.get(g["model"], 0) + 1
                     elif answer_cut(g["provenance"]):
                         joined.answer_cut_by_model[g["model"]] = joined.answer_cut_by_model.get(g["model"], 0) + 1

@@ -616,12 +616,21 @@ def _closing_unit(record: dict) -> int | None:
     return int(units[-1]["id"]) if units else None
 
 
+# how a whole unit ends: a sentence's closing mark (then quotes, brackets, emphasis), or closed display math
+_UNIT_END = re.compile(r"(?:[.!?。！？…]['\"”’)\]}*$]*|\\\]|\$\$|\\\))\s*$")
+
+
 def _cut_unit(record: dict, units: Sequence[dict]) -> int | None:
-    """The answer's last unit when the API stopped the answer at its token limit (provenance truncated_by,
-    the reasoning whole): cut mid-way ("The answer is 3" of "30"), it states nothing, nor ends the trace."""
-    if not answer_cut(record.get("provenance") or {}):
-        return None
-    return next((int(u["id"]) for u in reversed(units) if u.get("section") == "answer"), None)
+    """The unit a token limit cut mid-way: the answer's last when the API stopped the answer (provenance
+    truncated_by, the reasoning whole), or the trace's last when its reasoning was cut off (provenance
+    truncated) and it ends no sentence. Cut mid-way ("The answer is 3" of "30", MiP's DSQ "the answer is 7
+    times the square root of"), it states nothing, nor ends the trace."""
+    provenance = record.get("provenance") or {}
+    if answer_cut(provenance):
+        return next((int(u["id"]) for u in reversed(units) if u.get("section") == "answer"), None)
+    if provenance.get("truncated") and units and not _UNIT_END.search(str(units[-1].get("text", ""))):
+        return int(units[-1]["id"])
+    return None
 
 
 def code_tests_of(record: dict) -> Any:
