@@ -237,6 +237,19 @@ def test_reasoning_the_answer_tags_as_such_is_reasoning():
 
 
 
+def test_a_prompt_given_as_the_question_ends_before_the_models_turn():
+    """Thought Anchors' scenario traces keep the whole prompt, which ends "Assistant:\\n<think>\\n" (its math
+    prompts "Solution: \\n<think>\\n"): the question had ended with the template's words."""
+    prompt = "You are Alex, an assistant.\n\nHuman: Read the new emails.\n\nAssistant:\n<think>\n"
+    trace = one({"prompt": prompt, "response": "<think>Read them first.</think>Done."})
+    assert trace.question == "You are Alex, an assistant.\n\nHuman: Read the new emails."
+    assert one({"prompt": "Solve. Problem: 2x = 4 Solution: \n<think>\n", "response": "<think>x = 2.</think>2"}
+               ).question == "Solve. Problem: 2x = 4 Solution:"
+    # a question that only mentions a tag, or ends with spaces, is left as it is
+    for question in ("Why do models write <think> tags?", "What is 2 + 2? "):
+        assert one({"question": question, "response": "<think>x.</think>4"}).question == question
+
+
 @pytest.mark.parametrize("answer", [
     "Wrap private notes as `<thinking>notes</thinking>` in the prompt.",  # inline code
     "Use ``<think>x</think>`` there.",

@@ -22,7 +22,7 @@ from .apis import cut_by_limit, held_responses, hidden_reasoning_tokens
 from .blocks import (BLOCK_SEPARATOR, ENCRYPTED, SUMMARY_FIELD, TURN_REASONING_KEYS, Found, field_candidates,
                      thought_parts, turn_candidates, typed_blocks)
 from .blocks import joined as join_pieces
-from .questions import missing_premise, premise_removed, with_options
+from .questions import missing_premise, premise_removed, with_options, without_turn_opening
 from .tags import Split, answer_parts, split_tags, trim
 
 __all__ = ["get_path", "GRADES", "ENCRYPTED", "UNTAGGED", "CHOICE_MESSAGES", "record_position", "REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect", "record_model", "named_value"]
@@ -239,7 +239,7 @@ def detect(
     # a named field first, then the prompt a `<model> (<prompt>)` output answers, then detection
     question = (fields.question_field and _question(record, fields.question_field)) or output_prompt(record, reasoning_from) \
         or missing_premise(record) or _question(record) or _prompt_turn(sections)
-    question = with_options(record, question)
+    question = with_options(record, without_turn_opening(question))
     if gold is not None and not fields.gold_field and (asked := premise_removed(record, question, source)):
         # MiP-Overthinking: the model was asked the question with a premise removed, which has no answer; the
         # record's gold answers the whole question (matched, a made-up premise would be graded correct)

@@ -1,11 +1,32 @@
 """What a record's model was asked, beyond the question field itself: MiP-Overthinking's question with a
 premise removed (and whether the record's gold answer then answers another question), and answer options
-kept apart from the question (MR-BEN's `Options`). Used by thinkprobe.io.detect."""
+kept apart from the question (MR-BEN's `Options`), and a prompt's closing turn opening left out. Used by
+thinkprobe.io.detect."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-__all__ = ["missing_premise", "premise_removed", "with_options"]
+from .tags import TAG_PAIRS
+
+__all__ = ["missing_premise", "premise_removed", "with_options", "without_turn_opening"]
+
+
+# where a prompt hands over to the model: a role mark ("Assistant:", ChatML's, DeepSeek's), a reasoning tag
+# opened for it, or both
+_ROLE = r"\n[ \t]*Assistant[ \t]*:|<\|im_start\|>assistant|<｜Assistant｜>"
+_TAG = "|".join(re.escape(opening) for opening, _ in TAG_PAIRS)
+_TURN_OPENING = re.compile(rf"\s*(?:(?:{_ROLE})\s*(?:{_TAG})?|(?:{_TAG}))\s*\Z", re.IGNORECASE)
+
+
+def without_turn_opening(question: str | None) -> str | None:
+    """A whole prompt given as the question without the opening of the model's turn it ends with (Thought
+    Anchors' "... Solution: \\n<think>\\n" and "... Assistant:\\n<think>\\n"): the template's words, not the
+    question's."""
+    if not question:
+        return question
+    found = _TURN_OPENING.search(question)
+    return question[:found.start()] if found and found.start() else question
 
 
 def missing_premise(record: dict) -> str | None:
