@@ -118,8 +118,32 @@ def test_traces_counted_wrong_for_stating_no_answer_are_counted_apart():
                           "redundancy": {"metrics": {"Acc": acc}, "final_answer": final}})
     grades = accounting.grade_summary()
     assert grades["from_matcher"] == {"correct": 1, "incorrect": 3} and grades["matcher_no_answer"] == 2
-    assert "4 by matching the answer (3 incorrect, of which 2 because no final answer was found in them)" in \
-        format_coverage(accounting.coverage(), grades)
+    assert "4 by matching the answer (3 incorrect, of which 2 because no final answer was found in them: " \
+        "unfinished solutions are left ungraded with --unanswered ungraded)" in format_coverage(accounting.coverage(), grades)
+
+
+def test_unanswered_traces_can_be_left_ungraded(tmp_path):
+    """ReasonEval's PRM800K solutions are rated prefixes: 162 of 300 stop before their '# Answer' step and were
+    counted incorrect, with no way to leave them out of Acc. --unanswered ungraded does, and says how many."""
+    import thinkprobe
+    from thinkprobe.cli import format_summary
+    from thinkprobe.options import OptionError
+
+    records = [{"id": "done", "question": "What is 6 x 7?", "answer": "42", "model": "m",
+                "response": "<think>6 x 7 is 42.</think>The answer is 42."},
+               {"id": "prefix", "question": "What is 6 x 8?", "answer": "48", "model": "m",
+                "response": "<think>First I split the product into smaller parts.</think>So I double the first part"}]
+    (tmp_path / "s.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    plain = thinkprobe.profile([str(tmp_path / "s.jsonl")], tmp_path / "a", **FAST)
+    left_out = thinkprobe.profile([str(tmp_path / "s.jsonl")], tmp_path / "b", unanswered="ungraded", **FAST)
+    acc = {run: dict(zip(run.redundancy["trace_id"], run.redundancy["Acc"])) for run in (plain, left_out)}
+    assert acc[plain] == {"done": 1, "prefix": 0}
+    assert acc[left_out]["done"] == 1 and acc[left_out]["prefix"] != acc[left_out]["prefix"]  # empty
+    grades = json.loads((left_out.folder / "run.json").read_text(encoding="utf-8"))["grades"]
+    assert (grades["matcher_unanswered"], grades["matcher_no_answer"], grades["none"]) == (1, 0, 0)
+    assert "1 with no final answer found, left ungraded (--unanswered ungraded)" in format_summary(left_out.summary)
+    with pytest.raises(OptionError, match="unanswered"):
+        thinkprobe.profile([str(tmp_path / "s.jsonl")], tmp_path / "c", unanswered="wrong", **FAST)
 
 
 def test_verdicts_against_a_formula_are_counted_apart():

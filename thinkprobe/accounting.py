@@ -27,7 +27,7 @@ from .io.detect import record_position
 from .io.formats import record_locator
 from .io.grades import SOLUTION_LABELS, verdict_name
 from .io.guess import HIDDEN_REASONING, OUTPUT_WORDS
-from .redundancy import answers_match, has_grade, is_expression
+from .redundancy import answers_match, has_gold, has_grade, is_expression
 from .progress import one_line
 from .segment import LOOP_MAX_PERIOD, longest_repeat
 
@@ -271,6 +271,8 @@ class Accounting:
                 self.grades["matcher expression incorrect"] += not metrics["Acc"]
             if not metrics["Acc"] and not (g.get("redundancy") or {}).get("final_answer"):
                 self.grades["matcher no answer"] += 1  # incorrect because no answer was found at all
+        elif has_gold(g) and not (g.get("redundancy") or {}).get("final_answer"):
+            self.grades["matcher unanswered"] += 1  # no answer found, left ungraded (unanswered: ungraded)
         else:
             self.grades["none"] += 1
         if provenance.get("shared_grade"):
@@ -301,6 +303,7 @@ class Accounting:
             "fields": dict(sorted(self.grade_fields.items())),
             "from_matcher": {v: self.grades[f"matcher {v}"] for v in ("correct", "incorrect")},
             "matcher_no_answer": self.grades["matcher no answer"],
+            "matcher_unanswered": self.grades["matcher unanswered"],
             "none": self.grades["none"],
             "gold_not_asked": self.grades["gold not asked"],
             "gold_not_asked_graded": self.grades["gold not asked graded"],
@@ -315,7 +318,9 @@ class Accounting:
             "disagreements": self.disagreements,
             "what": "a record's own grade (from_records) always decides its verdict; the final answer is matched "
                     "against the gold answer (from_matcher) only where the record has no grade; matcher_no_answer: "
-                    "those counted incorrect because no final answer was found in them; gold_not_asked: traces whose "
+                    "those counted incorrect because no final answer was found in them; matcher_unanswered: traces "
+                    "with a gold answer and no final answer found, left ungraded (--unanswered ungraded); "
+                    "gold_not_asked: traces whose "
                     "record's gold answer answers another question than the one the model was asked (MiP-Overthinking's "
                     "question with a premise removed), so it is not used (gold_not_asked_graded of them graded by the record's own "
                     "grade, gold_not_asked_correct of those correct); matcher_expressions: traces the matcher judged "
@@ -442,8 +447,11 @@ def format_coverage(coverage: Mapping, grades: Mapping | None = None, max_rows: 
                          f" in {', '.join(grades['fields'])}" if grades["fields"] else "")
                      + f"; {sum(mat.values())} by matching the answer"
                      + (f" ({mat['incorrect']} incorrect, of which {grades['matcher_no_answer']} because no final answer "
-                        f"was found in them)" if grades.get("matcher_no_answer") else
+                        f"was found in them: unfinished solutions are left ungraded with --unanswered ungraded)"
+                        if grades.get("matcher_no_answer") else
                         f" ({mat['incorrect']} incorrect)" if sum(mat.values()) else "")
+                     + (f"; {grades['matcher_unanswered']} with no final answer found, left ungraded (--unanswered "
+                        f"ungraded)" if grades.get("matcher_unanswered") else "")
                      + f"; {grades['none']} with neither a grade nor a gold answer")
         lines.extend(grade_notes(grades, advice=True))
     return "\n".join(lines).rstrip()

@@ -84,6 +84,10 @@ class ProfileOptions:
                "test): model-written code, run isolated by the operating system (Linux user, PID and network "
                "namespaces, Landlock, seccomp; docs/redundancy.md); without it those answers are left ungraded",
         kind=bool)
+    unanswered: str | None = _option(
+        None, "a trace with a gold answer (or code tests) in which no final answer is found: count it incorrect, "
+              "or leave it ungraded (a solution prefix cut before its answer) [default: the config's "
+              "redundancy.unanswered, incorrect]", choices=("incorrect", "ungraded"))
     model: str | None = _option(None, "model of every trace of the inputs (a constant)", fields_group=True)
     domain: str | None = _option(None, "domain of every trace of the inputs (a constant)", fields_group=True)
     group: str | None = _option(None, "group of every trace of the inputs (a constant)", fields_group=True)

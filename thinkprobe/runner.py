@@ -289,7 +289,8 @@ def run_config(opts: RunOptions, cfg: Config | None = None) -> Config:
                      "max_inflate_ratio": opts.max_inflate_ratio, "max_trace_chars": opts.max_trace_chars,
                      "oversize": opts.oversize}
     limit_overrides = {k: v for k, v in limit_options.items() if v is not None}
-    code = {"redundancy": {"allow_code_execution": bool(opts.allow_code_execution)}}
+    code = {"redundancy": {"allow_code_execution": bool(opts.allow_code_execution),
+                           **({"unanswered": opts.unanswered} if opts.unanswered is not None else {})}}
     cfg = cfg.with_overrides({"limits": limit_overrides, **code} if limit_overrides else code)
     InputLimits.from_config(cfg)
     return cfg

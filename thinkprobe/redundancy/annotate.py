@@ -15,10 +15,13 @@ from .sep import SEP, edge_tuple, shortest_effective_path
 from ..outputs import REDUNDANCY_COLUMNS, REDUNDANCY_METRICS
 
 __all__ = ["COLUMNS", "METRICS", "RedundancyParams", "isolated_units", "redundancy_row", "annotate_record", "has_grade",
-           "sep_to", "positional_units"]
+           "has_gold", "UNANSWERED_CHOICES", "sep_to", "positional_units"]
 
 COLUMNS: tuple[str, ...] = REDUNDANCY_COLUMNS  # declared with the run's other tables (thinkprobe.outputs)
 METRICS: tuple[str, ...] = REDUNDANCY_METRICS
+
+
+UNANSWERED_CHOICES = ("incorrect", "ungraded")
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,13 @@ class RedundancyParams:
     code_memory_mb: int = 512
     # run code answers against their tests (isolated): only when the run is given --allow-code-execution
     allow_code_execution: bool = False
+    # a trace with a gold answer (or tests) in which no final answer is found: counted "incorrect", or
+    # "ungraded" (left out of Acc: a solution prefix, as ReasonEval's PRM800K steps; --unanswered)
+    unanswered: str = "incorrect"
+
+    def __post_init__(self) -> None:
+        if self.unanswered not in UNANSWERED_CHOICES:
+            raise ValueError(f"redundancy.unanswered={self.unanswered!r}: use one of {', '.join(UNANSWERED_CHOICES)}")
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any] | None) -> "RedundancyParams":
@@ -129,7 +139,8 @@ def _shares_enough(k: int, words: Sequence[set[str]], holders: Mapping[str, set[
 # ----------------------------------------------------------------------------- per trace
 
 
-def _has_gold(record: dict) -> bool:
+def has_gold(record: Mapping) -> bool:
+    """Whether the record carries a gold answer to match (a blank one is none)."""
     gold = record.get("gold_answer")
     return gold is not None and str(gold).strip() != ""
 
@@ -156,7 +167,7 @@ def _verdicts(record: dict, candidates: Sequence[Candidate], final: Candidate | 
               params: RedundancyParams) -> tuple[list[bool | None], list[str], bool | None]:
     """Verdict and reason per candidate, and the verdict on the final answer."""
     tests = code_tests_of(record)
-    gold = record.get("gold_answer") if _has_gold(record) else None
+    gold = record.get("gold_answer") if has_gold(record) else None
     label = record.get("correct")
     verdicts: list[bool | None] = []
     reasons: list[str] = []
@@ -202,7 +213,9 @@ def _verdicts(record: dict, candidates: Sequence[Candidate], final: Candidate | 
     if k_final is not None and verdicts[k_final] is not None:
         return verdicts, reasons, verdicts[k_final]
     if gold is not None or tests is not None:
-        return verdicts, reasons, False if final is None else verdicts[k_final]
+        if final is None:  # nothing answered: wrong, or under unanswered "ungraded" left out
+            return verdicts, reasons, False if params.unanswered == "incorrect" else None
+        return verdicts, reasons, verdicts[k_final]
     return verdicts, reasons, label if isinstance(label, bool) else None
 
 

@@ -82,7 +82,9 @@ def _lines(run: dict) -> list[str]:
                      + f"), {sum(mat.values())} were judged by matching the final answer against the gold answer"
                      + (f" ({grades['matcher_no_answer']} of them incorrect because no final answer was found in them)"
                         if grades.get("matcher_no_answer") else "") + ", "
-                       f"{grades['none']} have neither a grade nor a gold answer. A record's own grade always wins "
+                     + (f"{grades['matcher_unanswered']} with a gold answer but no final answer found were left "
+                        f"ungraded (--unanswered ungraded), " if grades.get("matcher_unanswered") else "")
+                     + f"{grades['none']} have neither a grade nor a gold answer. A record's own grade always wins "
                        f"over the matcher.")
         lines.extend(grade_notes(grades))
     return lines
