@@ -183,6 +183,31 @@ def test_a_closing_unit_naming_an_option_settles_on_it():
     assert find_candidates(record("Conclusion: C is a dione.", "Let me go on.")) == []
 
 
+def test_an_option_a_conclusion_emphasises_in_bold_is_its_pick():
+    """ReasoningFlow's GPQA answers of DeepSeek-V3 and Qwen2.5 (no reasoning tags, so no answer section)
+    state their pick in bold in a conclusion, "... is **C. ethyl benzoate**." or "Thus, **D** is the most
+    reasonable choice.": a number of the option's text, or nothing, had stood for the answer (14 of 396
+    traces right once read). Bold option lines of an analysis, a compound named "**A** = ...", several
+    options in bold or one rejected are no pick."""
+    question = "Which product?\nA. ethyl acetate\nB. benzene\nC. ethyl benzoate\nD. toluene"
+    for text, letter in (("So the best match for C9H10O2 is **C. ethyl benzoate**.", "C"),
+                         ("Based on the analysis, **Option C: ethyl benzoate** best fits the 2 signals.", "C"),
+                         ("Thus, **D** is the most reasonable choice.", "D"),
+                         ("**B. benzene, as 6 equal protons show.", "B")):  # the bold left open where a sentence ended
+        rec = record("Count the protons: 6 and 4.", text, "It fits the 2 signals seen.", question=question,
+                     types="RSN CON RSN")
+        assert final_candidate(find_candidates(rec), rec).value == letter, text
+        # without options in the question, or in a unit that concludes nothing, no option is read
+        assert not [c for c in find_candidates({**rec, "question": "Which product?"}) if c.kind == "option"], text
+        assert not [c for c in find_candidates(record("Count them.", text, "It fits.", question=question))
+                    if c.kind == "option"], text
+    for text in ("- **A** = ethyl acetate, from the first step with 2 carbons.", "- **B (benzene)**: 6 equal protons.",
+                 "So **A** is wrong, given 2 signals.", "It is **C. ethyl benzoate** or **D. toluene**.",
+                 "We rule out **B. benzene** here."):
+        rec = record("Count the protons: 6 and 4.", text, question=question, types="RSN CON")
+        assert not [c for c in find_candidates(rec) if c.kind == "option"], text
+
+
 def test_boxed_keeps_nested_braces():
     assert boxed_values(r"\boxed{\frac{a^{2}}{b_{1}}} then \fbox{x}") == [r"\frac{a^{2}}{b_{1}}", "x"]
     assert boxed_values(r"\boxed{unbalanced") == []
@@ -236,7 +261,8 @@ def test_an_answer_section_that_is_a_bare_value_is_that_value():
 def test_an_answer_section_that_is_one_formula_is_read_whole():
     """PRM800K's "# Answer" step leaves a bare value such as "(2, 4)" or "1+2i" as the answer section:
     its last number ("4", "2") was taken for the answer and judged wrong against the gold "(2,4)"."""
-    for value in ("(2, 4)", "1+2i", "x_7", r"\frac{a+1}{9}", r"\tan y", "[-1, 3]", "4, 9, 6", "D"):
+    # a variable set to a value that is no number too (WizardMath's "The answer is: y = -2x" had given -2)
+    for value in ("(2, 4)", "1+2i", "x_7", r"\frac{a+1}{9}", r"\tan y", "[-1, 3]", "4, 9, 6", "D", "y = -2x"):
         assert only(record("So it is done.", value, answer_from=1)) == (value, "phrase"), value
     rec = record("So it is done.", "(2, 4)", answer_from=1, gold_answer="(2,4)")
     assert final_candidate(find_candidates(rec), rec).value == "(2, 4)"

@@ -97,6 +97,15 @@ _OPTION_LEAD = re.compile(r"\b(?:answer\b[^:\n]{0,30}\b(?:is|would be|should be|
                           r"incorrect|wrong|false|true)\s+(?:option|choice|statement|match)(?:s|es)?\b[^:\n]{0,20}\b(?:is|are|would be|"
                           r"should be|must be))\s*[:：]?\s*$", re.IGNORECASE)  # not "the answer choices are:", "the first option is:"
 _OPTION_START = re.compile(r"^\W{0,3}([A-J])[.)](?:\s|\*)")
+# an option in bold, its text or not: "**C. ethyl 4-aminobenzoate**", "**Option C: ...**", "**D**", "**(B) ...**"
+# (closed, or open to the unit's end where a sentence ended inside it: "**A. First you identify the virus.")
+_BOLD_OPTION = re.compile(r"\*\*\s*(?:(?i:option|choice)\s*)?\(?([A-J])\)?(?:(?:[.:)]\s[^*\n]*|[.:)]|\s*\([^*\n]*\)|)\s*\*\*(?!\w)"
+                          r"|[.:)]\s[^*]*\Z)")
+# said of the option beside it: it is rejected ("**B** is wrong", "not **B**", "rather than **B**")
+_REJECTED_AFTER = re.compile(r"\W*(?:is|are|would be|seems?)?\s*(?:not\b|in(?:correct|valid)\b|wrong\b|false\b|ruled out\b|"
+                             r"eliminated\b|unlikely\b|implausible\b|less\b)", re.IGNORECASE)
+_LABELS = re.compile(r"\s*[:=]")  # "- **A** = (Z)-1-...", "**B (ELISA ...)**: This method ...": a compound or a list's heading
+_REJECTED_BEFORE = re.compile(r"\b(?:not|than|instead of|except|over|eliminate|rule out|rules out)\s*$", re.IGNORECASE)
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.DOTALL)
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 _HEDGE = re.compile(r"^(?:(?:probably|likely|maybe|perhaps|definitely|indeed|actually|simply|just|still|then|"
@@ -123,6 +132,7 @@ _FUNCTION_WORDS = frozenset("a an the is are was were be been there it this that
                             "he she they his her which who when so with by on in at as from not had has have did does"
                             .split())
 _MAX_VALUE_CHARS = 120
+_NAMED_VALUE = re.compile(r"[A-Za-z](?:_\{?\w+\}?)?\s*=\s*(.+)")  # "y = -2x", "a_1 = 3n": a variable and its value
 _MAX_CLOSING_CHARS = 400  # a list of up to _MAX_CLOSING_WORDS words
 
 
@@ -352,13 +362,16 @@ def _restated(numbers: Sequence[str], prior: str | None) -> list[str]:
 
 def _formula(text: str) -> str | None:
     """A whole answer section that is one value written as math, no words ("(2, 4)", "1+2i", "2516_8",
-    "\\frac{11+9a}{20}", "\\cot x", "C"): the value itself, not the last number in it. An equation,
-    a sentence or a label ("Final Answer") is none."""
+    "\\frac{11+9a}{20}", "\\cot x", "C"): the value itself, not the last number in it; also a variable set
+    to such a value that is no number ("y = -2x", WizardMath's line: not its -2). Another equation, a
+    sentence or a label ("Final Answer") is none."""
     bare = MARKDOWN.sub("", text).strip().rstrip(".").strip()
-    if not bare or "\n" in bare or len(bare) > _MAX_VALUE_CHARS or "=" in bare or "$" in bare \
+    named = _NAMED_VALUE.fullmatch(bare)
+    value = named.group(1) if named and to_number(named.group(1)) is None else bare
+    if not value or "\n" in bare or len(bare) > _MAX_VALUE_CHARS or "=" in value or "$" in bare \
             or _ANSWER_LABEL.fullmatch(bare) or _EMPTY_VALUE.match(bare):
         return None
-    words = re.sub(r"\\[A-Za-z]+", " ", bare)  # LaTeX commands are no words
+    words = re.sub(r"\\[A-Za-z]+", " ", value)  # LaTeX commands are no words
     return None if re.search(r"[A-Za-z]{2,}|[.!?;:](?:\s|$)", words) else bare
 
 
@@ -508,6 +521,9 @@ def find_candidates(record: dict) -> list[Candidate]:
         if (lead_before or label_before) and listed and (found is None or found[1] in ("number", "phrase", "bold")) \
                 and (m := _OPTION_START.match(u["text"])):
             found = (m.group(1), "option")
+        if listed and (found is None or found[1] in ("number", "bold")) and (lead_before or label_before or u["id"] in (
+                last_answer, last_unit) or u.get("type") == "CON") and (letter := _bold_option(u["text"])):
+            found = (letter, "option")
         # a label closing the unit ("---\n\n### Correct Answer:"): the answer is the next unit
         label_before = bool(_ANSWER_LABEL.fullmatch(MARKDOWN.sub("", u["text"]).strip().rsplit("\n", 1)[-1].strip()))
         lead_before = bool(_OPTION_LEAD.search(MARKDOWN.sub("", u["text"])))
@@ -518,6 +534,18 @@ def find_candidates(record: dict) -> list[Candidate]:
         if found:
             out.append(Candidate(int(u["id"]), found[0], found[1]))
     return _keep_answer_numbers(_keep_answer_bold(out, set(answer_ids)), record.get("gold_answer"))
+
+
+def _bold_option(text: str) -> str | None:
+    """The one option a conclusion emphasises in bold ("the best match is **C. ethyl 4-aminobenzoate**.",
+    "Thus, **D** is the most reasonable choice.": GPQA answers of DeepSeek-V3 and Qwen2.5 in ReasoningFlow),
+    unless it emphasises several, rejects it ("**B** is wrong") or heads what follows ("**A** = (Z)-1-...",
+    "**B (ELISA)**: This method ...": a compound A, an option's analysis)."""
+    letters = {m.group(1) for m in _BOLD_OPTION.finditer(text)
+               if not _REJECTED_AFTER.match(text, m.end()) and not _REJECTED_BEFORE.search(text[:m.start()])
+               and not _LABELS.match(text, m.end())}
+    named = {m.group(1) for m in _BOLD_OPTION.finditer(text)}
+    return letters.pop() if len(letters) == 1 and len(named) == 1 else None
 
 
 def _keep_answer_bold(candidates: list[Candidate], answer: set[int]) -> list[Candidate]:
