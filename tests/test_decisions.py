@@ -196,6 +196,18 @@ def test_select_within_a_domain_names_the_models_without_traces_there():
     assert "absent" not in select_models(rows, SETTINGS).notes
 
 
+def test_select_names_models_whose_accuracy_counts_unfinished_traces():
+    """ReasonEval's PRM800K solutions: select showed GPT-4 at accuracy 0.44 in tier 1 beside WizardMath's 1.00,
+    and 153 of its 300 graded traces were wrong only for stating no answer (rated prefixes)."""
+    rows = _profile_rows({"prefixes": 0.0, "whole": 0.5})
+    for k, r in enumerate(r for r in rows if r["model"] == "prefixes"):
+        r["correct"], r["no_answer"] = (False, True) if k < 12 else (r["correct"], False)
+    sel = select_models(rows, SETTINGS)
+    assert sel.notes["unanswered"] == ("accuracy counts a trace with no final answer found as incorrect: prefixes 12 "
+                                       "of 30 (unfinished? --unanswered ungraded leaves them ungraded)")
+    assert "unanswered" not in select_models(_profile_rows({"a": 0.0, "b": 0.5}), SETTINGS).notes
+
+
 def test_select_ranks_with_intervals_and_ties_models_it_cannot_tell_apart():
     rows = _profile_rows({"low": -1.0, "mid": 0.0, "mid2": 0.0, "high": 1.0})
     sel = select_models(rows, SETTINGS)

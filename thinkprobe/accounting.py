@@ -353,7 +353,7 @@ class Accounting:
                         continue
                     out.append(f"{kind} {name}: no trace profiled from its {n} record{'' if n == 1 else 's'} "
                                f"({row['skipped']} skipped: {why}{'; ' + unread if unread else ''}; see errors.jsonl)"
-                               + (f"; the records suggest {t.hint}" if t.hint else ""))
+                               + (f"; if one of their fields holds the reasoning, name it: {t.hint}" if t.hint else ""))
         return out
 
     def short_warnings(self) -> list[str]:

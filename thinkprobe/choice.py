@@ -51,7 +51,8 @@ class Selection:
     resampling: str
     rows: list[dict] = field(default_factory=list)
     group: str | None = None
-    # what the ranking should be read with, by kind ("empty", "small", "accuracy", "crossing", "groups"), in order
+    # what the ranking should be read with, by kind ("empty", "small", "accuracy", "unanswered", "crossing", "groups"),
+    # in order
     notes: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -284,7 +285,26 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
     worse = _more_accurate_below(sel.rows, settings.select_min_traces)
     if worse:
         sel.notes["accuracy"] = worse
+    if unanswered := _unanswered(rows, sel.rows):
+        sel.notes["unanswered"] = unanswered
     return sel
+
+
+# a model whose graded traces are this often wrong for stating no answer at all is named beside its accuracy
+UNANSWERED_SHARE = 0.1
+
+
+def _unanswered(rows: Sequence[Mapping], ranked: Sequence[Mapping]) -> str:
+    """Models whose accuracy counts many traces incorrect because no final answer was found in them (rows'
+    `no_answer`: PRM800K's solution prefixes, cut-off traces), as many as UNANSWERED_SHARE of their graded
+    traces: the accuracy then measures unfinished traces as much as wrong answers."""
+    named = []
+    for r in ranked:
+        n = sum(bool(x.get("no_answer")) for x in rows if x["model"] == r["model"] and x.get("correct") is not None)
+        if r["graded"] and n >= UNANSWERED_SHARE * r["graded"]:
+            named.append(f"{one_line(r['model'])} {n} of {r['graded']}")
+    return ("accuracy counts a trace with no final answer found as incorrect: " + ", ".join(named)
+            + " (unfinished? --unanswered ungraded leaves them ungraded)") if named else ""
 
 
 def _more_accurate_below(rows: Sequence[Mapping], min_graded: int) -> str:

@@ -286,7 +286,8 @@ def format_summary(result: dict) -> str:
         lines.append(f"{result['untagged']} traces are untagged text (no reasoning field or tags"
                      + ("), profiled with the graphs they carry" if given else
                         ") profiled as chain of thought" if sum(long.values()) == result["untagged"] else
-                        ": a non-reasoning model's output?) profiled as chain of thought")
+                        ": a non-reasoning model's output, a model that writes no tags, a person's think-aloud?) "
+                        "profiled as chain of thought")
                      + "; provenance marks them, --untagged skip leaves them out"
                      + (f"; by model: {per_model}" if per_model else ""))
         if long:

@@ -62,8 +62,8 @@ def _lines(run: dict) -> list[str]:
         per_model = _by_model(untagged.get("by_model") or {})
         given = run.get("graph_source") == "input"  # annotated graphs: their text is what was annotated
         lines.append(f"{untagged['profiled']} traces are untagged text (no reasoning field and no reasoning tags"
-                     + ("), profiled with the graphs they carry" if given else ": a non-reasoning model's output, or a "
-                        "worked solution?) profiled as chain of thought")
+                     + ("), profiled with the graphs they carry" if given else ": a non-reasoning model's output, a model "
+                        "that writes no tags, a person's think-aloud or a worked solution?) profiled as chain of thought")
                      + " (provenance untagged; --untagged skip leaves them out)" + (f": {per_model}" if per_model else "")
                      + ".")
         if long := untagged.get("kept_long_by_model"):

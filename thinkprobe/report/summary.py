@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Mapping
 
 from .style import display_label
-from .text import has_group, traces_word
+from .text import counted, has_group, traces_word
 
 __all__ = ["summary_text"]
 
@@ -16,9 +16,8 @@ __all__ = ["summary_text"]
 def summary_text(run_dir: Path, stats: Mapping, pages: Mapping, run: Mapping) -> list[str]:
     """The report's opening lines; `run`: the run's run.json (coverage.run_json)."""
     groups = stats["groupings"]
-    n_models, n_domains = len(groups["model"]["groups"]), len(groups["domain"]["groups"])
-    lines = [f"{traces_word(stats['n_traces'])} from {n_models} model{'s' if n_models != 1 else ''} and "
-             f"{n_domains} domain{'s' if n_domains != 1 else ''} (run folder `{run_dir.name}`)."]
+    lines = [f"{traces_word(stats['n_traces'])} from {counted(groups, 'model')} and {counted(groups, 'domain')} "
+             f"(run folder `{run_dir.name}`)."]
     lines += _selection_lines(run)
     lines += _code_not_run_lines(run)
     if has_group(stats):

@@ -14,7 +14,7 @@ from .markup import esc
 from .style import DIMS, and_list, display_label, format_beside, format_number
 from ..progress import one_line
 
-__all__ = ["no_icc_text", "headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "interval_text", "icc_rows", "outcome_rows", "too_few_text", "method_note", "effect_interval_note", "NO_RADAR", "outcome_text", "z_text", "gain_verdict", "summary_caveat"]
+__all__ = ["no_icc_text", "headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "counted", "interval_text", "icc_rows", "outcome_rows", "too_few_text", "method_note", "effect_interval_note", "NO_RADAR", "outcome_text", "z_text", "gain_verdict", "summary_caveat"]
 
 
 def _dims(stats: Mapping) -> list[Mapping]:
@@ -138,11 +138,15 @@ def _smallest_model(groups: Mapping) -> str:
     return f"the smallest tested model has {traces_word(min(tested))}; too small to test: {named}"
 
 
-def _counted(groups: Mapping, by: str, min_group: int) -> str:
-    """'5 domains', or '5 domains (1 with fewer than 2 traces, not tested)'."""
-    n, few = len(groups[by]["groups"]), len(groups[by].get("too_few") or [])
+def counted(groups: Mapping, by: str, min_group: int | None = None) -> str:
+    """'5 domains', '5 domains (1 with fewer than 2 traces, not tested)' with `min_group`, or 'no named
+    domain' where every trace is grouped as 'unknown' (none was named: no such group to count)."""
+    names = list(groups[by]["groups"])
+    if names == ["unknown"]:
+        return f"no named {by}"
+    n, few = len(names), len(groups[by].get("too_few") or [])
     return (f"{n} {by}{'s' if n != 1 else ''}"
-            + (f" ({few} with fewer than {min_group} traces, not tested)" if few else ""))
+            + (f" ({few} with fewer than {min_group} traces, not tested)" if few and min_group is not None else ""))
 
 
 def _extrapolated(stats: Mapping) -> dict[str, float]:
@@ -213,8 +217,8 @@ def headline(stats: Mapping, agreement: Mapping | None = None, summarised: Mappi
     groups = stats["groupings"]
     n_models = len(groups["model"]["groups"])
     dims = _dims(stats)
-    opening = (f"{traces_word(stats['n_traces'])} from {_counted(groups, 'model', cfg['min_group'])} and "
-               f"{_counted(groups, 'domain', cfg['min_group'])}")
+    opening = (f"{traces_word(stats['n_traces'])} from {counted(groups, 'model', cfg['min_group'])} and "
+               f"{counted(groups, 'domain', cfg['min_group'])}")
     out = []
 
     def lc(e, by):
