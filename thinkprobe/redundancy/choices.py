@@ -1,0 +1,59 @@
+"""Multiple-choice questions: the lettered options a question lists, and the one option a conclusion
+emphasises in bold as its pick. Used by thinkprobe.redundancy.extraction."""
+from __future__ import annotations
+
+import re
+from itertools import takewhile
+
+__all__ = ["question_options", "bold_option"]
+
+
+_OPTION_LINE = re.compile(r"^\s*\(?([A-J])[).:]\s*(\S.*?)\s*$", re.MULTILINE)  # "B) All fourth-grade students"
+_OPTION_INLINE = re.compile(r"\(([A-J])\)\s*([^()\n]+?)(?=\s*\([A-J]\)|\s*\n|\s*$)")  # "(A) 12 (B) 15 (C) 18"
+
+
+def question_options(question: str | None) -> dict[str, str]:
+    """The lettered options a multiple-choice question lists ({letter: text}): inline ("(A) 12 (B) 15")
+    or on lines of their own ("B) All fourth-grade students", "C. 12"); only letters A, B, C ... in
+    order (a Roman "I." or "II." is a statement, not an option); {} with fewer than two.
+
+    >>> question_options("Which?\\nA) The 40 students\\nB) All students")
+    {'A': 'The 40 students', 'B': 'All students'}
+    >>> question_options("Which must be true?\\nI. x > 0\\nII. y > 0\\n(A) I only (B) II only (C) I and II")
+    {'A': 'I only', 'B': 'II only', 'C': 'I and II'}
+    >>> question_options("Name product (B) of reaction (A).\\n(E)-N-methyl is given.\\nA. LDA\\nB. DME")
+    {'A': 'LDA', 'B': 'DME'}
+    """
+    if not question:
+        return {}
+    for pattern in (_OPTION_INLINE, _OPTION_LINE):
+        found = [(m.group(1), m.group(2).strip()) for m in pattern.finditer(question)]
+        # the last run A, B, C ...: the question may name a "(B)" or open a line "(E)-N-methyl..." before them
+        for start in reversed([k for k, (letter, _) in enumerate(found) if letter == "A"]):
+            run = list(takewhile(lambda kv: kv[1][0] == "ABCDEFGHIJ"[kv[0]], enumerate(found[start:start + 10])))
+            if len(run) >= 2:
+                return dict(option for _, option in run)
+    return {}
+
+
+# an option in bold, its text or not: "**C. ethyl 4-aminobenzoate**", "**Option C: ...**", "**D**", "**(B) ...**"
+# (closed, or open to the unit's end where a sentence ended inside it: "**A. First you identify the virus.")
+_BOLD_OPTION = re.compile(r"\*\*\s*(?:(?i:option|choice)\s*)?\(?([A-J])\)?(?:(?:[.:)]\s[^*\n]*|[.:)]|\s*\([^*\n]*\)|)\s*\*\*(?!\w)"
+                          r"|[.:)]\s[^*]*\Z)")
+# said of the option beside it: it is rejected ("**B** is wrong", "not **B**", "rather than **B**")
+_REJECTED_AFTER = re.compile(r"\W*(?:is|are|would be|seems?)?\s*(?:not\b|in(?:correct|valid)\b|wrong\b|false\b|ruled out\b|"
+                             r"eliminated\b|unlikely\b|implausible\b|less\b)", re.IGNORECASE)
+_LABELS = re.compile(r"\s*[:=]")  # "- **A** = (Z)-1-...", "**B (ELISA ...)**: This method ...": a compound or a list's heading
+_REJECTED_BEFORE = re.compile(r"\b(?:not|than|instead of|except|over|eliminate|rule out|rules out)\s*$", re.IGNORECASE)
+
+
+def bold_option(text: str) -> str | None:
+    """The one option a conclusion emphasises in bold ("the best match is **C. ethyl 4-aminobenzoate**.",
+    "Thus, **D** is the most reasonable choice.": GPQA answers of DeepSeek-V3 and Qwen2.5 in ReasoningFlow),
+    unless it emphasises several, rejects it ("**B** is wrong") or heads what follows ("**A** = (Z)-1-...",
+    "**B (ELISA)**: This method ...": a compound A, an option's analysis)."""
+    letters = {m.group(1) for m in _BOLD_OPTION.finditer(text)
+               if not _REJECTED_AFTER.match(text, m.end()) and not _REJECTED_BEFORE.search(text[:m.start()])
+               and not _LABELS.match(text, m.end())}
+    named = {m.group(1) for m in _BOLD_OPTION.finditer(text)}
+    return letters.pop() if len(letters) == 1 and len(named) == 1 else None
