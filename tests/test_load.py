@@ -458,6 +458,28 @@ def test_duplicates_of_an_undrawn_record_are_counted_and_said():
 # ----------------------------------------------------------------------------- peek
 
 
+def test_records_that_are_the_sentences_of_one_reasoning_are_one_skip_not_fragments(tmp_path):
+    """Schoenfeld's responses_labeled/*.json hold one response as sentence records ({"text", labels}): the
+    sentence carrying </think> ("**Final Answer** \\boxed{A}</think>") had been profiled as a whole trace of
+    one or two units (27 such traces), the other 3,087 sentences skipped one by one."""
+    from thinkprobe.io.formats import sentences_of_one_reasoning
+
+    sentences = [f"Step {k}: the sum so far is {k * 3}." for k in range(12)] + ["So the answer is 33.</think>", "33"]
+    doc = {"Question ID": "q1", "data": [{"text": t, "label": "Explore"} for t in sentences]}
+    path = tmp_path / "1.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    (item,) = list(iter_traces(str(path)))
+    assert isinstance(item, InputError) and item.record == "file" and item.field == "text"
+    assert "14 records are the sentences of one reasoning" in item.reason and "join them" in item.reason
+    # short records with no tag, a record that opens and closes its reasoning, or a field a trace is read from:
+    # records as before
+    plain = [{"text": t.replace("</think>", ""), "label": "x"} for t in sentences]
+    whole = [{"text": "<think>Add.</think>33" if k == 3 else t, "label": "x"} for k, t in enumerate(plain)]
+    named = [{"response": d["text"], "label": "x"} for d in doc["data"]]
+    assert [sentences_of_one_reasoning(r) for r in (doc["data"], plain, whole, named, doc["data"][:9])] == [
+        "text", None, None, None, None]
+
+
 def test_peek_of_a_big_folder_shows_every_subfolder(tmp_path):
     """Schoenfeld's folder: 38 responses_labeled/*.json (unreadable without --reasoning-field) filled
     peek's 20 files, hid responses_original/ (the readable layout) and peek exited 1."""

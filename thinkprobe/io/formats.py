@@ -382,6 +382,9 @@ def _iter_json(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple
     else:
         yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, "", f"top level is a JSON {type_name(value)}, not a list or object")
         return
+    if (field := sentences_of_one_reasoning(items)) is not None:
+        yield source, WHOLE_FILE, InputError(source, WHOLE_FILE, field, SPLIT_REASONING.format(n=len(items), field=field))
+        return
     for index, item in enumerate(items):
         if isinstance(item, dict) and check_unicode:
             yield source, index, _checked_unicode(source, index, item)
@@ -389,6 +392,38 @@ def _iter_json(source: str, fh: BinaryIO, limits: InputLimits) -> Iterator[tuple
             yield source, index, item
         else:
             yield source, index, InputError(source, index, "", f"record is a JSON {type_name(item)}, not an object")
+
+
+SPLIT_REASONING = ("the file's {n} records are the sentences of one reasoning (their `{field}`: one of them closes it "
+                   "with a reasoning tag): not profiled one by one; join them into one record to profile the text")
+_SENTENCE_RECORDS_MIN = 10  # records that may be the sentences of one text
+_SENTENCE_CHARS = 400  # a sentence record's text is at most this long, as a median
+
+
+def sentences_of_one_reasoning(items: Sequence) -> str | None:
+    """The text field of records that are the sentences of one reasoning, else None: ten or more objects
+    with the same keys, none a field a trace is read from (reasoning, answer, question), whose longest field
+    holds short texts, a closing reasoning tag in one or two of them and no record that opens and closes
+    one (Schoenfeld et al.'s `responses_labeled`: `{"text": sentence,
+    "gt-class-1": ...}`, "**Final Answer** \\boxed{A}</think>" among them). Read one by one, the sentence
+    holding the tag had been profiled as a whole trace and the others skipped."""
+    from .detect import ANSWER_FIELDS, QUESTION_FIELDS, REASONING_FIELDS, TAGGED_FIELDS
+    from .tags import TAG_PAIRS
+
+    if len(items) < _SENTENCE_RECORDS_MIN or not all(isinstance(x, dict) for x in items):
+        return None
+    keys = set(items[0])
+    if any(set(x) != keys for x in items) or keys & {*REASONING_FIELDS, *TAGGED_FIELDS, *ANSWER_FIELDS, *QUESTION_FIELDS}:
+        return None
+    texts = [k for k in keys if all(isinstance(x[k], str) for x in items)]
+    if not texts:
+        return None
+    field = max(texts, key=lambda k: sum(len(x[k]) for x in items))
+    values = [x[field] for x in items]
+    closing = [v for v in values if any(close in v for _, close in TAG_PAIRS)]
+    whole = any(opening in v and v.index(opening) < v.rfind(close) for v in values for opening, close in TAG_PAIRS)
+    median = sorted(len(v) for v in values)[len(values) // 2]
+    return field if 1 <= len(closing) <= 2 and not whole and median <= _SENTENCE_CHARS else None
 
 
 def _object_records(value: dict) -> list | InputError:
