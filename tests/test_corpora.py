@@ -263,6 +263,25 @@ def test_reasoning_the_answer_tags_as_such_is_reasoning():
 
 
 
+def test_words_before_the_reasoning_tag_are_named_not_lost_without_a_word():
+    """Venhoff et al.'s Claude 3 Opus (prompted to think in tags) opens all 300 responses "Here is my response:"
+    then <think>: those words went into no section, unsaid. A prompt before the tag (a chat template's, or one a
+    field of the record also holds: Thought Anchors' full_cot) is not the model's."""
+    from thinkprobe.cli import format_summary
+
+    trace = one({"response": "Here is my response:\n\n<think>Add 2 and 2.</think>It is 4."})
+    assert trace.provenance["before_reasoning"] == "Here is my response:"
+    assert [(s.name, s.content) for s in trace.sections] == [("reasoning", "Add 2 and 2."), ("answer", "It is 4.")]
+    for record in ({"response": "<｜User｜>What is 2 + 2?<｜Assistant｜><think>Add.</think>4"},
+                   {"prompt": "Solve it. Problem: 2 + 2 Solution:", "full_cot": "Solve it. Problem: 2 + 2 Solution: "
+                    "\n<think>\nAdd.\n</think>4"},
+                   {"response": "<think>Add.</think>4"}):
+        assert "before_reasoning" not in one(record).provenance, record
+    said = format_summary({"traces": 3, "out_dir": "o", "resumed": 0, "errors": 0, "model_profiles": [],
+                           "before_reasoning_by_model": {"claude-3-opus": 3}})
+    assert "3 traces have words of the model's before the tag that opens its reasoning" in said
+
+
 def test_a_prompt_given_as_the_question_ends_before_the_models_turn():
     """Thought Anchors' scenario traces keep the whole prompt, which ends "Assistant:\\n<think>\\n" (its math
     prompts "Solution: \\n<think>\\n"): the question had ended with the template's words."""

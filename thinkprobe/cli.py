@@ -306,6 +306,10 @@ def format_summary(result: dict) -> str:
                      "thought_summary or reasoning summary field: Gemini, Claude and GPT-5 APIs show no raw chain of "
                      "thought), profiled like a raw chain of thought (provenance summarised): compare it with raw "
                      f"traces with care; by model: {_per_model(summarised, result)}")
+    if before := result.get("before_reasoning_by_model"):
+        lines.append(f"{sum(before.values())} traces have words of the model's before the tag that opens its reasoning "
+                     f"(\"Here is my response:\"), profiled as neither reasoning nor answer (provenance "
+                     f"before_reasoning); by model: {_per_model(before, result)}")
     if result.get("reasoning_is_code"):
         lines.append(f"{result['reasoning_is_code']} traces' reasoning is a Python program, not prose (provenance "
                      "reasoning_is_code): their units and indicators describe code")

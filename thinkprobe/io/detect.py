@@ -23,7 +23,7 @@ from .blocks import (BLOCK_SEPARATOR, ENCRYPTED, SUMMARY_FIELD, TURN_REASONING_K
                      thought_parts, turn_candidates, typed_blocks)
 from .blocks import joined as join_pieces
 from .questions import missing_premise, premise_removed, with_options, without_turn_opening
-from .tags import Split, answer_parts, split_tags, trim
+from .tags import SPECIAL_TOKEN, TAG_PAIRS, Split, answer_parts, split_tags, trim
 
 __all__ = ["get_path", "GRADES", "ENCRYPTED", "UNTAGGED", "CHOICE_MESSAGES", "record_position", "REASONING_FIELDS", "TAGGED_FIELDS", "ANSWER_FIELDS", "MODEL_FIELDS", "DOMAIN_FIELDS", "ID_FIELDS", "QUESTION_FIELDS", "GOLD_FIELDS", "CORRECT_FIELDS", "GENERATION_CORRECT_FIELDS", "TURN_LISTS", "TURN_REASONING_KEYS", "CHOICE_MESSAGE", "RESPONSES_OUTPUT", "LM_EVAL_RESPS", "BLOCK_SEPARATOR", "STEP_SEPARATOR", "ASSISTANT_ROLES", "USER_ROLES", "CODE_TEST_FIELDS", "detect", "record_model", "named_value"]
 
@@ -224,6 +224,8 @@ def detect(
             or found.dedicated and any(_CLAUDE_SUMMARY.search(m) for m in (model, record.get("response_model"))
                                        if isinstance(m, str)):
         provenance["summarised"] = True  # a summary of hidden thinking (Gemini's thought_summary), not the chain itself
+    if (lead := _before_reasoning(record, reasoning_from, text, split)) is not None:
+        provenance["before_reasoning"] = lead  # the model's words before its opening tag, in no section
     if is_code(text[start:end]):
         provenance["reasoning_is_code"] = True  # a program, not prose (MR-BEN's coding solutions): counted in the summary
     if cut is not None:  # the API stopped the output at its token limit: in the reasoning, or in the answer
@@ -547,6 +549,26 @@ def _question(record: dict, field: str | None = None) -> str | None:
 # al.'s distilled models: "<｜User｜>...<｜Assistant｜><think>..."): DeepSeek, ChatML, Llama 3.
 _PROMPT_TURN = re.compile(r"<｜User｜>(.*?)<｜Assistant｜>|<\|im_start\|>user\n(.*?)<\|im_end\|>"
                           r"|<\|start_header_id\|>user<\|end_header_id\|>\n*(.*?)<\|eot_id\|>", re.DOTALL)
+
+
+def _before_reasoning(record: dict, reasoning_from: str, text: str, split: Split) -> str | None:
+    """The model's own words before the tag that opens its reasoning (Claude 3 Opus prompted to think in
+    tags, Venhoff et al.: "Here is my response:" then <think>), at most 80 characters of them; None when
+    there are none. A prompt before it is not the model's: a chat template's (DeepSeek's "<｜User｜>...
+    <｜Assistant｜>": only what follows its last special token counts), or one a field of the record holds
+    too (Thought Anchors' `full_cot` after its `prompt`)."""
+    if split.tag not in _OPENINGS or split.open_tag_missing:
+        return None
+    lead = SPECIAL_TOKEN.split(text[:split.reasoning[0] - len(split.tag)])[-1].strip()
+    if not re.search(r"\w", lead):
+        return None
+    head = " ".join(lead.split())[:60]
+    if any(isinstance(v, str) and head in " ".join(v.split()) for k, v in record.items() if k != reasoning_from):
+        return None
+    return lead if len(lead) <= 80 else lead[:77] + "..."
+
+
+_OPENINGS = frozenset(opening for opening, _ in TAG_PAIRS)
 
 
 def _prompt_turn(sections: list[Section]) -> str | None:

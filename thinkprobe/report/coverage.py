@@ -57,6 +57,9 @@ def _lines(run: dict) -> list[str]:
                      "(thought_summary or a reasoning summary: the API shows no raw chain of thought), profiled like "
                      f"raw reasoning: a difference from raw traces may be the summarising; by model: "
                      f"{_by_model(summarised)}.")
+    if before := run.get("before_reasoning_by_model"):
+        lines.append(f"{sum(before.values())} traces have words of the model's before the tag that opens its reasoning "
+                     f"(\"Here is my response:\"), profiled as neither reasoning nor answer: {_by_model(before)}.")
     untagged = run.get("untagged") or {}
     if untagged.get("profiled"):
         per_model = _by_model(untagged.get("by_model") or {})

@@ -203,7 +203,8 @@ TABLE_GLOSSARY: dict[str, str] = {
              "open_tag_missing (a closing reasoning tag without its opening one), duplicate_of (a renamed repeated id), renamed_from (an id given its file's prefix "
              "because other ids of that file repeated another file's), repaired_unicode (a lone surrogate, an "
              "emoji cut in two, replaced by U+FFFD in the fields named), summarised (the reasoning is a summary of "
-             "the model's thinking, as a thought_summary field holds)",
+             "the model's thinking, as a thought_summary field holds), before_reasoning (words the model wrote before "
+             "the tag that opens its reasoning, in no section)",
     "score": "the linker's confidence in an edge (0-1)",
     "polarity": "a critique edge's stance toward its target: affirm, negate or uncertain",
 }

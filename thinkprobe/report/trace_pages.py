@@ -178,13 +178,15 @@ FLAGS = {
     "renamed_from": "its file's ids met another file's, so its id carries the file's prefix",
     "repaired_unicode": "a lone surrogate (an emoji cut in two) in these fields was replaced by U+FFFD",
     "summarised": "the reasoning is a summary the model gave of its thinking (thought_summary), not the raw chain",
+    "before_reasoning": "the model wrote words before the tag that opens its reasoning, profiled as neither "
+                        "reasoning nor answer",
 }
 
 
 def trace_flags(rec: Mapping) -> list[tuple[str, str]]:
     """The flags of a trace: (flag, what it means), from its provenance."""
     prov = rec.get("provenance") or {}
-    return [(name, what + (f" ({prov[name]})" if name in ("duplicate_of", "renamed_from") else
+    return [(name, what + (f" ({prov[name]})" if name in ("duplicate_of", "renamed_from", "before_reasoning") else
                            f" ({', '.join(prov[name])})" if name == "repaired_unicode" else ""))
             for name, what in FLAGS.items() if prov.get(name)]
 
