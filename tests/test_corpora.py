@@ -144,6 +144,13 @@ def test_unanswered_traces_can_be_left_ungraded(tmp_path):
     assert "1 with no final answer found, left ungraded (--unanswered ungraded)" in format_summary(left_out.summary)
     with pytest.raises(OptionError, match="unanswered"):
         thinkprobe.profile([str(tmp_path / "s.jsonl")], tmp_path / "c", unanswered="wrong", **FAST)
+    # a config file's redundancy.unanswered is checked before any work, and the option wins over it
+    from thinkprobe.config import ConfigError
+
+    (tmp_path / "bad.yaml").write_text("redundancy:\n  unanswered: skip\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="redundancy.unanswered='skip'"):
+        thinkprobe.profile([str(tmp_path / "s.jsonl")], tmp_path / "d", config=str(tmp_path / "bad.yaml"), **FAST)
+    assert not (tmp_path / "d" / "graphs.jsonl").exists()
 
 
 def test_verdicts_against_a_formula_are_counted_apart():

@@ -281,8 +281,9 @@ def field_warnings(opts: RunOptions) -> list:
 
 def run_config(opts: RunOptions, cfg: Config | None = None) -> Config:
     """The run's config: `cfg` (else opts.config over the defaults) with the per-trace limits
-    given as options on top (checked: a bad limits.oversize is a ConfigError), and whether code answers
-    are run: the option alone decides."""
+    given as options on top (checked: a bad limits.oversize or redundancy.unanswered is a ConfigError),
+    whether code answers are run (the option alone decides) and, given --unanswered, how a trace with no
+    final answer is graded."""
     cfg = cfg or Config.load(opts.config)
     limit_options = {"max_units": opts.max_units, "max_repeat": opts.max_repeat, "trace_timeout_s": opts.trace_timeout,
                      "max_record_mb": opts.max_record_mb, "max_file_mb": opts.max_file_mb,
@@ -293,6 +294,7 @@ def run_config(opts: RunOptions, cfg: Config | None = None) -> Config:
                            **({"unanswered": opts.unanswered} if opts.unanswered is not None else {})}}
     cfg = cfg.with_overrides({"limits": limit_overrides, **code} if limit_overrides else code)
     InputLimits.from_config(cfg)
+    RedundancyParams.from_config(cfg)  # a bad redundancy.unanswered: a ConfigError
     return cfg
 
 

@@ -43,8 +43,8 @@ harness (code tests in a child process the operating system isolates), sep (the 
 Path), annotate (the per-trace row and verdicts, Iso) and tables (redundancy.csv,
 model_redundancy.csv).
 """
-from .annotate import (COLUMNS, METRICS, UNANSWERED_CHOICES, RedundancyParams, annotate_record, has_gold, has_grade,
-                       isolated_units, redundancy_row)
+from .annotate import (COLUMNS, METRICS, RedundancyParams, annotate_record, has_gold, has_grade, isolated_units,
+                       redundancy_row)
 from .extraction import (Candidate, KIND_RANK, boxed_values, code_tests_of, conclusion_number, final_candidate,
                          find_candidates)
 from .normalise import answers_match, is_expression, normalise, to_number
@@ -54,7 +54,7 @@ from .tables import (MODEL_COLUMNS, format_model_table, model_means, table_row, 
                      write_redundancy_tables)
 
 __all__ = ["COLUMNS", "METRICS", "MODEL_COLUMNS", "RedundancyParams", "SEP", "shortest_effective_path",
-           "isolated_units", "redundancy_row", "annotate_record", "has_grade", "has_gold", "UNANSWERED_CHOICES", "table_row", "write_redundancy",
+           "isolated_units", "redundancy_row", "annotate_record", "has_grade", "has_gold", "table_row", "write_redundancy",
            "write_redundancy_tables", "model_means", "format_model_table",
            "Candidate", "KIND_RANK", "find_candidates", "final_candidate", "code_tests_of", "boxed_values",
            "conclusion_number", "normalise", "to_number", "answers_match", "is_expression", "run_code_tests", "isolation_problem",

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..records import FORWARD_EDGES, group_of, source_id
-from .extraction import OPTION_LABEL, Candidate, code_tests_of, final_candidate, find_candidates, question_options
+from .choices import question_options
+from .extraction import OPTION_LABEL, Candidate, code_tests_of, final_candidate, find_candidates
 from .normalise import answers_match, normalise
 from .sandbox import NOT_ALLOWED, run_code_tests
 from .sep import SEP, edge_tuple, shortest_effective_path
@@ -46,7 +47,12 @@ class RedundancyParams:
     def from_config(cls, cfg: Mapping[str, Any] | None) -> "RedundancyParams":
         """From a config (a Config, or run.json's "config"): its `redundancy` section over the defaults."""
         section = (getattr(cfg, "data", cfg) or {}).get("redundancy") or {}
-        return cls(**{k: type(getattr(cls, k))(v) for k, v in section.items() if k in cls.__dataclass_fields__})
+        try:
+            return cls(**{k: type(getattr(cls, k))(v) for k, v in section.items() if k in cls.__dataclass_fields__})
+        except ValueError as exc:  # a bad value is the config's error, named before any work
+            from ..config import ConfigError
+
+            raise ConfigError(str(exc)) from None
 
 
 

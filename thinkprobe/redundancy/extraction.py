@@ -34,7 +34,7 @@ from .choices import bold_option, question_options
 from .normalise import BOXED, FACTORIAL_EXPR, MARKDOWN, NUMBER, SPECIAL_TOKEN, answers_match, to_number
 
 __all__ = ["Candidate", "KIND_RANK", "find_candidates", "final_candidate", "code_tests_of", "boxed_values",
-           "conclusion_number", "OPTION_LABEL", "question_options"]
+           "conclusion_number", "OPTION_LABEL"]
 
 
 @dataclass(frozen=True)
