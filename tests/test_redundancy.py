@@ -165,6 +165,28 @@ def test_sep_to_says_what_r_runs_to_and_the_stored_record_says_the_same():
     assert table_row(graded)["sep_to"] == "first_correct" and table_row(graded)["L_eff"] == 2
 
 
+def test_an_option_named_after_a_boxed_value_or_written_otherwise_is_that_option():
+    """gpt-oss-120b on ReasoningFlow's GPQA boxes its value, then names the option ("\\boxed{6.3\\times10^{-7}\\ M}
+    which corresponds to answer **A**."), or boxes the option's value written otherwise ("2.08 \\times 10^{-6} m"
+    for "2.08*1e-6 m"), labels it with a dash ("C – triplet of triplets") or names it inside the box
+    ("(choice B)"): each was judged against the gold letter and found wrong, 38 of its 198 traces."""
+    question = ("Which value?\nA. 6.3*1e-7 M\nB. 2.08*1e-6 m\nC. triplet of triplets\nD. 2 peaks in standard HPLC and "
+                "3 peaks in chiral HPLC")
+
+    def acc(*texts, gold):
+        rec = graph_record(list(texts), chain(len(texts)), types=" ".join(["CON"] * len(texts)), gold_answer=gold,
+                           question=question)
+        return redundancy_row(rec)[0]["Acc"]
+
+    assert acc("Compute it.", "\\[\\boxed{6.3\\times10^{-7}\\ \\text{M}}\\]", "which corresponds to answer **A**.", gold="A") == 1
+    assert acc("Compute it.", "\\[\\boxed{6.3\\times10^{-7}\\ \\text{M}}\\]", "which corresponds to answer **A**.", gold="B") == 0
+    assert acc("Compute it.", "The answer is \\boxed{2.08 \\times 10^{-6} \\text{ m}}.", gold="B") == 1
+    assert acc("Compute it.", "**Answer: C – triplet of triplets**", gold="C") == 1
+    assert acc("Compute it.", "\\boxed{p = 1.4\\times10^{-28} \\qquad\\text{(choice B)}}", gold="B") == 1
+    # a bare number is no option whose text merely holds it, and prose matches an option only as its text
+    assert acc("Compute it.", "So the answer is 2.", gold="D") == 0
+
+
 def test_a_candidate_stating_an_options_text_is_that_option():
     """SAT (Schoenfeld's episodes): the bold 'all fourth-grade students at the school' was judged against
     the gold letter 'B' and found wrong, turning a trace that never changed its answer into DR and EB."""

@@ -159,14 +159,32 @@ def has_grade(record: Mapping) -> bool:
 
 
 def _option_of(value: str, options: dict[str, str]) -> str | None:
-    """The letter of the option a candidate states by its label ("B) ...") or by its text: the one
-    option equal to it once normalised."""
-    labelled = OPTION_LABEL.match(value)  # "B) All fourth-grade ..."
+    """The letter of the option a candidate states by its label ("B) ...", "C – triplet of triplets"), by
+    naming it ("p = 1.4e-28 N s (choice B)", "Answer B: ...") or by its text: the one option equal to it
+    once normalised, else, for a value of math (`_MATH`), the one option of math it matches and is at
+    least half as long as (written otherwise: "2.08 \\times 10^{-6} m" for "2.08*1e-6 m"; not "2" for "2
+    peaks in standard HPLC and 3 in chiral HPLC", nor prose: "it does not increase" is no option "increase")."""
+    labelled = OPTION_LABEL.match(value) or _DASHED_LABEL.match(value)  # "B) All fourth-grade ...", "C – 3 products"
     if labelled and labelled.group(1) in options:
         return labelled.group(1)
+    named = {m.group(1) for m in _NAMED_LETTER.finditer(value)} & set(options)
+    if len(named) == 1:
+        return named.pop()
     # equal once normalised, and to one option only ("it does not increase" states no option "increase")
     exact = [letter for letter, text in options.items() if normalise(text) == normalise(value)]
-    return exact[0] if len(exact) == 1 else None
+    if exact:
+        return exact[0] if len(exact) == 1 else None
+    if not _MATH.search(value):
+        return None
+    size = len(normalise(value))
+    matched = [letter for letter, text in options.items()
+               if _MATH.search(text) and 2 * size >= len(normalise(text)) and answers_match(value, text)]
+    return matched[0] if len(matched) == 1 else None
+
+
+_MATH = re.compile(r"\d|\\[A-Za-z]|[=*^/]")  # a digit, a LaTeX command, "=", "*", "^" or "/"
+_DASHED_LABEL = re.compile(r"^\s*\(?([A-J])\)?\s*[–—-]\s+\S")  # "C – triplet of triplets"
+_NAMED_LETTER = re.compile(r"\b(?i:option|choice|answer)\s*[:_]?\s*\(?([A-J])\)?(?![\w])")  # "(choice B)", "Answer B:"
 
 
 def _verdicts(record: dict, candidates: Sequence[Candidate], final: Candidate | None,

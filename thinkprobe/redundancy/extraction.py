@@ -527,8 +527,9 @@ def _keep_answer_numbers(candidates: list[Candidate], gold: Any) -> list[Candida
 
 def final_candidate(candidates: Sequence[Candidate], record: dict) -> Candidate | None:
     """The trace's final answer: among the candidates of the last section that has any (the answer
-    section when it states one), the last one of the strongest kind. Records with code tests take
-    their final code block."""
+    section when it states one), the last one of the strongest kind; on a multiple-choice question an
+    option named after that boxed value (gpt-oss-120b's "\\boxed{6.3\\times10^{-7}} which corresponds to
+    answer **A**": the letter is the pick). Records with code tests take their final code block."""
     if not candidates:
         return None
     if code_tests_of(record) is not None:
@@ -542,6 +543,9 @@ def final_candidate(candidates: Sequence[Candidate], record: dict) -> Candidate 
     pool = [c for c in candidates if section.get(c.unit, "reasoning") == last_section]
     best = min(KIND_RANK[c.kind] for c in pool)
     final = [c for c in pool if KIND_RANK[c.kind] == best][-1]
+    if final.kind == "boxed" and (named := [c for c in pool[pool.index(final) + 1:] if c.kind == "option"]) \
+            and question_options(record.get("question")):
+        return named[-1]
     if all(c.kind == "number" for c in candidates) and not _ends_on(record, final):
         return None  # only conclusions' numbers, and the trace goes on past them: no answer put forward
     return final
