@@ -6,6 +6,7 @@ import pytest
 
 from thinkprobe.redundancy import (Candidate, answers_match, boxed_values, final_candidate, find_candidates, normalise,
                                 to_number)
+from thinkprobe.redundancy.extraction import NONE_OF_THEM
 
 
 def record(*texts: str, types: str | None = None, answer_from: int | None = None, **extra) -> dict:
@@ -206,6 +207,26 @@ def test_an_option_a_conclusion_emphasises_in_bold_is_its_pick():
                  "We rule out **B. benzene** here."):
         rec = record("Count the protons: 6 and 4.", text, question=question, types="RSN CON")
         assert not [c for c in find_candidates(rec) if c.kind == "option"], text
+
+
+def test_a_closing_unit_that_picks_no_option_or_the_closest_one():
+    """MR-BEN's "Solution: None of the provided choices (Choice_A/B/C/D) match the given NMR frequency in a 20.0 T
+    magnetic field." had its 20.0 read as the answer, or nothing (then, with --unanswered ungraded, left out of
+    Acc as if unfinished); "none of the options match exactly, the closest option is B" had no answer either."""
+    question = "Which frequency?\nA. 10 MHz\nB. 20 MHz\nC. 850 MHz\nD. 1.7 GHz"
+    for text, value in (("Solution: None of the provided choices (Choice_A/B/C/D) match the 20.0 T field.",
+                         NONE_OF_THEM),
+                        ("None of the options are correct, since 20 T gives 850.", NONE_OF_THEM),
+                        ("Since none of the options match exactly, the closest option is B.", "B"),
+                        ("Therefore none of the options match perfectly, but Option C is the closest one.", "C")):
+        rec = record("Compute: 42.58 x 20 = 851.6 MHz.", text, question=question, types="RSN CON")
+        assert final_candidate(find_candidates(rec), rec).value == value, text
+    # not before the end, nor without options, nor a passing remark
+    assert not [c for c in find_candidates(record("None of the options match.", "Let me recompute.", question=question))
+                if c.value == NONE_OF_THEM]
+    assert not [c for c in find_candidates(record("Go on.", "None of the options match.")) if c.value == NONE_OF_THEM]
+    assert not [c for c in find_candidates(record("Go on.", "None of the options seem likely at first.",
+                                                  question=question)) if c.value == NONE_OF_THEM]
 
 
 def test_boxed_keeps_nested_braces():

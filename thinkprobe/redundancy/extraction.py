@@ -51,24 +51,25 @@ _PHRASE = re.compile(
     r"\b(?:the\s+)?(?:final\s+|correct\s+)?answer\s*(?:is|should be|would be|must be|will be|=|:|：)\s*:?\s*",
     re.IGNORECASE)
 # An option the reasoning settles on: MR-BEN's closing step "Solution: Choice_B" / "Solution: Choice D" /
-# "Solution: A", "the correct choice is B", "I'd go with option D" / "I choose B.", "option C is
-# correct". An option only named ("Choice_B argues that ...", "Then there's option B: ..."), a point
+# "Solution: A", "the correct choice is B", "the closest option is B", "I'd go with option D" / "I choose B.",
+# "option C is correct". An option only named ("Choice_B argues that ...", "Then there's option B: ..."), a point
 # picked ("Let's pick A = (0, 0)", "choose C columns") or a pronoun ("the best choice is I think C") is none.
 _PICKED = r"\b(?i:go(?:ing)?\s+with|choose|chose|pick|picked|select|selected|opt\s+for)\s+"
 _OPTION_WORD = r"(?i:option|choice)(?:\s*|\\?_)"  # "option ", "Choice_", "choice\_"
 _OPTION_PHRASE = re.compile(
     r"(?:\bSolution:\s*(?:[Cc]hoice(?:\\?_|\s)?)?"
     rf"|\bConclusion:\s*{_OPTION_WORD}"  # "Conclusion: Choice_A: ..." ("Conclusion: C is ..." may name a compound)
-    r"|\b(?i:correct|right|best|final|most\s+(?:appropriate|suitable|likely|plausible|accurate))\s+(?i:option|choice)"
+    r"|\b(?i:correct|right|best|final|closest|most\s+(?:appropriate|suitable|likely|plausible|accurate))\s+(?i:option|choice)"
     r"\s*(?i:is|would be|should be|must be)?\s*(?i:therefore\s+)?:?\s*"
     rf"(?:{_OPTION_WORD})?"
     rf"|\b(?i:solution)\s+(?i:is|would be)\s+(?i:therefore\s+)?{_OPTION_WORD}"  # "the (correct) solution is Choice_A"
     rf"|{_PICKED}{_OPTION_WORD}"
     rf"|{_PICKED}(?=\(?[A-J]\)?\s*(?:[.;!]|$))"
     r")\(?([A-J])\)?(?![\w])")
-# "option C is correct", "Choice_D: wavelength only is the correct answer" (an option's text between)
+# "option C is correct", "Choice_D: wavelength only is the correct answer" (an option's text between), "Option C is
+# the closest" (after "none of the options match exactly")
 _OPTION_IS_RIGHT = re.compile(r"\b(?i:option|choice)\s*(?:\\?_)?\s*\(?([A-J])\)?(?::[^.;!?\n]{1,150}?)?,?\s+"
-                              r"(?i:is|seems|must be|should be)\s+(?i:the\s+)?(?i:correct|right|answer)\b")
+                              r"(?i:is|seems|must be|should be)\s+(?i:the\s+)?(?i:correct|right|answer|closest)\b")
 # in the trace's closing unit: "Therefore, the strongest acid is Choice_A: HBrO.", "... is S. aureus (Choice D)."
 # (earlier, "Compound X is Option B" may name an intermediate, not the answer)
 _IS_OPTION = re.compile(rf"\b(?i:is|are)\s+(?i:therefore\s+)?{_OPTION_WORD}\(?([A-J])\)?(?![\w])"
@@ -109,6 +110,10 @@ _NOT_A_VALUE = re.compile(r"^(?:not|that|going|either|no\s+(?:longer|more|differ
                           r"incorrect|correct\b|in\b|the same|different|unclear|unknown|what|whether|this\b|to\b|"
                           r"if\b)",  # "Possible answer: If I knew it was ..."
                           re.IGNORECASE)
+# a closing unit that answers a multiple-choice question with none of its options
+_NONE_OF_THEM = re.compile(r"\bnone of the (?:\w+ ){0,2}(?:choices|options|answers)\b(?:[^.!?\n]{0,60}?\b(?:is|are) "
+                           r"(?:correct|right|valid)\b|[^.!?\n]{0,20}\bmatch)", re.IGNORECASE)
+NONE_OF_THEM = "none of the options"
 _UNFINISHED = re.compile(r"(?:=|\?)\s*$")  # "Final Answer: 3 * 29524 = ?": a sum still to do
 _EMPTY_VALUE = re.compile(r"^[\s'\"‘’“”`.,;:!?]*$")  # a lone quote or stop (brackets are Dyck languages' answers)
 _QUOTES = "'\"‘“`"
@@ -487,6 +492,9 @@ def find_candidates(record: dict) -> list[Candidate]:
         if listed and (found is None or found[1] in ("number", "bold")) and (lead_before or label_before or u["id"] in (
                 last_answer, last_unit) or u.get("type") == "CON") and (letter := bold_option(u["text"])):
             found = (letter, "option")
+        if listed and (found is None or found[1] == "number") and u["id"] in (last_answer, last_unit) \
+                and _NONE_OF_THEM.search(MARKDOWN.sub("", u["text"])):
+            found = (NONE_OF_THEM, "phrase")  # MR-BEN's "Solution: None of the given choices match ...": an answer
         # a label closing the unit ("---\n\n### Correct Answer:"): the answer is the next unit
         label_before = bool(_ANSWER_LABEL.fullmatch(MARKDOWN.sub("", u["text"]).strip().rsplit("\n", 1)[-1].strip()))
         lead_before = bool(_OPTION_LEAD.search(MARKDOWN.sub("", u["text"])))
