@@ -209,6 +209,17 @@ def test_an_option_a_conclusion_emphasises_in_bold_is_its_pick():
         assert not [c for c in find_candidates(rec) if c.kind == "option"], text
 
 
+def test_options_listed_inline_after_colons_are_options():
+    """THINK-Bench writes 521 of its 1,103 questions' options inline ("... shape is A:PCl4F B:BF3 C:CO2 D:CBr4"):
+    read as no options, "### Final Answer:" then "**D: CBr₄** is the molecule with a **tetrahedral shape**." had
+    its earlier "**CH₄ (methane)**" taken for the answer, graded wrong (3 traces)."""
+    question = "The molecule with a tetrahedral shape is A:PCl4F B:BF3 C:CO2 D:CBr4"
+    rec = record("It has the same geometry as **CH₄ (methane)**.", "### Final Answer:",
+                 "**D: CBr₄** is the molecule with a **tetrahedral shape**.", question=question, types="RSN MET CON",
+                 answer_from=0)
+    assert final_candidate(find_candidates(rec), rec).value == "D"
+
+
 def test_a_closing_unit_that_picks_no_option_or_the_closest_one():
     """MR-BEN's "Solution: None of the provided choices (Choice_A/B/C/D) match the given NMR frequency in a 20.0 T
     magnetic field." had its 20.0 read as the answer, or nothing (then, with --unanswered ungraded, left out of

@@ -10,11 +10,13 @@ __all__ = ["question_options", "bold_option"]
 
 _OPTION_LINE = re.compile(r"^\s*\(?([A-J])[).:]\s*(\S.*?)\s*$", re.MULTILINE)  # "B) All fourth-grade students"
 _OPTION_INLINE = re.compile(r"\(([A-J])\)\s*([^()\n]+?)(?=\s*\([A-J]\)|\s*\n|\s*$)")  # "(A) 12 (B) 15 (C) 18"
+# "... fraction? A:31.00% B:0.164 C:0.311 D:0.5" (THINK-Bench: 521 of its 1,103 questions)
+_OPTION_COLON = re.compile(r"(?<![^\s])([A-J]):\s*(\S.*?)(?=\s+[A-J]:|\s*$)", re.DOTALL)
 
 
 def question_options(question: str | None) -> dict[str, str]:
-    """The lettered options a multiple-choice question lists ({letter: text}): inline ("(A) 12 (B) 15")
-    or on lines of their own ("B) All fourth-grade students", "C. 12"); only letters A, B, C ... in
+    """The lettered options a multiple-choice question lists ({letter: text}): inline ("(A) 12 (B) 15",
+    "A:31.00% B:0.164") or on lines of their own ("B) All fourth-grade students", "C. 12"); only letters A, B, C ... in
     order (a Roman "I." or "II." is a statement, not an option); {} with fewer than two.
 
     >>> question_options("Which?\\nA) The 40 students\\nB) All students")
@@ -23,10 +25,12 @@ def question_options(question: str | None) -> dict[str, str]:
     {'A': 'I only', 'B': 'II only', 'C': 'I and II'}
     >>> question_options("Name product (B) of reaction (A).\\n(E)-N-methyl is given.\\nA. LDA\\nB. DME")
     {'A': 'LDA', 'B': 'DME'}
+    >>> question_options("The mole fraction? A:31.00% B:0.164 C:0.311 D:0.5")
+    {'A': '31.00%', 'B': '0.164', 'C': '0.311', 'D': '0.5'}
     """
     if not question:
         return {}
-    for pattern in (_OPTION_INLINE, _OPTION_LINE):
+    for pattern in (_OPTION_INLINE, _OPTION_LINE, _OPTION_COLON):
         found = [(m.group(1), m.group(2).strip()) for m in pattern.finditer(question)]
         # the last run A, B, C ...: the question may name a "(B)" or open a line "(E)-N-methyl..." before them
         for start in reversed([k for k, (letter, _) in enumerate(found) if letter == "A"]):

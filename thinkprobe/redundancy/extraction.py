@@ -97,7 +97,7 @@ _ANSWER_LABEL = re.compile(r"(?:#+\s*)?(?:the\s+)?(?:final\s+|correct\s+)?answer
 _OPTION_LEAD = re.compile(r"\b(?:answer\b[^:\n]{0,30}\b(?:is|would be|should be|must be)|(?:correct|right|best|final|"
                           r"incorrect|wrong|false|true)\s+(?:option|choice|statement|match)(?:s|es)?\b[^:\n]{0,20}\b(?:is|are|would be|"
                           r"should be|must be))\s*[:：]?\s*$", re.IGNORECASE)  # not "the answer choices are:", "the first option is:"
-_OPTION_START = re.compile(r"^\W{0,3}([A-J])[.)](?:\s|\*)")
+_OPTION_START = re.compile(r"^\W{0,3}([A-J])[.):](?:\s|\*)")  # "B. 0", "**D: CBr₄** is ..."
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.DOTALL)
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 _HEDGE = re.compile(r"^(?:(?:probably|likely|maybe|perhaps|definitely|indeed|actually|simply|just|still|then|"
