@@ -85,6 +85,13 @@ def test_fragments(text, expected):
     ("The sum is 4. Hmm.", ["The sum is 4. Hmm."]),
     ("Wait.\n\nSo the total is 12.", ["Wait.\n\nSo the total is 12."]),
     ("Okay.", ["Okay."]),
+    # a bold title opens the part it names (Gemini's and GPT-5's thought summaries; "**Final Answer**" before a box);
+    # a bold answer or option is no title
+    ("**Evaluating NBA Finals Scoring**\nI need the 1996 totals first.",
+     ["**Evaluating NBA Finals Scoring**\nI need the 1996 totals first."]),
+    ("So it is 6.\n\n**Final Answer**\n\\boxed{6}", ["So it is 6.", "**Final Answer**\n\\boxed{6}"]),
+    ("The answer is:\n\n**Option B**\n\nIt fits the data.", ["The answer is:", "**Option B**", "It fits the data."]),
+    ("Therefore we conclude:\n\n**Answer: C**\n\nDone here.", ["Therefore we conclude:", "**Answer: C**", "Done here."]),
 ])
 def test_filler_merges_into_next_unit(text, expected, config):
     assert units(text, config) == expected

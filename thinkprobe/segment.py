@@ -49,6 +49,11 @@ _SAYS = re.compile(r"\w+|[^\w\s.,;:!?'\"“”‘’]")
 # opening bracket / LaTeX command) they end a sentence unless they are a real abbreviation.
 _MISSED_END = re.compile(r"[.!?]\s+(?=[A-Z(\[\\])")
 _NEXT_WORD = re.compile(r"[\w'’]+")
+# A title in bold on a line of its own, the parts of Gemini's and GPT-5's thought summaries open with one
+# ("**Evaluating NBA Finals Scoring**"): at most 8 words, no digit, sign or sentence stop ("**Answer: C**",
+# "**x = 4.**" state something), and no option ("**B**", "**Option B**")
+_BOLD_TITLE = re.compile(r"(?!\s*\*\*\s*(?:(?i:option|choice|answer)\s*)?\(?[A-J]\)?\s*\*\*)"  # "**B**": an option
+                         r"\s*\*\*(?:[^\W\d_][\w'’,&()/-]*\s*){1,8}\*\*\s*")
 # A bold title glued to the sentence before it ("... confirmation.**Investigating album rankings**"), as
 # the reasoning summaries of OpenAI's models often come when their parts are joined without a break.
 _GLUED_BOLD = re.compile(r"(?<=[.!?])\*\*(?=[^*\s][^*\n]*\*\*)")
@@ -360,10 +365,10 @@ _TAG_ONLY = re.compile(r"\s*</?[A-Za-z_][\w:.-]*(?:\s[^<>]*)?/?>\s*")
 
 def is_filler(fragment: str, cfg: Config) -> bool:
     """Whether a fragment merges into the next Thought Unit instead of making one: filler
-    (`segment.filler`), fewer word characters than `segment.min_unit_chars` ("1.", "(a)"), or a
-    markup tag alone."""
+    (`segment.filler`), fewer word characters than `segment.min_unit_chars` ("1.", "(a)"), a
+    markup tag alone, or a bold title (a thought summary's "**Evaluating NBA Finals Scoring**")."""
     return (bool(cfg.filler.match(fragment)) or word_chars(fragment) < cfg.segment.min_unit_chars
-            or _TAG_ONLY.fullmatch(fragment) is not None)
+            or _TAG_ONLY.fullmatch(fragment) is not None or _BOLD_TITLE.fullmatch(fragment) is not None)
 
 
 def merge_fragments(text: str, frags: list[tuple[int, int]], cfg: Config) -> list[tuple[int, int]]:
