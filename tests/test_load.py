@@ -379,6 +379,12 @@ def test_empty_dedicated_field_does_not_turn_the_answer_into_reasoning():
     with pytest.raises(InputError) as err:
         one({"thought_summary": "", "response": "The answer is 42."})
     assert (err.value.field, err.value.reason) == ("thought_summary", "empty reasoning")
+    # the record counts reasoning tokens it does not hold (tts_knowledge's gpt-5-mini, 2,228 records): the model
+    # thought and its reasoning was not returned, which is not an empty reasoning
+    with pytest.raises(InputError) as err:
+        one({"thought_summary": "", "response": "The answer is 42.", "reasoning_tokens": 384})
+    assert err.value.field == "thought_summary" and err.value.reason.startswith("reasoning not returned: ")
+    assert "`reasoning_tokens` counts 384 reasoning tokens" in err.value.reason
 
 
 def test_a_reasoning_field_that_holds_the_answer_is_no_reasoning():
@@ -578,7 +584,9 @@ def test_tts_knowledge_empty_summaries_are_errors_not_traces(shared_data):
     path = real(shared_data, "tts_knowledge/outputs/gpt-5-mini/gpt-5-mini_simpleqa_low_effort.jsonl.gz")
     items = list(islice(iter_traces(path), 50))
     errors = [i for i in items if isinstance(i, InputError)]
-    assert errors and all((e.field, e.reason) == ("thought_summary", "empty reasoning") for e in errors)
+    assert errors and all(e.field == "thought_summary" and e.reason.startswith("reasoning not returned: `thought_summary` "
+                                                                             "is empty and `reasoning_tokens` counts")
+                          for e in errors)
     assert any(isinstance(i, Trace) and i.model.startswith("gpt-5-mini") for i in items)
     # summaries that repeat the response (29 in the six gpt-5-mini files) are not profiled as reasoning
     same = [i for i in iter_traces(real(shared_data, "tts_knowledge/outputs/gpt-5-mini/gpt-5-mini_simpleqa_medium_effort.jsonl.gz"))

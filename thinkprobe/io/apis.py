@@ -392,7 +392,8 @@ API_LAYOUTS = (
 
 # Where an API counts the reasoning tokens of an output
 _REASONING_TOKENS = ("usage.completion_tokens_details.reasoning_tokens", "usage.output_tokens_details.reasoning_tokens",
-                     "usageMetadata.thoughtsTokenCount", "usage_metadata.thoughts_token_count")  # OpenAI, Gemini
+                     "usageMetadata.thoughtsTokenCount", "usage_metadata.thoughts_token_count",  # OpenAI, Gemini
+                     "reasoning_tokens")  # a record's own count (tts_knowledge's gpt-5-mini)
 
 
 def hidden_reasoning_tokens(record: dict, get_path) -> tuple[str, int] | None:

@@ -387,6 +387,10 @@ def _locate_reasoning(
             return candidate
         plain = plain or candidate
     if empty:
+        if hidden := hidden_reasoning_tokens(record, get_path):  # GPT-5's summary left empty: its thinking was hidden
+            raise error(empty.path, f"{HIDDEN_REASONING}: `{empty.path}` is empty and `{hidden[0]}` counts "
+                                    f"{hidden[1]:,} reasoning tokens, so the model thought and its reasoning was not "
+                                    "returned; the text is the final answer only")
         raise error(empty.path, empty.reason)  # never the answer profiled as if it were reasoning
     known = (*tried, *QUESTION_FIELDS, *GOLD_FIELDS, *ID_FIELDS, *MODEL_FIELDS, *DOMAIN_FIELDS)
     other = tagged_field(record, known)  # a field no list names, holding reasoning tags
