@@ -483,6 +483,21 @@ def test_select_says_it_pools_groups_only_where_it_does(run_dir):
     assert "unevenly crossed" not in select_run(run_dir, rows=rows, group="MiP").note
 
 
+def test_select_names_models_whose_reasoning_is_a_summary_or_cut_off(run_dir, tmp_path):
+    """A trial: select ranked Venhoff et al.'s R1 distills (7 of 10 traces cut off by a token cap) and tts_knowledge's
+    three summary models apart from the others with no word; the report's headline named the summaries only."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    first, second = list(MODELS)[:2]
+    info = {"summarised_by_model": {first: MODELS[first]}, "truncated_by_model": {second: MODELS[second] // 2}}
+    (run / "run.json").write_text(json.dumps(info), encoding="utf-8")
+    note = select_run(run).notes["reasoning"]
+    assert note.startswith(f"The reasoning of {first} is a summary") and f"Many traces of {second} (" in note
+    assert "reasoning" not in select_run(run_dir).notes
+
+
 def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run_dir, monkeypatch):
     """A run of MiP-Overthinking traces got AUROC 0.93 of which half came from the model's own
     training traces and most from the MiP / normal condition; one right trace among 25 gave an AUROC too."""

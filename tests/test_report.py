@@ -459,9 +459,13 @@ def test_effect_sizes_and_the_headline_carry_their_bootstrap_intervals(tmp_path)
             f"{format_number(high, 2)}])") in headline(stats)[0]
     # a model whose reasoning is mostly a summary of hidden thinking is named there (a new user read tts_knowledge's
     # summary models' low Breadth as theirs); not one with a few summaries, nor a run of summaries alone
-    assert "The reasoning of b is a summary" in headline(stats, summarised={"b": 10, "c": 3})[0]
-    assert "summary" not in headline(stats, summarised={"c": 3})[0]
-    assert "summary" not in headline(stats, summarised={"a": 20, "b": 20, "c": 20})[0]
+    assert "The reasoning of b is a summary" in headline(stats, run={"summarised_by_model": {"b": 10, "c": 3}})[0]
+    assert "summary" not in headline(stats, run={"summarised_by_model": {"c": 3}})[0]
+    assert "summary" not in headline(stats, run={"summarised_by_model": {"a": 20, "b": 20, "c": 20}})[0]
+    # likewise a model many of whose traces are cut off before their reasoning ends (Venhoff et al.'s R1 distills,
+    # 7 of 10 cut by a token cap, ranked apart with no word)
+    assert "Many traces of c (7 of 20) are cut off" in headline(stats, run={"truncated_by_model": {"c": 7, "a": 1}})[0]
+    assert "cut off" not in headline(stats, run={"truncated_by_model": {"c": 5}})[0]
     cells = dict(zip(effect_header(stats), effect_rows(stats, html_out=False)[stats["variables"].index(depth)]))
     assert cells["corrected model"] == (format_number(depth["model"]["eps2_corrected"], 2)
                                         + interval_text(depth["model"]["eps2_corrected_ci"]))

@@ -23,6 +23,7 @@ the note says so.
 """
 from __future__ import annotations
 
+from collections import Counter
 import difflib
 import json
 import math
@@ -51,8 +52,8 @@ class Selection:
     resampling: str
     rows: list[dict] = field(default_factory=list)
     group: str | None = None
-    # what the ranking should be read with, by kind ("empty", "small", "accuracy", "unanswered", "crossing", "groups"),
-    # in order
+    # what the ranking should be read with, by kind ("empty", "small", "accuracy", "unanswered", "crossing",
+    # "reasoning", "groups"), in order
     notes: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -357,6 +358,13 @@ def select_run(run_dir: str | Path, *, domain: str | None = None, want: str | Ma
             "models and domains are unevenly crossed (" + ", ".join(x for x in (empty, f"Cramér's V {_num(crossing['cramers_v'], 2)}"
                                                                          if crossing["cramers_v"] is not None else "") if x)
             + "): a difference in fit may be one of domain; rank within a domain with --domain")
+    from .report.coverage import run_json
+    from .report.text import summary_caveat
+
+    ranked = {r["model"] for r in sel.rows}  # their traces in the whole run, as run.json counts them
+    sizes = {m: n for m, n in Counter(str(r["model"]) for r in rows).items() if m in ranked}
+    if len(sizes) > 1 and (caveat := summary_caveat(sizes, run_json(run_dir))):  # a summary, or cut off
+        sel.notes["reasoning"] = caveat
     groups = sorted({str(r["group"]) for r in rows
                      if r.get("group") is not None and (domain is None or r["domain"] == domain)})
     if group is None and len(groups) > 1:  # a design condition (MiP / normal) moves the profile as much as a model

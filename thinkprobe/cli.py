@@ -421,7 +421,8 @@ def stats(run_dir):
     from .stats import write_stats
 
     stats = write_stats(run_dir)
-    for line in headline(stats, run_agreement(run_json(Path(run_dir)))):
+    run = run_json(Path(run_dir))
+    for line in headline(stats, run_agreement(run), run):
         click.echo(terminal_safe(f"- {line}"))
     click.echo(f"wrote {Path(run_dir) / 'stats.json'}, {Path(run_dir) / 'stats.csv'} (every test, per variable) and "
                f"{Path(run_dir) / 'pairwise.csv'} (every pair of models)")

@@ -170,7 +170,7 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, run, de
 
     summary = "".join(f"<p>{esc(line).replace('`', '')}</p>" for line in summary_text(run_dir, stats, pages, run))
     agreement = run_agreement(run)
-    head = "".join(f"<li>{esc(line)}</li>" for line in headline(stats, agreement, run.get("summarised_by_model")))
+    head = "".join(f"<li>{esc(line)}</li>" for line in headline(stats, agreement, run))
     cell_rows = [[esc(c["model"]), esc(display_label(c["domain"])), str(c["n"]), *(z_text(c[d]) for d in DIMS)]
                  for c in cells]
     counts = _read_counts(run_dir)
@@ -320,7 +320,7 @@ def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, run, deci
     agreement = run_agreement(run)
     notes = " ".join(t for t in (method_note(stats), too_few_text(stats), agreement_note(stats, run)) if t)
     parts = ["# ThinkProbe report", "", *summary_text(run_dir, stats, pages, run), "", "**Headline**", "",
-             *(f"- {line}" for line in headline(stats, agreement, run.get("summarised_by_model"))), "",
+             *(f"- {line}" for line in headline(stats, agreement, run)), "",
              "## Model profiles", "", radar, "",
              md_table(["model", "n", *DIMS], profile_ci_rows(stats)), "",
              profile_note(stats, run), "",

@@ -192,24 +192,38 @@ def _carried_sentence(stats: Mapping, variables: Sequence[str]) -> str:
         f"line's extrapolation rather than a difference of the models." for v, m in carried.items())
 
 
-def summary_caveat(sizes: Mapping[str, int], summarised: Mapping[str, int]) -> str:
-    """The headline's caveat where some models' reasoning is mostly (half or more of their traces) a summary
-    of hidden thinking and others' is not (`summarised`: run.json's summarised_by_model; `sizes`: traces per
-    model): a new user read tts_knowledge's ranking of the three summary models lowest on Breadth as
-    theirs, the coverage section alone saying what they are; '' otherwise."""
+CUT_SHARE = 0.3  # a model this many of whose traces are cut off before their reasoning ends is named
+
+
+def summary_caveat(sizes: Mapping[str, int], run: Mapping | None) -> str:
+    """The caveat, for the headline and `select`, where some models' reasoning is mostly (half or more of
+    their traces) a summary of hidden thinking and others' is not (run.json's summarised_by_model: a new
+    user read tts_knowledge's ranking of the three summary models lowest on Breadth as theirs, the coverage
+    section alone saying what they are), or often (CUT_SHARE) cut off before it ends and others' is not
+    (truncated_by_model: Venhoff et al.'s R1 distills, cut by a token cap, ranked apart with no word);
+    `sizes`: traces per model; '' otherwise."""
+    run = run or {}
+    out = []
+    summarised = run.get("summarised_by_model") or {}
     mostly = sorted(m for m, n in summarised.items() if sizes.get(m) and n >= sizes[m] / 2)
-    if not mostly or len(mostly) >= len(sizes):
-        return ""
-    return (f"The reasoning of {and_list(mostly)} is a summary the model gave of its hidden thinking, not the chain "
-            "itself (see the coverage section): part of a difference between them and the other models may be the "
-            "summarising.")
+    if mostly and len(mostly) < len(sizes):
+        out.append(f"The reasoning of {and_list(mostly)} is a summary the model gave of its hidden thinking, not the "
+                   "chain itself (see the coverage section): part of a difference between them and the other models "
+                   "may be the summarising.")
+    truncated = run.get("truncated_by_model") or {}
+    cut = sorted(m for m, n in truncated.items() if sizes.get(m) and n >= sizes[m] * CUT_SHARE)
+    if cut and len(cut) < len(sizes):
+        out.append(f"Many traces of {and_list([f'{m} ({truncated[m]} of {sizes[m]})' for m in cut])} are cut off before "
+                   "their reasoning ends (see the coverage section): part of a difference between them and the other "
+                   "models may be the cut.")
+    return " ".join(out)
 
 
-def headline(stats: Mapping, agreement: Mapping | None = None, summarised: Mapping[str, int] | None = None) -> list[str]:
+def headline(stats: Mapping, agreement: Mapping | None = None, run: Mapping | None = None) -> list[str]:
     """Three to five sentences with numbers: which dimensions separate the models beyond length
     and chance (naming those whose values agree poorly with people's graphs, with the linker's
-    `agreement`: `run_agreement`; and those whose reasoning is a summary, `summarised`: run.json's
-    summarised_by_model), how much length explains, how reliable the model means are, where
+    `agreement`: `run_agreement`; and, from the run's run.json `run`, those whose reasoning is a summary
+    or often cut off: `summary_caveat`), how much length explains, how reliable the model means are, where
     the domain (and the group, in a run with one) matters, and (with graded answers) whether the
     indicators add to model and length."""
     cfg = stats["settings"]
@@ -261,7 +275,7 @@ def headline(stats: Mapping, agreement: Mapping | None = None, summarised: Mappi
                        f"(see the effect sizes).")
     if n_models >= 2 and (crossing := _crossing_sentence(stats)):
         out[-1] += " " + crossing
-    if n_models >= 2 and (caveat := summary_caveat(groups["model"]["groups"], summarised or {})):
+    if n_models >= 2 and (caveat := summary_caveat(groups["model"]["groups"], run)):
         out[-1] += " " + caveat
     fits = [(e["length_controlled"]["fit"]["r2"], e["variable"]) for e in dims
             if e["length_controlled"]["fit"]["r2"] is not None]
