@@ -137,6 +137,14 @@ def test_unit_rules(text, value, kind):
         assert [(c.value, c.kind) for c in cands] == [(value, kind)]
 
 
+def test_a_fraction_whose_denominator_is_written_in_thousands_is_one_number():
+    """Claude 3.7 on Venhoff et al.'s poker odds: "the probability is 4/2,598,960" had been read as 4/2."""
+    from thinkprobe.redundancy import conclusion_number
+
+    assert conclusion_number("So the probability is 4/2,598,960.") == "4/2,598,960"
+    assert answers_match("4/2,598,960", "1/649740") and conclusion_number("So 1/2, then 3.") == "3"
+
+
 def test_an_option_on_the_line_after_the_answer_is_is_the_answer():
     """ReasoningFlow's GPQA baseline traces end "Therefore, the correct answer is:" then "**B. 0**" on a
     unit of its own: the letter had gone unread (a number of the option's text, or nothing, stood for

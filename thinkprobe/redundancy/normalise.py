@@ -15,7 +15,8 @@ __all__ = ["normalise", "to_number", "answers_match", "is_expression", "BOXED", 
 # Shared with extraction: markup that never belongs to an answer's value.
 BOXED = re.compile(r"\\(?:boxed|fbox)\s*")
 MARKDOWN = re.compile(r"\*\*|__")
-NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?%?|-?\.\d+")
+# (a denominator in thousands too: "4/2,598,960", not "4/2")
+NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?)?%?|-?\.\d+")
 SPECIAL_TOKEN = re.compile(r"<\|[^|]{1,40}\|>|<｜[^｜]{1,40}｜>|</s>")
 
 _TEXT_WRAPPERS = re.compile(r"\\(?:text|textbf|textit|textrm|texttt|mathrm|mathbf|mathit|mbox|operatorname|emph)\s*\{([^{}]*)\}")
