@@ -614,8 +614,8 @@ _UNIT_END = re.compile(r"(?:[.!?。！？…]['\"”’)\]}*$]*|\\\]|\$\$|\\\))\
 def _cut_unit(record: dict, units: Sequence[dict]) -> int | None:
     """The unit a token limit cut mid-way: the answer's last when the API stopped the answer (provenance
     truncated_by, the reasoning whole), or the trace's last when its reasoning was cut off (provenance
-    truncated) and it ends no sentence. Cut mid-way ("The answer is 3" of "30", MiP's DSQ "the answer is 7
-    times the square root of"), it states nothing, nor ends the trace."""
+    truncated) and it ends no sentence. Cut mid-way ("The answer is 3" of "30", "so the answer is 7 times
+    the square root of"), it states nothing, nor ends the trace."""
     provenance = record.get("provenance") or {}
     if answer_cut(provenance):
         return next((int(u["id"]) for u in reversed(units) if u.get("section") == "answer"), None)
