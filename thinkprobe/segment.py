@@ -50,8 +50,8 @@ _SAYS = re.compile(r"\w+|[^\w\s.,;:!?'\"“”‘’]")
 _MISSED_END = re.compile(r"[.!?]\s+(?=[A-Z(\[\\])")
 _NEXT_WORD = re.compile(r"[\w'’]+")
 # A title in bold on a line of its own, the parts of Gemini's and GPT-5's thought summaries open with one
-# ("**Evaluating NBA Finals Scoring**"): at most 8 words, no digit, sign or sentence stop ("**Answer: C**",
-# "**x = 4.**" state something), and no option ("**B**", "**Option B**")
+# ("**Evaluating NBA Finals Scoring**"): at most 8 words, each opening with a letter, no sign or sentence stop
+# ("**Answer: C**", "**x = 4.**" state something), and no option ("**B**", "**Option B**")
 _BOLD_TITLE = re.compile(r"(?!\s*\*\*\s*(?:(?i:option|choice|answer)\s*)?\(?[A-J]\)?\s*\*\*)"  # "**B**": an option
                          r"\s*\*\*(?:[^\W\d_][\w'’,&()/-]*\s*){1,8}\*\*\s*")
 # A bold title glued to the sentence before it ("... confirmation.**Investigating album rankings**"), as

@@ -16,8 +16,8 @@ _OPTION_COLON = re.compile(r"(?<![^\s])([A-J]):\s*(\S.*?)(?=\s+[A-J]:|\s*$)", re
 
 def question_options(question: str | None) -> dict[str, str]:
     """The lettered options a multiple-choice question lists ({letter: text}): inline ("(A) 12 (B) 15",
-    "A:31.00% B:0.164") or on lines of their own ("B) All fourth-grade students", "C. 12"); only letters A, B, C ... in
-    order (a Roman "I." or "II." is a statement, not an option); {} with fewer than two.
+    "A:31.00% B:0.164") or on lines of their own ("B) All fourth-grade students", "C. 12"); only letters
+    A, B, C ... in order (a Roman "I." or "II." is a statement, not an option); {} with fewer than two.
 
     >>> question_options("Which?\\nA) The 40 students\\nB) All students")
     {'A': 'The 40 students', 'B': 'All students'}
