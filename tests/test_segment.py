@@ -89,7 +89,7 @@ def test_fragments(text, expected):
     # a bold answer or option is no title
     ("**Evaluating NBA Finals Scoring**\nI need the 1996 totals first.",
      ["**Evaluating NBA Finals Scoring**\nI need the 1996 totals first."]),
-    ("So it is 6.\n\n**Final Answer**\n\\boxed{6}", ["So it is 6.", "**Final Answer**\n\\boxed{6}"]),
+    ("So it is 6.\n\n**Final Answer**\n\\boxed{6}", ["So it is 6.", "**Final Answer**", "\\boxed{6}"]),
     ("The answer is:\n\n**Option B**\n\nIt fits the data.", ["The answer is:", "**Option B**", "It fits the data."]),
     ("Therefore we conclude:\n\n**Answer: C**\n\nDone here.", ["Therefore we conclude:", "**Answer: C**", "Done here."]),
 ])

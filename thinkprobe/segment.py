@@ -51,8 +51,10 @@ _MISSED_END = re.compile(r"[.!?]\s+(?=[A-Z(\[\\])")
 _NEXT_WORD = re.compile(r"[\w'’]+")
 # A title in bold on a line of its own, the parts of Gemini's and GPT-5's thought summaries open with one
 # ("**Evaluating NBA Finals Scoring**"): at most 8 words, each opening with a letter, no sign or sentence stop
-# ("**Answer: C**", "**x = 4.**" state something), and no option ("**B**", "**Option B**")
+# ("**Answer: C**", "**x = 4.**" state something), no option ("**B**", "**Option B**") and no answer's heading
+# ("**Final Answer**" before R1's box)
 _BOLD_TITLE = re.compile(r"(?!\s*\*\*\s*(?:(?i:option|choice|answer)\s*)?\(?[A-J]\)?\s*\*\*)"  # "**B**": an option
+                         r"(?![^\n]*(?i:answer))"  # "**Final Answer**": people keep it a unit (human D's dev traces)
                          r"\s*\*\*(?:[^\W\d_][\w'’,&()/-]*\s*){1,8}\*\*\s*")
 # A bold title glued to the sentence before it ("... confirmation.**Investigating album rankings**"), as
 # the reasoning summaries of OpenAI's models often come when their parts are joined without a break.
