@@ -358,8 +358,7 @@ def select_run(run_dir: str | Path, *, domain: str | None = None, want: str | Ma
             "models and domains are unevenly crossed (" + ", ".join(x for x in (empty, f"Cramér's V {_num(crossing['cramers_v'], 2)}"
                                                                          if crossing["cramers_v"] is not None else "") if x)
             + "): a difference in fit may be one of domain; rank within a domain with --domain")
-    from .report.coverage import run_json
-    from .report.text import summary_caveat
+    from .report.coverage import run_json, summary_caveat
 
     ranked = {r["model"] for r in sel.rows}  # their traces in the whole run, as run.json counts them
     sizes = {m: n for m, n in Counter(str(r["model"]) for r in rows).items() if m in ranked}

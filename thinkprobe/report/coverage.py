@@ -1,18 +1,21 @@
 """The report's "Records read, profiled and skipped" section: run.json's coverage (per input file
 and per model: records read, traces profiled, records skipped by reason) and where the verdicts came
 from (the records' own grades, or the answer matched against the gold answer, and how often the two
-disagree). Nothing a run left out goes unmentioned.
+disagree). Nothing a run left out goes unmentioned. Also the caveat, shared by the headline and `select`,
+where some models' reasoning is a summary or often cut off (`summary_caveat`).
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Mapping
 
 from ..accounting import KEPT_LONG, grade_notes
 from ..outputs import RUN_JSON
 from .markup import esc, html_table, md_table
+from .style import and_list
 
-__all__ = ["coverage_html", "coverage_md", "COVERAGE_HEADER", "run_json"]
+__all__ = ["coverage_html", "coverage_md", "COVERAGE_HEADER", "run_json", "summary_caveat", "CUT_SHARE"]
 
 COVERAGE_HEADER = ("records", "traces", "skipped", "reasons")
 
@@ -23,6 +26,33 @@ def run_json(run_dir: Path) -> dict:
         return json.loads((Path(run_dir) / RUN_JSON).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+
+
+CUT_SHARE = 0.3  # a model this many of whose traces are cut off before their reasoning ends is named
+
+
+def summary_caveat(sizes: Mapping[str, int], run: Mapping | None) -> str:
+    """The caveat, for the headline and `select`, where some models' reasoning is mostly (half or more of
+    their traces) a summary of hidden thinking and others' is not (run.json's summarised_by_model: a new
+    user read tts_knowledge's ranking of the three summary models lowest on Breadth as theirs, the coverage
+    section alone saying what they are), or often (CUT_SHARE) cut off before it ends and others' is not
+    (truncated_by_model: Venhoff et al.'s R1 distills, cut by a token cap, ranked apart with no word);
+    `sizes`: traces per model; '' otherwise."""
+    run = run or {}
+    out = []
+    summarised = run.get("summarised_by_model") or {}
+    mostly = sorted(m for m, n in summarised.items() if sizes.get(m) and n >= sizes[m] / 2)
+    if mostly and len(mostly) < len(sizes):
+        out.append(f"The reasoning of {and_list(mostly)} is a summary the model gave of its hidden thinking, not the "
+                   "chain itself (see the coverage section): part of a difference between them and the other models "
+                   "may be the summarising.")
+    truncated = run.get("truncated_by_model") or {}
+    cut = sorted(m for m, n in truncated.items() if sizes.get(m) and n >= sizes[m] * CUT_SHARE)
+    if cut and len(cut) < len(sizes):
+        out.append(f"Many traces of {and_list([f'{m} ({truncated[m]} of {sizes[m]})' for m in cut])} are cut off before "
+                   "their reasoning ends (see the coverage section): part of a difference between them and the other "
+                   "models may be the cut.")
+    return " ".join(out)
 
 
 def _tables(run: dict) -> list[tuple[str, list[str], list[list[str]]]]:

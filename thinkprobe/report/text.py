@@ -9,12 +9,13 @@ from typing import Mapping, Sequence
 from ..pairwise import LENGTH_OVERLAP_MIN
 from ..stats import ICC_MIN_CLUSTERS, TESTED, auroc_se
 from .agreement import AGREEMENT_COLUMNS, agreement_cell, poor_agreement_sentence
+from .coverage import summary_caveat
 from .glossary import GLOSSARY
 from .markup import esc
 from .style import DIMS, and_list, display_label, format_beside, format_number
 from ..progress import one_line
 
-__all__ = ["no_icc_text", "headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "counted", "interval_text", "icc_rows", "outcome_rows", "too_few_text", "method_note", "effect_interval_note", "NO_RADAR", "outcome_text", "z_text", "gain_verdict", "summary_caveat"]
+__all__ = ["no_icc_text", "headline", "profile_ci_rows", "EFFECT_HEADER", "EFFECT_TITLES", "effect_header", "effect_rows", "has_group", "counted", "interval_text", "icc_rows", "outcome_rows", "too_few_text", "method_note", "effect_interval_note", "NO_RADAR", "outcome_text", "z_text", "gain_verdict"]
 
 
 def _dims(stats: Mapping) -> list[Mapping]:
@@ -190,33 +191,6 @@ def _carried_sentence(stats: Mapping, variables: Sequence[str]) -> str:
         f"{v}'s length-controlled difference is carried by {display_label(m)} alone (every pair of models that "
         f"differs in it involves {display_label(m)}, whose lengths the others' barely overlap): it may be the length "
         f"line's extrapolation rather than a difference of the models." for v, m in carried.items())
-
-
-CUT_SHARE = 0.3  # a model this many of whose traces are cut off before their reasoning ends is named
-
-
-def summary_caveat(sizes: Mapping[str, int], run: Mapping | None) -> str:
-    """The caveat, for the headline and `select`, where some models' reasoning is mostly (half or more of
-    their traces) a summary of hidden thinking and others' is not (run.json's summarised_by_model: a new
-    user read tts_knowledge's ranking of the three summary models lowest on Breadth as theirs, the coverage
-    section alone saying what they are), or often (CUT_SHARE) cut off before it ends and others' is not
-    (truncated_by_model: Venhoff et al.'s R1 distills, cut by a token cap, ranked apart with no word);
-    `sizes`: traces per model; '' otherwise."""
-    run = run or {}
-    out = []
-    summarised = run.get("summarised_by_model") or {}
-    mostly = sorted(m for m, n in summarised.items() if sizes.get(m) and n >= sizes[m] / 2)
-    if mostly and len(mostly) < len(sizes):
-        out.append(f"The reasoning of {and_list(mostly)} is a summary the model gave of its hidden thinking, not the "
-                   "chain itself (see the coverage section): part of a difference between them and the other models "
-                   "may be the summarising.")
-    truncated = run.get("truncated_by_model") or {}
-    cut = sorted(m for m, n in truncated.items() if sizes.get(m) and n >= sizes[m] * CUT_SHARE)
-    if cut and len(cut) < len(sizes):
-        out.append(f"Many traces of {and_list([f'{m} ({truncated[m]} of {sizes[m]})' for m in cut])} are cut off before "
-                   "their reasoning ends (see the coverage section): part of a difference between them and the other "
-                   "models may be the cut.")
-    return " ".join(out)
 
 
 def headline(stats: Mapping, agreement: Mapping | None = None, run: Mapping | None = None) -> list[str]:
