@@ -391,7 +391,7 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
                         joined.unknown_sources.add(g["source"])
                     if g["provenance"].get("untagged"):
                         joined.untagged_by_model[g["model"]] = joined.untagged_by_model.get(g["model"], 0) + 1
-                        if answers.kept_long(g):
+                        if g["provenance"].get("kept_long"):  # marked so by answers.apply above
                             joined.untagged_long_by_model[g["model"]] = joined.untagged_long_by_model.get(g["model"], 0) + 1
                     if g["provenance"].get("truncated") and not g["provenance"].get("kept_long"):  # counted apart
                         joined.truncated_by_model[g["model"]] = joined.truncated_by_model.get(g["model"], 0) + 1

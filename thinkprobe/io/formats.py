@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Sequence
 
 from ..records import InputError
+from .fields import ANSWER_FIELDS, QUESTION_FIELDS, REASONING_FIELDS, TAGGED_FIELDS
+from .tags import TAG_PAIRS
 from .columnar import PARQUET_BATCH_ROWS, iter_arrow, iter_parquet
 from .layouts import expand, finish
 from .delimited import iter_delimited
@@ -407,9 +409,6 @@ def sentences_of_one_reasoning(items: Sequence) -> str | None:
     one (Schoenfeld et al.'s `responses_labeled`: `{"text": sentence,
     "gt-class-1": ...}`, "**Final Answer** \\boxed{A}</think>" among them). Read one by one, the sentence
     holding the tag had been profiled as a whole trace and the others skipped."""
-    from .detect import ANSWER_FIELDS, QUESTION_FIELDS, REASONING_FIELDS, TAGGED_FIELDS
-    from .tags import TAG_PAIRS
-
     if len(items) < _SENTENCE_RECORDS_MIN or not all(isinstance(x, dict) for x in items):
         return None
     keys = set(items[0])
