@@ -252,6 +252,23 @@ def test_a_trace_cut_short_after_a_conclusion_has_no_final_answer():
     assert row["EE"] == 0
 
 
+def test_a_reasoning_cut_off_before_answering_has_no_final_answer():
+    """ReasoningFlow's QwQ-32B gpqa-diamond_116 stops mid-thought at its token limit (no closing tag, no
+    answer): its hedge "I think the correct answer is option D ... if I made a mistake" had been its final
+    answer, graded correct. Cut off, it answered nothing; the hedge is still a candidate, and correct."""
+    texts = ["The compound has one stereocentre.", "I think the correct answer is option D.",
+             "But if I made a mistake, the molecule has a plane of symmetry"]
+    cut = graph_record(texts, chain(3), types="RSN CON RSN", gold_answer="D", provenance={"truncated": True})
+    row, extra = redundancy_row(cut)
+    assert extra["final_answer"] is None and row["Acc"] == 0
+    assert [(c["value"], c["correct"]) for c in extra["candidates"]] == [("D", True)]
+    whole = graph_record(texts[:2], chain(2), types="RSN CON", gold_answer="D")
+    assert redundancy_row(whole)[1]["final_answer"]["value"] == "D" and redundancy_row(whole)[0]["Acc"] == 1
+    # cut off in its answer section (the API's token limit after the reasoning ended) it still answers
+    answered = {**cut, "units": [{**u, "section": "answer" if u["id"] == 1 else u["section"]} for u in cut["units"][:2]]}
+    assert redundancy_row(answered)[1]["final_answer"]["value"] == "D"
+
+
 def test_unc_counts_candidate_units():
     rec = graph_record(["The answer is 1.", "The answer is 2.", "The answer is 3."], chain(3), gold_answer="3")
     assert redundancy_row(rec)[0]["Unc"] == 1

@@ -537,8 +537,11 @@ def final_candidate(candidates: Sequence[Candidate], record: dict) -> Candidate 
     """The trace's final answer: among the candidates of the last section that has any (the answer
     section when it states one), the last one of the strongest kind; on a multiple-choice question an
     option named after that boxed value (gpt-oss-120b's "\\boxed{6.3\\times10^{-7}} which corresponds to
-    answer **A**": the letter is the pick). Records with code tests take their final code block."""
-    if not candidates:
+    answer **A**": the letter is the pick). Records with code tests take their final code block. A reasoning
+    cut off before it ended (provenance truncated) with no answer section has none: the model stopped before
+    answering, and its last candidate is a step on the way, often a hedge ("Alternatively, perhaps the answer is
+    ...", "I think it is option D ... if I made a mistake"); its candidates still count as candidates."""
+    if not candidates or _cut_before_answering(record):
         return None
     if code_tests_of(record) is not None:
         code = [c for c in candidates if c.kind == "code"]
@@ -557,6 +560,12 @@ def final_candidate(candidates: Sequence[Candidate], record: dict) -> Candidate 
     if all(c.kind == "number" for c in candidates) and not _ends_on(record, final):
         return None  # only conclusions' numbers, and the trace goes on past them: no answer put forward
     return final
+
+
+def _cut_before_answering(record: dict) -> bool:
+    """Whether the reasoning was cut off (a token limit: provenance truncated) before any answer section."""
+    return bool((record.get("provenance") or {}).get("truncated")) and \
+        not any(u.get("section") == "answer" for u in record.get("units") or ())
 
 
 # an answer that declines: a question missing a premise (MiP-Overthinking), a fact the model does not know
