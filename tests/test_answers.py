@@ -153,7 +153,11 @@ def test_an_option_on_the_line_after_the_answer_is_is_the_answer():
     question = "Which value?\nA. 0.4\nB. 0\nC. 1\nD. All of them"
     for lead, line, letter in (("Therefore, the correct answer is:", "**B. 0**", "B"),
                                ("So the answer would be:", "A. ~ 0.4", "A"),
-                               ("Thus the incorrect statement is:", "D) All of them", "D")):
+                               ("Thus the incorrect statement is:", "D) All of them", "D"),
+                               # Qwen2.5 and DeepSeek-V3 on GPQA (ReasoningFlow): leads the rules did not know
+                               ("Based on the stereochemistry, the most plausible major isomer is:",
+                                "**Option A**: dimethyl (1R,4S)-octahydro-dicarboxylate", "A"),
+                               ("Therefore, the correct conclusion is:", "**C. λ2 >= 1.22*λ1**", "C")):
         rec = record("Compute it: 2 - 2 = 0.", lead, line, question=question)
         assert [(c.value, c.kind) for c in find_candidates(rec) if c.unit == 2] == [(letter, "option")], lead
     # the same after "the best match is:", a bare "the correct answer is", a closing "### Correct Answer:"
@@ -202,7 +206,8 @@ def test_an_option_a_conclusion_emphasises_in_bold_is_its_pick():
     for text, letter in (("So the best match for C9H10O2 is **C. ethyl benzoate**.", "C"),
                          ("Based on the analysis, **Option C: ethyl benzoate** best fits the 2 signals.", "C"),
                          ("Thus, **D** is the most reasonable choice.", "D"),
-                         ("**B. benzene, as 6 equal protons show.", "B")):  # the bold left open where a sentence ended
+                         ("**B. benzene, as 6 equal protons show.", "B"),  # the bold left open where a sentence ended
+                         ("So the conclusion is **A. 2 x 1.22*3 protons**.", "A")):  # a "*" in the option's text
         rec = record("Count the protons: 6 and 4.", text, "It fits the 2 signals seen.", question=question,
                      types="RSN CON RSN")
         assert final_candidate(find_candidates(rec), rec).value == letter, text
@@ -215,6 +220,27 @@ def test_an_option_a_conclusion_emphasises_in_bold_is_its_pick():
                  "We rule out **B. benzene** here."):
         rec = record("Count the protons: 6 and 4.", text, question=question, types="RSN CON")
         assert not [c for c in find_candidates(rec) if c.kind == "option"], text
+
+
+def test_a_sentence_ending_on_the_option_it_settles_on_is_a_pick_anywhere():
+    """Qwen2.5 on GPQA: "The only option that does not satisfy ... is **Option B**." closed its analysis, then a
+    closing sentence in words; the "0" of its "3P_0" was read as the answer. DeepSeek-V3's "The correct statement
+    is C" was read as a phrase, not the letter."""
+    question = "Which is not permitted?\nA. 1S0 -> 7D1\nB. 1S0 -> 3P0\nC. 1S0 -> 3S1\nD. 1S0 -> 3D3"
+    rec = record("Check each partial wave.", "The only option that does not satisfy the condition is **Option B**.",
+                 r"Therefore, the partial wave \(1S_0 \rightarrow 3P_0 + s\) is not permitted.", question=question,
+                 types="RSN RSN CON")
+    assert final_candidate(find_candidates(rec), rec).value == "B"
+    for text in ("The correct statement is C.", "So the correct statement is C, since it holds."):
+        assert only(record("Check them.", text, question=question, types="RSN CON")) == ("C", "option"), text
+    # an option examined, not settled on, is none: "**Option B**: it conserves parity." heads its analysis
+    rec = record("Check each partial wave.", "**Option B**: its parity is conserved.", "It is one of the four.",
+                 question=question)
+    assert not [c for c in find_candidates(rec) if c.kind == "option"]
+    # a subscript's, power's or formula's digits are no number a conclusion arrives at
+    from thinkprobe.redundancy import conclusion_number
+
+    assert conclusion_number("Thus x^2 grows, as CO2 and P_0 do.") is None
 
 
 def test_options_listed_inline_after_colons_are_options():

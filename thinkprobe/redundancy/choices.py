@@ -42,7 +42,8 @@ def question_options(question: str | None) -> dict[str, str]:
 
 # an option in bold, its text or not: "**C. ethyl 4-aminobenzoate**", "**Option C: ...**", "**D**", "**(B) ...**"
 # (closed, or open to the unit's end where a sentence ended inside it: "**A. First you identify the virus.")
-_BOLD_OPTION = re.compile(r"\*\*\s*(?:(?i:option|choice)\s*)?\(?([A-J])\)?(?:(?:[.:)]\s[^*\n]*|[.:)]|\s*\([^*\n]*\)|)\s*\*\*(?!\w)"
+# (its text may hold a single "*": "**A. λ2 >= 1.22*λ1**")
+_BOLD_OPTION = re.compile(r"\*\*\s*(?:(?i:option|choice)\s*)?\(?([A-J])\)?(?:(?:[.:)]\s(?:[^*\n]|\*(?!\*))*|[.:)]|\s*\([^*\n]*\)|)\s*\*\*(?!\w)"
                           r"|[.:)]\s[^*]*\Z)")
 # said of the option beside it: it is rejected ("**B** is wrong", "not **B**", "rather than **B**")
 _REJECTED_AFTER = re.compile(r"\W*(?:is|are|would be|seems?)?\s*(?:not\b|in(?:correct|valid)\b|wrong\b|false\b|ruled out\b|"

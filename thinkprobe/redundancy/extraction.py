@@ -59,7 +59,7 @@ _OPTION_WORD = r"(?i:option|choice)(?:\s*|\\?_)"  # "option ", "Choice_", "choic
 _OPTION_PHRASE = re.compile(
     r"(?:\bSolution:\s*(?:[Cc]hoice(?:\\?_|\s)?)?"
     rf"|\bConclusion:\s*{_OPTION_WORD}"  # "Conclusion: Choice_A: ..." ("Conclusion: C is ..." may name a compound)
-    r"|\b(?i:correct|right|best|final|closest|most\s+(?:appropriate|suitable|likely|plausible|accurate))\s+(?i:option|choice)"
+    r"|\b(?i:correct|right|best|final|closest|most\s+(?:appropriate|suitable|likely|plausible|accurate))\s+(?i:option|choice|statement)"
     r"\s*(?i:is|would be|should be|must be)?\s*(?i:therefore\s+)?:?\s*"
     rf"(?:{_OPTION_WORD})?"
     rf"|\b(?i:solution)\s+(?i:is|would be)\s+(?i:therefore\s+)?{_OPTION_WORD}"  # "the (correct) solution is Choice_A"
@@ -95,9 +95,13 @@ OPTION_LABEL = re.compile(r"^\s*\(?([A-J])\)(?:\s+\S|(?=[\d$\\]))")
 _ANSWER_LABEL = re.compile(r"(?:#+\s*)?(?:the\s+)?(?:final\s+|correct\s+)?answer(?:\s+is)?\s*[:：]?", re.IGNORECASE)
 # a sentence that leads into the option it names on the next line: "the correct answer is:" / "B. A = ..."
 _OPTION_LEAD = re.compile(r"\b(?:answer\b[^:\n]{0,30}\b(?:is|would be|should be|must be)|(?:correct|right|best|final|"
-                          r"incorrect|wrong|false|true)\s+(?:option|choice|statement|match)(?:s|es)?\b[^:\n]{0,20}\b(?:is|are|would be|"
-                          r"should be|must be))\s*[:：]?\s*$", re.IGNORECASE)  # not "the answer choices are:", "the first option is:"
-_OPTION_START = re.compile(r"^\W{0,3}([A-J])[.):](?:\s|\*)")  # "B. 0", "**D: CBr₄** is ..."
+                          r"incorrect|wrong|false|true)\s+(?:option|choice|statement|match|conclusion)(?:s|es)?\b[^:\n]{0,20}\b(?:is|are|would be|"
+                          r"should be|must be)|\bmost\s+(?:plausible|likely|probable|reasonable|appropriate|suitable)\b[^:\n.]{0,40}\b"
+                          r"(?:is|would be))\s*[:：]?\s*$", re.IGNORECASE)  # not "the answer choices are:", "the first option is:"
+# a sentence that ends on the option it settles on, in bold: "The only option that does not satisfy ... is **Option B**."
+_BOLD_PICK = re.compile(r"\b(?i:option|choice|answer)\b[^.\n]{0,200}\bis\s+\*\*\s*(?:(?i:option|choice)\s*)?\(?[A-J]\)?\*\*"
+                        r"\s*[.!]?\s*$")
+_OPTION_START = re.compile(r"^\W{0,3}(?:(?i:option|choice)\s+)?([A-J])(?:\*\*)?[.):](?:\s|\*)")  # "B. 0", "**D: CBr₄** is ...", "**Option A**: ..."
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.DOTALL)
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 _HEDGE = re.compile(r"^(?:(?:probably|likely|maybe|perhaps|definitely|indeed|actually|simply|just|still|then|"
@@ -348,7 +352,8 @@ def conclusion_number(text: str, prior: str | None = None) -> str | None:
 
 
 def _numbers(text: str) -> list[str]:
-    return [n.strip() for n in NUMBER.findall(text)]
+    """The numbers of a text, but not a subscript, power or label's digits ("3P_0", "x^2", "CO2")."""
+    return [m.group(0).strip() for m in NUMBER.finditer(text) if not re.match(r"[A-Za-z_^]", text[m.start() - 1:m.start()])]
 
 
 def _restated(numbers: Sequence[str], prior: str | None) -> list[str]:
@@ -490,7 +495,8 @@ def find_candidates(record: dict) -> list[Candidate]:
                 and (m := _OPTION_START.match(u["text"])):
             found = (m.group(1), "option")
         if listed and (found is None or found[1] in ("number", "bold")) and (lead_before or label_before or u["id"] in (
-                last_answer, last_unit) or u.get("type") == "CON") and (letter := bold_option(u["text"])):
+                last_answer, last_unit) or u.get("type") == "CON" or _BOLD_PICK.search(u["text"])) \
+                and (letter := bold_option(u["text"])):
             found = (letter, "option")
         if listed and (found is None or found[1] == "number") and u["id"] in (last_answer, last_unit) \
                 and _NONE_OF_THEM.search(MARKDOWN.sub("", u["text"])):
