@@ -1175,6 +1175,14 @@ def test_models_named_only_by_the_file_names_get_a_ready_path_pattern(tmp_path):
     assert sorted((r["model"], r["n"]) for r in result["model_profiles"]) == [
         ("claude-3-7-sonnet", 2), ("deepseek-llama-8b", 2), ("gpt-4o", 2)]
     assert result["unknown"]["model"] == 0
+    # one file (THINK-Bench's qwen3-32b_think_bench.jsonl.gz): the part of its name that reads as a model's
+    one = tmp_path / "qwen3-32b_think_bench.jsonl"
+    one.write_text("".join(json.dumps({"response": f"{text} ({i})"}) + "\n" for i in range(2)), encoding="utf-8")
+    summary = format_summary(run_profile(RunOptions(inputs=[str(one)], **{**options, "out_dir": str(tmp_path / "o3")})))
+    assert "a part of their file's path reads as a model's name: --path-pattern '{model}_think_bench.jsonl'" in summary
+    result = run_profile(RunOptions(inputs=[str(one)], path_pattern="{model}_think_bench.jsonl",
+                                    **{**options, "out_dir": str(tmp_path / "o4")}))
+    assert [(r["model"], r["n"]) for r in result["model_profiles"]] == [("qwen3-32b", 2)]
 
 
 def test_an_untagged_generation_is_not_replaced_by_the_tagged_chat_copy():

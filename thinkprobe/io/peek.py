@@ -175,11 +175,12 @@ def unknown_fix(key: str, sources: Iterable[str] = ()) -> str:
     model, a ready --path-pattern when those traces' files differ in a part that reads as model names."""
     fix = (f"name it with --{key} NAME (one value for an input), --{key}-field FIELD (a field of the records) "
            f"or --path-pattern '(?P<{key}>...)' (a part of the file path); per input: PATH::{key}=NAME")
+    sources = list(sources)
     template = model_path_template(sources) if key == "model" else None
     if template is None:
         return fix
-    return (f"their files differ in a part that reads as a model's name: --path-pattern '{template}' takes it from "
-            f"the path; or {fix}")
+    where = "their files differ in a part that reads" if len(set(sources)) > 1 else "a part of their file's path reads"
+    return f"{where} as a model's name: --path-pattern '{template}' takes it from the path; or {fix}"
 
 
 # Words that open or make up the names of model families, matched as a word of a path part (followed by
@@ -203,13 +204,32 @@ def model_path_template(sources: Iterable[str]) -> str | None:
     True
     >>> model_path_template(["d/messages.json", "d/run_qwq-32b.json", "d/run_r1.json"])  # files alike only
     'run_{model}.json'
+
+    One file: the one field of its name, or else the one folder, that reads as a model's name (THINK-Bench's
+    single file):
+
+    >>> model_path_template(["tb/qwen3-32b_think_bench.jsonl.gz"]), model_path_template(["runs/test.jsonl"])
+    ('{model}_think_bench.jsonl.gz', None)
     """
     groups: dict[tuple, list[tuple[str, ...]]] = {}  # files alike in depth, suffix and fields of the name
     for parts in sorted({tuple(Path(s).as_posix().split("/")) for s in sources}):
         stem = strip_extensions(parts[-1])
         groups.setdefault((len(parts), parts[-1][len(stem):], stem.count("_")), []).append(parts)
+    if len(groups) == 1 and len(group := next(iter(groups.values()))) == 1:
+        return _one_files_model_part(group[0])
     found = {t for (_, suffix, _), group in groups.items() if len(group) > 1 and (t := _model_part(group, suffix))}
     return found.pop() if len(found) == 1 else None
+
+
+def _one_files_model_part(parts: tuple[str, ...]) -> str | None:
+    """The template for one file: the one field of its name that reads as a model's name, else the one folder."""
+    stem = strip_extensions(parts[-1])
+    fields = stem.split("_")
+    named = [i for i, f in enumerate(fields) if MODEL_WORDS.search(f)]
+    if len(named) == 1:
+        return "_".join("{model}" if i == named[0] else f for i, f in enumerate(fields)) + parts[-1][len(stem):]
+    folders = [depth for depth in range(2, len(parts) + 1) if MODEL_WORDS.search(parts[-depth])]
+    return "{model}/" + "/".join("{}" for _ in range(folders[0] - 1)) if not named and len(folders) == 1 else None
 
 
 def _model_part(parts: list[tuple[str, ...]], suffix: str) -> str | None:
