@@ -314,10 +314,11 @@ def profile(data: Any, out_dir: str | os.PathLike | None = None, **options: Any)
 
 
 def profile_run(opts: RunOptions, temporary: bool = False, *, encoder=None, linker=None,
-                check_records: bool = False) -> "Run":
+                check_records: bool = False, warn: bool = True) -> "Run":
     """`profile` once its options are built: the run into opts.out_dir (`temporary`: the folder
     goes with the Run object). `encoder` and `linker`, when given, replace the ones the run would
-    load (thinkprobe.stream passes its own, which already hold the units' embeddings)."""
+    load (thinkprobe.stream passes its own, which already hold the units' embeddings). Without `warn`
+    the run's warnings about its traces are only in its summary (`thinkprobe watch` shows them itself)."""
     from .engine import run_profile
 
     out = Path(opts.out_dir)
@@ -346,7 +347,7 @@ def profile_run(opts: RunOptions, temporary: bool = False, *, encoder=None, link
         summary["field_warnings"] = [str(w) for w in warnings]
         # a file or model with no trace, or profiled as one-unit traces: never silent
         for warning in (*summary.get("coverage_warnings", ()), *summary.get("short_trace_warnings", ()),
-                        *summary.get("loop_warnings", ())):
+                        *summary.get("loop_warnings", ())) if warn else ():
             print(terminal_safe(f"warning: {warning}"), file=sys.stderr)
         run = Run(out, summary=summary, temporary=temporary)
         if opts.report:

@@ -341,9 +341,10 @@ class Stream:
             failure_risk=self._risk if ind is not None else None,
             signals=self.signals(), last_unit=self._units[-1].unit.text if self._units else None)
 
-    def close(self, out_dir: str | Path | None = None):
+    def close(self, out_dir: str | Path | None = None, warn: bool = True):
         """End the stream: profile the whole text as `thinkprobe.profile` does (same code path, the
-        stream's encoder and parser); returns that `Run`. `out_dir` as `profile`'s."""
+        stream's encoder and parser); returns that `Run`. `out_dir` as `profile`'s; without `warn` its
+        warnings (a repetition loop, a one-unit trace) are only in the Run's summary, not on stderr."""
         from .api import profile_run
 
         self.closed = True
@@ -351,7 +352,8 @@ class Stream:
         out = Path(tempfile.mkdtemp(prefix="thinkprobe-stream-")) if temporary else Path(out_dir)
         opts = RunOptions(records=[self.record_now()], out_dir=str(out), **self.options)
         with self.times("close"):
-            return profile_run(opts, temporary, encoder=self.encoder if self.encoder.exact else None, linker=self.linker)
+            return profile_run(opts, temporary, encoder=self.encoder if self.encoder.exact else None, linker=self.linker,
+                               warn=warn)
 
     def record_now(self) -> dict:
         """The record of the text so far, as `close` profiles it."""

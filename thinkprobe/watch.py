@@ -265,7 +265,7 @@ def watch(source: str, *, out_dir: str | None = None, follow: bool = False, unti
     finally:
         if view is not None:
             view.stop()
-    run = s.close(out_dir)
+    run = s.close(out_dir, warn=False)  # its warnings are shown under the final profile, once
     final = final_summary(run, s.norms)
     final["stopped"] = stopped
     if out_dir:
