@@ -719,6 +719,38 @@ def test_the_verdict_says_when_the_design_alone_tells_wrong_from_right():
     assert _design_note(rows, mixed, SETTINGS) == ""
 
 
+def test_no_verdict_where_the_design_decides_and_levels_fall_back_to_every_graded_trace():
+    """A new user's MiP run (150 traces): the failure-risk model had been trained on every right answer of the
+    missing-premise condition and every wrong one without it (its sample is drawn per grade), so the traces it
+    had not seen were MiP-wrong against normal-right: AUROC 1.000, a verdict 'ranks the wrong answers better'
+    and rows within each group with too few of one kind. The design note stands in for the verdict, and the
+    rows within each group take every graded trace (0.57 within MiP there: about length's)."""
+    from thinkprobe.report.decisions import _risk_auroc
+
+    rng = np.random.default_rng(0)
+    rows, graded, seen = [], {}, set()
+    for k in range(120):
+        group, wrong = ("MiP", k % 4 != 0) if k < 60 else ("normal", k % 4 == 0)
+        tid = f"t{k}"
+        rows.append({"trace_id": tid, "model": f"m{k % 2}", "domain": "math", "group": group,
+                     "tokens": float(rng.integers(200, 4000)), "question": None})
+        graded[tid] = (float(rng.uniform(0.6, 1.0) if group == "MiP" else rng.uniform(0.0, 0.4)), wrong)
+        if (group == "MiP") != wrong or k % 3 == 0:  # every rarer outcome in-sample, and a third of the rest
+            seen.add(tid)
+    note, _, table = _risk_auroc(rows, graded, seen, SETTINGS)
+    assert [r[0] for r in table] == ["all", "not trained on", "group MiP", "group normal"]
+    assert table[1][1] == str(len(graded) - len(seen)) and "Verdict" not in note
+    assert "the group alone tells them apart" in note and "no verdict is drawn there" in note
+    assert [r[1] for r in table[2:]] == ["60", "60"] and "over every graded trace (partly in-sample" in note
+    assert "which traces it saw depends on their grades" in note
+    # where the traces not trained on hold both kinds in every level, the levels are theirs, and a verdict is drawn
+    both = {t for t in seen if int(t[1:]) % 3 == 0}
+    note, _, table = _risk_auroc(rows, graded, both, SETTINGS)
+    assert [r[1] for r in table[2:]] == [str(sum(r["group"] == g and r["trace_id"] not in both for r in rows))
+                                         for g in ("MiP", "normal")]
+    assert "over the traces the failure-risk model was not trained on." in note
+
+
 def test_the_unusual_traces_say_when_a_models_groups_are_pooled():
     """A new user's MiP run: a model's most unusual traces were its missing-premise ones, scored against
     its traces of both conditions together, and nothing said so."""

@@ -222,20 +222,37 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
         note += (f" {len(seen)} of the graded traces {'is one' if len(seen) == 1 else 'are ones'} the failure-risk model was "
                  "trained on (recognised by their opening words and signs), so the first row is partly in-sample; the "
                  "second leaves them out, though they may come from a corpus the failure-risk model was trained on "
-                 "(in-distribution): its card gives what it reaches on each corpus left out of training.")
-    note += _verdict(table[-1][0], *found[table[-1][0]])  # over the traces it was not trained on where some are, else all
-    split, within = [], unseen if seen and unseen else graded  # the design's levels out of sample where it can
-    note += _design_note(rows, within, settings)
+                 "(in-distribution): its card gives what it reaches on each corpus left out of training. Its training "
+                 "sample drew up to a fixed number of right and of wrong traces per model and domain, so which traces "
+                 "it saw depends on their grades: the rarer outcome of a model or condition may be all in-sample.")
+    within = unseen if seen and unseen else graded  # the verdict's traces: out of sample where some are
+    design = _design_note(rows, within, settings)
+    # no verdict where a design factor alone tells the verdict's traces apart: the rows within its levels speak
+    note += design or _verdict(table[-1][0], *found[table[-1][0]])
+    levels_of = {}
+    for by in ("domain", "group"):
+        level_of = {r["trace_id"]: r.get(by) for r in rows}
+        levels = sorted({str(level_of[t]) for t in graded if level_of.get(t) is not None})
+        if 1 < len(levels) <= MAX_LEVELS_SAID:  # a design factor can carry the whole ranking (MiP against normal)
+            levels_of[by] = {v: {t for t in graded if str(level_of.get(t)) == v} for v in levels}
+    # within the levels, out of sample, unless a level's traces not trained on hold too few of one kind where all its
+    # graded traces hold enough: then every graded trace (a MiP-Overthinking run: the few right answers of the MiP
+    # condition were all in-sample)
+    if within is unseen and any(not _both_kinds([unseen[t] for t in ids if t in unseen])
+                                and _both_kinds([graded[t] for t in ids])
+                                for levels in levels_of.values() for ids in levels.values()):
+        within = graded
+    split = []
     for by, why in (("domain", "a domain can hold most of the wrong answers"),
                     ("group", "a condition can separate right from wrong answers by itself")):
-        level_of = {r["trace_id"]: r.get(by) for r in rows}
-        levels = sorted({str(level_of[t]) for t in within if level_of.get(t) is not None})
-        if 1 < len(levels) <= MAX_LEVELS_SAID:  # a design factor can carry the whole ranking (MiP against normal)
-            table += [row(f"{by} {v}", {t: g for t, g in within.items() if str(level_of.get(t)) == v}) for v in levels]
+        if by in levels_of:
+            table += [row(f"{by} {v}", {t: within[t] for t in ids if t in within}) for v, ids in levels_of[by].items()]
             split.append(f"within each {by} ({why})")
     if split:
-        note += (" Then the same " + " and ".join(split)
-                 + (", over the traces the failure-risk model was not trained on" if within is unseen else "") + ".")
+        over = (", over the traces the failure-risk model was not trained on" if within is unseen else
+                ", over every graded trace (partly in-sample: the traces not trained on hold too few of one kind in "
+                "some level)" if seen and unseen else "")
+        note += " Then the same " + " and ".join(split) + over + "."
     return note, RISK_HEADER, table
 
 
@@ -255,9 +272,9 @@ def _design_note(rows: Sequence[Mapping], part: Mapping[str, tuple[float, bool]]
                         f"grades shuffled)")
     if not said:
         return ""
-    return (f" But on these traces {' and '.join(said)}, each trace scored by its level's share wrong: failure_risk "
-            "may rank them by what differs between the levels rather than by how a reasoning fails; read the rows "
-            "within each level, where they have both kinds.")
+    return (f" On the traces of the last row {' and '.join(said)}, each trace scored by its level's share wrong: "
+            "failure_risk may rank them by what differs between the levels rather than by how a reasoning fails, so no "
+            "verdict is drawn there; read the rows within each level, where they have both kinds.")
 
 
 def _verdict(label: str, interval: tuple[float, float, float] | None, baseline: float | None) -> str:
