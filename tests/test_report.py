@@ -154,7 +154,14 @@ def test_trace_page_says_why_its_trace_is_unusual(run_dir):
     assert f"failure_risk {float(row['failure_risk']):.2f}" in page
     from thinkprobe.report.trace_pages import _unusual_html
     scored = _unusual_html({"anomaly": 4.2, "anomaly_rank": 1, "drivers": "idea_count +3.1", "failure_risk": 0.7})
-    assert "anomaly 4.20 (rank 1 within the model); drivers: idea_count +3.1. failure_risk 0.70" in scored
+    assert "anomaly 4.20, rank 1 (1 = the most unusual" in scored and "drivers (robust z): idea_count +3.1. failure_risk 0.70" in scored
+    # beside the model's median anomaly and each driver's value beside the model's median: a new user read
+    # "critique_ratio +24.7" as heavy self-critique where the trace had one exploration unit under 69 critiques
+    row = {"anomaly": 25.0, "anomaly_rank": 1, "drivers": "critique_ratio +24.7; max_chain_depth +4.1", "failure_risk": 0.72,
+           "model_traces": 45, "model_median_anomaly": 4.29, "model_medians": {"critique_ratio": 3.545, "max_chain_depth": 22}}
+    page = html.unescape(_unusual_html(row, {"critique_ratio": 69.0, "max_chain_depth": 89.0}))
+    assert "anomaly 25.0, rank 1 of 45 (1 = the most unusual; the model's median anomaly 4.29)" in page
+    assert "critique_ratio +24.7 (69.00; the model's median 3.545); max_chain_depth +4.1 (89.00; the model's median 22.00)" in page
 
 
 def test_trace_pages_of_ids_differing_only_in_case_are_two_files_anywhere(tmp_path):

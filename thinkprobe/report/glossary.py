@@ -124,7 +124,8 @@ COVERAGE_GLOSSARY: dict[str, str] = {
 DECISIONS_GLOSSARY: dict[str, str] = {
     "anomaly": "robust Mahalanobis distance of a trace's 19 indicators from its own model's traces: robust z "
                "(median, 1.4826 x MAD; the standard deviation where the MAD is 0) per indicator, Ledoit-Wolf shrinkage covariance of the z clipped to ±3; "
-               "empty for a model with too few traces (anomaly_reason says why)",
+               "empty for a model with too few traces (anomaly_reason says why); it has no fixed scale: read it "
+               "beside its rank and the model's median anomaly (each trace's page gives both)",
     "anomaly_rank": "1 = the model's most unusual trace",
     "drivers": "the indicators with the largest |robust z| (at least the config's anomaly_driver_z), signed: "
                "+ above the model's median, - below; in the report's table \"reasoning is a program\" first marks "

@@ -200,16 +200,25 @@ def _profile_html(profile: Mapping[str, float] | None, norms: str) -> str:
               f"(0 = the reference mean; positive = more of the dimension).</p>")
 
 
-def _unusual_html(row: Mapping | None) -> str:
-    """What anomalies.csv says of the trace: how unusual it is among its model's traces, why, and its
-    failure risk, in-sample where the failure-risk model was trained on the trace (nothing without a row)."""
+def _unusual_html(row: Mapping | None, indicators: Mapping[str, float] | None = None) -> str:
+    """What anomalies.csv says of the trace: how unusual it is among its model's traces (beside the model's
+    median anomaly: the distance has no fixed scale), why (each driver's value beside the model's median: a
+    ratio's z of +24.7 was one exploration unit under 69 critiques), and its failure risk, in-sample where the
+    failure-risk model was trained on the trace (nothing without a row; `_unusual_rows` adds the model's)."""
     if not row:
         return ""
     if row.get("anomaly") is None:
         where = f"Not scored as unusual ({esc(row.get('anomaly_reason') or 'no score')})"
     else:
-        where = (f"Unusual among its model's traces: anomaly {format_number(row['anomaly'], 2)} (rank "
-                 f"{row['anomaly_rank']} within the model); drivers: {esc(row.get('drivers') or 'none')}")
+        medians, values = row.get("model_medians") or {}, indicators or {}
+        drivers = [(d, d.split(" ")[0]) for d in (row.get("drivers") or "").split("; ") if d]
+        said = "; ".join(d + (f" ({format_number(values[name], 3)}; the model's median {format_number(medians[name], 3)})"
+                              if name in values and name in medians else "") for d, name in drivers)
+        n = row.get("model_traces")
+        where = (f"Among its model's traces: anomaly {format_number(row['anomaly'], 2)}, rank {row['anomaly_rank']}"
+                 + (f" of {n}" if n else "") + " (1 = the most unusual; the model's median anomaly "
+                 f"{format_number(row.get('model_median_anomaly'), 2)}); drivers (robust z): "
+                 f"{esc(said or 'none reaches the threshold')}")
     risk = ("" if row.get("failure_risk") is None else
             f" failure_risk {format_number(row['failure_risk'], 2)}: the probability that the final answer is "
             "wrong, from the reasoning's structure alone, as calibrated on the failure-risk model's training corpora"
@@ -249,7 +258,7 @@ def _trace_page(rec: Mapping, png: bytes, back_link: str | None, profile: Mappin
                       for k, v in meta], left=2, cls="meta")}
 <h2>5D profile</h2>
 {_profile_html(profile, norms)}
-{_unusual_html(unusual)}
+{_unusual_html(unusual, ind)}
 <p>{legend}</p>
 <p>{edge_legend}</p>
 <div class="zoom" role="toolbar" aria-label="graph zoom"><button type="button" data-zoom="fit">fit width</button>
@@ -317,10 +326,26 @@ def write_trace_view(run_dir: str | Path, trace_id: str, out: str | Path | None 
 
 
 def _unusual_rows(run_dir: Path) -> dict[str, dict]:
-    """{trace_id: its anomalies.csv row} (the table is written first for a run made before it existed)."""
+    """{trace_id: its anomalies.csv row} (the table is written first for a run made before it existed), with its
+    model's: model_traces (scored), model_median_anomaly and model_medians (of each indicator, indicators.csv)."""
+    from statistics import median
+
     from ..anomalies import read_anomalies
 
-    return {r["trace_id"]: r for r in read_anomalies(run_dir)}
+    rows = read_anomalies(run_dir)
+    scored: dict[str, list[float]] = {}
+    for r in rows:
+        if r.get("anomaly") is not None:
+            scored.setdefault(r["model"], []).append(float(r["anomaly"]))
+    values: dict[str, dict[str, list[float]]] = {}
+    for r in read_table(run_dir, INDICATORS_TABLE):
+        for name in INDICATORS:
+            if (v := as_number(r.get(name))) == v:  # not nan: an empty cell
+                values.setdefault(r["model"], {}).setdefault(name, []).append(v)
+    medians = {m: {name: median(v) for name, v in by.items()} for m, by in values.items()}
+    return {r["trace_id"]: {**r, "model_traces": len(scored.get(r["model"], ())),
+                            "model_median_anomaly": median(scored[r["model"]]) if scored.get(r["model"]) else None,
+                            "model_medians": medians.get(r["model"], {})} for r in rows}
 
 
 PAGE_TITLE = "ThinkProbe · "  # every trace page's <title> opens with it: how a rerun tells the tool's pages
