@@ -701,6 +701,10 @@ def test_the_failure_risk_table_ends_with_a_verdict_against_the_model_and_length
     # as printed: a baseline of 0.7404 lies within the interval the table shows as [0.59, 0.74]
     assert "cannot be told apart" in _verdict("all", interval, 0.7404)
     assert _verdict("all", interval, None) == "" and _verdict("all", None, 0.7) == ""
+    # a baseline at or under chance (a new user's ReasoningFlow run: 0.479 against [0.51, 0.83]) is no yardstick
+    assert "better than chance; the model + length baseline does not here (0.479)" in _verdict(
+        "all", (0.67, 0.51, 0.83), 0.479)
+    assert "neither failure_risk (0.560 [0.45, 0.67]) nor" in _verdict("all", (0.56, 0.45, 0.67), 0.40)
     assert _verdict("not trained on", interval, 0.8).startswith(
         " Verdict over the traces the failure-risk model was not trained on:")
 

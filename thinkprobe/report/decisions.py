@@ -289,6 +289,12 @@ def _verdict(label: str, interval: tuple[float, float, float] | None, baseline: 
         return (f" Verdict{over}: the model + length baseline ({baseline:.3f}) lies above failure_risk's interval "
                 f"({cell}): here the models' shares of wrong answers and the traces' lengths tell wrong from right "
                 f"better than the reasoning's structure does.")
+    if baseline < low and baseline <= 0.5:  # a baseline at or under chance: beating it says little
+        if low > 0.5:
+            return (f" Verdict{over}: failure_risk ({cell}) ranks the wrong answers better than chance; the model + "
+                    f"length baseline does not here ({baseline:.3f}), so beating it says little more.")
+        return (f" Verdict{over}: neither failure_risk ({cell}) nor the model + length baseline ({baseline:.3f}) ranks "
+                f"the wrong answers better than chance here.")
     if baseline < low:
         return (f" Verdict{over}: failure_risk ({cell}) ranks the wrong answers better than the model + length "
                 f"baseline ({baseline:.3f}), which learns from these very grades.")

@@ -134,8 +134,8 @@ DECISIONS_GLOSSARY: dict[str, str] = {
                     "(unit types, edges, length, candidate answers in the reasoning; never the answer section, "
                     "the gold answer or a grade), calibrated on its training corpora (left out of training, "
                     "ReasoningFlow, MiP-Overthinking and THINK-Bench, long thinking-model traces of math and "
-                    "science, were ranked at AUROC 0.72-0.80, the five other corpora near chance, 0.48-0.63; mean "
-                    "calibration error 0.04-0.19): models/failure-risk",
+                    "science, were ranked at AUROC 0.75-0.83, though THINK-Bench's lengths alone reach 0.85, the "
+                    "five other corpora near chance, 0.50-0.63; mean calibration error 0.04-0.18): models/failure-risk",
     "fit": "how well a model's profile matches what is wanted: the mean signed z over the wanted dimensions "
            "(--want), or minus the distance of its mean profile from a target (--like); higher fits better",
     "interval": "percentile bootstrap interval of the fit (stats bootstrap settings); questions are resampled, "
