@@ -204,7 +204,7 @@ def test_select_names_models_whose_accuracy_counts_unfinished_traces():
         r["correct"], r["no_answer"] = (False, True) if k < 12 else (r["correct"], False)
     sel = select_models(rows, SETTINGS)
     assert sel.notes["unanswered"] == ("accuracy counts a trace with no final answer found as incorrect: prefixes 12 "
-                                       "of 30 (unfinished? --unanswered ungraded leaves them ungraded)")
+                                       "of 30 (unfinished? profiled with --unanswered ungraded they are left ungraded)")
     assert "unanswered" not in select_models(_profile_rows({"a": 0.0, "b": 0.5}), SETTINGS).notes
 
 

@@ -305,7 +305,7 @@ def _unanswered(rows: Sequence[Mapping], ranked: Sequence[Mapping]) -> str:
         if r["graded"] and n >= UNANSWERED_SHARE * r["graded"]:
             named.append(f"{one_line(r['model'])} {n} of {r['graded']}")
     return ("accuracy counts a trace with no final answer found as incorrect: " + ", ".join(named)
-            + " (unfinished? --unanswered ungraded leaves them ungraded)") if named else ""
+            + " (unfinished? profiled with --unanswered ungraded they are left ungraded)") if named else ""
 
 
 def _more_accurate_below(rows: Sequence[Mapping], min_graded: int) -> str:

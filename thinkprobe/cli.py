@@ -446,7 +446,9 @@ def report(run_dir, workers):
 @click.option("--want", default=None, help="signed dimensions to favour, e.g. 'Depth+,Efficiency+' "
               "[default: every dimension +]")
 @click.option("--like", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="JSON target profile {dimension: z}: rank by closeness to it")
+              help="JSON target profile {dimension: z}: rank by closeness to it. The z are on this run's scale "
+                   "(its norms: its own traces' mean and spread, or --norms given to profile); a profile of another "
+                   "run is comparable only if both were scored against the same norms")
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
 def select_cmd(run_dir, domain, group, want, like, as_json):
     """Rank the run's models by how well their 5D profile fits, with bootstrap intervals and tiers:
