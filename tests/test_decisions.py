@@ -196,6 +196,16 @@ def test_select_within_a_domain_names_the_models_without_traces_there():
     assert "absent" not in select_models(rows, SETTINGS).notes
 
 
+def test_select_says_when_accuracy_counts_grades_of_questions_with_a_premise_removed():
+    """A new user's `select --group MiP` on MiP-Overthinking showed accuracy 0.15-0.26 as plain accuracy, where a
+    'correct' grade of a question with a premise removed is a made-up premise (the profile's summary says so)."""
+    rows = [dict(r, group="MiP" if k % 2 else "normal", gold_not_asked=bool(k % 2))
+            for k, r in enumerate(_profile_rows({"a": 0.0, "b": 0.5}))]
+    note = select_models(rows, SETTINGS, group="MiP").notes["premise"]
+    assert note.startswith("accuracy counts 30 graded answers to questions with a premise removed") and "made-up" in note
+    assert "premise" not in select_models(rows, SETTINGS, group="normal").notes
+
+
 def test_select_names_models_whose_accuracy_counts_unfinished_traces():
     """ReasonEval's PRM800K solutions: select showed GPT-4 at accuracy 0.44 in tier 1 beside WizardMath's 1.00,
     and 153 of its 300 graded traces were wrong only for stating no answer (rated prefixes)."""

@@ -288,6 +288,11 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
         sel.notes["accuracy"] = worse
     if unanswered := _unanswered(rows, sel.rows):
         sel.notes["unanswered"] = unanswered
+    premise = sum(bool(r.get("gold_not_asked")) and r.get("correct") is not None for r in rows)
+    if premise:  # MiP-Overthinking's missing-premise condition: its "correct" is a made-up premise
+        sel.notes["premise"] = (f"accuracy counts {premise} graded answers to questions with a premise removed by the "
+                                "records' own grades, whose 'correct' says the answer matches the whole question's: a "
+                                "made-up premise, where abstaining is the right answer (provenance gold_not_asked)")
     return sel
 
 

@@ -90,7 +90,8 @@ def _correctness(run_dir: Path) -> tuple[dict[str, dict], str | None]:
     for rec in iter_graph_records(run_dir, missing_ok=True):
         meta[rec["trace_id"]] = {"question": rec.get("question"), "correct": rec.get("correct"),
                                  "answer_found": (bool(rec["redundancy"].get("final_answer"))
-                                                  if isinstance(rec.get("redundancy"), dict) else None)}
+                                                  if isinstance(rec.get("redundancy"), dict) else None),
+                                 "gold_not_asked": bool((rec.get("provenance") or {}).get("gold_not_asked"))}
     sources = {"graphs.jsonl correct"} if any(m["correct"] is not None for m in meta.values()) else set()
     if (run_dir / REDUNDANCY_TABLE.name).exists():
         for r in read_table(run_dir, REDUNDANCY_TABLE):
@@ -126,7 +127,8 @@ def load_table(run_dir: str | Path, meta: Mapping[str, dict] | None = None) -> l
         row = {"trace_id": r["trace_id"], "model": r["model"], "domain": r["domain"], "group": r.get("group") or None,
                "source_id": r.get("source_id") or None,
                "tokens": _as_float(r.get("tokens")), "question": m.get("question"), "correct": m.get("correct"),
-               "no_answer": bool(m.get("no_answer"))}  # wrong because the matcher found no final answer
+               "no_answer": bool(m.get("no_answer")),  # wrong because the matcher found no final answer
+               "gold_not_asked": bool(m.get("gold_not_asked"))}  # the gold answers a question not asked (MiP)
         row.update({name: _as_float(r.get(name)) for name in INDICATORS})
         row.update({dim: _as_float(p.get(dim)) for dim in DIMENSIONS})
         rows.append(row)
