@@ -47,6 +47,7 @@ GEMINI_PARTS = "candidates[0].content.parts"  # Gemini's generateContent: `thoug
 # Why a record holds no reasoning to profile although it has a place for it (and ENCRYPTED, from .blocks).
 UNTAGGED = ("untagged text: no reasoning field and no reasoning tags, so the whole text would be profiled as "
             "reasoning; left out by --untagged skip")
+EMPTY_BESIDE_ANSWER = "empty reasoning beside an answer (given without thinking?)"
 
 
 # OpenAI Responses API objects: an `output` list of typed items, also inside a batch result
@@ -102,16 +103,17 @@ def detect(
     if untagged and fields.untagged == "skip":
         raise error(_origin(record, reasoning_from), UNTAGGED)
     start, end = trim(text, *split.reasoning)
+    answer_fields = (fields.answer_field, *found.answer_fields) if fields.answer_field else found.answer_fields
     if start >= end:
-        raise error(_origin(record, reasoning_from), "empty reasoning")
+        # beside an answer: a run without thinking (tts_knowledge's Claude and Gemini no-think records, an empty
+        # thought_summary beside the response), or a tool that kept only the answer
+        beside = _answer_section(record, answer_fields, reasoning_from, text, split, found.answer) is not None
+        raise error(_origin(record, reasoning_from), EMPTY_BESIDE_ANSWER if beside else "empty reasoning")
     if untagged and is_api_error(text[start:end]):
         shown = text[start:end] if end - start <= 80 else text[start:start + 77] + "..."
         raise error(_origin(record, reasoning_from), f"the text is a generation API's error message ({shown!r}), "
                                                      "not a model's output")
     sections = [Section("reasoning", _origin(record, reasoning_from), text, start, end)]
-    answer_fields = found.answer_fields
-    if fields.answer_field:
-        answer_fields = (fields.answer_field, *answer_fields)
     answer = _answer_section(record, answer_fields, reasoning_from, text, split, found.answer)
     if answer is None and found.dedicated and split.answer is None and (last := _CLOSING_ANSWER.search(text, start, end)):
         # a reasoning field of its own that ends "Answer: ..." beside an empty answer field (tts_knowledge's Qwen3
@@ -306,7 +308,7 @@ def _locate_reasoning(
         if not isinstance(value, str):
             raise error(path, f"expected text or a list of texts, found {type_name(value)}")
         if not value.strip():
-            raise error(path, "empty reasoning")
+            raise error(path, _empty_reasoning(record, path))
         # the answer detection would have found stays: beside the named field, then where the record keeps one
         try:
             auto = _locate_reasoning(record, FieldMap(), error, generation).answer_fields
@@ -354,7 +356,8 @@ def _locate_reasoning(
             raise error(empty.path, f"{HIDDEN_REASONING}: `{empty.path}` is empty and `{hidden[0]}` counts "
                                     f"{hidden[1]:,} reasoning tokens, so the model thought and its reasoning was not "
                                     "returned; the text is the final answer only")
-        raise error(empty.path, empty.reason)  # never the answer profiled as if it were reasoning
+        # never the answer profiled as if it were reasoning
+        raise error(empty.path, _empty_reasoning(record, empty.path) if empty.reason == "empty reasoning" else empty.reason)
     known = (*tried, *QUESTION_FIELDS, *GOLD_FIELDS, *ID_FIELDS, *MODEL_FIELDS, *DOMAIN_FIELDS)
     other = tagged_field(record, known)  # a field no list names, holding reasoning tags
     if other:
@@ -377,10 +380,17 @@ def _locate_reasoning(
                 if isinstance(wrong[1], list) and wrong[1] and all(isinstance(x, str) for x in wrong[1]) else "")
         raise error(wrong[0], f"expected text, found {type_name(wrong[1])}{hint}")
     if empty_inline:
-        raise error(empty_inline, "empty reasoning")
+        raise error(empty_inline, _empty_reasoning(record))
     raise error("reasoning", f"no reasoning text found; tried: {', '.join(dict.fromkeys(tried))}; "
                              f"{_keys_hint(record, '')} (name the field with --reasoning-field)"
                              f"{longest_text_hint(record, known)}")
+
+
+def _empty_reasoning(record: dict, field: str = "") -> str:
+    """Why a record's reasoning field is empty: beside an answer field holding text, or not."""
+    beside = any(isinstance(value := get_path(record, path)[1], str) and value.strip()
+                 for path in ANSWER_FIELDS if path != field)
+    return EMPTY_BESIDE_ANSWER if beside else "empty reasoning"
 
 
 def _dedicated_candidates(record: dict) -> Iterator[tuple[Found, bool]]:
