@@ -800,6 +800,10 @@ def test_a_long_untagged_trace_is_profiled_as_cut_off_with_no_final_answer(tmp_p
     assert cut["provenance"]["truncated"] and cut["provenance"]["kept_long"]
     assert cut["redundancy"]["final_answer"] is None and graphs["t1"]["redundancy"]["final_answer"]["value"] == "1"
     assert run.summary["untagged_long_by_model"] == {"M": 1} and not run.summary.get("truncated_by_model")
+    # the units each model's answer sections hold (the headline names a model whose answers weigh much more)
+    tally = json.loads((run.folder / "run.json").read_text(encoding="utf-8"))["answer_units_by_model"]["M"]
+    assert tally == run.summary["answer_units_by_model"]["M"]
+    assert tally["answer"] == 3 and tally["units"] == sum(len(g["units"]) for g in graphs.values())
 
 
 def test_chat_template_tokens_never_reach_real_units_or_answers(tts_run):

@@ -473,6 +473,14 @@ def test_effect_sizes_and_the_headline_carry_their_bootstrap_intervals(tmp_path)
     # 7 of 10 cut by a token cap, ranked apart with no word)
     assert "Many traces of c (7 of 20) are cut off" in headline(stats, run={"truncated_by_model": {"c": 7, "a": 1}})[0]
     assert "cut off" not in headline(stats, run={"truncated_by_model": {"c": 5}})[0]
+    # and models whose answer sections hold many of their units where others' hold few (a new user: Claude 3.7
+    # Sonnet's lead in Depth was half its worked answers, 38% of its units, beside 1% of Qwen3-8B's)
+    answers = {"a": {"answer": 38, "units": 100}, "b": {"answer": 1, "units": 100}, "c": {"answer": 13, "units": 100}}
+    said = headline(stats, run={"answer_units_by_model": answers})[0]
+    assert "The answer sections of a (38% of its units) are part of their Thought Graphs and profiles, beside 1%-13% " \
+           "of the units of b and c" in said
+    alike = {m: {"answer": 30, "units": 100} for m in "abc"}
+    assert "answer sections" not in headline(stats, run={"answer_units_by_model": alike})[0]
     cells = dict(zip(effect_header(stats), effect_rows(stats, html_out=False)[stats["variables"].index(depth)]))
     assert cells["corrected model"] == (format_number(depth["model"]["eps2_corrected"], 2)
                                         + interval_text(depth["model"]["eps2_corrected_ci"]))

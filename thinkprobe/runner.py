@@ -318,6 +318,7 @@ class Joined:
     summarised_by_model: dict[str, int] = field(default_factory=dict)  # traces per model whose reasoning is a summary
     # traces per model with words before their reasoning's opening tag, in no section (provenance before_reasoning)
     before_reasoning_by_model: dict[str, int] = field(default_factory=dict)
+    answer_units_by_model: dict[str, dict[str, int]] = field(default_factory=dict)  # {"answer": units there, "units": all}
     code_not_run: int = 0  # traces whose final answer is code left ungraded: code execution was off
     reasoning_is_code: int = 0  # traces whose reasoning is a program, not prose (provenance reasoning_is_code)
     accounting: Accounting = field(default_factory=Accounting)  # coverage per file and model, grades
@@ -397,6 +398,9 @@ def join_parts(out: Path, redundancy: RedundancyParams, cluster_exact_max: int, 
                         joined.truncated_by_model[g["model"]] = joined.truncated_by_model.get(g["model"], 0) + 1
                     elif answer_cut(g["provenance"]):
                         joined.answer_cut_by_model[g["model"]] = joined.answer_cut_by_model.get(g["model"], 0) + 1
+                    tally = joined.answer_units_by_model.setdefault(g["model"], {"answer": 0, "units": 0})
+                    tally["answer"] += sum(u.get("section") == "answer" for u in g["units"])
+                    tally["units"] += len(g["units"])
                     if g["provenance"].get("summarised"):
                         joined.summarised_by_model[g["model"]] = joined.summarised_by_model.get(g["model"], 0) + 1
                     if g["provenance"].get("before_reasoning"):
@@ -488,6 +492,7 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
         "answer_cut_by_model": dict(sorted(joined.answer_cut_by_model.items())),
         "summarised_by_model": dict(sorted(joined.summarised_by_model.items())),
         "before_reasoning_by_model": dict(sorted(joined.before_reasoning_by_model.items())),
+        "answer_units_by_model": dict(sorted(joined.answer_units_by_model.items())),
         "untagged": {"policy": opts.untagged, "profiled": joined.untagged,
                      "by_model": dict(sorted(joined.untagged_by_model.items())),
                      "kept_long_by_model": dict(sorted(joined.untagged_long_by_model.items())),
@@ -598,6 +603,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
             "answer_cut_by_model": dict(sorted(joined.answer_cut_by_model.items())),
             "summarised_by_model": dict(sorted(joined.summarised_by_model.items())),
             "before_reasoning_by_model": dict(sorted(joined.before_reasoning_by_model.items())),
+            "answer_units_by_model": dict(sorted(joined.answer_units_by_model.items())),
             "code_not_run": joined.code_not_run, "reasoning_is_code": joined.reasoning_is_code,
             "coverage": info["coverage"], "coverage_warnings": info["coverage_warnings"],
             "short_trace_warnings": info["short_trace_warnings"], "loop_warnings": info["loop_warnings"],

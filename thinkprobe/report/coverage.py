@@ -29,6 +29,7 @@ def run_json(run_dir: Path) -> dict:
 
 
 CUT_SHARE = 0.3  # a model this many of whose traces are cut off before their reasoning ends is named
+ANSWER_SHARE = 0.2  # a model this share of whose units lie in answer sections is named, where another's are half as many
 
 
 def summary_caveat(sizes: Mapping[str, int], run: Mapping | None) -> str:
@@ -36,7 +37,9 @@ def summary_caveat(sizes: Mapping[str, int], run: Mapping | None) -> str:
     their traces) a summary of hidden thinking and others' is not (run.json's summarised_by_model: a new
     user read tts_knowledge's ranking of the three summary models lowest on Breadth as theirs, the coverage
     section alone saying what they are), or often (CUT_SHARE) cut off before it ends and others' is not
-    (truncated_by_model: Venhoff et al.'s R1 distills, cut by a token cap, ranked apart with no word);
+    (truncated_by_model: Venhoff et al.'s R1 distills, cut by a token cap, ranked apart with no word), or hold
+    ANSWER_SHARE of their units in answer sections where others hold half as many (answer_units_by_model: a new
+    user found Claude 3.7 Sonnet's lead in Depth half its worked answers, 38% of its units, against 1% of Qwen3's);
     `sizes`: traces per model; '' otherwise."""
     run = run or {}
     out = []
@@ -52,6 +55,17 @@ def summary_caveat(sizes: Mapping[str, int], run: Mapping | None) -> str:
         out.append(f"Many traces of {and_list([f'{m} ({truncated[m]} of {sizes[m]})' for m in cut])} are cut off before "
                    "their reasoning ends (see the coverage section): part of a difference between them and the other "
                    "models may be the cut.")
+    answers = {m: t["answer"] / t["units"] for m, t in (run.get("answer_units_by_model") or {}).items()
+               if sizes.get(m) and t.get("units")}
+    many = sorted(m for m, share in answers.items() if share >= ANSWER_SHARE)
+    few = sorted(m for m, share in answers.items() if share * 2 <= min(answers[x] for x in many)) if many else []
+    if many and few:
+        low, high = f"{min(answers[m] for m in few):.0%}", f"{max(answers[m] for m in few):.0%}"
+        out.append(f"The answer sections of {and_list([f'{m} ({answers[m]:.0%} of its units)' for m in many])} are part of "
+                   f"their Thought Graphs and profiles, beside {low if low == high else f'{low}-{high}'} of the units of "
+                   f"{and_list(few) if len(few) <= 3 else f'{len(few)} other models'}: part of a difference between them "
+                   "may be how they write their answers (a worked answer restating the reasoning adds units, depth "
+                   "and conclusions).")
     return " ".join(out)
 
 
