@@ -75,6 +75,28 @@ def test_no_text_overlaps_another_or_leaves_the_canvas(ten_figures):
             assert clipped_texts(fig) == [], name
 
 
+def test_no_text_is_raw_mathtext(ten_figures):
+    """A new user's lengths.png and outcome_tokens.png labelled their log axes "$\\mathdefault{10^{2}}$": the
+    report's style turns mathtext off (a model's name is never a formula), and the log scale's labels use it."""
+    from matplotlib.text import Text
+
+    from thinkprobe.report.cot_figures import _token_axis
+
+    def raw(fig) -> list[str]:
+        fig.canvas.draw()
+        return [t for t in (x.get_text() for x in fig.findobj(Text) if x.get_visible())
+                if "\\mathdefault" in t or re.fullmatch(r"\$.*\$", t)]
+
+    with figure_style():
+        for name, fig in ten_figures.items():
+            assert not raw(fig), name
+        fig = Figure()
+        ax = fig.subplots()
+        ax.plot([50, 5000], [0, 1])  # three decades of tokens: the ten models' traces span less than one
+        _token_axis(ax, "tokens")
+        assert not raw(fig) and [t.get_text() for t in ax.get_xticklabels()] == ["10", "100", "1,000", "10,000"]
+
+
 def test_every_text_is_readable_at_page_width(ten_figures):
     from matplotlib.text import Text
 

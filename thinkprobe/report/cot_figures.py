@@ -133,7 +133,13 @@ def positions_figure(position_rows: Sequence[Mapping], traces: Mapping[str, int]
 
 def _token_axis(ax, title: str) -> None:
     """The axis both token figures share: tokens per trace on a log scale, along x."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
     ax.set_xscale("log")
+    # plain numbers: the log scale's default labels are mathtext ("$\\mathdefault{10^{2}}$"), which the report's
+    # style turns off (a model's name is never a formula), so they had printed as raw LaTeX
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("tokens per trace (log scale)")
     ax.set_title(title)
     ax.grid(alpha=0.3, axis="x")
