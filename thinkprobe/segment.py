@@ -19,7 +19,7 @@ from .config import Config
 from .io.tags import SPECIAL_TOKEN
 from .records import Section
 
-__all__ = ["Abbreviations", "DOLLAR_MATH", "fragment_spans", "unit_spans", "settled_fragments", "is_filler", "merge_fragments", "tile",
+__all__ = ["Abbreviations", "default_abbreviations", "DOLLAR_MATH", "fragment_spans", "unit_spans", "settled_fragments", "is_filler", "merge_fragments", "tile",
            "word_chars", "load_sentencizer", "longest_repeat", "says"]
 
 # Blocks kept whole: fenced code, display math, LaTeX environments.
@@ -187,7 +187,8 @@ def _abbreviations(always: tuple[str, ...], final: tuple[str, ...], starters: tu
 
 
 @lru_cache(maxsize=1)
-def _default_abbreviations() -> Abbreviations:
+def default_abbreviations() -> Abbreviations:
+    """The default config's abbreviations (also what answer extraction reads an answer's end by)."""
     return Abbreviations.of(Config.load().segment)
 # Sentence-final punctuation beyond spaCy's defaults: ellipses end sentences in reasoning traces.
 _EXTRA_PUNCT = ["...", "…", "?!", "!?", "??", "!!"]
@@ -332,7 +333,7 @@ def fragment_spans(text: str, start: int, end: int, max_line_chars: int = 20000,
         if span:
             for a, b in _cut_long(text, span[0], span[1], max_line_chars) if not whole else [span]:
                 pieces += _split_runs(text, a, b) if not whole else [(a, b, whole)]
-    abbreviations = abbreviations or _default_abbreviations()
+    abbreviations = abbreviations or default_abbreviations()
     prose = [(s, e) for s, e, whole in pieces if not whole]
     sentences = iter(_nlp().pipe(text[s:e] for s, e in prose))
     out: list[tuple[int, int]] = []

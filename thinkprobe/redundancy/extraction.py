@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 from ..io.guess import is_output_field
 from ..records import answer_cut
-from ..segment import DOLLAR_MATH
+from ..segment import DOLLAR_MATH, default_abbreviations
 from .choices import bold_option, question_options
 from .normalise import BOXED, FACTORIAL_EXPR, MARKDOWN, NUMBER, SPECIAL_TOKEN, answers_match, to_number
 
@@ -123,7 +123,6 @@ _EMPTY_VALUE = re.compile(r"^[\s'\"‘’“”`.,;:!?]*$")  # a lone quote or s
 _QUOTES = "'\"‘“`"
 _INLINE_MATH = re.compile(r"\$\$(.+?)\$\$|" + DOLLAR_MATH + r"|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
 _CONCLUDES = re.compile(r"(?:=|≈|\\approx|\bis\b|\bare\b|\bequals\b|\bbe\b|\bgives\b|\bget\b)", re.IGNORECASE)
-_ABBREVIATION = re.compile(r"(?:^|\W)(?:St|Dr|Mr|Mrs|Ms|Jr|Sr|Mt|Ft|vs|No)$")
 _INITIAL = re.compile(r"[\w.]\s+[A-Z]$")  # "John B. Mortimer", "A. J. Hinch": a name initial, not an end
 _MAX_PHRASE_WORDS = 12
 _MAX_CLOSING_WORDS = 40  # the closing unit's answer may be longer: BIG-Bench's word sorting lists 13-20 words
@@ -200,7 +199,7 @@ def _cut_value(text: str, max_chars: int = _MAX_VALUE_CHARS) -> str:
             elif ch in "\n!?":
                 break
             if ch == "." and not (i > 0 and text[i - 1].isdigit() and text[i + 1 : i + 2].isdigit()) \
-                    and not _ABBREVIATION.search(text[max(0, i - 4) : i]) \
+                    and not default_abbreviations().holds(text, len(text) - len(text[i + 1:].lstrip())) \
                     and not (_INITIAL.search(text[max(0, i - 3) : i]) and re.match(r"\s?[A-Z][a-z.]", text[i + 1 : i + 4])) \
                     and not (re.fullmatch(r"[A-Z]", text[:i]) and re.match(r"\s?[A-Z]\.", text[i + 1 : i + 4])) \
                     and not _initials(text, i):
