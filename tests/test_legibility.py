@@ -186,6 +186,12 @@ def test_trace_page_shows_verdict_profile_and_flags(ten_run):
     assert "against this run" in profile
     plain = (ten_run / "traces" / "DeepSeek-R1-Distill-Qwen-14B-1.html").read_text(encoding="utf-8")
     assert '<span class="verdict correct">correct: ' in plain and "<td class=l>none</td>" in plain
+    # the final answer the verdict judged, read where the page is (a misread answer had been seen nowhere)
+    from thinkprobe.report.trace_pages import _final_answer
+
+    assert "<td class=l>final answer</td><td class=l>none found</td>" in plain.replace("\n", "")
+    cut = {"redundancy": {"final_answer": {"unit": 50, "value": "Prof. Dr. Tuncer Karpuzoğlu", "kind": "phrase"}}}
+    assert _final_answer(cut) == "Prof. Dr. Tuncer Karpuzoğlu (phrase, unit 50)"
 
 
 def test_graph_takes_the_record_id(ten_run, tmp_path):

@@ -200,6 +200,16 @@ def _profile_html(profile: Mapping[str, float] | None, norms: str) -> str:
               f"(0 = the reference mean; positive = more of the dimension).</p>")
 
 
+def _final_answer(rec: Mapping) -> str:
+    """The final answer the redundancy suite read, as the verdict judges it (a misread shows here)."""
+    final = (rec.get("redundancy") or {}).get("final_answer") if isinstance(rec.get("redundancy"), dict) else None
+    if not final:
+        return "none found"
+    value = str(final.get("value"))
+    shown = value if len(value) <= 200 else value[:197] + "..."  # a final code block: its opening
+    return f"{shown} ({final.get('kind')}, unit {final.get('unit')})"
+
+
 def _unusual_html(row: Mapping | None, indicators: Mapping[str, float] | None = None) -> str:
     """What anomalies.csv says of the trace: how unusual it is among its model's traces (beside the model's
     median anomaly: the distance has no fixed scale), why (each driver's value beside the model's median: a
@@ -241,6 +251,7 @@ def _trace_page(rec: Mapping, png: bytes, back_link: str | None, profile: Mappin
     meta = [("model", rec.get("model", "")), ("domain", display_label(rec.get("domain", ""))),
             *([("group", str(rec["group"]))] if rec.get("group") is not None else []),
             *([("record id", source_id(rec))] if source_id(rec) is not None else []),
+            ("final answer", _final_answer(rec)),
             ("verdict", f"{judged}: {why}"),
             ("flags", "; ".join(f"{name}: {what}" for name, what in flags) if flags else "none"),
             ("units", str(len(units))), ("edges", str(len(rec["edges"])))]
