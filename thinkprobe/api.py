@@ -476,8 +476,9 @@ class Run:
 
     @cached_property
     def pairwise(self):
-        """Every pair of models on every indicator and dimension: Mann-Whitney p, Holm-corrected p and P(a > b)
-        with its interval, raw and length-controlled (pairwise.csv, thinkprobe.pairwise.PAIRWISE_TABLE)."""
+        """Every pair of models on every indicator and dimension: P(a > b) with its interval, the Brunner-Munzel p
+        (a sign-flip test, question by question, where the models answered the same questions), Holm-corrected p,
+        raw and length-controlled (pairwise.csv, thinkprobe.pairwise.PAIRWISE_TABLE: its columns say which test)."""
         from .pairwise import PAIRWISE_TABLE
 
         return self._table(PAIRWISE_TABLE)

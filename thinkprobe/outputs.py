@@ -153,7 +153,8 @@ RUN_FILES: tuple[RunFile, ...] = (
     RunFile(STATS_CSV, "thinkprobe.stats.write_stats", "the tests of stats.json as a table (thinkprobe.stats.STATS_TABLE)"),
     RunFile(STATS_PARQUET, "thinkprobe.stats.write_stats", "stats.csv's Parquet twin"),
     RunFile(PAIRWISE_CSV, "thinkprobe.stats.write_stats",
-            "every pair of models on every indicator and dimension: Mann-Whitney U, P(a > b) with its interval, "
+            "every pair of models on every indicator and dimension: P(a > b) with its interval, the Brunner-Munzel "
+            "p (question by question where the models answered the same questions: a sign-flip test), "
             "Holm-corrected p, raw and length-controlled (thinkprobe.pairwise.PAIRWISE_TABLE)"),
     RunFile(PAIRWISE_PARQUET, "thinkprobe.stats.write_stats", "pairwise.csv's Parquet twin"),
     RunFile(ANALYSES_JSON, "thinkprobe.redundancy.analyses.write_analyses",
