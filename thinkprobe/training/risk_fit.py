@@ -363,7 +363,7 @@ def model_card(data: Mapping) -> str:
         "",
         ", ".join(f"{f} {w:+.2f}" for f, w in weights[:12]),
         "",
-        *([f"## Note", "", data["note"], ""] if data.get("note") else []),
+        *(["## Note", "", data["note"], ""] if data.get("note") else []),
         "## Retrain",
         "",
         "After any change to the graphs (segmenter, linker, decoder), re-profile and refit in one command:",
