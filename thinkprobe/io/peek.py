@@ -227,9 +227,19 @@ def _one_files_model_part(parts: tuple[str, ...]) -> str | None:
     fields = stem.split("_")
     named = [i for i, f in enumerate(fields) if MODEL_WORDS.search(f)]
     if len(named) == 1:
-        return "_".join("{model}" if i == named[0] else f for i, f in enumerate(fields)) + parts[-1][len(stem):]
+        return _name_template(fields, named[0], parts[-1][len(stem):])
     folders = [depth for depth in range(2, len(parts) + 1) if MODEL_WORDS.search(parts[-depth])]
-    return "{model}/" + "/".join("{}" for _ in range(folders[0] - 1)) if not named and len(folders) == 1 else None
+    return _folder_template(folders[0]) if not named and len(folders) == 1 else None
+
+
+def _name_template(fields: Sequence[str], index: int, suffix: str) -> str:
+    """A file name's template: its `_`-separated fields with the one at `index` the model ("run_{model}.json")."""
+    return "_".join("{model}" if i == index else part for i, part in enumerate(fields)) + suffix
+
+
+def _folder_template(depth: int) -> str:
+    """A path's template whose folder `depth` parts up from the end names the model ("{model}/{}")."""
+    return "{model}/" + "/".join("{}" for _ in range(depth - 1))
 
 
 def _model_part(parts: list[tuple[str, ...]], suffix: str) -> str | None:
@@ -243,9 +253,9 @@ def _model_part(parts: list[tuple[str, ...]], suffix: str) -> str | None:
             fields = [strip_extensions(v).split("_") for v in values]
             varying = [i for i in range(len(fields[0])) if len({f[i] for f in fields}) > 1]
             if len(varying) == 1 and _models(f[varying[0]] for f in fields):
-                found.append("_".join("{model}" if i in varying else part for i, part in enumerate(fields[0])) + suffix)
+                found.append(_name_template(fields[0], varying[0], suffix))
         elif _models(values):
-            found.append("{model}/" + "/".join("{}" for _ in range(depth - 1)))
+            found.append(_folder_template(depth))
     return found[0] if len(found) == 1 else None
 
 

@@ -58,7 +58,8 @@ def summary_caveat(sizes: Mapping[str, int], run: Mapping | None) -> str:
     answers = {m: t["answer"] / t["units"] for m, t in (run.get("answer_units_by_model") or {}).items()
                if sizes.get(m) and t.get("units")}
     many = sorted(m for m, share in answers.items() if share >= ANSWER_SHARE)
-    few = sorted(m for m, share in answers.items() if share * 2 <= min(answers[x] for x in many)) if many else []
+    floor = min((answers[m] for m in many), default=0.0)
+    few = sorted(m for m, share in answers.items() if share * 2 <= floor) if many else []
     if many and few:
         low, high = f"{min(answers[m] for m in few):.0%}", f"{max(answers[m] for m in few):.0%}"
         out.append(f"The answer sections of {and_list([f'{m} ({answers[m]:.0%} of its units)' for m in many])} are part of "

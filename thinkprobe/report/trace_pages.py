@@ -202,7 +202,7 @@ def _profile_html(profile: Mapping[str, float] | None, norms: str) -> str:
 
 def _final_answer(rec: Mapping) -> str:
     """The final answer the redundancy suite read, as the verdict judges it (a misread shows here)."""
-    final = (rec.get("redundancy") or {}).get("final_answer") if isinstance(rec.get("redundancy"), dict) else None
+    final = (rec.get("redundancy") or {}).get("final_answer")  # as `verdict` reads final_correct
     if not final:
         return "none found"
     value = str(final.get("value"))
