@@ -94,10 +94,35 @@ def _graph(trace_id="t", n=30):
 def test_failure_risk_is_a_probability_for_every_trace():
     model = load_failure_risk()
     assert model.features == RISK_FEATURES
-    risks = [failure_risk(_graph(f"t{n}", n)) for n in (1, 5, 30, 200)]
+    risks = [failure_risk(_graph(f"t{n}", n)) for n in (2, 5, 30, 200)]
     assert all(0.0 <= p <= 1.0 for p in risks)
-    batch = model.probability([risk_features(_graph(f"t{n}", n)) for n in (1, 5, 30, 200)])
+    batch = model.probability([risk_features(_graph(f"t{n}", n)) for n in (2, 5, 30, 200)])
     assert batch.tolist() == pytest.approx(risks)
+
+
+def test_a_reasoning_shorter_than_every_training_trace_gets_no_failure_risk(tmp_path):
+    """A one-unit "<think>Yes.</think>42" had got its model's lowest risk (0.19), read off features far
+    outside what the model saw; the shipped model's training traces have 2 reasoning units or more."""
+    import thinkprobe
+    from conftest import SAMPLES
+    from thinkprobe.anomalies import read_anomalies
+
+    model = load_failure_risk()
+    assert model.min_units == 2 and model.to_json()["min_units"] == 2
+    assert failure_risk(_graph("one", 1)) is None and failure_risk(_graph("two", 2)) is not None
+    graphs = [_graph("one", 1), *(_graph(f"t{n}", n) for n in range(2, 8))]
+    run = write_run(tmp_path / "run", [{"trace_id": g["trace_id"], "model": "m", "domain": "math"} for g in graphs],
+                    graphs)
+    rows = {r["trace_id"]: r for r in write_anomalies(run)}  # the risks read off graphs.jsonl
+    assert rows["one"]["failure_risk"] is None and rows["one"]["failure_risk_in_sample"] is None
+    assert all(0.0 < rows[f"t{n}"]["failure_risk"] < 1.0 for n in range(2, 8))
+    # a run: the risks its chunks carry (a null for the short trace; the others kept)
+    data = tmp_path / "in.jsonl"
+    data.write_text(json.dumps({"id": "yes", "model": "m", "response": "<think>Yes.</think>42"}) + "\n"
+                    + SAMPLES.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    thinkprobe.profile(data, tmp_path / "out", device="cpu", report=False, cache=False, progress=False)
+    risks = {r["trace_id"]: r["failure_risk"] for r in read_anomalies(tmp_path / "out")}
+    assert risks["yes"] is None and len(risks) == 2 and all(0.0 < p < 1.0 for t, p in risks.items() if t != "yes")
 
 
 def test_failure_risk_reads_neither_the_answer_nor_the_gold_nor_a_grade():
@@ -644,6 +669,27 @@ def test_training_data_of_an_unfinished_run_comes_from_its_committed_chunks(tmp_
     assert data["X"].shape == (2, len(RISK_FEATURES)) and data["X"][1, 0] > data["X"][0, 0]  # more units
     with pytest.raises(FileNotFoundError):
         load_dataset(tmp_path, ["c"])
+
+
+def test_a_fitted_failure_risk_keeps_the_fewest_units_of_its_training_traces(tmp_path):
+    """fit() reads min_units off its training traces and model.json keeps it: a trace shorter than
+    all of them gets no failure_risk (the shipped model: 2)."""
+    from thinkprobe.risk import FailureRisk
+    from thinkprobe.training.risk_fit import LABEL_COLUMNS, fit, load_dataset
+
+    parts = tmp_path / "c" / "run" / "parts"
+    parts.mkdir(parents=True)
+    graphs = [make_graph(f"t{k}", "m", "math", 3 + k) | {"record": k} for k in range(20)]
+    (parts / "000000.jsonl").write_text("".join(json.dumps({"graph": g}) + "\n" for g in graphs))
+    with open(tmp_path / "c" / "labels.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(LABEL_COLUMNS)
+        for k in range(20):
+            w.writerow([k, f"t{k}", "c", "m", "math", k % 2])
+    model = fit(load_dataset(tmp_path, ["c"], partial=True))
+    assert model.min_units == 3 and FailureRisk.from_json(model.to_json()).min_units == 3
+    assert failure_risk(make_graph("short", "m", "math", 2), model) is None
+    assert failure_risk(make_graph("long", "m", "math", 3), model) is not None
 
 
 def test_prepare_takes_per_corpus_caps(tmp_path, shared_data):

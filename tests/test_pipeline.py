@@ -120,14 +120,14 @@ def test_failure_risk_computed_per_chunk_is_what_the_graphs_give(sample_run, tmp
     import shutil
 
     from thinkprobe.anomalies import write_anomalies
-    from thinkprobe.risk import shipped_failure_risk
+    from thinkprobe.risk import failure_risk
 
     from thinkprobe.accounting import answer_scan
     from thinkprobe.records import dump_graph_record
 
     out, _ = sample_run
     lines = [json.loads(line) for part in sorted((out / "parts").glob("0*.jsonl")) for line in open(part, encoding="utf-8")]
-    assert lines and all(item["failure_risk"] == shipped_failure_risk(item["graph"]) for item in lines if "graph" in item)
+    assert lines and all(item["failure_risk"] == failure_risk(item["graph"]) for item in lines if "graph" in item)
     # a part line opens with what the scan for answers without thinking reads, and ends with the graph,
     # whose JSON text the join copies: graphs.jsonl is what dumping each record again would write
     assert all(list(item) == ["scan", "failure_risk", "graph"] and item["scan"] == answer_scan(item["graph"])

@@ -12,7 +12,8 @@ Per model with at least `anomaly_min_traces` traces (stats section of the config
               [-3, 3], so a few extreme traces neither hide themselves nor inflate the others
   rank        1 = the model's most unusual trace
   drivers     up to `anomaly_drivers` indicators with |robust z| >= `anomaly_driver_z`, largest
-              first, signed ("redundancy_ratio +4.1; critique_ratio -2.3")
+              first, signed ("redundancy_ratio +4.1; critique_ratio -2.3"); empty where the distance comes
+              from how the indicators combine, none of them that far out alone
 A model with fewer traces gets empty anomaly cells and `anomaly_reason` says why.
 """
 from __future__ import annotations
@@ -119,20 +120,19 @@ def _risks(run_dir: Path, risks: Mapping[str, float] | None) -> tuple[Mapping[st
     """failure_risk of every graph record of the run (`risks` where the run computed them, else one
     record at a time as a run computes it, runner.finish_line: the same floats; empty when no model is
     installed), and which records the failure-risk model was trained on: one pass over graphs.jsonl."""
-    from .risk import shipped_failure_risk, trace_key, training_keys
+    from .risk import failure_risk, shipped_model, trace_key, training_keys
 
     trained = training_keys()
     computed, in_sample = {}, {}
     if risks is not None and not trained:
         return risks, in_sample
+    model = shipped_model() if risks is None else None
     for rec in iter_graph_records(run_dir, missing_ok=True):
-        if risks is None:
-            computed[rec["trace_id"]] = shipped_failure_risk(rec)
+        if model is not None:
+            computed[rec["trace_id"]] = failure_risk(rec, model)  # None for a reasoning too short for the model
         if trained:
             in_sample[rec["trace_id"]] = trace_key(rec) in trained
-    if risks is None:
-        risks = {} if None in computed.values() else computed
-    return risks, in_sample
+    return (computed if risks is None else risks), in_sample
 
 
 def write_anomalies(run_dir: str | Path, settings: StatsSettings | None = None,

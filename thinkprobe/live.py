@@ -75,14 +75,16 @@ _WORDS = re.compile(r"\w+")
 def failure_risk(graph: ThoughtGraph, indicators: Mapping[str, float]) -> float | None:
     """The probability that the trace's answer will be wrong, from the structure of the reasoning so
     far: the shipped failure-risk model (thinkprobe/risk.py, models/failure-risk) on the graph of the
-    analysed units; None where no model is installed."""
+    analysed units; None where no model is installed or the reasoning so far is shorter than any the
+    model was trained on."""
     from .risk import failure_risk as risk_of, load_failure_risk
 
     try:
         model = load_failure_risk()
     except FileNotFoundError:
         return None
-    return float(risk_of(graph_record(graph, indicators), model))
+    risk = risk_of(graph_record(graph, indicators), model)
+    return None if risk is None else float(risk)
 
 
 @dataclass(frozen=True)

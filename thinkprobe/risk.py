@@ -19,7 +19,8 @@ a run can say which of its traces the model has seen.
 `load_failure_risk()` loads the shipped model (models/failure-risk/model.json: a logistic
 regression on standardised features, then Platt calibration; trained by
 scripts/train_failure_risk.py, described in its README); `FailureRisk.probability(features)` maps
-one feature row (or a list of them) to probabilities; `failure_risk(record)` does both.
+one feature row (or a list of them) to probabilities; `failure_risk(record)` does both, and gives
+None for a reasoning shorter than every training trace (model.json's `min_units`).
 
 >>> import math
 >>> rec = {"units": [
@@ -47,7 +48,7 @@ import numpy as np
 from .records import EDGE_TYPES, NODE_TYPES
 
 __all__ = ["RISK_FEATURES", "MODEL_DIR", "risk_features", "FailureRisk", "load_failure_risk", "failure_risk",
-           "shipped_failure_risk", "trace_key",
+           "shipped_model", "trace_key",
            "training_keys", "TRAINING_KEYS_FILE"]
 
 _TAIL = 0.2  # the last fifth of the units: how a trace ends
@@ -219,20 +220,23 @@ class FailureRisk:
     calibration: tuple[float, float]  # (a, c)
     card: Mapping[str, Any]  # what model.json says about its training (data, date, evaluation)
     clip: float | None = None  # |z| bound of the standardised features (None: unbounded)
+    min_units: int = 0  # the fewest reasoning units of a training trace: a shorter trace gets no risk
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "FailureRisk":
         return cls(tuple(data["features"]), np.asarray(data["mean"], np.float64), np.asarray(data["scale"], np.float64),
                    np.asarray(data["coef"], np.float64), float(data["intercept"]),
                    (float(data["calibration"]["a"]), float(data["calibration"]["c"])),
-                   {k: v for k, v in data.items() if k not in ("mean", "scale", "coef", "intercept", "clip")},
-                   None if data.get("clip") is None else float(data["clip"]))
+                   {k: v for k, v in data.items()
+                    if k not in ("mean", "scale", "coef", "intercept", "clip", "min_units")},
+                   None if data.get("clip") is None else float(data["clip"]), int(data.get("min_units", 0)))
 
     def to_json(self) -> dict:
         return {**self.card, "features": list(self.features), "mean": self.mean.tolist(), "scale": self.scale.tolist(),
                 "coef": self.coef.tolist(), "intercept": self.intercept,
                 "calibration": {"a": self.calibration[0], "c": self.calibration[1]},
-                **({} if self.clip is None else {"clip": self.clip})}
+                **({} if self.clip is None else {"clip": self.clip}),
+                **({"min_units": self.min_units} if self.min_units else {})}
 
     def matrix(self, rows: Sequence[Mapping[str, float]]) -> np.ndarray:
         missing = [f for f in self.features if rows and f not in rows[0]]
@@ -266,17 +270,19 @@ def load_failure_risk(path: str | Path | None = None) -> FailureRisk:
     return FailureRisk.from_json(json.loads(file.read_text(encoding="utf-8")))
 
 
-def failure_risk(record: Mapping[str, Any], model: FailureRisk | None = None) -> float:
-    """P(the final answer of the trace is wrong) from a graph record's reasoning structure."""
-    return (model or load_failure_risk()).probability(risk_features(record))
+def failure_risk(record: Mapping[str, Any], model: FailureRisk | None = None) -> float | None:
+    """P(the final answer of the trace is wrong) from a graph record's reasoning structure; None for a
+    reasoning of fewer units than any the model was trained on (`min_units`: a one-unit "Yes." had got
+    its model's lowest risk, read off features far outside what the model saw)."""
+    model = model or load_failure_risk()
+    if len(_reasoning_units(record)) < model.min_units:
+        return None
+    return model.probability(risk_features(record))
 
 
-def shipped_failure_risk(record: Mapping[str, Any]) -> float | None:
-    """`failure_risk` by the shipped model, None where none is installed: what a run computes for
-    each trace as it is profiled (runner.finish_line), so that assembling does not read every graph
-    record again."""
+def shipped_model() -> FailureRisk | None:
+    """The shipped failure-risk model, None where none is installed."""
     try:
-        model = load_failure_risk()
+        return load_failure_risk()
     except FileNotFoundError:
         return None
-    return failure_risk(record, model)

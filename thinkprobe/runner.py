@@ -145,13 +145,14 @@ def finish_line(result: ThoughtGraph | InputError, trace_id: str | None, indicat
     if isinstance(result, InputError):
         item = {"error": result.as_dict() | {"trace_id": trace_id}}
     else:
-        from .risk import shipped_failure_risk
+        from .risk import failure_risk, shipped_model
 
         ind = compute_indicators(result.arrays(), cluster_distance=indicators.cluster_distance,
                                  cluster_exact_max=indicators.cluster_exact_max)
         g = annotate_record(graph_record(result, ind), redundancy)
-        risk = shipped_failure_risk(g)
-        item = {"scan": answer_scan(g), **({"failure_risk": risk} if risk is not None else {}), "graph": g}
+        model = shipped_model()  # none installed: no failure_risk key; a trace too short for it: null
+        item = {"scan": answer_scan(g), **({"failure_risk": failure_risk(g, model)} if model is not None else {}),
+                "graph": g}
     return json.dumps(item, ensure_ascii=False) + "\n"
 
 

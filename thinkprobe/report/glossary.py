@@ -128,14 +128,16 @@ DECISIONS_GLOSSARY: dict[str, str] = {
                "beside its rank and the model's median anomaly (each trace's page gives both)",
     "anomaly_rank": "1 = the model's most unusual trace",
     "drivers": "the indicators with the largest |robust z| (at least the config's anomaly_driver_z), signed: "
-               "+ above the model's median, - below; in the report's table \"reasoning is a program\" first marks "
+               "+ above the model's median, - below; none where no single indicator reaches it (the trace is "
+               "unusual in how its indicators combine); in the report's table \"reasoning is a program\" first marks "
                "a trace whose reasoning is code, not prose",
     "failure_risk": "probability that the final answer is wrong, from the reasoning's structure alone "
                     "(unit types, edges, length, candidate answers in the reasoning; never the answer section, "
                     "the gold answer or a grade), calibrated on its training corpora (left out of training, "
                     "ReasoningFlow, MiP-Overthinking and THINK-Bench, long thinking-model traces of math and "
                     "science, were ranked at AUROC 0.75-0.83, though THINK-Bench's lengths alone reach 0.85, the "
-                    "five other corpora near chance, 0.50-0.63; mean calibration error 0.04-0.18): models/failure-risk",
+                    "five other corpora near chance, 0.50-0.63; mean calibration error 0.04-0.18): models/failure-risk; "
+                    "empty for a reasoning of fewer units than any training trace (one unit)",
     "fit": "how well a model's profile matches what is wanted: the mean signed z over the wanted dimensions "
            "(--want), or minus the distance of its mean profile from a target (--like); higher fits better",
     "interval": "percentile bootstrap interval of the fit (stats bootstrap settings); questions are resampled, "

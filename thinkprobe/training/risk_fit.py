@@ -170,8 +170,9 @@ def fit(data: Mapping[str, np.ndarray], c: float = 0.1) -> FailureRisk:
     a, b = _platt(_grouped_oof(X, y, groups, c), y, _balanced_weights(y, groups))
     scaler, lr = clf.named_steps["standardscaler"], clf.named_steps["logisticregression"]
     scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
+    fewest = int(round(math.expm1(X[:, RISK_FEATURES.index("log_units")].min())))  # log_units is log(1 + units)
     return FailureRisk(RISK_FEATURES, scaler.mean_.copy(), scale, lr.coef_[0].copy(), float(lr.intercept_[0]),
-                       (a, b), {"C": c}, CLIP)
+                       (a, b), {"C": c}, CLIP, fewest)
 
 
 def _predict(model: FailureRisk, X: np.ndarray) -> np.ndarray:
@@ -273,7 +274,7 @@ def write_model(model: FailureRisk, folder: Path, card: Mapping, keys: Sequence[
     folder.mkdir(parents=True, exist_ok=True)
     write_training_keys(folder, keys)
     data = FailureRisk(model.features, model.mean, model.scale, model.coef, model.intercept, model.calibration,
-                       {**model.card, **card}, model.clip).to_json()
+                       {**model.card, **card}, model.clip, model.min_units).to_json()
     (folder / "model.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     (folder / "README.md").write_text(model_card(data), encoding="utf-8")
 
@@ -333,7 +334,9 @@ def model_card(data: Mapping) -> str:
         "answer section, the question, the gold answer and any grade are never read (the parser, which "
         "reads the whole trace, types and links the reasoning, so a trace profiled with its answer can score "
         "a little differently). training_traces.json names the training traces by their opening words and signs "
-        "(`risk.trace_key`), so a report can say which of its traces the model has seen.",
+        "(`risk.trace_key`), so a report can say which of its traces the model has seen."
+        + (f" A reasoning of fewer than {data['min_units']} units (the fewest of a training trace) gets no "
+           "failure_risk: its features lie outside anything the model saw." if data.get("min_units") else ""),
         "",
         "## Data",
         "",
