@@ -25,8 +25,11 @@ demo: install
 # Two pytest workers (pytest-xdist), one test file per worker at a time so that a module's shared
 # runs (module fixtures) are made once; tests/conftest.py hands out the slowest files first. One
 # thread each (torch's default is one per core: two workers would run four threads on two cores).
+# The project's bytecode first: where PYTHONDONTWRITEBYTECODE is set (as on our machines) no process writes
+# it, and each of the suite's processes (workers, subprocess runs, Ray's workers) compiled thinkprobe again.
 TEST_WORKERS ?= 2
 test: install
+	$(PY) -m compileall -q thinkprobe tests scripts > /dev/null
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not scale"
 
 # The checks at scale (tests marked `scale`), left out of `make test` to keep it short.

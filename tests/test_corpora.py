@@ -1086,7 +1086,7 @@ def test_a_file_of_questions_beside_the_outputs_is_warned_about(tmp_path):
         and str(outputs) not in warning
     assert f"warning: {warning}" in res.stderr and warning in (out / "report.md").read_text(encoding="utf-8")
     alone = tmp_path / "alone"
-    res = CliRunner().invoke(main, ["profile", str(questions), "-o", str(alone), *flags])
+    res = CliRunner().invoke(main, ["profile", str(questions), "-o", str(alone), *flags, "--no-report"])
     assert res.exit_code == 0, res.output
     assert json.loads((alone / "run.json").read_text())["short_trace_warnings"] == []
     # a non-reasoning model's outputs beside a reasoning model's: untagged too, but each with its question
@@ -1095,7 +1095,7 @@ def test_a_file_of_questions_beside_the_outputs_is_warned_about(tmp_path):
     answers.write_text("".join(json.dumps({"question": f"What is {k} + {k}?", "gpt-4o (question)": f"It is {2 * k}."})
                                + "\n" for k in range(1, 4)), encoding="utf-8")
     mixed = tmp_path / "mixed"
-    res = CliRunner().invoke(main, ["profile", str(outputs), str(answers), "-o", str(mixed), *flags])
+    res = CliRunner().invoke(main, ["profile", str(outputs), str(answers), "-o", str(mixed), *flags, "--no-report"])
     assert res.exit_code == 0, res.output
     run = json.loads((mixed / "run.json").read_text())
     assert run["counts"]["untagged"] == 3 and run["short_trace_warnings"] == []
@@ -1104,7 +1104,7 @@ def test_a_file_of_questions_beside_the_outputs_is_warned_about(tmp_path):
     svamp = tmp_path / "svamp.jsonl"
     svamp.write_text("".join(json.dumps({"model_answer": f"It is {2 * k}.", "answer": str(2 * k), "eval_result": "1"})
                              + "\n" for k in range(1, 4)), encoding="utf-8")
-    res = CliRunner().invoke(main, ["profile", str(outputs), str(svamp), "-o", str(tmp_path / "svamp_out"), *flags])
+    res = CliRunner().invoke(main, ["profile", str(outputs), str(svamp), "-o", str(tmp_path / "svamp_out"), *flags, "--no-report"])
     assert res.exit_code == 0, res.output
     warnings = json.loads((tmp_path / "svamp_out" / "run.json").read_text())["short_trace_warnings"]
     assert not [w for w in warnings if w.startswith("file ")], warnings

@@ -259,7 +259,7 @@ def test_cli_profile_and_reasoningflow_export(tmp_path):
     path = tmp_path / "traces.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     runner = CliRunner()
-    res = runner.invoke(main, ["profile", str(path), "-o", str(tmp_path / "out")])
+    res = runner.invoke(main, ["profile", str(path), "-o", str(tmp_path / "out"), "--no-report"])
     assert res.exit_code == 0, res.output
     assert "5D cognitive profile per model" in res.output and "m1" in res.output
     res = runner.invoke(main, ["export", str(tmp_path / "out"), "--format", "reasoningflow"])
