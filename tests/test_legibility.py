@@ -134,6 +134,41 @@ def test_models_with_few_traces_are_points_in_the_position_plot(ten_run):
     assert sparse_ax.collections and not sparse_ax.get_lines()  # points, no density lines
 
 
+def test_a_model_has_one_colour_in_every_figure(ten_run, tmp_path):
+    """Each figure coloured the models by their place in its own list: in a run mixing graded and
+    ungraded corpora, the Pareto plot (graded models only) shifted every colour after a model it left
+    out, against the radar's. Now by their place among the run's models (figure_makers)."""
+    import csv
+    import shutil
+
+    from matplotlib.colors import to_hex
+    from matplotlib.lines import Line2D
+
+    from thinkprobe.report.style import MODEL_PALETTE
+
+    run, order = tmp_path / "run", sorted(MODELS)
+    shutil.copytree(ten_run, run)
+    with open(run / "pareto.csv", encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    with open(run / "pareto.csv", "w", encoding="utf-8", newline="") as f:  # the first model without grades
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(r for r in rows if r["model"] != order[0])
+    with figure_style():
+        figures = {name: make() for name, make in figure_makers(run, compute_stats(run), load_table(run),
+                                                                 load_analyses(run)).items()}
+    seen = {}
+    for name, fig in figures.items():
+        for ax in fig.axes if fig is not None else ():
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                if (model := label.removeprefix("★ ").split(" (")[0]) in MODELS:
+                    colour = handle.get_color() if isinstance(handle, Line2D) else handle.get_facecolor()[0]
+                    seen.setdefault(model, {})[name] = to_hex(colour)
+    assert "pareto" not in seen[order[0]] and all("pareto" in seen[m] and "radar" in seen[m] for m in order[1:])
+    for model, colours in seen.items():
+        assert set(colours.values()) == {MODEL_PALETTE[order.index(model) % len(MODEL_PALETTE)]}, (model, colours)
+
+
 def test_indicators_are_one_heat_map_not_nineteen_panels(ten_run, ten_figures):
     fig = ten_figures["indicators"]
     assert len([ax for ax in fig.axes if ax.images]) == 1

@@ -10,7 +10,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..records import NODE_TYPES
-from .style import NODE_COLORS, NODE_NAMES, as_number, model_colors
+from .style import MODEL_PALETTE, NODE_COLORS, NODE_NAMES, as_number, model_colors, model_places
 
 __all__ = ["COT_FIGURES", "difficulty_figure", "positions_figure", "outcome_tokens_figure", "lengths_figure",
            "transitions_figure", "pareto_figure", "roles_figure", "dynamics_figure"]
@@ -24,10 +24,9 @@ def _figure(width: float, height: float):
 
 def _style(models: Sequence[str]) -> dict[str, dict]:
     """Colour and, past the palette's length, a dashed or dotted line: every model stays distinct."""
-    colors = model_colors(models)
-    palette = len(set(colors.values())) or 1
+    colors, places = model_colors(models), model_places(models)
     dashes = ("-", "--", ":", "-.")
-    return {m: {"color": colors[m], "ls": dashes[(i // palette) % len(dashes)]} for i, m in enumerate(models)}
+    return {m: {"color": colors[m], "ls": dashes[(places[m] // len(MODEL_PALETTE)) % len(dashes)]} for m in models}
 
 
 def _legend_outside(fig, ax) -> None:

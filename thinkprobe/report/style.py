@@ -4,13 +4,14 @@ and label formatting, the figure style, and PNG / SVG output with a check that n
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import io
 import math
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from ..indicators import DIMENSIONS
 
-__all__ = ["MAX_TRACE_PAGES", "FIGURE_DPI", "TRACE_DPI", "PAGE_DPI", "DIMS", "NODE_NAMES", "NODE_COLORS", "EDGE_COLORS", "POLARITY_STYLES", "MODEL_PALETTE", "and_list", "display_label", "format_number", "format_beside", "figure_style", "png_bytes", "clipped_texts", "overlapping_texts", "svg_bytes", "model_colors"]
+__all__ = ["MAX_TRACE_PAGES", "FIGURE_DPI", "TRACE_DPI", "PAGE_DPI", "DIMS", "NODE_NAMES", "NODE_COLORS", "EDGE_COLORS", "POLARITY_STYLES", "MODEL_PALETTE", "and_list", "display_label", "format_number", "format_beside", "figure_style", "png_bytes", "clipped_texts", "overlapping_texts", "svg_bytes", "model_colors", "model_places", "run_models"]
 
 
 MAX_TRACE_PAGES = 500  # per-trace pages written by write_report; `thinkprobe graph` draws any other
@@ -205,5 +206,32 @@ def svg_bytes(fig, title: str | None = None) -> bytes:
     return buf.getvalue()
 
 
+_RUN_MODELS: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("run_models", default=())
+
+
+@contextlib.contextmanager
+def run_models(models: Sequence[str]) -> Iterator[None]:
+    """Within it, a model's colour is set by its place among `models` (the run's), so that it keeps
+    one colour in every figure of a report whichever models each figure shows (a figure of graded
+    traces only, say)."""
+    token = _RUN_MODELS.set(tuple(models))
+    try:
+        yield
+    finally:
+        _RUN_MODELS.reset(token)
+
+
+def model_places(models: Sequence[str]) -> dict[str, int]:
+    """Each model's place: among the run's models (`run_models`), the others after them in order."""
+    order = [*_RUN_MODELS.get(), *(m for m in models if m not in _RUN_MODELS.get())]
+    place = {m: k for k, m in enumerate(dict.fromkeys(order))}
+    return {m: place[m] for m in models}
+
+
 def model_colors(models: Sequence[str]) -> dict[str, str]:
-    return {m: MODEL_PALETTE[i % len(MODEL_PALETTE)] for i, m in enumerate(models)}
+    """
+    >>> with run_models(["a", "b", "c"]):
+    ...     model_colors(["c", "x"]) == {"c": MODEL_PALETTE[2], "x": MODEL_PALETTE[3]}
+    True
+    """
+    return {m: MODEL_PALETTE[k % len(MODEL_PALETTE)] for m, k in model_places(models).items()}

@@ -20,7 +20,7 @@ from .cot_figures import (COT_FIGURES, difficulty_figure, dynamics_figure, lengt
                           pareto_figure, positions_figure, roles_figure, transitions_figure)
 from .figures import effects_figure, heatmap_figure, indicator_figure, radar_figure
 from .markup import html_page, visible
-from .style import DIMS, FIGURE_DPI, figure_style, png_bytes
+from .style import DIMS, FIGURE_DPI, figure_style, png_bytes, run_models
 from .trace_pages import is_trace_page, write_trace_pages
 
 __all__ = ["write_report", "figure_makers", "FIGURE_NAMES", "load_analyses", "cot_tables"]
@@ -151,7 +151,14 @@ def figure_makers(run_dir: Path, stats: Mapping, rows: Sequence[Mapping], analys
         for name in COT_FIGURES:
             if name not in analyses["missing"]:
                 makers[name] = functools.partial(_cot_figure, name, cot_rows)
-    return makers
+    return {name: functools.partial(_in_run_colours, make, models) for name, make in makers.items()}
+
+
+def _in_run_colours(make, models: Sequence[str]):
+    """A figure drawn with each model in its colour of the run (`run_models`): the same in every figure,
+    whichever of the run's models it shows."""
+    with run_models(models):
+        return make()
 
 
 def write_report(run_dir: str | Path, workers: int | None = None, progress: bool = False) -> Path:
