@@ -77,13 +77,10 @@ def failure_risk(graph: ThoughtGraph, indicators: Mapping[str, float]) -> float 
     far: the shipped failure-risk model (thinkprobe/risk.py, models/failure-risk) on the graph of the
     analysed units; None where no model is installed or the reasoning so far is shorter than any the
     model was trained on."""
-    from .risk import failure_risk as risk_of, load_failure_risk
+    from .risk import failure_risk as risk_of, shipped_model
 
-    try:
-        model = load_failure_risk()
-    except FileNotFoundError:
-        return None
-    risk = risk_of(graph_record(graph, indicators), model)
+    model = shipped_model()
+    risk = None if model is None else risk_of(graph_record(graph, indicators), model)
     return None if risk is None else float(risk)
 
 

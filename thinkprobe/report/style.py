@@ -223,8 +223,7 @@ def run_models(models: Sequence[str]) -> Iterator[None]:
 
 def model_places(models: Sequence[str]) -> dict[str, int]:
     """Each model's place: among the run's models (`run_models`), the others after them in order."""
-    order = [*_RUN_MODELS.get(), *(m for m in models if m not in _RUN_MODELS.get())]
-    place = {m: k for k, m in enumerate(dict.fromkeys(order))}
+    place = {m: k for k, m in enumerate(dict.fromkeys([*_RUN_MODELS.get(), *models]))}
     return {m: place[m] for m in models}
 
 
