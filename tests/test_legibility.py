@@ -211,6 +211,28 @@ def test_the_profile_caption_names_what_zero_is(tmp_path):
     assert "95% bootstrap interval" in profile_note(stats)
 
 
+def test_the_profile_caption_names_the_indicators_one_value_holds(tmp_path):
+    """perspective_taking is 0 in every trace of many runs (tts_knowledge, BIG-Bench Mistake): its z is
+    0 and Metacognition, the mean of four z-scores, was 3/4 of what its other three give, unsaid;
+    BIG-Bench Mistake's Structure was 0 in every trace."""
+    import json
+
+    from thinkprobe.report.coverage import run_json
+    from thinkprobe.report.text import profile_note
+
+    varied = ("self_reflection_rate", "critique_ratio", "hedging_density", *DIMENSIONS["Breadth"])
+    rows = [{"trace_id": f"{m}-{k}", "model": m, "domain": "math", **{n: k + j for j, n in enumerate(varied)}}
+            for m in "ab" for k in range(3)]
+    run = write_run(tmp_path / "run", rows)
+    (run / "run.json").write_text(json.dumps({"norms": "fit on this run"}))
+    note = profile_note(compute_stats(run), run_json(run), load_table(run))
+    assert ("perspective_taking (one value in every trace, z 0) still counts in Metacognition's mean, which is 3/4 "
+            "of what its other indicators alone give") in note
+    assert "Depth is 0 in every trace: each of its indicators (" in note and "Breadth" not in note
+    (run / "run.json").write_text(json.dumps({"norms": "ref/norms.json"}))  # z against other norms: not 0
+    assert "one value" not in profile_note(compute_stats(run), run_json(run), load_table(run))
+
+
 def test_trace_page_shows_verdict_profile_and_flags(ten_run):
     flagged = (ten_run / "traces" / "DeepSeek-R1-Distill-Qwen-14B-0.html").read_text(encoding="utf-8")
     assert '<span class="verdict incorrect">incorrect: from the record&#x27;s grade, field correct' in flagged

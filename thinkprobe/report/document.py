@@ -232,7 +232,7 @@ def report_html(run_dir, stats, rows, cells, figures, pages, redundancy, run, de
 <h2>Model profiles</h2>
 {radar}
 {html_table(["model", "n", *DIMS], [[esc(c) for c in r] for r in profile_ci_rows(stats)], titles=titled(["n", *DIMS]))}
-<p class=note>{esc(profile_note(stats, run))}</p>
+<p class=note>{esc(profile_note(stats, run, rows))}</p>
 <h2>{esc(_effects_title(stats))}</h2>
 {html_table(effect_header(stats, agreement), effect_rows(stats, html_out=True, agreement=agreement), left=1, titles=EFFECT_TITLES,
              cls="dense wrap" if has_group(stats) else "",
@@ -323,7 +323,7 @@ def report_md(run_dir, stats, rows, cells, figures, pages, redundancy, run, deci
              *(f"- {line}" for line in headline(stats, agreement, run)), "",
              "## Model profiles", "", radar, "",
              md_table(["model", "n", *DIMS], profile_ci_rows(stats)), "",
-             profile_note(stats, run), "",
+             profile_note(stats, run, rows), "",
              f"## {_effects_title(stats)}", "",
              md_table(effect_header(stats, agreement), effect_rows(stats, html_out=False, agreement=agreement)),
              "", notes, "",

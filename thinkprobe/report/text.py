@@ -352,10 +352,10 @@ def z_text(value: float | None) -> str:
     return format_number(0.0 if value is not None and abs(value) < 5e-5 else value, 2)
 
 
-def profile_note(stats: Mapping, run: Mapping | None = None) -> str:
-    """The caption of the model-profile table: the interval named only where some model has one, and the
+def profile_note(stats: Mapping, run: Mapping | None = None, rows: Sequence[Mapping] = ()) -> str:
+    """The caption of the model-profile table: the interval named only where some model has one, the
     mean the z-scores are against (the run's own, or the norms it was given: the norms of `run`, the
-    run's run.json)."""
+    run's run.json), and, against the run's own, the indicators one value holds in all its `rows`."""
     from .trace_pages import run_norms
 
     with_ci = any(v["ci_low"] is not None for mp in stats["model_profiles"] for v in mp["dimensions"].values())
@@ -365,7 +365,25 @@ def profile_note(stats: Mapping, run: Mapping | None = None) -> str:
     return ("Mean signed z-score per dimension" + (f" with its {level}% bootstrap interval (a model with one trace "
                                                    "has none)" if with_ci else " (no interval: no model has 2 traces)")
             + f"; 0 is {zero}. Means follow a few extreme traces where the tests below, on ranks, do not: an "
-              f"interval away from 0 with no difference in the effect sizes is such a mean.")
+              f"interval away from 0 with no difference in the effect sizes is such a mean."
+            + ("" if norms is not None else _constant_note(rows)))
+
+
+def _constant_note(rows: Sequence[Mapping]) -> str:
+    """Dimensions that average an indicator one value holds in every trace (its z 0: perspective_taking
+    where no trace has a perspective marker), and by how much that shrinks them."""
+    from ..indicators import DIMENSIONS
+
+    said = []
+    for dim, names in DIMENSIONS.items():
+        flat = [n for n in names if rows and len({r[n] for r in rows}) == 1]
+        if len(flat) == len(names):
+            said.append(f"{dim} is 0 in every trace: each of its indicators ({and_list(flat)}) holds one value")
+        elif flat:
+            said.append(f"{and_list(flat)} (one value in every trace, z 0) still count{'s' if len(flat) == 1 else ''} "
+                        f"in {dim}'s mean, which is {len(names) - len(flat)}/{len(names)} of what its other "
+                        f"indicators alone give")
+    return f" Here {'; '.join(said)}." if said else ""
 
 
 def traces_word(n: int) -> str:
