@@ -260,6 +260,19 @@ def test_graph_takes_the_record_id(ten_run, tmp_path):
         write_trace_view(ten_run, "q1", out=tmp_path)
     result = CliRunner().invoke(main, ["graph", str(ten_run), "no-such-id"])
     assert result.exit_code != 0 and "not found" in result.output
+    # the Python API finds what the command finds (it had refused a record's own id)
+    import shutil
+
+    from thinkprobe import Run
+
+    shutil.copytree(ten_run, tmp_path / "run")
+    (tmp_path / "run" / "run.json").write_text("{}", encoding="utf-8")  # the hand-built run has none
+    run = Run(tmp_path / "run")
+    assert run.graph("only-one")["trace_id"] == "DeepSeek-R1-Distill-Qwen-14B-0"
+    assert run.graph("DeepSeek-R1-Distill-Qwen-14B-0") == run.graph("only-one")
+    for refused, said in (("q1", "record id of"), ("no-such-id", "not found")):
+        with pytest.raises(KeyError, match=said):
+            run.graph(refused)
 
 
 def test_every_table_header_is_defined(ten_run):

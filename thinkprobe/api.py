@@ -24,7 +24,7 @@ from .runner import field_warnings
 from .outputs import (ANOMALIES_TABLE, ERRORS_FILE, INDICATORS_TABLE, MODEL_DOMAIN_PROFILES_TABLE,
                       MODEL_GROUP_PROFILES_TABLE, MODEL_PROFILES_TABLE, OUTPUT_FILES, PROFILE_TABLE, REDUNDANCY_TABLE,
                       REPORT_FILES, RUN_JSON, TOOL_FILES, TOOL_FOLDERS, Table)
-from .records import GraphRecord, iter_graph_records
+from .records import GRAPHS_FILE, GraphRecord, find_graph_record, iter_graph_records
 
 __all__ = ["profile", "profile_run", "Run", "load_run", "as_records", "OutputFolderError", "prepare_out_dir",
            "field_warnings", "TOOL_FILES"]
@@ -497,10 +497,12 @@ class Run:
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
 
     def graph(self, trace_id: str) -> GraphRecord:
-        for rec in self.graphs:
-            if rec["trace_id"] == trace_id:
-                return rec
-        raise KeyError(f"no trace {trace_id!r} in {self.folder}")
+        """One trace's graph record: by its trace id, or else by its record's own id where one trace
+        has it (`source_id`), as `thinkprobe graph RUN ID` finds it; KeyError where neither is found."""
+        try:
+            return find_graph_record(self.folder / GRAPHS_FILE, trace_id)
+        except ValueError as exc:
+            raise KeyError(str(exc)) from None
 
     def to_networkx(self, trace_id: str):
         """One trace's Thought Graph as a networkx MultiDiGraph (node and edge attributes as in graphs.jsonl)."""

@@ -290,6 +290,32 @@ def source_id(record: GraphRecord | Mapping[str, Any]) -> str | None:
     return None if value is None else str(value)
 
 
+def find_graph_record(path: str | Path, trace_id: str) -> dict:
+    """The graph record of `trace_id` in the graphs.jsonl at `path`, or else of the one trace whose
+    record had that id of its own (`source_id`: the id in the input file, which a run may have renamed
+    to keep trace ids unique); a ValueError names what was not found or which traces share the id."""
+    # Only parse lines that can hold the id, however the writer escaped non-ASCII characters.
+    needles = {json.dumps(trace_id), json.dumps(trace_id, ensure_ascii=False)}
+    path = Path(path)
+    by_source = []
+    if path.exists():
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if any(n in line for n in needles):
+                    rec = json.loads(line)
+                    if rec["trace_id"] == trace_id:
+                        return rec
+                    if source_id(rec) == trace_id:
+                        by_source.append(rec)
+    if len(by_source) == 1:
+        return by_source[0]
+    if by_source:
+        shown = ", ".join(repr(r["trace_id"]) for r in by_source[:10]) + (", ..." if len(by_source) > 10 else "")
+        raise ValueError(f"{trace_id!r} is the record id of {len(by_source)} traces in {path} ({shown}): "
+                         f"pass one of their trace ids")
+    raise ValueError(f"trace {trace_id!r} not found in {path}: neither a trace id nor a record's own id (source_id)")
+
+
 def answer_cut(provenance: Mapping[str, Any]) -> bool:
     """Whether the API stopped the trace at its token limit in the answer, the reasoning whole
     (provenance ``truncated_by`` without ``truncated``): the answer's last unit is cut mid-way."""

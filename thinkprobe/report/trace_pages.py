@@ -4,7 +4,6 @@ and the pages the report links to, drawn by worker processes.
 from __future__ import annotations
 
 import hashlib
-import json
 import multiprocessing
 import re
 import sys
@@ -16,7 +15,7 @@ from typing import Mapping
 
 from ..indicators import INDICATORS
 from ..outputs import ANOMALIES_TABLE, GRAPHS_FILE, INDICATORS_TABLE, PROFILE_TABLE, read_table
-from ..records import BACKWARD_EDGES, EDGE_TYPES, NODE_TYPES, iter_graph_records, source_id
+from ..records import BACKWARD_EDGES, EDGE_TYPES, NODE_TYPES, find_graph_record, iter_graph_records, source_id
 from ..tables import own_dir, write_own
 from .coverage import run_json
 from .figures import graph_figure
@@ -27,31 +26,6 @@ from .style import (DIMS, EDGE_COLORS, MAX_TRACE_PAGES, NODE_COLORS, NODE_NAMES,
                     figure_style, format_number, png_bytes, svg_bytes)
 
 __all__ = ["safe_trace_id", "write_trace_view", "write_trace_pages", "run_norms"]
-
-
-def _find_graph(run_dir: Path, trace_id: str) -> dict:
-    """The graph record of `trace_id`, or else of the one trace whose record had that id of its own
-    (`source_id`: the id in the input file, which a run may have renamed to keep trace ids unique)."""
-    # Only parse lines that can hold the id, however the writer escaped non-ASCII characters.
-    needles = {json.dumps(trace_id), json.dumps(trace_id, ensure_ascii=False)}
-    path = run_dir / GRAPHS_FILE
-    by_source = []
-    if path.exists():
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if any(n in line for n in needles):
-                    rec = json.loads(line)
-                    if rec["trace_id"] == trace_id:
-                        return rec
-                    if source_id(rec) == trace_id:
-                        by_source.append(rec)
-    if len(by_source) == 1:
-        return by_source[0]
-    if by_source:
-        shown = ", ".join(repr(r["trace_id"]) for r in by_source[:10]) + (", ..." if len(by_source) > 10 else "")
-        raise ValueError(f"{trace_id!r} is the record id of {len(by_source)} traces in {path} ({shown}): "
-                         f"pass one of their trace ids")
-    raise ValueError(f"trace {trace_id!r} not found in {path}: neither a trace id nor a record's own id (source_id)")
 
 
 def safe_trace_id(trace_id: str) -> str:
@@ -315,7 +289,7 @@ def write_trace_view(run_dir: str | Path, trace_id: str, out: str | Path | None 
     .svg; `out` defaults to <run_dir>/traces. Returns the HTML path."""
     run_dir = Path(run_dir)
     out_dir = Path(out) if out is not None else run_dir / "traces"
-    rec = _find_graph(run_dir, trace_id)
+    rec = find_graph_record(run_dir / GRAPHS_FILE, trace_id)
     if out is None:
         own_dir(out_dir)  # the run's own folder: a symlink there is not followed
     out_dir.mkdir(parents=True, exist_ok=True)
