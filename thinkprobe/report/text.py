@@ -372,11 +372,13 @@ def profile_note(stats: Mapping, run: Mapping | None = None, rows: Sequence[Mapp
 def _constant_note(rows: Sequence[Mapping]) -> str:
     """Dimensions that average an indicator one value holds in every trace (its z 0: perspective_taking
     where no trace has a perspective marker), and by how much that shrinks them."""
+    from ..cognitive_profile import Normalizer
     from ..indicators import DIMENSIONS
 
+    std = Normalizer().fit(rows).std_ if rows else {}
     said = []
     for dim, names in DIMENSIONS.items():
-        flat = [n for n in names if rows and len({r[n] for r in rows}) == 1]
+        flat = [n for n in names if n in std and not std[n] > 1e-12]  # as Normalizer.z scores them 0
         if len(flat) == len(names):
             said.append(f"{dim} is 0 in every trace: each of its indicators ({and_list(flat)}) holds one value")
         elif flat:
