@@ -459,6 +459,16 @@ def profile_rows(rows: Sequence[dict], norms: Normalizer) -> list[dict]:
             for r in rows]
 
 
+# Joined's counts per model that run.json and the run's summary both carry, under these names
+BY_MODEL_COUNTS = ("truncated_by_model", "answer_cut_by_model", "summarised_by_model", "before_reasoning_by_model",
+                   "answer_units_by_model")
+
+
+def _by_model_counts(joined: Joined) -> dict[str, dict]:
+    """BY_MODEL_COUNTS of `joined`, each sorted by model."""
+    return {key: dict(sorted(getattr(joined, key).items())) for key in BY_MODEL_COUNTS}
+
+
 def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, joined: Joined) -> dict:
     """run.json: what produced the outputs, and the counts."""
     inputs = ([MEMORY_SOURCE] if opts.records is not None else []) + [str(p) for p in opts.inputs]
@@ -489,11 +499,7 @@ def run_info(opts: RunOptions, cfg: Config, encoder: Encoder, linker: Linker, jo
                    "reasoning_is_code": joined.reasoning_is_code,
                    "truncated": sum(joined.truncated_by_model.values()),
                    "answer_cut": sum(joined.answer_cut_by_model.values())},
-        "truncated_by_model": dict(sorted(joined.truncated_by_model.items())),
-        "answer_cut_by_model": dict(sorted(joined.answer_cut_by_model.items())),
-        "summarised_by_model": dict(sorted(joined.summarised_by_model.items())),
-        "before_reasoning_by_model": dict(sorted(joined.before_reasoning_by_model.items())),
-        "answer_units_by_model": dict(sorted(joined.answer_units_by_model.items())),
+        **_by_model_counts(joined),
         "untagged": {"policy": opts.untagged, "profiled": joined.untagged,
                      "by_model": dict(sorted(joined.untagged_by_model.items())),
                      "kept_long_by_model": dict(sorted(joined.untagged_long_by_model.items())),
@@ -600,11 +606,7 @@ def assemble(out: Path, cfg: Config, encoder: Encoder, linker: Linker, opts: Run
             "unknown": joined.unknown, "unknown_fix": info["unknown_fix"],
             "untagged": joined.untagged, "untagged_by_model": dict(sorted(joined.untagged_by_model.items())),
             "untagged_long_by_model": dict(sorted(joined.untagged_long_by_model.items())),
-            "truncated_by_model": dict(sorted(joined.truncated_by_model.items())),
-            "answer_cut_by_model": dict(sorted(joined.answer_cut_by_model.items())),
-            "summarised_by_model": dict(sorted(joined.summarised_by_model.items())),
-            "before_reasoning_by_model": dict(sorted(joined.before_reasoning_by_model.items())),
-            "answer_units_by_model": dict(sorted(joined.answer_units_by_model.items())),
+            **_by_model_counts(joined),
             "code_not_run": joined.code_not_run, "reasoning_is_code": joined.reasoning_is_code,
             "coverage": info["coverage"], "coverage_warnings": info["coverage_warnings"],
             "short_trace_warnings": info["short_trace_warnings"], "loop_warnings": info["loop_warnings"],
