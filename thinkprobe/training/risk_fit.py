@@ -14,6 +14,7 @@ The command line is scripts/train_failure_risk.py.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 import time
@@ -273,8 +274,7 @@ def write_model(model: FailureRisk, folder: Path, card: Mapping, keys: Sequence[
     tell which of its traces the model has seen)."""
     folder.mkdir(parents=True, exist_ok=True)
     write_training_keys(folder, keys)
-    data = FailureRisk(model.features, model.mean, model.scale, model.coef, model.intercept, model.calibration,
-                       {**model.card, **card}, model.clip, model.min_units).to_json()
+    data = dataclasses.replace(model, card={**model.card, **card}).to_json()
     (folder / "model.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     (folder / "README.md").write_text(model_card(data), encoding="utf-8")
 
