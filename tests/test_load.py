@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import replace
 from itertools import islice
 from pathlib import Path
 
@@ -385,6 +386,16 @@ def test_empty_dedicated_field_does_not_turn_the_answer_into_reasoning():
     with pytest.raises(InputError) as err:
         one({"thought_summary": "", "answer": "42"})  # `answer` is a gold answer's field, not the model's
     assert err.value.reason == "empty reasoning"
+    # an answer in a field detection does not know, named with --answer-field: beside it, as beside a known one
+    for record, fields in (({"thought_summary": "", "final": "42"}, FieldMap(answer_field="final")),
+                           ({"my_thoughts": "", "final": "42"}, FieldMap(reasoning_field="my_thoughts", answer_field="final")),
+                           ({"response": "<think> </think>", "final": "42"}, FieldMap(answer_field="final"))):
+        with pytest.raises(InputError) as err:
+            one(record, fields)
+        assert err.value.reason == "empty reasoning beside an answer (given without thinking?)", record
+        with pytest.raises(InputError) as err:
+            one(record, replace(fields, answer_field=None))
+        assert err.value.reason == "empty reasoning", record
     # the record counts reasoning tokens it does not hold (tts_knowledge's gpt-5-mini, 2,228 records): the model
     # thought and its reasoning was not returned, which is not an empty reasoning
     with pytest.raises(InputError) as err:

@@ -308,7 +308,7 @@ def _locate_reasoning(
         if not isinstance(value, str):
             raise error(path, f"expected text or a list of texts, found {type_name(value)}")
         if not value.strip():
-            raise error(path, _empty_reasoning(record, path))
+            raise error(path, _empty_reasoning(record, path, fields.answer_field))
         # the answer detection would have found stays: beside the named field, then where the record keeps one
         try:
             auto = _locate_reasoning(record, FieldMap(), error, generation).answer_fields
@@ -357,7 +357,8 @@ def _locate_reasoning(
                                     f"{hidden[1]:,} reasoning tokens, so the model thought and its reasoning was not "
                                     "returned; the text is the final answer only")
         # never the answer profiled as if it were reasoning
-        raise error(empty.path, _empty_reasoning(record, empty.path) if empty.reason == "empty reasoning" else empty.reason)
+        raise error(empty.path, _empty_reasoning(record, empty.path, fields.answer_field)
+                    if empty.reason == "empty reasoning" else empty.reason)
     known = (*tried, *QUESTION_FIELDS, *GOLD_FIELDS, *ID_FIELDS, *MODEL_FIELDS, *DOMAIN_FIELDS)
     other = tagged_field(record, known)  # a field no list names, holding reasoning tags
     if other:
@@ -380,16 +381,17 @@ def _locate_reasoning(
                 if isinstance(wrong[1], list) and wrong[1] and all(isinstance(x, str) for x in wrong[1]) else "")
         raise error(wrong[0], f"expected text, found {type_name(wrong[1])}{hint}")
     if empty_inline:
-        raise error(empty_inline, _empty_reasoning(record))
+        raise error(empty_inline, _empty_reasoning(record, named=fields.answer_field))
     raise error("reasoning", f"no reasoning text found; tried: {', '.join(dict.fromkeys(tried))}; "
                              f"{_keys_hint(record, '')} (name the field with --reasoning-field)"
                              f"{longest_text_hint(record, known)}")
 
 
-def _empty_reasoning(record: dict, field: str = "") -> str:
-    """Why a record's reasoning field is empty: beside an answer field holding text, or not."""
+def _empty_reasoning(record: dict, field: str = "", named: str | None = None) -> str:
+    """Why a record's reasoning field is empty: beside an answer field holding text (the one --answer-field
+    `named`, or one detection knows), or not."""
     beside = any(isinstance(value := get_path(record, path)[1], str) and value.strip()
-                 for path in ANSWER_FIELDS if path != field)
+                 for path in ((named, *ANSWER_FIELDS) if named else ANSWER_FIELDS) if path != field)
     return EMPTY_BESIDE_ANSWER if beside else "empty reasoning"
 
 
