@@ -530,6 +530,9 @@ def test_normalise(raw, expected):
     ("2516", "2516_8"),  # PRM800K's numerals in a base the question names; the answer often leaves it out
     (r"10110_{2}", "10110_2"),
     ("40", r"40_{9}"),
+    ("52", "The painter was 52 when the portrait was finished."),  # a gold written as a sentence (FRAMES)
+    ("$1,250", "The film grossed $1,250 in its first week."),
+    ("He was 52 years old", "52"),  # and an answer given as one
 ])
 def test_answers_match(pred, gold):
     assert answers_match(pred, gold)
@@ -614,6 +617,9 @@ def test_intermediate_numbers_are_not_candidates():
     ("2019", "August 2019"),
     ("Season 1, Episode 2", "Season 1 episode 3"),  # a cut-off head is compared strictly
     ("Stella Rimington; Sir Walter McDonald", "Stella Rimington"),  # alternatives are not the answer
+    ("1961", "It opened on April 2, 1961."),  # a sentence's number is the answer only when it is its one number
+    ("51", "She was 50 years old."),
+    ("52", "Aged 52"),  # and the gold a sentence of three words or more
 ])
 def test_containment_is_not_too_lenient(pred, gold):
     assert not answers_match(pred, gold)

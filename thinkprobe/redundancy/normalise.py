@@ -436,6 +436,8 @@ def _scalar_match(p: str, g: str, loose: bool = True) -> bool:
     pn, gn = to_number(p), to_number(g)
     if pn is not None and gn is not None:
         return _close(pn, gn)
+    if loose and pn is not None and gn is None and _sentence_number(g, pn):
+        return True  # "52" for the gold "The painter was 52." (FRAMES writes golds as sentences)
     if gn is None and re.search(r"[a-z]{2}", g) and not g.startswith("\\"):
         # A text answer ("east", "Pope Innocent X"): same words, articles, accents and punctuation
         # aside, or one contained in the other as a whole run of words when the longer is a short
@@ -465,12 +467,16 @@ def _scalar_match(p: str, g: str, loose: bool = True) -> bool:
             it = iter(pw)
             return all(w in it for w in gw)
         return False
-    if loose and gn is not None and pn is None and len(re.findall(r"[a-z]{2,}", p)) >= 3:
-        numbers = NUMBER.findall(p)  # "He was 52 years old" for 52
-        if len(numbers) == 1:
-            value = to_number(numbers[0])
-            return value is not None and _close(value, gn)
+    if loose and gn is not None and pn is None:
+        return _sentence_number(p, gn)  # "He was 52 years old" for 52
     return False
+
+
+def _sentence_number(sentence: str, value: float) -> bool:
+    """Whether `sentence` (three words or more) states one number, and that is `value`: an answer given in
+    a sentence, or a gold answer written as one ("She was 51 years old."; never "April 2, 1961" for 1961)."""
+    numbers = NUMBER.findall(sentence) if len(re.findall(r"[a-z]{2,}", sentence)) >= 3 else []
+    return len(numbers) == 1 and (number := to_number(numbers[0])) is not None and _close(number, value)
 
 
 _CONJUNCTION = re.compile(r"[,;&]|\band\b")
