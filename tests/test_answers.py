@@ -533,6 +533,10 @@ def test_normalise(raw, expected):
     ("52", "The painter was 52 when the portrait was finished."),  # a gold written as a sentence (FRAMES)
     ("$1,250", "The film grossed $1,250 in its first week."),
     ("He was 52 years old", "52"),  # and an answer given as one
+    ("Omaha", "Omaha, Nebraska"),  # the name a gold qualifies after a comma
+    ("Edward Heath", "Edward Heath, 1970"),
+    ("6", "6 (in Boston)"),  # a gold's note in brackets
+    ("3", "3 (mod 7)"),
 ])
 def test_answers_match(pred, gold):
     assert answers_match(pred, gold)
@@ -620,6 +624,11 @@ def test_intermediate_numbers_are_not_candidates():
     ("1961", "It opened on April 2, 1961."),  # a sentence's number is the answer only when it is its one number
     ("51", "She was 50 years old."),
     ("52", "Aged 52"),  # and the gold a sentence of three words or more
+    ("Nebraska", "Omaha, Nebraska"),  # what qualifies the name is not the answer
+    ("Sydney", "Sydney, Athens and Rome"),  # one item of a list
+    ("sin x", "sin x, cos x"),  # a pair of expressions is no name and its qualifier
+    ("2", r"2 (\sqrt{3})"),  # a factor in brackets is no note
+    ("2", "2 (x + 1)"),
 ])
 def test_containment_is_not_too_lenient(pred, gold):
     assert not answers_match(pred, gold)

@@ -305,6 +305,8 @@ _ARTICLES = re.compile(r"\b(?:the|a|an)\b")
 _MAX_CONTAINING_WORDS = 15
 _LIST_MARK = re.compile(r"[,;]|\band\b|\bor\b|&")
 _ALTERNATIVES = re.compile(r";|\bor\b|/")
+_QUALIFIED = re.compile(r"(?!.*\b(?:and|or)\b)[^,;&/()\[\]{}\\^_=+*<>]+,[^,;&/()\[\]{}\\^_=+*<>]+")  # two words, one comma
+_NOTE = re.compile(r"([^()]*\w)\s+\([^()\\^_=+*]*[a-z]{2}[^()\\^_=+*]*\)")  # "6 (boston)": a note after the answer
 _NEGATION = re.compile(r"\b(?:not|no|never|neither|nor|none|isn't|aren't|wasn't|weren't)\b")
 _PRED_SEPARATORS = re.compile(r"\s*(?:,\s|≈|\\approx|\bapprox(?:imately)?\b|\babout\b|\(\s*(?:about|approx|≈))")
 
@@ -436,8 +438,8 @@ def _scalar_match(p: str, g: str, loose: bool = True) -> bool:
     pn, gn = to_number(p), to_number(g)
     if pn is not None and gn is not None:
         return _close(pn, gn)
-    if loose and pn is not None and gn is None and _sentence_number(g, pn):
-        return True  # "52" for the gold "The painter was 52." (FRAMES writes golds as sentences)
+    if loose and (pn is None) != (gn is None) and (_sentence_number(p, gn) if pn is None else _sentence_number(g, pn)):
+        return True  # "He was 52 years old" for 52; 52 for the gold "The painter was 52." (FRAMES' are sentences)
     if gn is None and re.search(r"[a-z]{2}", g) and not g.startswith("\\"):
         # A text answer ("east", "Pope Innocent X"): same words, articles, accents and punctuation
         # aside, or one contained in the other as a whole run of words when the longer is a short
@@ -452,6 +454,8 @@ def _scalar_match(p: str, g: str, loose: bool = True) -> bool:
             return True
         if not loose:
             return False
+        if pw == _words(g.split(",")[0]) and _QUALIFIED.fullmatch(g) and min(map(len, pw)) > 1:
+            return True  # the name a gold qualifies: "Omaha, Nebraska", "Edward Heath, 1970" (not "sin x, cos x")
         if len(pw) < len(gw) and _is_list_item(pw, g, _LIST_MARK):
             return False  # one item of a list answer ("Victoria" for "Victoria and Tasmania")
         if len(gw) < len(pw) and _is_list_item(gw, p, _ALTERNATIVES):
@@ -467,8 +471,6 @@ def _scalar_match(p: str, g: str, loose: bool = True) -> bool:
             it = iter(pw)
             return all(w in it for w in gw)
         return False
-    if loose and gn is not None and pn is None:
-        return _sentence_number(p, gn)  # "He was 52 years old" for 52
     return False
 
 
@@ -557,6 +559,8 @@ def _gold_variants(g: str) -> Iterable[str]:
     yield g
     if digits := _numeral_digits(g):  # "2516_8" against "2516"
         yield digits
+    if note := _NOTE.fullmatch(g):
+        yield note.group(1)
     m = re.fullmatch(r"[a-z]\w*\s*(?:=|\\in\b)\s*(.+)", g)  # "x = 5"; "x \in [-2,7]", an interval
     if m:
         yield m.group(1)
@@ -627,21 +631,18 @@ def _texts_match(pred: str, gold: str) -> bool:
     ends_p, ends_g = _interval_ends(p), _interval_ends(g)
     if ends_p and ends_g and ends_p != ends_g:  # [a, b) is not (a, b]: open or closed is the question
         return False
-    letter = _option_letter(g)
-    if letter:
+    if letter := _option_letter(g):
         return _option_letter(p, loose=True) == letter
     options = _key_options(gold)
     chosen = _option_set(p, key=False) if options else None
     if chosen is not None:  # a multiple-answer key against a choice of options: the same ones, in any layout
         return chosen == options
-    forms = _alternative_forms(g)
-    if forms:
+    if forms := _alternative_forms(g):
         return any(_texts_match(pred, form) for form in forms)
     for pv, loose in dict.fromkeys(_pred_variants(p)):
         for gv in dict.fromkeys(_gold_variants(g)):
             bare_p, bare_g = _strip_unit(pv), _strip_unit(gv)
-            forms_p = [pv] + [x for x in [bare_p] if x]
-            forms_g = [gv] + [x for x in [bare_g] if x]
+            forms_p, forms_g = [pv, *filter(None, [bare_p])], [gv, *filter(None, [bare_g])]
             pairs = [(a, b) for a in forms_p for b in forms_g
                      if not (a == bare_p and b == bare_g and _unit_of(pv) != _unit_of(gv))]  # 10 kW is not 10 MW
             if any(_same(a, b, loose) for a, b in pairs):
