@@ -128,7 +128,7 @@ def _on_cycles(n: int, edges: Sequence[tuple[int, int]]) -> int:
 def _candidate_features(units: Sequence[Mapping[str, Any]], n: int) -> dict[str, float]:
     """Candidate answers put forward in the reasoning (no gold answer given) and how they move."""
     from .redundancy.extraction import find_candidates
-    from .redundancy.normalise import answers_match
+    from .redundancy.matching import answers_match
 
     position = {int(u["id"]): k for k, u in enumerate(units)}
     record = {"units": [{**u, "section": "reasoning"} for u in units], "gold_answer": None}

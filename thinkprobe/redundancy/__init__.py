@@ -47,7 +47,8 @@ from .annotate import (COLUMNS, METRICS, RedundancyParams, annotate_record, has_
                        redundancy_row)
 from .extraction import (Candidate, KIND_RANK, boxed_values, code_tests_of, conclusion_number, final_candidate,
                          find_candidates)
-from .normalise import answers_match, is_expression, normalise, to_number
+from .matching import answers_match, is_expression
+from .normalise import normalise, to_number
 from .sandbox import ALLOW_HINT, NOT_ALLOWED, code_not_run, isolation_problem, not_run_line, run_code_tests
 from .sep import SEP, shortest_effective_path
 from .tables import (MODEL_COLUMNS, format_model_table, model_means, table_row, write_redundancy,

@@ -10,7 +10,8 @@ from typing import Any, Mapping, Sequence
 from ..records import FORWARD_EDGES, group_of, source_id
 from .choices import question_options
 from .extraction import OPTION_LABEL, Candidate, code_tests_of, final_candidate, find_candidates
-from .normalise import answers_match, normalise
+from .matching import answers_match
+from .normalise import normalise
 from .sandbox import NOT_ALLOWED, run_code_tests
 from .sep import SEP, edge_tuple, shortest_effective_path
 from ..outputs import REDUNDANCY_COLUMNS, REDUNDANCY_METRICS

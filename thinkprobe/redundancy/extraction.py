@@ -31,7 +31,8 @@ from ..io.guess import is_output_field
 from ..records import answer_cut
 from ..segment import DOLLAR_MATH, default_abbreviations
 from .choices import bold_option, question_options
-from .normalise import BOXED, FACTORIAL_EXPR, MARKDOWN, NUMBER, SPECIAL_TOKEN, answers_match, to_number
+from .matching import answers_match
+from .normalise import BOXED, FACTORIAL_EXPR, MARKDOWN, NUMBER, SPECIAL_TOKEN, to_number
 
 __all__ = ["Candidate", "KIND_RANK", "find_candidates", "final_candidate", "code_tests_of", "boxed_values",
            "conclusion_number", "OPTION_LABEL"]

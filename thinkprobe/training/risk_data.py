@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from ..redundancy.extraction import boxed_values
-from ..redundancy.normalise import answers_match
+from ..redundancy.matching import answers_match
 
 __all__ = ["Example", "CORPORA", "MATH_CORPORA", "read_corpus", "sample_examples", "final_answer"]
 
