@@ -537,6 +537,8 @@ def test_normalise(raw, expected):
     ("Edward Heath", "Edward Heath, 1970"),
     ("6", "6 (in Boston)"),  # a gold's note in brackets
     ("3", "3 (mod 7)"),
+    ("November 5, 1966", "5 Nov 1966."),  # a full date in any spelling
+    ("1993-10-31", "October 31st, 1993"),
 ])
 def test_answers_match(pred, gold):
     assert answers_match(pred, gold)
@@ -629,6 +631,8 @@ def test_intermediate_numbers_are_not_candidates():
     ("sin x", "sin x, cos x"),  # a pair of expressions is no name and its qualifier
     ("2", r"2 (\sqrt{3})"),  # a factor in brackets is no note
     ("2", "2 (x + 1)"),
+    ("December 25, 1974", "August 24, 1974"),  # another day
+    ("May 1967", "May 8, 1967"),  # a date without its day
 ])
 def test_containment_is_not_too_lenient(pred, gold):
     assert not answers_match(pred, gold)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from datetime import datetime
 from functools import lru_cache
 from typing import Any, Iterable
 
@@ -347,6 +348,8 @@ def _texts_match(pred: str, gold: str) -> bool:
         return False
     if _squash(p) == _squash(g):
         return True
+    if (day := _calendar_day(p)) and (gold_day := _calendar_day(g)):  # "November 5, 1966" for "5 Nov 1966"
+        return day == gold_day
     ends_p, ends_g = _interval_ends(p), _interval_ends(g)
     if ends_p and ends_g and ends_p != ends_g:  # [a, b) is not (a, b]: open or closed is the question
         return False
@@ -367,3 +370,28 @@ def _texts_match(pred: str, gold: str) -> bool:
             if any(_same(a, b, loose) for a, b in pairs):
                 return True
     return False
+
+
+_MONTH = re.compile(r"\b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|"
+                    r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b|^\d{4}-\d{2}-\d{2}$")
+
+
+def _calendar_day(text: str) -> tuple[int, int, int] | None:
+    """(year, month, day) of a text that is a date and nothing else, day, month and year given, the month by
+    name or in ISO form ("5 november 1966", "june 14th, 1900", "1993-10-31"); None for anything else: a
+    date without its day or year, a date in a sentence, numbers alone ("03/04/2001" reads two ways).
+
+    >>> _calendar_day("november 5, 1966") == _calendar_day("5 nov 1966") == (1966, 11, 5)
+    True
+    >>> _calendar_day("september 21st"), _calendar_day("may 2009"), _calendar_day("born on may 8, 2009")
+    (None, None, None)
+    """
+    if len(text) > 40 or not _MONTH.search(text):
+        return None
+    from dateutil import parser  # python-dateutil: every spelling of a date, and what a text leaves out of it
+
+    try:  # what is missing from the text is taken from the default: a field both defaults leave apart is missing
+        first, second = (parser.parse(text, default=datetime(1, 1, 1)), parser.parse(text, default=datetime(2, 2, 2)))
+    except (ValueError, OverflowError):
+        return None
+    return (first.year, first.month, first.day) if first == second else None
