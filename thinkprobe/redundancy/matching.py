@@ -174,7 +174,8 @@ def _scalar_match(p: str, g: str, loose: bool = True) -> bool:
             return True
         if not loose:
             return False
-        if pw == _words(g.split(",")[0]) and _QUALIFIED.fullmatch(g) and min(map(len, pw)) > 1:
+        named = all(len(w) > 1 and w.isalpha() for w in pw)
+        if named and _QUALIFIED.fullmatch(g) and pw == _words(g.split(",")[0]):
             return True  # the name a gold qualifies: "Omaha, Nebraska", "Edward Heath, 1970" (not "sin x, cos x")
         if len(pw) < len(gw) and _is_list_item(pw, g, _LIST_MARK):
             return False  # one item of a list answer ("Victoria" for "Victoria and Tasmania")
