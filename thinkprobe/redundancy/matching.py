@@ -25,7 +25,7 @@ _ARTICLES = re.compile(r"\b(?:the|a|an)\b")
 _MAX_CONTAINING_WORDS = 15
 _LIST_MARK = re.compile(r"[,;]|\band\b|\bor\b|&")
 _ALTERNATIVES = re.compile(r";|\bor\b|/")
-_QUALIFIED = re.compile(r"(?!.*\b(?:and|or)\b)[^,;&/()\[\]{}\\^_=+*<>]+,[^,;&/()\[\]{}\\^_=+*<>]+")  # two words, one comma
+_QUALIFIED = re.compile(r"(?!.*\b(?:and|or)\b)[^,;&/()\[\]{}\\^_=+*<>]+,[^,;&/()\[\]{}\\^_=+*<>]+")  # two parts, one comma
 _NOTE = re.compile(r"([^()]*\w)\s+\([^()\\^_=+*]*[a-z]{2}[^()\\^_=+*]*\)")  # "6 (boston)": a note after the answer
 _NEGATION = re.compile(r"\b(?:not|no|never|neither|nor|none|isn't|aren't|wasn't|weren't)\b")
 _PRED_SEPARATORS = re.compile(r"\s*(?:,\s|≈|\\approx|\bapprox(?:imately)?\b|\babout\b|\(\s*(?:about|approx|≈))")
