@@ -221,11 +221,11 @@ def _graph(answer: str, gold: str | None, trace: Trace) -> dict:
 
 @pytest.mark.parametrize("grading, acc", [("A", 1), ("B", 0), ("C", None)])
 def test_the_records_grade_wins_over_answer_matching(grading, acc):
-    # tts_knowledge (the Claude and Gemini SimpleQA files): "August 10, 843" graded A against the gold "10 August 843"
-    trace = one({"thought": "<think>x</think>", "response": "The answer is August 10, 843.",
-                 "answer": "10 August 843", "grading": grading})
-    assert not answers_match("August 10, 843", "10 August 843")  # the matcher alone would say incorrect
-    row, extra = redundancy_row(_graph("The answer is August 10, 843.", "10 August 843", trace))
+    # tts_knowledge: "Mallorca" graded A against the gold "Majorca" (a spelling no matching rule knows)
+    trace = one({"thought": "<think>x</think>", "response": "The answer is Mallorca.", "answer": "Majorca",
+                 "grading": grading})
+    assert not answers_match("Mallorca", "Majorca")  # the matcher alone would say incorrect
+    row, extra = redundancy_row(_graph("The answer is Mallorca.", "Majorca", trace))
     assert row["Acc"] == acc and extra["final_correct"] == (None if acc is None else bool(acc))
 
 
