@@ -35,11 +35,14 @@ class Normalizer:
             self.mean_[name], self.std_[name] = mean, math.sqrt(var)
         return self
 
+    def is_flat(self, name: str) -> bool:
+        """Whether one value holds indicator `name` over the fitted rows (std at most 1e-12): z scores it 0."""
+        return not self.std_[name] > 1e-12
+
     def z(self, row: Mapping[str, float]) -> dict[str, float]:
         out = {}
         for name in INDICATORS:
-            std = self.std_[name]
-            out[name] = (float(row[name]) - self.mean_[name]) / std if std > 1e-12 else 0.0
+            out[name] = 0.0 if self.is_flat(name) else (float(row[name]) - self.mean_[name]) / self.std_[name]
         return out
 
     def to_json(self) -> dict:

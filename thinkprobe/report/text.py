@@ -375,10 +375,10 @@ def _constant_note(rows: Sequence[Mapping]) -> str:
     from ..cognitive_profile import Normalizer
     from ..indicators import DIMENSIONS
 
-    std = Normalizer().fit(rows).std_ if rows else {}
+    norms = Normalizer().fit(rows) if rows else None
     said = []
     for dim, names in DIMENSIONS.items():
-        flat = [n for n in names if n in std and not std[n] > 1e-12]  # as Normalizer.z scores them 0
+        flat = [n for n in names if norms is not None and norms.is_flat(n)]  # what Normalizer.z scores 0
         if len(flat) == len(names):
             said.append(f"{dim} is 0 in every trace: each of its indicators ({and_list(flat)}) holds one value")
         elif flat:
