@@ -218,8 +218,15 @@ def test_a_path_pattern_that_misses_files_of_a_folder_is_a_warning_naming_them(t
     assert "matched 2 of the 3 data files" in str(warnings[0]) and "the others are left out: messages.json" in str(warnings[0])
     assert check_fields([str(folder / "reasoning_comparison_gpt.json")], FieldMap(path_pattern=pattern)) == []
     (single,) = check_fields([str(folder / "messages.json")], FieldMap(path_pattern=pattern))  # named: read
-    assert str(single).endswith("does not match " + str(folder / "messages.json") + ": it is read, its model, domain "
-                                "and group from its own fields, else unknown")
+    assert str(single).endswith("does not match " + str(folder / "messages.json") + ": it is read, its model from "
+                                "its own fields, else unknown")
+    # a constant gives what the pattern would have: nothing to warn of; the pattern's other names are still missed
+    assert check_fields([str(folder / "messages.json") + "::model=questions"], FieldMap(path_pattern=pattern)) == []
+    both = FieldMap(path_pattern="{model}_{domain}.json")
+    (single,) = check_fields([str(folder / "messages.json") + "::domain=d"], both)
+    assert str(single).endswith(": it is read, its model from its own fields, else unknown")
+    (single,) = check_fields([str(folder / "messages.json")], FieldMap(path_pattern="{model}_{domain}_{group}.json"))
+    assert str(single).endswith(": it is read, its model, domain and group from its own fields, else unknown")
     res = CliRunner().invoke(main, ["peek", str(folder), "--path-pattern", pattern])
     assert res.exit_code == 0 and "warning: --path-pattern" in res.stderr and "messages.json" in res.stderr
     out = tmp_path / "out"

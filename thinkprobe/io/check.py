@@ -54,11 +54,13 @@ class PatternWarning:
     checked: int  # data files in the input
     unmatched: tuple[str, ...]  # those it does not match, relative to the input
     folder: bool = True  # a folder's files (left out) or a file named as an input (read)
+    missed: tuple[str, ...] = ()  # a file named as an input: what the pattern would have given it and no constant does
 
     def __str__(self) -> str:
         if not self.folder:
-            return (f"{self.option} '{self.field}' does not match {self.input}: it is read, its model, domain and group "
-                    f"from its own fields, else unknown")
+            named = " and ".join(filter(None, (", ".join(self.missed[:-1]), self.missed[-1])))
+            return (f"{self.option} '{self.field}' does not match {self.input}: it is read, its {named} from its "
+                    f"own fields, else unknown")
         shown = ", ".join(self.unmatched[:10]) + (f", ... ({len(self.unmatched)} files)" if len(self.unmatched) > 10 else "")
         return (f"{self.option} '{self.field}' matched {self.checked - len(self.unmatched)} of the {self.checked} data "
                 f"files of {self.input}; the others are left out: {shown}; to profile them too, name them as "
@@ -124,8 +126,10 @@ def _pattern_warning(src: Source) -> PatternWarning | None:
     if not src.fields.path_pattern or src.records is not None or not root.exists():
         return None
     if not root.is_dir():  # a file named as an input is read whatever the pattern finds in its path
-        return None if src.fields.matches_path(root) else PatternWarning(
-            "--path-pattern", src.fields.path_pattern, src.path, 1, (root.as_posix(),), folder=False)
+        # what the pattern names and no PATH::model=... constant sets (a constant comes first: nothing is missed)
+        missed = tuple(k for k in src.fields.path_names() if not getattr(src.fields, k))
+        return None if src.fields.matches_path(root) or not missed else PatternWarning(
+            "--path-pattern", src.fields.path_pattern, src.path, 1, (root.as_posix(),), folder=False, missed=missed)
     files = data_files(root)
     unmatched = tuple(f.relative_to(root).as_posix() for f in files if not src.fields.matches_path(f))
     return PatternWarning("--path-pattern", src.fields.path_pattern, src.path, len(files), unmatched) if unmatched else None

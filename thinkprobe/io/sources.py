@@ -59,6 +59,11 @@ class FieldMap:
         it matches (a folder's other files, a question list beside the models' files, are left out)."""
         return not self.path_pattern or _path_regex(self.path_pattern).search(Path(source).as_posix()) is not None
 
+    def path_names(self) -> tuple[str, ...]:
+        """What ``path_pattern`` takes from a file path (model, domain, group: those it names)."""
+        names = _path_regex(self.path_pattern).groupindex if self.path_pattern else {}
+        return tuple(k for k in ("model", "domain", "group") if k in names)
+
     def from_path(self, source: str) -> dict[str, str]:
         """The named groups ``path_pattern`` finds in a file path ({} when it does not match)."""
         if not self.path_pattern:
