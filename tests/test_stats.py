@@ -93,6 +93,26 @@ def test_fewer_than_two_groups_is_not_testable(tmp_path):
     assert "NaN" not in json.dumps(stats)
 
 
+def test_traces_of_no_named_domain_take_no_part_in_the_domain_tests(tmp_path):
+    """Thought Anchors' two agentic scenarios have no MATH type: their traces are grouped as 'unknown'
+    beside six named domains, and the domain tests counted 'unknown' as a seventh (k 7)."""
+    from thinkprobe.report.text import counted
+
+    rows = rows_of({"a": [1.0, 2.0, 3.0, 4.0, 9.0, 8.0], "b": [5.0, 6.0, 7.0, 8.0, 0.0, 1.0]},
+                   domains=("x", "y", "x", "y", "unknown", "unknown"))
+    stats = compute_stats(write_run(tmp_path, rows))
+    test = variable(stats, "idea_count")["domain"]
+    named = [r for r in rows if r["domain"] != "unknown"]
+    h, _ = kruskal(*[[r["idea_count"] for r in named if r["domain"] == d] for d in ("x", "y")])
+    assert (test["k"], test["n"]) == (2, 8) and test["H"] == pytest.approx(h, rel=1e-5)
+    assert stats["groupings"]["domain"] == {"groups": {"x": 4, "y": 4}, "too_few": [], "unnamed": 4}
+    assert variable(stats, "idea_count")["model"]["n"] == 12  # the model tests keep every trace
+    assert counted(stats["groupings"], "domain", 2) == "2 domains (4 traces without one, not tested)"
+    only = compute_stats(write_run(tmp_path / "none", rows_of({"a": [1.0, 2.0], "b": [3.0, 4.0]}, domains=("unknown",))))
+    assert variable(only, "idea_count")["domain"]["status"] == "not testable"
+    assert counted(only["groupings"], "domain") == "no named domain"
+
+
 def test_constant_indicator_is_reported_not_a_crash(tmp_path):
     stats = compute_stats(write_run(tmp_path, rows_of({"a": [1, 2, 3], "b": [4, 5, 6]})))
     entry = variable(stats, "branching_factor")  # 0 for every trace

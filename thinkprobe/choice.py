@@ -379,13 +379,13 @@ def select_run(run_dir: str | Path, *, domain: str | None = None, want: str | Ma
 
 def select_by_domain(run_dir: str | Path, settings: StatsSettings | None = None,
                      rows: Sequence[Mapping] | None = None) -> list[Selection]:
-    """One default selection per domain with at least two models (the report's "which model for
-    which domain" table)."""
-    from .stats import load_table
+    """One default selection per named domain with at least two models (the report's "which model for
+    which domain" table; traces of no named domain, 'unknown', pool any domain: no row)."""
+    from .stats import level, load_table
 
     rows = rows if rows is not None else load_table(run_dir)
     out = []
-    for d in sorted({r["domain"] for r in rows}):
+    for d in sorted({d for r in rows if (d := level(r, "domain")) is not None}):
         if len({r["model"] for r in rows if r["domain"] == d}) >= 2:
             out.append(select_run(run_dir, domain=d, settings=settings, rows=rows))
     return out

@@ -35,7 +35,7 @@ from .records import iter_graph_records
 from .statuses import CONSTANT, NOT_TESTABLE, TESTED
 from .tables import csv_text, write_atomic
 
-__all__ = ["GROUPINGS", "stats_settings", "compute_stats", "write_stats", "holm", "kruskal_test",
+__all__ = ["GROUPINGS", "UNNAMED", "level", "stats_settings", "compute_stats", "write_stats", "holm", "kruskal_test",
            "chance_eps2", "length_residuals", "split_half_reliability", "icc1", "auroc", "auroc_se", "auroc_interval", "outcome_validity",
            "load_table", "question_key", "STATS_TABLE", "stats_rows", "stats_csv"]
 
@@ -135,12 +135,23 @@ def load_table(run_dir: str | Path, meta: Mapping[str, dict] | None = None) -> l
     return rows
 
 
+UNNAMED = "unknown"  # the domain of a trace none was found for (thinkprobe.io.detect)
+
+
+def level(row: Mapping, by: str) -> str | None:
+    """A trace's level of `by` in the tests: None for a group left unset or a domain none was found for
+    ('unknown' pools traces of any domain: no level to compare; a run with a few such traces beside
+    named domains had tested it as one)."""
+    value = row.get(by)
+    return None if by == "domain" and value == UNNAMED else value
+
+
 def _groups(rows: Sequence[Mapping], by: str) -> dict[str, int]:
-    """Traces per value of `by` (traces without one, a group left unset, are not counted)."""
+    """Traces per level of `by` (traces without one, a group left unset or an unnamed domain, are not counted)."""
     counts: dict[str, int] = {}
     for r in rows:
-        if r.get(by) is not None:
-            counts[r[by]] = counts.get(r[by], 0) + 1
+        if (value := level(r, by)) is not None:
+            counts[value] = counts.get(value, 0) + 1
     return dict(sorted(counts.items()))
 
 
@@ -430,7 +441,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
                  "length_controlled": {"fit": fit}, "reliability": {}}
         columns.append((values, resid if tied is None else None))
         for by in groupings:
-            labels = [r[by] for r in rows]
+            labels = [level(r, by) for r in rows]
             entry[by] = _grouped_test(values, labels, **perm)
             entry["length_controlled"][by] = (_grouped_test(list(resid), labels, **perm) if tied is None else
                                               _untested(tied))
@@ -476,13 +487,14 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
         lc = e["length_controlled"]
         e["ratio_length_corrected"] = _ratio(lc["model"].get("eps2_corrected"), lc["domain"].get("eps2_corrected"),
                                              cfg.ratio_floor)
-    add_effect_intervals(results, columns, {by: [r[by] for r in rows] for by in groupings}, cfg)
+    add_effect_intervals(results, columns, {by: [level(r, by) for r in rows] for by in groupings}, cfg)
     pairs = pairwise_models([(name, kind) for name, kind, _ in variables], columns, list(models), log_tokens,
                             {(e["variable"], lc): bool(t.get("significant")) for e in results
                              for lc, t in ((0, e["model"]), (1, e["length_controlled"]["model"]))}, cfg,
                             questions)
 
     graded_rows = [r for r in rows if r["correct"] is not None]
+    unnamed = sum(r["domain"] == UNNAMED for r in rows)  # traces of no named domain: in no domain test
     return _round_all({
         "n_traces": len(rows),
         "n_without_question": sum(r["question"] is None for r in rows),  # in no (model, question) pair
@@ -502,6 +514,8 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
                                    "half's means all equal), Spearman-Brown 2r / (1 + r); not testable with fewer "
                                    "than split_half_min_varying traces away from the most common value",
                      "icc": "ICC(1) over (model, question) clusters with 2+ traces",
+                     "domain": "traces of no named domain ('unknown', groupings.domain.unnamed) take no part in "
+                               "the domain tests",
                      "group": "tested like the domain, over the traces that have a group; no group tests in a "
                               "run where no trace has one",
                      "factor_auroc": "outcome.cross_validated: AUROC for a wrong answer of each graded trace's domain "
@@ -509,7 +523,8 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
                                      "seeded shuffles of the grades among the same traces, p: the share at least as "
                                      "high; none with one level or no shuffles"},
         "groupings": {by: {"groups": _groups(rows, by),
-                           "too_few": sorted(g for g, c in _groups(rows, by).items() if c < cfg.min_group)}
+                           "too_few": sorted(g for g, c in _groups(rows, by).items() if c < cfg.min_group),
+                           **({"unnamed": unnamed} if by == "domain" and unnamed else {})}
                       for by in groupings},
         "crossing": {by: model_crossing(rows, by, cfg.min_group) for by in groupings if by != "model"},
         **({"domain_group_crossing": factor_crossing(rows, "domain", "group", cfg.min_group)}

@@ -140,14 +140,16 @@ def _smallest_model(groups: Mapping) -> str:
 
 
 def counted(groups: Mapping, by: str, min_group: int | None = None) -> str:
-    """'5 domains', '5 domains (1 with fewer than 2 traces, not tested)' with `min_group`, or 'no named
-    domain' where every trace is grouped as 'unknown' (none was named: no such group to count)."""
-    names = list(groups[by]["groups"])
-    if names == ["unknown"]:
+    """'5 domains', '5 domains (1 with fewer than 2 traces, not tested)' with `min_group`, '5 domains (2
+    traces without one, not tested)' where some traces have no named domain ('unknown': in no domain test),
+    or 'no named domain' where no trace has one (no such group to count)."""
+    names = [g for g in groups[by]["groups"] if g != "unknown"]  # a run's stats.json before 2026-12-08 held it
+    if not names:
         return f"no named {by}"
-    n, few = len(names), len(groups[by].get("too_few") or [])
-    return (f"{n} {by}{'s' if n != 1 else ''}"
-            + (f" ({few} with fewer than {min_group} traces, not tested)" if few and min_group is not None else ""))
+    few, unnamed = len(groups[by].get("too_few") or []), groups[by].get("unnamed", 0)
+    notes = [*([f"{few} with fewer than {min_group} traces"] if few and min_group is not None else []),
+             *([f"{traces_word(unnamed)} without one"] if unnamed else [])]
+    return f"{len(names)} {by}{'s' if len(names) != 1 else ''}" + (f" ({', '.join(notes)}, not tested)" if notes else "")
 
 
 def _extrapolated(stats: Mapping) -> dict[str, float]:
