@@ -533,6 +533,10 @@ def test_select_names_models_whose_reasoning_is_a_summary_or_cut_off(run_dir, tm
     assert "reasoning" not in select_run(run_dir).notes
 
 
+def by_id_domain(rows, trace_id):
+    return next(r["domain"] for r in rows if r["trace_id"] == trace_id)
+
+
 def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run_dir, monkeypatch):
     """A run of MiP-Overthinking traces got AUROC 0.93 of which half came from the model's own
     training traces and most from the MiP / normal condition; one right trace among 25 gave an AUROC too."""
@@ -551,7 +555,17 @@ def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run
 
     note, header, table = risk_auroc(rows)
     by = {r[0]: r for r in table}
-    assert f"{len(seen)} of the graded traces are ones the failure-risk model was trained on" in note
+    graded = decisions._graded(rows, anomalies)
+    assert f"{len(seen)} of the {len(graded)} graded traces are ones the failure-risk model was trained on" in note
+    assert ("mostly in-sample" if 2 * len(seen) > len(graded) else "partly in-sample") in note
+    # most of them seen (Thought Anchors: 39 of 40): "mostly", no test of the model
+    left = next(t for t in graded if t not in seen)
+    note, _, table = decisions._risk_auroc(rows, graded, set(graded) - {left}, SETTINGS)
+    assert "so the first row is mostly in-sample (read it as no test of the model)" in note
+    # the rows by domain are out of sample: the domain without such a trace has a row that says so (it had
+    # divided by zero)
+    other = next(r for r in table if r[0].startswith("domain ") and r[0] != f"domain {by_id_domain(rows, left)}")
+    assert other[1:3] == ["0", "0"] and other[5] == "no trace here"
     assert by["not trained on"][1:3] == ["13", "7"] and re.fullmatch(r"[\d.]+ \[[\d.]+, [\d.]+\]", by["not trained on"][5])
     assert "though they may come from a corpus the failure-risk model was trained on (in-distribution)" in note
     # and by domain, as by group (BIG-Bench Mistake: the domain alone ranked wrong answers at 0.74); here every

@@ -17,7 +17,7 @@ from ..choice import select_by_domain
 from ..config import StatsSettings
 from ..records import iter_graph_records
 from ..auroc import auroc, auroc_delong, factor_auroc
-from ..stats import question_key, stats_settings
+from ..stats import level, question_key, stats_settings
 from ..indicators import INDICATORS
 from ..outcome import cross_validated_auroc, model_length_features
 from .agreement import poorly_agreeing, run_agreement
@@ -189,6 +189,8 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
     found: dict[str, tuple] = {}  # label -> (failure_risk's interval, the model + length AUROC), for the verdict
 
     def row(label: str, part: Mapping[str, tuple[float, bool]]) -> list[str]:
+        if not part:  # a level whose graded traces are all in-sample, where the rows are out of sample
+            return [label, "0", "0", "–", "–", "no trace here", "–", "–"]
         by_length = [(by_id[t]["tokens"], wrong) for t, (_, wrong) in part.items()
                      if by_id[t].get("tokens") is not None]
         length = (f"{auroc([n for n, _ in by_length], [w for _, w in by_length]):.3f}" if _both_kinds(by_length)
@@ -219,8 +221,9 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
     unseen = {t: v for t, v in graded.items() if t not in seen}
     if seen and unseen:
         table.append(row("not trained on", unseen))
-        note += (f" {len(seen)} of the graded traces {'is one' if len(seen) == 1 else 'are ones'} the failure-risk model was "
-                 "trained on (recognised by their opening words and signs), so the first row is partly in-sample; the "
+        note += (f" {len(seen)} of the {len(graded)} graded traces {'is one' if len(seen) == 1 else 'are ones'} the "
+                 "failure-risk model was trained on (recognised by their opening words and signs), so the first row is "
+                 f"{'mostly' if 2 * len(seen) > len(graded) else 'partly'} in-sample (read it as no test of the model); the "
                  "second leaves them out, though they may come from a corpus the failure-risk model was trained on "
                  "(in-distribution): its card gives what it reaches on each corpus left out of training. Its training "
                  "sample drew up to a fixed number of right and of wrong traces per model and domain, so which traces "
@@ -326,15 +329,15 @@ def _choice(run_dir: Path, rows: Sequence[Mapping], settings: StatsSettings) -> 
         cells.append([sel.domain, str(len(sel.rows)), ", ".join(r["model"] for r in best),
                       format_number(top["fit"], 2), interval, "; ".join(accs) or "–", apart])
     listed = {sel.domain for sel in selections}
-    alone = sorted({r["domain"] for r in rows} - listed)  # one model only: nothing to choose between
-    level = round(100 * settings.ci_level)
+    alone = sorted({d for r in rows if (d := level(r, "domain")) is not None} - listed)  # one model: no choice
+    percent = round(100 * settings.ci_level)
     note = ("Per domain, the models ranked by fit with every dimension wanted up (the default of `thinkprobe select "
             "RUN --domain D`; other wishes: --want 'Depth+,Efficiency+' or --like PROFILE.json). The fit says how a "
             "model's reasoning looks on those dimensions, not how often it is right, and is not length-controlled "
             "(longer traces open more ideas). A model with fewer than "
             f"{fewest} traces of the domain gets no tier (`thinkprobe select` still ranks it). "
             "Tier 1 is the best-fitting model with a tier and, in order of fit, every model after it until the first "
-            f"one the run tells apart from it (the {level}% bootstrap interval of the difference in fit excludes 0; "
+            f"one the run tells apart from it (the {percent}% bootstrap interval of the difference in fit excludes 0; "
             "each pair on its own); fit and "
             "interval are that model's; accuracy is over each model's graded traces of the domain (n: how many)."
             + (" Where a lower tier answers more accurately: " + "; ".join(warnings) + "." if warnings else "")
