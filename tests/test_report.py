@@ -128,6 +128,10 @@ def test_redundancy_table_says_what_r_runs_to(tmp_path):
                     "c,m,d,0.1,5,last_unit\n", encoding="utf-8")
     header, rows, caption = redundancy_table(path)
     assert "sep_to" not in header and "run to the first correct answer in 1, the last unit in 2 of the traces" in caption
+    assert "no final answer" not in caption
+    # PRM800K's solution prefixes: 27 of 50 'incorrect' for want of an answer, which Acc's caption now says
+    caption = redundancy_table(path, {"matcher_no_answer": 27})[2]
+    assert "Acc counts 27 traces incorrect because no final answer was found in them" in caption
 
 
 def test_trace_page_shows_each_unit_once_when_a_name_has_two_sections():

@@ -20,7 +20,7 @@ from .markup import data_uri, esc, html_page, html_table, md_table
 from .style import DIMS, as_number, display_label, format_number
 from .summary import summary_text
 from .text import (EFFECT_TITLES, NO_RADAR, effect_header, z_text, effect_rows, has_group, headline, icc_rows, method_note, no_icc_text,
-                   outcome_rows, outcome_text, profile_ci_rows, profile_note, too_few_text)
+                   outcome_rows, outcome_text, profile_ci_rows, profile_note, too_few_text, traces_word)
 
 __all__ = ["redundancy_table", "report_sections", "report_html", "report_md"]
 
@@ -56,10 +56,11 @@ SEP_ENDS = {"first_correct": "the first correct answer", "final_answer": "the fi
             "conclusion": "the last conclusion", "last_unit": "the last unit"}
 
 
-def redundancy_table(path: Path) -> tuple[list[str], list[list[str]], str] | None:
+def redundancy_table(path: Path, grades: Mapping | None = None) -> tuple[list[str], list[list[str]], str] | None:
     """redundancy.csv as (header, rows, caption): per-model means in the file's column order
     (CoTJudger's) when it has one row per trace, the file as it is otherwise. A column known for
-    only some traces (Acc: graded traces only) gets its own n beside it."""
+    only some traces (Acc: graded traces only) gets its own n beside it; `grades` (run.json's): the
+    caption says how many traces Acc counts incorrect for want of a final answer."""
     if not path.exists():
         return None
     rows = read_csv(path)
@@ -89,6 +90,10 @@ def redundancy_table(path: Path) -> tuple[list[str], list[list[str]], str] | Non
                     cells.append(str(len(vals)))
             out.append(cells)
         note = (f" Columns known for only some traces carry their own n: {', '.join(partial)}." if partial else "")
+        if n := (grades or {}).get("matcher_no_answer"):  # PRM800K's solution prefixes: Acc measured how many were cut
+            note += (f" Acc counts {traces_word(n)} incorrect because no final answer was found in "
+                     f"{'it' if n == 1 else 'them'} (unfinished or cut off? --unanswered ungraded leaves such traces "
+                     "ungraded).")
         ends = {k: sum(r.get("sep_to") == k for r in rows) for k in SEP_ENDS}
         if any(ends.values()):  # what R means differs by trace: say how often each end was used
             note += (" L_eff and R run to " + ", ".join(f"{SEP_ENDS[k]} in {n}" for k, n in ends.items() if n)

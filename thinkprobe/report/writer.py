@@ -211,8 +211,8 @@ def _write_report(run_dir: Path, workers: int | None, step: _Steps) -> Path:
             old.unlink()
 
     step("report.html and report.md")
-    redundancy = redundancy_table(run_dir / REDUNDANCY_TABLE.name)
     run = run_json(run_dir)  # read once, for every section that says something of it
+    redundancy = redundancy_table(run_dir / REDUNDANCY_TABLE.name, run.get("grades"))
     decisions = report_sections(run_dir, stats, rows, pages, run)
     html_doc = report_html(run_dir, stats, rows, cells, figures, pages, redundancy, run, decisions, analyses, group_cells)
     write_own(run_dir / "report.html", html_doc)
