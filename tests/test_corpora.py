@@ -1057,6 +1057,22 @@ def test_two_unit_fragments_are_warned_about_too(tmp_path):
         cov.trace({"source": "whole.jsonl", "record": k, "model": "m", "units": [{"section": "reasoning"}] * 3})
     (warning,) = [w for w in cov.short_warnings() if w.startswith("model ")]
     assert warning.startswith("model unknown: 6 of 6 traces hold at most 2 Thought Units") and "labelled/3.json" in warning
+    assert "join them into one record first" in warning and "untagged" not in warning
+
+
+def test_short_untagged_answers_are_warned_about_as_answers_without_thinking():
+    """tts_knowledge's Qwen3-8B_simpleqa_no_think file alone: 'Answer: 2018 April', untagged, one or two
+    units each; the warning had blamed records that are the sentences of one text."""
+    from thinkprobe.accounting import Accounting
+
+    cov = Accounting()
+    for k in range(6):
+        cov.trace({"source": "no_think.jsonl", "record": k, "model": "unknown", "units": [{"section": "reasoning"}],
+                   "provenance": {"untagged": True}, "question": "When?"})
+    (warning,) = cov.short_warnings()
+    assert warning.startswith("model unknown: 6 of 6 traces hold at most 2 Thought Units")
+    assert "6 of them are untagged text (no reasoning field or tags): answers given without thinking?" in warning
+    assert "--untagged skip" in warning
 
 
 def test_a_file_of_questions_beside_the_outputs_is_warned_about(tmp_path):

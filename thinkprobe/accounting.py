@@ -195,6 +195,7 @@ class Accounting:
     unread_value: dict = field(default_factory=dict)  # the first unread value per field, for the hint
     shared: Counter = field(default_factory=Counter)  # one record-level grade for several choices: not applied
     few_units: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))  # model -> file -> traces
+    few_untagged: Counter = field(default_factory=Counter)  # model -> those of its few_units traces that are untagged
     # file -> traces whose reasoning is untagged text with no question beside it (a file of prompts?)
     untagged_alone: Counter = field(default_factory=Counter)
     # model -> [(copies, trace_id, the sentence, period)] of traces holding a repetition loop (LOOP_MIN copies in a row
@@ -209,12 +210,13 @@ class Accounting:
         for tally in (self.files[g["source"]], self.models[g["model"]]):
             tally.records.add(key)
             tally.traces += 1
+        provenance = g.get("provenance") or {}
         if sum(u.get("section") == "reasoning" for u in g.get("units") or ()) <= FEW_UNITS:
             self.few_units[g["model"]][g["source"]] += 1
+            self.few_untagged[g["model"]] += bool(provenance.get("untagged"))
         if loop := repetition_loop(g.get("units") or ()):
             copies, period, text = loop
             self.loops[g["model"]].append((copies, str(g.get("trace_id")), text, period))
-        provenance = g.get("provenance") or {}
         if provenance.get("untagged") and not g.get("question") and not _OUTPUT_NAME.search(provenance.get("reasoning_from") or ""):
             self.untagged_alone[g["source"]] += 1  # a field named as a model's output holds no question (svamp's model_answer)
         self._grade(g)
@@ -379,10 +381,16 @@ class Accounting:
             if total >= FEW_UNITS_MIN and n >= FEW_UNITS_SHARE * total:
                 where = ", ".join(f"{k} in {f}" for f, k in files.most_common(3))
                 more = f", ... ({len(files)} files)" if len(files) > 3 else ""
+                # untagged (no reasoning field or tags): a model's answers given without thinking, most often
+                # (tts_knowledge's *_no_think files), which no option of the input can turn into reasoning
+                untagged = self.few_untagged[model]
+                why = (f"; {untagged} of them are untagged text (no reasoning field or tags): answers given without "
+                       "thinking? They hold no reasoning to profile: leave them out (--untagged skip); or, if a file's "
+                       "records are the sentences of one text, join them into one record first" if 2 * untagged >= n
+                       else "; each record is profiled as a whole trace, so if a file's records are the sentences of "
+                            "one text, join them into one record first")
                 out.append(f"model {one_line(model)}: {n} of {total} traces hold at most {FEW_UNITS} Thought Units of reasoning "
-                           f"({where}{more}); each record is profiled as a whole trace, so if a file's records are "
-                           "the sentences of one text, join them into one record first; the indicators of so short "
-                           "a trace say little about reasoning")
+                           f"({where}{more}){why}; the indicators of so short a trace say little about reasoning")
         return out
 
 
