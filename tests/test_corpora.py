@@ -185,8 +185,12 @@ def test_a_file_with_no_trace_profiled_names_the_option_its_records_suggest():
     warnings = accounting.warnings()
     assert warnings[0].startswith("file b.jsonl: no trace profiled from its 3 records")
     # hedged: the longest field may be no model's output (Schoenfeld's SAT.json `Rationale`: the official solution)
-    assert all(w.endswith("if one of their fields holds the reasoning, name it: --reasoning-field 'steps'")
+    assert all("if one of their fields holds a model's reasoning, name it: --reasoning-field 'steps'" in w
                for w in warnings) and len(warnings) == 2
+    # and for a file beside others that gave traces, that it may hold no model's output at all
+    assert warnings[0].endswith("if they are questions or reference solutions rather than a model's output (other "
+                                "files gave traces), leave the file out")
+    assert warnings[1].startswith("model GPT-4:") and "leave the file out" not in warnings[1]
     # o1's records hold its final answer only: naming that field profiles the answer as reasoning, so the warning
     # does not suggest it (a new user read "the records suggest --reasoning-field 'o1 (insufficient_question)'")
     from thinkprobe.io.guess import ModelOutput

@@ -355,7 +355,11 @@ class Accounting:
                         continue
                     out.append(f"{kind} {name}: no trace profiled from its {n} record{'' if n == 1 else 's'} "
                                f"({row['skipped']} skipped: {why}{'; ' + unread if unread else ''}; see errors.jsonl)"
-                               + (f"; if one of their fields holds the reasoning, name it: {t.hint}" if t.hint else ""))
+                               + (f"; if one of their fields holds a model's reasoning, name it: {t.hint}" if t.hint else "")
+                               # other files gave traces: most often a file of the questions or of reference solutions
+                               # (Schoenfeld's SAT.json, whose 'Rationale' is the official solution)
+                               + ("; if they are questions or reference solutions rather than a model's output (other "
+                                  "files gave traces), leave the file out" if kind == "file" and t.hint else ""))
         return out
 
     def short_warnings(self) -> list[str]:
