@@ -134,6 +134,29 @@ def test_redundancy_table_says_what_r_runs_to(tmp_path):
     assert "Acc counts 27 traces incorrect because no final answer was found in them" in caption
 
 
+def test_the_opening_says_when_many_records_were_not_profiled(tmp_path):
+    """gpt-5-mini's SimpleQA file: 431 of 800 records returned no reasoning summary and were skipped, and
+    were answered more accurately (0.36 against 0.28) than the traces the report covers; no word beside
+    the accuracy. A quarter or more of the records skipped is said in the opening lines."""
+    from thinkprobe.report.coverage import skipped_line
+    from thinkprobe.report.summary import summary_text
+
+    def run(*models):
+        return {"coverage": {"by_model": [{"model": m, "records": n, "traces": n - k, "skipped": k,
+                                           "reasons": {"reasoning not returned": k}} for m, n, k in models]}}
+
+    one = run(("gpt-5-mini", 800, 431))
+    assert skipped_line(one) == ("431 of the 800 records read were not profiled (reasoning not returned 431; see the "
+                                 "coverage section): every figure here, accuracy included, covers the traces that "
+                                 "were, which need not be like the records left out.")
+    assert skipped_line(run(("a", 100, 20), ("b", 100, 40))).startswith(
+        "60 of the 200 records read were not profiled (reasoning not returned 60; b 40 of 100, a 20 of 100;")
+    assert skipped_line(run(("a", 100, 24))) == "" and skipped_line({}) == ""
+    stats = {"n_traces": 369, "groupings": {"model": {"groups": {"gpt-5-mini": 369}, "too_few": []},
+                                            "domain": {"groups": {"simpleqa": 369}, "too_few": []}}}
+    assert skipped_line(one) in summary_text(tmp_path, stats, {"t": "traces/t.html"}, one)
+
+
 def test_trace_page_shows_each_unit_once_when_a_name_has_two_sections():
     """Reasoning tagged inside the answer is a second reasoning section: each shows its own units."""
     from thinkprobe.report.trace_pages import _trace_text_html

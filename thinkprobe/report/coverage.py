@@ -15,7 +15,7 @@ from ..outputs import RUN_JSON
 from .markup import esc, html_table, md_table
 from .style import and_list
 
-__all__ = ["coverage_html", "coverage_md", "COVERAGE_HEADER", "run_json", "summary_caveat", "CUT_SHARE"]
+__all__ = ["coverage_html", "coverage_md", "COVERAGE_HEADER", "run_json", "summary_caveat", "skipped_line", "CUT_SHARE"]
 
 COVERAGE_HEADER = ("records", "traces", "skipped", "reasons")
 
@@ -28,6 +28,7 @@ def run_json(run_dir: Path) -> dict:
         return {}
 
 
+SKIPPED_SHARE = 0.25  # a run this share of whose records were not profiled says so in the report's opening
 CUT_SHARE = 0.3  # a model this many of whose traces are cut off before their reasoning ends is named
 ANSWER_SHARE = 0.2  # a model this share of whose units lie in answer sections is named, where another's are half as many
 
@@ -68,6 +69,28 @@ def summary_caveat(sizes: Mapping[str, int], run: Mapping | None) -> str:
                    "may be how they write their answers (a worked answer restating the reasoning adds units, depth "
                    "and conclusions).")
     return " ".join(out)
+
+
+def skipped_line(run: Mapping | None) -> str:
+    """Where SKIPPED_SHARE of the records read were not profiled, that every figure covers the traces that
+    were ('' otherwise): gpt-5-mini's SimpleQA file returned no reasoning summary for 431 of its 800
+    records, and those were answered more accurately (0.36 against 0.28) than the ones the report
+    covers, with no word of it beside the accuracy."""
+    rows = ((run or {}).get("coverage") or {}).get("by_model") or []
+    records, skipped = sum(r["records"] for r in rows), sum(r["skipped"] for r in rows)
+    if not records or skipped < SKIPPED_SHARE * records:
+        return ""
+    reasons: dict[str, int] = {}
+    for r in rows:
+        for reason, n in r["reasons"].items():
+            reasons[reason] = reasons.get(reason, 0) + n
+    why = ", ".join(f"{reason} {n}" for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:3])
+    most = sorted((r for r in rows if r["skipped"]), key=lambda r: (-r["skipped"] / r["records"], r["model"]))
+    models = ("; " + ", ".join(f"{r['model']} {r['skipped']} of {r['records']}" for r in most[:3])
+              + (f" and {len(most) - 3} more" if len(most) > 3 else "") if len(rows) > 1 else "")
+    return (f"{skipped} of the {records} records read were not profiled ({why}{models}; see the coverage section): "
+            "every figure here, accuracy included, covers the traces that were, which need not be like the records "
+            "left out.")
 
 
 def _tables(run: dict) -> list[tuple[str, list[str], list[list[str]]]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
+from .coverage import skipped_line
 from .style import display_label
 from .text import counted, has_group, traces_word
 
@@ -19,6 +20,7 @@ def summary_text(run_dir: Path, stats: Mapping, pages: Mapping, run: Mapping) ->
     lines = [f"{traces_word(stats['n_traces'])} from {counted(groups, 'model')} and {counted(groups, 'domain')} "
              f"(run folder `{run_dir.name}`)."]
     lines += _selection_lines(run)
+    lines += [line] if (line := skipped_line(run)) else []
     lines += _code_not_run_lines(run)
     if has_group(stats):
         named = groups["group"]["groups"]
