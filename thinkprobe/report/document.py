@@ -100,7 +100,10 @@ def redundancy_table(path: Path, grades: Mapping | None = None) -> tuple[list[st
                      + " of the traces (sep_to in redundancy.csv).")
         return header, out, ("Mean per model over traces (columns in CoTJudger's order); per column the best "
                              "model value is marked ▲ and the worst ▼ (higher is better for Acc and EB, lower for "
-                             "the others): which mean is highest or lowest, not that it differs beyond chance." + note)
+                             "the others): which mean is highest or lowest, not that it differs beyond chance. DR, SV, "
+                             "EE and EB count transitions between candidate answers by their verdicts, so they follow "
+                             "accuracy: a model rarely right has few correct -> correct transitions (SV), and so "
+                             "the 'best' SV." + note)
     return columns, [[r[c] for c in columns] for r in rows[:500]], "As written in redundancy.csv."
 
 
