@@ -562,6 +562,13 @@ def test_outcome_validity_pooled_within_model_and_cross_validated(tmp_path):
     assert [gain_verdict(g, 0.11) for g in (0.2, 0.09, 0.02, -0.08, -0.2)] == [
         "improves", "may improve, by less than these traces can confirm,", "does not measurably change",
         "may worsen, by less than these traces can confirm,", "worsens"]
+    # a fit without the indicators worse than chance: the gain is counted from 0.5 (MR-BEN: 0.51 with them,
+    # 0.27 without had read "improves")
+    chance = {**stats, "outcome": {**stats["outcome"], "cross_validated": {
+        **cv, "auroc_model_length_indicators": 0.51, "auroc_model_length": 0.27, "gain": 0.24}}}
+    sentence = next(h for h in headline(chance) if h.startswith("On 160 graded traces"))
+    assert "adding the indicators to model + length does not measurably change the prediction" in sentence
+    assert "the fit without them does worse than chance on held-out folds, so the gain is counted from 0.5" in sentence
 
 
 def test_wrong_answers_that_follow_the_domain_are_said_so(tmp_path):
