@@ -787,8 +787,14 @@ def test_the_verdict_says_when_the_design_alone_tells_wrong_from_right():
 
     rows = [{"trace_id": f"t{k}", "group": "MiP" if k < 20 else "normal", "domain": "math"} for k in range(40)]
     part = {f"t{k}": (0.9 if k < 20 else 0.1, k < 20) for k in range(40)}
-    note = _design_note(rows, part, SETTINGS)
+    note = _design_note(rows, part, SETTINGS, "not trained on", {"group"})
     assert "the group alone tells them apart at AUROC 1.00" in note and "domain" not in note
+    # the row it speaks of by name (it said "the last row", and rows by level follow it), and the rows by group
+    assert note.startswith(" On the traces of the row 'not trained on' the group alone")
+    assert "each trace scored by the share wrong of its group" in note and "read the rows within each group below" in note
+    # MR-BEN's ten domains: more levels than the table lists, so no rows to read
+    assert _design_note(rows, part, SETTINGS, "all", set()).endswith(
+        "; the group has more than 8 values, too many to list.")
     mixed = {t: (p, int(t[1:]) % 2 == 0) for t, (p, _) in part.items()}  # wrong in both groups alike
     assert _design_note(rows, mixed, SETTINGS) == ""
 

@@ -229,15 +229,15 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
                  "sample drew up to a fixed number of right and of wrong traces per model and domain, so which traces "
                  "it saw depends on their grades: the rarer outcome of a model or condition may be all in-sample.")
     within = unseen if seen and unseen else graded  # the verdict's traces: out of sample where some are
-    design = _design_note(rows, within, settings)
-    # no verdict where a design factor alone tells the verdict's traces apart: the rows within its levels speak
-    note += design or _verdict(table[-1][0], *found[table[-1][0]])
     levels_of = {}
     for by in ("domain", "group"):
         level_of = {r["trace_id"]: r.get(by) for r in rows}
         levels = sorted({str(level_of[t]) for t in graded if level_of.get(t) is not None})
         if 1 < len(levels) <= MAX_LEVELS_SAID:  # a design factor can carry the whole ranking (MiP against normal)
             levels_of[by] = {v: {t for t in graded if str(level_of.get(t)) == v} for v in levels}
+    design = _design_note(rows, within, settings, table[-1][0], set(levels_of))
+    # no verdict where a design factor alone tells the verdict's traces apart: the rows within its levels speak
+    note += design or _verdict(table[-1][0], *found[table[-1][0]])
     # within the levels, out of sample, unless a level's traces not trained on hold too few of one kind where all its
     # graded traces hold enough: then every graded trace (a MiP-Overthinking run: the few right answers of the MiP
     # condition were all in-sample)
@@ -259,25 +259,33 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
     return note, RISK_HEADER, table
 
 
-def _design_note(rows: Sequence[Mapping], part: Mapping[str, tuple[float, bool]], settings: StatsSettings) -> str:
-    """Where the domain or group alone tells the verdict's traces wrong from right (`factor_auroc`: at
-    least FACTOR_AUROC_NOTE, beyond shuffled grades), that failure_risk may rank them through it. On a
-    MiP-Overthinking run the traces it was not trained on were all wrong in one condition and right in
-    the other: failure_risk's 0.98 there said which condition a trace came from."""
+def _design_note(rows: Sequence[Mapping], part: Mapping[str, tuple[float, bool]], settings: StatsSettings,
+                 label: str = "all", listed: set[str] = frozenset()) -> str:
+    """Where the domain or group alone tells the traces of the table's row `label` wrong from right
+    (`factor_auroc`: at least FACTOR_AUROC_NOTE, beyond shuffled grades), that failure_risk may rank them
+    through it; `listed`: the factors the table breaks down by level. On a MiP-Overthinking run the traces
+    it was not trained on were all wrong in one condition and right in the other: failure_risk's 0.98
+    there said which condition a trace came from."""
     by_id = {r["trace_id"]: r for r in rows}
     ids = sorted(part)
     wrong = np.array([part[t][1] for t in ids], dtype=bool)
-    said = []
+    said, factors = [], []
     for by in ("group", "domain"):
         found = factor_auroc([by_id[t] for t in ids], wrong, by, settings.factor_seed, settings.factor_shuffles)
         if found and found["auroc"] >= FACTOR_AUROC_NOTE and found["p"] < 0.05:
             said.append(f"the {by} alone tells them apart at AUROC {found['auroc']:.2f} ({found['chance']:.2f} with the "
                         f"grades shuffled)")
+            factors.append(by)
     if not said:
         return ""
-    return (f" On the traces of the last row {' and '.join(said)}, each trace scored by its level's share wrong: "
-            "failure_risk may rank them by what differs between the levels rather than by how a reasoning fails, so no "
-            "verdict is drawn there; read the rows within each level, where they have both kinds.")
+    shown = [by for by in factors if by in listed]
+    hidden = [by for by in factors if by not in listed]
+    return (f" On the traces of the row '{label}' {' and '.join(said)}, each trace scored by the share wrong of its "
+            f"{' or '.join(factors)}: failure_risk may rank them by what differs between those rather than by how a "
+            "reasoning fails, so no verdict is drawn there"
+            + (f"; read the rows within each {' and each '.join(shown)} below, where they have both kinds" if shown else "")
+            + (f"; the {' and the '.join(hidden)} {'has' if len(hidden) == 1 else 'have'} more than {MAX_LEVELS_SAID} "
+               "values, too many to list" if hidden else "") + ".")
 
 
 def _verdict(label: str, interval: tuple[float, float, float] | None, baseline: float | None) -> str:
