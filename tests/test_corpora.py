@@ -1221,7 +1221,21 @@ def test_a_missing_premise_graded_correct_by_its_record_is_said():
     grades = accounting.grade_summary()
     assert (grades["gold_not_asked"], grades["gold_not_asked_graded"], grades["gold_not_asked_correct"]) == (3, 2, 2)
     (note,) = grade_notes(grades, advice=True)
-    assert "2 of them carry a grade of their own, 2 of those 'correct'" in note and "--correct-field" not in note
+    assert "2 of them carry a grade of their own, 2 of those 'correct':" in note and "--correct-field" not in note
+    assert "so such a 'correct' is a made-up premise." in note
+    # 0 (an abstention, the right answer there) mapped to correct as well: the two are counted apart (a new user's run
+    # said all 9 were made-up premises, 2 of them abstentions)
+    mixed = Accounting()
+    for k, correct in enumerate((True, True, None)):
+        mixed.trace(graph(f"t{k}", correct))
+    abstained = graph("t3", True)
+    abstained["provenance"]["grade"] = "0"
+    mixed.trace(abstained)
+    grades = mixed.grade_summary()
+    assert (grades["gold_not_asked_correct"], grades["gold_not_asked_made_up"]) == (3, 2)
+    (note,) = grade_notes(grades)
+    assert "3 of those 'correct', 2 of them from a grade 1:" in note
+    assert note.endswith("the other 1 is read from other values (0, an abstention?).")
     ungraded = Accounting()
     ungraded.trace(graph("t", None))
     assert grade_notes(ungraded.grade_summary(), advice=True)[0].endswith("with --correct-field.")

@@ -284,6 +284,9 @@ class Accounting:
             if has_grade(g):  # graded by the record's own grade (MiP's eval_result mapped with --correct-values)
                 self.grades["gold not asked graded"] += 1
                 self.grades["gold not asked correct"] += g.get("correct") is True
+                # of those, read from eval_result 1 (the answer matches the whole question's): a made-up premise;
+                # a user who also mapped 0 (an abstention) to correct has both kinds among the 'correct'
+                self.grades["gold not asked made up"] += g.get("correct") is True and str(provenance.get("grade")) == "1"
         if provenance.get("unread_grade"):
             name, _, value = provenance["unread_grade"].partition("=")
             self.unread[name] += 1
@@ -310,6 +313,7 @@ class Accounting:
             "gold_not_asked": self.grades["gold not asked"],
             "gold_not_asked_graded": self.grades["gold not asked graded"],
             "gold_not_asked_correct": self.grades["gold not asked correct"],
+            "gold_not_asked_made_up": self.grades["gold not asked made up"],
             "matcher_expressions": self.grades["matcher expression"],
             "matcher_expressions_incorrect": self.grades["matcher expression incorrect"],
             "unread_codes": dict(sorted(self.unread.items())),
@@ -325,7 +329,8 @@ class Accounting:
                     "gold_not_asked: traces whose "
                     "record's gold answer answers another question than the one the model was asked (MiP-Overthinking's "
                     "question with a premise removed), so it is not used (gold_not_asked_graded of them graded by the record's own "
-                    "grade, gold_not_asked_correct of those correct); matcher_expressions: traces the matcher judged "
+                    "grade, gold_not_asked_correct of those correct, gold_not_asked_made_up of those read from a grade "
+                    "value 1: an answer matching the whole question's); matcher_expressions: traces the matcher judged "
                     "against a gold answer that is a formula or an equation, not a number, option or phrase "
                     "(matcher_expressions_incorrect of them judged incorrect): compared as normalised text, an "
                     "equivalent expression written otherwise counts as incorrect. matcher_disagrees: "
@@ -475,13 +480,19 @@ def grade_notes(grades: Mapping, advice: bool = False) -> list[str]:
     out = []
     if n := grades.get("gold_not_asked"):
         graded, correct = grades.get("gold_not_asked_graded", 0), grades.get("gold_not_asked_correct", 0)
+        made_up = grades.get("gold_not_asked_made_up", correct)  # a run before 2026-12-08 did not count them apart
         said = (f"{n} traces answer a question with a premise removed (MiP-Overthinking's insufficient_question, or "
                 "no question in a file of its MiP folder): their record's gold answer is the whole question's, so it is "
                 "not matched (provenance gold_not_asked)")
         if graded:  # a new user mapped eval_result 1 to correct: a made-up premise's answer counted right
-            said += (f"; {graded} of them carry a grade of their own, {correct} of those 'correct': MiP-Overthinking's "
-                     "eval_result 1 says the answer matches the whole question's, which a question with a premise removed "
-                     "does not have (abstaining, 0, is the right answer there), so such a 'correct' is a made-up premise.")
+            said += (f"; {graded} of them carry a grade of their own, {correct} of those 'correct'"
+                     + (f", {made_up} of them from a grade 1" if made_up != correct else "")
+                     + ": MiP-Overthinking's eval_result 1 says the answer matches the whole question's, which a question "
+                     "with a premise removed does not have (abstaining, 0, is the right answer there), so such a 'correct' "
+                     "is a made-up premise"
+                     + (f"; the other {correct - made_up} {'is' if correct - made_up == 1 else 'are'} read from other "
+                        "values (0, an abstention?)."
+                        if made_up != correct else "."))
         else:
             said += ("; grade them by the record's own grade, if any, with --correct-field." if advice
                      else ": without a grade of their own they are ungraded.")

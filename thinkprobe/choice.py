@@ -291,8 +291,9 @@ def select_models(rows: Sequence[Mapping], settings: StatsSettings, *, domain: s
     premise = sum(bool(r.get("gold_not_asked")) and r.get("correct") is not None for r in rows)
     if premise:  # MiP-Overthinking's missing-premise condition: its "correct" is a made-up premise
         sel.notes["premise"] = (f"accuracy counts {premise} graded answers to questions with a premise removed by the "
-                                "records' own grades, whose 'correct' says the answer matches the whole question's: a "
-                                "made-up premise, where abstaining is the right answer (provenance gold_not_asked)")
+                                "records' own grades: MiP-Overthinking's eval_result 1 says the answer matches the whole "
+                                "question's, a made-up premise, where abstaining (0) is the right answer; which value "
+                                "each 'correct' was read from depends on --correct-values (provenance gold_not_asked)")
     return sel
 
 
