@@ -146,7 +146,7 @@ def test_a_mostly_tied_indicator_gets_no_length_controlled_test(tmp_path):
 def test_a_gain_in_auroc_is_called_one_only_beyond_its_standard_error():
     """The report's verdict on the indicators beyond model + length: 0.88 against 0.56 on 23 traces is a
     gain; 0.70 against 0.60 on the same is within what they can tell apart; on 2,300 it is a gain."""
-    from thinkprobe.report.text import _gain_margin
+    from thinkprobe.report.validity import _gain_margin
 
     def cv(n, wrong, base, full):
         return {"n": n, "n_wrong": wrong, "auroc_model_length": base, "auroc_model_length_indicators": full}
@@ -537,13 +537,14 @@ def test_outcome_validity_pooled_within_model_and_cross_validated(tmp_path):
         make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000, solver="newton-cholesky")), features, wrong,
         cv=StratifiedKFold(5, shuffle=True, random_state=seed), method="predict_proba")[:, 1]) for seed in range(10)]
     assert cv["repeats"] == 10 and cv["auroc_model_length"] == pytest.approx(np.mean(draws), abs=2e-6)
-    from thinkprobe.report.text import _gain_margin, headline, outcome_text
+    from thinkprobe.report.text import headline
+    from thinkprobe.report.validity import _gain_margin, outcome_text
 
     assert "5 stratified folds drawn 10 times, seeds 0 to 9, AUROCs averaged" in outcome_text(stats)
     older = {**stats, "outcome": {**stats["outcome"], "cross_validated": {k: v for k, v in cv.items() if k != "repeats"}}}
     assert "(5 stratified folds, seed 0)" in outcome_text(older)  # a stats.json written before the repeats
     # the pooled AUROCs carry their interval: DeLong's, which a bootstrap agrees with
-    from thinkprobe.report.text import outcome_rows
+    from thinkprobe.report.validity import outcome_rows
 
     row = next(r for r in outcome_rows(stats) if r[0] == "hedging_density")
     value, lo, hi = map(float, re.fullmatch(r"([\d.]+) \[([\d.]+), ([\d.]+)\]", row[1]).groups())
@@ -556,7 +557,7 @@ def test_outcome_validity_pooled_within_model_and_cross_validated(tmp_path):
     assert lo == pytest.approx(np.percentile(draws, 2.5), abs=0.03) and hi == pytest.approx(np.percentile(draws, 97.5), abs=0.03)
 
     sentence = next(h for h in headline(stats) if h.startswith("On 160 graded traces"))
-    from thinkprobe.report.text import gain_verdict
+    from thinkprobe.report.validity import gain_verdict
 
     assert f"adding the indicators to model + length {gain_verdict(cv['gain'], _gain_margin(cv))} the prediction" in sentence
     assert [gain_verdict(g, 0.11) for g in (0.2, 0.09, 0.02, -0.08, -0.2)] == [
@@ -578,7 +579,8 @@ def test_wrong_answers_that_follow_the_domain_are_said_so(tmp_path):
     say it when it reaches 0.7; a domain unrelated to the grades gets no such note."""
     from sklearn.metrics import roc_auc_score
 
-    from thinkprobe.report.text import headline, outcome_text
+    from thinkprobe.report.text import headline
+    from thinkprobe.report.validity import outcome_text
 
     rng = np.random.default_rng(5)
     rows, graphs = [], []
@@ -617,7 +619,7 @@ def test_the_within_model_auroc_needs_enough_of_each_kind_and_says_its_pairs(tmp
     """tts_knowledge: a within-model AUROC of 0.80 rested on 20 pairs and 8 right answers, with no count
     shown. Under stats.min_class right (or wrong) answers among the models with both kinds there is
     none, and the outcome text counts the pairs."""
-    from thinkprobe.report.text import outcome_text
+    from thinkprobe.report.validity import outcome_text
 
     rng = np.random.default_rng(6)
 
@@ -796,7 +798,7 @@ def test_a_dimension_not_testable_after_length_control_is_not_called_no_differen
 def test_wrong_answers_without_any_answer_are_said_so_beside_the_outcome_auroc():
     """ReasonEval's unfinished PRM800K solutions: 22 of 24 'wrong' had no final answer at all, and the
     headline read a wrong-answer signal out of them without a word."""
-    from thinkprobe.report.text import _no_answer_note
+    from thinkprobe.report.validity import _no_answer_note
 
     assert _no_answer_note({"wrong_no_answer": 0}) == "" and _no_answer_note({}) == ""
     assert _no_answer_note({"wrong_no_answer": 22}).startswith(", 22 of them because no final answer was found")

@@ -23,7 +23,7 @@ from ..outcome import cross_validated_auroc, model_length_features
 from .agreement import poorly_agreeing, run_agreement
 from .markup import esc, html_table, md_table
 from .style import format_number
-from .text import FACTOR_AUROC_NOTE
+from .validity import FACTOR_AUROC_NOTE
 
 __all__ = ["Section", "decision_sections", "sections_html", "sections_md"]
 

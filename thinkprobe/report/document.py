@@ -20,7 +20,8 @@ from .markup import data_uri, esc, html_page, html_table, md_table
 from .style import DIMS, as_number, display_label, format_number
 from .summary import summary_text
 from .text import (EFFECT_TITLES, NO_RADAR, effect_header, z_text, effect_rows, has_group, headline, icc_rows, method_note, no_icc_text,
-                   outcome_rows, outcome_text, profile_ci_rows, profile_note, too_few_text, traces_word)
+                   profile_ci_rows, profile_note, too_few_text, traces_word)
+from .validity import outcome_rows, outcome_text
 
 __all__ = ["redundancy_table", "report_sections", "report_html", "report_md"]
 
