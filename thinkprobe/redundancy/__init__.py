@@ -38,15 +38,17 @@ in every other unit. Units without content words are not counted.
 SEP target: the first candidate judged correct; otherwise (wrong or unknown correctness) the final
 conclusion: the final candidate, else the last CON unit, else the last unit.
 
-Modules: extraction (candidate answers), normalise (answer normalisation and matching), sandbox +
+Modules: extraction (candidate answers), final (the final answer among them), normalise (answer
+normalisation) and matching (answers_match), sandbox +
 harness (code tests in a child process the operating system isolates), sep (the Shortest Effective
 Path), annotate (the per-trace row and verdicts, Iso) and tables (redundancy.csv,
 model_redundancy.csv).
 """
 from .annotate import (COLUMNS, METRICS, RedundancyParams, annotate_record, has_gold, has_grade, isolated_units,
                        redundancy_row)
-from .extraction import (Candidate, KIND_RANK, boxed_values, code_tests_of, conclusion_number, final_candidate,
+from .extraction import (Candidate, KIND_RANK, boxed_values, code_tests_of, conclusion_number,
                          find_candidates)
+from .final import final_candidate
 from .matching import answers_match, is_expression
 from .normalise import normalise, to_number
 from .sandbox import ALLOW_HINT, NOT_ALLOWED, code_not_run, isolation_problem, not_run_line, run_code_tests

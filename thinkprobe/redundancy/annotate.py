@@ -9,7 +9,8 @@ from typing import Any, Mapping, Sequence
 
 from ..records import FORWARD_EDGES, group_of, source_id
 from .choices import question_options
-from .extraction import OPTION_LABEL, Candidate, code_tests_of, final_candidate, find_candidates
+from .extraction import OPTION_LABEL, Candidate, code_tests_of, find_candidates
+from .final import final_candidate
 from .matching import answers_match
 from .normalise import normalise
 from .sandbox import NOT_ALLOWED, run_code_tests

@@ -34,7 +34,7 @@ from .choices import bold_option, question_options
 from .matching import answers_match
 from .normalise import BOXED, FACTORIAL_EXPR, MARKDOWN, NUMBER, SPECIAL_TOKEN, to_number
 
-__all__ = ["Candidate", "KIND_RANK", "find_candidates", "final_candidate", "code_tests_of", "boxed_values",
+__all__ = ["Candidate", "KIND_RANK", "find_candidates", "code_tests_of", "boxed_values", "closing_unit",
            "conclusion_number", "OPTION_LABEL"]
 
 
@@ -464,7 +464,7 @@ def find_candidates(record: dict) -> list[Candidate]:
     whole_output = provenance.get("untagged") or is_output_field(provenance.get("reasoning_from"))
     closes = whole_output and not provenance.get("truncated")
     # (its closing unit: a sign-off after it, "Let me know if ...", states nothing)
-    last_answer = answer_ids[-1] if answer_ids else _closing_unit(record) if closes else None
+    last_answer = answer_ids[-1] if answer_ids else closing_unit(record) if closes else None
     # where "The answer is ..." may state a long list: the trace's last unit (answer section or not), unless cut off
     last_unit = None if provenance.get("truncated") else (answer_ids or [units[-1]["id"]])[-1]
     code = _final_code_block(units)
@@ -539,78 +539,13 @@ def _keep_answer_numbers(candidates: list[Candidate], gold: Any) -> list[Candida
     return [c for c in candidates if c.kind != "number" or id(c) in keep]
 
 
-def final_candidate(candidates: Sequence[Candidate], record: dict) -> Candidate | None:
-    """The trace's final answer: among the candidates of the last section that has any (the answer
-    section when it states one), the last one of the strongest kind; on a multiple-choice question an
-    option named after that boxed value (gpt-oss-120b's "\\boxed{6.3\\times10^{-7}} which corresponds to
-    answer **A**": the letter is the pick). Records with code tests take their final code block. A reasoning
-    cut off before it ended (provenance truncated) with no answer section has none: the model stopped before
-    answering, and its last candidate is a step on the way, often a hedge ("Alternatively, perhaps the answer is
-    ...", "I think it is option D ... if I made a mistake"); its candidates still count as candidates."""
-    if not candidates or _cut_before_answering(record):
-        return None
-    if code_tests_of(record) is not None:
-        code = [c for c in candidates if c.kind == "code"]
-        if code:
-            return code[-1]
-    section = {u["id"]: u.get("section", "reasoning") for u in record.get("units") or []}
-    if _abstains(record, {c.unit for c in candidates}):
-        return None
-    last_section = section.get(candidates[-1].unit, "reasoning")
-    pool = [c for c in candidates if section.get(c.unit, "reasoning") == last_section]
-    best = min(KIND_RANK[c.kind] for c in pool)
-    final = [c for c in pool if KIND_RANK[c.kind] == best][-1]
-    if final.kind == "boxed" and (named := [c for c in pool[pool.index(final) + 1:] if c.kind == "option"]) \
-            and question_options(record.get("question")):
-        return named[-1]
-    if all(c.kind == "number" for c in candidates) and not _ends_on(record, final):
-        return None  # only conclusions' numbers, and the trace goes on past them: no answer put forward
-    return final
-
-
-def _cut_before_answering(record: dict) -> bool:
-    """Whether the reasoning was cut off (a token limit: provenance truncated) before any answer section."""
-    return bool((record.get("provenance") or {}).get("truncated")) and \
-        not any(u.get("section") == "answer" for u in record.get("units") or ())
-
-
-# an answer that declines: a question missing a premise (MiP-Overthinking), a fact the model does not know
-_ABSTENTION = re.compile(r"\b(?:(?:not|in)? ?(?:enough|sufficient) (?:information|data|detail)|insufficient|"
-                         r"(?:cannot|can't|can not|impossible to|unable to) (?:be )?(?:determined?|answer(?:ed)?|calculated?|"
-                         r"solved?|found|find)|unanswerable|i (?:do not|don't) know|missing (?:information|premise|data|value))",
-                         re.IGNORECASE)
-
-
-def _abstains(record: dict, stated: set[int]) -> bool:
-    """Whether the trace's answer declines to give one: its answer section (else its closing unit) states no
-    candidate (`stated`: the units that do) and says the question cannot be answered. MiP-Overthinking's DSQ
-    ends "Answer: The question does not provide enough information ...", and a hypothetical earlier in the
-    reasoning ("typically one person per seat") had been read as its final answer."""
-    units = record.get("units") or []
-    answer = [u for u in units if u.get("section") == "answer"] or \
-        [u for u in units if u["id"] == _closing_unit(record)]
-    return bool(answer) and not stated & {u["id"] for u in answer} and \
-        any(_ABSTENTION.search(u.get("text", "")) for u in answer)
-
-
 # a closing courtesy after the answer, which states nothing: "Let me know if you'd like ...", "Hope this helps!"
 _SIGN_OFF = re.compile(r"^\W*(?:(?:please\s+)?let me know|i hope|hope (?:this|that|it)|(?:please\s+)?feel free|"
                        r"if you (?:have|need|want|would like|'d like)\b|good luck|happy to help|thanks?\b|thank you|"
                        r"enjoy)", re.IGNORECASE)
 
 
-def _ends_on(record: dict, number: Candidate) -> bool:
-    """Whether the trace ends on a conclusion's number: its closing unit is that conclusion, or arrives
-    at the same value ("So 70 - 60 = $10." then "Therefore, Pam pays $10 more than Susan.")."""
-    closing = _closing_unit(record)
-    if closing is None or number.unit == closing:
-        return True
-    text = next((u["text"] for u in record.get("units") or () if u["id"] == closing), "")
-    value = conclusion_number(SPECIAL_TOKEN.sub("", text), number.value)
-    return value is not None and answers_match(value, number.value)
-
-
-def _closing_unit(record: dict) -> int | None:
+def closing_unit(record: dict) -> int | None:
     """Id of the unit a trace ends on: its last, sign-offs and units without a letter or digit after
     it aside."""
     units = sorted(record.get("units") or [], key=lambda u: u["id"])
