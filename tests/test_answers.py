@@ -226,6 +226,27 @@ def test_an_option_a_conclusion_emphasises_in_bold_is_its_pick():
         assert not [c for c in find_candidates(rec) if c.kind == "option"], text
 
 
+def test_an_option_named_beside_a_boxed_expression_is_the_pick():
+    """gpt-oss-120b on GPQA (ReasoningFlow): "The expression obtained matches option **B**:" above
+    "\\boxed{Z = 2 e^{3J\\beta}+6 e^{-J\\beta}}", and "the correct one is" above "\\[\\textbf{C.}\\;|3,0,0\\rangle
+    ...": the boxed expression was graded against the gold letter, wrong (3 of its 12 GPQA answers, all
+    right; Acc 0.75 for 1.0). A unit that names an option without leading into the boxed value is no pick."""
+    question = ("Find Z.\nA. Z= 6e^(2J\\beta)+2e^(-2J\\beta)\nB. Z= 2 e^(3J\\beta)+6e^(-J\\beta)\n"
+                "C. Z= 2 e^(-3J\\beta)+6e^(J\\beta)\nD. Z= 2e^(2J\\beta)+6e^(-2J\\beta)")
+    boxed = r"\[ \boxed{Z = 2 e^{3J\beta}+6 e^{-J\beta}}. \]"
+    rec = record("Sum the states.", "The expression obtained matches option **B**:", boxed, question=question,
+                 answer_from=1)
+    assert final_candidate(find_candidates(rec), rec).value == "B"
+    for lead in ("Consider option B: it has the wrong sign.", "The expression obtained is:"):
+        rec = record("Sum the states.", lead, boxed, question=question, answer_from=1)
+        assert final_candidate(find_candidates(rec), rec).kind == "boxed", lead
+    assert final_candidate(find_candidates({**rec, "question": "Find Z."}), rec).kind == "boxed"  # no options
+    # the option opening display math after "the correct one is", the boxed value before it
+    rec = record("Add the routes.", r"\[ \boxed{P = \frac13} \]", "Hence, among the options given, the correct one is",
+                 "\\[\n\\textbf{C.}\\;|3,0,0\\rangle\\rightarrow|1,0,0\\rangle\n\\]", question=question, answer_from=1)
+    assert final_candidate(find_candidates(rec), rec).value == "C"
+
+
 def test_a_sentence_ending_on_the_option_it_settles_on_is_a_pick_anywhere():
     """Qwen2.5 on GPQA: "The only option that does not satisfy ... is **Option B**." closed its analysis, then a
     closing sentence in words; the "0" of its "3P_0" was read as the answer. DeepSeek-V3's "The correct statement

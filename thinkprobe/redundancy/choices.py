@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from itertools import takewhile
 
-__all__ = ["question_options", "bold_option"]
+__all__ = ["question_options", "bold_option", "latex_plain", "led_option"]
 
 
 _OPTION_LINE = re.compile(r"^\s*\(?([A-J])[).:]\s*(\S.*?)\s*$", re.MULTILINE)  # "B) All fourth-grade students"
@@ -62,3 +62,34 @@ def bold_option(text: str) -> str | None:
                and not _LABELS.match(text, m.end())}
     named = {m.group(1) for m in _BOLD_OPTION.finditer(text)}
     return letters.pop() if len(letters) == 1 and len(named) == 1 else None
+
+
+_LATEX_STYLE = re.compile(r"\\(?:textbf|mathbf|text|mathrm|boldsymbol)\{([^{}]*)\}")
+_LATEX_SPACE = re.compile(r"\\(?:[;,:! ]|quad|qquad)")
+
+
+def latex_plain(text: str) -> str:
+    r"""A unit's text with LaTeX's text styles unwrapped and its spacing commands as spaces, so that an
+    option that opens display math reads as one (gpt-oss-120b: "\[\textbf{C.}\;|3,0,0\rangle ..." is
+    option C).
+
+    >>> latex_plain(r"\[\textbf{C.}\;|3,0,0\rangle")
+    '\\[C. |3,0,0\\rangle'
+    """
+    return _LATEX_SPACE.sub(" ", _LATEX_STYLE.sub(r"\1", text))
+
+
+# a unit that names the one option its next line gives: "The expression obtained matches option **B**:",
+# "which corresponds to choice (C):" (gpt-oss-120b, then the boxed expression)
+_LEADS_INTO = re.compile(r"\b(?i:match(?:es)?|corresponds? to|is|agrees? with)\s+(?i:the\s+)?(?i:option|choice|answer)\s*"
+                         r"\**\s*\(?([A-J])\)?\s*\**\s*[:：]\s*$")
+
+
+def led_option(text: str) -> str | None:
+    """The option a unit names as it leads into the next ("... matches option **B**:"), or None.
+
+    >>> led_option("The expression obtained matches option **B**:"), led_option("Consider option B: it fails.")
+    ('B', None)
+    """
+    m = _LEADS_INTO.search(text)
+    return m.group(1) if m else None

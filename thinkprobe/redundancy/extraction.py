@@ -30,7 +30,7 @@ from typing import Any, Sequence
 from ..io.guess import is_output_field
 from ..records import answer_cut
 from ..segment import DOLLAR_MATH, default_abbreviations
-from .choices import bold_option, question_options
+from .choices import bold_option, latex_plain, led_option, question_options
 from .matching import answers_match
 from .normalise import BOXED, FACTORIAL_EXPR, MARKDOWN, NUMBER, SPECIAL_TOKEN, to_number
 
@@ -96,7 +96,7 @@ OPTION_LABEL = re.compile(r"^\s*\(?([A-J])\)(?:\s+\S|(?=[\d$\\]))")
 _ANSWER_LABEL = re.compile(r"(?:#+\s*)?(?:the\s+)?(?:final\s+|correct\s+)?answer(?:\s+is)?\s*[:：]?", re.IGNORECASE)
 # a sentence that leads into the option it names on the next line: "the correct answer is:" / "B. A = ..."
 _OPTION_LEAD = re.compile(r"\b(?:answer\b[^:\n]{0,30}\b(?:is|would be|should be|must be)|(?:correct|right|best|final|"
-                          r"incorrect|wrong|false|true)\s+(?:option|choice|statement|match|conclusion)(?:s|es)?\b[^:\n]{0,20}\b(?:is|are|would be|"
+                          r"incorrect|wrong|false|true)\s+(?:option|choice|statement|match|conclusion|one)(?:s|es)?\b[^:\n]{0,20}\b(?:is|are|would be|"
                           r"should be|must be)|\bmost\s+(?:plausible|likely|probable|reasonable|appropriate|suitable)\b[^:\n.]{0,40}\b"
                           r"(?:is|would be))\s*[:：]?\s*$", re.IGNORECASE)  # not "the answer choices are:", "the first option is:"
 # a sentence that ends on the option it settles on, in bold: "The only option that does not satisfy ... is **Option B**."
@@ -492,8 +492,10 @@ def find_candidates(record: dict) -> list[Candidate]:
             if value and len(value.split()) <= _MAX_PHRASE_WORDS:
                 found = (value, "phrase")
         if (lead_before or label_before) and listed and (found is None or found[1] in ("number", "phrase", "bold")) \
-                and (m := _OPTION_START.match(u["text"])):
+                and (m := _OPTION_START.match(latex_plain(u["text"]))):
             found = (m.group(1), "option")
+        if listed and found is None and (letter := led_option(MARKDOWN.sub("", u["text"]))):
+            found = (letter, "option")  # "... matches option **B**:", its value on the next line (final.py)
         if listed and (found is None or found[1] in ("number", "bold")) and (lead_before or label_before or u["id"] in (
                 last_answer, last_unit) or u.get("type") == "CON" or _BOLD_PICK.search(u["text"])) \
                 and (letter := bold_option(u["text"])):

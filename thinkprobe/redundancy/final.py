@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from .choices import question_options
+from .choices import led_option, question_options
 from .extraction import KIND_RANK, Candidate, closing_unit, code_tests_of, conclusion_number
 from .matching import answers_match
 from .normalise import SPECIAL_TOKEN
@@ -20,7 +20,8 @@ def final_candidate(candidates: Sequence[Candidate], record: dict) -> Candidate 
     """The trace's final answer: among the candidates of the last section that has any (the answer
     section when it states one), the last one of the strongest kind; on a multiple-choice question an
     option named after that boxed value (gpt-oss-120b's "\\boxed{6.3\\times10^{-7}} which corresponds to
-    answer **A**": the letter is the pick). Records with code tests take their final code block. A reasoning
+    answer **A**": the letter is the pick), or by the unit that leads into it ("The expression obtained matches
+    option **B**:" above "\\boxed{Z = ...}"). Records with code tests take their final code block. A reasoning
     cut off before it ended (provenance truncated) with no answer section has none: the model stopped before
     answering, and its last candidate is a step on the way, often a hedge ("Alternatively, perhaps the answer is
     ...", "I think it is option D ... if I made a mistake"); its candidates still count as candidates."""
@@ -37,9 +38,13 @@ def final_candidate(candidates: Sequence[Candidate], record: dict) -> Candidate 
     pool = [c for c in candidates if section.get(c.unit, "reasoning") == last_section]
     best = min(KIND_RANK[c.kind] for c in pool)
     final = [c for c in pool if KIND_RANK[c.kind] == best][-1]
-    if final.kind == "boxed" and (named := [c for c in pool[pool.index(final) + 1:] if c.kind == "option"]) \
-            and question_options(record.get("question")):
-        return named[-1]
+    if final.kind == "boxed" and question_options(record.get("question")):
+        # an option named after the boxed value, or by the unit that leads into it ("matches option **B**:")
+        text = {u["id"]: u.get("text", "") for u in record.get("units") or []}
+        named = [c for c in pool[pool.index(final) + 1:] if c.kind == "option"] or \
+            [c for c in pool if c.kind == "option" and c.unit == final.unit - 1 and led_option(text.get(c.unit, ""))]
+        if named:
+            return named[-1]
     if all(c.kind == "number" for c in candidates) and not _ends_on(record, final):
         return None  # only conclusions' numbers, and the trace goes on past them: no answer put forward
     return final
