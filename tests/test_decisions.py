@@ -508,7 +508,11 @@ def test_select_says_it_pools_groups_only_where_it_does(run_dir):
     for r in rows:  # each domain holds one group
         r["group"] = "MiP" if r["domain"] == "math" else "normal"
     assert "pools the run's groups (MiP, normal)" in select_run(run_dir, rows=rows).note
+    assert "spread unevenly" not in select_run(run_dir, rows=rows).note  # every model has traces of both alike
     assert "pools" not in select_run(run_dir, rows=rows, domain="math").note
+    # one model mostly in one group (a MiP run: QwQ 11 of 16 missing a premise, R1 8 of 15): said with the pooling
+    skewed = [dict(r, group="MiP" if r["model"] == sorted({x["model"] for x in rows})[0] else "normal") for r in rows]
+    assert "over which the models' traces are spread unevenly (Cramér's V 1.00" in select_run(run_dir, rows=skewed).note
     # the crossing of models and domains is said of the traces ranked: within group MiP (math only)
     # there is none to speak of, whatever the whole run's (a helper's MiP run got the whole run's)
     for r in rows:

@@ -373,8 +373,13 @@ def select_run(run_dir: str | Path, *, domain: str | None = None, want: str | Ma
     groups = sorted({str(r["group"]) for r in rows
                      if r.get("group") is not None and (domain is None or r["domain"] == domain)})
     if group is None and len(groups) > 1:  # a design condition (MiP / normal) moves the profile as much as a model
+        # spread unevenly over the models (a MiP run: QwQ 11 of 16 traces missing a premise, R1 8 of 15), a
+        # difference in fit may be the condition's
+        mix = model_crossing([r for r in rows if domain is None or r["domain"] == domain], "group", settings.min_group)
+        uneven = (f", over which the models' traces are spread unevenly (Cramér's V {_num(mix['cramers_v'], 2)}: part "
+                  "of a difference in fit may be the group's)" if mix["uneven"] and mix["cramers_v"] is not None else "")
         sel.notes["groups"] = (f"the fit pools the run's groups ({', '.join(groups[:5])}"
-                               f"{', ...' if len(groups) > 5 else ''}); rank within one with --group")
+                               f"{', ...' if len(groups) > 5 else ''}){uneven}; rank within one with --group")
     return sel
 
 
