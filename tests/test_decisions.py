@@ -779,6 +779,9 @@ def test_the_failure_risk_table_ends_with_a_verdict_against_the_model_and_length
     assert "better than chance; the model + length baseline does not here (0.479)" in _verdict(
         "all", (0.67, 0.51, 0.83), 0.479)
     assert "neither failure_risk (0.560 [0.45, 0.67]) nor" in _verdict("all", (0.56, 0.45, 0.67), 0.40)
+    # both at or under chance, the baseline inside failure_risk's interval (MR-BEN: 0.350 [0.20, 0.54], 0.27)
+    assert "neither failure_risk (0.350 [0.20, 0.54]) nor the model + length baseline (0.270) ranks" in _verdict(
+        "all", (0.35, 0.20, 0.54), 0.27)
     assert _verdict("not trained on", interval, 0.8).startswith(
         " Verdict over the traces the failure-risk model was not trained on:")
 

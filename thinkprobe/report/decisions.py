@@ -309,6 +309,9 @@ def _verdict(label: str, interval: tuple[float, float, float] | None, baseline: 
     if baseline < low:
         return (f" Verdict{over}: failure_risk ({cell}) ranks the wrong answers better than the model + length "
                 f"baseline ({baseline:.3f}), which learns from these very grades.")
+    if low <= 0.5 and baseline <= 0.5:  # MR-BEN: 0.350 [0.20, 0.54] and 0.27 had read "cannot be told apart"
+        return (f" Verdict{over}: neither failure_risk ({cell}) nor the model + length baseline ({baseline:.3f}) ranks "
+                f"the wrong answers better than chance here.")
     return (f" Verdict{over}: failure_risk ({cell}) and the model + length baseline ({baseline:.3f}) cannot be told "
             f"apart: the baseline lies within failure_risk's interval.")
 
