@@ -561,7 +561,7 @@ def test_the_runs_auroc_says_which_traces_the_model_saw_and_needs_both_kinds(run
     by = {r[0]: r for r in table}
     graded = decisions._graded(rows, anomalies)
     assert f"{len(seen)} of the {len(graded)} graded traces are ones the failure-risk model was trained on" in note
-    assert ("mostly in-sample" if 2 * len(seen) > len(graded) else "partly in-sample") in note
+    assert ("mostly in-sample (read it as no test" if 2 * len(seen) > len(graded) else "partly in-sample; the second") in note
     # most of them seen (Thought Anchors: 39 of 40): "mostly", no test of the model
     left = next(t for t in graded if t not in seen)
     note, _, table = decisions._risk_auroc(rows, graded, set(graded) - {left}, SETTINGS)

@@ -223,8 +223,9 @@ def _risk_auroc(rows: Sequence[Mapping], graded: Mapping[str, tuple[float, bool]
         table.append(row("not trained on", unseen))
         note += (f" {len(seen)} of the {len(graded)} graded traces {'is one' if len(seen) == 1 else 'are ones'} the "
                  "failure-risk model was trained on (recognised by their opening words and signs), so the first row is "
-                 f"{'mostly' if 2 * len(seen) > len(graded) else 'partly'} in-sample (read it as no test of the model); the "
-                 "second leaves them out, though they may come from a corpus the failure-risk model was trained on "
+                 + ("mostly in-sample (read it as no test of the model)" if 2 * len(seen) > len(graded) else
+                    "partly in-sample")
+                 + "; the second leaves them out, though they may come from a corpus the failure-risk model was trained on "
                  "(in-distribution): its card gives what it reaches on each corpus left out of training. Its training "
                  "sample drew up to a fixed number of right and of wrong traces per model and domain, so which traces "
                  "it saw depends on their grades: the rarer outcome of a model or condition may be all in-sample.")
