@@ -229,8 +229,8 @@ def test_an_option_a_conclusion_emphasises_in_bold_is_its_pick():
 def test_an_option_named_beside_a_boxed_expression_is_the_pick():
     """gpt-oss-120b on GPQA (ReasoningFlow): "The expression obtained matches option **B**:" above
     "\\boxed{Z = 2 e^{3J\\beta}+6 e^{-J\\beta}}", and "the correct one is" above "\\[\\textbf{C.}\\;|3,0,0\\rangle
-    ...": the boxed expression was graded against the gold letter, wrong (3 of its 12 GPQA answers, all
-    right; Acc 0.75 for 1.0). A unit that names an option without leading into the boxed value is no pick."""
+    ...": the boxed expression was graded against the gold letter, wrong (2 of its 12 sampled GPQA answers, both
+    right). A unit that names an option without leading into the boxed value is no pick."""
     question = ("Find Z.\nA. Z= 6e^(2J\\beta)+2e^(-2J\\beta)\nB. Z= 2 e^(3J\\beta)+6e^(-J\\beta)\n"
                 "C. Z= 2 e^(-3J\\beta)+6e^(J\\beta)\nD. Z= 2e^(2J\\beta)+6e^(-2J\\beta)")
     boxed = r"\[ \boxed{Z = 2 e^{3J\beta}+6 e^{-J\beta}}. \]"
