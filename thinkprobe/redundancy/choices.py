@@ -1,9 +1,12 @@
-"""Multiple-choice questions: the lettered options a question lists, and the one option a conclusion
-emphasises in bold as its pick. Used by thinkprobe.redundancy.extraction."""
+"""Multiple-choice questions: the lettered options a question lists, the one option a conclusion
+emphasises in bold as its pick, and the one a unit names as it leads into the next. Used by
+thinkprobe.redundancy.extraction and .final."""
 from __future__ import annotations
 
 import re
 from itertools import takewhile
+
+from .normalise import MARKDOWN
 
 __all__ = ["question_options", "bold_option", "latex_plain", "led_option"]
 
@@ -86,10 +89,10 @@ _LEADS_INTO = re.compile(r"\b(?i:match(?:es)?|corresponds? to|is|agrees? with)\s
 
 
 def led_option(text: str) -> str | None:
-    """The option a unit names as it leads into the next ("... matches option **B**:"), or None.
+    """The option a unit names as it leads into the next ("... matches option **B**:", "__B__" alike), or None.
 
     >>> led_option("The expression obtained matches option **B**:"), led_option("Consider option B: it fails.")
     ('B', None)
     """
-    m = _LEADS_INTO.search(text)
+    m = _LEADS_INTO.search(MARKDOWN.sub("", text))
     return m.group(1) if m else None

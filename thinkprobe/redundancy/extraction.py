@@ -494,7 +494,7 @@ def find_candidates(record: dict) -> list[Candidate]:
         if (lead_before or label_before) and listed and (found is None or found[1] in ("number", "phrase", "bold")) \
                 and (m := _OPTION_START.match(latex_plain(u["text"]))):
             found = (m.group(1), "option")
-        if listed and found is None and (letter := led_option(MARKDOWN.sub("", u["text"]))):
+        if listed and found is None and (letter := led_option(u["text"])):
             found = (letter, "option")  # "... matches option **B**:", its value on the next line (final.py)
         if listed and (found is None or found[1] in ("number", "bold")) and (lead_before or label_before or u["id"] in (
                 last_answer, last_unit) or u.get("type") == "CON" or _BOLD_PICK.search(u["text"])) \
