@@ -7,6 +7,7 @@ where some models' reasoning is a summary or often cut off (`summary_caveat`).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Mapping
 
@@ -80,10 +81,9 @@ def skipped_line(run: Mapping | None) -> str:
     records, skipped = sum(r["records"] for r in rows), sum(r["skipped"] for r in rows)
     if not records or skipped < SKIPPED_SHARE * records:
         return ""
-    reasons: dict[str, int] = {}
+    reasons = Counter()
     for r in rows:
-        for reason, n in r["reasons"].items():
-            reasons[reason] = reasons.get(reason, 0) + n
+        reasons.update(r["reasons"])
     why = ", ".join(f"{reason} {n}" for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:3])
     most = sorted((r for r in rows if r["skipped"]), key=lambda r: (-r["skipped"] / r["records"], r["model"]))
     models = ("; " + ", ".join(f"{r['model']} {r['skipped']} of {r['records']}" for r in most[:3])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from ..pairwise import LENGTH_OVERLAP_MIN
-from ..stats import ICC_MIN_CLUSTERS, TESTED
+from ..stats import ICC_MIN_CLUSTERS, TESTED, UNNAMED
 from .agreement import AGREEMENT_COLUMNS, agreement_cell, poor_agreement_sentence
 from .coverage import summary_caveat
 from .validity import outcome_sentence
@@ -143,7 +143,7 @@ def counted(groups: Mapping, by: str, min_group: int | None = None) -> str:
     """'5 domains', '5 domains (1 with fewer than 2 traces, not tested)' with `min_group`, '5 domains (2
     traces without one, not tested)' where some traces have no named domain ('unknown': in no domain test),
     or 'no named domain' where no trace has one (no such group to count)."""
-    names = [g for g in groups[by]["groups"] if g != "unknown"]  # a run's stats.json before 2026-12-08 held it
+    names = [g for g in groups[by]["groups"] if g != UNNAMED]  # a run's stats.json before 2026-12-08 held it
     if not names:
         return f"no named {by}"
     few, unnamed = len(groups[by].get("too_few") or []), groups[by].get("unnamed", 0)
