@@ -430,6 +430,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
     enough_labels = min(int(wrong.sum()), int((graded & ~wrong).sum())) >= cfg.min_class
     perm = {"min_group": cfg.min_group, "chance": True}
     groupings = run_groupings(rows)
+    labels_by = {by: [level(r, by) for r in rows] for by in groupings}  # each trace's level, None for none
 
     results, columns = [], []  # columns: each variable's values and length residuals, for the intervals
     for name, kind, dim in variables:
@@ -441,7 +442,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
                  "length_controlled": {"fit": fit}, "reliability": {}}
         columns.append((values, resid if tied is None else None))
         for by in groupings:
-            labels = [level(r, by) for r in rows]
+            labels = labels_by[by]
             entry[by] = _grouped_test(values, labels, **perm)
             entry["length_controlled"][by] = (_grouped_test(list(resid), labels, **perm) if tied is None else
                                               _untested(tied))
@@ -487,7 +488,7 @@ def compute_stats(run_dir: str | Path, settings: StatsSettings | None = None) ->
         lc = e["length_controlled"]
         e["ratio_length_corrected"] = _ratio(lc["model"].get("eps2_corrected"), lc["domain"].get("eps2_corrected"),
                                              cfg.ratio_floor)
-    add_effect_intervals(results, columns, {by: [level(r, by) for r in rows] for by in groupings}, cfg)
+    add_effect_intervals(results, columns, labels_by, cfg)
     pairs = pairwise_models([(name, kind) for name, kind, _ in variables], columns, list(models), log_tokens,
                             {(e["variable"], lc): bool(t.get("significant")) for e in results
                              for lc, t in ((0, e["model"]), (1, e["length_controlled"]["model"]))}, cfg,
